@@ -1,0 +1,62 @@
+# mcp-suite — every entry point a developer or CI needs. The virtual environment lives in .venv.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: help venv run demo test lint types pytest bench lock run-container smoke clean
+
+help:
+	@echo "make run            serve MCP on stdio (demo PostgreSQL + examples folder + metrics)"
+	@echo "make test           lint, types, architecture contracts and the whole test suite"
+	@echo "make bench          benchmarks (ratios against a floor measured in the same run)"
+	@echo "make demo           drive the server through the official MCP SDK client"
+	@echo "make run-container  build the hardened image if needed and serve it on stdio"
+	@echo "make lock           re-lock requirements/*.txt (name, version, hash)"
+
+$(STAMP): requirements/dev.txt requirements/runtime.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r requirements/dev.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@touch $@
+
+venv: $(STAMP)
+
+run: $(STAMP)
+	@$(BIN)/python -m mcp_suite.devdb serve -- $(BIN)/python -m mcp_suite
+
+demo: $(STAMP)
+	@$(BIN)/python -m mcp_suite.devdb demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check mcp_suite tests bench
+	$(BIN)/ruff format --check mcp_suite tests bench
+	$(BIN)/flake8 --select=ASYNC mcp_suite
+	$(BIN)/lint-imports
+
+types: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP)
+	$(BIN)/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+
+test: lint types pytest
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+lock:
+	cd requirements && $(BIN)/pip-compile -q --generate-hashes --no-emit-index-url --no-emit-find-links --allow-unsafe --strip-extras --no-header -o runtime.txt runtime.in
+	cd requirements && $(BIN)/pip-compile -q --generate-hashes --no-emit-index-url --no-emit-find-links --allow-unsafe --strip-extras --no-header -o dev.txt dev.in
+
+run-container:
+	@containers/run.sh
+
+smoke:
+	@containers/smoke.sh
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .coverage

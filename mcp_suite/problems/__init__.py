@@ -1,0 +1,214 @@
+"""RFC 9457 problem documents: one exception class per problem type, one render function (SPEC §4).
+
+Tools and the protocol core raise these; only the dispatcher turns them into wire messages. Each class
+carries its slug, title, HTTP-like status, stable code and JSON-RPC error code as class attributes.
+Must not import trio, psycopg, psutil, sqlglot or anything that does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar, Final
+
+__all__ = [
+    "ECHO_MAX_CHARS",
+    "PROBLEM_TYPES",
+    "PROBLEM_URN_PREFIX",
+    "AccessDeniedError",
+    "ConcurrencyLimitError",
+    "ExecutionTimeoutError",
+    "InternalServerError",
+    "InvalidArgumentsError",
+    "InvalidRequestError",
+    "MethodNotFoundError",
+    "NotFoundError",
+    "ProblemError",
+    "QueryViolationError",
+    "ResultTooLargeError",
+    "SessionNotInitializedError",
+    "UnsupportedContentError",
+    "echo",
+    "render_problem",
+]
+
+PROBLEM_URN_PREFIX: Final = "urn:mcp-suite:problem:"
+ECHO_MAX_CHARS: Final = 256
+
+# JSON-RPC 2.0 codes used on the wire.
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+
+
+def echo(value: str, limit: int = ECHO_MAX_CHARS) -> str:
+    """At most `limit` characters of caller input, marked when cut (SPEC §4: never more than 256)."""
+    if len(value) <= limit:
+        return value
+    return value[: max(0, limit - 1)] + "…"
+
+
+class ProblemError(Exception):
+    """Base of every problem. Subclasses set the class attributes; instances carry the specifics.
+
+    Security: `detail` is written for the caller. Never pass `str()` of a foreign exception, an
+    absolute host path or more than `ECHO_MAX_CHARS` of caller input (use `echo`).
+    """
+
+    slug: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    status: ClassVar[int] = 500
+    code: ClassVar[str] = ""
+    # JSON-RPC code when this problem travels as `error`; None: in-band only (`isError: true`).
+    jsonrpc_code: ClassVar[int | None] = None
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        invalid_params: Iterable[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        jsonrpc_code: int | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.invalid_params = tuple(invalid_params)
+        self.metadata = dict(metadata or {})
+        if jsonrpc_code is not None:
+            self.jsonrpc_code = jsonrpc_code  # type: ignore[misc]  # per-instance override of the class default
+
+    @property
+    def type_uri(self) -> str:
+        return PROBLEM_URN_PREFIX + self.slug
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.detail!r})"
+
+
+class InvalidArgumentsError(ProblemError):
+    slug = "validation-error"
+    title = "The arguments are not valid"
+    status = 422
+    code = "MCP_VALIDATION_ERROR"
+    jsonrpc_code = None  # in-band; -32602 for an unknown tool or a bad tools/call envelope
+
+
+class AccessDeniedError(ProblemError):
+    slug = "access-denied"
+    title = "Access denied"
+    status = 403
+    code = "MCP_ACCESS_DENIED"
+
+
+class QueryViolationError(ProblemError):
+    slug = "query-violation"
+    title = "The query is not allowed"
+    status = 403
+    code = "MCP_QUERY_VIOLATION"
+
+
+class ExecutionTimeoutError(ProblemError):
+    slug = "execution-timeout"
+    title = "The call ran out of time"
+    status = 504
+    code = "MCP_EXECUTION_TIMEOUT"
+
+
+class ConcurrencyLimitError(ProblemError):
+    slug = "concurrency-limit"
+    title = "Too many calls at once"
+    status = 429
+    code = "MCP_CONCURRENCY_LIMIT"
+
+
+class NotFoundError(ProblemError):
+    slug = "not-found"
+    title = "Not found"
+    status = 404
+    code = "MCP_NOT_FOUND"
+
+
+class UnsupportedContentError(ProblemError):
+    slug = "unsupported-content"
+    title = "The content is not supported"
+    status = 415
+    code = "MCP_UNSUPPORTED_CONTENT"
+
+
+class ResultTooLargeError(ProblemError):
+    slug = "result-too-large"
+    title = "The result is too large"
+    status = 413
+    code = "MCP_RESULT_TOO_LARGE"
+
+
+class SessionNotInitializedError(ProblemError):
+    slug = "session-not-initialized"
+    title = "The session is not initialized"
+    status = 400
+    code = "MCP_SESSION_NOT_INITIALIZED"
+    jsonrpc_code = INVALID_REQUEST
+
+
+class InvalidRequestError(ProblemError):
+    slug = "invalid-request"
+    title = "The request is not valid"
+    status = 400
+    code = "MCP_INVALID_REQUEST"
+    jsonrpc_code = INVALID_REQUEST  # or PARSE_ERROR, set per instance
+
+
+class MethodNotFoundError(ProblemError):
+    slug = "method-not-found"
+    title = "The method does not exist"
+    status = 404
+    code = "MCP_METHOD_NOT_FOUND"
+    jsonrpc_code = METHOD_NOT_FOUND
+
+
+class InternalServerError(ProblemError):
+    slug = "internal-error"
+    title = "Internal error"
+    status = 500
+    code = "MCP_INTERNAL_ERROR"
+    jsonrpc_code = INTERNAL_ERROR
+
+
+PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
+    InvalidArgumentsError,
+    AccessDeniedError,
+    QueryViolationError,
+    ExecutionTimeoutError,
+    ConcurrencyLimitError,
+    NotFoundError,
+    UnsupportedContentError,
+    ResultTooLargeError,
+    SessionNotInitializedError,
+    InvalidRequestError,
+    MethodNotFoundError,
+    InternalServerError,
+)
+
+# The one mapping table: which JSON-RPC codes each problem type may travel under as `error.data`.
+# A test enforces that every rendered error agrees with it.
+WIRE_CODES: Final[Mapping[str, frozenset[int]]] = {
+    "validation-error": frozenset({INVALID_PARAMS}),
+    "session-not-initialized": frozenset({INVALID_REQUEST}),
+    "invalid-request": frozenset({INVALID_REQUEST, PARSE_ERROR}),
+    "method-not-found": frozenset({METHOD_NOT_FOUND}),
+    "internal-error": frozenset({INTERNAL_ERROR}),
+}
+
+
+def render_problem(problem: ProblemError) -> dict[str, Any]:
+    """The RFC 9457 document for `problem` (a plain JSON-ready dict)."""
+    return {
+        "type": problem.type_uri,
+        "title": problem.title,
+        "status": problem.status,
+        "detail": problem.detail,
+        "code": problem.code,
+        "invalid_params": list(problem.invalid_params),
+        "metadata": dict(problem.metadata),
+    }

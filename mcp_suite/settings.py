@@ -1,0 +1,215 @@
+"""Every limit and option of the server, in one frozen model (SPEC §7).
+
+This is the only place numbers live: the protocol core, the runtime and the tools take their limits
+from a `Settings` instance. Values come from `MCP_*` environment variables and are validated strictly;
+an invalid value is a `SettingsError` (the CLI exits with status 78), never silently replaced.
+Must not import trio or any tool module. The DSN is a secret: it never appears in a repr or message.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+
+__all__ = ["ENV_PREFIX", "Settings", "SettingsError", "load_settings"]
+
+ENV_PREFIX = "MCP_"
+
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
+# Wire limits fixed by the contract (SPEC §3, §5); they are settings so tests can read them from one
+# place, but they are not read from the environment.
+MAX_FRAME_BYTES = 1_048_576
+MAX_JSON_DEPTH = 64
+ARG_MAX_DEPTH = 8
+ARG_MAX_ITEMS = 1_000
+ARG_MAX_KEY_CHARS = 64
+ECHO_MAX_CHARS = 256
+
+
+class SettingsError(Exception):
+    """Configuration is invalid; the message names the variable(s) and never echoes a secret."""
+
+
+class Settings(BaseModel):
+    """The frozen configuration of one server process."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    # --- tools ---------------------------------------------------------------------------------
+    sql_dsn: SecretStr | None = None
+    safe_data_dir: Path | None = None
+    metrics_enabled: bool = True
+    metrics_disk_path: Path = Path("/")
+
+    # --- SQL -----------------------------------------------------------------------------------
+    sql_pool_min_size: Annotated[int, Field(ge=0, le=64)] = 1
+    sql_pool_max_size: Annotated[int, Field(ge=1, le=64)] = 4
+    sql_statement_timeout_ms: Annotated[int, Field(ge=1, le=600_000)] = 10_000
+    sql_max_rows: Annotated[int, Field(ge=1, le=10_000)] = 200
+    sql_max_result_bytes: Annotated[int, Field(ge=1_024, le=16_777_216)] = 200_000
+    sql_connect_timeout_s: Annotated[float, Field(gt=0, le=60)] = 5.0
+    sql_policy_cache_size: Annotated[int, Field(ge=0, le=100_000)] = 1_024
+
+    # --- files ---------------------------------------------------------------------------------
+    fs_max_bytes: Annotated[int, Field(ge=1, le=16_777_216)] = 1_048_576
+
+    # --- runtime -------------------------------------------------------------------------------
+    max_concurrency: Annotated[int, Field(ge=1, le=256)] = 16
+    queue_wait_s: Annotated[float, Field(ge=0, le=300)] = 5.0
+    call_deadline_s: Annotated[float, Field(gt=0, le=3_600)] = 30.0
+    drain_grace_s: Annotated[float, Field(ge=0, le=300)] = 5.0
+    log_level: LogLevel = "INFO"
+    # Bounded channels (STYLE habit 1: start small). Frames waiting for the dispatcher, and responses
+    # waiting for the writer. Back-pressure, not growth, is what a slow client gets.
+    inbound_channel_size: Annotated[int, Field(ge=1, le=4_096)] = 16
+    outbound_channel_size: Annotated[int, Field(ge=1, le=4_096)] = 64
+
+    # --- contract constants (not from the environment) ------------------------------------------
+    max_frame_bytes: int = MAX_FRAME_BYTES
+    max_json_depth: int = MAX_JSON_DEPTH
+    arg_max_depth: int = ARG_MAX_DEPTH
+    arg_max_items: int = ARG_MAX_ITEMS
+
+    @property
+    def max_queued_calls(self) -> int:
+        """Waiters beyond 4 x slots are refused at once (SPEC §5.2)."""
+        return 4 * self.max_concurrency
+
+    @model_validator(mode="after")
+    def _check_relations(self) -> Settings:
+        if self.sql_pool_min_size > self.sql_pool_max_size:
+            raise ValueError("MCP_SQL_POOL_MIN_SIZE must not exceed MCP_SQL_POOL_MAX_SIZE")
+        if self.sql_statement_timeout_ms >= self.call_deadline_s * 1000:
+            raise ValueError(
+                "MCP_SQL_STATEMENT_TIMEOUT_MS must be below the call deadline (MCP_CALL_DEADLINE_S)"
+            )
+        return self
+
+
+# variable name -> (field, parser). Parsers are strict: "5" is an int only for int fields, booleans
+# only accept true/false/1/0/yes/no/on/off.
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def _parse_bool(raw: str) -> bool:
+    low = raw.strip().lower()
+    if low in _TRUE:
+        return True
+    if low in _FALSE:
+        return False
+    raise ValueError("expected true or false")
+
+
+def _parse_int(raw: str) -> int:
+    text = raw.strip().replace("_", "")
+    if not text or not (text.isdigit() or (text[0] == "-" and text[1:].isdigit())):
+        raise ValueError("expected an integer")
+    return int(text)
+
+
+def _parse_float(raw: str) -> float:
+    import math
+
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise ValueError("expected a number") from None
+    if not math.isfinite(value):
+        raise ValueError("expected a finite number")
+    return value
+
+
+def _parse_path(raw: str) -> Path:
+    if not raw or "\x00" in raw:
+        raise ValueError("expected a path")
+    return Path(raw)
+
+
+def _parse_dir(raw: str) -> Path:
+    path = _parse_path(raw)
+    if not path.is_absolute():
+        path = Path.cwd() / path
+    if not path.is_dir():
+        raise ValueError("must be an existing directory")
+    return path
+
+
+def _parse_dsn(raw: str) -> SecretStr:
+    if not raw.strip():
+        raise ValueError("must not be empty")
+    return SecretStr(raw)
+
+
+def _parse_level(raw: str) -> str:
+    level = raw.strip().upper()
+    if level == "WARN":
+        level = "WARNING"
+    if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+        raise ValueError("expected DEBUG, INFO, WARNING, ERROR or CRITICAL")
+    return level
+
+
+_VARIABLES: dict[str, tuple[str, object]] = {
+    "SQL_DSN": ("sql_dsn", _parse_dsn),
+    "SAFE_DATA_DIR": ("safe_data_dir", _parse_dir),
+    "METRICS_ENABLED": ("metrics_enabled", _parse_bool),
+    "METRICS_DISK_PATH": ("metrics_disk_path", _parse_dir),
+    "SQL_POOL_MIN_SIZE": ("sql_pool_min_size", _parse_int),
+    "SQL_POOL_MAX_SIZE": ("sql_pool_max_size", _parse_int),
+    "SQL_STATEMENT_TIMEOUT_MS": ("sql_statement_timeout_ms", _parse_int),
+    "SQL_MAX_ROWS": ("sql_max_rows", _parse_int),
+    "SQL_MAX_RESULT_BYTES": ("sql_max_result_bytes", _parse_int),
+    "SQL_CONNECT_TIMEOUT_S": ("sql_connect_timeout_s", _parse_float),
+    "SQL_POLICY_CACHE_SIZE": ("sql_policy_cache_size", _parse_int),
+    "FS_MAX_BYTES": ("fs_max_bytes", _parse_int),
+    "MAX_CONCURRENCY": ("max_concurrency", _parse_int),
+    "QUEUE_WAIT_S": ("queue_wait_s", _parse_float),
+    "CALL_DEADLINE_S": ("call_deadline_s", _parse_float),
+    "DRAIN_GRACE_S": ("drain_grace_s", _parse_float),
+    "LOG_LEVEL": ("log_level", _parse_level),
+}
+
+ENV_VARIABLES: tuple[str, ...] = tuple(ENV_PREFIX + name for name in _VARIABLES)
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Build `Settings` from `MCP_*` variables.
+
+    An empty variable counts as unset. Every problem is collected and reported together, naming the
+    variable and the rule, never the value (the DSN is secret; other values are not needed to fix it).
+    """
+    env = os.environ if environ is None else environ
+    values: dict[str, object] = {}
+    problems: list[str] = []
+    for suffix, (field, parser) in _VARIABLES.items():
+        name = ENV_PREFIX + suffix
+        raw = env.get(name)
+        if raw is None or raw == "":
+            continue
+        try:
+            values[field] = parser(raw)  # type: ignore[operator]  # parsers are typed per entry
+        except ValueError as exc:
+            problems.append(f"{name}: {exc}")
+    if problems:
+        raise SettingsError("; ".join(problems))
+    try:
+        return Settings(**values)  # type: ignore[arg-type]  # values are typed by their parsers
+    except ValidationError as exc:
+        raise SettingsError(_describe(exc)) from None
+
+
+def _describe(exc: ValidationError) -> str:
+    by_field = {field: ENV_PREFIX + suffix for suffix, (field, _) in _VARIABLES.items()}
+    parts = []
+    for err in exc.errors(include_url=False, include_input=False):
+        loc = err.get("loc") or ()
+        field = str(loc[0]) if loc else ""
+        name = by_field.get(field, "configuration")
+        parts.append(f"{name}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts)

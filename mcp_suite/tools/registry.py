@@ -1,0 +1,73 @@
+"""The tool registry: which tools this process serves, opened and closed together.
+
+`open_registry(settings)` enters each enabled tool's `open_<tool>` context manager (SPEC §6: SQL only
+with `MCP_SQL_DSN`, files only with `MCP_SAFE_DATA_DIR`, metrics unless disabled) on one ExitStack and
+yields a `Registry`. Tool modules are imported only when enabled, so a disabled tool costs nothing at
+start-up. Must not import trio.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import ContextManager
+
+from mcp_suite.settings import Settings
+from mcp_suite.tools.base import ResourceSpec, ToolSpec, Toolset
+
+__all__ = ["Registry", "ToolOpener", "open_registry"]
+
+ToolOpener = Callable[[Settings], ContextManager[Toolset | None]]
+
+# (module, opener name, enabled?) — order is the order of tools/list.
+_BUILTIN: tuple[tuple[str, str, Callable[[Settings], bool]], ...] = (
+    ("mcp_suite.tools.read_only_sql.tool", "open_read_only_sql", lambda s: s.sql_dsn is not None),
+    (
+        "mcp_suite.tools.sandbox_fs_read.tool",
+        "open_sandbox_fs_read",
+        lambda s: s.safe_data_dir is not None,
+    ),
+    ("mcp_suite.tools.system_metrics.tool", "open_system_metrics", lambda s: s.metrics_enabled),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Registry:
+    tools: dict[str, ToolSpec]
+    resources: dict[str, ResourceSpec]
+
+
+def builtin_openers(settings: Settings) -> list[ToolOpener]:
+    openers: list[ToolOpener] = []
+    for module_name, attr, enabled in _BUILTIN:
+        if enabled(settings):
+            module = importlib.import_module(module_name)
+            openers.append(getattr(module, attr))
+    return openers
+
+
+@contextlib.contextmanager
+def open_registry(
+    settings: Settings, *, extra: Iterable[ToolOpener] = (), builtins: bool = True
+) -> Iterator[Registry]:
+    """Open every enabled tool; close them all (in reverse) when the block ends.
+
+    Raises `StartupRefusedError` or `SettingsError` from a tool that must not serve.
+    """
+    openers = [*(builtin_openers(settings) if builtins else []), *extra]
+    with contextlib.ExitStack() as stack:
+        tools: dict[str, ToolSpec] = {}
+        resources: dict[str, ResourceSpec] = {}
+        for opener in openers:
+            toolset = stack.enter_context(opener(settings))
+            if toolset is None:
+                continue
+            for tool in toolset.tools:
+                if tool.name in tools:
+                    raise ValueError(f"duplicate tool name {tool.name!r}")
+                tools[tool.name] = tool
+            for resource in toolset.resources:
+                resources[resource.uri] = resource
+        yield Registry(tools=tools, resources=resources)

@@ -1,0 +1,1 @@
+"""Benchmarks run by `make bench`; each `bench_<area>.py` exposes `run() -> list[Figure]`."""

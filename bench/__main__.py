@@ -12,9 +12,7 @@ from bench.common import Figure
 
 def main(argv: list[str]) -> int:
     wanted = set(argv)
-    names = sorted(
-        m.name for m in pkgutil.iter_modules(bench.__path__) if m.name.startswith("bench_")
-    )
+    names = sorted(m.name for m in pkgutil.iter_modules(bench.__path__) if m.name.startswith("bench_"))
     missed = 0
     for name in names:
         if wanted and name.removeprefix("bench_") not in wanted and name not in wanted:

@@ -12,8 +12,14 @@ from typing import Any, ClassVar, Final
 
 __all__ = [
     "ECHO_MAX_CHARS",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
     "PROBLEM_TYPES",
     "PROBLEM_URN_PREFIX",
+    "WIRE_CODES",
     "AccessDeniedError",
     "ConcurrencyLimitError",
     "ExecutionTimeoutError",

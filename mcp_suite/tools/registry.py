@@ -11,15 +11,15 @@ from __future__ import annotations
 import contextlib
 import importlib
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import ContextManager
 
 from mcp_suite.settings import Settings
-from mcp_suite.tools.base import ResourceSpec, ToolSpec, Toolset
+from mcp_suite.tools.base import ResourceSpec, Toolset, ToolSpec
 
 __all__ = ["Registry", "ToolOpener", "open_registry"]
 
-ToolOpener = Callable[[Settings], ContextManager[Toolset | None]]
+ToolOpener = Callable[[Settings], AbstractContextManager[Toolset | None]]
 
 # (module, opener name, enabled?) — order is the order of tools/list.
 _BUILTIN: tuple[tuple[str, str, Callable[[Settings], bool]], ...] = (

@@ -1,0 +1,116 @@
+"""Command line: argv and environment → settings → `trio.run(serve)`.
+
+    mcp-suite [serve]      serve MCP on stdio (the default)
+    mcp-suite check-role   run the PostgreSQL role audit alone and print the findings
+    mcp-suite --version | --help
+
+Exit status: 0 after a clean drain, 78 (EX_CONFIG) for an invalid configuration or a database role
+that can do more than read, 70 (EX_SOFTWARE) for an unexpected failure (details on stderr only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Final
+
+import trio
+
+from mcp_suite import SERVER_NAME, __version__
+from mcp_suite.runtime.audit import configure_logging, logger, shutdown_logging
+from mcp_suite.runtime.session import serve_session
+from mcp_suite.runtime.stdio import open_fd_streams, take_over_stdio
+from mcp_suite.settings import ENV_VARIABLES, Settings, SettingsError, load_settings
+from mcp_suite.tools.base import StartupRefusedError
+from mcp_suite.tools.registry import Registry, ToolOpener, open_registry
+
+__all__ = ["EX_CONFIG", "main"]
+
+EX_CONFIG: Final = 78
+EX_SOFTWARE: Final = 70
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcp-suite",
+        description=(
+            "A hardened, read-only Model Context Protocol server on stdio: one read-only SQL query "
+            "at a time against PostgreSQL, text files below a sandboxed folder, and aggregate host "
+            "metrics. Configured only through environment variables: " + ", ".join(ENV_VARIABLES)
+        ),
+        epilog="Exit status: 0 after a clean shutdown, 78 for an invalid configuration.",
+    )
+    parser.add_argument("--version", action="version", version=f"{SERVER_NAME} {__version__}")
+    parser.add_argument(
+        "command",
+        nargs="?",
+        default="serve",
+        choices=("serve", "check-role"),
+        help="serve (default): MCP on stdio; check-role: audit the MCP_SQL_DSN role and exit",
+    )
+    return parser
+
+
+def _stderr(message: str) -> None:
+    sys.stderr.write(message.rstrip("\n") + "\n")
+    sys.stderr.flush()
+
+
+def main(argv: Sequence[str] | None = None, *, extra_tools: Iterable[ToolOpener] = ()) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        _stderr(f"mcp-suite: invalid configuration: {exc}")
+        return EX_CONFIG
+    if args.command == "check-role":
+        return _check_role(settings)
+    return _serve(settings, list(extra_tools))
+
+
+def _check_role(settings: Settings) -> int:
+    if settings.sql_dsn is None:
+        _stderr("mcp-suite: check-role needs MCP_SQL_DSN")
+        return EX_CONFIG
+    from mcp_suite.tools.read_only_sql import audit  # imported only when asked for
+
+    status: int = audit.check_role(settings)
+    return status
+
+
+def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
+    fds = take_over_stdio()
+    configure_logging(settings.log_level)
+    try:
+        try:
+            with open_registry(settings, extra=extra_tools) as registry:
+                logger.info(
+                    "serving %s %s on stdio with tools: %s",
+                    SERVER_NAME,
+                    __version__,
+                    ", ".join(registry.tools) or "(none)",
+                )
+                trio.run(_serve_stdio, settings, registry, fds)
+        except (StartupRefusedError, SettingsError) as exc:
+            shutdown_logging()
+            _stderr(f"mcp-suite: refusing to start: {exc}")
+            return EX_CONFIG
+        except Exception:  # noqa: BLE001  # last resort: log it on stderr, exit 70
+            logger.critical("the server failed", exc_info=True)
+            return EX_SOFTWARE
+        logger.info("shut down cleanly")
+        return 0
+    finally:
+        shutdown_logging()
+        logging.shutdown()
+
+
+async def _serve_stdio(settings: Settings, registry: Registry, fds: object) -> None:
+    from mcp_suite.runtime.stdio import ProtocolFds
+
+    assert isinstance(fds, ProtocolFds)
+    stdin, stdout = open_fd_streams(fds)
+    async with stdin, stdout:
+        await serve_session(stdin, stdout, settings=settings, registry=registry, handle_signals=True)

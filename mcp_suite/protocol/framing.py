@@ -1,0 +1,103 @@
+"""Newline framing of the stdio byte stream (SPEC §3.1). No I/O, no trio: bytes in, frames out.
+
+`LineDecoder.feed()` turns any chunking of the input into the same sequence of events. A line longer
+than `max_frame_bytes` is never buffered whole: once the limit is passed, the decoder stops keeping
+bytes and only looks for the next newline, then reports one `OversizedFrame`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Frame", "FrameEvent", "LineDecoder", "OversizedFrame"]
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One complete line, without its newline (and without one trailing CR)."""
+
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class OversizedFrame:
+    """A line longer than the limit was discarded while it streamed; `size` counts what was seen."""
+
+    size: int
+
+
+FrameEvent = Frame | OversizedFrame
+
+
+class LineDecoder:
+    """Incremental splitter of `\\n`-terminated lines with a hard size cap.
+
+    Limits: holds at most `max_frame_bytes + 1` bytes (the +1 lets a trailing CR be stripped from a
+    line of exactly the limit) plus the chunk being fed.
+    """
+
+    __slots__ = ("_buffer", "_discarded", "_discarding", "_max")
+
+    def __init__(self, max_frame_bytes: int) -> None:
+        self._max = max_frame_bytes
+        self._buffer = bytearray()
+        self._discarding = False
+        self._discarded = 0
+
+    @property
+    def buffered(self) -> int:
+        """Bytes currently held (for tests and memory checks)."""
+        return len(self._buffer)
+
+    def feed(self, data: bytes) -> list[FrameEvent]:
+        events: list[FrameEvent] = []
+        start = 0
+        end = len(data)
+        while start < end:
+            newline = data.find(b"\n", start)
+            if newline == -1:
+                self._keep(data, start, end)
+                break
+            self._keep(data, start, newline)
+            self._finish_line(events)
+            start = newline + 1
+        return events
+
+    def feed_eof(self) -> list[FrameEvent]:
+        """EOF: a partial last line is dropped (SPEC §3.1), nothing is reported for it."""
+        self._buffer.clear()
+        self._discarding = False
+        self._discarded = 0
+        return []
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _keep(self, data: bytes, start: int, stop: int) -> None:
+        if self._discarding:
+            self._discarded += stop - start
+            return
+        room = self._max + 1 - len(self._buffer)
+        if stop - start <= room:
+            self._buffer += data[start:stop]
+            return
+        # Over the limit: stop buffering, remember only how much we have seen.
+        self._discarded = len(self._buffer) + (stop - start)
+        self._buffer.clear()
+        self._discarding = True
+
+    def _finish_line(self, events: list[FrameEvent]) -> None:
+        if self._discarding:
+            events.append(OversizedFrame(self._discarded))
+            self._discarding = False
+            self._discarded = 0
+            return
+        line = bytes(self._buffer)
+        self._buffer.clear()
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if len(line) > self._max:
+            events.append(OversizedFrame(len(line)))
+            return
+        if not line.strip(b" \t\r"):
+            return  # blank lines are ignored
+        events.append(Frame(line))

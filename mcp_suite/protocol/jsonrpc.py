@@ -1,0 +1,206 @@
+"""Strict JSON decoding and JSON-RPC 2.0 envelope checks (SPEC §3.2), and response encoding (§3.5).
+
+`decode_message(frame)` returns a `Request`, a `Notification` or a `ClientResponse`, or raises
+`InvalidRequestError` carrying the JSON-RPC code (-32700 or -32600) and the request id when the line
+parsed far enough to find a valid one. Nothing here does I/O or knows about trio.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Final
+
+from mcp_suite.problems import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    InvalidRequestError,
+    ProblemError,
+    render_problem,
+)
+
+__all__ = [
+    "ClientResponse",
+    "JsonRpcError",
+    "Message",
+    "Notification",
+    "Request",
+    "RequestId",
+    "decode_message",
+    "encode_error",
+    "encode_result",
+]
+
+RequestId = str | int
+MAX_DEPTH_DEFAULT: Final = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    id: RequestId
+    method: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    method: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ClientResponse:
+    """A `result`/`error` message from the client; the server issues no requests, so it is ignored."""
+
+
+Message = Request | Notification | ClientResponse
+
+
+class JsonRpcError(InvalidRequestError):
+    """An envelope problem that knows the id to answer with (None → `"id": null`)."""
+
+    def __init__(self, detail: str, *, jsonrpc_code: int, request_id: RequestId | None) -> None:
+        super().__init__(detail, jsonrpc_code=jsonrpc_code)
+        self.request_id = request_id
+
+
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+class _ConstantError(ValueError):
+    pass
+
+
+def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        raise _DuplicateKeyError
+    return result
+
+
+def _reject_constant(name: str) -> Any:
+    raise _ConstantError(name)
+
+
+_DECODER: Final = json.JSONDecoder(object_pairs_hook=_pairs_hook, parse_constant=_reject_constant)
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """Iterative nesting check: True when containers nest deeper than `limit`."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node  # type: ignore[assignment]  # both are iterables of JSON values
+        else:
+            continue
+        if depth > limit:
+            return True
+        for child in children:
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1))
+    return False
+
+
+def _parse_error(detail: str) -> JsonRpcError:
+    return JsonRpcError(detail, jsonrpc_code=PARSE_ERROR, request_id=None)
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def parse_json(frame: bytes, *, max_depth: int = MAX_DEPTH_DEFAULT) -> Any:
+    """Strict UTF-8, strict JSON: no BOM, no duplicate keys, no NaN/Infinity, bounded nesting."""
+    if frame.startswith(b"\xef\xbb\xbf"):
+        raise _parse_error("The message starts with a byte order mark; send plain UTF-8.")
+    try:
+        text = frame.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _parse_error("The message is not valid UTF-8.") from None
+    try:
+        value, end = _DECODER.raw_decode(text, _skip_ws(text))
+    except _DuplicateKeyError:
+        raise _parse_error("The message has an object with a duplicate key.") from None
+    except _ConstantError:
+        raise _parse_error("NaN and Infinity are not JSON; the message uses one.") from None
+    except RecursionError:
+        raise _parse_error(f"The message nests deeper than {max_depth} levels.") from None
+    except ValueError:
+        raise _parse_error("The message is not valid JSON.") from None
+    if text[end:].strip(" \t\r\n"):
+        raise _parse_error("The message has data after the JSON value.")
+    if _depth_exceeds(value, max_depth):
+        raise _parse_error(f"The message nests deeper than {max_depth} levels.")
+    return value
+
+
+def _skip_ws(text: str) -> int:
+    index = 0
+    while index < len(text) and text[index] in " \t\r\n":
+        index += 1
+    return index
+
+
+def decode_message(frame: bytes, *, max_depth: int = MAX_DEPTH_DEFAULT) -> Message:
+    value = parse_json(frame, max_depth=max_depth)
+    if isinstance(value, list):
+        raise JsonRpcError(
+            "Batches are not supported; send one JSON-RPC object per line.",
+            jsonrpc_code=INVALID_REQUEST,
+            request_id=None,
+        )
+    if not isinstance(value, dict):
+        raise JsonRpcError(
+            "A JSON-RPC message must be a JSON object.",
+            jsonrpc_code=INVALID_REQUEST,
+            request_id=None,
+        )
+    raw_id = value.get("id")
+    request_id = raw_id if _valid_id(raw_id) else None
+
+    def invalid(detail: str) -> JsonRpcError:
+        return JsonRpcError(detail, jsonrpc_code=INVALID_REQUEST, request_id=request_id)
+
+    if value.get("jsonrpc") != "2.0":
+        raise invalid('"jsonrpc" must be exactly "2.0".')
+    if "method" not in value:
+        if "result" in value or "error" in value:
+            return ClientResponse()
+        raise invalid('The message has no "method".')
+    method = value["method"]
+    if not isinstance(method, str) or not method:
+        raise invalid('"method" must be a non-empty string.')
+    params = value.get("params", {})
+    if "params" in value and not isinstance(params, dict):
+        raise invalid('"params" must be an object when present.')
+    if "id" not in value:
+        return Notification(method=method, params=params)
+    if request_id is None:
+        raise invalid('"id" must be a string or an integer.')
+    return Request(id=request_id, method=method, params=params)
+
+
+def _dumps(payload: dict[str, Any]) -> bytes:
+    # ASCII-only, one line (SPEC §3.5). allow_nan=False: a NaN that slipped through is a bug, not JSON.
+    return (json.dumps(payload, ensure_ascii=True, separators=(",", ":"), allow_nan=False) + "\n").encode(
+        "ascii"
+    )
+
+
+def encode_result(request_id: RequestId, result: dict[str, Any]) -> bytes:
+    return _dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def encode_error(request_id: RequestId | None, problem: ProblemError, *, code: int) -> bytes:
+    """A JSON-RPC error whose `data` is the problem document; `message` is the problem's title."""
+    return _dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "error": {"code": code, "message": problem.title, "data": render_problem(problem)},
+        }
+    )

@@ -1,0 +1,85 @@
+"""The structural sanitizer over raw `tools/call` arguments (SPEC §5.1). Pure, iterative, no I/O.
+
+Runs before any schema validation so a hostile shape (deep nesting, huge fan-out, odd keys, control or
+bidi characters, lone surrogates) is refused cheaply and uniformly, whatever the tool.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+from mcp_suite.problems import InvalidArgumentsError, echo
+
+__all__ = ["sanitize_arguments"]
+
+_KEY: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
+# C0 controls except tab (U+0009) and newline (U+000A); DEL and C1 controls; bidi controls;
+# lone surrogates (only possible through \uD800-style JSON escapes).
+_BAD_CHARS: Final = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\ud800-\udfff]"
+)
+
+
+def _describe_char(char: str) -> str:
+    code = ord(char)
+    if 0xD800 <= code <= 0xDFFF:
+        return "a lone surrogate"
+    if code in (0x200E, 0x200F, 0x061C) or 0x202A <= code <= 0x202E or 0x2066 <= code <= 0x2069:
+        return f"a bidirectional control character (U+{code:04X})"
+    return f"a control character (U+{code:04X})"
+
+
+def sanitize_arguments(arguments: Any, *, max_depth: int, max_items: int) -> None:
+    """Raise `InvalidArgumentsError` if `arguments` breaks a structural rule.
+
+    Depth counts the arguments object itself as level 1. Items are every key, list element and
+    scalar below the root. Limits: iterative, so any nesting is handled without recursion.
+    """
+    if not isinstance(arguments, dict):
+        raise InvalidArgumentsError("The arguments must be a JSON object.")
+    items = 0
+    stack: list[tuple[Any, int, str]] = [(arguments, 1, "")]
+    while stack:
+        node, depth, path = stack.pop()
+        if isinstance(node, dict):
+            if depth > max_depth:
+                raise _too_deep(max_depth, path)
+            for key, child in node.items():
+                if not _KEY.match(key):
+                    raise InvalidArgumentsError(
+                        f"The argument key {echo(repr(key), 80)} is not an identifier "
+                        "(letters, digits and _, not starting with a digit, at most 64 characters).",
+                        invalid_params=[_root(path)] if path else [],
+                    )
+                items += 1
+                stack.append((child, depth + 1, f"{path}.{key}" if path else key))
+        elif isinstance(node, list):
+            if depth > max_depth:
+                raise _too_deep(max_depth, path)
+            items += len(node)
+            stack.extend((child, depth + 1, path) for child in node)
+        elif isinstance(node, str):
+            bad = _BAD_CHARS.search(node)
+            if bad:
+                raise InvalidArgumentsError(
+                    f"The argument {_root(path)!r} contains {_describe_char(bad.group())}, "
+                    "which is not allowed in any argument.",
+                    invalid_params=[_root(path)],
+                )
+        if items > max_items:
+            raise InvalidArgumentsError(
+                f"The arguments hold more than {max_items} items in total.",
+                invalid_params=[_root(path)] if path else [],
+            )
+
+
+def _root(path: str) -> str:
+    return path.split(".", 1)[0]
+
+
+def _too_deep(max_depth: int, path: str) -> InvalidArgumentsError:
+    return InvalidArgumentsError(
+        f"The arguments nest deeper than {max_depth} levels.",
+        invalid_params=[_root(path)] if path else [],
+    )

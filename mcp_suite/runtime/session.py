@@ -1,0 +1,581 @@
+"""One MCP session over a pair of byte streams: reader → dispatcher → call tasks → single writer.
+
+    stdin ─▶ reader ──frames──▶ dispatcher ──responses──▶ writer ─▶ stdout
+                                   │  ▲
+                          spawns   ▼  │ responses
+                              tools/call tasks (one CancelScope each, by request id)
+
+Both channels are bounded, so a flood, a client that never reads, or a never-ending line cannot
+grow memory: back-pressure stops the reader instead. The dispatcher is the one place where
+exceptions become wire messages. EOF, the first SIGINT/SIGTERM, or a failed write start the drain
+(SPEC §3.4); a second signal cancels in-flight calls at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import signal
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import pydantic
+import trio
+
+from mcp_suite import SERVER_NAME, __version__
+from mcp_suite.problems import (
+    ExecutionTimeoutError,
+    InternalServerError,
+    InvalidArgumentsError,
+    InvalidRequestError,
+    ProblemError,
+    echo,
+)
+from mcp_suite.protocol import mcp
+from mcp_suite.protocol.framing import Frame, LineDecoder
+from mcp_suite.protocol.jsonrpc import (
+    ClientResponse,
+    JsonRpcError,
+    Notification,
+    Request,
+    RequestId,
+    decode_message,
+    encode_error,
+    encode_result,
+)
+from mcp_suite.protocol.sanitize import sanitize_arguments
+from mcp_suite.runtime.audit import AuditLog, logger
+from mcp_suite.runtime.limiter import CallLimiter
+from mcp_suite.settings import Settings
+from mcp_suite.tools.base import ResourceSpec, ToolSpec
+from mcp_suite.tools.registry import Registry
+
+__all__ = ["Session", "serve_session"]
+
+_READ_CHUNK: Final = 65_536
+_WRITE_BATCH_BYTES: Final = 262_144
+_EXCERPT: Final = 256
+
+IdKey = tuple[str, RequestId]
+
+
+def _id_key(request_id: RequestId) -> IdKey:
+    return ("i", request_id) if isinstance(request_id, int) else ("s", request_id)
+
+
+def _lenient_keys(request_id: object) -> list[IdKey]:
+    """`"7"` cancels 7 and 7 cancels `"7"` (SPEC §3.4): exact form first, then the other one."""
+    if isinstance(request_id, bool):
+        return []
+    if isinstance(request_id, int):
+        return [("i", request_id), ("s", str(request_id))]
+    if isinstance(request_id, str):
+        keys: list[IdKey] = [("s", request_id)]
+        text = request_id.strip()
+        if text and (text.isdigit() or (text[0] == "-" and text[1:].isdigit())) and len(text) < 20:
+            keys.append(("i", int(text)))
+        return keys
+    return []
+
+
+class _InBand(Exception):  # noqa: N818  # a carrier, never raised past the session
+    """Carries a tool's problem to the in-band (`isError: true`) result path."""
+
+    def __init__(self, problem: ProblemError) -> None:
+        super().__init__(problem.slug)
+        self.problem = problem
+
+
+@dataclass(eq=False, slots=True)
+class _InFlight:
+    request_id: RequestId
+    scope: trio.CancelScope
+    client_cancelled: bool = False
+
+
+@dataclass(slots=True)
+class Session:
+    """State of one session. Create with `serve_session`; tests may build one directly."""
+
+    settings: Settings
+    registry: Registry
+    handle_signals: bool = False
+    audit: AuditLog = field(default_factory=AuditLog)
+    lifecycle: mcp.Lifecycle = field(init=False)
+    limiter: CallLimiter = field(init=False)
+    in_flight: dict[IdKey, _InFlight] = field(default_factory=dict)
+    all_idle: trio.Event = field(default_factory=trio.Event)
+    _tool_descriptions: list[mcp.ToolDescription] = field(default_factory=list)
+    _reader_scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    _out_send: trio.MemorySendChannel[bytes] | None = None
+    _stopping: bool = False
+
+    def __post_init__(self) -> None:
+        self.lifecycle = mcp.Lifecycle(resources=bool(self.registry.resources))
+        self.limiter = CallLimiter(
+            slots=self.settings.max_concurrency,
+            max_waiters=self.settings.max_queued_calls,
+            wait_s=self.settings.queue_wait_s,
+        )
+        self._tool_descriptions = [
+            mcp.ToolDescription(
+                name=tool.name,
+                title=tool.title,
+                description=tool.description,
+                input_schema=mcp.model_json_schema(tool.args_model),
+                output_schema=mcp.model_json_schema(tool.result_model),
+            )
+            for tool in self.registry.tools.values()
+        ]
+        self.all_idle.set()
+
+    # ---------------------------------------------------------------------------------------
+    # top level
+
+    async def serve(self, stdin: trio.abc.ReceiveStream, stdout: trio.abc.SendStream) -> None:
+        """Serve until EOF or a signal, then drain; returns when everything has been flushed.
+
+        Cancellation: cancelling the caller cancels everything at once (no drain).
+        """
+        frames_send, frames_recv = trio.open_memory_channel[Frame | JsonRpcError](
+            self.settings.inbound_channel_size
+        )
+        out_send, out_recv = trio.open_memory_channel[bytes](self.settings.outbound_channel_size)
+        self._out_send = out_send
+        async with trio.open_nursery() as root:
+            if self.handle_signals:
+                root.start_soon(self._watch_signals)
+            root.start_soon(self._read, stdin, frames_send)
+            async with trio.open_nursery() as io:
+                io.start_soon(self._write, stdout, out_recv, root.cancel_scope)
+                async with out_send:
+                    await self._dispatch(frames_recv)
+            root.cancel_scope.cancel()  # the signal watcher, and a reader stopped mid-way
+
+    # ---------------------------------------------------------------------------------------
+    # reader
+
+    async def _read(
+        self,
+        stdin: trio.abc.ReceiveStream,
+        frames_send: trio.MemorySendChannel[Frame | JsonRpcError],
+    ) -> None:
+        decoder = LineDecoder(self.settings.max_frame_bytes)
+        async with frames_send:
+            with self._reader_scope:
+                while True:
+                    try:
+                        chunk = bytes(await stdin.receive_some(_READ_CHUNK))
+                    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                        chunk = b""
+                    if not chunk:
+                        decoder.feed_eof()
+                        break
+                    for event in decoder.feed(chunk):
+                        if isinstance(event, Frame):
+                            await frames_send.send(event)
+                        else:
+                            await frames_send.send(
+                                JsonRpcError(
+                                    f"The message is longer than {self.settings.max_frame_bytes} "
+                                    "bytes and was discarded.",
+                                    jsonrpc_code=-32600,
+                                    request_id=None,
+                                )
+                            )
+        logger.debug("reader finished")
+
+    # ---------------------------------------------------------------------------------------
+    # writer
+
+    async def _write(
+        self,
+        stdout: trio.abc.SendStream,
+        out_recv: trio.MemoryReceiveChannel[bytes],
+        root_scope: trio.CancelScope,
+    ) -> None:
+        async with out_recv:
+            async for first in out_recv:
+                batch = [first]
+                size = len(first)
+                while size < _WRITE_BATCH_BYTES:
+                    try:
+                        more = out_recv.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                    batch.append(more)
+                    size += len(more)
+                try:
+                    await stdout.send_all(b"".join(batch))
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    # The client is gone (SPEC §3.4): nobody can receive anything any more.
+                    logger.info("stdout closed by the client; shutting down")
+                    root_scope.cancel()
+                    return
+
+    async def _send(self, frame: bytes) -> None:
+        assert self._out_send is not None
+        # A closed channel means the writer is gone and the session is ending.
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await self._out_send.send(frame)
+
+    # ---------------------------------------------------------------------------------------
+    # signals
+
+    async def _watch_signals(self) -> None:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            seen = 0
+            async for signum in signals:
+                seen += 1
+                if seen == 1:
+                    logger.info("signal %s: draining", signal.Signals(signum).name)
+                    self._reader_scope.cancel()
+                else:
+                    logger.info("second signal: cancelling in-flight calls")
+                    self.cancel_all()
+
+    # ---------------------------------------------------------------------------------------
+    # dispatcher
+
+    async def _dispatch(self, frames_recv: trio.MemoryReceiveChannel[Frame | JsonRpcError]) -> None:
+        async with trio.open_nursery() as calls:
+            async with frames_recv:
+                async for item in frames_recv:
+                    await self._handle_frame(item, calls)
+            # Drain: stop reading (done), let in-flight calls finish for the grace period.
+            if self.in_flight:
+                logger.info("draining %d in-flight call(s)", len(self.in_flight))
+                with trio.move_on_after(self.settings.drain_grace_s):
+                    await self.all_idle.wait()
+                if self.in_flight:
+                    logger.info("grace over: cancelling %d call(s)", len(self.in_flight))
+                    self.cancel_all()
+
+    async def _handle_frame(self, item: Frame | JsonRpcError, calls: trio.Nursery) -> None:
+        started = time.perf_counter()
+        if isinstance(item, JsonRpcError):
+            await self._reply_error(None, item, item.jsonrpc_code or -32600)
+            self._audit_bad(item, started)
+            return
+        try:
+            message = decode_message(item.data, max_depth=self.settings.max_json_depth)
+        except JsonRpcError as exc:
+            await self._reply_error(exc.request_id, exc, exc.jsonrpc_code or -32600)
+            self._audit_bad(exc, started)
+            return
+        if isinstance(message, ClientResponse):
+            return
+        if isinstance(message, Notification):
+            self._handle_notification(message)
+            return
+        await self._handle_request(message, calls, started)
+
+    def _audit_bad(self, problem: JsonRpcError, started: float) -> None:
+        self.audit.request(
+            request_id=problem.request_id,
+            method="",
+            outcome="error",
+            problem=problem.slug,
+            started=started,
+        )
+
+    def _handle_notification(self, note: Notification) -> None:
+        if note.method == "notifications/cancelled":
+            request_id = note.params.get("requestId")
+            for key in _lenient_keys(request_id):
+                entry = self.in_flight.get(key)
+                if entry is not None:
+                    entry.client_cancelled = True
+                    entry.scope.cancel()
+                    break
+        # notifications/initialized is accepted; unknown notifications are ignored (SPEC §3.3).
+
+    async def _handle_request(self, request: Request, calls: trio.Nursery, started: float) -> None:
+        route = self.lifecycle.route(request.method)
+        problem: ProblemError | None = None
+        result: dict[str, Any] | None = None
+        tool_name: str | None = None
+        if route is mcp.Route.UNKNOWN:
+            problem = mcp.unknown_method(request.method)
+        elif route is mcp.Route.NOT_INITIALIZED:
+            problem = mcp.not_initialized(request.method)
+        elif route is mcp.Route.CALL:
+            problem, tool_name = self._start_call(request, calls, started)
+            if problem is None:
+                return  # the call task answers
+        else:
+            try:
+                result = await self._inline(request)
+            except ProblemError as exc:
+                problem = exc
+        if problem is not None:
+            await self._reply_error(request.id, problem, problem.jsonrpc_code or -32603)
+            outcome = "error"
+        else:
+            assert result is not None
+            await self._send(encode_result(request.id, result))
+            outcome = "ok"
+        self.audit.request(
+            request_id=request.id,
+            method=request.method,
+            tool=tool_name,
+            outcome=outcome,
+            problem=problem.slug if problem else None,
+            started=started,
+        )
+
+    async def _reply_error(self, request_id: RequestId | None, problem: ProblemError, code: int) -> None:
+        await self._send(encode_error(request_id, problem, code=code))
+
+    # ---------------------------------------------------------------------------------------
+    # inline methods
+
+    async def _inline(self, request: Request) -> dict[str, Any]:
+        method = request.method
+        if method == "ping":
+            return {}
+        if method == "initialize":
+            version = self.lifecycle.initialize(request.params)
+            return mcp.initialize_result(
+                version=version,
+                server_name=SERVER_NAME,
+                server_version=__version__,
+                resources=bool(self.registry.resources),
+            )
+        if method == "tools/list":
+            return mcp.tools_list_result(self._tool_descriptions, request.params)
+        if method == "resources/list":
+            return {"resources": [_resource_entry(r) for r in self.registry.resources.values()]}
+        if method == "resources/templates/list":
+            return {"resourceTemplates": []}
+        raise mcp.unknown_method(method)  # pragma: no cover  # route() admits only the above
+
+    async def _read_resource(self, params: dict[str, Any]) -> dict[str, Any]:
+        uri = params.get("uri")
+        if not isinstance(uri, str) or uri not in self.registry.resources:
+            raise InvalidArgumentsError(
+                'resources/read needs the "uri" of a resource that resources/list shows.',
+                invalid_params=["uri"],
+                jsonrpc_code=-32602,
+            )
+        resource = self.registry.resources[uri]
+        with trio.fail_after(self.settings.call_deadline_s):
+            try:
+                text = await resource.read()
+            except ProblemError:
+                raise
+            except Exception as exc:  # noqa: BLE001  # the one exception → wire boundary
+                raise self._incident(exc, f"resources/read {uri}") from None
+        return {"contents": [{"uri": uri, "mimeType": resource.mime_type, "text": text}]}
+
+    # ---------------------------------------------------------------------------------------
+    # tools/call
+
+    def _start_call(
+        self, request: Request, calls: trio.Nursery, started: float
+    ) -> tuple[ProblemError | None, str | None]:
+        """Validate the envelope and spawn the task; a returned problem is a JSON-RPC error."""
+        key = _id_key(request.id)
+        if key in self.in_flight:
+            return (
+                InvalidRequestError("A call with this id is still running; use a new id for each request."),
+                None,
+            )
+        if request.method == "resources/read":
+            params = request.params
+            work: Callable[[], Awaitable[dict[str, Any]]] = lambda: self._read_resource(params)  # noqa: E731  # a closure over params
+            self._spawn(calls, key, request, None, work, None, started)
+            return None, None
+        try:
+            call = mcp.parse_call_params(request.params)
+        except ProblemError as exc:
+            return exc, None
+        tool = self.registry.tools.get(call.name)
+        if tool is None:
+            return mcp.unknown_tool(call.name), call.name
+
+        async def run_tool() -> dict[str, Any]:
+            try:
+                return mcp.call_result(await self._guarded_call(tool, call.arguments))
+            except ProblemError as exc:
+                # In-band: the tool ran or was refused because of what the caller asked (SPEC §4).
+                raise _InBand(exc) from None
+
+        self._spawn(calls, key, request, tool.name, run_tool, _excerpt(call.arguments), started)
+        return None, tool.name
+
+    def _spawn(
+        self,
+        calls: trio.Nursery,
+        key: IdKey,
+        request: Request,
+        tool_name: str | None,
+        work: Callable[[], Awaitable[dict[str, Any]]],
+        excerpt: str | None,
+        started: float,
+    ) -> None:
+        entry = _InFlight(request_id=request.id, scope=trio.CancelScope())
+        self.in_flight[key] = entry
+        if self.all_idle.is_set():
+            self.all_idle = trio.Event()
+        calls.start_soon(self._run_task, entry, key, request.method, tool_name, work, excerpt, started)
+
+    async def _run_task(
+        self,
+        entry: _InFlight,
+        key: IdKey,
+        method: str,
+        tool_name: str | None,
+        work: Callable[[], Awaitable[dict[str, Any]]],
+        excerpt: str | None,
+        started: float,
+    ) -> None:
+        problem: ProblemError | None = None
+        response: bytes | None = None
+        outcome = "ok"
+        try:
+            with entry.scope:
+                try:
+                    response = encode_result(entry.request_id, await work())
+                except _InBand as exc:
+                    problem = exc.problem
+                    response = encode_result(entry.request_id, mcp.call_error_result(problem))
+                    outcome = "error"
+                except ProblemError as exc:
+                    problem = exc
+                    response = encode_error(entry.request_id, exc, code=exc.jsonrpc_code or -32603)
+                    outcome = "error"
+                except Exception as exc:  # noqa: BLE001  # the one exception → wire boundary
+                    problem = self._incident(exc, f"{method} {tool_name or ''}".strip())
+                    response = encode_error(entry.request_id, problem, code=-32603)
+                    outcome = "error"
+            if entry.scope.cancelled_caught and response is None:
+                if entry.client_cancelled:
+                    outcome = "cancelled"  # no response at all (SPEC §3.4)
+                else:
+                    outcome = "error"
+                    problem = InternalServerError(
+                        "The server shut down before this call finished; it was cancelled."
+                    )
+                    response = encode_error(entry.request_id, problem, code=-32603)
+        finally:
+            del self.in_flight[key]
+            if not self.in_flight:
+                self.all_idle.set()
+        if response is not None:
+            # During shutdown a client that stopped reading must not hold the process: bound it.
+            with trio.move_on_after(1.0) if self._stopping else nullcontext():
+                await self._send(response)
+        self.audit.request(
+            request_id=entry.request_id,
+            method=method,
+            tool=tool_name,
+            outcome=outcome,
+            problem=problem.slug if problem else None,
+            started=started,
+            excerpt=excerpt,
+            incident=problem.metadata.get("incident") if problem else None,
+        )
+
+    def cancel_all(self) -> None:
+        """Cancel every in-flight call; each still gets a (shutdown) response."""
+        self._stopping = True
+        for entry in list(self.in_flight.values()):
+            entry.scope.cancel()
+
+    async def _guarded_call(self, tool: ToolSpec, arguments: Any) -> dict[str, Any]:
+        """The guardrails of SPEC §5, in order, around one tool call."""
+        settings = self.settings
+        # 1. structural sanitizer
+        sanitize_arguments(arguments, max_depth=settings.arg_max_depth, max_items=settings.arg_max_items)
+        # 2. concurrency limiter (FIFO, bounded queue, bounded wait)
+        async with self.limiter.slot():
+            # 3. deadline
+            with trio.move_on_after(settings.call_deadline_s) as deadline:
+                # 4. strict argument schema
+                args = _validate(tool, arguments)
+                result = await tool.call(args)
+                structured = result.model_dump(mode="json")
+            if deadline.cancelled_caught:
+                raise ExecutionTimeoutError(
+                    f"The call did not finish within {_seconds(settings.call_deadline_s)}; "
+                    "ask for less work.",
+                    metadata={"deadline_s": settings.call_deadline_s},
+                )
+        return structured
+
+    def _incident(self, exc: BaseException, where: str) -> InternalServerError:
+        incident = uuid.uuid4().hex[:16]
+        logger.error("incident %s in %s", incident, where, exc_info=exc)
+        return InternalServerError(
+            f"The server failed unexpectedly (incident {incident}); the details are in its log.",
+            metadata={"incident": incident},
+        )
+
+
+def _validate(tool: ToolSpec, arguments: dict[str, Any]) -> pydantic.BaseModel:
+    try:
+        return tool.args_model.model_validate(arguments, strict=True)
+    except pydantic.ValidationError as exc:
+        raise _argument_problem(exc) from None
+
+
+def _argument_problem(exc: pydantic.ValidationError) -> InvalidArgumentsError:
+    names: list[str] = []
+    parts: list[str] = []
+    for err in exc.errors(include_url=False, include_input=False, include_context=False):
+        loc = err.get("loc") or ()
+        name = ".".join(str(part) for part in loc) or "arguments"
+        root = str(loc[0]) if loc else "arguments"
+        if root not in names:
+            names.append(root)
+        message = err.get("msg", "is not valid")
+        if err.get("type") == "extra_forbidden":
+            message = "is not an argument of this tool"
+        parts.append(f"{echo(name, 64)}: {message}")
+    detail = "The arguments do not match the tool's inputSchema: " + "; ".join(parts[:5])
+    return InvalidArgumentsError(echo(detail, 512), invalid_params=names)
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s" if math.isfinite(value) else "the deadline"
+
+
+def _excerpt(arguments: Any) -> str:
+    import json
+
+    try:
+        text = json.dumps(arguments, ensure_ascii=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return ""
+    return text[:_EXCERPT]
+
+
+def _resource_entry(resource: ResourceSpec) -> dict[str, Any]:
+    return {
+        "uri": resource.uri,
+        "name": resource.name,
+        "title": resource.title,
+        "description": resource.description,
+        "mimeType": resource.mime_type,
+    }
+
+
+async def serve_session(
+    stdin: trio.abc.ReceiveStream,
+    stdout: trio.abc.SendStream,
+    *,
+    settings: Settings,
+    registry: Registry,
+    handle_signals: bool = False,
+    on_ready: Callable[[Session], None] | None = None,
+) -> None:
+    """Serve one MCP session over the two streams until EOF (or a signal) and the drain end."""
+    session = Session(settings=settings, registry=registry, handle_signals=handle_signals)
+    if on_ready is not None:
+        on_ready(session)
+    await session.serve(stdin, stdout)

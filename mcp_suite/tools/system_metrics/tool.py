@@ -1,0 +1,60 @@
+"""`system_metrics`: thin async glue — no arguments, one psutil sample in a worker thread."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Final
+
+import trio
+
+from mcp_suite.settings import Settings
+from mcp_suite.tools.base import Toolset, ToolSpec
+from mcp_suite.tools.system_metrics.policy import (
+    SystemMetricsArgs,
+    SystemMetricsResult,
+    shape_sample,
+)
+from mcp_suite.tools.system_metrics.probe import read_sample
+
+__all__ = ["open_system_metrics"]
+
+# The CPU sampling window: short enough for an interactive call, long enough to mean something
+# (SPEC §6.3 allows up to 2 s).
+SAMPLE_SECONDS: Final = 0.2
+
+DESCRIPTION: Final = (
+    "A read-only, aggregate snapshot of the host: CPU use over a short sample, CPU counts and load "
+    "averages; memory and swap totals, availability and percent; usage of the configured disk; "
+    "uptime; and this server's own resident memory, threads and open descriptors. Takes no "
+    "arguments. Lists no processes, users or network details."
+)
+
+
+@contextlib.contextmanager
+def open_system_metrics(settings: Settings) -> Iterator[Toolset | None]:
+    if not settings.metrics_enabled:
+        yield None
+        return
+    disk_path = settings.metrics_disk_path
+    # One sampler thread at a time: concurrent calls queue here instead of piling up threads.
+    limiter = trio.CapacityLimiter(1)
+
+    async def call(args: SystemMetricsArgs) -> SystemMetricsResult:
+        raw = await trio.to_thread.run_sync(
+            read_sample, disk_path, SAMPLE_SECONDS, limiter=limiter, abandon_on_cancel=True
+        )
+        return shape_sample(raw)
+
+    yield Toolset(
+        tools=(
+            ToolSpec(
+                name="system_metrics",
+                title="System metrics",
+                description=DESCRIPTION,
+                args_model=SystemMetricsArgs,
+                result_model=SystemMetricsResult,
+                call=call,
+            ),
+        )
+    )

@@ -9,6 +9,7 @@ stdout lines are read by a thread into a queue; stderr is collected into `server
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -155,10 +156,8 @@ class ServerProcess:
 
     def stop(self, timeout: float = 15.0) -> int:
         """EOF on stdin, then wait for the exit status (killing the process if it does not exit)."""
-        try:
+        with contextlib.suppress(BrokenPipeError):
             self.close_stdin()
-        except BrokenPipeError:
-            pass
         try:
             return self.wait(timeout)
         except subprocess.TimeoutExpired:

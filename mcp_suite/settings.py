@@ -57,6 +57,9 @@ class Settings(BaseModel):
 
     # --- files ---------------------------------------------------------------------------------
     fs_max_bytes: Annotated[int, Field(ge=1, le=16_777_216)] = 1_048_576
+    # A file with more than one hard link may be another name for a file outside the root; refused
+    # unless the operator opts in (docs/tools/sandbox_fs_read.md).
+    fs_allow_hard_links: bool = False
 
     # --- runtime -------------------------------------------------------------------------------
     max_concurrency: Annotated[int, Field(ge=1, le=256)] = 16
@@ -168,6 +171,7 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "SQL_CONNECT_TIMEOUT_S": ("sql_connect_timeout_s", _parse_float),
     "SQL_POLICY_CACHE_SIZE": ("sql_policy_cache_size", _parse_int),
     "FS_MAX_BYTES": ("fs_max_bytes", _parse_int),
+    "FS_ALLOW_HARD_LINKS": ("fs_allow_hard_links", _parse_bool),
     "MAX_CONCURRENCY": ("max_concurrency", _parse_int),
     "QUEUE_WAIT_S": ("queue_wait_s", _parse_float),
     "CALL_DEADLINE_S": ("call_deadline_s", _parse_float),

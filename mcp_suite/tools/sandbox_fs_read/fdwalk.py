@@ -1,0 +1,234 @@
+"""The directory-fd walk: the ONLY module in mcp-suite that opens a path a caller chose (SPEC §6.2).
+
+Three steps, each assuming the one before it failed:
+1. `resolve`: canonical containment. The caller's components are resolved against the root the way
+   the kernel would (every symlink followed, at most 40), but nothing outside the root is ever
+   looked at: the moment the path leaves the root it is refused, whether or not it exists there.
+2. `_open_leaf`: the canonical components are opened again one at a time with `openat` relative to
+   a directory fd, `O_NOFOLLOW` on every one, so a directory swapped for a link after step 1 fails.
+3. `fstat` on the open descriptor: regular files only; at most `max_bytes + 1` bytes are read.
+Blocking: call from a worker thread. Every descriptor it opens is closed before it returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from mcp_suite.tools.sandbox_fs_read.policy import MAX_SYMLINK_HOPS, Refusal, RefusedError
+
+__all__ = ["FileRead", "RootDir", "open_root", "read_file", "resolve"]
+
+_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOCTTY: a terminal never becomes ours.
+_LEAF_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+# lstat errors that mean "this name does not exist here" (too long names cannot exist either).
+_ABSENT: Final = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ENAMETOOLONG})
+# openat/fstat errors that mean the tree changed under us or the object is not a plain file.
+_REFUSED_ON_OPEN: Final = {
+    errno.ELOOP: Refusal.CHANGED,  # O_NOFOLLOW met a symlink that step 1 did not see
+    errno.EMLINK: Refusal.CHANGED,  # the same, as some BSDs report it
+    errno.ENOTDIR: Refusal.CHANGED,  # a directory became something else
+    errno.ENXIO: Refusal.NOT_REGULAR,  # a Unix socket (or a FIFO without a reader)
+    errno.ENODEV: Refusal.NOT_REGULAR,
+    errno.EOPNOTSUPP: Refusal.NOT_REGULAR,
+    errno.EISDIR: Refusal.DIRECTORY,
+    errno.EACCES: Refusal.CHANGED,
+    errno.EPERM: Refusal.CHANGED,
+    errno.ENOENT: Refusal.MISSING,
+    errno.ENAMETOOLONG: Refusal.MISSING,
+}
+_READ_CHUNK: Final = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class RootDir:
+    """The sandbox root: a directory fd held open while the tool serves, and its canonical path.
+
+    Security: `parts` (the absolute path's components) is used only to recognise absolute symlink
+    targets that point back into the root; it never leaves this module.
+    """
+
+    fd: int
+    parts: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FileRead:
+    size: int  # st_size of the open descriptor
+    data: bytes  # at most max_bytes
+    truncated: bool  # the file holds more than max_bytes
+
+
+@contextlib.contextmanager
+def open_root(path: Path) -> Iterator[RootDir]:
+    """Open the configured root once; the walk starts at this fd for every call.
+
+    Raises `OSError` if it is not an existing directory and `ValueError` if it is `/` itself.
+    """
+    canonical = os.path.realpath(path, strict=True)
+    parts = tuple(part for part in canonical.split("/") if part)
+    if not parts:
+        raise ValueError("the sandbox root must not be the file system root '/'")
+    fd = os.open(canonical, _DIR_FLAGS)
+    try:
+        yield RootDir(fd=fd, parts=parts)
+    finally:
+        os.close(fd)
+
+
+def resolve(root: RootDir, parts: tuple[str, ...]) -> tuple[tuple[str, ...], int]:
+    """Step 1: the canonical components (relative to the root) of `parts`, and the leaf's st_mode.
+
+    Follows symlinks like the kernel (physical `..`, at most `MAX_SYMLINK_HOPS` links), but:
+    - the caller's own `..` may never climb above the root (not even to come back);
+    - a link target may pass through the root's own ancestors only on the way back into the root,
+      and must end inside it;
+    - nothing outside the root is ever stat'ed or read, so `access-denied` for a path outside the root
+      says nothing about what exists there.
+    Raises `RefusedError`: OUTSIDE_ROOT, SYMLINK_LOOP, MISSING (inside the root), ROOT_ITSELF.
+    """
+    base = len(root.parts)
+    pos: list[str] = list(root.parts)  # absolute components of where we are
+    inside = list(root.parts)
+    # Components still to consume, last first; None marks the end of a link's target.
+    stack: list[str | None] = list(reversed(parts))
+    in_links = 0  # link targets being consumed
+    hops = 0
+    missing = False  # a component did not exist: the rest is resolved lexically, answer not-found
+    at_file = False  # the current position is a non-directory (ENOTDIR if anything follows)
+    mode = stat.S_IFDIR
+
+    while stack:
+        name = stack.pop()
+        if name is None:
+            in_links -= 1
+            if pos[:base] != inside:
+                raise RefusedError(Refusal.OUTSIDE_ROOT)  # a link that ends outside the root
+            continue
+        if at_file:
+            missing = True  # "file.txt/x" and "file.txt/.." do not exist (ENOTDIR)
+            at_file = False
+        if name == "..":
+            if len(pos) <= base and in_links == 0:
+                raise RefusedError(Refusal.OUTSIDE_ROOT)  # the caller climbs above the root
+            if pos:
+                pos.pop()
+            mode = stat.S_IFDIR
+            continue
+        if pos[:base] != inside:
+            # Above the root inside a link target: only the root's own ancestors, going down.
+            if len(pos) < base and pos == inside[: len(pos)] and inside[len(pos)] == name:
+                pos.append(name)
+                continue
+            raise RefusedError(Refusal.OUTSIDE_ROOT)
+        pos.append(name)
+        if missing:
+            continue
+        relative = "/".join(pos[base:])
+        try:
+            info = os.lstat(relative, dir_fd=root.fd)
+        except OSError as exc:
+            if exc.errno in _ABSENT:
+                missing = True
+                continue
+            refusal = _REFUSED_ON_OPEN.get(exc.errno or 0)
+            if refusal is None:
+                raise
+            raise RefusedError(refusal) from None
+        mode = info.st_mode
+        if stat.S_ISLNK(mode):
+            hops += 1
+            if hops > MAX_SYMLINK_HOPS:
+                raise RefusedError(Refusal.SYMLINK_LOOP)
+            try:
+                target = os.readlink(relative, dir_fd=root.fd)
+            except OSError:
+                raise RefusedError(Refusal.CHANGED) from None  # the link went away meanwhile
+            pos.pop()
+            if target.startswith("/"):
+                pos = []
+            stack.append(None)
+            stack.extend(reversed([part for part in target.split("/") if part not in ("", ".")]))
+            in_links += 1
+            mode = stat.S_IFDIR  # if the target is empty or "/" the position is a directory
+        elif not stat.S_ISDIR(mode):
+            at_file = True
+
+    if missing:
+        raise RefusedError(Refusal.MISSING)
+    canonical = tuple(pos[base:])
+    if not canonical:
+        raise RefusedError(Refusal.ROOT_ITSELF)
+    return canonical, mode
+
+
+def _open_leaf(root: RootDir, canonical: tuple[str, ...]) -> int:
+    """Step 2: openat one component at a time, O_NOFOLLOW on each; return the leaf's fd."""
+    current = root.fd
+    try:
+        for name in canonical[:-1]:
+            child = os.open(name, _DIR_FLAGS, dir_fd=current)
+            if current != root.fd:
+                os.close(current)
+            current = child
+        return os.open(canonical[-1], _LEAF_FLAGS, dir_fd=current)
+    finally:
+        if current != root.fd:
+            os.close(current)
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    got = 0
+    while got < limit:
+        chunk = os.read(fd, min(limit - got, _READ_CHUNK))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def read_file(root: RootDir, parts: tuple[str, ...], max_bytes: int, *, allow_hard_links: bool) -> FileRead:
+    """Read at most `max_bytes` of the regular file `parts` names below `root` (steps 1-3).
+
+    Raises `RefusedError` for every refusal (outside, loop, missing, directory, FIFO, socket,
+    device, a component swapped for a link, a hard-linked file unless allowed); other `OSError`s
+    (EIO, EMFILE) propagate and become an internal error.
+    Limits: reads max_bytes + 1 bytes at most (the extra byte only says `truncated`).
+    Security: a FIFO cannot block the thread (O_NONBLOCK, and it is refused before any read); a
+    device is refused by lstat before it is opened, and by fstat if it appears in a race.
+    """
+    canonical, mode = resolve(root, parts)
+    if stat.S_ISDIR(mode):
+        raise RefusedError(Refusal.DIRECTORY)
+    if not stat.S_ISREG(mode):
+        raise RefusedError(Refusal.NOT_REGULAR)
+    try:
+        fd = _open_leaf(root, canonical)
+    except OSError as exc:
+        refusal = _REFUSED_ON_OPEN.get(exc.errno or 0)
+        if refusal is None:
+            raise
+        raise RefusedError(refusal) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise RefusedError(Refusal.DIRECTORY)
+        if not stat.S_ISREG(info.st_mode):
+            raise RefusedError(Refusal.NOT_REGULAR)
+        if info.st_nlink > 1 and not allow_hard_links:
+            raise RefusedError(Refusal.HARD_LINK)
+        data = _read_at_most(fd, max_bytes + 1)
+    finally:
+        os.close(fd)
+    truncated = len(data) > max_bytes
+    return FileRead(size=info.st_size, data=data[:max_bytes], truncated=truncated)

@@ -1,0 +1,191 @@
+"""Pure path and content decisions for `sandbox_fs_read` (SPEC §6.2): no I/O happens here.
+
+Owns: splitting the caller's path into components (and refusing absolute paths, NUL bytes,
+backslashes, lone surrogates and a trailing `/`), the refusal reasons the walk reports and the problem
+each becomes, and the UTF-8 cut/decode of what was read. Must not import trio, os-level I/O, psycopg
+or psutil (an import-linter contract checks this); `fdwalk.py` alone touches the filesystem.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Final
+
+from mcp_suite.problems import (
+    AccessDeniedError,
+    InvalidArgumentsError,
+    NotFoundError,
+    ProblemError,
+    UnsupportedContentError,
+    echo,
+)
+
+__all__ = [
+    "MAX_SYMLINK_HOPS",
+    "PATH_PARAM",
+    "Refusal",
+    "RefusedError",
+    "cut_to_whole_character",
+    "decode_text",
+    "display_path",
+    "split_caller_path",
+]
+
+PATH_PARAM: Final = "relative_path"
+
+# Linux gives up after 40 symbolic links in one lookup (MAXSYMLINKS); the resolver does the same,
+# so a loop (a -> b -> a) or a long chain ends as `access-denied`, never as a spin.
+MAX_SYMLINK_HOPS: Final = 40
+
+
+class Refusal(enum.Enum):
+    """Why a path or a file was refused. Each value is (problem class, caller-facing reason)."""
+
+    ABSOLUTE = (AccessDeniedError, "is absolute; give a path relative to the sandbox root")
+    NUL_BYTE = (AccessDeniedError, "contains a NUL byte")
+    BACKSLASH = (AccessDeniedError, "contains a backslash; separate components with '/'")
+    BAD_UNICODE = (InvalidArgumentsError, "is not valid Unicode (lone surrogate)")
+    TRAILING_SLASH = (
+        AccessDeniedError,
+        "ends in '/', which names a directory; only files can be read",
+    )
+    ROOT_ITSELF = (AccessDeniedError, "names the sandbox root directory; only files can be read")
+    OUTSIDE_ROOT = (AccessDeniedError, "resolves outside the sandbox root")
+    SYMLINK_LOOP = (AccessDeniedError, "follows too many symbolic links (a loop or a long chain)")
+    CHANGED = (AccessDeniedError, "changed while it was being opened (a component became a link)")
+    DIRECTORY = (AccessDeniedError, "is a directory; only regular files can be read")
+    NOT_REGULAR = (AccessDeniedError, "is not a regular file (a FIFO, socket or device)")
+    HARD_LINK = (
+        AccessDeniedError,
+        "is a file with more than one hard link; such files are refused by configuration",
+    )
+    MISSING = (NotFoundError, "does not exist inside the sandbox root")
+    NOT_UTF8 = (UnsupportedContentError, "is not UTF-8 text")
+
+    @property
+    def problem_class(self) -> type[ProblemError]:
+        cls: type[ProblemError] = self.value[0]
+        return cls
+
+    @property
+    def reason(self) -> str:
+        text: str = self.value[1]
+        return text
+
+    # Refusals that follow from where the path leads (not from its spelling). Their detail never
+    # echoes the caller's text: a path such as `../../etc/passwd` would otherwise come back as an
+    # absolute host path inside the problem (SPEC §4).
+    @property
+    def echoes_path(self) -> bool:
+        return self not in _SILENT
+
+    def problem(self, display: str) -> ProblemError:
+        """The problem for this refusal; `display` is the caller's path, echoed only when safe."""
+        if self.echoes_path and display:
+            detail = f"The path {echo(display)!r} {self.reason}."
+        else:
+            detail = f"The path {self.reason}."
+        return self.problem_class(detail, invalid_params=(PATH_PARAM,))
+
+
+_SILENT: Final = frozenset(
+    {
+        Refusal.ABSOLUTE,
+        Refusal.NUL_BYTE,
+        Refusal.BACKSLASH,
+        Refusal.BAD_UNICODE,
+        Refusal.OUTSIDE_ROOT,
+    }
+)
+
+
+class RefusedError(Exception):
+    """Raised by the walk (and here) with a `Refusal`; the tool turns it into the problem."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.name)
+        self.refusal = refusal
+
+
+def split_caller_path(raw: str) -> tuple[str, ...]:
+    """The caller's path as components: `''` and `'.'` dropped, `'..'` kept for the resolver.
+
+    Percent-encodings are not decoded (`%2e%2e` is a file name like any other), `//` inside the path
+    collapses as POSIX does. Raises `RefusedError` for: an absolute path, a NUL byte, a backslash,
+    a lone surrogate (it would become an arbitrary byte through surrogateescape), a trailing `/`, and
+    a path naming the root itself.
+    Security: the result may still contain `'..'`; containment is decided by the resolver, which
+    follows links and never lets the caller climb above the root.
+    """
+    if "\x00" in raw:
+        raise RefusedError(Refusal.NUL_BYTE)
+    if raw.startswith("/"):
+        raise RefusedError(Refusal.ABSOLUTE)
+    if "\\" in raw:
+        raise RefusedError(Refusal.BACKSLASH)
+    if any("\ud800" <= ch <= "\udfff" for ch in raw):
+        raise RefusedError(Refusal.BAD_UNICODE)
+    if raw.endswith("/"):
+        raise RefusedError(Refusal.TRAILING_SLASH)
+    parts = tuple(part for part in raw.split("/") if part not in ("", "."))
+    if not parts:
+        raise RefusedError(Refusal.ROOT_ITSELF)
+    return parts
+
+
+def display_path(raw: str) -> str:
+    """What problems may echo of the caller's path: its normalised relative form, or `''`.
+
+    Nothing is echoed for a path with `'..'`, a NUL byte, a backslash or a lone surrogate: what it
+    spells could be a host path (`a/../../etc/passwd`), and the caller knows what it sent.
+    """
+    if (
+        raw.startswith("/")
+        or any(ch in raw for ch in "\x00\\")
+        or any("\ud800" <= ch <= "\udfff" for ch in raw)
+    ):
+        return ""
+    parts = [part for part in raw.split("/") if part not in ("", ".")]
+    if ".." in parts:
+        return ""
+    return "/".join(parts) + ("/" if parts and raw.endswith("/") else "")
+
+
+def _sequence_length(lead: int) -> int:
+    if lead < 0x80:
+        return 1
+    if lead >> 5 == 0b110:
+        return 2
+    if lead >> 4 == 0b1110:
+        return 3
+    if lead >> 3 == 0b11110:
+        return 4
+    return 1  # a stray continuation or an invalid lead byte: the strict decoder rejects it
+
+
+def cut_to_whole_character(data: bytes) -> bytes:
+    """`data` without a trailing, incomplete UTF-8 sequence (at most 3 bytes are dropped)."""
+    end = len(data)
+    start = end - 1
+    # Walk back over at most 3 continuation bytes to the byte that starts the last sequence.
+    while start >= 0 and end - start < 4 and data[start] & 0xC0 == 0x80:
+        start -= 1
+    if start < 0:
+        return data
+    if end - start < _sequence_length(data[start]):
+        return data[:start]
+    return data
+
+
+def decode_text(data: bytes, *, truncated: bool) -> str:
+    """Strict UTF-8 text of what was read (SPEC §6.2.4).
+
+    When the read was cut at `max_bytes`, a character split by the cut is dropped first; a file
+    that itself ends inside a character is not UTF-8. Raises `RefusedError(NOT_UTF8)`.
+    """
+    if truncated:
+        data = cut_to_whole_character(data)
+    try:
+        return data.decode("utf-8", errors="strict")
+    except UnicodeDecodeError:
+        raise RefusedError(Refusal.NOT_UTF8) from None

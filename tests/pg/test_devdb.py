@@ -1,0 +1,133 @@
+"""The throwaway cluster: seeded exactly per SPEC §8, loopback only, and careful with directories."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import errors
+
+from mcp_suite.devdb.cluster import MARKER_NAME, Cluster, DevDbError
+
+pytestmark = pytest.mark.pg
+
+SECTIONS = ("guides", "reference", "changelog")
+
+
+def test_pages_are_seeded_exactly_as_the_spec_says(demo_cluster: Cluster) -> None:
+    with psycopg.connect(demo_cluster.admin_dsn) as conn:
+        rows = conn.execute("SELECT slug, editor_id, section, words FROM docs.pages ORDER BY slug").fetchall()
+        editors = conn.execute("SELECT editor_id, email FROM docs.editors ORDER BY 1").fetchall()
+    expected = [
+        (f"page-{n:02d}", "e-1" if n % 2 == 0 else "e-2", SECTIONS[n % 3], 200 + 25 * n) for n in range(1, 31)
+    ]
+    assert rows == expected
+    assert editors == [("e-1", "ana@example.com"), ("e-2", "bo@example.com")]
+
+
+def test_tables_belong_to_a_nologin_owner(demo_cluster: Cluster) -> None:
+    with psycopg.connect(demo_cluster.admin_dsn) as conn:
+        owners = conn.execute(
+            "SELECT DISTINCT tableowner FROM pg_tables WHERE schemaname = 'docs'"
+        ).fetchall()
+        (can_login,) = conn.execute(
+            "SELECT rolcanlogin FROM pg_roles WHERE rolname = %s", (owners[0][0],)
+        ).fetchone() or (None,)
+        (limit,) = conn.execute(
+            "SELECT rolconnlimit FROM pg_roles WHERE rolname = 'mcp_reader'"
+        ).fetchone() or (None,)
+    assert owners == [("docs_owner",)]
+    assert can_login is False
+    assert limit == 5
+
+
+def test_reader_selects_pages_but_not_editors(demo_cluster: Cluster) -> None:
+    with psycopg.connect(demo_cluster.reader_dsn) as conn:
+        (count,) = conn.execute("SELECT count(*) FROM docs.pages").fetchone() or (0,)
+        assert count == 30
+        with pytest.raises(errors.InsufficientPrivilege):
+            conn.execute("SELECT * FROM docs.editors")
+
+
+@pytest.mark.parametrize("dbname", ["postgres", "template1"])
+def test_reader_cannot_connect_to_other_databases(demo_cluster: Cluster, dbname: str) -> None:
+    dsn = psycopg.conninfo.make_conninfo(demo_cluster.reader_dsn, dbname=dbname)
+    with pytest.raises(psycopg.OperationalError, match="permission denied"):
+        psycopg.connect(dsn).close()
+
+
+def test_wrong_password_is_refused(demo_cluster: Cluster) -> None:
+    dsn = psycopg.conninfo.make_conninfo(demo_cluster.reader_dsn, password="not-the-password")
+    with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+        psycopg.connect(dsn).close()
+
+
+def test_server_listens_on_loopback_tcp_only(demo_cluster: Cluster) -> None:
+    with psycopg.connect(demo_cluster.admin_dsn) as conn:
+        settings: dict[str, str] = dict(
+            conn.execute(
+                "SELECT name, setting FROM pg_settings WHERE name IN "
+                "('listen_addresses', 'unix_socket_directories', 'password_encryption')"
+            ).fetchall()
+        )
+        hba = conn.execute(
+            "SELECT DISTINCT type, auth_method FROM pg_hba_file_rules WHERE error IS NULL"
+        ).fetchall()
+    assert settings == {
+        "listen_addresses": "127.0.0.1",
+        "unix_socket_directories": "",
+        "password_encryption": "scram-sha-256",
+    }
+    assert hba == [("host", "scram-sha-256")]
+
+
+def test_server_does_not_run_as_root(demo_cluster: Cluster) -> None:
+    with psycopg.connect(demo_cluster.admin_dsn) as conn:
+        (pid,) = conn.execute("SELECT pg_backend_pid()").fetchone() or (0,)
+        assert os.stat(f"/proc/{pid}").st_uid != 0
+
+
+def test_create_refuses_a_non_empty_directory(tmp_path: Path) -> None:
+    (tmp_path / "precious.txt").write_text("keep me")
+    with pytest.raises(DevDbError, match="non-empty"):
+        Cluster.create(tmp_path)
+    assert (tmp_path / "precious.txt").read_text() == "keep me"
+
+
+def test_open_and_destroy_refuse_a_directory_without_the_marker(tmp_path: Path) -> None:
+    (tmp_path / "devdb.json").write_text("{}")
+    with pytest.raises(DevDbError, match="did not create"):
+        Cluster.open_existing(tmp_path)
+    assert (tmp_path / "devdb.json").exists()
+
+
+def test_destroy_refuses_when_the_marker_is_gone(demo_cluster: Cluster) -> None:
+    base = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-test-"))
+    cluster = Cluster.create(base)
+    cluster.stop()
+    (base / MARKER_NAME).unlink()
+    with pytest.raises(DevDbError, match="did not create"):
+        cluster.destroy()
+    assert (base / "pgdata").is_dir()
+    (base / MARKER_NAME).write_text("restored by the test")
+    cluster.destroy()
+    assert not base.exists()
+
+
+def test_failed_creation_leaves_no_server_and_no_directory(tmp_path: Path) -> None:
+    base = tmp_path / "cluster"
+    # The service account must be able to run the binaries: a world-readable temporary directory.
+    bogus_bin = Path(tempfile.mkdtemp(prefix="mcp-suite-bogus-bin-"))
+    bogus_bin.chmod(0o755)
+    for name in ("postgres", "initdb"):
+        (bogus_bin / name).write_text("#!/bin/sh\nexit 1\n")
+        (bogus_bin / name).chmod(0o755)
+    with pytest.raises(DevDbError, match="initdb failed"):
+        Cluster.create(base, pg_bin=bogus_bin)
+    assert not base.exists()
+    for name in ("postgres", "initdb"):
+        (bogus_bin / name).unlink()
+    bogus_bin.rmdir()

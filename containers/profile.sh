@@ -1,0 +1,95 @@
+# shellcheck shell=bash
+# The hardened run profile of SPEC §9, in one place for containers/run.sh and containers/smoke.sh
+# (containers/compose.yaml repeats it; `containers/smoke.sh --offline` checks both). Sourced, not run.
+#
+#   --read-only            the image's root file system, the venv included, cannot be written
+#   --cap-drop ALL         no Linux capabilities at all (the server needs none)
+#   no-new-privileges      execve can never gain privileges (setuid bits are also stripped)
+#   --network none         no network namespace beyond loopback: no egress, no exfiltration
+#   --tmpfs /tmp ...       the only writable place: 16 MiB, noexec, nosuid
+#   --pids-limit 64        bounded threads/processes (trio worker threads count here)
+#   --memory 256m          bounded memory, no swap beyond the engine default
+#   --cpus 1               one CPU
+#   --user 10001:10001     never root, even if the image's USER were changed
+#   SIGTERM, 10 s          the server drains for MCP_DRAIN_GRACE_S (5 s), the engine waits 10 s
+MCP_SUITE_IMAGE="${MCP_SUITE_IMAGE:-localhost/mcp-suite:latest}"
+MCP_LOCAL_BASE_IMAGE="${MCP_LOCAL_BASE_IMAGE:-localhost/mcp-suite-base:bookworm}"
+MCP_STOP_TIMEOUT_S="${MCP_STOP_TIMEOUT_S:-10}"
+MCP_PROFILE=(
+    --read-only
+    --cap-drop ALL
+    --security-opt no-new-privileges
+    --network none
+    --tmpfs /tmp:rw,noexec,nosuid,size=16m
+    --pids-limit 64
+    --memory 256m
+    --cpus 1
+    --user 10001:10001
+    --stop-signal SIGTERM
+    --stop-timeout "$MCP_STOP_TIMEOUT_S"
+)
+
+# podman where it exists (with the project's containers.conf), else docker.
+mcp_engine() {
+    if [[ -n "${ENGINE:-}" ]]; then
+        printf '%s\n' "$ENGINE"
+    elif command -v podman >/dev/null; then
+        printf 'podman\n'
+    elif command -v docker >/dev/null; then
+        printf 'docker\n'
+    else
+        printf 'containers: neither podman nor docker is installed\n' >&2
+        return 1
+    fi
+}
+
+# A digest of every file the build reads (the allowlist of Containerfile.dockerignore), stored as an
+# image label so `make run-container` rebuilds exactly when the sources changed.
+mcp_source_digest() {
+    local root="$1"
+    (
+        cd "$root" &&
+            find containers/Containerfile pyproject.toml requirements/runtime.txt requirements/dev.txt \
+                mcp_suite -type f ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 2>/dev/null |
+            sort -z | xargs -0 sha256sum | sha256sum | cut -c1-64
+    )
+}
+
+# Build $MCP_SUITE_IMAGE from the checkout at $1 on base image $2 (logs to stderr only: stdout is the
+# MCP stream for run.sh). A CA bundle for a TLS-inspecting proxy goes in as a build secret.
+mcp_build_image() {
+    local root="$1" base="$2" engine digest
+    engine="$(mcp_engine)"
+    digest="$(mcp_source_digest "$root")"
+    local args=(build -f "$root/containers/Containerfile" -t "$MCP_SUITE_IMAGE"
+        --label "org.mcp-suite.source-digest=$digest")
+    [[ "$engine" == podman ]] && args+=(--ignorefile "$root/containers/Containerfile.dockerignore")
+    [[ -n "$base" ]] && args+=(--build-arg "BASE_IMAGE=$base")
+    local ca="${MCP_BUILD_CA_BUNDLE:-${PIP_CERT:-${SSL_CERT_FILE:-}}}"
+    [[ -n "$ca" && -s "$ca" ]] && args+=(--secret "id=pip_cert,src=$ca")
+    "$engine" "${args[@]}" "$root" >&2
+}
+
+# True when the image exists and was built from the current sources.
+mcp_image_current() {
+    local root="$1" engine have
+    engine="$(mcp_engine)"
+    have="$("$engine" image inspect --format '{{ index .Config.Labels "org.mcp-suite.source-digest" }}' \
+        "$MCP_SUITE_IMAGE" 2>/dev/null)" || return 1
+    [[ "$have" == "$(mcp_source_digest "$root")" ]]
+}
+
+# The base image to build on: $MCP_BASE_IMAGE if set ("default" = the Containerfile's digest-pinned
+# official image); else, with podman as root and debootstrap available, the local Debian base (built
+# once, then cached); else the Containerfile's default.
+mcp_base_image() {
+    local root="$1"
+    if [[ -n "${MCP_BASE_IMAGE:-}" ]]; then
+        [[ "$MCP_BASE_IMAGE" == default ]] || printf '%s\n' "$MCP_BASE_IMAGE"
+        return 0
+    fi
+    if [[ "$(mcp_engine)" == podman && $(id -u) -eq 0 ]] && command -v debootstrap >/dev/null; then
+        MCP_LOCAL_BASE_IMAGE="$MCP_LOCAL_BASE_IMAGE" "$root/containers/build-base.sh" >&2
+        printf '%s\n' "$MCP_LOCAL_BASE_IMAGE"
+    fi
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# `make run-container`: build the hardened image if it is missing or stale, then serve MCP on stdio
+# inside it with the full profile of containers/profile.sh. stdout carries only the MCP stream (every
+# build log goes to stderr), so an MCP client can use this script as its server command.
+#
+# Environment (all optional):
+#   MCP_SAFE_DATA_HOST_DIR  folder served read-only as /safe_data_dir (default: examples/safe_data
+#                           when it exists; otherwise the tool serves an empty folder)
+#   MCP_SQL_DSN             passed to the server; with --network none only a Unix-socket DSN works,
+#   MCP_PG_SOCKET_DIR       ...from this host directory, mounted read-only at the same path
+#   MCP_BASE_IMAGE          base image for a build ("default": the Containerfile's pinned one)
+#   MCP_SUITE_IMAGE, ENGINE (podman or docker), MCP_REBUILD=1 (force a build)
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(dirname "$here")"
+export CONTAINERS_CONF="${CONTAINERS_CONF:-$here/containers.conf}"
+# shellcheck source=containers/profile.sh
+source "$here/profile.sh"
+engine="$(mcp_engine)"
+
+if [[ "${MCP_REBUILD:-0}" == 1 ]] || ! mcp_image_current "$root"; then
+    printf 'run-container: building %s\n' "$MCP_SUITE_IMAGE" >&2
+    mcp_build_image "$root" "$(mcp_base_image "$root")"
+fi
+
+args=(run --rm -i --log-driver none "${MCP_PROFILE[@]}")
+data="${MCP_SAFE_DATA_HOST_DIR:-}"
+[[ -z "$data" && -d "$root/examples/safe_data" ]] && data="$root/examples/safe_data"
+[[ -n "$data" ]] && args+=(-v "$(cd "$data" && pwd):/safe_data_dir:ro")
+for name in MCP_SQL_DSN MCP_METRICS_ENABLED MCP_LOG_LEVEL MCP_CALL_DEADLINE_S MCP_DRAIN_GRACE_S; do
+    # `-e NAME` without a value: the engine copies it from this environment, so a DSN never
+    # appears on a command line (ps would show it).
+    [[ -n "${!name:-}" ]] && args+=(-e "$name")
+done
+if [[ -n "${MCP_PG_SOCKET_DIR:-}" ]]; then
+    args+=(-v "$MCP_PG_SOCKET_DIR:$MCP_PG_SOCKET_DIR:ro")
+fi
+exec "$engine" "${args[@]}" "$MCP_SUITE_IMAGE"

@@ -1,0 +1,333 @@
+"""A trio harness that serves one session in-process over in-memory byte streams (STYLE habit 8).
+
+    async with open_session(transport="lockstep") as h:
+        await h.initialize()
+        request_id = await h.call("sleep", {"seconds": 1, "tag": 1})
+        response = await h.response(request_id)
+
+Transports: `memory` (trio's unbounded memory_stream_pair), `lockstep` (no buffering at all: every
+send waits for the other side to receive, which is how back-pressure is tested) and `onebyte` (the
+client's bytes reach the server a byte or two at a time). The test tools (`sleep`, `echo`, `deny`,
+`boom`) come as a ToolOpener and record what they did in a `ToolLog`. Every line the server writes is
+checked by `tests.support.wire.check_line`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import trio
+import trio.testing
+from pydantic import Field
+
+from mcp_suite.problems import AccessDeniedError
+from mcp_suite.runtime.session import Session, serve_session
+from mcp_suite.settings import Settings
+from mcp_suite.tools.base import StrictModel, Toolset, ToolSpec
+from mcp_suite.tools.registry import ToolOpener, open_registry
+from tests.support.wire import check_line
+
+__all__ = [
+    "Harness",
+    "ToolLog",
+    "Transport",
+    "open_session",
+    "ping_line",
+    "tool_opener",
+]
+
+Transport = Literal["memory", "lockstep", "onebyte"]
+TRANSPORTS: tuple[Transport, ...] = ("memory", "lockstep", "onebyte")
+SECRET_IN_BOOM = "boom-secret-/etc/shadow-token"
+
+
+# ------------------------------------------------------------------------------------------------
+# test tools
+
+
+@dataclass
+class ToolLog:
+    """What the test tools did, in order (tags are chosen by the test)."""
+
+    started: list[int] = field(default_factory=list)
+    finished: list[int] = field(default_factory=list)
+    cancelled: list[int] = field(default_factory=list)
+
+
+class SleepArgs(StrictModel):
+    seconds: float = Field(ge=0, le=3_600, description="How long to sleep")
+    tag: int = Field(default=0, description="Recorded in the start order")
+
+
+class SleepResult(StrictModel):
+    tag: int
+    slept: float
+
+
+class EchoArgs(StrictModel):
+    text: str = Field(description="Echoed back")
+    tags: list[str] = Field(default_factory=list, description="Labels")
+    pair: tuple[int, str] | None = Field(default=None, description="A fixed-length array")
+
+
+class EchoResult(StrictModel):
+    text: str
+    tags: list[str]
+
+
+class NoArgs(StrictModel):
+    pass
+
+
+class NoResult(StrictModel):
+    pass
+
+
+def _tools(log: ToolLog) -> tuple[ToolSpec, ...]:
+    async def sleep(args: SleepArgs) -> SleepResult:
+        log.started.append(args.tag)
+        try:
+            await trio.sleep(args.seconds)
+        except trio.Cancelled:
+            log.cancelled.append(args.tag)
+            raise
+        log.finished.append(args.tag)
+        return SleepResult(tag=args.tag, slept=args.seconds)
+
+    async def echo(args: EchoArgs) -> EchoResult:
+        await trio.lowlevel.checkpoint()
+        return EchoResult(text=args.text, tags=args.tags)
+
+    async def deny(args: NoArgs) -> NoResult:
+        await trio.lowlevel.checkpoint()
+        raise AccessDeniedError("This test tool refuses every call.", metadata={"why": "test"})
+
+    async def boom(args: NoArgs) -> NoResult:
+        await trio.lowlevel.checkpoint()
+        raise RuntimeError(SECRET_IN_BOOM)
+
+    return (
+        ToolSpec(
+            "sleep",
+            "Sleep",
+            "Sleeps for `seconds` (virtual time in trio tests).",
+            SleepArgs,
+            SleepResult,
+            sleep,
+        ),
+        ToolSpec("echo", "Echo", "Returns its text.", EchoArgs, EchoResult, echo),
+        ToolSpec("deny", "Deny", "Always refused in-band.", NoArgs, NoResult, deny),
+        ToolSpec("boom", "Boom", "Always crashes with a plain exception.", NoArgs, NoResult, boom),
+    )
+
+
+def tool_opener(log: ToolLog) -> ToolOpener:
+    """A ToolOpener (settings -> context manager yielding a Toolset) for the test tools."""
+
+    @contextlib.contextmanager
+    def open_test_tools(settings: Settings) -> Iterator[Toolset | None]:
+        yield Toolset(tools=_tools(log))
+
+    return open_test_tools
+
+
+# ------------------------------------------------------------------------------------------------
+# transports
+
+Pair = tuple[trio.StapledStream[Any, Any], trio.StapledStream[Any, Any]]
+
+
+def _onebyte_pair() -> Pair:
+    """Like memory_stream_pair, but client → server bytes trickle in one at a time."""
+    client_send, server_recv = trio.testing.memory_stream_one_way_pair()
+    server_send, client_recv = trio.testing.memory_stream_one_way_pair()
+
+    async def trickle() -> None:
+        await trio.lowlevel.checkpoint()
+        while True:
+            if not trio.testing.memory_stream_pump(client_send, server_recv, max_bytes=1):
+                return
+            await trio.lowlevel.checkpoint()  # let the server read this byte alone
+
+    client_send.send_all_hook = trickle
+    return trio.StapledStream(client_send, client_recv), trio.StapledStream(server_send, server_recv)
+
+
+def _stream_pair(transport: Transport) -> Pair:
+    if transport == "memory":
+        return trio.testing.memory_stream_pair()
+    if transport == "lockstep":
+        return trio.testing.lockstep_stream_pair()
+    return _onebyte_pair()
+
+
+# ------------------------------------------------------------------------------------------------
+# the client side
+
+
+def ping_line(request_id: int | str) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "ping"}).encode() + b"\n"
+
+
+@dataclass
+class Harness:
+    """The client end of one in-process session."""
+
+    stream: trio.StapledStream[Any, Any]
+    log: ToolLog
+    settings: Settings
+    session: Session | None = None
+    server_done: trio.Event = field(default_factory=trio.Event)
+    lines_seen: int = 0
+    _buffer: bytearray = field(default_factory=bytearray)
+    _eof: bool = False
+    _input_closed: bool = False
+    _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    _pending: dict[Any, dict[str, Any]] = field(default_factory=dict)
+
+    # -- sending --------------------------------------------------------------------------------
+    async def send_raw(self, data: bytes) -> None:
+        await self.stream.send_all(data)
+
+    async def send(self, message: Mapping[str, Any]) -> None:
+        await self.send_raw(json.dumps(message).encode() + b"\n")
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = dict(params)
+        await self.send(message)
+
+    async def send_request(
+        self, method: str, params: Mapping[str, Any] | None = None, *, request_id: Any = None
+    ) -> Any:
+        rid = next(self._ids) if request_id is None else request_id
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = dict(params)
+        await self.send(message)
+        return rid
+
+    async def call(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, request_id: Any = None
+    ) -> Any:
+        """Send a tools/call; returns its id (the answer may come later and out of order)."""
+        params = {"name": name, "arguments": dict(arguments or {})}
+        return await self.send_request("tools/call", params, request_id=request_id)
+
+    async def close_input(self) -> None:
+        """EOF on the server's stdin."""
+        if self._input_closed:
+            await trio.lowlevel.checkpoint()
+            return
+        self._input_closed = True
+        await self.stream.send_eof()
+
+    # -- receiving ------------------------------------------------------------------------------
+    async def recv_line(self) -> bytes | None:
+        """The next raw line, or None at EOF (the server ended the session)."""
+        await trio.lowlevel.checkpoint()
+        while True:
+            newline = self._buffer.find(b"\n")
+            if newline != -1:
+                line = bytes(self._buffer[: newline + 1])
+                del self._buffer[: newline + 1]
+                self.lines_seen += 1
+                return line
+            if self._eof:
+                assert not self._buffer, f"partial last line {bytes(self._buffer[:200])!r}"
+                return None
+            chunk = await self.stream.receive_some(65_536)
+            if not chunk:
+                self._eof = True
+            self._buffer += chunk
+
+    async def recv(self) -> dict[str, Any]:
+        """The next message, checked against the wire contract."""
+        line = await self.recv_line()
+        assert line is not None, "the server closed its output"
+        return check_line(line)
+
+    async def response(self, request_id: Any) -> dict[str, Any]:
+        """The response to `request_id`; others seen meanwhile are kept for later."""
+        await trio.lowlevel.checkpoint()
+        if request_id in self._pending:
+            return self._pending.pop(request_id)
+        while True:
+            message = await self.recv()
+            if message["id"] == request_id and type(message["id"]) is type(request_id):
+                return message
+            assert message["id"] not in self._pending, f"two responses for {message['id']!r}"
+            self._pending[message["id"]] = message
+
+    async def request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        return await self.response(await self.send_request(method, params))
+
+    async def initialize(self, version: str = "2025-11-25") -> dict[str, Any]:
+        response = await self.request(
+            "initialize",
+            {
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": {"name": "harness", "version": "0"},
+            },
+        )
+        await self.notify("notifications/initialized")
+        return response
+
+    async def finish(self) -> list[dict[str, Any]]:
+        """EOF, then read (and check) everything the server still writes until it closes its output."""
+        await self.close_input()
+        rest = list(self._pending.values())
+        self._pending.clear()
+        while (line := await self.recv_line()) is not None:
+            rest.append(check_line(line))
+        await self.server_done.wait()
+        return rest
+
+
+@contextlib.asynccontextmanager
+async def open_session(
+    *,
+    transport: Transport = "memory",
+    settings: Settings | None = None,
+    builtins: bool = False,
+    test_tools: bool = True,
+) -> AsyncIterator[Harness]:
+    """Serve one session in a nursery owned by this block; on a clean exit, EOF and drain it."""
+    settings = settings or Settings()
+    log = ToolLog()
+    client_stream, server_stream = _stream_pair(transport)
+    extra = [tool_opener(log)] if test_tools else []
+    harness = Harness(stream=client_stream, log=log, settings=settings)
+
+    def ready(session: Session) -> None:
+        harness.session = session
+
+    with open_registry(settings, extra=extra, builtins=builtins) as registry:
+
+        async def serve(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+            task_status.started()
+            try:
+                await serve_session(
+                    server_stream, server_stream, settings=settings, registry=registry, on_ready=ready
+                )
+            finally:
+                with trio.CancelScope(shield=True):
+                    await server_stream.send_eof()
+                harness.server_done.set()
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(serve)
+            try:
+                yield harness
+            except BaseException:
+                nursery.cancel_scope.cancel()
+                raise
+            if not harness.server_done.is_set():
+                await harness.finish()

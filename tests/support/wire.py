@@ -1,0 +1,126 @@
+"""Checks every response line the tests see against the wire contract (SPEC §3.5, §4).
+
+`check_line(line)` is applied by both test clients (the in-memory harness and the subprocess client)
+to every line the server writes, so each test also checks, for free: ASCII-only JSON on one line, a
+well-formed JSON-RPC response, problem documents with all their members and constant per-type values,
+and a JSON-RPC code that the one mapping table (`WIRE_CODES`) allows for the problem's type.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+from mcp_suite.problems import PROBLEM_TYPES, PROBLEM_URN_PREFIX, WIRE_CODES, ProblemError
+
+__all__ = ["PROBLEM_MEMBERS", "check_line", "check_problem", "slug_of"]
+
+PROBLEM_MEMBERS: Final = frozenset(
+    {"type", "title", "status", "detail", "code", "invalid_params", "metadata"}
+)
+# Problem types that travel only as JSON-RPC errors, never in-band (SPEC §4, the "surface" column).
+_WIRE_ONLY: Final = frozenset({"session-not-initialized", "invalid-request", "method-not-found"})
+_BY_SLUG: Final[dict[str, type[ProblemError]]] = {cls.slug: cls for cls in PROBLEM_TYPES}
+# A detail echoes at most 256 characters of caller input; with the fixed wording around it, a detail
+# longer than this means something unbounded leaked in.
+_MAX_DETAIL: Final = 1_024
+
+
+def _reject_constant(name: str) -> Any:
+    raise AssertionError(f"the server wrote {name}, which is not JSON")
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    assert len(result) == len(pairs), f"duplicate keys in {pairs!r}"
+    return result
+
+
+def slug_of(document: Mapping[str, Any]) -> str:
+    type_uri = document["type"]
+    assert isinstance(type_uri, str)
+    assert type_uri.startswith(PROBLEM_URN_PREFIX), type_uri
+    return type_uri.removeprefix(PROBLEM_URN_PREFIX)
+
+
+def check_problem(document: Any) -> dict[str, Any]:
+    """A problem document has every member, with the type's constant title, status and code."""
+    assert isinstance(document, dict), document
+    missing = PROBLEM_MEMBERS - document.keys()
+    assert not missing, f"problem document lacks {sorted(missing)}: {document}"
+    slug = slug_of(document)
+    assert slug in _BY_SLUG, f"unknown problem type {slug!r}"
+    cls = _BY_SLUG[slug]
+    assert document["title"] == cls.title, document
+    assert document["status"] == cls.status, document
+    assert document["code"] == cls.code, document
+    detail = document["detail"]
+    assert isinstance(detail, str), document
+    assert detail, document
+    assert len(detail) <= _MAX_DETAIL, document
+    assert "Traceback" not in detail, document
+    assert isinstance(document["invalid_params"], list), document
+    assert all(isinstance(name, str) for name in document["invalid_params"]), document
+    assert isinstance(document["metadata"], dict), document
+    return document
+
+
+def _check_error(message: Mapping[str, Any]) -> None:
+    error = message["error"]
+    assert isinstance(error, dict), message
+    assert set(error) == {"code", "message", "data"}, message
+    code = error["code"]
+    assert isinstance(code, int), message
+    assert not isinstance(code, bool), message
+    problem = check_problem(error["data"])
+    slug = slug_of(problem)
+    # The one mapping table (SPEC §4): the code must be one the problem's type may travel under.
+    assert slug in WIRE_CODES, f"{slug!r} may not travel as a JSON-RPC error: {message}"
+    assert code in WIRE_CODES[slug], f"{slug!r} must not travel as {code}: {message}"
+    assert error["message"] == problem["title"], message
+
+
+def _check_result(message: Mapping[str, Any]) -> None:
+    result = message["result"]
+    assert isinstance(result, dict), message
+    if "isError" not in result:
+        return
+    content = result["content"]
+    assert isinstance(content, list), message
+    assert len(content) == 1, message
+    assert content[0]["type"] == "text", message
+    text = content[0]["text"]
+    assert isinstance(text, str), message
+    if result["isError"] is True:
+        # In-band (SPEC §4): one text block holding a problem document, no structuredContent.
+        assert "structuredContent" not in result, message
+        problem = check_problem(json.loads(text))
+        assert slug_of(problem) not in _WIRE_ONLY, message
+    else:
+        assert result["isError"] is False, message
+        # Success: structuredContent plus one text block holding the identical JSON (SPEC §5).
+        assert json.loads(text) == result["structuredContent"], message
+
+
+def check_line(line: bytes) -> dict[str, Any]:
+    """Parse one line the server wrote and check it against the contract; returns the message."""
+    assert line.endswith(b"\n"), f"unterminated line {line[:200]!r}"
+    body = line[:-1]
+    assert b"\n" not in body, "one message per line"
+    assert b"\r" not in body, f"stray CR in {line[:200]!r}"
+    assert body.isascii(), f"non-ASCII output: {line[:200]!r}"
+    message = json.loads(body, parse_constant=_reject_constant, object_pairs_hook=_pairs)
+    assert isinstance(message, dict), message
+    assert message.get("jsonrpc") == "2.0", message
+    assert "id" in message, message
+    request_id = message["id"]
+    assert request_id is None or isinstance(request_id, str | int), message
+    assert not isinstance(request_id, bool), message
+    assert ("result" in message) != ("error" in message), message
+    assert set(message) == {"jsonrpc", "id", "result"} or set(message) == {"jsonrpc", "id", "error"}, message
+    if "error" in message:
+        _check_error(message)
+    else:
+        _check_result(message)
+    return message

@@ -87,7 +87,8 @@ def open_root(path: Path) -> Iterator[RootDir]:
 def resolve(root: RootDir, parts: tuple[str, ...]) -> tuple[tuple[str, ...], int]:
     """Step 1: the canonical components (relative to the root) of `parts`, and the leaf's st_mode.
 
-    Follows symlinks like the kernel (physical `..`, at most `MAX_SYMLINK_HOPS` links), but:
+    Follows symlinks like `os.path.realpath` (physical `..` after a link, lexical `..` after a
+    missing name; at most `MAX_SYMLINK_HOPS` links), but:
     - the caller's own `..` may never climb above the root (not even to come back);
     - a link target may pass through the root's own ancestors only on the way back into the root,
       and must end inside it;
@@ -102,8 +103,9 @@ def resolve(root: RootDir, parts: tuple[str, ...]) -> tuple[tuple[str, ...], int
     stack: list[str | None] = list(reversed(parts))
     in_links = 0  # link targets being consumed
     hops = 0
-    missing = False  # a component did not exist: the rest is resolved lexically, answer not-found
-    at_file = False  # the current position is a non-directory (ENOTDIR if anything follows)
+    # How many trailing components of `pos` do not exist. Like realpath, `..` pops them lexically;
+    # while any remain, nothing is looked up and the answer (if the path stays inside) is not-found.
+    missing = 0
     mode = stat.S_IFDIR
 
     while stack:
@@ -113,14 +115,12 @@ def resolve(root: RootDir, parts: tuple[str, ...]) -> tuple[tuple[str, ...], int
             if pos[:base] != inside:
                 raise RefusedError(Refusal.OUTSIDE_ROOT)  # a link that ends outside the root
             continue
-        if at_file:
-            missing = True  # "file.txt/x" and "file.txt/.." do not exist (ENOTDIR)
-            at_file = False
         if name == "..":
             if len(pos) <= base and in_links == 0:
                 raise RefusedError(Refusal.OUTSIDE_ROOT)  # the caller climbs above the root
             if pos:
                 pos.pop()
+            missing = max(0, missing - 1)
             mode = stat.S_IFDIR
             continue
         if pos[:base] != inside:
@@ -131,13 +131,14 @@ def resolve(root: RootDir, parts: tuple[str, ...]) -> tuple[tuple[str, ...], int
             raise RefusedError(Refusal.OUTSIDE_ROOT)
         pos.append(name)
         if missing:
+            missing += 1
             continue
         relative = "/".join(pos[base:])
         try:
             info = os.lstat(relative, dir_fd=root.fd)
         except OSError as exc:
-            if exc.errno in _ABSENT:
-                missing = True
+            if exc.errno in _ABSENT:  # ENOTDIR too: "file.txt/x" does not exist
+                missing = 1
                 continue
             refusal = _REFUSED_ON_OPEN.get(exc.errno or 0)
             if refusal is None:
@@ -159,8 +160,6 @@ def resolve(root: RootDir, parts: tuple[str, ...]) -> tuple[tuple[str, ...], int
             stack.extend(reversed([part for part in target.split("/") if part not in ("", ".")]))
             in_links += 1
             mode = stat.S_IFDIR  # if the target is empty or "/" the position is a directory
-        elif not stat.S_ISDIR(mode):
-            at_file = True
 
     if missing:
         raise RefusedError(Refusal.MISSING)

@@ -1,0 +1,214 @@
+"""Pure decisions of `sandbox_fs_read`: path splitting, echoing, UTF-8 cutting and the args model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pydantic
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcp_suite.problems import (
+    ECHO_MAX_CHARS,
+    AccessDeniedError,
+    InvalidArgumentsError,
+    NotFoundError,
+    UnsupportedContentError,
+)
+from mcp_suite.protocol.mcp import model_json_schema
+from mcp_suite.settings import Settings, load_settings
+from mcp_suite.tools.sandbox_fs_read.policy import (
+    Refusal,
+    RefusedError,
+    cut_to_whole_character,
+    decode_text,
+    display_path,
+    split_caller_path,
+)
+from mcp_suite.tools.sandbox_fs_read.tool import (
+    DEFAULT_MAX_BYTES,
+    SandboxFsReadResult,
+    args_model_for,
+)
+
+
+@pytest.mark.parametrize(
+    ("raw", "parts"),
+    [
+        ("a.txt", ("a.txt",)),
+        ("a//b", ("a", "b")),
+        ("./a/./b", ("a", "b")),
+        ("a/../b", ("a", "..", "b")),
+        ("..", ("..",)),
+        ("%2e%2e/x", ("%2e%2e", "x")),
+        ("sp ace/ü.txt", ("sp ace", "ü.txt")),
+    ],
+)
+def test_split_keeps_names_and_parent_steps(raw: str, parts: tuple[str, ...]) -> None:
+    assert split_caller_path(raw) == parts
+
+
+@pytest.mark.parametrize(
+    ("raw", "refusal"),
+    [
+        ("/etc/passwd", Refusal.ABSOLUTE),
+        ("//x", Refusal.ABSOLUTE),
+        ("/", Refusal.ABSOLUTE),
+        ("a\x00b", Refusal.NUL_BYTE),
+        ("/\x00", Refusal.NUL_BYTE),
+        ("a\\b", Refusal.BACKSLASH),
+        ("a\udcffb", Refusal.BAD_UNICODE),
+        ("a/", Refusal.TRAILING_SLASH),
+        ("./", Refusal.TRAILING_SLASH),
+        (".", Refusal.ROOT_ITSELF),
+        ("././/.", Refusal.ROOT_ITSELF),
+    ],
+)
+def test_split_refuses(raw: str, refusal: Refusal) -> None:
+    with pytest.raises(RefusedError) as info:
+        split_caller_path(raw)
+    assert info.value.refusal is refusal
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("a//b/./c.txt", "a/b/c.txt"),
+        ("sub/", "sub/"),
+        ("../../etc/passwd", ""),
+        ("a/../../etc/passwd", ""),
+        ("/etc/passwd", ""),
+        ("a\\..\\b", ""),
+        ("a\x00", ""),
+        ("a\udcff", ""),
+    ],
+)
+def test_display_never_shows_what_could_be_a_host_path(raw: str, shown: str) -> None:
+    assert display_path(raw) == shown
+
+
+@given(st.text(max_size=600))
+def test_display_is_never_absolute_and_never_climbs(raw: str) -> None:
+    shown = display_path(raw)
+    assert not shown.startswith("/")
+    assert ".." not in shown.split("/")
+    assert "\x00" not in shown
+
+
+def test_problem_classes_follow_the_spec() -> None:
+    assert Refusal.OUTSIDE_ROOT.problem("x").__class__ is AccessDeniedError
+    assert Refusal.SYMLINK_LOOP.problem("x").__class__ is AccessDeniedError
+    assert Refusal.NOT_REGULAR.problem("x").__class__ is AccessDeniedError
+    assert Refusal.MISSING.problem("x").__class__ is NotFoundError
+    assert Refusal.NOT_UTF8.problem("x").__class__ is UnsupportedContentError
+    assert Refusal.BAD_UNICODE.problem("x").__class__ is InvalidArgumentsError
+
+
+@pytest.mark.parametrize("refusal", list(Refusal))
+def test_problem_echo_is_bounded(refusal: Refusal) -> None:
+    problem = refusal.problem("p" * 5_000)
+    assert "p" * (ECHO_MAX_CHARS + 1) not in problem.detail
+    assert problem.invalid_params == ("relative_path",)
+
+
+def test_outside_root_never_echoes_the_path() -> None:
+    assert "secret" not in Refusal.OUTSIDE_ROOT.problem("secret/x").detail
+
+
+@pytest.mark.parametrize(
+    ("data", "kept"),
+    [
+        (b"", b""),
+        (b"abc", b"abc"),
+        ("a€".encode(), "a€".encode()),
+        ("a€".encode()[:-1], b"a"),
+        ("a€".encode()[:-2], b"a"),
+        ("😀".encode()[:3], b""),
+        ("é".encode()[:1], b""),
+        (b"\x80\x80\x80\x80", b"\x80\x80\x80\x80"),  # garbage stays for the strict decoder
+    ],
+)
+def test_cut_drops_only_an_incomplete_last_character(data: bytes, kept: bytes) -> None:
+    assert cut_to_whole_character(data) == kept
+
+
+@given(st.text(max_size=200), st.integers(min_value=0, max_value=900))
+def test_cut_then_decode_is_a_prefix_of_the_text(text: str, limit: int) -> None:
+    data = text.encode()
+    cut = data[:limit]
+    decoded = decode_text(cut, truncated=len(data) > limit)
+    assert text.startswith(decoded)
+    assert len(data[:limit]) - len(decoded.encode()) <= 3
+
+
+@pytest.mark.parametrize("data", [b"caf\xe9", b"ab\xe2\x82", b"\xed\xa0\x80", b"\xc0\xaf", b"\xff", b"\x80"])
+def test_non_utf8_is_unsupported_content(data: bytes) -> None:
+    with pytest.raises(RefusedError) as info:
+        decode_text(data, truncated=False)
+    assert info.value.refusal is Refusal.NOT_UTF8
+
+
+def test_args_model_bounds_max_bytes_by_settings() -> None:
+    model = args_model_for(Settings(fs_max_bytes=100_000))
+    assert model.model_validate({"relative_path": "a"}).max_bytes == DEFAULT_MAX_BYTES
+    assert model.model_validate({"relative_path": "a", "max_bytes": 100_000}).max_bytes == 100_000
+    for bad in (0, -1, 100_001, True, "5", 5.0):
+        with pytest.raises(pydantic.ValidationError):
+            model.model_validate({"relative_path": "a", "max_bytes": bad}, strict=True)
+
+
+def test_default_max_bytes_follows_a_lower_setting() -> None:
+    model = args_model_for(Settings(fs_max_bytes=1_000))
+    assert model.model_validate({"relative_path": "a"}).max_bytes == 1_000
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {},
+        {"relative_path": ""},
+        {"relative_path": "x" * 4_097},
+        {"relative_path": "a/" * 2_500},  # the issue's 5,000-character path
+        {"relative_path": 5},
+        {"relative_path": ["a"]},
+        {"relative_path": "a", "extra": 1},
+    ],
+)
+def test_args_model_refuses(arguments: dict[str, object]) -> None:
+    with pytest.raises(pydantic.ValidationError):
+        args_model_for(Settings()).model_validate(arguments, strict=True)
+
+
+def test_path_of_exactly_4096_characters_is_valid() -> None:
+    args_model_for(Settings()).model_validate({"relative_path": "x" * 4_096}, strict=True)
+
+
+def test_advertised_schema_shows_the_configured_maximum() -> None:
+    schema = model_json_schema(args_model_for(Settings(fs_max_bytes=12_345)))
+    assert schema["properties"]["max_bytes"] == {
+        "default": 12_345,
+        "description": schema["properties"]["max_bytes"]["description"],
+        "maximum": 12_345,
+        "minimum": 1,
+        "title": "Max Bytes",
+        "type": "integer",
+    }
+    assert schema["properties"]["relative_path"]["maxLength"] == 4_096
+    assert schema["properties"]["relative_path"]["minLength"] == 1
+    assert schema["required"] == ["relative_path"]
+    assert schema["additionalProperties"] is False
+    assert schema["title"] == "SandboxFsReadArgs"
+    assert all(prop["description"] for prop in schema["properties"].values())
+
+
+def test_result_schema_describes_every_field() -> None:
+    schema = model_json_schema(SandboxFsReadResult)
+    assert set(schema["properties"]) == {"path", "size", "content", "truncated"}
+    assert all(prop["description"] for prop in schema["properties"].values())
+
+
+def test_hard_links_are_refused_unless_the_environment_allows_them(tmp_path: Path) -> None:
+    assert Settings().fs_allow_hard_links is False
+    env = {"MCP_SAFE_DATA_DIR": str(tmp_path), "MCP_FS_ALLOW_HARD_LINKS": "true"}
+    assert load_settings(env).fs_allow_hard_links is True

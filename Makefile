@@ -1,10 +1,12 @@
 # mcp-suite — every entry point a developer or CI needs. The virtual environment lives in .venv.
 SHELL := /bin/bash
+# The bytecode cache is what makes start-up fast; some environments disable it globally.
+unexport PYTHONDONTWRITEBYTECODE
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-export PYTHONDONTWRITEBYTECODE := 1
+
 
 .PHONY: help venv run demo test lint types pytest bench lock run-container smoke clean
 
@@ -20,7 +22,8 @@ $(STAMP): requirements/dev.txt requirements/runtime.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r requirements/dev.txt
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation --config-settings editable_mode=compat -e .
+	$(BIN)/python -m compileall -q mcp_suite
 	@touch $@
 
 venv: $(STAMP)

@@ -62,6 +62,8 @@ class JsonRpcError(InvalidRequestError):
     def __init__(self, detail: str, *, jsonrpc_code: int, request_id: RequestId | None) -> None:
         super().__init__(detail, jsonrpc_code=jsonrpc_code)
         self.request_id = request_id
+        # Members added to `error.data` beside the problem document (e.g. `max_frame_bytes`).
+        self.wire_data: dict[str, Any] = {}
 
 
 class _DuplicateKeyError(ValueError):
@@ -197,10 +199,9 @@ def encode_result(request_id: RequestId, result: dict[str, Any]) -> bytes:
 
 def encode_error(request_id: RequestId | None, problem: ProblemError, *, code: int) -> bytes:
     """A JSON-RPC error whose `data` is the problem document; `message` is the problem's title."""
+    data = render_problem(problem)
+    if isinstance(problem, JsonRpcError):
+        data.update(problem.wire_data)
     return _dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": request_id,
-            "error": {"code": code, "message": problem.title, "data": render_problem(problem)},
-        }
+        {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": problem.title, "data": data}}
     )

@@ -1,96 +1,136 @@
 """Logging and the audit trail: one JSON object per line on stderr, written by a background thread.
 
-stdout belongs to the protocol; everything here goes to stderr. Records are queued (bounded) and
-written by a logging thread, so a client that never drains our stderr cannot block the event loop:
-when the queue is full, records are dropped and counted. No secrets and no argument values beyond a
-256-character excerpt are ever logged.
+stdout belongs to the protocol; everything here goes to stderr. Lines are formatted where they are
+logged and appended to a bounded in-memory buffer; a flusher thread writes them out in batches. So a
+parent that never drains our stderr cannot block the event loop (when the buffer is full, lines are
+dropped and counted), and a busy session does not pay a thread hand-off per record. No secrets and no
+argument values beyond a 256-character excerpt are ever logged.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
-import logging.handlers
-import queue
 import sys
+import threading
 import time
 from typing import Any, Final, TextIO
 
-__all__ = ["AuditLog", "configure_logging", "logger"]
+__all__ = ["AuditLog", "StderrSink", "configure_logging", "logger", "shutdown_logging"]
 
 logger: Final = logging.getLogger("mcp_suite")
 _audit_logger: Final = logging.getLogger("mcp_suite.audit")
-_QUEUE_SIZE: Final = 10_000
+_BUFFER_LINES: Final = 10_000
+_FLUSH_INTERVAL_S: Final = 0.02
 
 
-class JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        payload: dict[str, Any] = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(),
-            "logger": record.name,
-        }
-        event = getattr(record, "event", None)
-        if isinstance(event, dict):
-            payload.update(event)
-        else:
-            payload["msg"] = record.getMessage()
-        if record.exc_info:
-            payload["traceback"] = self.formatException(record.exc_info)
-        return json.dumps(payload, ensure_ascii=True, default=str, separators=(",", ":"))
+def _timestamp(created: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created)) + f".{int(created % 1 * 1000):03d}Z"
 
 
-class _DroppingQueueHandler(logging.handlers.QueueHandler):
-    dropped = 0
+def _dumps(payload: dict[str, Any]) -> str:
+    return json.dumps(payload, ensure_ascii=True, default=str, separators=(",", ":"))
 
-    def enqueue(self, record: logging.LogRecord) -> None:
+
+class StderrSink:
+    """A bounded line buffer drained to a text stream by one daemon thread.
+
+    Limits: at most `capacity` lines wait; beyond that new lines are dropped and counted in `dropped`.
+    """
+
+    def __init__(self, stream: TextIO, capacity: int = _BUFFER_LINES) -> None:
+        self._stream = stream
+        self._lines: collections.deque[str] = collections.deque()
+        self._capacity = capacity
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self.dropped = 0
+        self._thread = threading.Thread(target=self._run, name="mcp-suite-log", daemon=True)
+        self._thread.start()
+
+    def write_line(self, line: str) -> None:
+        if len(self._lines) >= self._capacity:
+            self.dropped += 1
+            return
+        self._lines.append(line)
+
+    def _drain(self) -> None:
+        batch: list[str] = []
+        while self._lines:
+            batch.append(self._lines.popleft())
+        if self.dropped:
+            count, self.dropped = self.dropped, 0
+            batch.append(_dumps({"level": "warning", "msg": f"{count} log line(s) dropped"}))
+        if batch:
+            try:
+                self._stream.write("\n".join(batch) + "\n")
+                self._stream.flush()
+            except (OSError, ValueError):
+                pass  # stderr is gone; nothing else can report it
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(_FLUSH_INTERVAL_S)
+            self._drain()
+        self._drain()
+
+    def close(self) -> None:
+        """Write everything still buffered and stop the thread."""
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=5)
+
+
+class JsonLineHandler(logging.Handler):
+    def __init__(self, sink: StderrSink) -> None:
+        super().__init__()
+        self.sink = sink
+
+    def emit(self, record: logging.LogRecord) -> None:
         try:
-            self.queue.put_nowait(record)
-        except queue.Full:
-            type(self).dropped += 1
+            payload: dict[str, Any] = {
+                "ts": _timestamp(record.created),
+                "level": record.levelname.lower(),
+                "logger": record.name,
+                "msg": record.getMessage(),
+            }
+            if record.exc_info:
+                payload["traceback"] = logging.Formatter().formatException(record.exc_info)
+            self.sink.write_line(_dumps(payload))
+        except Exception:  # noqa: BLE001  # logging must never take the server down
+            self.handleError(record)
 
-    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
-        # Format in the listener thread, not here; only freeze the message arguments.
-        record.msg = record.getMessage()
-        record.args = None
-        return record
 
-
-_listener: logging.handlers.QueueListener | None = None
+_sink: StderrSink | None = None
 
 
 def configure_logging(level: str = "INFO", stream: TextIO | None = None) -> None:
-    """Send every `mcp_suite` record to stderr as JSON lines, through a bounded queue and a thread."""
-    global _listener  # one process-wide listener, replaced on reconfiguration
+    """Send every `mcp_suite` record to stderr (or `stream`) as JSON lines."""
+    global _sink  # one process-wide sink, replaced on reconfiguration
     shutdown_logging()
-    target = logging.StreamHandler(stream if stream is not None else sys.stderr)
-    target.setFormatter(JsonFormatter())
-    log_queue: queue.Queue[logging.LogRecord] = queue.Queue(_QUEUE_SIZE)
-    handler = _DroppingQueueHandler(log_queue)
+    _sink = StderrSink(stream if stream is not None else sys.stderr)
     root = logging.getLogger("mcp_suite")
-    root.handlers[:] = [handler]
+    root.handlers[:] = [JsonLineHandler(_sink)]
     root.setLevel(level)
     root.propagate = False
-    _listener = logging.handlers.QueueListener(log_queue, target)
-    _listener.start()
 
 
 def shutdown_logging() -> None:
-    """Flush queued records (the listener thread writes what is left) and stop the thread."""
-    global _listener  # see configure_logging
-    if _listener is not None:
-        _listener.stop()
-        _listener = None
+    """Flush what is buffered and stop the writer thread."""
+    global _sink  # see configure_logging
+    if _sink is not None:
+        _sink.close()
+        _sink = None
 
 
 class AuditLog:
-    """The audit trail of requests: time, id, method, tool, outcome or problem slug, duration."""
+    """The audit trail of requests: time, id, method, tool, outcome or problem slug, duration.
+
+    Written straight to the sink (no LogRecord) because it runs once per request on the hot path.
+    """
 
     __slots__ = ()
-
-    def enabled(self) -> bool:
-        return _audit_logger.isEnabledFor(logging.INFO)
 
     def request(
         self,
@@ -104,9 +144,13 @@ class AuditLog:
         excerpt: str | None = None,
         incident: str | None = None,
     ) -> None:
-        if not _audit_logger.isEnabledFor(logging.INFO):
+        sink = _sink
+        if sink is None or not _audit_logger.isEnabledFor(logging.INFO):
             return
         event: dict[str, Any] = {
+            "ts": _timestamp(time.time()),
+            "level": "info",
+            "logger": "mcp_suite.audit",
             "event": "request",
             "id": request_id,
             "method": method[:64],
@@ -121,4 +165,4 @@ class AuditLog:
             event["args_excerpt"] = excerpt[:256]
         if incident is not None:
             event["incident"] = incident
-        _audit_logger.info("request", extra={"event": event})
+        sink.write_line(_dumps(event))

@@ -141,7 +141,7 @@ class Session:
 
         Cancellation: cancelling the caller cancels everything at once (no drain).
         """
-        frames_send, frames_recv = trio.open_memory_channel[Frame | JsonRpcError](
+        frames_send, frames_recv = trio.open_memory_channel[list[Frame | JsonRpcError]](
             self.settings.inbound_channel_size
         )
         out_send, out_recv = trio.open_memory_channel[bytes](self.settings.outbound_channel_size)
@@ -162,8 +162,12 @@ class Session:
     async def _read(
         self,
         stdin: trio.abc.ReceiveStream,
-        frames_send: trio.MemorySendChannel[Frame | JsonRpcError],
+        frames_send: trio.MemorySendChannel[list[Frame | JsonRpcError]],
     ) -> None:
+        """Read chunks, split them into frames, pass each chunk's frames on as one batch.
+
+        Limits: a batch holds at most one chunk's worth of frames (64 KiB), or one oversized marker.
+        """
         decoder = LineDecoder(self.settings.max_frame_bytes)
         async with frames_send:
             with self._reader_scope:
@@ -175,19 +179,26 @@ class Session:
                     if not chunk:
                         decoder.feed_eof()
                         break
+                    batch: list[Frame | JsonRpcError] = []
                     for event in decoder.feed(chunk):
                         if isinstance(event, Frame):
-                            await frames_send.send(event)
+                            batch.append(event)
                         else:
-                            await frames_send.send(
-                                JsonRpcError(
-                                    f"The message is longer than {self.settings.max_frame_bytes} "
-                                    "bytes and was discarded.",
-                                    jsonrpc_code=-32600,
-                                    request_id=None,
-                                )
-                            )
+                            batch.append(self._oversized())
+                    if batch:
+                        await frames_send.send(batch)
         logger.debug("reader finished")
+
+    def _oversized(self) -> JsonRpcError:
+        error = JsonRpcError(
+            f"The message is longer than {self.settings.max_frame_bytes} bytes and was discarded; "
+            "send one JSON-RPC message per line, each at most that long.",
+            jsonrpc_code=-32600,
+            request_id=None,
+        )
+        error.metadata["max_frame_bytes"] = self.settings.max_frame_bytes
+        error.wire_data["max_frame_bytes"] = self.settings.max_frame_bytes  # SPEC §3.1
+        return error
 
     # ---------------------------------------------------------------------------------------
     # writer
@@ -241,11 +252,15 @@ class Session:
     # ---------------------------------------------------------------------------------------
     # dispatcher
 
-    async def _dispatch(self, frames_recv: trio.MemoryReceiveChannel[Frame | JsonRpcError]) -> None:
+    async def _dispatch(self, frames_recv: trio.MemoryReceiveChannel[list[Frame | JsonRpcError]]) -> None:
         async with trio.open_nursery() as calls:
             async with frames_recv:
-                async for item in frames_recv:
-                    await self._handle_frame(item, calls)
+                async for batch in frames_recv:
+                    # Inline answers of one batch travel to the writer together, in arrival order.
+                    replies = [self._handle_frame(item, calls) for item in batch]
+                    out = b"".join(reply for reply in replies if reply is not None)
+                    if out:
+                        await self._send(out)
             # Drain: stop reading (done), let in-flight calls finish for the grace period.
             if self.in_flight:
                 logger.info("draining %d in-flight call(s)", len(self.in_flight))
@@ -255,24 +270,23 @@ class Session:
                     logger.info("grace over: cancelling %d call(s)", len(self.in_flight))
                     self.cancel_all()
 
-    async def _handle_frame(self, item: Frame | JsonRpcError, calls: trio.Nursery) -> None:
+    def _handle_frame(self, item: Frame | JsonRpcError, calls: trio.Nursery) -> bytes | None:
+        """One frame in, at most one inline reply out. Never raises for anything the client sent."""
         started = time.perf_counter()
         if isinstance(item, JsonRpcError):
-            await self._reply_error(None, item, item.jsonrpc_code or -32600)
             self._audit_bad(item, started)
-            return
+            return self._error_frame(None, item, item.jsonrpc_code or -32600)
         try:
             message = decode_message(item.data, max_depth=self.settings.max_json_depth)
         except JsonRpcError as exc:
-            await self._reply_error(exc.request_id, exc, exc.jsonrpc_code or -32600)
             self._audit_bad(exc, started)
-            return
+            return self._error_frame(exc.request_id, exc, exc.jsonrpc_code or -32600)
         if isinstance(message, ClientResponse):
-            return
+            return None
         if isinstance(message, Notification):
             self._handle_notification(message)
-            return
-        await self._handle_request(message, calls, started)
+            return None
+        return self._handle_request(message, calls, started)
 
     def _audit_bad(self, problem: JsonRpcError, started: float) -> None:
         self.audit.request(
@@ -294,7 +308,7 @@ class Session:
                     break
         # notifications/initialized is accepted; unknown notifications are ignored (SPEC §3.3).
 
-    async def _handle_request(self, request: Request, calls: trio.Nursery, started: float) -> None:
+    def _handle_request(self, request: Request, calls: trio.Nursery, started: float) -> bytes | None:
         route = self.lifecycle.route(request.method)
         problem: ProblemError | None = None
         result: dict[str, Any] | None = None
@@ -306,35 +320,34 @@ class Session:
         elif route is mcp.Route.CALL:
             problem, tool_name = self._start_call(request, calls, started)
             if problem is None:
-                return  # the call task answers
+                return None  # the task answers
         else:
             try:
-                result = await self._inline(request)
+                result = self._inline(request)
             except ProblemError as exc:
                 problem = exc
         if problem is not None:
-            await self._reply_error(request.id, problem, problem.jsonrpc_code or -32603)
-            outcome = "error"
+            reply = self._error_frame(request.id, problem, problem.jsonrpc_code or -32603)
         else:
             assert result is not None
-            await self._send(encode_result(request.id, result))
-            outcome = "ok"
+            reply = encode_result(request.id, result)
         self.audit.request(
             request_id=request.id,
             method=request.method,
             tool=tool_name,
-            outcome=outcome,
+            outcome="error" if problem else "ok",
             problem=problem.slug if problem else None,
             started=started,
         )
+        return reply
 
-    async def _reply_error(self, request_id: RequestId | None, problem: ProblemError, code: int) -> None:
-        await self._send(encode_error(request_id, problem, code=code))
+    def _error_frame(self, request_id: RequestId | None, problem: ProblemError, code: int) -> bytes:
+        return encode_error(request_id, problem, code=code)
 
     # ---------------------------------------------------------------------------------------
     # inline methods
 
-    async def _inline(self, request: Request) -> dict[str, Any]:
+    def _inline(self, request: Request) -> dict[str, Any]:
         method = request.method
         if method == "ping":
             return {}

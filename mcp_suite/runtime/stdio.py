@@ -1,9 +1,10 @@
 """The process's stdio, taken over for the protocol (SPEC §3.5).
 
 `take_over_stdio()` moves the real stdin and stdout to private descriptors, points fd 0 at /dev/null
-and fd 1 at stderr, and rebinds `sys.stdout` to stderr (`sys.stdin` now reads /dev/null). After it, a stray `print`, a C library or a
-child process writing to fd 1 lands on stderr and can never corrupt the protocol stream; only the
-writer task, through the returned descriptor, writes protocol frames.
+and fd 1 at stderr, and rebinds `sys.stdout` to stderr. After it, a stray `print`, a C library or a
+child process writing to fd 1 lands on stderr and can never corrupt the protocol stream, and nothing
+else can read the client's input; only the writer task, through the private descriptor, writes
+protocol frames.
 """
 
 from __future__ import annotations

@@ -1,0 +1,162 @@
+"""Runtime benchmarks (issue 2): cold start, ping round trips with 32 in flight, idle RSS.
+
+Floors measured in the same run: the bare interpreter's start-up, and a line-echo process driven by
+the same client loop (the cost of pipes and the client itself).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.common import Figure
+
+REPO = Path(__file__).resolve().parents[1]
+INIT = (
+    b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+    b'"capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}\n'
+)
+ECHO_FLOOR = (
+    "import sys\n"
+    "r, w = sys.stdin.buffer, sys.stdout.buffer\n"
+    "for line in r:\n"
+    "    w.write(line)\n"
+    "    w.flush()\n"
+)
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_")}
+    env["MCP_LOG_LEVEL"] = "WARNING"
+    env.update(extra)
+    return env
+
+
+def _spawn(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env or _env(),
+        cwd=REPO,
+        bufsize=0,
+    )
+
+
+def _read_lines(fd: int, want: int, buffer: bytearray) -> int:
+    """Block until at least `want` newlines are in the buffer; returns the count and keeps the rest."""
+    while buffer.count(b"\n") < want:
+        select.select([fd], [], [], 10)
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            raise EOFError
+        buffer += chunk
+    count = buffer.count(b"\n")
+    del buffer[: buffer.rfind(b"\n") + 1]
+    return count
+
+
+def cold_start_ms(argv: list[str], env: dict[str, str], runs: int = 15) -> float:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = _spawn(argv, env)
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(INIT)
+        _read_lines(proc.stdout.fileno(), 1, bytearray())
+        samples.append((time.perf_counter() - start) * 1000)
+        proc.stdin.close()
+        proc.wait(10)
+        proc.stdout.close()
+    return statistics.median(samples)
+
+
+def interpreter_floor_ms(runs: int = 15) -> float:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+def _pings(n: int, in_flight: int) -> list[bytes]:
+    return [b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i for i in range(1, n + 1)] + [b""] * in_flight
+
+
+def round_trips_per_second(proc: subprocess.Popen[bytes], total: int, in_flight: int) -> float:
+    assert proc.stdin is not None and proc.stdout is not None
+    frames = _pings(total, in_flight)
+    out_fd = proc.stdout.fileno()
+    in_fd = proc.stdin.fileno()
+    buffer = bytearray()
+    start = time.perf_counter()
+    os.write(in_fd, b"".join(frames[:in_flight]))
+    sent = in_flight
+    received = 0
+    while received < total:
+        got = _read_lines(out_fd, 1, buffer)
+        received += got
+        batch = b"".join(frames[sent : sent + got])
+        sent += got
+        if batch:
+            os.write(in_fd, batch)
+    return total / (time.perf_counter() - start)
+
+
+def ping_throughput(total: int = 30_000, in_flight: int = 32) -> tuple[float, float]:
+    server = _spawn([sys.executable, "-m", "mcp_suite"])
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write(INIT)
+    _read_lines(server.stdout.fileno(), 1, bytearray())
+    round_trips_per_second(server, 2_000, in_flight)  # warm up
+    rate = round_trips_per_second(server, total, in_flight)
+    server.stdin.close()
+    server.wait(10)
+    server.stdout.close()
+
+    floor = _spawn([sys.executable, "-c", ECHO_FLOOR])
+    floor_rate = round_trips_per_second(floor, total, in_flight)
+    assert floor.stdin is not None and floor.stdout is not None
+    floor.stdin.close()
+    floor.wait(10)
+    floor.stdout.close()
+    return rate, floor_rate
+
+
+def idle_rss_mb() -> float:
+    server = _spawn([sys.executable, "-m", "mcp_suite"])
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write(INIT)
+    _read_lines(server.stdout.fileno(), 1, bytearray())
+    time.sleep(1.0)
+    status = Path(f"/proc/{server.pid}/status").read_text()
+    rss_kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
+    server.stdin.close()
+    server.wait(10)
+    server.stdout.close()
+    return rss_kb / 1024
+
+
+def run() -> list[Figure]:
+    figures = []
+    floor = interpreter_floor_ms()
+    cold = cold_start_ms([sys.executable, "-m", "mcp_suite"], _env())
+    figures.append(
+        Figure(
+            "cold start to initialize response (median of 15)", cold, "ms", "<= 250 ms", cold <= 250, floor
+        )
+    )
+    rate, floor_rate = ping_throughput()
+    figures.append(
+        Figure("ping round trips, 32 in flight", rate, "/s", ">= 10,000 /s", rate >= 10_000, floor_rate)
+    )
+    rss = idle_rss_mb()
+    figures.append(Figure("idle RSS after initialize", rss, "MB", "<= 40 MB", rss <= 40))
+    return figures

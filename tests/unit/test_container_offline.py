@@ -1,0 +1,178 @@
+"""The offline container-profile check (containers/check_profile.py) passes on the real files and
+catches each way the hardened profile could be weakened."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import yaml  # type: ignore[import-untyped]  # PyYAML ships no stubs; only a cross-check here
+
+CONTAINERS = Path(__file__).resolve().parents[2] / "containers"
+
+
+def _load_checker() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("check_profile", CONTAINERS / "check_profile.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+check = _load_checker()
+CONTAINERFILE = (CONTAINERS / "Containerfile").read_text(encoding="utf-8")
+COMPOSE = (CONTAINERS / "compose.yaml").read_text(encoding="utf-8")
+PROFILE = (CONTAINERS / "profile.sh").read_text(encoding="utf-8")
+RUN_SCRIPT = (CONTAINERS / "run.sh").read_text(encoding="utf-8")
+
+
+def _failures(
+    containerfile: str = CONTAINERFILE,
+    compose: str = COMPOSE,
+    profile: str = PROFILE,
+    run_script: str = RUN_SCRIPT,
+) -> list[str]:
+    report = check.Report()
+    check.check_containerfile(containerfile, report)
+    check.check_compose(compose, report)
+    check.check_profile_script(profile, run_script, report)
+    failures: list[str] = report.failures
+    return failures
+
+
+def _replace(text: str, old: str, new: str) -> str:
+    assert old in text, f"the fixture no longer contains {old!r}"
+    return text.replace(old, new)
+
+
+def test_offline_check_passes_on_the_committed_files() -> None:
+    assert _failures() == []
+
+
+def test_offline_check_runs_as_a_script_without_the_venv_packages() -> None:
+    result = subprocess.run(
+        [sys.executable, "-S", str(CONTAINERS / "check_profile.py")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.rstrip().endswith(" passed, 0 failed")
+
+
+Mutation = Callable[[], list[str]]
+
+MUTATIONS: dict[str, tuple[Mutation, str]] = {
+    "root user": (
+        lambda: _failures(containerfile=_replace(CONTAINERFILE, "USER 10001:10001", "USER 0:0")),
+        "Containerfile: USER 10001:10001",
+    ),
+    "no stop signal": (
+        lambda: _failures(containerfile=_replace(CONTAINERFILE, "STOPSIGNAL SIGTERM", "")),
+        "Containerfile: STOPSIGNAL SIGTERM",
+    ),
+    "unpinned base": (
+        lambda: _failures(
+            containerfile=_replace(CONTAINERFILE, "@sha256:", ":latest-").replace(
+                "-slim-bookworm:latest-", "-slim-bookworm-"
+            )
+        ),
+        "Containerfile: ARG BASE_IMAGE defaults to a digest-pinned image",
+    ),
+    "unhashed install": (
+        lambda: _failures(containerfile=_replace(CONTAINERFILE, "--require-hashes", "")),
+        "Containerfile: runtime dependencies installed with --require-hashes --no-deps",
+    ),
+    "run in the runtime stage": (
+        lambda: _failures(
+            containerfile=_replace(
+                CONTAINERFILE,
+                "USER 10001:10001",
+                "RUN apt-get install -y curl\nUSER 10001:10001",
+            )
+        ),
+        "Containerfile: the runtime stage runs nothing (no tool can come back)",
+    ),
+    "setuid bits kept": (
+        lambda: _failures(containerfile=_replace(CONTAINERFILE, "chmod a-s", "true")),
+        "Containerfile: builder strip step: setuid/setgid bits cleared",
+    ),
+    "shell-form entrypoint": (
+        lambda: _failures(
+            containerfile=_replace(
+                CONTAINERFILE,
+                'ENTRYPOINT ["/opt/mcp-suite/bin/python", "-m", "mcp_suite"]',
+                "ENTRYPOINT /opt/mcp-suite/bin/python -m mcp_suite",
+            )
+        ),
+        "Containerfile: ENTRYPOINT is the exec form of the server (no shell as PID 1)",
+    ),
+    "compose network": (
+        lambda: _failures(compose=_replace(COMPOSE, "network_mode: none", "network_mode: bridge")),
+        "compose.yaml: network_mode: none",
+    ),
+    "compose writable root": (
+        lambda: _failures(compose=_replace(COMPOSE, "read_only: true\n    cap_drop", "cap_drop")),
+        "compose.yaml: read_only: true",
+    ),
+    "compose no pids limit": (
+        lambda: _failures(compose=_replace(COMPOSE, "    pids_limit: 64\n", "")),
+        "compose.yaml: pids_limit: 64",
+    ),
+    "compose writable data": (
+        lambda: _failures(
+            compose=_replace(
+                COMPOSE, "target: /safe_data_dir\n        read_only: true", "target: /safe_data_dir"
+            )
+        ),
+        "compose.yaml: the data folder is mounted read-only at /safe_data_dir",
+    ),
+    "compose capability added": (
+        lambda: _failures(
+            compose=_replace(COMPOSE, "    cap_drop:\n", "    cap_add:\n      - SYS_ADMIN\n    cap_drop:\n")
+        ),
+        "compose.yaml: no cap_add",
+    ),
+    "compose exec tmp": (
+        lambda: _failures(compose=_replace(COMPOSE, "rw,noexec,nosuid", "rw,nosuid")),
+        "compose.yaml: /tmp is a 16 MiB rw,noexec,nosuid tmpfs",
+    ),
+    "profile without read-only": (
+        lambda: _failures(profile=_replace(PROFILE, "    --read-only\n", "")),
+        "profile.sh: --read-only",
+    ),
+    "profile privileged": (
+        lambda: _failures(
+            profile=_replace(PROFILE, "    --read-only\n", "    --read-only\n    --privileged\n")
+        ),
+        "profile.sh: no --privileged",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MUTATIONS))
+def test_offline_check_reports_each_weakened_profile(name: str) -> None:
+    mutate, expected = MUTATIONS[name]
+    assert expected in mutate()
+
+
+def test_yaml_subset_reader_agrees_with_pyyaml_on_compose() -> None:
+    assert check.parse_yaml_subset(COMPOSE) == yaml.safe_load(COMPOSE)
+
+
+def test_yaml_subset_reader_refuses_what_it_does_not_model() -> None:
+    with pytest.raises(check.YamlSubsetError):
+        check.parse_yaml_subset("a: &anchor 1\nb: *anchor\n")
+    with pytest.raises(check.YamlSubsetError):
+        check.parse_yaml_subset("a: 1\na: 2\n")
+    report = check.Report()
+    check.check_compose("services:\n  x: {read_only: true}\n", report)
+    assert report.failures

@@ -194,6 +194,7 @@ CASES: list[tuple[str, str]] = [
     ("sub/deeper/../../../../../../../../etc/passwd", DENIED),
     ("hello.txt/..", DENIED),  # lexically the root: a directory
     ("hello.txt/../sub/inner.txt", INNER),  # `..` pops lexically, as realpath does
+    ("hello.txt/x/..", HELLO),  # the same: back to the file
     ("no-such/../hello.txt", HELLO),
     ("no-such/../../canary.txt", DENIED),
     ("./../canary.txt", DENIED),

@@ -96,17 +96,17 @@ def resolve(root: RootDir, parts: tuple[str, ...]) -> tuple[tuple[str, ...], int
       says nothing about what exists there.
     Raises `RefusedError`: OUTSIDE_ROOT, SYMLINK_LOOP, MISSING (inside the root), ROOT_ITSELF.
     """
-    base = len(root.parts)
-    pos: list[str] = list(root.parts)  # absolute components of where we are
     inside = list(root.parts)
+    base = len(inside)
+    pos = list(inside)  # absolute components of where we are
+    # The st_mode of each component of pos[base:]; 0 for a name that does not exist. After one
+    # missing name every further name is missing too, until `..` pops it (lexically, as realpath
+    # does); nothing is looked up meanwhile, and if the path ends there the answer is not-found.
+    modes: list[int] = []
     # Components still to consume, last first; None marks the end of a link's target.
     stack: list[str | None] = list(reversed(parts))
     in_links = 0  # link targets being consumed
     hops = 0
-    # How many trailing components of `pos` do not exist. Like realpath, `..` pops them lexically;
-    # while any remain, nothing is looked up and the answer (if the path stays inside) is not-found.
-    missing = 0
-    mode = stat.S_IFDIR
 
     while stack:
         name = stack.pop()
@@ -118,10 +118,10 @@ def resolve(root: RootDir, parts: tuple[str, ...]) -> tuple[tuple[str, ...], int
         if name == "..":
             if len(pos) <= base and in_links == 0:
                 raise RefusedError(Refusal.OUTSIDE_ROOT)  # the caller climbs above the root
+            if len(pos) > base:
+                modes.pop()
             if pos:
                 pos.pop()
-            missing = max(0, missing - 1)
-            mode = stat.S_IFDIR
             continue
         if pos[:base] != inside:
             # Above the root inside a link target: only the root's own ancestors, going down.
@@ -130,43 +130,42 @@ def resolve(root: RootDir, parts: tuple[str, ...]) -> tuple[tuple[str, ...], int
                 continue
             raise RefusedError(Refusal.OUTSIDE_ROOT)
         pos.append(name)
-        if missing:
-            missing += 1
+        if modes and modes[-1] == 0:
+            modes.append(0)
             continue
         relative = "/".join(pos[base:])
         try:
             info = os.lstat(relative, dir_fd=root.fd)
         except OSError as exc:
             if exc.errno in _ABSENT:  # ENOTDIR too: "file.txt/x" does not exist
-                missing = 1
+                modes.append(0)
                 continue
             refusal = _REFUSED_ON_OPEN.get(exc.errno or 0)
             if refusal is None:
                 raise
             raise RefusedError(refusal) from None
-        mode = info.st_mode
-        if stat.S_ISLNK(mode):
-            hops += 1
-            if hops > MAX_SYMLINK_HOPS:
-                raise RefusedError(Refusal.SYMLINK_LOOP)
-            try:
-                target = os.readlink(relative, dir_fd=root.fd)
-            except OSError:
-                raise RefusedError(Refusal.CHANGED) from None  # the link went away meanwhile
-            pos.pop()
-            if target.startswith("/"):
-                pos = []
-            stack.append(None)
-            stack.extend(reversed([part for part in target.split("/") if part not in ("", ".")]))
-            in_links += 1
-            mode = stat.S_IFDIR  # if the target is empty or "/" the position is a directory
+        if not stat.S_ISLNK(info.st_mode):
+            modes.append(info.st_mode)
+            continue
+        hops += 1
+        if hops > MAX_SYMLINK_HOPS:
+            raise RefusedError(Refusal.SYMLINK_LOOP)
+        try:
+            target = os.readlink(relative, dir_fd=root.fd)
+        except OSError:
+            raise RefusedError(Refusal.CHANGED) from None  # the link went away meanwhile
+        pos.pop()
+        if target.startswith("/"):
+            pos, modes = [], []
+        stack.append(None)
+        stack.extend(reversed([part for part in target.split("/") if part not in ("", ".")]))
+        in_links += 1
 
-    if missing:
-        raise RefusedError(Refusal.MISSING)
-    canonical = tuple(pos[base:])
-    if not canonical:
+    if not modes:
         raise RefusedError(Refusal.ROOT_ITSELF)
-    return canonical, mode
+    if modes[-1] == 0:
+        raise RefusedError(Refusal.MISSING)
+    return tuple(pos[base:]), modes[-1]
 
 
 def _open_leaf(root: RootDir, canonical: tuple[str, ...]) -> int:

@@ -1,11 +1,15 @@
 """The concurrency limiter around tool calls (SPEC §5.2): N slots, FIFO, bounded wait, bounded queue.
 
-A call that cannot get a slot within `wait_s` gets `concurrency-limit`; when `max_waiters` calls are
-already queued, the next one is refused at once, so a flood cannot grow memory.
+A place in line is reserved synchronously by the dispatcher, in arrival order (`reserve`), because
+trio deliberately randomises the order in which newly spawned tasks first run: a queue joined from
+inside the call tasks would not be FIFO. The call task then waits for its ticket (`hold`). A call
+that cannot get a slot within `wait_s` of arriving gets `concurrency-limit`; when `max_waiters` calls
+are already queued, the next one is refused at once, so a flood cannot grow memory.
 """
 
 from __future__ import annotations
 
+import collections
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -13,52 +17,98 @@ import trio
 
 from mcp_suite.problems import ConcurrencyLimitError
 
-__all__ = ["CallLimiter"]
+__all__ = ["CallLimiter", "Ticket"]
+
+
+class Ticket:
+    """A place in line. `granted` once it holds a slot; `abandoned` if it left the queue."""
+
+    __slots__ = ("abandoned", "deadline", "event", "granted")
+
+    def __init__(self, deadline: float) -> None:
+        self.granted = False
+        self.abandoned = False
+        self.deadline = deadline
+        self.event = trio.Event()
 
 
 class CallLimiter:
-    __slots__ = ("_limiter", "_max_waiters", "_wait_s", "waiting")
+    __slots__ = ("_free", "_max_waiters", "_queue", "_slots", "_wait_s")
 
     def __init__(self, *, slots: int, max_waiters: int, wait_s: float) -> None:
-        # trio's CapacityLimiter hands tokens to waiters in FIFO order and never lets a newcomer
-        # overtake a queued task, which is the fairness SPEC §5.2 asks for.
-        self._limiter = trio.CapacityLimiter(slots)
+        self._slots = slots
+        self._free = slots
         self._max_waiters = max_waiters
         self._wait_s = wait_s
-        self.waiting = 0
+        self._queue: collections.deque[Ticket] = collections.deque()
 
     @property
     def running(self) -> int:
-        return self._limiter.borrowed_tokens
+        return self._slots - self._free
+
+    @property
+    def waiting(self) -> int:
+        return sum(1 for ticket in self._queue if not ticket.abandoned)
+
+    def reserve(self) -> Ticket:
+        """Take a slot now or a place at the end of the queue. Not a checkpoint.
+
+        Raises `ConcurrencyLimitError` at once when the queue is full.
+        """
+        ticket = Ticket(trio.current_time() + self._wait_s)
+        if self._free > 0 and not self._queue:
+            self._free -= 1
+            ticket.granted = True
+            return ticket
+        waiting = self.waiting
+        if waiting >= self._max_waiters:
+            raise ConcurrencyLimitError(
+                f"The server is busy: {self._slots} calls are running and {waiting} are queued. Retry later.",
+                metadata={"queued": waiting, "slots": self._slots},
+            )
+        self._queue.append(ticket)
+        return ticket
 
     @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        """Hold one slot for the duration of the block.
+    async def hold(self, ticket: Ticket) -> AsyncIterator[None]:
+        """Wait until `ticket` holds a slot, keep it for the block, then pass it on in FIFO order.
 
-        Cancellation: cancelling a waiter removes it from the queue without taking a slot.
+        Cancellation: a cancelled waiter leaves the queue without taking a slot; a slot granted at
+        the same moment is passed on, never lost.
         """
-        borrower = object()
         try:
-            self._limiter.acquire_on_behalf_of_nowait(borrower)
-        except trio.WouldBlock:
-            if self.waiting >= self._max_waiters:
-                raise ConcurrencyLimitError(
-                    f"The server is busy: {self._limiter.total_tokens} calls are running and "
-                    f"{self.waiting} are queued. Retry later.",
-                    metadata={"queued": self.waiting, "slots": self._limiter.total_tokens},
-                ) from None
-            self.waiting += 1
-            try:
-                with trio.move_on_after(self._wait_s) as wait:
-                    await self._limiter.acquire_on_behalf_of(borrower)
-            finally:
-                self.waiting -= 1
-            if wait.cancelled_caught:
-                raise ConcurrencyLimitError(
-                    f"No call slot became free within {self._wait_s:g} s; retry later.",
-                    metadata={"waited_s": self._wait_s, "slots": self._limiter.total_tokens},
-                ) from None
-        try:
+            if not ticket.granted:
+                with trio.move_on_at(ticket.deadline):
+                    await ticket.event.wait()
+                if not ticket.granted:
+                    raise ConcurrencyLimitError(
+                        f"No call slot became free within {self._wait_s:g} s; retry later.",
+                        metadata={"waited_s": self._wait_s, "slots": self._slots},
+                    )
             yield
         finally:
-            self._limiter.release_on_behalf_of(borrower)
+            self.release(ticket)
+
+    def release(self, ticket: Ticket) -> None:
+        """Give up `ticket` (whether it holds a slot or still waits). Idempotent."""
+        if ticket.granted:
+            ticket.granted = False
+            ticket.abandoned = True
+            self._hand_on()
+        elif not ticket.abandoned:
+            ticket.abandoned = True
+            self._compact()
+
+    def _hand_on(self) -> None:
+        while self._queue:
+            nxt = self._queue.popleft()
+            if nxt.abandoned:
+                continue
+            nxt.granted = True
+            nxt.event.set()
+            return
+        self._free += 1
+
+    def _compact(self) -> None:
+        while self._queue and self._queue[0].abandoned:
+            self._queue.popleft()

@@ -49,7 +49,7 @@ from mcp_suite.protocol.jsonrpc import (
 )
 from mcp_suite.protocol.sanitize import sanitize_arguments
 from mcp_suite.runtime.audit import AuditLog, logger
-from mcp_suite.runtime.limiter import CallLimiter
+from mcp_suite.runtime.limiter import CallLimiter, Ticket
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ResourceSpec, ToolSpec
 from mcp_suite.tools.registry import Registry
@@ -94,6 +94,7 @@ class _InBand(Exception):  # noqa: N818  # a carrier, never raised past the sess
 class _InFlight:
     request_id: RequestId
     scope: trio.CancelScope
+    ticket: Ticket | None = None
     client_cancelled: bool = False
 
 
@@ -312,15 +313,13 @@ class Session:
         route = self.lifecycle.route(request.method)
         problem: ProblemError | None = None
         result: dict[str, Any] | None = None
-        tool_name: str | None = None
         if route is mcp.Route.UNKNOWN:
             problem = mcp.unknown_method(request.method)
         elif route is mcp.Route.NOT_INITIALIZED:
             problem = mcp.not_initialized(request.method)
         elif route is mcp.Route.CALL:
-            problem, tool_name = self._start_call(request, calls, started)
-            if problem is None:
-                return None  # the task answers
+            reply, _ = self._start_call(request, calls, started)
+            return reply  # None: the task answers; otherwise already audited
         else:
             try:
                 result = self._inline(request)
@@ -334,7 +333,6 @@ class Session:
         self.audit.request(
             request_id=request.id,
             method=request.method,
-            tool=tool_name,
             outcome="error" if problem else "ok",
             problem=problem.slug if problem else None,
             started=started,
@@ -390,36 +388,74 @@ class Session:
 
     def _start_call(
         self, request: Request, calls: trio.Nursery, started: float
-    ) -> tuple[ProblemError | None, str | None]:
-        """Validate the envelope and spawn the task; a returned problem is a JSON-RPC error."""
+    ) -> tuple[bytes | None, str | None]:
+        """Check the envelope, apply the synchronous guardrails and spawn the task.
+
+        Returns the reply to send now (a JSON-RPC error, or an in-band refusal from the sanitizer or
+        the limiter) or None when a task was spawned and will answer.
+        """
         key = _id_key(request.id)
         if key in self.in_flight:
-            return (
-                InvalidRequestError("A call with this id is still running; use a new id for each request."),
-                None,
+            problem: ProblemError = InvalidRequestError(
+                "A call with this id is still running; use a new id for each request."
             )
+            return self._refuse(request, problem, None, started, in_band=False), None
         if request.method == "resources/read":
             params = request.params
-            work: Callable[[], Awaitable[dict[str, Any]]] = lambda: self._read_resource(params)  # noqa: E731  # a closure over params
-            self._spawn(calls, key, request, None, work, None, started)
+            self._spawn(calls, key, request, None, lambda: self._read_resource(params), None, None, started)
             return None, None
         try:
             call = mcp.parse_call_params(request.params)
         except ProblemError as exc:
-            return exc, None
+            return self._refuse(request, exc, None, started, in_band=False), None
         tool = self.registry.tools.get(call.name)
         if tool is None:
-            return mcp.unknown_tool(call.name), call.name
+            return self._refuse(request, mcp.unknown_tool(call.name), call.name, started, in_band=False), None
+        excerpt = _excerpt(call.arguments)
+        settings = self.settings
+        try:
+            # 1. structural sanitizer, 2. a place in the FIFO line (SPEC §5, in this order)
+            sanitize_arguments(
+                call.arguments, max_depth=settings.arg_max_depth, max_items=settings.arg_max_items
+            )
+            ticket = self.limiter.reserve()
+        except ProblemError as exc:
+            return self._refuse(request, exc, tool.name, started, in_band=True, excerpt=excerpt), tool.name
 
         async def run_tool() -> dict[str, Any]:
             try:
-                return mcp.call_result(await self._guarded_call(tool, call.arguments))
+                return mcp.call_result(await self._guarded_call(tool, call.arguments, ticket))
             except ProblemError as exc:
                 # In-band: the tool ran or was refused because of what the caller asked (SPEC §4).
                 raise _InBand(exc) from None
 
-        self._spawn(calls, key, request, tool.name, run_tool, _excerpt(call.arguments), started)
+        self._spawn(calls, key, request, tool.name, run_tool, excerpt, ticket, started)
         return None, tool.name
+
+    def _refuse(
+        self,
+        request: Request,
+        problem: ProblemError,
+        tool_name: str | None,
+        started: float,
+        *,
+        in_band: bool,
+        excerpt: str | None = None,
+    ) -> bytes:
+        if in_band:
+            reply = encode_result(request.id, mcp.call_error_result(problem))
+        else:
+            reply = self._error_frame(request.id, problem, problem.jsonrpc_code or -32603)
+        self.audit.request(
+            request_id=request.id,
+            method=request.method,
+            tool=tool_name,
+            outcome="error",
+            problem=problem.slug,
+            started=started,
+            excerpt=excerpt,
+        )
+        return reply
 
     def _spawn(
         self,
@@ -429,9 +465,10 @@ class Session:
         tool_name: str | None,
         work: Callable[[], Awaitable[dict[str, Any]]],
         excerpt: str | None,
+        ticket: Ticket | None,
         started: float,
     ) -> None:
-        entry = _InFlight(request_id=request.id, scope=trio.CancelScope())
+        entry = _InFlight(request_id=request.id, scope=trio.CancelScope(), ticket=ticket)
         self.in_flight[key] = entry
         if self.all_idle.is_set():
             self.all_idle = trio.Event()
@@ -476,6 +513,8 @@ class Session:
                     )
                     response = encode_error(entry.request_id, problem, code=-32603)
         finally:
+            if entry.ticket is not None:
+                self.limiter.release(entry.ticket)  # also when the task was cancelled before it ran
             del self.in_flight[key]
             if not self.in_flight:
                 self.all_idle.set()
@@ -500,13 +539,14 @@ class Session:
         for entry in list(self.in_flight.values()):
             entry.scope.cancel()
 
-    async def _guarded_call(self, tool: ToolSpec, arguments: Any) -> dict[str, Any]:
-        """The guardrails of SPEC §5, in order, around one tool call."""
+    async def _guarded_call(self, tool: ToolSpec, arguments: Any, ticket: Ticket) -> dict[str, Any]:
+        """The guardrails of SPEC §5 that wait: the slot (FIFO, bounded wait), the deadline, the schema.
+
+        The sanitizer and the place in line were taken synchronously by the dispatcher.
+        """
         settings = self.settings
-        # 1. structural sanitizer
-        sanitize_arguments(arguments, max_depth=settings.arg_max_depth, max_items=settings.arg_max_items)
-        # 2. concurrency limiter (FIFO, bounded queue, bounded wait)
-        async with self.limiter.slot():
+        # 2. concurrency limiter: wait for our turn
+        async with self.limiter.hold(ticket):
             # 3. deadline
             with trio.move_on_after(settings.call_deadline_s) as deadline:
                 # 4. strict argument schema

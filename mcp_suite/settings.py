@@ -54,6 +54,11 @@ class Settings(BaseModel):
     sql_max_result_bytes: Annotated[int, Field(ge=1_024, le=16_777_216)] = 200_000
     sql_connect_timeout_s: Annotated[float, Field(gt=0, le=60)] = 5.0
     sql_policy_cache_size: Annotated[int, Field(ge=0, le=100_000)] = 1_024
+    # A cancelled call waits (shielded) at most this long for PostgreSQL to stop its query and for
+    # the worker thread to hand the connection back clean.
+    sql_cancel_grace_s: Annotated[float, Field(gt=0, le=60)] = 5.0
+    # The schema resource lists at most this many tables (then says `truncated`).
+    sql_schema_max_tables: Annotated[int, Field(ge=1, le=100_000)] = 500
 
     # --- files ---------------------------------------------------------------------------------
     fs_max_bytes: Annotated[int, Field(ge=1, le=16_777_216)] = 1_048_576
@@ -170,6 +175,8 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "SQL_MAX_RESULT_BYTES": ("sql_max_result_bytes", _parse_int),
     "SQL_CONNECT_TIMEOUT_S": ("sql_connect_timeout_s", _parse_float),
     "SQL_POLICY_CACHE_SIZE": ("sql_policy_cache_size", _parse_int),
+    "SQL_CANCEL_GRACE_S": ("sql_cancel_grace_s", _parse_float),
+    "SQL_SCHEMA_MAX_TABLES": ("sql_schema_max_tables", _parse_int),
     "FS_MAX_BYTES": ("fs_max_bytes", _parse_int),
     "FS_ALLOW_HARD_LINKS": ("fs_allow_hard_links", _parse_bool),
     "MAX_CONCURRENCY": ("max_concurrency", _parse_int),

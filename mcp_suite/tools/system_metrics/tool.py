@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Final
 
 import trio
@@ -11,11 +12,11 @@ import trio
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import Toolset, ToolSpec
 from mcp_suite.tools.system_metrics.policy import (
+    RawSample,
     SystemMetricsArgs,
     SystemMetricsResult,
     shape_sample,
 )
-from mcp_suite.tools.system_metrics.probe import read_sample
 
 __all__ = ["open_system_metrics"]
 
@@ -31,6 +32,14 @@ DESCRIPTION: Final = (
 )
 
 
+def _sample(disk_path: Path, seconds: float) -> RawSample:
+    # psutil is imported on first use, in the worker thread: it is not needed to answer initialize,
+    # and its import is a noticeable share of a cold start.
+    from mcp_suite.tools.system_metrics.probe import read_sample
+
+    return read_sample(disk_path, seconds)
+
+
 @contextlib.contextmanager
 def open_system_metrics(settings: Settings) -> Iterator[Toolset | None]:
     if not settings.metrics_enabled:
@@ -42,7 +51,7 @@ def open_system_metrics(settings: Settings) -> Iterator[Toolset | None]:
 
     async def call(args: SystemMetricsArgs) -> SystemMetricsResult:
         raw = await trio.to_thread.run_sync(
-            read_sample, disk_path, SAMPLE_SECONDS, limiter=limiter, abandon_on_cancel=True
+            _sample, disk_path, SAMPLE_SECONDS, limiter=limiter, abandon_on_cancel=True
         )
         return shape_sample(raw)
 

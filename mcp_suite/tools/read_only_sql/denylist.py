@@ -1,0 +1,151 @@
+"""The function denylist of `read_only_sql` (SPEC §6.1 step 3) and the name normalisation it needs.
+
+Owns: which PostgreSQL functions a caller may never name, and why (the reasons are the documentation,
+docs/tools/read_only_sql.md quotes them). Pure data and string work: no I/O, no parser imports.
+A name is denied when its last component, case-folded, is listed exactly or starts with a listed prefix;
+the schema qualification never rescues a name (`pg_catalog.pg_sleep`, `public.pg_sleep` are both denied).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+__all__ = ["DENIED_FUNCTIONS", "DENIED_PREFIXES", "denied_reason", "normalize_function_name"]
+
+_SERVER_FILES = "it reads or lists files on the database server"
+_QUERY_STRING = "it runs a query given as a string, which the policy cannot inspect"
+_WAL = "it controls replication, WAL or backups, or writes WAL that survives the rollback"
+
+# Exact names (lower case). The reason is written for the caller and for the docs.
+DENIED_FUNCTIONS: Final[Mapping[str, str]] = {
+    # Sleeping and waiting hold a pool connection and a worker thread.
+    "pg_sleep": "it only waits, holding a connection",
+    "pg_sleep_for": "it only waits, holding a connection",
+    "pg_sleep_until": "it only waits, holding a connection",
+    # Session-level advisory locks outlive the transaction; the xact ones can still block others.
+    "pg_advisory_lock": "advisory locks can outlive the call and block other sessions",
+    "pg_advisory_lock_shared": "advisory locks can outlive the call and block other sessions",
+    "pg_advisory_xact_lock": "advisory locks can block other sessions",
+    "pg_advisory_xact_lock_shared": "advisory locks can block other sessions",
+    "pg_advisory_unlock": "advisory locks are session state",
+    "pg_advisory_unlock_shared": "advisory locks are session state",
+    "pg_advisory_unlock_all": "advisory locks are session state",
+    "pg_try_advisory_lock": "advisory locks can outlive the call and block other sessions",
+    "pg_try_advisory_lock_shared": "advisory locks can outlive the call and block other sessions",
+    "pg_try_advisory_xact_lock": "advisory locks can block other sessions",
+    "pg_try_advisory_xact_lock_shared": "advisory locks can block other sessions",
+    # Server files.
+    "pg_read_file": _SERVER_FILES,
+    "pg_read_binary_file": _SERVER_FILES,
+    "pg_stat_file": _SERVER_FILES,
+    "pg_current_logfile": "it reveals server file paths",
+    # Other sessions and the server process.
+    "pg_terminate_backend": "it ends other sessions (the role's own need no privilege)",
+    "pg_cancel_backend": "it cancels other sessions' queries (the role's own need no privilege)",
+    "pg_reload_conf": "it reloads the server configuration",
+    "pg_rotate_logfile": "it rotates the server log",
+    "pg_log_backend_memory_contexts": "it writes to the server log",
+    "pg_promote": "it promotes a standby",
+    "pg_stat_reset": "it resets server statistics",
+    "pg_stat_reset_shared": "it resets server statistics",
+    "pg_stat_reset_single_table_counters": "it resets server statistics",
+    "pg_stat_reset_single_function_counters": "it resets server statistics",
+    "pg_stat_reset_slru": "it resets server statistics",
+    "pg_stat_reset_replication_slot": "it resets server statistics",
+    "pg_stat_reset_subscription_stats": "it resets server statistics",
+    "pg_stat_reset_backend_stats": "it resets server statistics",
+    "pg_nextoid": "it consumes object identifiers",
+    "pg_import_system_collations": "it creates collations",
+    # Settings and notifications.
+    "set_config": "it changes settings (session-level changes outlive the call)",
+    "pg_notify": "notifications reach other sessions",
+    # Transaction identifiers and snapshots.
+    "txid_current": "it assigns a transaction id, which writes WAL and survives the rollback",
+    "pg_current_xact_id": "it assigns a transaction id, which writes WAL and survives the rollback",
+    "pg_export_snapshot": "it exports a snapshot to other sessions",
+    "pg_log_standby_snapshot": _WAL,
+    "pg_logical_emit_message": "it writes WAL messages that survive the rollback and fill the disk",
+    "pg_create_restore_point": _WAL,
+    "pg_switch_wal": _WAL,
+    "pg_backup_start": _WAL,
+    "pg_backup_stop": _WAL,
+    "pg_sync_replication_slots": _WAL,
+    # Sequences: nextval/setval are never rolled back.
+    "nextval": "sequence increments survive the rollback",
+    "setval": "sequence changes survive the rollback",
+    # Large objects (also reachable without the lo_ prefix).
+    "loread": "large objects are server-side storage outside the transaction's read-only scope",
+    "lowrite": "large objects are server-side storage outside the transaction's read-only scope",
+    # Index maintenance that writes even from a SELECT.
+    "gin_clean_pending_list": "it moves index entries (writes) even from a SELECT",
+    "brin_summarize_new_values": "it writes index summaries even from a SELECT",
+    "brin_summarize_range": "it writes index summaries even from a SELECT",
+    "brin_desummarize_range": "it writes index summaries even from a SELECT",
+    # Queries hidden in strings.
+    "ts_stat": _QUERY_STRING,
+    "ts_rewrite": _QUERY_STRING,
+    "query_to_xml": _QUERY_STRING,
+    "query_to_xmlschema": _QUERY_STRING,
+    "query_to_xml_and_xmlschema": _QUERY_STRING,
+    "cursor_to_xml": _QUERY_STRING,
+    "cursor_to_xmlschema": _QUERY_STRING,
+    "table_to_xml": _QUERY_STRING,
+    "table_to_xmlschema": _QUERY_STRING,
+    "table_to_xml_and_xmlschema": _QUERY_STRING,
+    "schema_to_xml": _QUERY_STRING,
+    "schema_to_xmlschema": _QUERY_STRING,
+    "schema_to_xml_and_xmlschema": _QUERY_STRING,
+    "database_to_xml": _QUERY_STRING,
+    "database_to_xmlschema": _QUERY_STRING,
+    "database_to_xml_and_xmlschema": _QUERY_STRING,
+    # Extensions that are commonly installed and act outside the transaction.
+    "pg_prewarm": "it loads relations into memory",
+    "pg_stat_statements_reset": "it resets server statistics",
+    "pg_file_write": _SERVER_FILES,
+    "pg_file_rename": _SERVER_FILES,
+    "pg_file_unlink": _SERVER_FILES,
+    "pg_file_sync": _SERVER_FILES,
+    "pg_logdir_ls": _SERVER_FILES,
+}
+
+# Families (lower-case prefixes). Checked after the exact names.
+DENIED_PREFIXES: Final[tuple[tuple[str, str], ...]] = (
+    ("dblink", "it connects to other servers, outside the read-only transaction"),
+    ("lo_", "large objects are server-side storage outside the transaction's read-only scope"),
+    ("pg_ls_", _SERVER_FILES),
+    ("pg_sleep", "it only waits, holding a connection"),
+    ("pg_advisory", "advisory locks can outlive the call and block other sessions"),
+    ("pg_try_advisory", "advisory locks can outlive the call and block other sessions"),
+    ("pg_read_", _SERVER_FILES),
+    ("pg_stat_reset", "it resets server statistics"),
+    ("pg_replication_", _WAL),
+    ("pg_logical_", _WAL),
+    ("pg_create_", _WAL),
+    ("pg_drop_replication", _WAL),
+    ("pg_copy_", _WAL),
+    ("pg_wal_replay", _WAL),
+    ("pg_file_", _SERVER_FILES),
+    ("pg_backup", _WAL),
+)
+
+
+def normalize_function_name(name: str) -> str:
+    """Case-folded last component of a resolved name (the caller's quoting already removed).
+
+    PostgreSQL folds unquoted names to lower case and keeps quoted ones; the policy folds both, so
+    `"PG_SLEEP"` (a different, probably missing function) is refused too: refusing costs nothing.
+    """
+    return name.casefold()
+
+
+def denied_reason(name: str) -> str | None:
+    """Why the function `name` (one name component, any case) is denied, or None when it is not."""
+    key = normalize_function_name(name)
+    reason = DENIED_FUNCTIONS.get(key)
+    if reason is not None:
+        return reason
+    for prefix, why in DENIED_PREFIXES:
+        if key.startswith(prefix):
+            return why
+    return None

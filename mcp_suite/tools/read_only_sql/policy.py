@@ -1,0 +1,586 @@
+"""The SQL policy of `read_only_sql` (SPEC §6.1 steps 1–4): caller SQL in, a vetted query or a problem out.
+
+Owns: parsing with two parsers (sqlglot, postgres dialect, for the tree that is rewritten and
+regenerated; pglast — libpg_query, PostgreSQL's own grammar — as the second opinion on both the caller's
+text and the text that will run), the iterative whole-tree walks, the function denylist, the
+deterministic outer LIMIT, and a bounded LRU of verdicts. Pure: no I/O, no trio, no psycopg; it raises
+only `InvalidArgumentsError` and `QueryViolationError`. The policy is a filter, not the boundary: the
+read-only transaction and the least-privilege role are (SPEC §6.1 step 5, §9).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pglast import parser as pg_parser
+from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.errors import SqlglotError
+from sqlglot.tokenizer_core import TokenType
+
+from mcp_suite.problems import InvalidArgumentsError, ProblemError, QueryViolationError, echo
+from mcp_suite.tools.read_only_sql.denylist import denied_reason
+
+__all__ = ["SQL_MAX_CHARS", "QueryPolicy", "VettedQuery", "vet_sql"]
+
+# SPEC §6.1: `sql` is 1–10,000 characters (the argument model enforces it; the policy re-checks so that
+# it is safe on its own).
+SQL_MAX_CHARS: Final = 10_000
+# Nesting bounds, far above honest SQL and far below what either parser or the generator can take.
+# sqlglot recurses per parenthesis/bracket (RecursionError past a few hundred) and backtracks on
+# nested brackets (exponential time), so its own token stream is bounded before it parses.
+MAX_BRACKET_DEPTH: Final = 48  # ( [ { nesting in sqlglot's tokens
+MAX_SQUARE_DEPTH: Final = 6  # [ ] nesting (ARRAY[ARRAY[...]]): sqlglot backtracks exponentially
+MAX_TREE_DEPTH: Final = 320  # depth of PostgreSQL's parse tree (JSON levels)
+SUBQUERY_ALIAS: Final = "q"
+
+_DIALECT: Final = Dialect.get_or_raise("postgres")
+
+_FIX_ONE_SELECT = "Send one SELECT (or VALUES / UNION / INTERSECT / EXCEPT) statement"
+
+
+@dataclass(frozen=True, slots=True)
+class VettedQuery:
+    """What the executor runs: SQL regenerated from the validated tree, with its outer LIMIT."""
+
+    sql: str  # regenerated from the validated tree, comments dropped, outer LIMIT applied
+    limit: int  # the outer LIMIT actually applied (<= max_rows + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class _Refusal:
+    """A cached refusal; a fresh exception is raised on every hit (no traceback growth)."""
+
+    kind: type[ProblemError]
+    detail: str
+    invalid_params: tuple[str, ...]
+    metadata: tuple[tuple[str, Any], ...]
+
+    @classmethod
+    def of(cls, problem: ProblemError) -> _Refusal:
+        return cls(type(problem), problem.detail, problem.invalid_params, tuple(problem.metadata.items()))
+
+    def problem(self) -> ProblemError:
+        return self.kind(self.detail, invalid_params=self.invalid_params, metadata=dict(self.metadata))
+
+
+class QueryPolicy:
+    """Vets caller SQL; verdicts for identical `(sql, max_rows)` are kept in a bounded LRU.
+
+    Thread-safe: the executor may call `vet` from several worker threads at once.
+    Limits: at most `cache_size` verdicts (0 disables the cache); each holds at most one query text.
+    """
+
+    def __init__(self, *, cache_size: int = 1024) -> None:
+        if cache_size < 0:
+            raise ValueError("cache_size must be >= 0")
+        self._cache_size = cache_size
+        self._cache: OrderedDict[tuple[str, int], VettedQuery | _Refusal] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def vet(self, sql: str, *, max_rows: int) -> VettedQuery:
+        """The query to run for `sql`, or a raised `InvalidArgumentsError` / `QueryViolationError`.
+
+        Security: see the module docstring; the detail echoes at most 256 characters of `sql`.
+        """
+        key = (sql, max_rows)
+        with self._lock:
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+        if cached is None:
+            try:
+                cached = vet_sql(sql, max_rows=max_rows)
+            except (InvalidArgumentsError, QueryViolationError) as problem:
+                cached = _Refusal.of(problem)
+            if self._cache_size:
+                with self._lock:
+                    self._cache[key] = cached
+                    self._cache.move_to_end(key)
+                    while len(self._cache) > self._cache_size:
+                        self._cache.popitem(last=False)
+        if isinstance(cached, _Refusal):
+            raise cached.problem()
+        return cached
+
+
+# --- problems ---------------------------------------------------------------------------------------
+
+
+def _invalid(detail: str, rule: str) -> InvalidArgumentsError:
+    return InvalidArgumentsError(detail, invalid_params=("sql",), metadata={"rule": rule})
+
+
+def _violation(detail: str, rule: str, **extra: str) -> QueryViolationError:
+    return QueryViolationError(detail, invalid_params=("sql",), metadata={"rule": rule, **extra})
+
+
+def _too_deep() -> InvalidArgumentsError:
+    return _invalid(
+        "The query is nested too deeply to be checked; flatten it (fewer nested parentheses, "
+        "brackets, NOTs, CASEs or casts), for example with a CTE (WITH ...).",
+        "too-deep",
+    )
+
+
+def _denied_function(name: str, reason: str) -> QueryViolationError:
+    return _violation(
+        f"The function {echo(name, 64)}() is not allowed: {reason}. Remove it from the query.",
+        "denied-function",
+        function=echo(name, 64),
+    )
+
+
+# --- the pipeline -----------------------------------------------------------------------------------
+
+
+def vet_sql(sql: str, *, max_rows: int) -> VettedQuery:
+    """The uncached policy (SPEC §6.1 steps 1–4). See `QueryPolicy.vet`."""
+    if not isinstance(max_rows, int) or isinstance(max_rows, bool) or max_rows < 1:
+        raise InvalidArgumentsError("max_rows must be a positive integer.", invalid_params=("max_rows",))
+    if not isinstance(sql, str):
+        raise _invalid("sql must be a string holding one SELECT statement.", "type")
+    if not sql.strip():
+        raise _invalid(f"The query is empty. {_FIX_ONE_SELECT}.", "empty")
+    if len(sql) > SQL_MAX_CHARS:
+        raise _invalid(
+            f"The query has {len(sql):,} characters; at most {SQL_MAX_CHARS:,} are allowed.",
+            "too-long",
+        )
+    if "\x00" in sql:
+        raise _invalid("The query contains a NUL character; remove it.", "nul")
+    cap = max_rows + 1
+    try:
+        # PostgreSQL's grammar first: it is fast, cannot recurse in Python, and sees what sqlglot
+        # misreads (U&"..." identifiers, LISTEN, DISCARD, trailing comments).
+        _check_postgres(sql, limit_cap=None)
+        tree = _parse_sqlglot(sql)
+        _check_sqlglot(tree)
+        tree, limit = _apply_limit(tree, cap)
+        executed = _generate(tree)
+        # The second check, on exactly the text that will run: both parsers again.
+        _check_sqlglot(_parse_sqlglot(executed))
+        _check_postgres(executed, limit_cap=(limit, cap))
+    except RecursionError:
+        raise _too_deep() from None
+    return VettedQuery(sql=executed, limit=limit)
+
+
+# --- PostgreSQL's own grammar (pglast) -----------------------------------------------------------------
+
+# Node kinds allowed anywhere in a query tree (deny by default: a kind not listed is refused).
+_PG_ALLOWED_NODES: Final = frozenset(
+    {
+        "A_ArrayExpr",
+        "A_Const",
+        "A_Expr",
+        "A_Indices",
+        "A_Indirection",
+        "A_Star",
+        "Alias",
+        "BitString",
+        "BoolExpr",
+        "Boolean",
+        "BooleanTest",
+        "CaseExpr",
+        "CaseWhen",
+        "CoalesceExpr",
+        "CollateClause",
+        "ColumnRef",
+        "CommonTableExpr",
+        "CTECycleClause",
+        "CTESearchClause",
+        "Float",
+        "FuncCall",
+        "GroupingFunc",
+        "GroupingSet",
+        "Integer",
+        "JoinExpr",
+        "JsonAggConstructor",
+        "JsonArrayAgg",
+        "JsonArrayConstructor",
+        "JsonArrayQueryConstructor",
+        "JsonBehavior",
+        "JsonFormat",
+        "JsonFuncExpr",
+        "JsonIsPredicate",
+        "JsonKeyValue",
+        "JsonObjectAgg",
+        "JsonObjectConstructor",
+        "JsonOutput",
+        "JsonParseExpr",
+        "JsonReturning",
+        "JsonScalarExpr",
+        "JsonSerializeExpr",
+        "JsonTable",
+        "JsonTableColumn",
+        "JsonTablePathSpec",
+        "JsonValueExpr",
+        "List",
+        "MinMaxExpr",
+        "NullTest",
+        "RangeFunction",
+        "RangeSubselect",
+        "RangeTableFunc",
+        "RangeTableFuncCol",
+        "RangeTableSample",
+        "RangeVar",
+        "ResTarget",
+        "RowExpr",
+        "SelectStmt",
+        "SortBy",
+        "SQLValueFunction",
+        "String",
+        "SubLink",
+        "TypeCast",
+        "TypeName",
+        "WindowDef",
+        "WithClause",
+        "XmlExpr",
+        "XmlSerialize",
+    }
+)
+
+# Why a refused PostgreSQL node kind is refused, for the detail (the rest get a generic reason).
+_PG_NODE_REASONS: Final = {
+    "InsertStmt": "data-modifying statements (INSERT) are not allowed, also not inside a CTE",
+    "UpdateStmt": "data-modifying statements (UPDATE) are not allowed, also not inside a CTE",
+    "DeleteStmt": "data-modifying statements (DELETE) are not allowed, also not inside a CTE",
+    "MergeStmt": "data-modifying statements (MERGE) are not allowed, also not inside a CTE",
+    "ParamRef": "bind parameters ($1) are not supported; write the values inline as literals",
+    "IntoClause": "SELECT ... INTO creates a table; remove the INTO clause",
+    "LockingClause": "row locks (FOR UPDATE / FOR SHARE) are not allowed; remove them",
+}
+
+_PG_STATEMENT_FIX: Final = {
+    "ExplainStmt": "EXPLAIN is not available; send the SELECT itself",
+    "TransactionStmt": "transaction control is not needed (every call is one read-only "
+    "transaction); send only the SELECT",
+    "VariableSetStmt": "SET / RESET are not allowed; settings are fixed by the server",
+    "VariableShowStmt": "SHOW is not available; use current_setting('name') in a SELECT",
+    "CopyStmt": "COPY is not allowed; use a SELECT",
+    "DoStmt": "DO blocks are not allowed; use a SELECT",
+    "CallStmt": "CALL is not allowed; use a SELECT",
+    "DeclareCursorStmt": "cursors are not allowed; use a SELECT",
+}
+
+
+def _pg_refuse_node(kind: str) -> QueryViolationError:
+    reason = _PG_NODE_REASONS.get(kind)
+    if reason is None:
+        return _violation(
+            f"The query contains a construct that is not allowed ({kind}). "
+            f"{_FIX_ONE_SELECT} that only reads.",
+            "forbidden-node",
+            node=kind,
+        )
+    rule = {"ParamRef": "bind-parameter", "IntoClause": "select-into", "LockingClause": "row-lock"}
+    return _violation(f"The query is not allowed: {reason}.", rule.get(kind, "data-modifying"), node=kind)
+
+
+def _check_postgres(sql: str, *, limit_cap: tuple[int, int] | None) -> None:
+    """PostgreSQL's grammar: one statement, a SelectStmt root, allowed nodes only, no denied function.
+
+    With `limit_cap=(limit, cap)`, also proves that the root carries exactly `LIMIT limit` (<= cap).
+    """
+    try:
+        document = json.loads(pg_parser.parse_sql_json(sql))
+    except pg_parser.ParseError as error:
+        message = str(error.args[0]) if error.args else "syntax error"
+        if "memory exhausted" in message or "stack depth" in message:
+            raise _too_deep() from None
+        raise _invalid(
+            f"PostgreSQL cannot parse the query: {echo(message, 160)}. Fix the syntax; "
+            f"{_FIX_ONE_SELECT[0].lower()}{_FIX_ONE_SELECT[1:]}.",
+            "syntax",
+        ) from None
+    statements = document.get("stmts", [])
+    if not statements:
+        raise _invalid(f"The query holds only comments. {_FIX_ONE_SELECT}.", "empty")
+    if len(statements) > 1:
+        raise _violation(
+            f"The query holds {len(statements)} statements; only one is allowed. "
+            "Remove the extra statements (and the semicolons between them).",
+            "multiple-statements",
+        )
+    root_node = statements[0]["stmt"]
+    (root_kind,) = root_node
+    if root_kind != "SelectStmt":
+        fix = _PG_STATEMENT_FIX.get(root_kind)
+        if fix is None and root_kind in _PG_NODE_REASONS:
+            raise _pg_refuse_node(root_kind)
+        raise _violation(
+            f"Only SELECT, VALUES and set operations are allowed, not {root_kind.removesuffix('Stmt')}"
+            f" statements. {fix or _FIX_ONE_SELECT}.",
+            "root-not-select",
+            node=root_kind,
+        )
+    _walk_postgres(root_node)
+    if limit_cap is not None:
+        _check_postgres_limit(root_node["SelectStmt"], *limit_cap)
+
+
+def _walk_postgres(root: dict[str, Any]) -> None:
+    """Iterative walk over the whole JSON parse tree (no recursion: depth is bounded explicitly)."""
+    stack: list[tuple[Any, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_TREE_DEPTH:
+            raise _too_deep()
+        if isinstance(node, list):
+            stack.extend((item, depth + 1) for item in node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        for key, value in node.items():
+            if key[0].isupper():
+                if key not in _PG_ALLOWED_NODES:
+                    raise _pg_refuse_node(key)
+                if key == "FuncCall":
+                    _check_pg_function(value)
+            elif key in ("intoClause", "lockingClause"):
+                raise _pg_refuse_node("IntoClause" if key == "intoClause" else "LockingClause")
+            if isinstance(value, dict | list):
+                stack.append((value, depth + 1))
+
+
+def _check_pg_function(call: dict[str, Any]) -> None:
+    parts = [part["String"]["sval"] for part in call.get("funcname", ())]
+    name = parts[-1]
+    reason = denied_reason(name)
+    if reason is not None:
+        raise _denied_function(".".join(parts), reason)
+
+
+def _check_postgres_limit(select: dict[str, Any], limit: int, cap: int) -> None:
+    """The executed text's root must carry `LIMIT <limit>`; anything else means the rewrite failed."""
+    count = select.get("limitCount", {}).get("A_Const", {})
+    value = count.get("ival", {}).get("ival", 0) if "ival" in count else None
+    if select.get("limitOption") != "LIMIT_OPTION_COUNT" or value != limit or limit > cap:
+        raise _invalid(
+            "The query's row limit could not be applied safely; put the LIMIT on the outermost "
+            "SELECT, or wrap the query: SELECT * FROM (<query>) AS q.",
+            "limit-rewrite",
+        )
+
+
+# --- sqlglot -------------------------------------------------------------------------------------
+
+
+def _parse_sqlglot(sql: str) -> exp.Expr:
+    try:
+        tokens = _DIALECT.tokenize(sql)
+    except SqlglotError:
+        raise _invalid(
+            "The query could not be read (an unterminated string, quoted name or comment?).",
+            "syntax",
+        ) from None
+    _check_token_depth(tokens)
+    try:
+        statements = _DIALECT.parser().parse(tokens, sql)
+    except SqlglotError as error:
+        raise _invalid(
+            "The query could not be parsed"
+            + (f": {echo(str(error).splitlines()[0], 160)}" if str(error) else "")
+            + f". {_FIX_ONE_SELECT}.",
+            "syntax",
+        ) from None
+    real = [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
+    if len(real) != 1:
+        # PostgreSQL counted exactly one statement; a disagreement refuses (fail closed).
+        raise _violation(
+            f"The query holds {len(real)} statements as read by the validator; only one is "
+            "allowed. Remove semicolons and any text after the statement.",
+            "multiple-statements",
+        )
+    return real[0]
+
+
+_OPEN: Final = frozenset({TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE})
+_CLOSE: Final = frozenset({TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE})
+
+
+def _check_token_depth(tokens: list[Any]) -> None:
+    depth = square = 0
+    for token in tokens:
+        kind = token.token_type
+        if kind in _OPEN:
+            depth += 1
+            if kind is TokenType.L_BRACKET:
+                square += 1
+            if depth > MAX_BRACKET_DEPTH or square > MAX_SQUARE_DEPTH:
+                raise _too_deep()
+        elif kind in _CLOSE:
+            depth -= 1
+            if kind is TokenType.R_BRACKET:
+                square -= 1
+
+
+# sqlglot expression classes refused anywhere (fail closed on what sqlglot models as statements).
+_SQLGLOT_REFUSED: Final[tuple[type[exp.Expr], ...]] = (
+    exp.Insert,
+    exp.Update,
+    exp.Delete,
+    exp.Merge,
+    exp.Copy,
+    exp.Command,
+    exp.Create,
+    exp.Drop,
+    exp.Alter,
+    exp.TruncateTable,
+    exp.Grant,
+    exp.Revoke,
+    exp.Set,
+    exp.Transaction,
+    exp.Commit,
+    exp.Rollback,
+    exp.Into,
+    exp.Lock,
+    exp.Placeholder,
+    exp.Parameter,
+    exp.SessionParameter,
+    exp.Declare,
+    exp.Execute,
+    exp.Use,
+    exp.Analyze,
+    exp.Describe,
+    exp.Kill,
+    exp.Pragma,
+    exp.Cache,
+    exp.Uncache,
+    exp.Refresh,
+    exp.LoadData,
+    exp.Comment,
+    exp.Show,
+    exp.NextValueFor,
+)
+
+
+def _refuse_sqlglot(node: exp.Expr) -> QueryViolationError:
+    if isinstance(node, exp.Insert | exp.Update | exp.Delete | exp.Merge):
+        kind = type(node).__name__.upper()
+        return _violation(
+            f"The query is not allowed: data-modifying statements ({kind}) are not allowed, "
+            "also not inside a CTE.",
+            "data-modifying",
+        )
+    if isinstance(node, exp.Into):
+        return _violation(
+            "The query is not allowed: SELECT ... INTO creates a table; remove the INTO clause.",
+            "select-into",
+        )
+    if isinstance(node, exp.Lock):
+        return _violation(
+            "The query is not allowed: row locks (FOR UPDATE / FOR SHARE) are not allowed; remove them.",
+            "row-lock",
+        )
+    if isinstance(node, exp.Placeholder | exp.Parameter | exp.SessionParameter):
+        return _violation(
+            "The query is not allowed: bind parameters ($1, %s, :name, ?) are not supported; "
+            "write the values inline as literals.",
+            "bind-parameter",
+        )
+    if isinstance(node, exp.Command):
+        return _violation(
+            f"The query is not allowed: {echo(str(node.this).upper(), 32)} is a command the "
+            f"validator cannot inspect. {_FIX_ONE_SELECT}.",
+            "opaque-command",
+        )
+    return _violation(
+        f"The query is not allowed: it contains a {type(node).__name__.upper()} construct. "
+        f"{_FIX_ONE_SELECT} that only reads.",
+        "forbidden-node",
+    )
+
+
+def _iter_tree(root: exp.Expr) -> Iterator[exp.Expr]:
+    """Every node of the tree, iteratively (no recursion, whatever the depth)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(node.iter_expressions())
+
+
+def _check_sqlglot(tree: exp.Expr) -> None:
+    if not isinstance(tree, exp.Select | exp.SetOperation | exp.Values | exp.Subquery):
+        raise _violation(
+            f"Only SELECT, VALUES and set operations are allowed. {_FIX_ONE_SELECT}.",
+            "root-not-select",
+        )
+    for node in _iter_tree(tree):
+        if isinstance(node, _SQLGLOT_REFUSED):
+            raise _refuse_sqlglot(node)
+        if isinstance(node, exp.Func):
+            for name in _sqlglot_function_names(node):
+                reason = denied_reason(name)
+                if reason is not None:
+                    raise _denied_function(name, reason)
+
+
+def _sqlglot_function_names(node: exp.Func) -> tuple[str, ...]:
+    if isinstance(node, exp.Anonymous | exp.AnonymousAggFunc):
+        return (node.name,)
+    return tuple(node.sql_names())
+
+
+# --- the deterministic LIMIT (SPEC §6.1 step 4) ------------------------------------------------------
+
+
+def _literal_limit(clause: exp.Expr | None) -> int | None:
+    """The caller's outer limit when it is a plain non-negative integer literal, else None.
+
+    None (then `max_rows + 1` applies) for: no limit, LIMIT ALL / NULL, expressions, strings,
+    PERCENT, WITH TIES.
+    """
+    if isinstance(clause, exp.Limit):
+        value = clause.expression
+        extra = {k for k, v in clause.args.items() if v is not None and k != "expression"}
+    elif isinstance(clause, exp.Fetch):
+        value = clause.args.get("count")
+        options = clause.args.get("limit_options")
+        if options is not None and (options.args.get("percent") or options.args.get("with_ties")):
+            return None
+        extra = set()
+    else:
+        return None
+    if extra or not isinstance(value, exp.Literal) or value.is_string:
+        return None
+    text = value.this
+    if not (isinstance(text, str) and text.isascii() and text.isdigit()):
+        return None
+    return int(text)
+
+
+def _apply_limit(tree: exp.Expr, cap: int) -> tuple[exp.Expr, int]:
+    """Put `LIMIT min(literal, cap)` on the whole result. Subquery and CTE limits never count."""
+    if isinstance(tree, exp.Select | exp.SetOperation):
+        literal = _literal_limit(tree.args.get("limit"))
+        limit = cap if literal is None else min(literal, cap)
+        tree.set("limit", exp.Limit(expression=exp.Literal.number(limit)))
+        return tree, limit
+    # VALUES or a parenthesised query at the root: wrap it, keeping its own limit inside.
+    literal = _literal_limit(tree.args.get("limit"))
+    limit = cap if literal is None else min(literal, cap)
+    wrapped = (
+        exp.select("*")
+        .from_(exp.Subquery(this=tree, alias=exp.TableAlias(this=exp.to_identifier(SUBQUERY_ALIAS))))
+        .limit(limit)
+    )
+    return wrapped, limit
+
+
+def _generate(tree: exp.Expr) -> str:
+    try:
+        return tree.sql(dialect=_DIALECT, comments=False, normalize_functions=False)
+    except SqlglotError:
+        raise _invalid(
+            f"The query uses syntax the validator cannot reproduce safely. {_FIX_ONE_SELECT} "
+            "in plain PostgreSQL syntax.",
+            "generate",
+        ) from None

@@ -1,0 +1,76 @@
+"""`sandbox_fs_read` through the official `mcp` SDK client, a real third-party client (issue 4).
+
+The SDK launches `python -X dev -m mcp_suite` itself, negotiates the session, validates results
+against the advertised `outputSchema`, and must see reads, refusals and truncation as specified.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from tests.support.client import REPO
+from tests.unit.test_fs_attacks import CANARY, HELLO, INNER, attack_tree
+
+pytestmark = pytest.mark.e2e
+
+
+def _parameters(root: Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-X", "dev", "-m", "mcp_suite"],
+        env={"MCP_SAFE_DATA_DIR": str(root), "MCP_METRICS_ENABLED": "false", "PYTHONPATH": "."},
+        cwd=REPO,
+    )
+
+
+async def test_sdk_client_reads_and_is_refused_as_specified(tmp_path: Path) -> None:
+    with attack_tree(tmp_path) as tree, trio.fail_after(60):
+        async with Client(_parameters(tree.root)) as client:
+            listed = await client.list_tools()
+            (tool,) = listed.tools
+            assert tool.name == "sandbox_fs_read"
+            assert tool.input_schema["properties"]["max_bytes"]["maximum"] == 1_048_576
+
+            read = await client.call_tool("sandbox_fs_read", {"relative_path": "hello.txt"})
+            assert read.is_error is False
+            assert read.structured_content == {
+                "path": "hello.txt",
+                "size": len(HELLO),
+                "content": HELLO,
+                "truncated": False,
+            }
+
+            linked = await client.call_tool("sandbox_fs_read", {"relative_path": "in-dir/inner.txt"})
+            assert linked.structured_content is not None
+            assert linked.structured_content["content"] == INNER
+
+            cut = await client.call_tool("sandbox_fs_read", {"relative_path": "euros.txt", "max_bytes": 5})
+            assert cut.structured_content == {
+                "path": "euros.txt",
+                "size": 9,
+                "content": "€",
+                "truncated": True,
+            }
+
+            for path, status in [
+                ("../canary.txt", 403),
+                ("out-rel-dir/secret.txt", 403),
+                ("chain-1", 403),
+                ("fifo", 403),
+                ("no-such.txt", 404),
+                ("latin1.txt", 415),
+            ]:
+                refused = await client.call_tool("sandbox_fs_read", {"relative_path": path})
+                assert refused.is_error is True
+                assert refused.structured_content is None
+                text = refused.content[0].text  # type: ignore[union-attr]  # a text block
+                assert CANARY not in text
+                assert str(tmp_path) not in text
+                assert json.loads(text)["status"] == status

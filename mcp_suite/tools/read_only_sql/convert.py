@@ -1,0 +1,190 @@
+"""PostgreSQL values → JSON values (SPEC §6.1 step 6), as psycopg text-format loaders.
+
+The loaders produce JSON-ready values directly, so arrays (whose element loaders psycopg looks up in
+the same adapters map) convert element by element. Numbers stay numbers; non-finite floats and every
+`numeric` become strings; dates and times become ISO 8601 (the session runs with DateStyle ISO and
+TimeZone UTC); uuid, inet, ranges, intervals, records and unknown types (enums...) keep their
+PostgreSQL text; bytea is `\\x…` hex; json/jsonb become JSON. Pure conversion, no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable
+from typing import Any, Final
+
+from psycopg.adapt import AdaptersMap, Buffer, Loader
+from psycopg.pq import Format
+
+__all__ = ["JSON_MAX_DEPTH", "json_size", "register_loaders", "to_json_value"]
+
+# Deeper json/jsonb values are returned as their text: the client and our own writer must never
+# meet a structure that recursion limits or the wire's depth guard would choke on.
+JSON_MAX_DEPTH: Final = 64
+
+_NON_FINITE: Final = frozenset({b"NaN", b"Infinity", b"-Infinity"})
+
+
+def _text(data: Buffer) -> str:
+    return bytes(data).decode("utf-8")
+
+
+class _PgTextLoader(Loader):
+    """The value exactly as PostgreSQL prints it (numeric, bytea, uuid, inet, ranges, ...)."""
+
+    format = Format.TEXT
+
+    def load(self, data: Buffer) -> str:
+        return _text(data)
+
+
+class _FloatLoader(Loader):
+    format = Format.TEXT
+
+    def load(self, data: Buffer) -> float | str:
+        raw = bytes(data)
+        if raw in _NON_FINITE:
+            return raw.decode("ascii")  # JSON has no NaN/Infinity (SPEC §6.1.6)
+        return float(raw)
+
+
+_TZ_HOURS_ONLY: Final = re.compile(r"([+-]\d\d)$")
+
+
+def _iso_offset(text: str) -> str:
+    # PostgreSQL prints "+00" / "+05:30"; ISO 8601 extended format wants "+00:00".
+    return _TZ_HOURS_ONLY.sub(r"\1:00", text)
+
+
+def _special(text: str) -> bool:
+    # infinity, -infinity and BC dates have no ISO 8601 form: keep PostgreSQL's text.
+    return text.endswith(("infinity", " BC"))
+
+
+class _TimestampLoader(Loader):
+    format = Format.TEXT
+
+    def load(self, data: Buffer) -> str:
+        text = _text(data)
+        return text if _special(text) else text.replace(" ", "T", 1)
+
+
+class _TimestampTzLoader(Loader):
+    format = Format.TEXT
+
+    def load(self, data: Buffer) -> str:
+        text = _text(data)
+        return text if _special(text) else _iso_offset(text.replace(" ", "T", 1))
+
+
+class _TimeTzLoader(Loader):
+    format = Format.TEXT
+
+    def load(self, data: Buffer) -> str:
+        return _iso_offset(_text(data))
+
+
+def _parse_json_float(text: str) -> float | str:
+    value = float(text)
+    return value if math.isfinite(value) else text  # 1e400 stays text rather than Infinity
+
+
+def _depth_within(value: Any, limit: int) -> bool:
+    """True when `value` nests at most `limit` containers deep (iterative: no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return False
+        stack.extend((child, depth + 1) for child in children)
+    return True
+
+
+class _JsonLoader(Loader):
+    format = Format.TEXT
+
+    def load(self, data: Buffer) -> Any:
+        text = _text(data)
+        try:
+            value = json.loads(text, parse_float=_parse_json_float)
+        except (RecursionError, ValueError):
+            return text
+        return value if _depth_within(value, JSON_MAX_DEPTH) else text
+
+
+# Built-in type OIDs (stable across PostgreSQL versions; see pg_type.dat).
+_TEXT_OIDS: Final = (
+    17,  # bytea (bytea_output = hex: "\x...")
+    1700,  # numeric
+    1082,  # date
+    1083,  # time
+    1186,  # interval
+    2950,  # uuid
+    869,  # inet
+    650,  # cidr
+    829,  # macaddr
+    774,  # macaddr8
+    790,  # money
+    2249,  # record
+    3904,  # int4range
+    3906,  # numrange
+    3908,  # tsrange
+    3910,  # tstzrange
+    3912,  # daterange
+    3926,  # int8range
+    4451,  # int4multirange
+    4532,  # nummultirange
+    4533,  # tsmultirange
+    4534,  # tstzmultirange
+    4535,  # datemultirange
+    4536,  # int8multirange
+)
+_FLOAT_OIDS: Final = (700, 701)  # float4, float8
+_JSON_OIDS: Final = (114, 3802)  # json, jsonb
+
+
+def register_loaders(adapters: AdaptersMap) -> None:
+    """Install the JSON-ready loaders on a connection's (or a context's) adapters map."""
+    for oid in _TEXT_OIDS:
+        adapters.register_loader(oid, _PgTextLoader)
+    for oid in _FLOAT_OIDS:
+        adapters.register_loader(oid, _FloatLoader)
+    for oid in _JSON_OIDS:
+        adapters.register_loader(oid, _JsonLoader)
+    adapters.register_loader(1114, _TimestampLoader)
+    adapters.register_loader(1184, _TimestampTzLoader)
+    adapters.register_loader(1266, _TimeTzLoader)
+
+
+def to_json_value(value: Any) -> Any:
+    """Last line of defence for a value no loader shaped: make it JSON, never fail.
+
+    The loaders above already return JSON-ready values for every type they cover; anything else
+    (a psycopg default loader we did not override) is turned into a string here.
+    """
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, list | tuple):
+        return [to_json_value(item) for item in value]
+    if isinstance(value, dict):
+        return value  # only our json loader returns dicts, already checked
+    if isinstance(value, bytes | bytearray | memoryview):
+        return "\\x" + bytes(value).hex()
+    return str(value)
+
+
+def json_size(value: Any) -> int:
+    """Bytes of `value` as compact, ASCII-only JSON (how the wire carries it)."""
+    return len(json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False))

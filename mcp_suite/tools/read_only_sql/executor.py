@@ -1,0 +1,477 @@
+"""The read-only executor: sync psycopg work for `read_only_sql` (SPEC §6.1 steps 5–7).
+
+Owns the psycopg_pool pool (sessions default to read-only), one call's transaction (BEGIN READ ONLY,
+a transaction-local statement_timeout, the query through a server-side named cursor, at most
+`max_rows + 1` rows, always rolled back, session state reset) sent as ONE pipelined round trip, the
+result byte cap, the SQLSTATE → problem mapping and the `CallTicket` that lets another thread cancel
+the running query (`cancel_safe`). Runs in worker threads only: no trio here. Connection and server
+failures raise `DatabaseUnavailableError` (a plain exception: the runtime answers -32603).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+from urllib.parse import quote
+
+import psycopg
+from psycopg import pq
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from mcp_suite.problems import (
+    AccessDeniedError,
+    ExecutionTimeoutError,
+    InvalidArgumentsError,
+    ProblemError,
+    QueryViolationError,
+    ResultTooLargeError,
+    echo,
+)
+from mcp_suite.settings import Settings
+from mcp_suite.tools.read_only_sql.audit import audit_connection, format_findings
+from mcp_suite.tools.read_only_sql.convert import json_size, register_loaders, to_json_value
+
+__all__ = [
+    "CURSOR_NAME",
+    "CallTicket",
+    "Column",
+    "DatabaseUnavailableError",
+    "Executor",
+    "QueryResult",
+    "problem_from_sqlstate",
+]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+CURSOR_NAME: Final = "mcp_suite_query"
+_IDLE: Final = pq.TransactionStatus.IDLE
+
+# After ROLLBACK, what could still survive into the next call: session advisory locks (the only
+# session state a single read-only cursor query can leave behind; GUC changes roll back, and
+# LISTEN/PREPARE/temp tables cannot be reached through DECLARE). RESET ALL and UNLISTEN are cheap
+# belt and braces; all of them travel in the same pipeline as the query.
+_RESET_STATEMENTS: Final = (b"SELECT pg_advisory_unlock_all()", b"RESET ALL", b"UNLISTEN *")
+
+# Session defaults sent in the startup packet (`options`): the session is read-only before any
+# statement runs, and values print the way convert.py expects.
+_SESSION_OPTIONS: Final = (
+    "default_transaction_read_only=on",
+    "DateStyle=ISO,YMD",
+    "IntervalStyle=postgres",
+    "TimeZone=UTC",
+    "bytea_output=hex",
+    "extra_float_digits=1",
+)
+
+
+class DatabaseUnavailableError(Exception):
+    """The database could not be reached or failed (not the caller's fault): -32603."""
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    type: str
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    columns: tuple[Column, ...]
+    rows: list[list[Any]]
+    truncated: bool
+
+
+class CallTicket:
+    """Links one call's worker thread (which attaches its connection) to a canceller thread.
+
+    `cancel()` marks the call cancelled and, while the worker holds a connection inside its
+    transaction, sends PostgreSQL a cancel request (`cancel_safe`). The lock makes sure a cancel is
+    never sent after the worker has detached: it cannot hit the connection's next user.
+    """
+
+    def __init__(self, cancel_timeout_s: float = 5.0) -> None:
+        self._lock = threading.Lock()
+        self._conn: psycopg.Connection[Any] | None = None
+        self._cancelled = False
+        self._timeout = cancel_timeout_s
+        self.started = False
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def mark_cancelled(self) -> bool:
+        """Mark cancelled without I/O; True when a query may be running (then call `cancel`)."""
+        with self._lock:
+            self._cancelled = True
+            return self._conn is not None
+
+    def cancel(self) -> None:
+        """Blocking (network): stop the running query, if any. Safe from any thread."""
+        with self._lock:
+            self._cancelled = True
+            conn = self._conn
+            if conn is None:
+                return
+            try:
+                conn.cancel_safe(timeout=self._timeout)
+            except Exception:  # best effort: the statement timeout still bounds it
+                log.warning("could not cancel a running query", exc_info=True)
+
+    def attach(self, conn: psycopg.Connection[Any]) -> bool:
+        with self._lock:
+            if self._cancelled:
+                return False
+            self._conn = conn
+            return True
+
+    def detach(self) -> None:
+        with self._lock:
+            self._conn = None
+
+
+class _CallCancelledError(Exception):
+    """The call was cancelled before it reached the database (its result is discarded)."""
+
+
+def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemError | None:
+    """The caller-facing problem for a database error, or None for a server/connection failure.
+
+    SPEC §6.1.7: 57014 → execution-timeout; 25006 → query-violation; 42501 → access-denied; classes
+    21, 22, 42, 0A, 54 → validation-error; everything else is not the caller's to fix (-32603).
+    Security: the detail holds PostgreSQL's primary message cut to 256 characters (it names the
+    caller's own tables, columns and values), never str(exc), hints, context or positions.
+    """
+    state = exc.sqlstate
+    if not state:
+        return None
+    message = echo(exc.diag.message_primary or "")
+    meta = {"sqlstate": state}
+    if state == "57014":
+        return ExecutionTimeoutError(
+            f"The query was stopped in the database after the statement timeout ({timeout_ms} ms)"
+            " or by a cancel request; ask for less work (filter, aggregate, fewer rows).",
+            metadata={**meta, "statement_timeout_ms": timeout_ms},
+        )
+    if state == "55P03":  # lock_not_available: waited too long for a lock (decision in docs/)
+        return ExecutionTimeoutError(
+            "The query waited too long for a lock held by another session.", metadata=meta
+        )
+    if state == "25006":
+        return QueryViolationError(
+            "The database refused a write inside the read-only transaction: " + message,
+            metadata=meta,
+        )
+    if state == "42501":
+        return AccessDeniedError("The database role may not do this: " + message, metadata=meta)
+    if state[:2] in {"21", "22", "42", "0A", "54"}:
+        return InvalidArgumentsError(
+            "The database rejected the query: " + message,
+            invalid_params=("sql",),
+            metadata=meta,
+        )
+    return None
+
+
+def _session_options(dsn: str, settings: Settings) -> str:
+    options = [f"-c {item}" for item in _SESSION_OPTIONS]
+    # A session-wide statement_timeout too: the per-call SET LOCAL is the real bound, this one
+    # holds even for statements outside our transaction (type lookups, the schema view).
+    options.append(f"-c statement_timeout={settings.sql_statement_timeout_ms}")
+    options.append(f"-c idle_in_transaction_session_timeout={_idle_in_tx_ms(settings)}")
+    existing = conninfo_to_dict(dsn).get("options")
+    return " ".join([str(existing), *options] if existing else options)
+
+
+def _idle_in_tx_ms(settings: Settings) -> int:
+    # A transaction of ours is never idle for long; if this process stalls, the server ends it.
+    return max(1_000, math.ceil(settings.call_deadline_s * 1000))
+
+
+def database_name(dsn: str) -> str:
+    """The database a DSN names (for the schema resource URI), without connecting."""
+    params = conninfo_to_dict(dsn)
+    return str(params.get("dbname") or params.get("user") or "postgres")
+
+
+def schema_uri(dsn: str) -> str:
+    return f"postgres://{quote(database_name(dsn), safe='')}/schema"
+
+
+class Executor:
+    """A pool plus the per-call transaction. Thread-safe; every public method blocks (run it in a
+    worker thread). Limits: pool min/max, connect timeout, statement timeout, max rows, max bytes,
+    all from `Settings`.
+    """
+
+    def __init__(self, settings: Settings, dsn: str) -> None:
+        self._settings = settings
+        self._timeout_ms = settings.sql_statement_timeout_ms
+        self._max_bytes = settings.sql_max_result_bytes
+        self._type_names: dict[int, str] = {}
+        self._type_lock = threading.Lock()
+        self._audit_lock = threading.Lock()
+        self._audited = False
+        self._refusal: str | None = None
+        self.round_trips = 0  # network exchanges made by calls (read by tests and the benchmark)
+        self._set_timeout = f"SET LOCAL statement_timeout = {int(self._timeout_ms)}".encode()
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            dsn,
+            kwargs={
+                "autocommit": True,  # we send BEGIN READ ONLY ourselves, in the pipeline
+                "prepare_threshold": None,  # no server-side prepared statements build up
+                "options": _session_options(dsn, settings),
+                "connect_timeout": max(1, math.ceil(settings.sql_connect_timeout_s)),
+                "application_name": "mcp-suite",
+            },
+            min_size=settings.sql_pool_min_size,
+            max_size=settings.sql_pool_max_size,
+            open=False,
+            configure=self._configure,
+            timeout=settings.sql_connect_timeout_s,
+            max_waiting=4 * settings.sql_pool_max_size,
+            name="mcp-suite-sql",
+        )
+
+    @property
+    def pool_size(self) -> int:
+        return self._settings.sql_pool_max_size
+
+    @property
+    def pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
+        return self._pool
+
+    def open(self) -> None:
+        """Start the pool; connections are made in the background (a down database is no error)."""
+        self._pool.open(wait=False)
+
+    def close(self) -> None:
+        self._pool.close(timeout=self._settings.sql_connect_timeout_s)
+
+    @staticmethod
+    def _configure(conn: psycopg.Connection[Any]) -> None:
+        register_loaders(conn.adapters)
+
+    # --- the role audit gate ------------------------------------------------------------------
+    def mark_audited(self) -> None:
+        with self._audit_lock:
+            self._audited = True
+
+    def _ensure_audited(self, conn: psycopg.Connection[Any]) -> None:
+        """When the database was down at start-up, the audit runs before the first query."""
+        if self._audited:
+            return
+        with self._audit_lock:
+            if self._refusal is None and not self._audited:
+                findings = audit_connection(conn)
+                if findings:
+                    self._refusal = format_findings(findings)
+                    log.critical("%s", self._refusal)
+                else:
+                    self._audited = True
+            if self._refusal is not None:
+                raise DatabaseUnavailableError(
+                    "the database role failed the start-up audit; no query is run (see log)"
+                )
+
+    # --- one call ------------------------------------------------------------------------------
+    def run(self, sql: str, *, max_rows: int, ticket: CallTicket) -> QueryResult:
+        """Run one vetted query; blocking. Raises a ProblemError, DatabaseUnavailableError, or
+        `_CallCancelledError` when the ticket was cancelled before the query started.
+
+        Cancellation: `ticket.cancel()` from another thread stops the query in PostgreSQL; the
+        connection is rolled back and reset before it returns to the pool.
+        Limits: at most `max_rows + 1` rows are fetched; the JSON size is capped.
+        """
+        ticket.started = True
+        return self._with_connection(
+            ticket, lambda conn: self._run_on(conn, sql, max_rows=max_rows, ticket=ticket)
+        )
+
+    def _with_connection(self, ticket: CallTicket, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        # A connection found broken (the server restarted since it was last used) is replaced and
+        # the call retried once: every statement we run is read-only and rolled back.
+        for attempt in (1, 2):
+            if ticket.cancelled:
+                raise _CallCancelledError
+            try:
+                with self._pool.connection() as conn:
+                    self._ensure_audited(conn)
+                    try:
+                        return work(conn)
+                    except psycopg.OperationalError:
+                        if conn.broken and attempt == 1 and not ticket.cancelled:
+                            log.warning("database connection lost; retrying the call once")
+                            continue
+                        raise
+            except PoolTimeout:
+                raise DatabaseUnavailableError("no database connection became available in time") from None
+            except psycopg.OperationalError as exc:
+                if exc.sqlstate and problem_from_sqlstate(exc, timeout_ms=self._timeout_ms):
+                    raise
+                raise DatabaseUnavailableError("the database connection failed") from exc
+        raise DatabaseUnavailableError("the database connection failed twice")  # pragma: no cover
+
+    def _run_on(
+        self, conn: psycopg.Connection[Any], sql: str, *, max_rows: int, ticket: CallTicket
+    ) -> QueryResult:
+        if conn.info.transaction_status != _IDLE:  # never expected: the pool returns clean ones
+            self._exchange(conn, b"ROLLBACK")
+        if not ticket.attach(conn):
+            raise _CallCancelledError
+        fetch = f'FETCH FORWARD {int(max_rows) + 1} FROM "{CURSOR_NAME}"'.encode()
+        declare = f'DECLARE "{CURSOR_NAME}" NO SCROLL CURSOR FOR {sql}'
+        cur = conn.cursor()
+        try:
+            # One pipeline, one Sync, one round trip. Every statement uses the extended protocol,
+            # so PostgreSQL itself accepts exactly one statement in DECLARE ... FOR <query>.
+            with conn.pipeline():
+                conn.execute(b"BEGIN READ ONLY")
+                conn.execute(self._set_timeout)
+                conn.execute(declare.encode())
+                cur.execute(fetch)
+                conn.execute(b"ROLLBACK")
+                for statement in _RESET_STATEMENTS:
+                    conn.execute(statement)
+            self.round_trips += 1
+            rows = cur.fetchall()
+            description = cur.description or []
+        except psycopg.Error as exc:
+            self.round_trips += 1
+            ticket.detach()  # no cancel request may reach the clean-up below
+            self._restore(conn)
+            problem = problem_from_sqlstate(exc, timeout_ms=self._timeout_ms)
+            if problem is not None and not conn.broken:
+                raise problem from None
+            raise
+        finally:
+            ticket.detach()
+        if ticket.cancelled:
+            # A cancel may have raced the end of the pipeline: make sure the reset really ran.
+            self._restore(conn)
+        columns = tuple(
+            Column(name=col.name, type=self._type_name(conn, col.type_code)) for col in description
+        )
+        truncated = len(rows) > max_rows
+        return QueryResult(
+            columns=columns, rows=self._json_rows(rows[:max_rows], columns), truncated=truncated
+        )
+
+    def _exchange(self, conn: psycopg.Connection[Any], statement: bytes) -> None:
+        self.round_trips += 1
+        conn.execute(statement)
+
+    def _restore(self, conn: psycopg.Connection[Any]) -> None:
+        """Roll back and reset after a failure; a connection that cannot be reset is closed (the
+        pool then discards it)."""
+        if conn.broken or conn.closed:
+            return
+        try:
+            # One simple-query message: ROLLBACK (when a transaction is open) and the reset.
+            statements = list(_RESET_STATEMENTS)
+            if conn.info.transaction_status != _IDLE:
+                statements.insert(0, b"ROLLBACK")
+            self._exchange(conn, b"; ".join(statements))
+        except psycopg.Error:
+            log.warning("could not reset a database connection; closing it", exc_info=True)
+            conn.close()
+
+    def _json_rows(self, rows: list[tuple[Any, ...]], columns: tuple[Column, ...]) -> list[list[Any]]:
+        out: list[list[Any]] = []
+        size = json_size([{"name": c.name, "type": c.type} for c in columns]) + 64
+        for row in rows:
+            values = [to_json_value(value) for value in row]
+            size += json_size(values) + 1
+            if size > self._max_bytes:
+                raise ResultTooLargeError(
+                    f"The result is larger than {self._max_bytes} bytes of JSON. Select fewer or"
+                    " shorter values: fewer columns, a smaller max_rows, left(col, 200) for long"
+                    " text, or an aggregate.",
+                    metadata={"max_result_bytes": self._max_bytes},
+                )
+            out.append(values)
+        return out
+
+    # --- column type names ---------------------------------------------------------------------
+    def _type_name(self, conn: psycopg.Connection[Any], oid: int) -> str:
+        name = self._type_names.get(oid)
+        if name is not None:
+            return name
+        with self._type_lock:
+            if oid not in self._type_names:
+                self.round_trips += 1
+                row = conn.execute("SELECT format_type(%s::oid, NULL)", (oid,)).fetchone()
+                if len(self._type_names) < 10_000:  # bounded cache
+                    self._type_names[oid] = str(row[0]) if row and row[0] else f"oid {oid}"
+                else:
+                    return str(row[0]) if row and row[0] else f"oid {oid}"
+            return self._type_names[oid]
+
+    def load_type_names(self, conn: psycopg.Connection[Any]) -> None:
+        """Preload every type name (one query, at start-up) so calls need no extra round trip."""
+        rows = conn.execute("SELECT oid::int8, format_type(oid, NULL) FROM pg_catalog.pg_type").fetchall()
+        with self._type_lock:
+            self._type_names.update({int(oid): str(name) for oid, name in rows if name})
+
+    # --- the schema view -----------------------------------------------------------------------
+    def read_schema(self, ticket: CallTicket, *, max_tables: int) -> dict[str, Any]:
+        """Tables and columns the role can see (information_schema), for the schema resource."""
+        ticket.started = True
+
+        def work(conn: psycopg.Connection[Any]) -> dict[str, Any]:
+            if not ticket.attach(conn):
+                raise _CallCancelledError
+            try:
+                with conn.transaction():
+                    conn.execute(b"SET TRANSACTION READ ONLY")
+                    conn.execute(self._set_timeout)
+                    (dbname,) = conn.execute("SELECT current_database()").fetchone() or ("",)
+                    tables = conn.execute(
+                        "SELECT table_schema, table_name, table_type FROM information_schema.tables"
+                        " WHERE table_schema NOT IN ('pg_catalog', 'information_schema')"
+                        " ORDER BY 1, 2 LIMIT %s",
+                        (max_tables + 1,),
+                    ).fetchall()
+                    columns = conn.execute(
+                        "SELECT table_schema, table_name, column_name, data_type, is_nullable"
+                        " FROM information_schema.columns"
+                        " WHERE table_schema NOT IN ('pg_catalog', 'information_schema')"
+                        " ORDER BY table_schema, table_name, ordinal_position"
+                    ).fetchall()
+            except psycopg.Error as exc:
+                ticket.detach()
+                self._restore(conn)
+                problem = problem_from_sqlstate(exc, timeout_ms=self._timeout_ms)
+                if problem is not None and not conn.broken:
+                    raise problem from None
+                raise
+            finally:
+                ticket.detach()
+            by_table: dict[tuple[str, str], list[dict[str, Any]]] = {}
+            for schema, table, column, data_type, nullable in columns:
+                by_table.setdefault((schema, table), []).append(
+                    {"name": column, "type": data_type, "nullable": nullable == "YES"}
+                )
+            listed = [
+                {
+                    "schema": schema,
+                    "name": table,
+                    "kind": "view" if kind == "VIEW" else "table",
+                    "columns": by_table.get((schema, table), []),
+                }
+                for schema, table, kind in tables[:max_tables]
+            ]
+            return {
+                "database": dbname,
+                "tables": listed,
+                "truncated": len(tables) > max_tables,
+            }
+
+        return self._with_connection(ticket, work)

@@ -1,0 +1,247 @@
+"""`read_only_sql`: thin async glue (SPEC §6.1). args → policy → executor in a worker thread → result.
+
+`open_read_only_sql(settings)` audits the role (refusing to start, exit 78, when it could do more than
+read), opens the pool and yields the tool plus the `postgres://<db>/schema` resource; the pool is
+closed on exit. A cancelled or timed-out call cancels its query inside PostgreSQL and waits (shielded,
+bounded) for the connection to come back clean before `trio.Cancelled` propagates. Database worker
+threads are limited to the pool size.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import logging
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, TypeVar
+
+import psycopg
+import trio
+from pydantic import Field, create_model
+
+from mcp_suite.settings import Settings
+from mcp_suite.tools.base import ResourceSpec, StartupRefusedError, StrictModel, Toolset, ToolSpec
+from mcp_suite.tools.read_only_sql.audit import audit_connection, format_findings
+from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor, schema_uri
+from mcp_suite.tools.read_only_sql.policy import QueryPolicy
+
+__all__ = [
+    "ReadOnlySqlArgs",
+    "ReadOnlySqlResult",
+    "SqlColumn",
+    "make_args_model",
+    "open_read_only_sql",
+    "run_in_db_thread",
+]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+TOOL_NAME = "read_only_sql"
+DEFAULT_MAX_ROWS = 50
+MAX_SQL_CHARS = 10_000
+
+DESCRIPTION = (
+    "Run ONE read-only SQL query (SELECT, VALUES, UNION/INTERSECT/EXCEPT; PostgreSQL dialect) and "
+    "get its columns and rows as JSON. Writes, DDL, several statements, bind parameters and "
+    "functions with side effects are refused. At most `max_rows` rows are returned (`truncated` "
+    "says when more existed); results are capped in size and time. Read the "
+    "`postgres://<database>/schema` resource for the tables and columns you may query."
+)
+
+
+class ReadOnlySqlArgs(StrictModel):
+    """Arguments of `read_only_sql`; `make_args_model` binds `max_rows`'s maximum to settings."""
+
+    sql: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=MAX_SQL_CHARS,
+            description="One read-only query (SELECT / VALUES / set operation), no trailing "
+            "statements, literals inline (no $1 parameters).",
+        ),
+    ]
+    max_rows: Annotated[int, Field(ge=1, description="The most rows to return.")] = DEFAULT_MAX_ROWS
+
+
+class SqlColumn(StrictModel):
+    name: Annotated[str, Field(description="Column name as PostgreSQL reports it")]
+    type: Annotated[str, Field(description="PostgreSQL type name, e.g. integer, text, jsonb")]
+
+
+class ReadOnlySqlResult(StrictModel):
+    columns: Annotated[list[SqlColumn], Field(description="The result's columns, in order")]
+    rows: Annotated[
+        list[list[Any]],
+        Field(
+            description="Rows as arrays of JSON values in column order: numbers stay numbers "
+            "(numeric and non-finite floats are strings), times ISO 8601, bytea \\x hex, json "
+            "as JSON, arrays as arrays, other types their PostgreSQL text, NULL null."
+        ),
+    ]
+    row_count: Annotated[int, Field(ge=0, description="Number of rows returned")]
+    truncated: Annotated[bool, Field(description="True when more rows existed than returned")]
+
+
+def make_args_model(max_rows_limit: int) -> type[ReadOnlySqlArgs]:
+    """`ReadOnlySqlArgs` whose `max_rows` maximum (and advertised schema) is `max_rows_limit`."""
+    default = min(DEFAULT_MAX_ROWS, max_rows_limit)
+    model: type[ReadOnlySqlArgs] = create_model(
+        "ReadOnlySqlArgs",
+        __base__=ReadOnlySqlArgs,
+        __doc__="Arguments of `read_only_sql`.",
+        max_rows=(
+            int,
+            Field(
+                default=default,
+                ge=1,
+                le=max_rows_limit,
+                description=f"The most rows to return (1–{max_rows_limit}, default {default}).",
+            ),
+        ),
+    )
+    return model
+
+
+async def run_in_db_thread(
+    fn: Callable[[CallTicket], T],
+    *,
+    limiter: trio.CapacityLimiter,
+    cancel_grace_s: float,
+) -> T:
+    """Run `fn(ticket)` in a worker thread; on cancellation, stop its query and wait for it.
+
+    Cancellation: when the caller's scope is cancelled (client `notifications/cancelled` or the
+    deadline), the ticket sends PostgreSQL a cancel request from another thread, then we wait,
+    shielded and at most `cancel_grace_s`, for the worker to roll back and return its connection;
+    then `trio.Cancelled` propagates. A worker that outlives the grace keeps its limiter token
+    until it ends, so worker threads never exceed the pool size.
+    """
+    ticket = CallTicket(cancel_timeout_s=cancel_grace_s)
+    token = trio.lowlevel.current_trio_token()
+    finished = trio.Event()
+
+    def work() -> T:
+        try:
+            return fn(ticket)
+        finally:
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(finished.set)
+
+    try:
+        return await trio.to_thread.run_sync(work, limiter=limiter, abandon_on_cancel=True)
+    except trio.Cancelled:
+        with trio.CancelScope(shield=True), trio.move_on_after(cancel_grace_s):
+            if ticket.mark_cancelled():
+                await trio.to_thread.run_sync(ticket.cancel)
+            if ticket.started:
+                await finished.wait()
+            else:
+                await trio.lowlevel.checkpoint()
+        raise
+
+
+@contextlib.contextmanager
+def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
+    """Audit the role, open the pool, yield the tool and the schema resource; close on exit.
+
+    Raises StartupRefusedError (exit 78) when the role could do more than read. A database that
+    cannot be reached at start-up is not fatal: calls get -32603 until it is back, and the audit
+    then runs before the first query.
+    """
+    if settings.sql_dsn is None:
+        yield None
+        return
+    dsn = settings.sql_dsn.get_secret_value()
+    executor = Executor(settings, dsn)
+    _audit_at_start(executor, dsn, settings)
+    policy = QueryPolicy(cache_size=settings.sql_policy_cache_size)
+    args_model = make_args_model(settings.sql_max_rows)
+    limiter: trio.CapacityLimiter | None = None
+    grace = settings.sql_cancel_grace_s
+
+    def db_limiter() -> trio.CapacityLimiter:
+        nonlocal limiter
+        if limiter is None:  # created lazily: it must belong to the running trio loop
+            limiter = trio.CapacityLimiter(executor.pool_size)
+        return limiter
+
+    async def call(args: ReadOnlySqlArgs) -> ReadOnlySqlResult:
+        vetted = policy.vet(args.sql, max_rows=args.max_rows)
+        result = await run_in_db_thread(
+            functools.partial(_run, executor, vetted.sql, args.max_rows),
+            limiter=db_limiter(),
+            cancel_grace_s=grace,
+        )
+        return ReadOnlySqlResult.model_construct(
+            columns=[SqlColumn.model_construct(name=c.name, type=c.type) for c in result.columns],
+            rows=result.rows,
+            row_count=len(result.rows),
+            truncated=result.truncated,
+        )
+
+    async def read_schema() -> str:
+        schema = await run_in_db_thread(
+            functools.partial(_read_schema, executor, max_tables=settings.sql_schema_max_tables),
+            limiter=db_limiter(),
+            cancel_grace_s=grace,
+        )
+        return json.dumps(schema, ensure_ascii=True, separators=(",", ":"))
+
+    uri = schema_uri(dsn)
+    tool = ToolSpec(
+        name=TOOL_NAME,
+        title="Read-only SQL",
+        description=DESCRIPTION,
+        args_model=args_model,
+        result_model=ReadOnlySqlResult,
+        call=call,
+    )
+    resource = ResourceSpec(
+        uri=uri,
+        name="schema",
+        title="Database schema",
+        description="The tables and columns the read_only_sql role can query (JSON).",
+        mime_type="application/json",
+        read=read_schema,
+    )
+    executor.open()
+    try:
+        yield Toolset(tools=(tool,), resources=(resource,))
+    finally:
+        executor.close()
+
+
+def _run(executor: Executor, sql: str, max_rows: int, ticket: CallTicket) -> Any:
+    return executor.run(sql, max_rows=max_rows, ticket=ticket)
+
+
+def _read_schema(executor: Executor, ticket: CallTicket, *, max_tables: int) -> Any:
+    return executor.read_schema(ticket, max_tables=max_tables)
+
+
+def _audit_at_start(executor: Executor, dsn: str, settings: Settings) -> None:
+    """The start-up role audit (blocking, bounded by the connect timeout)."""
+    try:
+        with psycopg.connect(
+            dsn,
+            autocommit=True,
+            connect_timeout=max(1, int(settings.sql_connect_timeout_s + 0.999)),
+            options="-c default_transaction_read_only=on",
+            application_name="mcp-suite audit",
+        ) as conn:
+            findings = audit_connection(conn)
+            if not findings:
+                executor.load_type_names(conn)
+    except psycopg.OperationalError:
+        log.warning(
+            "read_only_sql: the database cannot be reached at start-up; calls fail until it is "
+            "back, and the role audit runs before the first query"
+        )
+        return
+    if findings:
+        raise StartupRefusedError(format_findings(findings))
+    executor.mark_audited()

@@ -9,7 +9,8 @@
 #   MCP_SQL_DSN             passed to the server; with --network none only a Unix-socket DSN works,
 #   MCP_PG_SOCKET_DIR       ...from this host directory, mounted read-only at the same path
 #   MCP_BASE_IMAGE          base image for a build ("default": the Containerfile's pinned one)
-#   MCP_SUITE_IMAGE, ENGINE (podman or docker), MCP_REBUILD=1 (force a build)
+#   MCP_SUITE_IMAGE, ENGINE (podman or docker), MCP_REBUILD=1 (force a build), MCP_SKIP_BUILD=1,
+#   MCP_CONTAINER_NAME      a name for the container (so `podman stop NAME` can reach it)
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -19,12 +20,15 @@ export CONTAINERS_CONF="${CONTAINERS_CONF:-$here/containers.conf}"
 source "$here/profile.sh"
 engine="$(mcp_engine)"
 
-if [[ "${MCP_REBUILD:-0}" == 1 ]] || ! mcp_image_current "$root"; then
+if [[ "${MCP_SKIP_BUILD:-0}" == 1 ]]; then
+    : # the caller built (and tests) exactly this image: containers/smoke.sh
+elif [[ "${MCP_REBUILD:-0}" == 1 ]] || ! mcp_image_current "$root"; then
     printf 'run-container: building %s\n' "$MCP_SUITE_IMAGE" >&2
     mcp_build_image "$root" "$(mcp_base_image "$root")"
 fi
 
 args=(run --rm -i --log-driver none "${MCP_PROFILE[@]}")
+[[ -n "${MCP_CONTAINER_NAME:-}" ]] && args+=(--name "$MCP_CONTAINER_NAME")
 data="${MCP_SAFE_DATA_HOST_DIR:-}"
 [[ -z "$data" && -d "$root/examples/safe_data" ]] && data="$root/examples/safe_data"
 [[ -n "$data" ]] && args+=(-v "$(cd "$data" && pwd):/safe_data_dir:ro")

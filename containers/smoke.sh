@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Smoke test of the hardened container (SPEC §9, issue 5), on this machine, with no image registry:
+#
+#   containers/smoke.sh            the full test: engine tools, local base image (debootstrap, cached),
+#                                  image build, then containers/smoke_driver.py (profile probe, MCP
+#                                  over container stdio via run.sh and via the compose file, sandbox
+#                                  escapes, SIGTERM drain)
+#   containers/smoke.sh --offline  only the static check of Containerfile, compose.yaml and the run
+#                                  flags (containers/check_profile.py): no engine, no network
+#
+# Full mode needs root with podman, runc and debootstrap (CI installs them from Debian's packages:
+# see docs/operations/container.md). read_only_sql is exercised only when MCP_SQL_DSN is set (with
+# --network none, through a Unix socket directory given as MCP_PG_SOCKET_DIR); otherwise the test
+# checks that the tool is not registered.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(dirname "$here")"
+py="${PYTHON:-python3}"
+
+"$py" "$here/check_profile.py"
+[[ "${1:-}" == "--offline" ]] && exit 0
+
+export CONTAINERS_CONF="${CONTAINERS_CONF:-$here/containers.conf}"
+# shellcheck source=containers/profile.sh
+source "$here/profile.sh"
+engine="$(mcp_engine)"
+t0=$SECONDS
+say() { printf '\nsmoke: %s\n' "$*"; }
+
+say "$engine $("$engine" --version | awk '{print $NF}'), runtime $(command -v runc || echo '?')"
+
+# podman-compose from the hash-locked containers/tools.txt, in its own venv (Debian's 1.0.3 drops
+# pids_limit and ignores network_mode: none).
+tools="$root/.cache/container-tools"
+if [[ ! -x "$tools/bin/podman-compose" ]] || ! cmp -s "$here/tools.txt" "$tools/tools.txt"; then
+    say "installing podman-compose (containers/tools.txt) into .cache/container-tools"
+    rm -rf "$tools"
+    "$py" -m venv "$tools"
+    "$tools/bin/python" -m pip install --quiet --disable-pip-version-check --require-hashes \
+        --no-deps -r "$here/tools.txt"
+    cp "$here/tools.txt" "$tools/tools.txt"
+fi
+compose=("$tools/bin/podman-compose")
+[[ "$engine" == docker ]] && compose=(docker compose)
+
+say "base image"
+tb=$SECONDS
+base="$(mcp_base_image "$root")"
+say "base image: ${base:-the Containerfile default} ($((SECONDS - tb)) s)"
+
+say "building $MCP_SUITE_IMAGE"
+tb=$SECONDS
+mcp_build_image "$root" "$base" 2>&1 | grep -E '^(\[[0-9]/[0-9]\] STEP|Successfully|Error|ERROR)' |
+    cut -c1-110 || true
+"$engine" image exists "$MCP_SUITE_IMAGE"
+say "image built in $((SECONDS - tb)) s; size: $("$engine" image inspect --format '{{.Size}}' \
+    "$MCP_SUITE_IMAGE" | awk '{printf "%.1f MB (%d bytes)", $1 / 1e6, $1}'); layers: $("$engine" image \
+    inspect --format '{{len .RootFS.Layers}}' "$MCP_SUITE_IMAGE")"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/mcp-suite-smoke.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+status=0
+"$py" "$here/smoke_driver.py" --engine "$engine" --image "$MCP_SUITE_IMAGE" --work "$work" \
+    --compose "${compose[@]}" -- "${MCP_PROFILE[@]}" || status=$?
+say "total $((SECONDS - t0)) s"
+exit "$status"

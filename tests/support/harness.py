@@ -55,6 +55,7 @@ class ToolLog:
     """What the test tools did, in order (tags are chosen by the test)."""
 
     started: list[int] = field(default_factory=list)
+    start_times: dict[int, float] = field(default_factory=dict)
     finished: list[int] = field(default_factory=list)
     cancelled: list[int] = field(default_factory=list)
 
@@ -91,6 +92,7 @@ class NoResult(StrictModel):
 def _tools(log: ToolLog) -> tuple[ToolSpec, ...]:
     async def sleep(args: SleepArgs) -> SleepResult:
         log.started.append(args.tag)
+        log.start_times[args.tag] = trio.current_time()
         try:
             await trio.sleep(args.seconds)
         except trio.Cancelled:

@@ -1,0 +1,108 @@
+"""The concurrency limiter seen by a client (SPEC §5.2): 16 slots, FIFO, 5 s of waiting, 4 x 16 waiters."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from mcp_suite.settings import Settings
+from tests.support.harness import Harness, open_session
+from tests.support.wire import slug_of
+
+SETTINGS = Settings(max_concurrency=16, queue_wait_s=5, call_deadline_s=30)
+
+
+def _call_line(request_id: int, seconds: float) -> bytes:
+    message = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": "sleep", "arguments": {"seconds": seconds, "tag": request_id}},
+    }
+    return json.dumps(message).encode() + b"\n"
+
+
+async def _pipeline(h: Harness, calls: list[tuple[int, float]]) -> None:
+    """Send the calls in one write, as a client pipelining requests does."""
+    await h.send_raw(b"".join(_call_line(request_id, seconds) for request_id, seconds in calls))
+
+
+def _slug(response: dict[str, Any]) -> str:
+    result = response["result"]
+    assert result["isError"] is True, response
+    return slug_of(json.loads(result["content"][0]["text"]))
+
+
+async def test_waiters_get_slots_in_arrival_order_and_late_ones_get_concurrency_limit(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    with trio.fail_after(120):
+        async with open_session(settings=SETTINGS) as h:
+            await h.initialize()
+            start = trio.current_time()
+            # 16 holders; holder k frees its slot at t = k/4, one at a time, so each grant is visible.
+            holders = [(100 + k, k / 4) for k in range(1, 17)]
+            await _pipeline(h, holders)
+            await trio.testing.wait_all_tasks_blocked()
+            assert h.session is not None
+            assert h.session.limiter.running == 16
+            # 20 waiters arrive together (one write); each would hold its slot for 10 s.
+            await _pipeline(h, [(n, 10) for n in range(1, 21)])
+            await trio.testing.wait_all_tasks_blocked()
+            assert h.session.limiter.waiting == 20
+            assert trio.current_time() == start
+
+            responses: dict[int, dict[str, Any]] = {}
+            arrived: dict[int, float] = {}
+            for _ in range(16 + 20):
+                message = await h.recv()
+                responses[message["id"]] = message
+                arrived[message["id"]] = trio.current_time() - start
+
+            # FIFO: the k-th freed slot went to the k-th waiter in arrival order.
+            assert h.log.started[16:] == list(range(1, 17))
+            for n in range(1, 17):
+                assert h.log.start_times[n] - start == pytest.approx(n / 4)
+                assert responses[n]["result"]["structuredContent"] == {"tag": n, "slept": 10.0}
+            # The rest were still waiting after 5 s.
+            for n in range(17, 21):
+                assert _slug(responses[n]) == "concurrency-limit"
+                assert arrived[n] == pytest.approx(5)
+                assert n not in h.log.started
+            assert all(responses[k]["result"]["isError"] is False for k, _ in holders)
+            assert h.session.limiter.waiting == 0
+
+
+async def test_waiters_beyond_four_times_the_slots_are_refused_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    with trio.fail_after(120):
+        async with open_session(settings=SETTINGS) as h:
+            await h.initialize()
+            await _pipeline(h, [(100 + k, 20) for k in range(16)])
+            await trio.testing.wait_all_tasks_blocked()
+            await _pipeline(h, [(n, 1) for n in range(1, 65)])  # exactly 4 x 16 waiters
+            await trio.testing.wait_all_tasks_blocked()
+            assert h.session is not None
+            assert h.session.limiter.waiting == 64
+            start = trio.current_time()
+            await _pipeline(h, [(n, 1) for n in range(65, 70)])  # one too many, five times
+            refused = [await h.recv() for _ in range(5)]
+            assert trio.current_time() == start  # at once, not after the 5 s wait
+            assert sorted(r["id"] for r in refused) == list(range(65, 70))
+            for response in refused:
+                assert _slug(response) == "concurrency-limit"
+            assert h.session.limiter.waiting == 64
+            # The queued ones give up at t=5; the holders finish at t=20, undisturbed.
+            timed_out = [await h.recv() for _ in range(64)]
+            assert trio.current_time() - start == pytest.approx(5)
+            assert sorted(r["id"] for r in timed_out) == list(range(1, 65))
+            assert {_slug(r) for r in timed_out} == {"concurrency-limit"}
+            holders = [await h.recv() for _ in range(16)]
+            assert {r["id"] for r in holders} == set(range(100, 116))
+            assert all(r["result"]["isError"] is False for r in holders)
+            assert len(h.log.started) == 16

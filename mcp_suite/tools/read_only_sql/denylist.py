@@ -45,6 +45,7 @@ DENIED_FUNCTIONS: Final[Mapping[str, str]] = {
     "pg_cancel_backend": "it cancels other sessions' queries (the role's own need no privilege)",
     "pg_reload_conf": "it reloads the server configuration",
     "pg_rotate_logfile": "it rotates the server log",
+    "pg_rotate_logfile_old": "it rotates the server log",
     "pg_log_backend_memory_contexts": "it writes to the server log",
     "pg_promote": "it promotes a standby",
     "pg_stat_reset": "it resets server statistics",
@@ -57,6 +58,13 @@ DENIED_FUNCTIONS: Final[Mapping[str, str]] = {
     "pg_stat_reset_backend_stats": "it resets server statistics",
     "pg_nextoid": "it consumes object identifiers",
     "pg_import_system_collations": "it creates collations",
+    "pg_extension_config_dump": "it changes an extension's catalogue entry",
+    "pg_stop_making_pinned_objects": "it changes how the catalogue treats new objects",
+    "pg_clear_attribute_stats": "it changes the planner statistics other sessions rely on",
+    "pg_clear_relation_stats": "it changes the planner statistics other sessions rely on",
+    "pg_restore_attribute_stats": "it changes the planner statistics other sessions rely on",
+    "pg_restore_relation_stats": "it changes the planner statistics other sessions rely on",
+    "setseed": "it changes the session's random seed, which outlives the call on a pooled connection",
     # Settings and notifications.
     "set_config": "it changes settings (session-level changes outlive the call)",
     "pg_notify": "notifications reach other sessions",
@@ -70,6 +78,8 @@ DENIED_FUNCTIONS: Final[Mapping[str, str]] = {
     "pg_switch_wal": _WAL,
     "pg_backup_start": _WAL,
     "pg_backup_stop": _WAL,
+    "pg_start_backup": _WAL,
+    "pg_stop_backup": _WAL,
     "pg_sync_replication_slots": _WAL,
     # Sequences: nextval/setval are never rolled back.
     "nextval": "sequence increments survive the rollback",
@@ -107,6 +117,9 @@ DENIED_FUNCTIONS: Final[Mapping[str, str]] = {
     "pg_file_unlink": _SERVER_FILES,
     "pg_file_sync": _SERVER_FILES,
     "pg_logdir_ls": _SERVER_FILES,
+    "connectby": _QUERY_STRING,
+    "xpath_table": _QUERY_STRING,
+    "pg_truncate_visibility_map": "it changes a relation's visibility map",
 }
 
 # Families (lower-case prefixes). Checked after the exact names.
@@ -127,6 +140,11 @@ DENIED_PREFIXES: Final[tuple[tuple[str, str], ...]] = (
     ("pg_wal_replay", _WAL),
     ("pg_file_", _SERVER_FILES),
     ("pg_backup", _WAL),
+    ("pg_xlog", _WAL),
+    ("binary_upgrade_", "it is for pg_upgrade only and changes catalogue state"),
+    ("crosstab", _QUERY_STRING),
+    ("heap_force_", "it changes table pages directly (pg_surgery)"),
+    ("autoprewarm", "it starts background work on the server"),
 )
 
 

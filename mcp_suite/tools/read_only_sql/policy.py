@@ -20,7 +20,7 @@ from typing import Any, Final
 from pglast import parser as pg_parser
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
-from sqlglot.errors import SqlglotError
+from sqlglot.errors import ParseError
 from sqlglot.tokenizer_core import TokenType
 
 from mcp_suite.problems import InvalidArgumentsError, ProblemError, QueryViolationError, echo
@@ -35,7 +35,8 @@ SQL_MAX_CHARS: Final = 10_000
 # sqlglot recurses per parenthesis/bracket (RecursionError past a few hundred) and backtracks on
 # nested brackets (exponential time), so its own token stream is bounded before it parses.
 MAX_BRACKET_DEPTH: Final = 48  # ( [ { nesting in sqlglot's tokens
-MAX_SQUARE_DEPTH: Final = 6  # [ ] nesting (ARRAY[ARRAY[...]]): sqlglot backtracks exponentially
+MAX_SQUARE_DEPTH: Final = 4  # [ ] nesting (ARRAY[ARRAY[...]]): sqlglot backtracks exponentially
+MAX_SUBSCRIPT_CHAIN: Final = 6  # a[1][2]...: sqlglot's time grows with the square of the chain
 MAX_TREE_DEPTH: Final = 320  # depth of PostgreSQL's parse tree (JSON levels)
 SUBQUERY_ALIAS: Final = "q"
 
@@ -191,6 +192,7 @@ _PG_ALLOWED_NODES: Final = frozenset(
         "CaseWhen",
         "CoalesceExpr",
         "CollateClause",
+        "ColumnDef",
         "ColumnRef",
         "CommonTableExpr",
         "CTECycleClause",
@@ -202,6 +204,7 @@ _PG_ALLOWED_NODES: Final = frozenset(
         "Integer",
         "JoinExpr",
         "JsonAggConstructor",
+        "JsonArgument",
         "JsonArrayAgg",
         "JsonArrayConstructor",
         "JsonArrayQueryConstructor",
@@ -373,23 +376,20 @@ def _check_postgres_limit(select: dict[str, Any], limit: int, cap: int) -> None:
 
 
 def _parse_sqlglot(sql: str) -> exp.Expr:
+    """sqlglot's single statement, or a problem. Anything sqlglot cannot read fails closed."""
     try:
         tokens = _DIALECT.tokenize(sql)
-    except SqlglotError:
-        raise _invalid(
-            "The query could not be read (an unterminated string, quoted name or comment?).",
-            "syntax",
-        ) from None
+    except Exception:  # noqa: BLE001  # any tokenizer failure on caller text refuses (fail closed)
+        raise _unsupported("") from None
     _check_token_depth(tokens)
     try:
         statements = _DIALECT.parser().parse(tokens, sql)
-    except SqlglotError as error:
-        raise _invalid(
-            "The query could not be parsed"
-            + (f": {echo(str(error).splitlines()[0], 160)}" if str(error) else "")
-            + f". {_FIX_ONE_SELECT}.",
-            "syntax",
-        ) from None
+    except ParseError as error:
+        raise _unsupported(_parse_error_place(error)) from None
+    except RecursionError:
+        raise
+    except Exception:  # noqa: BLE001  # a parser bug on caller text refuses (fail closed)
+        raise _unsupported("") from None
     real = [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
     if len(real) != 1:
         # PostgreSQL counted exactly one statement; a disagreement refuses (fail closed).
@@ -401,24 +401,49 @@ def _parse_sqlglot(sql: str) -> exp.Expr:
     return real[0]
 
 
+def _unsupported(place: str) -> InvalidArgumentsError:
+    return _invalid(
+        f"The query uses syntax the validator does not support{place}. Rewrite that part in "
+        "plain PostgreSQL SELECT syntax (for example: a function call instead of special syntax; VALUES with ORDER BY as SELECT * FROM (VALUES ...) AS v(x) ORDER BY x).",
+        "unsupported-syntax",
+    )
+
+
+def _parse_error_place(error: ParseError) -> str:
+    """' (near line L, column C: "text")' from sqlglot's structured error, without its escapes."""
+    first = error.errors[0] if error.errors else {}
+    line, col, near = first.get("line"), first.get("col"), first.get("highlight")
+    if not isinstance(line, int) or not isinstance(col, int):
+        return ""
+    shown = f': "{echo(near, 40)}"' if isinstance(near, str) and near.isprintable() else ""
+    return f" (near line {line}, column {col}{shown})"
+
+
 _OPEN: Final = frozenset({TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE})
 _CLOSE: Final = frozenset({TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE})
 
 
 def _check_token_depth(tokens: list[Any]) -> None:
-    depth = square = 0
+    """Bound what makes sqlglot recurse or backtrack, before it parses (SPEC §6.1 step 2: no deep
+    nesting may reach Python's recursion limit; and no text may buy exponential parse time)."""
+    depth = square = chain = 0
+    previous = None
     for token in tokens:
         kind = token.token_type
         if kind in _OPEN:
             depth += 1
             if kind is TokenType.L_BRACKET:
                 square += 1
-            if depth > MAX_BRACKET_DEPTH or square > MAX_SQUARE_DEPTH:
+                chain = chain + 1 if previous is TokenType.R_BRACKET else 1
+                if square > MAX_SQUARE_DEPTH or chain > MAX_SUBSCRIPT_CHAIN:
+                    raise _too_deep()
+            if depth > MAX_BRACKET_DEPTH:
                 raise _too_deep()
         elif kind in _CLOSE:
             depth -= 1
             if kind is TokenType.R_BRACKET:
                 square -= 1
+        previous = kind
 
 
 # sqlglot expression classes refused anywhere (fail closed on what sqlglot models as statements).
@@ -578,9 +603,11 @@ def _apply_limit(tree: exp.Expr, cap: int) -> tuple[exp.Expr, int]:
 def _generate(tree: exp.Expr) -> str:
     try:
         return tree.sql(dialect=_DIALECT, comments=False, normalize_functions=False)
-    except SqlglotError:
+    except RecursionError:
+        raise
+    except Exception:  # noqa: BLE001  # a generator failure on caller text refuses (fail closed)
         raise _invalid(
             f"The query uses syntax the validator cannot reproduce safely. {_FIX_ONE_SELECT} "
             "in plain PostgreSQL syntax.",
-            "generate",
+            "unsupported-syntax",
         ) from None

@@ -404,7 +404,8 @@ def _parse_sqlglot(sql: str) -> exp.Expr:
 def _unsupported(place: str) -> InvalidArgumentsError:
     return _invalid(
         f"The query uses syntax the validator does not support{place}. Rewrite that part in "
-        "plain PostgreSQL SELECT syntax (for example: a function call instead of special syntax; VALUES with ORDER BY as SELECT * FROM (VALUES ...) AS v(x) ORDER BY x).",
+        "plain PostgreSQL syntax: a function call instead of special syntax, or VALUES with "
+        "ORDER BY / LIMIT wrapped in a subquery (FROM (VALUES ...) AS v(x)).",
         "unsupported-syntax",
     )
 

@@ -1,0 +1,224 @@
+"""The wire contract through a whole session: the guard's codes, the error table, tools/list, ASCII output.
+
+Every line read here has also passed `check_line` (tests/support/wire.py): ASCII-only JSON on one line,
+problem documents with every member, and an error code the mapping table allows for the problem type.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema  # type: ignore[import-untyped]  # the locked dev set has no jsonschema stubs
+import pytest
+import trio
+
+from mcp_suite.problems import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    WIRE_CODES,
+)
+from mcp_suite.settings import MAX_FRAME_BYTES
+from tests.support.harness import TRANSPORTS, Harness, Transport, open_session
+from tests.support.wire import slug_of
+
+_DEEP = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":' + b'{"a":' * 70 + b"1" + b"}" * 70 + b"}"
+
+# (line, code, id the answer must carry)
+GUARD_CASES: list[tuple[bytes, int, Any]] = [
+    (b"{not json", PARSE_ERROR, None),
+    (b'{"jsonrpc":"2.0","id":1,"method":"ping"', PARSE_ERROR, None),
+    (b'\xef\xbb\xbf{"jsonrpc":"2.0","id":1,"method":"ping"}', PARSE_ERROR, None),
+    (b'{"jsonrpc":"2.0","id":1,"method":"p\xffing"}', PARSE_ERROR, None),
+    (b'{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}', PARSE_ERROR, None),
+    (b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":NaN}}', PARSE_ERROR, None),
+    (b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":-Infinity}}', PARSE_ERROR, None),
+    (_DEEP, PARSE_ERROR, None),
+    (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', INVALID_REQUEST, None),
+    (b"[]", INVALID_REQUEST, None),
+    (b"42", INVALID_REQUEST, None),
+    (b'{"jsonrpc":"1.0","id":3,"method":"ping"}', INVALID_REQUEST, 3),
+    (b'{"id":"s","method":"ping"}', INVALID_REQUEST, "s"),
+    (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', INVALID_REQUEST, None),
+    (b'{"jsonrpc":"2.0","id":true,"method":"ping"}', INVALID_REQUEST, None),
+    (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', INVALID_REQUEST, None),
+    (b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', INVALID_REQUEST, None),
+    (b'{"jsonrpc":"2.0","id":4,"method":""}', INVALID_REQUEST, 4),
+    (b'{"jsonrpc":"2.0","id":5,"method":7}', INVALID_REQUEST, 5),
+    (b'{"jsonrpc":"2.0","id":6,"method":"ping","params":[1]}', INVALID_REQUEST, 6),
+    (b'{"jsonrpc":"2.0","id":7}', INVALID_REQUEST, 7),
+    (b'{"jsonrpc":"2.0","id":8,"method":"no/such"}', METHOD_NOT_FOUND, 8),
+    (b'{"jsonrpc":"2.0","id":9,"method":"p\\u00efng\\u2028"}', METHOD_NOT_FOUND, 9),
+]
+
+
+@pytest.mark.parametrize(("line", "code", "answer_id"), GUARD_CASES)
+async def test_malformed_lines_get_the_right_code_and_the_session_goes_on(
+    line: bytes, code: int, answer_id: Any
+) -> None:
+    with trio.fail_after(10):
+        async with open_session() as h:
+            await h.initialize()
+            await h.send_raw(line + b"\n")
+            response = await h.recv()
+            assert response["error"]["code"] == code
+            assert response["id"] == answer_id
+            assert type(response["id"]) is type(answer_id)
+            assert (await h.request("ping"))["result"] == {}
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_oversized_line_is_dropped_while_streaming_and_the_next_line_is_served(
+    transport: Transport,
+) -> None:
+    # The one-byte transport would take minutes for a megabyte: it gets a short limit instead.
+    from mcp_suite.settings import Settings
+
+    limit = 4_096 if transport == "onebyte" else MAX_FRAME_BYTES
+    settings = Settings(max_frame_bytes=limit)
+    with trio.fail_after(60):
+        async with open_session(transport=transport, settings=settings) as h:
+            await h.initialize()
+            await h.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"')
+            sent = 0
+            chunk = b"y" * min(65_536, limit)
+            while sent <= 2 * limit:
+                await h.send_raw(chunk)
+                sent += len(chunk)
+            await h.send_raw(b'"}}\n{"jsonrpc":"2.0","id":"next","method":"ping"}\n')
+            refused = await h.recv()
+            assert refused["id"] is None
+            assert refused["error"]["code"] == INVALID_REQUEST
+            data = refused["error"]["data"]
+            assert slug_of(data) == "invalid-request"
+            assert data["max_frame_bytes"] == limit  # SPEC §3.1
+            assert (await h.recv()) == {"jsonrpc": "2.0", "id": "next", "result": {}}
+
+
+async def test_a_line_of_exactly_the_limit_is_served() -> None:
+    with trio.fail_after(30):
+        async with open_session() as h:
+            await h.initialize()
+            head = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"'
+            tail = b'"}}'
+            line = head + b"z" * (MAX_FRAME_BYTES - len(head) - len(tail)) + tail
+            assert len(line) == MAX_FRAME_BYTES
+            await h.send_raw(line + b"\r\n")
+            assert (await h.recv()) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
+async def _provoke_every_error(h: Harness) -> list[dict[str, Any]]:
+    """One of each kind of JSON-RPC error the server can send, in one session."""
+    errors = []
+    for line in (
+        b"{oops",  # -32700
+        b'{"jsonrpc":"2.0","id":"nx","method":"nope"}',  # -32601
+        b'{"jsonrpc":"2.0","id":"early","method":"tools/list"}',  # -32600 session-not-initialized
+    ):
+        await h.send_raw(line + b"\n")
+        errors.append(await h.recv())
+    await h.initialize()
+    for line in (
+        b"[1]",  # -32600 invalid-request (batch)
+        b'{"jsonrpc":"2.0","id":"init","method":"initialize","params":{}}',  # -32600 second initialize
+        b'{"jsonrpc":"2.0","id":"tool","method":"tools/call","params":{"name":"nope"}}',  # -32602
+        b'{"jsonrpc":"2.0","id":"cur","method":"tools/list","params":{"cursor":"abc"}}',  # -32602
+        b'{"jsonrpc":"2.0","id":"boom","method":"tools/call","params":{"name":"boom"}}',  # -32603
+    ):
+        await h.send_raw(line + b"\n")
+        errors.append(await h.recv())
+    return errors
+
+
+async def test_every_entry_of_the_error_table_is_seen_on_the_wire_and_agrees_with_it() -> None:
+    with trio.fail_after(10):
+        async with open_session() as h:
+            errors = await _provoke_every_error(h)
+    seen = {(slug_of(e["error"]["data"]), e["error"]["code"]) for e in errors}
+    table = {(slug, code) for slug, codes in WIRE_CODES.items() for code in codes}
+    # check_line already proved seen <= table; this proves the table has no entry the server never uses.
+    assert seen == table
+    assert {e["error"]["code"] for e in errors} == {
+        PARSE_ERROR,
+        INVALID_REQUEST,
+        METHOD_NOT_FOUND,
+        INVALID_PARAMS,
+        INTERNAL_ERROR,
+    }
+
+
+async def test_every_response_line_is_ascii_even_for_non_ascii_input() -> None:
+    text = "caf\u00e9 \u2028 \u2029 \U0001f600 \u05d0 \u0000?"
+    with trio.fail_after(10):
+        async with open_session() as h:
+            await h.initialize()
+            await h.send_raw(
+                json.dumps({"jsonrpc": "2.0", "id": "\u00e9\u2028", "method": "ping"}).encode() + b"\n"
+            )
+            line = await h.recv_line()
+            assert line is not None
+            assert line == b'{"jsonrpc":"2.0","id":"\\u00e9\\u2028","result":{}}\n'
+            await h.call("echo", {"text": text.replace("\u0000", "")}, request_id=2)
+            echoed = await h.response(2)
+            assert echoed["result"]["structuredContent"]["text"] == text.replace("\u0000", "")
+            # A refused argument echoes (escaped) caller input in the detail.
+            await h.call("echo", {"text": text}, request_id=3)
+            refused = json.loads((await h.response(3))["result"]["content"][0]["text"])
+            assert slug_of(refused) == "validation-error"
+
+
+def _walk(node: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            found.append(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+async def test_tools_list_follows_the_schema_rules() -> None:
+    with trio.fail_after(20):
+        async with open_session(builtins=True) as h:
+            await h.initialize()
+            listed = (await h.request("tools/list"))["result"]
+            assert set(listed) == {"tools"}  # one page: no nextCursor
+            same = (await h.request("tools/list", {"cursor": ""}))["result"]
+            assert same == listed
+            bad = await h.request("tools/list", {"cursor": "page-2"})
+            assert bad["error"]["code"] == INVALID_PARAMS
+
+    tools = listed["tools"]
+    assert {tool["name"] for tool in tools} >= {"system_metrics", "sleep", "echo"}
+    for tool in tools:
+        assert isinstance(tool["title"], str)
+        assert tool["title"]
+        assert isinstance(tool["description"], str)
+        assert tool["description"]
+        assert tool["annotations"] == {
+            "title": tool["title"],
+            "readOnlyHint": True,
+            "destructiveHint": False,
+            "idempotentHint": True,
+            "openWorldHint": False,
+        }
+        for key in ("inputSchema", "outputSchema"):
+            schema = tool[key]
+            assert schema["type"] == "object", (tool["name"], key)
+            jsonschema.Draft202012Validator.check_schema(schema)
+            for node in _walk(schema):
+                assert "$schema" not in node, (tool["name"], key)
+                types = node.get("type")
+                if types == "array" or (isinstance(types, list) and "array" in types):
+                    assert "items" in node, (tool["name"], key, node)
+        # Unknown keys are refused (extra="forbid" is advertised too).
+        assert tool["inputSchema"].get("additionalProperties") is False, tool["name"]
+    # The fixed-length tuple argument (prefixItems only, by default) got its `items`.
+    echo = next(tool for tool in tools if tool["name"] == "echo")
+    assert "pair" in echo["inputSchema"]["properties"]

@@ -59,6 +59,9 @@ class Settings(BaseModel):
     sql_cancel_grace_s: Annotated[float, Field(gt=0, le=60)] = 5.0
     # The schema resource lists at most this many tables (then says `truncated`).
     sql_schema_max_tables: Annotated[int, Field(ge=1, le=100_000)] = 500
+    # How long a call waits for a pooled connection before it connects directly (the pool
+    # reconnects with back-off after an outage; the call should not wait for that).
+    sql_pool_wait_s: Annotated[float, Field(gt=0, le=60)] = 1.0
 
     # --- files ---------------------------------------------------------------------------------
     fs_max_bytes: Annotated[int, Field(ge=1, le=16_777_216)] = 1_048_576
@@ -177,6 +180,7 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "SQL_POLICY_CACHE_SIZE": ("sql_policy_cache_size", _parse_int),
     "SQL_CANCEL_GRACE_S": ("sql_cancel_grace_s", _parse_float),
     "SQL_SCHEMA_MAX_TABLES": ("sql_schema_max_tables", _parse_int),
+    "SQL_POOL_WAIT_S": ("sql_pool_wait_s", _parse_float),
     "FS_MAX_BYTES": ("fs_max_bytes", _parse_int),
     "FS_ALLOW_HARD_LINKS": ("fs_allow_hard_links", _parse_bool),
     "MAX_CONCURRENCY": ("max_concurrency", _parse_int),

@@ -135,6 +135,9 @@ def _free_port() -> int:
 
 def _port_is_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # As PostgreSQL binds: SO_REUSEADDR, so our own connections in TIME_WAIT after a stop do
+        # not move the cluster to another port on restart.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((HOST, port))
         except OSError:

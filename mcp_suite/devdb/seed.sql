@@ -32,6 +32,8 @@ RESET ROLE;
 -- The reader: USAGE on docs, SELECT on docs.pages only (not docs.editors).
 GRANT USAGE ON SCHEMA docs TO mcp_reader;
 GRANT SELECT ON docs.pages TO mcp_reader;
+-- Server-side default for every session of the reader (the MCP server also asks for it).
+ALTER ROLE mcp_reader IN DATABASE mcp_demo SET default_transaction_read_only = on;
 
 -- Defence in depth beyond SPEC §8 (see docs/tools/postgres-role-guide.sql): large objects are the
 -- one write a plain role may make by default, so PUBLIC loses EXECUTE on the functions that create,

@@ -38,6 +38,7 @@ from mcp_suite.tools.read_only_sql.convert import json_size, register_loaders, t
 
 __all__ = [
     "CURSOR_NAME",
+    "CallCancelledError",
     "CallTicket",
     "Column",
     "DatabaseUnavailableError",
@@ -137,7 +138,7 @@ class CallTicket:
             self._conn = None
 
 
-class _CallCancelledError(Exception):
+class CallCancelledError(Exception):
     """The call was cancelled before it reached the database (its result is discarded)."""
 
 
@@ -164,9 +165,12 @@ def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemErro
         return ExecutionTimeoutError(
             "The query waited too long for a lock held by another session.", metadata=meta
         )
-    if state == "25006":
+    if state[:2] == "25":
+        # 25006 read_only_sql_transaction (SPEC), and the rest of class 25 (for example 25001 from
+        # set_config('transaction_read_only', 'off', ...)): the query tried to change the
+        # transaction it runs in, which is the caller's doing, not a server failure.
         return QueryViolationError(
-            "The database refused a write inside the read-only transaction: " + message,
+            "The database refused this inside the read-only transaction: " + message,
             metadata=meta,
         )
     if state == "42501":
@@ -213,6 +217,7 @@ class Executor:
 
     def __init__(self, settings: Settings, dsn: str) -> None:
         self._settings = settings
+        self._dsn = dsn
         self._timeout_ms = settings.sql_statement_timeout_ms
         self._max_bytes = settings.sql_max_result_bytes
         self._type_names: dict[int, str] = {}
@@ -222,21 +227,24 @@ class Executor:
         self._refusal: str | None = None
         self.round_trips = 0  # network exchanges made by calls (read by tests and the benchmark)
         self._set_timeout = f"SET LOCAL statement_timeout = {int(self._timeout_ms)}".encode()
+        self._kwargs: dict[str, Any] = {
+            "autocommit": True,  # we send BEGIN READ ONLY ourselves, in the pipeline
+            "prepare_threshold": None,  # no server-side prepared statements build up
+            "options": _session_options(dsn, settings),
+            "connect_timeout": max(1, math.ceil(settings.sql_connect_timeout_s)),
+            "application_name": "mcp-suite",
+        }
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             dsn,
-            kwargs={
-                "autocommit": True,  # we send BEGIN READ ONLY ourselves, in the pipeline
-                "prepare_threshold": None,  # no server-side prepared statements build up
-                "options": _session_options(dsn, settings),
-                "connect_timeout": max(1, math.ceil(settings.sql_connect_timeout_s)),
-                "application_name": "mcp-suite",
-            },
+            kwargs=self._kwargs,
             min_size=settings.sql_pool_min_size,
             max_size=settings.sql_pool_max_size,
             open=False,
             configure=self._configure,
             timeout=settings.sql_connect_timeout_s,
             max_waiting=4 * settings.sql_pool_max_size,
+            # A failing background attempt gives up soon; the next call starts a fresh one.
+            reconnect_timeout=max(1.0, 2 * settings.sql_connect_timeout_s),
             name="mcp-suite-sql",
         )
 
@@ -284,7 +292,7 @@ class Executor:
     # --- one call ------------------------------------------------------------------------------
     def run(self, sql: str, *, max_rows: int, ticket: CallTicket) -> QueryResult:
         """Run one vetted query; blocking. Raises a ProblemError, DatabaseUnavailableError, or
-        `_CallCancelledError` when the ticket was cancelled before the query started.
+        `CallCancelledError` when the ticket was cancelled before the query started.
 
         Cancellation: `ticket.cancel()` from another thread stops the query in PostgreSQL; the
         connection is rolled back and reset before it returns to the pool.
@@ -296,28 +304,46 @@ class Executor:
         )
 
     def _with_connection(self, ticket: CallTicket, work: Callable[[psycopg.Connection[Any]], T]) -> T:
-        # A connection found broken (the server restarted since it was last used) is replaced and
-        # the call retried once: every statement we run is read-only and rolled back.
+        # A connection found broken (the server restarted since it was last used) makes us check
+        # the whole pool and retry the call once: every statement we run is read-only and rolled
+        # back. When the pool has no connection to give (it reconnects with back-off after an
+        # outage), one direct connection serves the call, so recovery does not wait for the pool.
         for attempt in (1, 2):
             if ticket.cancelled:
-                raise _CallCancelledError
+                raise CallCancelledError
             try:
-                with self._pool.connection() as conn:
+                with self._pool.connection(timeout=self._settings.sql_pool_wait_s) as conn:
                     self._ensure_audited(conn)
                     try:
                         return work(conn)
                     except psycopg.OperationalError:
-                        if conn.broken and attempt == 1 and not ticket.cancelled:
-                            log.warning("database connection lost; retrying the call once")
-                            continue
-                        raise
+                        if not (conn.broken and attempt == 1 and not ticket.cancelled):
+                            raise
+                log.warning("a database connection was lost; checking the pool, retrying once")
+                self._pool.check()
             except PoolTimeout:
-                raise DatabaseUnavailableError("no database connection became available in time") from None
+                return self._with_direct_connection(work)
             except psycopg.OperationalError as exc:
                 if exc.sqlstate and problem_from_sqlstate(exc, timeout_ms=self._timeout_ms):
                     raise
                 raise DatabaseUnavailableError("the database connection failed") from exc
-        raise DatabaseUnavailableError("the database connection failed twice")  # pragma: no cover
+        raise DatabaseUnavailableError("the database connection failed twice")
+
+    def _with_direct_connection(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        try:
+            conn = psycopg.Connection.connect(self._dsn, **self._kwargs)
+        except psycopg.OperationalError:
+            raise DatabaseUnavailableError("the database cannot be reached") from None
+        try:
+            self._configure(conn)
+            self._ensure_audited(conn)
+            return work(conn)
+        except psycopg.OperationalError as exc:
+            if exc.sqlstate and problem_from_sqlstate(exc, timeout_ms=self._timeout_ms):
+                raise
+            raise DatabaseUnavailableError("the database connection failed") from exc
+        finally:
+            conn.close()
 
     def _run_on(
         self, conn: psycopg.Connection[Any], sql: str, *, max_rows: int, ticket: CallTicket
@@ -325,7 +351,7 @@ class Executor:
         if conn.info.transaction_status != _IDLE:  # never expected: the pool returns clean ones
             self._exchange(conn, b"ROLLBACK")
         if not ticket.attach(conn):
-            raise _CallCancelledError
+            raise CallCancelledError
         fetch = f'FETCH FORWARD {int(max_rows) + 1} FROM "{CURSOR_NAME}"'.encode()
         declare = f'DECLARE "{CURSOR_NAME}" NO SCROLL CURSOR FOR {sql}'
         cur = conn.cursor()
@@ -427,7 +453,7 @@ class Executor:
 
         def work(conn: psycopg.Connection[Any]) -> dict[str, Any]:
             if not ticket.attach(conn):
-                raise _CallCancelledError
+                raise CallCancelledError
             try:
                 with conn.transaction():
                     conn.execute(b"SET TRANSACTION READ ONLY")

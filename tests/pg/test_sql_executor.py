@@ -1,0 +1,276 @@
+"""The executor against a real PostgreSQL (policy bypassed): values, limits, errors, clean sessions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+
+from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.problems import (
+    AccessDeniedError,
+    ExecutionTimeoutError,
+    InvalidArgumentsError,
+    ProblemError,
+    QueryViolationError,
+    ResultTooLargeError,
+)
+from mcp_suite.tools.read_only_sql.executor import (
+    CallCancelledError,
+    CallTicket,
+    DatabaseUnavailableError,
+    Executor,
+)
+from tests.pg.conftest import ENUM_TYPE, WRITE_FUNCTION, open_executor
+
+pytestmark = pytest.mark.pg
+
+
+def one_value(executor: Executor, expression: str) -> tuple[str, Any]:
+    result = executor.run(f"SELECT {expression} AS v", max_rows=5, ticket=CallTicket())
+    assert [c.name for c in result.columns] == ["v"]
+    assert len(result.rows) == 1
+    return result.columns[0].type, result.rows[0][0]
+
+
+# (expression, PostgreSQL type name, JSON value)
+VALUES: list[tuple[str, str, Any]] = [
+    ("(-32768)::int2", "smallint", -32768),
+    ("2147483647::int4", "integer", 2147483647),
+    ("9223372036854775807::int8", "bigint", 9223372036854775807),
+    ("12.50::numeric", "numeric", "12.50"),
+    ("'NaN'::numeric", "numeric", "NaN"),
+    ("'Infinity'::numeric", "numeric", "Infinity"),
+    ("1.5::float8", "double precision", 1.5),
+    ("0.1::float4", "real", 0.1),
+    ("'Infinity'::float8", "double precision", "Infinity"),
+    ("'-Infinity'::float8", "double precision", "-Infinity"),
+    ("'NaN'::float4", "real", "NaN"),
+    ("true", "boolean", True),
+    ("false", "boolean", False),
+    ("'héllo, \"wörld\"'::text", "text", 'héllo, "wörld"'),
+    ("'ab'::varchar(5)", "character varying", "ab"),
+    ("'\\x00ff10'::bytea", "bytea", "\\x00ff10"),
+    ("'2024-02-29'::date", "date", "2024-02-29"),
+    ("'infinity'::date", "date", "infinity"),
+    ("'13:45:10.5'::time", "time without time zone", "13:45:10.5"),
+    ("'13:45:10+05:30'::timetz", "time with time zone", "13:45:10+05:30"),
+    ("'13:45:10+02'::timetz", "time with time zone", "13:45:10+02:00"),
+    ("'2024-02-29 13:45:10.25'::timestamp", "timestamp without time zone", "2024-02-29T13:45:10.25"),
+    ("'0044-03-15 12:00 BC'::timestamp", "timestamp without time zone", "0044-03-15 12:00:00 BC"),
+    ("'2024-02-29 13:45:10+02'::timestamptz", "timestamp with time zone", "2024-02-29T11:45:10+00:00"),
+    ("'-infinity'::timestamptz", "timestamp with time zone", "-infinity"),
+    ("'1 day 02:03:04'::interval", "interval", "1 day 02:03:04"),
+    ("'P1Y2M'::interval", "interval", "1 year 2 mons"),
+    ("'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid", "uuid", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
+    ("'192.168.0.1/24'::inet", "inet", "192.168.0.1/24"),
+    ("'10.0.0.0/8'::cidr", "cidr", "10.0.0.0/8"),
+    ("'::1'::inet", "inet", "::1"),
+    ('\'{"a": [1, 2.5, null, "x"]}\'::json', "json", {"a": [1, 2.5, None, "x"]}),
+    ('\'{"b": {"c": true}}\'::jsonb', "jsonb", {"b": {"c": True}}),
+    ("'[1e400]'::json", "json", ["1e400"]),
+    ("'\"just a string\"'::jsonb", "jsonb", "just a string"),
+    ("ARRAY[1, 2, NULL]::int4[]", "integer[]", [1, 2, None]),
+    ("ARRAY[[1, 2], [3, 4]]", "integer[]", [[1, 2], [3, 4]]),
+    ("ARRAY['a,b', 'c\"d']", "text[]", ["a,b", 'c"d']),
+    ("ARRAY[1.5, 2]::numeric[]", "numeric[]", ["1.5", "2"]),
+    ("ARRAY['Infinity']::float8[]", "double precision[]", ["Infinity"]),
+    (
+        "ARRAY['2024-01-01 10:00+02']::timestamptz[]",
+        "timestamp with time zone[]",
+        ["2024-01-01T08:00:00+00:00"],
+    ),
+    ("ARRAY['{\"k\": 1}']::jsonb[]", "jsonb[]", [{"k": 1}]),
+    ("int4range(1, 5)", "int4range", "[1,5)"),
+    ("numrange(1.5, 2.5, '[]')", "numrange", "[1.5,2.5]"),
+    ("daterange('2024-01-01', '2024-02-01')", "daterange", "[2024-01-01,2024-02-01)"),
+    ("tstzrange('2024-01-01 00:00+00', NULL)", "tstzrange", '["2024-01-01 00:00:00+00",)'),
+    ("'{[1,3), [5,7)}'::int4multirange", "int4multirange", "{[1,3),[5,7)}"),
+    (f"'ok'::{ENUM_TYPE}", "mcp_test_mood", "ok"),
+    ("NULL::integer", "integer", None),
+    ("NULL", "text", None),
+    ("ROW(1, 'a')", "record", "(1,a)"),
+    ("'(1,2)'::point", "point", "(1,2)"),
+    ("12.34::money", "money", "$12.34"),
+]
+
+
+@pytest.mark.parametrize(("expression", "type_name", "expected"), VALUES, ids=[v[0] for v in VALUES])
+def test_postgres_values_become_json(
+    reader_executor: Executor, expression: str, type_name: str, expected: Any
+) -> None:
+    assert one_value(reader_executor, expression) == (type_name, expected)
+
+
+def test_json_nested_deeper_than_the_limit_stays_text(reader_executor: Executor) -> None:
+    deep = "[" * 100 + "]" * 100
+    assert one_value(reader_executor, f"'{deep}'::jsonb") == ("jsonb", deep)
+    shallow = "[" * 10 + "]" * 10
+    _, value = one_value(reader_executor, f"'{shallow}'::jsonb")
+    assert isinstance(value, list)
+
+
+def test_max_rows_plus_one_tells_truncation(reader_executor: Executor) -> None:
+    sql = "SELECT n FROM generate_series(1, 10) AS n"
+    cut = reader_executor.run(sql, max_rows=3, ticket=CallTicket())
+    assert (cut.rows, cut.truncated) == ([[1], [2], [3]], True)
+    whole = reader_executor.run(sql, max_rows=10, ticket=CallTicket())
+    assert (len(whole.rows), whole.truncated) == (10, False)
+
+
+def test_demo_pages_come_back_with_their_columns(reader_executor: Executor) -> None:
+    result = reader_executor.run(
+        "SELECT slug, section, words FROM docs.pages ORDER BY slug LIMIT 6",
+        max_rows=5,
+        ticket=CallTicket(),
+    )
+    assert [(c.name, c.type) for c in result.columns] == [
+        ("slug", "text"),
+        ("section", "text"),
+        ("words", "integer"),
+    ]
+    assert result.rows[0] == ["page-01", "reference", 225]
+    assert result.truncated
+
+
+def test_a_huge_value_is_result_too_large_with_a_hint(reader_executor: Executor) -> None:
+    with pytest.raises(ResultTooLargeError) as caught:
+        reader_executor.run("SELECT repeat('x', 300000)", max_rows=5, ticket=CallTicket())
+    assert "fewer or shorter" in caught.value.detail
+    assert caught.value.metadata == {"max_result_bytes": 200_000}
+
+
+def test_many_medium_rows_add_up_to_result_too_large(reader_executor: Executor) -> None:
+    sql = "SELECT repeat('y', 2000) FROM generate_series(1, 150)"
+    with pytest.raises(ResultTooLargeError):
+        reader_executor.run(sql, max_rows=200, ticket=CallTicket())
+    assert len(reader_executor.run(sql, max_rows=50, ticket=CallTicket()).rows) == 50
+
+
+# (sql, problem class, sqlstate)
+ERRORS: list[tuple[str, type[ProblemError], str]] = [
+    ("SELECT 1/0", InvalidArgumentsError, "22012"),
+    ("SELECT 'abc'::integer", InvalidArgumentsError, "22P02"),
+    ("SELECT * FROM docs.nope", InvalidArgumentsError, "42P01"),
+    ("SELEC 1", InvalidArgumentsError, "42601"),
+    ("SELECT (SELECT n FROM generate_series(1, 2) AS n)", InvalidArgumentsError, "21000"),
+    ("SELECT repeat('x', 2000000000)", InvalidArgumentsError, "54000"),
+    ("WITH d AS (DELETE FROM docs.pages RETURNING 1) SELECT * FROM d", InvalidArgumentsError, "0A000"),
+    ("SELECT * FROM docs.editors", AccessDeniedError, "42501"),
+    ("SELECT pg_read_file('/etc/passwd')", AccessDeniedError, "42501"),
+    (f"SELECT {WRITE_FUNCTION}()", QueryViolationError, "25006"),
+    ("SELECT set_config('transaction_read_only', 'off', false)", QueryViolationError, "25001"),
+]
+
+
+@pytest.mark.parametrize(("sql", "problem", "sqlstate"), ERRORS, ids=[e[0] for e in ERRORS])
+def test_sqlstates_map_to_problems(
+    reader_executor: Executor, sql: str, problem: type[ProblemError], sqlstate: str
+) -> None:
+    with pytest.raises(problem) as caught:
+        reader_executor.run(sql, max_rows=5, ticket=CallTicket())
+    assert caught.value.metadata["sqlstate"] == sqlstate
+    assert "Traceback" not in caught.value.detail
+    assert len(caught.value.detail) <= 512
+    # The connection is clean afterwards: the next call on the same pool works.
+    assert reader_executor.run("SELECT 1", max_rows=1, ticket=CallTicket()).rows == [[1]]
+
+
+def test_statement_timeout_is_execution_timeout(demo_cluster: Cluster) -> None:
+    executor = open_executor(demo_cluster.reader_dsn, sql_statement_timeout_ms=200)
+    try:
+        with pytest.raises(ExecutionTimeoutError) as caught:
+            executor.run("SELECT pg_sleep(5)", max_rows=1, ticket=CallTicket())
+        assert caught.value.metadata == {"sqlstate": "57014", "statement_timeout_ms": 200}
+        assert executor.run("SELECT 2", max_rows=1, ticket=CallTicket()).rows == [[2]]
+    finally:
+        executor.close()
+
+
+def test_a_successful_call_is_one_round_trip(reader_executor: Executor) -> None:
+    sql = "SELECT section, count(*) FROM docs.pages GROUP BY section ORDER BY 1"
+    reader_executor.run(sql, max_rows=50, ticket=CallTicket())  # warm: pool connection exists
+    before = reader_executor.round_trips
+    result = reader_executor.run(sql, max_rows=50, ticket=CallTicket())
+    assert reader_executor.round_trips - before == 1
+    assert result.rows == [["changelog", 10], ["guides", 10], ["reference", 10]]
+
+
+def test_every_call_runs_in_a_read_only_transaction_with_a_local_timeout(
+    reader_executor: Executor,
+) -> None:
+    result = reader_executor.run(
+        "SELECT current_setting('transaction_read_only'), current_setting('statement_timeout'),"
+        " now() = statement_timestamp()",
+        max_rows=1,
+        ticket=CallTicket(),
+    )
+    assert result.rows == [["on", "10s", False]]
+
+
+def test_session_state_does_not_survive_into_the_next_call(
+    reader_executor: Executor, admin: psycopg.Connection[Any]
+) -> None:
+    run = reader_executor.run
+    pid = run("SELECT pg_backend_pid()", max_rows=1, ticket=CallTicket()).rows[0][0]
+    run("SELECT pg_advisory_lock(4242)", max_rows=1, ticket=CallTicket())
+    run("SELECT set_config('search_path', 'evil', false)", max_rows=1, ticket=CallTicket())
+    run(
+        "SELECT set_config('default_transaction_read_only', 'off', false)",
+        max_rows=1,
+        ticket=CallTicket(),
+    )
+    locks = admin.execute(
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = %s", (pid,)
+    ).fetchone()
+    assert locks == (0,)
+    after = run(
+        "SELECT pg_backend_pid(), current_setting('search_path'),"
+        " current_setting('default_transaction_read_only')",
+        max_rows=1,
+        ticket=CallTicket(),
+    )
+    assert after.rows == [[pid, '"$user", public', "on"]]
+
+
+def test_a_cancelled_ticket_never_reaches_the_database(reader_executor: Executor) -> None:
+    ticket = CallTicket()
+    ticket.cancel()
+    before = reader_executor.round_trips
+    with pytest.raises(CallCancelledError):
+        reader_executor.run("SELECT 1", max_rows=1, ticket=ticket)
+    assert reader_executor.round_trips == before
+
+
+def test_database_down_at_start_fails_fast_then_recovers(demo_cluster: Cluster) -> None:
+    demo_cluster.stop()
+    try:
+        executor = open_executor(demo_cluster.reader_dsn, sql_connect_timeout_s=1.0)
+        with pytest.raises(DatabaseUnavailableError):
+            executor.run("SELECT 1", max_rows=1, ticket=CallTicket())
+    finally:
+        demo_cluster.start()
+    try:
+        assert executor.run("SELECT 1", max_rows=1, ticket=CallTicket()).rows == [[1]]
+    finally:
+        executor.close()
+
+
+def test_a_restart_mid_session_fails_the_affected_calls_then_recovers(
+    demo_cluster: Cluster,
+) -> None:
+    executor = open_executor(demo_cluster.reader_dsn, sql_connect_timeout_s=1.0)
+    try:
+        assert executor.run("SELECT 1", max_rows=1, ticket=CallTicket()).rows == [[1]]
+        demo_cluster.stop()
+        try:
+            with pytest.raises(DatabaseUnavailableError) as caught:
+                executor.run("SELECT 2", max_rows=1, ticket=CallTicket())
+            assert "password" not in str(caught.value)
+        finally:
+            demo_cluster.start()
+        # The pooled connections died with the server: the next call replaces them.
+        assert executor.run("SELECT 3", max_rows=1, ticket=CallTicket()).rows == [[3]]
+    finally:
+        executor.close()

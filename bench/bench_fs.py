@@ -1,0 +1,171 @@
+"""`sandbox_fs_read` benchmarks (issue 4): 4 KiB reads through the full server, 8 in flight, and the
+server's open descriptors before and after 10,000 reads.
+
+Floor measured in the same run: the same fd walk (`fdwalk.read_file` + the UTF-8 decode) called
+directly in a loop, without the protocol, the guardrails or the worker thread hop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.common import Figure
+from mcp_suite.tools.sandbox_fs_read import fdwalk
+from mcp_suite.tools.sandbox_fs_read.policy import decode_text, split_caller_path
+
+REPO = Path(__file__).resolve().parents[1]
+FILE = "data/report-4k.txt"
+IN_FLIGHT = 8
+INIT = (
+    b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+    b'"capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}\n'
+    b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+)
+
+
+def _make_root(base: Path) -> Path:
+    root = base / "root"
+    (root / "data").mkdir(parents=True)
+    line = "The quick brown fox jumps over the lazy dog, 0123456789.\n"  # 57 bytes
+    text = (line * 72)[:4095] + "\n"
+    (root / FILE).write_text(text)
+    assert (root / FILE).stat().st_size == 4096
+    return root
+
+
+def _spawn(root: Path) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_")}
+    env.update(MCP_SAFE_DATA_DIR=str(root), MCP_METRICS_ENABLED="false", MCP_LOG_LEVEL="WARNING")
+    return subprocess.Popen(
+        [sys.executable, "-m", "mcp_suite"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=REPO,
+        bufsize=0,
+    )
+
+
+def _read_lines(fd: int, buffer: bytearray) -> list[bytes]:
+    """Block until at least one whole line is buffered; return the whole lines, keep the rest."""
+    while b"\n" not in buffer:
+        select.select([fd], [], [], 10)
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            raise EOFError
+        buffer += chunk
+    end = buffer.rfind(b"\n") + 1
+    lines = bytes(buffer[:end]).splitlines()
+    del buffer[:end]
+    return lines
+
+
+def _call(request_id: int) -> bytes:
+    return (
+        b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"sandbox_fs_read",'
+        b'"arguments":{"relative_path":"%s","max_bytes":65536}}}\n' % (request_id, FILE.encode())
+    )
+
+
+def _drive(proc: subprocess.Popen[bytes], first_id: int, total: int) -> tuple[float, int]:
+    """`total` reads with IN_FLIGHT outstanding; returns (calls per second, error responses)."""
+    assert proc.stdin is not None and proc.stdout is not None
+    in_fd, out_fd = proc.stdin.fileno(), proc.stdout.fileno()
+    buffer = bytearray()
+    next_id, last_id = first_id, first_id + total
+    errors = received = 0
+    start = time.perf_counter()
+    batch = b"".join(_call(i) for i in range(next_id, min(next_id + IN_FLIGHT, last_id)))
+    next_id += IN_FLIGHT
+    os.write(in_fd, batch)
+    while received < total:
+        lines = _read_lines(out_fd, buffer)
+        received += len(lines)
+        errors += sum(b'"isError":false' not in line for line in lines)
+        refill = [_call(i) for i in range(next_id, min(next_id + len(lines), last_id))]
+        next_id += len(refill)
+        if refill:
+            os.write(in_fd, b"".join(refill))
+    return total / (time.perf_counter() - start), errors
+
+
+def _open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used (load-independent, unlike calls per second)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_figures(root: Path, total: int = 20_000) -> tuple[float, int, int, int, float]:
+    proc = _spawn(root)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        os.write(proc.stdin.fileno(), INIT)
+        reply = json.loads(_read_lines(proc.stdout.fileno(), bytearray())[0])
+        assert "result" in reply, reply
+        _drive(proc, 1, 2_000)  # warm up: worker threads, caches
+        fds_before = _open_fds(proc.pid)
+        _, leak_errors = _drive(proc, 10_000, 10_000)
+        fds_after = _open_fds(proc.pid)
+        cpu_before = _cpu_seconds(proc.pid)
+        rate, errors = _drive(proc, 100_000, total)
+        cpu_per_call = (_cpu_seconds(proc.pid) - cpu_before) / total
+        return rate, errors + leak_errors, fds_before, fds_after, cpu_per_call
+    finally:
+        proc.stdin.close()
+        proc.wait(15)
+        proc.stdout.close()
+
+
+def floor_rate(root: Path, total: int = 50_000) -> float:
+    with fdwalk.open_root(root) as opened:
+        start = time.perf_counter()
+        for _ in range(total):
+            found = fdwalk.read_file(opened, split_caller_path(FILE), 65_536, allow_hard_links=False)
+            decode_text(found.data, truncated=found.truncated)
+        return total / (time.perf_counter() - start)
+
+
+def run() -> list[Figure]:
+    with tempfile.TemporaryDirectory() as scratch:
+        root = _make_root(Path(scratch))
+        floor = floor_rate(root)
+        rate, errors, fds_before, fds_after, cpu_per_call = server_figures(root)
+        load = os.getloadavg()[0]
+    return [
+        Figure(
+            "4 KiB sandbox_fs_read through the server, 8 in flight",
+            rate,
+            "/s",
+            ">= 3,000 /s",
+            rate >= 3_000 and errors == 0,
+            floor,
+            note=f"{errors} error responses; 1-min load {load:.1f} on {os.cpu_count()} CPUs",
+        ),
+        Figure("fd walk + decode called directly (the floor)", floor, "/s"),
+        Figure(
+            "server CPU time per read (all threads)",
+            cpu_per_call * 1e6,
+            "us",
+            note="3,000 /s needs <= 333 us of one core",
+        ),
+        Figure(
+            "server open fds: growth over 10,000 reads",
+            fds_after - fds_before,
+            "fds",
+            "== 0",
+            fds_after == fds_before,
+            note=f"{fds_before} before, {fds_after} after",
+        ),
+    ]

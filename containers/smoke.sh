@@ -26,6 +26,8 @@ export CONTAINERS_CONF="${CONTAINERS_CONF:-$here/containers.conf}"
 source "$here/profile.sh"
 engine="$(mcp_engine)"
 t0=$SECONDS
+work="$(mktemp -d "${TMPDIR:-/tmp}/mcp-suite-smoke.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
 say() { printf '\nsmoke: %s\n' "$*"; }
 
 say "$engine $("$engine" --version | awk '{print $NF}'), runtime $(command -v runc || echo '?')"
@@ -51,15 +53,18 @@ say "base image: ${base:-the Containerfile default} ($((SECONDS - tb)) s)"
 
 say "building $MCP_SUITE_IMAGE"
 tb=$SECONDS
-mcp_build_image "$root" "$base" 2>&1 | grep -E '^(\[[0-9]/[0-9]\] STEP|Successfully|Error|ERROR)' |
-    cut -c1-110 || true
-"$engine" image exists "$MCP_SUITE_IMAGE"
+if ! mcp_build_image "$root" "$base" >"$work/build.log" 2>&1; then
+    tail -n 40 "$work/build.log"
+    say "FAIL: the image did not build"
+    exit 1
+fi
+grep -E '^(\[[0-9]/[0-9]\] STEP|Successfully)' "$work/build.log" | cut -c1-110 || true
+# Older builds' images and layers (dangling) go; the last hour's stay as the build cache.
+"$engine" image prune -f --filter until=1h >/dev/null 2>&1 || true
 say "image built in $((SECONDS - tb)) s; size: $("$engine" image inspect --format '{{.Size}}' \
     "$MCP_SUITE_IMAGE" | awk '{printf "%.1f MB (%d bytes)", $1 / 1e6, $1}'); layers: $("$engine" image \
     inspect --format '{{len .RootFS.Layers}}' "$MCP_SUITE_IMAGE")"
 
-work="$(mktemp -d "${TMPDIR:-/tmp}/mcp-suite-smoke.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
 status=0
 "$py" "$here/smoke_driver.py" --engine "$engine" --image "$MCP_SUITE_IMAGE" --work "$work" \
     --compose "${compose[@]}" -- "${MCP_PROFILE[@]}" || status=$?

@@ -12,6 +12,8 @@ Standard library only (it runs on the host's python3). Three parts:
 3. report  one line per check, then "smoke: N passed, N failed"; exit status 1 on any failure.
 """
 
+# ruff: noqa: S603, S108  # a test driver: it runs the container engine by design and probes /tmp inside the container
+
 from __future__ import annotations
 
 import argparse
@@ -130,8 +132,20 @@ class Report:
 
 
 def run_probe(engine: str, image: str, profile: Sequence[str], data: Path, report: Report) -> None:
-    argv = [engine, "run", "--rm", *profile, "-v", f"{data}:/safe_data_dir:ro",
-            "--entrypoint", "/opt/mcp-suite/bin/python", image, "-I", "-c", PROBE]
+    argv = [
+        engine,
+        "run",
+        "--rm",
+        *profile,
+        "-v",
+        f"{data}:/safe_data_dir:ro",
+        "--entrypoint",
+        "/opt/mcp-suite/bin/python",
+        image,
+        "-I",
+        "-c",
+        PROBE,
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
     if not report.check(done.returncode == 0, "probe: python runs inside the profile", done.stderr):
         return
@@ -146,28 +160,30 @@ def run_probe(engine: str, image: str, profile: Sequence[str], data: Path, repor
         if path == "/tmp/probe":
             report.check(outcome == "written", "probe: /tmp accepts writes", outcome)
         else:
-            report.check(
-                outcome in ("EROFS", "EACCES"), f"probe: {path} rejects writes ({outcome})", outcome
-            )
+            report.check(outcome in ("EROFS", "EACCES"), f"probe: {path} rejects writes ({outcome})", outcome)
     report.check(probe["tmp_exec"] == "EACCES", "probe: /tmp is noexec", probe["tmp_exec"])
-    report.check(not probe["tools_on_path"], "probe: no pip, package manager, compiler, sudo/su",
-                 probe["tools_on_path"])
+    report.check(
+        not probe["tools_on_path"],
+        "probe: no pip, package manager, compiler, sudo/su",
+        probe["tools_on_path"],
+    )
     modules = probe["modules"]
     report.check(
-        modules == {"pip": False, "ensurepip": False, "setuptools": False, "wheel": False,
-                    "mcp_suite": True},
+        modules == {"pip": False, "ensurepip": False, "setuptools": False, "wheel": False, "mcp_suite": True},
         "probe: pip/ensurepip/setuptools/wheel not importable; mcp_suite is",
         modules,
     )
     report.check(not probe["setuid"], "probe: no setuid/setgid file anywhere", probe["setuid"][:10])
     zero = "0" * 16
-    report.check(all(v == zero for v in probe["caps"].values()), "probe: no capabilities at all",
-                 probe["caps"])
+    report.check(
+        all(v == zero for v in probe["caps"].values()), "probe: no capabilities at all", probe["caps"]
+    )
     report.check(probe["no_new_privs"] == "1", "probe: no_new_privs is set", probe["no_new_privs"])
     report.check(probe["net"] == ["lo"], "probe: network namespace has loopback only", probe["net"])
     report.check(probe["pids_max"] == "64", "probe: pids limit 64", probe["pids_max"])
-    report.check(probe["memory_max"] == str(256 * 1024 * 1024), "probe: memory limit 256 MiB",
-                 probe["memory_max"])
+    report.check(
+        probe["memory_max"] == str(256 * 1024 * 1024), "probe: memory limit 256 MiB", probe["memory_max"]
+    )
     cpu = (probe["cpu_max"] or "").split()
     report.check(len(cpu) == 2 and cpu[0] == cpu[1], "probe: CPU quota of one CPU", probe["cpu_max"])
     mounts = probe["mounts"]
@@ -177,10 +193,10 @@ def run_probe(engine: str, image: str, profile: Sequence[str], data: Path, repor
         "probe: /tmp mounted noexec,nosuid",
         mounts,
     )
-    report.check("ro" in mounts.get("/safe_data_dir", "").split(","),
-                 "probe: /safe_data_dir mounted read-only", mounts)
-    report.check(probe["env_safe_data_dir"] == "/safe_data_dir",
-                 "probe: MCP_SAFE_DATA_DIR=/safe_data_dir")
+    report.check(
+        "ro" in mounts.get("/safe_data_dir", "").split(","), "probe: /safe_data_dir mounted read-only", mounts
+    )
+    report.check(probe["env_safe_data_dir"] == "/safe_data_dir", "probe: MCP_SAFE_DATA_DIR=/safe_data_dir")
 
 
 # --- part 2: MCP over container stdio --------------------------------------------------------------
@@ -192,8 +208,12 @@ class StdioPeer:
     def __init__(self, argv: Sequence[str], env: dict[str, str]) -> None:
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
-            list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=env, cwd=str(ROOT),
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=str(ROOT),
         )
         self.lines: queue.Queue[tuple[float, bytes] | None] = queue.Queue()
         self.junk: list[bytes] = []
@@ -271,7 +291,7 @@ class StdioPeer:
         response, _ = self.request("tools/call", {"name": name, "arguments": arguments})
         result = response.get("result")
         if not isinstance(result, dict):
-            raise AssertionError(f"tools/call {name}: no result: {response}")
+            raise TypeError(f"tools/call {name}: no result: {response}")
         return result
 
     def wait(self, timeout: float) -> int | None:
@@ -308,7 +328,7 @@ def mcp_session(
     try:
         _conversation(label, peer, report, sql=sql)
         _stop(label, engine, peer, container, report)
-    except (TimeoutError, EOFError, AssertionError, KeyError, ValueError) as exc:
+    except (TimeoutError, EOFError, AssertionError, KeyError, ValueError, TypeError) as exc:
         report.check(False, f"{label}: session", exc)
         report.check(False, f"{label}: server stderr tail", "\n".join(peer.stderr[-15:]))
     finally:
@@ -393,7 +413,10 @@ def _stop(label: str, engine: str, peer: StdioPeer, container: str, report: Repo
     peer.request("ping")
     started = time.monotonic()
     stop = subprocess.run(
-        [engine, "stop", "--time", "10", container], capture_output=True, text=True, check=False,
+        [engine, "stop", "--time", "10", container],
+        capture_output=True,
+        text=True,
+        check=False,
         timeout=60,
     )
     code = peer.wait(timeout=30)
@@ -454,8 +477,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engine", default="podman")
     parser.add_argument("--image", required=True)
-    parser.add_argument("--compose", nargs="*", default=None,
-                        help="the compose launcher argv (for example podman-compose)")
+    parser.add_argument(
+        "--compose", nargs="*", default=None, help="the compose launcher argv (for example podman-compose)"
+    )
     parser.add_argument("--work", type=Path, required=True, help="scratch folder on the host")
     parser.add_argument("profile", nargs=argparse.REMAINDER, help="-- then the run profile flags")
     args = parser.parse_args(argv)
@@ -467,14 +491,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_probe(args.engine, args.image, profile, data, report)
 
         name = f"mcp-suite-smoke-{uuid.uuid4().hex[:8]}"
-        env = dict(os.environ, MCP_SAFE_DATA_HOST_DIR=str(data), MCP_SUITE_IMAGE=args.image,
-                   MCP_CONTAINER_NAME=name, MCP_SKIP_BUILD="1")
+        env = dict(
+            os.environ,
+            MCP_SAFE_DATA_HOST_DIR=str(data),
+            MCP_SUITE_IMAGE=args.image,
+            MCP_CONTAINER_NAME=name,
+            MCP_SKIP_BUILD="1",
+        )
         mcp_session("run.sh", args.engine, [str(HERE / "run.sh")], env, name, report, sql=sql)
 
         if args.compose:
             name = f"mcp-suite-smoke-{uuid.uuid4().hex[:8]}"
-            compose_argv = [*args.compose, "-f", str(HERE / "compose.yaml"), "run", "--rm", "-T",
-                            "--name", name, "mcp-suite"]
+            compose_argv = [
+                *args.compose,
+                "-f",
+                str(HERE / "compose.yaml"),
+                "run",
+                "--rm",
+                "-T",
+                "--name",
+                name,
+                "mcp-suite",
+            ]
             mcp_session("compose", args.engine, compose_argv, env, name, report, sql=sql)
 
     failed = sum(1 for ok, _ in report.results if not ok)

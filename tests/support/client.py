@@ -5,6 +5,8 @@
         result = server.call_tool("sandbox_fs_read", {"relative_path": "a.txt"})
 
 stdout lines are read by a thread into a queue; stderr is collected into `server.stderr_lines`.
+Every stdout line is checked against the wire contract (`tests.support.wire.check_line`) when read.
+`STRAY_ARGV` runs the test-only entry point with misbehaving tools (tests/support/stray_server.py).
 """
 
 from __future__ import annotations
@@ -18,11 +20,16 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tests.support.wire import check_line
+
 REPO = Path(__file__).resolve().parents[2]
+SERVER_ARGV = (sys.executable, "-X", "dev", "-m", "mcp_suite")
+STRAY_ARGV = (sys.executable, "-X", "dev", "-m", "tests.support.stray_server")
 BASE_ENV_DROP = ("MCP_SQL_DSN", "MCP_SAFE_DATA_DIR", "MCP_METRICS_ENABLED")
 
 
@@ -43,7 +50,7 @@ class ServerProcess:
         argv: Sequence[str] | None = None,
         cwd: Path | None = None,
     ) -> None:
-        self.argv = list(argv or [sys.executable, "-X", "dev", "-m", "mcp_suite"])
+        self.argv = list(argv or SERVER_ARGV)
         self.proc = subprocess.Popen(
             self.argv,
             stdin=subprocess.PIPE,
@@ -104,8 +111,7 @@ class ServerProcess:
         line = self.recv_line(timeout)
         if line is None:
             raise EOFError("server closed stdout")
-        value: dict[str, Any] = json.loads(line)
-        return value
+        return check_line(line)
 
     def response(self, request_id: object, timeout: float = 10.0) -> dict[str, Any]:
         """The response to `request_id`; other responses seen meanwhile are kept for later."""
@@ -138,6 +144,37 @@ class ServerProcess:
             raise AssertionError(f"JSON-RPC error: {response['error']}")
         result: dict[str, Any] = response["result"]
         return result
+
+    def read_to_eof(self, timeout: float = 15.0) -> list[dict[str, Any]]:
+        """Every message still to come (checked), until the server closes its stdout."""
+        messages = list(self._pending.values())
+        self._pending.clear()
+        while (line := self.recv_line(timeout)) is not None:
+            messages.append(check_line(line))
+        return messages
+
+    # -- inspecting ---------------------------------------------------------------------------
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def open_fds(self) -> int:
+        """Descriptors the process has open, counted from outside (/proc)."""
+        return len(os.listdir(f"/proc/{self.pid}/fd"))
+
+    def threads(self) -> int:
+        return len(os.listdir(f"/proc/{self.pid}/task"))
+
+    def stderr_text(self) -> str:
+        return "".join(self.stderr_lines)
+
+    def wait_for_stderr(self, needle: str, timeout: float = 10.0) -> None:
+        """Block until `needle` shows up on the server's stderr (the audit trail, a log line)."""
+        deadline = time.monotonic() + timeout
+        while needle not in self.stderr_text():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{needle!r} never appeared on stderr:\n{self.stderr_text()}")
+            time.sleep(0.01)
 
     # -- ending -------------------------------------------------------------------------------
     def close_stdin(self) -> None:

@@ -1,0 +1,104 @@
+"""A test-only entry point: the real server plus tools that misbehave on purpose.
+
+    python -X dev -m tests.support.stray_server
+
+Serves everything `mcp-suite` serves, plus the harness's test tools (`sleep`, `echo`, `deny`, `boom`)
+and:
+- `stray`: `print()`s junk, writes to fd 1 directly, and runs two child processes that write to
+  their inherited fd 1. None of it may reach the client (SPEC §3.5): it must land on stderr.
+- `tasks`: how many trio tasks and threads the process has, for the leak test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Iterator
+
+import trio
+from pydantic import Field
+
+from mcp_suite.cli import main as cli_main
+from mcp_suite.settings import Settings
+from mcp_suite.tools.base import StrictModel, Toolset, ToolSpec
+from tests.support.harness import NoArgs, ToolLog, tool_opener
+
+__all__ = ["STRAY_MARK", "main"]
+
+STRAY_MARK = "STRAY-OUTPUT-7d1e"
+
+
+class StrayResult(StrictModel):
+    children_exit_codes: list[int] = Field(description="Exit status of each child process")
+
+
+class TasksResult(StrictModel):
+    tasks: int = Field(description="trio tasks alive, the root task included")
+    threads: int = Field(description="Python threads alive")
+
+
+async def _stray(args: NoArgs) -> StrayResult:
+    print(f"{STRAY_MARK} print")  # noqa: T201  # the stray output this entry point exists to produce
+    sys.stdout.flush()
+    os.write(1, f"{STRAY_MARK} fd1\n".encode())
+    codes = []
+    for argv in (
+        ["/bin/sh", "-c", f"echo {STRAY_MARK} sh-child"],
+        [sys.executable, "-c", f"print('{STRAY_MARK} python-child')"],
+    ):
+        # stdout=None: the child inherits this process's fd 1, as a careless tool's child would.
+        done = await trio.run_process(argv, stdin=b"", stdout=None, stderr=None, check=False)
+        codes.append(done.returncode)
+    return StrayResult(children_exit_codes=codes)
+
+
+def _count_tasks() -> int:
+    root = trio.lowlevel.current_root_task()
+    assert root is not None
+    count = 0
+    stack = [root]
+    while stack:
+        task = stack.pop()
+        count += 1
+        for nursery in task.child_nurseries:
+            stack.extend(nursery.child_tasks)
+    return count
+
+
+async def _tasks(args: NoArgs) -> TasksResult:
+    await trio.lowlevel.checkpoint()
+    return TasksResult(tasks=_count_tasks(), threads=threading.active_count())
+
+
+@contextlib.contextmanager
+def open_stray_tools(settings: Settings) -> Iterator[Toolset | None]:
+    yield Toolset(
+        tools=(
+            ToolSpec(
+                "stray",
+                "Stray output",
+                "Writes junk to fd 1 and runs children that do.",
+                NoArgs,
+                StrayResult,
+                _stray,
+            ),
+            ToolSpec(
+                "tasks",
+                "Task count",
+                "Counts this process's trio tasks and threads.",
+                NoArgs,
+                TasksResult,
+                _tasks,
+            ),
+        )
+    )
+
+
+def main() -> int:
+    return cli_main(sys.argv[1:], extra_tools=[tool_opener(ToolLog()), open_stray_tools])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""The start-up role audit: one role per forbidden capability, each with exactly that capability."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.tools.base import StartupRefusedError
+from mcp_suite.tools.read_only_sql.audit import audit_dsn, check_role
+from mcp_suite.tools.read_only_sql.tool import open_read_only_sql
+from tests.pg.conftest import sql_settings
+
+pytestmark = pytest.mark.pg
+
+ROLE = "mcp_audit_probe"
+PASSWORD = "probe-password-not-secret"
+
+# capability -> statements (with {role}) that give the probe role exactly that capability
+CAPABILITIES: dict[str, list[str]] = {
+    "superuser": ["ALTER ROLE {role} SUPERUSER"],
+    "createrole": ["ALTER ROLE {role} CREATEROLE"],
+    "createdb": ["ALTER ROLE {role} CREATEDB"],
+    "bypassrls": ["ALTER ROLE {role} BYPASSRLS"],
+    "replication": ["ALTER ROLE {role} REPLICATION"],
+    "pg_write_all_data": ["GRANT pg_write_all_data TO {role}"],
+    "pg_read_server_files": ["GRANT pg_read_server_files TO {role}"],
+    "pg_write_server_files": ["GRANT pg_write_server_files TO {role}"],
+    "pg_execute_server_program": ["GRANT pg_execute_server_program TO {role}"],
+    "pg_signal_backend": ["GRANT pg_signal_backend TO {role}"],
+    "membership": ["CREATE ROLE mcp_audit_group NOLOGIN", "GRANT mcp_audit_group TO {role}"],
+    "table-insert": ["GRANT INSERT ON docs.pages TO {role}"],
+    "table-update": ["GRANT UPDATE ON docs.pages TO {role}"],
+    "table-delete": ["GRANT DELETE ON docs.pages TO {role}"],
+    "table-truncate": ["GRANT TRUNCATE ON docs.pages TO {role}"],
+    "column-insert": ["GRANT INSERT (words) ON docs.pages TO {role}"],
+    "column-update": ["GRANT UPDATE (words) ON docs.pages TO {role}"],
+    "schema-create": ["GRANT CREATE ON SCHEMA docs TO {role}"],
+    "database-create": ["GRANT CREATE ON DATABASE mcp_demo TO {role}"],
+    "database-temp": ["GRANT TEMPORARY ON DATABASE mcp_demo TO {role}"],
+}
+
+# capability -> the finding(s) the audit must report
+EXPECTED: dict[str, set[str]] = {
+    "table-insert": {"table-write"},
+    "table-update": {"table-write"},
+    "table-delete": {"table-write"},
+    "table-truncate": {"table-write"},
+    "column-insert": {"column-write"},
+    "column-update": {"column-write"},
+}
+
+
+def _cleanup(conn: psycopg.Connection[Any]) -> None:
+    exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (ROLE,)).fetchone()
+    if exists:
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(ROLE)))
+        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(ROLE)))
+    conn.execute("DROP ROLE IF EXISTS mcp_audit_group")
+
+
+@pytest.fixture
+def probe(demo_cluster: Cluster) -> Iterator[psycopg.Connection[Any]]:
+    """A login role set up like mcp_reader (CONNECT, USAGE on docs, SELECT on docs.pages)."""
+    with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as conn:
+        _cleanup(conn)
+        conn.execute(
+            sql.SQL("CREATE ROLE {} LOGIN NOINHERIT PASSWORD {}").format(
+                sql.Identifier(ROLE), sql.Literal(PASSWORD)
+            )
+        )
+        for statement in (
+            "GRANT CONNECT ON DATABASE mcp_demo TO {role}",
+            "GRANT USAGE ON SCHEMA docs TO {role}",
+            "GRANT SELECT ON docs.pages TO {role}",
+        ):
+            conn.execute(statement.format(role=ROLE).encode())
+        try:
+            yield conn
+        finally:
+            _cleanup(conn)
+
+
+def probe_dsn(cluster: Cluster) -> str:
+    return cluster.dsn(ROLE, PASSWORD)
+
+
+def test_the_seeded_reader_passes_the_audit(demo_cluster: Cluster) -> None:
+    assert audit_dsn(demo_cluster.reader_dsn, connect_timeout_s=5) == []
+
+
+def test_a_plain_reader_like_role_passes_the_audit(
+    demo_cluster: Cluster, probe: psycopg.Connection[Any]
+) -> None:
+    assert audit_dsn(probe_dsn(demo_cluster), connect_timeout_s=5) == []
+
+
+@pytest.mark.parametrize("capability", sorted(CAPABILITIES))
+def test_each_forbidden_capability_is_found_with_its_fix(
+    demo_cluster: Cluster, probe: psycopg.Connection[Any], capability: str
+) -> None:
+    for statement in CAPABILITIES[capability]:
+        probe.execute(statement.format(role=ROLE).encode())
+    findings = audit_dsn(probe_dsn(demo_cluster), connect_timeout_s=5)
+    assert {f.capability for f in findings} == EXPECTED.get(capability, {capability})
+    for finding in findings:
+        assert finding.fix.startswith(("ALTER ROLE", "REVOKE"))
+        assert PASSWORD not in finding.problem + finding.fix
+
+
+def test_the_tool_refuses_to_start_naming_each_problem_and_fix(
+    demo_cluster: Cluster, probe: psycopg.Connection[Any]
+) -> None:
+    probe.execute(f"GRANT DELETE ON docs.pages TO {ROLE}".encode())
+    probe.execute(f"GRANT TEMPORARY ON DATABASE mcp_demo TO {ROLE}".encode())
+    settings = sql_settings(probe_dsn(demo_cluster))
+    with pytest.raises(StartupRefusedError) as caught, open_read_only_sql(settings):
+        pass
+    message = str(caught.value)
+    assert '"docs"."pages" (DELETE)' in message
+    assert "REVOKE DELETE ON" in message
+    assert "TEMPORARY on the database" in message
+    assert "REVOKE TEMPORARY ON DATABASE" in message
+    assert PASSWORD not in message
+
+
+def test_check_role_prints_findings_and_returns_78(
+    demo_cluster: Cluster, probe: psycopg.Connection[Any]
+) -> None:
+    probe.execute(f"ALTER ROLE {ROLE} CREATEDB".encode())
+    out = io.StringIO()
+    assert check_role(sql_settings(probe_dsn(demo_cluster)), out=out) == 78
+    assert "can create databases" in out.getvalue()
+    assert PASSWORD not in out.getvalue()
+    out = io.StringIO()
+    assert check_role(sql_settings(demo_cluster.reader_dsn), out=out) == 0
+    assert "can only read" in out.getvalue()
+
+
+def test_check_role_reports_an_unreachable_database(demo_cluster: Cluster) -> None:
+    dsn = psycopg.conninfo.make_conninfo(demo_cluster.reader_dsn, port=1)
+    out = io.StringIO()
+    assert check_role(sql_settings(dsn), out=out) == 69
+    assert "could not audit" in out.getvalue()
+
+
+def test_the_server_process_exits_78_for_a_superuser_dsn(demo_cluster: Cluster) -> None:
+    password = demo_cluster.admin_dsn.split("password=")[1].split()[0]
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "MCP_SQL_DSN": demo_cluster.admin_dsn,
+        "MCP_METRICS_ENABLED": "false",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcp_suite"],
+        env=env,
+        input=b"",
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 78
+    stderr = proc.stderr.decode()
+    assert "is a superuser" in stderr
+    assert "NOSUPERUSER" in stderr
+    assert password not in stderr
+    assert proc.stdout == b""

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Final
 
 from pglast import parser as pg_parser
@@ -159,14 +160,17 @@ def vet_sql(sql: str, *, max_rows: int) -> VettedQuery:
     try:
         # PostgreSQL's grammar first: it is fast, cannot recurse in Python, and sees what sqlglot
         # misreads (U&"..." identifiers, LISTEN, DISCARD, trailing comments).
-        _check_postgres(sql, limit_cap=None)
+        original = _check_postgres(sql, executed=False)
         tree = _parse_sqlglot(sql)
         _check_sqlglot(tree)
         tree, limit = _apply_limit(tree, cap)
         executed = _generate(tree)
-        # The second check, on exactly the text that will run: both parsers again.
+        # The second check, on exactly the text that will run: both parsers again, the LIMIT proven
+        # on PostgreSQL's own reading, and nothing in it that the caller did not write.
         _check_sqlglot(_parse_sqlglot(executed))
-        _check_postgres(executed, limit_cap=(limit, cap))
+        final = _check_postgres(executed, executed=True)
+        _check_postgres_limit(final.root, limit, cap)
+        _check_agreement(original, final, limit)
     except RecursionError:
         raise _too_deep() from None
     return VettedQuery(sql=executed, limit=limit)
@@ -286,10 +290,21 @@ def _pg_refuse_node(kind: str) -> QueryViolationError:
     return _violation(f"The query is not allowed: {reason}.", rule.get(kind, "data-modifying"), node=kind)
 
 
-def _check_postgres(sql: str, *, limit_cap: tuple[int, int] | None) -> None:
+@dataclass(slots=True)
+class _PgFacts:
+    """What PostgreSQL's reading of a text refers to: the root SELECT, names and constants."""
+
+    root: dict[str, Any]
+    columns: set[tuple[str, ...]] = field(default_factory=set)
+    relations: set[tuple[str, str]] = field(default_factory=set)
+    constants: Counter[tuple[Any, ...]] = field(default_factory=Counter)
+
+
+def _check_postgres(sql: str, *, executed: bool) -> _PgFacts:
     """PostgreSQL's grammar: one statement, a SelectStmt root, allowed nodes only, no denied function.
 
-    With `limit_cap=(limit, cap)`, also proves that the root carries exactly `LIMIT limit` (<= cap).
+    `executed`: `sql` is the regenerated text; a parse failure there is the validator's limit, not a
+    syntax error of the caller's.
     """
     try:
         document = json.loads(pg_parser.parse_sql_json(sql))
@@ -297,6 +312,8 @@ def _check_postgres(sql: str, *, limit_cap: tuple[int, int] | None) -> None:
         message = str(error.args[0]) if error.args else "syntax error"
         if "memory exhausted" in message or "stack depth" in message:
             raise _too_deep() from None
+        if executed:
+            raise _unsupported("") from None
         raise _invalid(
             f"PostgreSQL cannot parse the query: {echo(message, 160)}. Fix the syntax; "
             f"{_FIX_ONE_SELECT[0].lower()}{_FIX_ONE_SELECT[1:]}.",
@@ -318,17 +335,17 @@ def _check_postgres(sql: str, *, limit_cap: tuple[int, int] | None) -> None:
         if fix is None and root_kind in _PG_NODE_REASONS:
             raise _pg_refuse_node(root_kind)
         raise _violation(
-            f"Only SELECT, VALUES and set operations are allowed, not {root_kind.removesuffix('Stmt')}"
-            f" statements. {fix or _FIX_ONE_SELECT}.",
+            f"Only SELECT, VALUES and set operations are allowed, not "
+            f"{root_kind.removesuffix('Stmt')} statements. {fix or _FIX_ONE_SELECT}.",
             "root-not-select",
             node=root_kind,
         )
-    _walk_postgres(root_node)
-    if limit_cap is not None:
-        _check_postgres_limit(root_node["SelectStmt"], *limit_cap)
+    facts = _PgFacts(root=root_node["SelectStmt"])
+    _walk_postgres(root_node, facts)
+    return facts
 
 
-def _walk_postgres(root: dict[str, Any]) -> None:
+def _walk_postgres(root: dict[str, Any], facts: _PgFacts) -> None:
     """Iterative walk over the whole JSON parse tree (no recursion: depth is bounded explicitly)."""
     stack: list[tuple[Any, int]] = [(root, 1)]
     while stack:
@@ -338,18 +355,61 @@ def _walk_postgres(root: dict[str, Any]) -> None:
         if isinstance(node, list):
             stack.extend((item, depth + 1) for item in node)
             continue
-        if not isinstance(node, dict):
-            continue
         for key, value in node.items():
             if key[0].isupper():
                 if key not in _PG_ALLOWED_NODES:
                     raise _pg_refuse_node(key)
-                if key == "FuncCall":
-                    _check_pg_function(value)
+                _note_pg_node(key, value, facts)
             elif key in ("intoClause", "lockingClause"):
                 raise _pg_refuse_node("IntoClause" if key == "intoClause" else "LockingClause")
             if isinstance(value, dict | list):
                 stack.append((value, depth + 1))
+
+
+def _note_pg_node(kind: str, value: dict[str, Any], facts: _PgFacts) -> None:
+    if kind == "FuncCall":
+        _check_pg_function(value)
+    elif kind == "ColumnRef":
+        # A bare `*` names nothing (the wrapper of a VALUES root adds one).
+        names = tuple(part["String"]["sval"].casefold() for part in value["fields"] if "String" in part)
+        if names:
+            facts.columns.add(names)
+    elif kind == "RangeVar":
+        facts.relations.add((value.get("schemaname", "").casefold(), value["relname"].casefold()))
+    elif kind == "A_Const":
+        facts.constants[_constant(value)] += 1
+
+
+def _constant(const: dict[str, Any]) -> tuple[Any, ...]:
+    """A comparable value for a constant: numbers by value, strings case-folded (sqlglot upper-cases
+    some keywords it reads as strings, such as interval units)."""
+    if "ival" in const:
+        return ("number", Decimal(const["ival"].get("ival", 0)))
+    if "fval" in const:
+        return ("number", Decimal(const["fval"]["fval"]))
+    if "sval" in const:
+        return ("string", const["sval"].get("sval", "").casefold())
+    if "bsval" in const:
+        return ("bits", const["bsval"]["bsval"].casefold())
+    if "boolval" in const:
+        return ("bool", bool(const["boolval"].get("boolval", False)))
+    return ("null",)
+
+
+def _check_agreement(original: _PgFacts, final: _PgFacts, limit: int) -> None:
+    """The executed text may refer to nothing the caller did not write (a parser differential: sqlglot
+    reads `U&"..."` identifiers, `0x1F`, `1_000` or adjacent strings differently from PostgreSQL)."""
+    added = final.constants.copy()
+    added[("number", Decimal(limit))] -= 1  # the outer LIMIT is ours
+    added -= original.constants
+    if added or not final.columns <= original.columns or not final.relations <= original.relations:
+        raise _invalid(
+            "The validator reads part of this query differently from PostgreSQL. Write it in "
+            'plainer syntax: no Unicode-escaped identifiers (U&"..."), no 0x/0o/0b or '
+            "underscored number literals, one string literal instead of adjacent ones, "
+            "INTERVAL '1 day' instead of INTERVAL '1' DAY.",
+            "parser-disagreement",
+        )
 
 
 def _check_pg_function(call: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ absolute host paths. Tests run as root in CI, so nothing here relies on permissi
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -489,3 +490,38 @@ def test_each_refusal_says_why(root_dir: fdwalk.RootDir, tree: AttackTree, path:
     got = outcome(root_dir, tree, path)
     assert isinstance(got, dict)
     assert reason in got["detail"]
+
+
+@pytest.mark.parametrize("call", ["lstat", "open"])
+def test_permission_denied_is_access_denied(
+    root_dir: fdwalk.RootDir, tree: AttackTree, monkeypatch: pytest.MonkeyPatch, call: str
+) -> None:
+    # Root bypasses permission bits, so the kernel's EACCES is simulated at the system call.
+    real = getattr(os, call)
+
+    def refuse(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if path == "inner.txt" or path == "sub/inner.txt":
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, call, refuse)
+    got = outcome(root_dir, tree, "sub/inner.txt")
+    assert isinstance(got, dict)
+    assert got["type"].endswith(":access-denied")
+    assert "permission denied" in got["detail"]
+
+
+def test_an_unexpected_os_error_propagates_for_an_incident(
+    root_dir: fdwalk.RootDir, tree: AttackTree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # EIO is not the caller's doing: it becomes -32603 with an incident id at the dispatcher.
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "read", broken)
+    args = SandboxFsReadArgs.model_construct(relative_path="hello.txt", max_bytes=10)
+    before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(OSError) as info:
+        read_sync(root_dir, args, allow_hard_links=False)
+    assert info.value.errno == errno.EIO
+    assert len(os.listdir("/proc/self/fd")) == before

@@ -40,8 +40,8 @@ _REFUSED_ON_OPEN: Final = {
     errno.ENODEV: Refusal.NOT_REGULAR,
     errno.EOPNOTSUPP: Refusal.NOT_REGULAR,
     errno.EISDIR: Refusal.DIRECTORY,
-    errno.EACCES: Refusal.CHANGED,
-    errno.EPERM: Refusal.CHANGED,
+    errno.EACCES: Refusal.NO_PERMISSION,
+    errno.EPERM: Refusal.NO_PERMISSION,
     errno.ENOENT: Refusal.MISSING,
     errno.ENAMETOOLONG: Refusal.MISSING,
 }

@@ -55,6 +55,7 @@ class Refusal(enum.Enum):
     CHANGED = (AccessDeniedError, "changed while it was being opened (a component became a link)")
     DIRECTORY = (AccessDeniedError, "is a directory; only regular files can be read")
     NOT_REGULAR = (AccessDeniedError, "is not a regular file (a FIFO, socket or device)")
+    NO_PERMISSION = (AccessDeniedError, "cannot be read by the server (permission denied)")
     HARD_LINK = (
         AccessDeniedError,
         "is a file with more than one hard link; such files are refused by configuration",

@@ -317,6 +317,11 @@ HONEST: tuple[Case, ...] = (
     ),
     allow("SELECT count(*) FROM docs.pages LIMIT 0", "LIMIT 0"),
     allow(
+        "SELECT slug, repeat('#', words / 100) AS bar, lpad(words::text, 6) AS w FROM docs.pages "
+        "ORDER BY slug LIMIT 3",
+        "repeat() and lpad() with modest lengths",
+    ),
+    allow(
         "SELECT substr(slug, 1, 4), strpos(slug, '-'), char_length(slug) FROM docs.pages "
         "ORDER BY slug LIMIT 2",
         "functions sqlglot renames",
@@ -526,6 +531,13 @@ ATTACKS: tuple[Case, ...] = (
     reject("SELECT PG_CATALOG . PG_SLEEP (1)", "denied-function", "spaces around the dot"),
     reject("SELECT pg_sleep/**/(1)", "denied-function", "comment before the argument list"),
     reject("SELECT setseed(0.5)", "denied-function", "session random seed"),
+    reject("SELECT repeat('x', 1000000000)", "oversized-value", "huge repeat()"),
+    reject("SELECT length(lpad('', 2000000000, 'x'))", "oversized-value", "huge lpad()"),
+    reject(
+        "SELECT count(*) FROM generate_series(1, 3) AS g WHERE rpad('x', 500000000) <> ''",
+        "oversized-value",
+        "huge rpad() in WHERE",
+    ),
     # Comments and quoting around keywords.
     reject("SELECT 1 /* */; DELETE FROM docs.pages", "multiple-statements", "comment then semicolon"),
     reject("/* SELECT */ DELETE FROM docs.pages", "data-modifying", "comment shaped like SELECT"),

@@ -39,6 +39,9 @@ MAX_BRACKET_DEPTH: Final = 48  # ( [ { nesting in sqlglot's tokens
 MAX_SQUARE_DEPTH: Final = 4  # [ ] nesting (ARRAY[ARRAY[...]]): sqlglot backtracks exponentially
 MAX_SUBSCRIPT_CHAIN: Final = 6  # a[1][2]...: sqlglot's time grows with the square of the chain
 MAX_TREE_DEPTH: Final = 320  # depth of PostgreSQL's parse tree (JSON levels)
+# A literal length above this for repeat()/lpad()/rpad() is refused (a computed one is bounded only by
+# the statement timeout and the result-size cap: see the residual risks in the docs).
+MAX_LITERAL_LENGTH: Final = 1_000_000
 SUBQUERY_ALIAS: Final = "q"
 
 _DIALECT: Final = Dialect.get_or_raise("postgres")
@@ -413,11 +416,25 @@ def _check_agreement(original: _PgFacts, final: _PgFacts, limit: int) -> None:
 
 
 def _check_pg_function(call: dict[str, Any]) -> None:
-    parts = [part["String"]["sval"] for part in call.get("funcname", ())]
+    parts = [part["String"]["sval"] for part in call["funcname"]]
     name = parts[-1]
     reason = denied_reason(name)
     if reason is not None:
         raise _denied_function(".".join(parts), reason)
+    if name.casefold() in _SIZED_FUNCTIONS:
+        args = call.get("args", [])
+        size = args[1].get("A_Const", {}).get("ival") if len(args) > 1 else None
+        if isinstance(size, dict) and size.get("ival", 0) > MAX_LITERAL_LENGTH:
+            raise _violation(
+                f"{name}() with a length of {size['ival']:,} would build a huge value in the "
+                f"server's memory; use a length of at most {MAX_LITERAL_LENGTH:,}.",
+                "oversized-value",
+                function=echo(name, 64),
+            )
+
+
+# Functions whose second argument is the length of the value they build.
+_SIZED_FUNCTIONS: Final = frozenset({"repeat", "lpad", "rpad"})
 
 
 def _check_postgres_limit(select: dict[str, Any], limit: int, cap: int) -> None:

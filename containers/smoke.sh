@@ -9,9 +9,10 @@
 #                                  flags (containers/check_profile.py): no engine, no network
 #
 # Full mode needs root with podman, runc and debootstrap (CI installs them from Debian's packages:
-# see docs/operations/container.md). read_only_sql is exercised only when MCP_SQL_DSN is set (with
-# --network none, through a Unix socket directory given as MCP_PG_SOCKET_DIR); otherwise the test
-# checks that the tool is not registered.
+# see docs/operations/container.md). read_only_sql is exercised against the demo PostgreSQL when the
+# project's venv exists: the cluster listens on loopback TCP, which --network none cannot reach, so
+# the driver relays a Unix socket to it and mounts that socket into the container. Without the venv
+# the test checks that read_only_sql is not registered (no DSN).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -66,7 +67,13 @@ say "image built in $((SECONDS - tb)) s; size: $("$engine" image inspect --forma
     inspect --format '{{len .RootFS.Layers}}' "$MCP_SUITE_IMAGE")"
 
 status=0
-"$py" "$here/smoke_driver.py" --engine "$engine" --image "$MCP_SUITE_IMAGE" --work "$work" \
-    --compose "${compose[@]}" -- "${MCP_PROFILE[@]}" || status=$?
+# The driver runs on the project's venv when there is one (`make venv`): it then starts the demo
+# PostgreSQL (SPEC §8) and exercises read_only_sql through a mounted Unix socket.
+driver_py="$py"
+sql_flag=()
+[[ -x "$root/.venv/bin/python" ]] && driver_py="$root/.venv/bin/python"
+[[ "${MCP_SMOKE_SQL:-1}" == 0 ]] && sql_flag=(--no-sql)
+"$driver_py" "$here/smoke_driver.py" --engine "$engine" --image "$MCP_SUITE_IMAGE" --work "$work" \
+    "${sql_flag[@]}" --compose "${compose[@]}" -- "${MCP_PROFILE[@]}" || status=$?
 say "total $((SECONDS - t0)) s"
 exit "$status"

@@ -21,6 +21,8 @@ import contextlib
 import json
 import os
 import queue
+import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -400,8 +402,23 @@ def _conversation(label: str, peer: StdioPeer, report: Report, *, sql: bool) -> 
             f"{label}: tools/call read_only_sql",
             one,
         )
-        write = peer.call_tool("read_only_sql", {"sql": "CREATE TABLE smoke_probe (x int)"})
-        report.check(write.get("isError") is True, f"{label}: read_only_sql refuses a write", write)
+        pages = peer.call_tool("read_only_sql", {"sql": "SELECT count(*) AS n FROM docs.pages"})
+        report.check(
+            pages.get("structuredContent", {}).get("rows") == [[30]],
+            f"{label}: read_only_sql reads the demo data through the mounted socket",
+            pages,
+        )
+        for statement, slug in (
+            ("CREATE TABLE smoke_probe (x int)", ":query-violation"),
+            ("DELETE FROM docs.pages", ":query-violation"),
+            ("SELECT email FROM docs.editors", ":access-denied"),
+        ):
+            refused = peer.call_tool("read_only_sql", {"sql": statement})
+            report.check(
+                refused.get("isError") is True and _problem_type(refused).endswith(slug),
+                f"{label}: read_only_sql refuses {statement!r}",
+                refused,
+            )
     report.check(not peer.junk, f"{label}: stdout carries only JSON-RPC responses", peer.junk[:3])
 
 
@@ -473,6 +490,86 @@ def data_folder(base: Path) -> Iterator[Path]:
                 path.rmdir()
 
 
+class SocketRelay:
+    """Unix socket on the host -> the demo cluster's loopback TCP port, byte for byte.
+
+    With --network none the container cannot reach 127.0.0.1 of the host; a mounted Unix socket is
+    the one way in (the same way an operator would give it a local PostgreSQL: docs/operations).
+    """
+
+    def __init__(self, directory: Path, port: int) -> None:
+        self.path = directory / ".s.PGSQL.5432"
+        self.port = port
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(str(self.path))
+        self.path.chmod(0o777)  # the container user (10001) must be able to connect
+        self.server.listen(8)
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while chunk := source.recv(65536):
+                sink.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                with contextlib.suppress(OSError):
+                    end.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self.server.close()
+        self.path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def demo_sql(work: Path, report: Report) -> Iterator[tuple[str, Path] | None]:
+    """The demo cluster (SPEC §8) behind a Unix socket: (DSN for the container, socket folder).
+
+    None when this interpreter cannot run the demo cluster (no project venv): the smoke then checks
+    that read_only_sql is not registered without a DSN.
+    """
+    try:
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo  # optional: needs the project venv
+
+        from mcp_suite.devdb.cluster import open_demo_cluster  # optional: needs the project venv
+    except ImportError:
+        report.figure("read_only_sql: no project venv here, so no demo cluster: checked absent")
+        yield None
+        return
+    cluster, started_here = open_demo_cluster()
+    sock_dir = work / "pgsock"
+    sock_dir.mkdir()
+    sock_dir.chmod(0o755)
+    relay = SocketRelay(sock_dir, cluster.port)
+    try:
+        params = conninfo_to_dict(cluster.reader_dsn)
+        params.update(host=str(sock_dir), port="5432")
+        params.pop("sslmode", None)  # no TLS over a Unix socket
+        yield make_conninfo("", **params), sock_dir
+    finally:
+        relay.close()
+        shutil.rmtree(sock_dir, ignore_errors=True)
+        if started_here:
+            cluster.stop()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engine", default="podman")
@@ -481,39 +578,55 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--compose", nargs="*", default=None, help="the compose launcher argv (for example podman-compose)"
     )
     parser.add_argument("--work", type=Path, required=True, help="scratch folder on the host")
+    parser.add_argument(
+        "--no-sql",
+        dest="sql",
+        action="store_false",
+        help="skip the demo PostgreSQL (read_only_sql must then be absent)",
+    )
     parser.add_argument("profile", nargs=argparse.REMAINDER, help="-- then the run profile flags")
     args = parser.parse_args(argv)
     profile = [flag for flag in args.profile if flag != "--"]
     report = Report()
-    sql = bool(os.environ.get("MCP_SQL_DSN"))
 
     with data_folder(args.work) as data:
         run_probe(args.engine, args.image, profile, data, report)
 
-        name = f"mcp-suite-smoke-{uuid.uuid4().hex[:8]}"
-        env = dict(
-            os.environ,
-            MCP_SAFE_DATA_HOST_DIR=str(data),
-            MCP_SUITE_IMAGE=args.image,
-            MCP_CONTAINER_NAME=name,
-            MCP_SKIP_BUILD="1",
-        )
-        mcp_session("run.sh", args.engine, [str(HERE / "run.sh")], env, name, report, sql=sql)
+        with contextlib.ExitStack() as stack:
+            env = dict(
+                os.environ, MCP_SAFE_DATA_HOST_DIR=str(data), MCP_SUITE_IMAGE=args.image, MCP_SKIP_BUILD="1"
+            )
+            env.pop("MCP_SQL_DSN", None)
+            env.pop("MCP_PG_SOCKET_DIR", None)
+            compose_files = [str(HERE / "compose.yaml")]
+            sql = stack.enter_context(demo_sql(args.work, report)) if args.sql else None
+            if sql is not None:
+                dsn, sock_dir = sql
+                env.update(MCP_SQL_DSN=dsn, MCP_PG_SOCKET_DIR=str(sock_dir))
+                # The compose file passes MCP_SQL_DSN through; the socket needs a mount on top.
+                override = args.work / "compose.sql.yaml"
+                override.write_text(
+                    f"services:\n  mcp-suite:\n    volumes:\n      - {sock_dir}:{sock_dir}:ro\n",
+                    encoding="utf-8",
+                )
+                compose_files.append(str(override))
 
-        if args.compose:
             name = f"mcp-suite-smoke-{uuid.uuid4().hex[:8]}"
-            compose_argv = [
-                *args.compose,
-                "-f",
-                str(HERE / "compose.yaml"),
-                "run",
-                "--rm",
-                "-T",
-                "--name",
+            mcp_session(
+                "run.sh",
+                args.engine,
+                [str(HERE / "run.sh")],
+                dict(env, MCP_CONTAINER_NAME=name),
                 name,
-                "mcp-suite",
-            ]
-            mcp_session("compose", args.engine, compose_argv, env, name, report, sql=sql)
+                report,
+                sql=sql is not None,
+            )
+
+            if args.compose:
+                name = f"mcp-suite-smoke-{uuid.uuid4().hex[:8]}"
+                files = [arg for path in compose_files for arg in ("-f", path)]
+                compose_argv = [*args.compose, *files, "run", "--rm", "-T", "--name", name, "mcp-suite"]
+                mcp_session("compose", args.engine, compose_argv, env, name, report, sql=sql is not None)
 
     failed = sum(1 for ok, _ in report.results if not ok)
     sys.stdout.write(f"smoke: {len(report.results) - failed} passed, {failed} failed\n")

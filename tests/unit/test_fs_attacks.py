@@ -525,3 +525,22 @@ def test_an_unexpected_os_error_propagates_for_an_incident(
         read_sync(root_dir, args, allow_hard_links=False)
     assert info.value.errno == errno.EIO
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+async def test_a_cancelled_call_propagates_and_leaves_no_descriptor(tree: AttackTree) -> None:
+    with trio.fail_after(10), open_sandbox_fs_read(Settings(safe_data_dir=tree.root)) as toolset:
+        assert toolset is not None
+        (spec,) = toolset.tools
+        args = spec.args_model.model_validate({"relative_path": "hello.txt"})
+        before = len(os.listdir("/proc/self/fd"))
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await spec.call(args)
+        assert scope.cancelled_caught
+        async with trio.open_nursery() as nursery:
+            # Cancelled while its worker thread runs: the thread finishes, then Cancelled arrives.
+            for _ in range(20):
+                nursery.start_soon(spec.call, args)
+            await trio.lowlevel.checkpoint()
+            nursery.cancel_scope.cancel()
+        assert len(os.listdir("/proc/self/fd")) == before

@@ -1,0 +1,158 @@
+"""read_only_sql through the whole runtime (the in-memory trio harness of tests/support/harness.py):
+advertised schema, results, the schema resource, cancellation that stops the query in PostgreSQL,
+and a database restart mid-session."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import psycopg
+import pytest
+import trio
+
+from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.settings import Settings
+from tests.pg.conftest import sql_settings
+from tests.support.harness import open_session
+
+pytestmark = pytest.mark.pg
+
+LONG_QUERY = "SELECT count(*) FROM generate_series(1, 2000000000)"
+
+
+def settings_for(cluster: Cluster, **overrides: Any) -> Settings:
+    return sql_settings(cluster.reader_dsn, **overrides)
+
+
+def backends(admin_dsn: str) -> list[tuple[int, str, str]]:
+    """(pid, state, query) of the server's pooled sessions."""
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid, state, query FROM pg_stat_activity WHERE application_name = 'mcp-suite'"
+        ).fetchall()
+    return [(int(pid), str(state), str(query)) for pid, state, query in rows]
+
+
+async def test_tools_list_binds_max_rows_to_the_settings(demo_cluster: Cluster) -> None:
+    settings = settings_for(demo_cluster, sql_max_rows=120)
+    with trio.fail_after(20):
+        async with open_session(settings=settings, builtins=True, test_tools=False) as h:
+            await h.initialize()
+            listed = await h.request("tools/list")
+    (tool,) = [t for t in listed["result"]["tools"] if t["name"] == "read_only_sql"]
+    max_rows = tool["inputSchema"]["properties"]["max_rows"]
+    assert (max_rows["maximum"], max_rows["minimum"], max_rows["default"]) == (120, 1, 50)
+    sql = tool["inputSchema"]["properties"]["sql"]
+    assert (sql["minLength"], sql["maxLength"]) == (1, 10_000)
+    assert set(tool["outputSchema"]["properties"]) == {"columns", "rows", "row_count", "truncated"}
+
+
+async def test_a_query_returns_columns_and_rows(demo_cluster: Cluster) -> None:
+    with trio.fail_after(20):
+        async with open_session(settings=settings_for(demo_cluster), builtins=True, test_tools=False) as h:
+            await h.initialize()
+            response = await h.response(
+                await h.call(
+                    "read_only_sql",
+                    {"sql": "SELECT section, count(*) AS pages FROM docs.pages GROUP BY 1 ORDER BY 1"},
+                )
+            )
+    result = response["result"]
+    assert result.get("isError") is not True
+    assert result["structuredContent"] == {
+        "columns": [{"name": "section", "type": "text"}, {"name": "pages", "type": "bigint"}],
+        "rows": [["changelog", 10], ["guides", 10], ["reference", 10]],
+        "row_count": 3,
+        "truncated": False,
+    }
+    assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
+
+
+async def test_the_schema_resource_lists_what_the_role_can_see(demo_cluster: Cluster) -> None:
+    with trio.fail_after(20):
+        async with open_session(settings=settings_for(demo_cluster), builtins=True, test_tools=False) as h:
+            await h.initialize()
+            listed = await h.request("resources/list")
+            uri = "postgres://mcp_demo/schema"
+            assert uri in [r["uri"] for r in listed["result"]["resources"]]
+            read = await h.request("resources/read", {"uri": uri})
+    (content,) = read["result"]["contents"]
+    assert content["mimeType"] == "application/json"
+    schema = json.loads(content["text"])
+    assert schema["database"] == "mcp_demo"
+    assert [(t["schema"], t["name"]) for t in schema["tables"]] == [("docs", "pages")]
+    columns = [(c["name"], c["type"], c["nullable"]) for c in schema["tables"][0]["columns"]]
+    assert columns == [
+        ("slug", "text", False),
+        ("editor_id", "text", False),
+        ("section", "text", False),
+        ("words", "integer", False),
+    ]
+
+
+async def test_notifications_cancelled_stops_the_query_in_postgres(demo_cluster: Cluster) -> None:
+    # One pooled connection: the call after the cancelled one must get that same connection back.
+    settings = settings_for(demo_cluster, sql_pool_min_size=1, sql_pool_max_size=1)
+    admin = demo_cluster.admin_dsn
+    with trio.fail_after(30):
+        async with open_session(settings=settings, builtins=True, test_tools=False) as h:
+            await h.initialize()
+            call_id = await h.call("read_only_sql", {"sql": LONG_QUERY})
+            running: list[tuple[int, str, str]] = []
+            while not running:  # wait until PostgreSQL is executing it
+                await trio.sleep(0.02)
+                running = [
+                    b
+                    for b in await trio.to_thread.run_sync(backends, admin)
+                    # The rows are produced by the cursor's FETCH (the DECLARE only plans).
+                    if b[1] == "active" and b[2].startswith("FETCH")
+                ]
+            (pid, _, _) = running[0]
+            await h.notify("notifications/cancelled", {"requestId": call_id, "reason": "test"})
+            # SPEC §3.4 / issue 6: the backend is idle again within 1 s of the cancellation.
+            with trio.fail_after(1.0):
+                while True:
+                    states = {b[0]: b[1] for b in await trio.to_thread.run_sync(backends, admin)}
+                    if states.get(pid) == "idle":
+                        break
+                    await trio.sleep(0.02)
+            # A cancelled request gets no response: the next message answers the next request.
+            after = await h.response(await h.call("read_only_sql", {"sql": "SELECT pg_backend_pid()"}))
+            assert after["id"] != call_id
+            assert after["result"]["structuredContent"]["rows"] == [[pid]]
+            rest = await h.finish()
+    assert [m for m in rest if m.get("id") == call_id] == []
+
+
+async def test_a_database_restart_gives_internal_errors_then_recovers(
+    demo_cluster: Cluster,
+) -> None:
+    settings = settings_for(demo_cluster, sql_connect_timeout_s=1.0)
+    query = {"sql": "SELECT count(*) FROM docs.pages"}
+    with trio.fail_after(40):
+        async with open_session(settings=settings, builtins=True, test_tools=False) as h:
+            await h.initialize()
+            ok = await h.response(await h.call("read_only_sql", query))
+            assert ok["result"]["structuredContent"]["rows"] == [[30]]
+            await trio.to_thread.run_sync(demo_cluster.stop)
+            try:
+                down = await h.response(await h.call("read_only_sql", query))
+            finally:
+                await trio.to_thread.run_sync(demo_cluster.start)
+            assert down["error"]["code"] == -32603
+            assert "password" not in json.dumps(down)
+            back = await h.response(await h.call("read_only_sql", query))
+            assert back["result"]["structuredContent"]["rows"] == [[30]]
+
+
+async def test_policy_refusals_and_database_refusals_are_in_band(demo_cluster: Cluster) -> None:
+    with trio.fail_after(20):
+        async with open_session(settings=settings_for(demo_cluster), builtins=True, test_tools=False) as h:
+            await h.initialize()
+            denied = await h.response(await h.call("read_only_sql", {"sql": "SELECT * FROM docs.editors"}))
+            too_many = await h.response(await h.call("read_only_sql", {"sql": "SELECT 1", "max_rows": 1000}))
+    for response, slug in ((denied, "access-denied"), (too_many, "validation-error")):
+        assert response["result"]["isError"] is True
+        problem = json.loads(response["result"]["content"][0]["text"])
+        assert problem["type"] == f"urn:mcp-suite:problem:{slug}"

@@ -139,7 +139,8 @@ async def test_a_database_restart_gives_internal_errors_then_recovers(
             try:
                 down = await h.response(await h.call("read_only_sql", query))
             finally:
-                await trio.to_thread.run_sync(demo_cluster.start)
+                with trio.CancelScope(shield=True):  # bounded: start() waits at most 30 s
+                    await trio.to_thread.run_sync(demo_cluster.start)
             assert down["error"]["code"] == -32603
             assert "password" not in json.dumps(down)
             back = await h.response(await h.call("read_only_sql", query))

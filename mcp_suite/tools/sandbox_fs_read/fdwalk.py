@@ -2,8 +2,9 @@
 
 Three steps, each assuming the one before it failed:
 1. `resolve`: canonical containment. The caller's components are resolved against the root the way
-   the kernel would (every symlink followed, at most 40), but nothing outside the root is ever
+   the kernel would (every symlink followed, at most 40), but only names placed inside the root are
    looked at: the moment the path leaves the root it is refused, whether or not it exists there.
+   (A directory swapped for a link during this step can misdirect an lstat; step 2 catches it.)
 2. `_open_leaf`: the canonical components are opened again one at a time with `openat` relative to
    a directory fd, `O_NOFOLLOW` on every one, so a directory swapped for a link after step 1 fails.
 3. `fstat` on the open descriptor: regular files only; at most `max_bytes + 1` bytes are read.

@@ -212,6 +212,8 @@ class ServerProcess:
             except Exception:
                 self.proc.kill()
                 self.proc.wait()
+        with contextlib.suppress(BrokenPipeError):
+            self.close_stdin()
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()

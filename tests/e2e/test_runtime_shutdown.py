@@ -1,0 +1,126 @@
+"""Shutdown of the real process (SPEC §3.4): EOF and SIGTERM drain, a second signal cancels at once,
+and a client that goes away ends it.
+
+The slow tool is the test entry point's `sleep` (tests/support/stray_server.py). Waits are bounded by
+generous timeouts; where "at once" matters, the configuration makes the slow path take far longer
+than the timeout, so only the fast path can pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import subprocess
+import tempfile
+
+import pytest
+
+from mcp_suite.problems import INTERNAL_ERROR
+from tests.support.client import REPO, STRAY_ARGV, ServerProcess, server_env
+from tests.support.wire import check_line, slug_of
+
+pytestmark = pytest.mark.e2e
+
+
+def _start_sleep(server: ServerProcess, seconds: float, request_id: str) -> None:
+    """Start a slow call and make sure the dispatcher has it in flight before returning."""
+    server.send_request("tools/call", {"name": "sleep", "arguments": {"seconds": seconds}}, id=request_id)
+    # The dispatcher handles lines in order: once the ping behind the call is answered, the call runs.
+    assert server.request("ping")["result"] == {}
+
+
+def test_eof_drains_the_in_flight_call_then_exits_zero() -> None:
+    with ServerProcess(argv=STRAY_ARGV) as server:
+        server.initialize()
+        server.send_request("tools/call", {"name": "sleep", "arguments": {"seconds": 1}}, id="slow")
+        server.close_stdin()
+        assert server.wait() == 0
+        rest = server.read_to_eof()
+        assert [m["id"] for m in rest] == ["slow"]
+        assert rest[0]["result"]["structuredContent"] == {"tag": 0, "slept": 1.0}
+
+
+def test_sigterm_drains_in_flight_calls_and_stops_reading() -> None:
+    with ServerProcess(argv=STRAY_ARGV) as server:
+        server.initialize()
+        _start_sleep(server, 1.5, "slow")
+        server.signal(signal.SIGTERM)
+        server.wait_for_stderr("draining")
+        # stdin is still open, but the server reads no more: this one is never answered.
+        with contextlib.suppress(BrokenPipeError):
+            server.send_request("ping", id="late")
+        assert server.wait() == 0
+        rest = server.read_to_eof()
+        assert [m["id"] for m in rest] == ["slow"]
+        assert rest[0]["result"]["isError"] is False
+
+
+def test_calls_still_running_after_the_grace_are_cancelled_with_an_answer() -> None:
+    env = {"MCP_DRAIN_GRACE_S": "1", "MCP_CALL_DEADLINE_S": "600"}
+    with ServerProcess(env=env, argv=STRAY_ARGV) as server:
+        server.initialize()
+        _start_sleep(server, 300, "stuck")
+        server.signal(signal.SIGTERM)
+        assert server.wait(timeout=20) == 0  # the call alone would take 300 s
+        rest = server.read_to_eof()
+        assert [m["id"] for m in rest] == ["stuck"]
+        assert rest[0]["error"]["code"] == INTERNAL_ERROR
+
+
+def test_a_second_signal_cancels_in_flight_calls_at_once() -> None:
+    # The grace (300 s) and the call (300 s) are far longer than the wait below: only the second
+    # signal can end this in time.
+    env = {"MCP_DRAIN_GRACE_S": "300", "MCP_CALL_DEADLINE_S": "600"}
+    with ServerProcess(env=env, argv=STRAY_ARGV) as server:
+        server.initialize()
+        _start_sleep(server, 300, "a")
+        _start_sleep(server, 300, "b")
+        server.signal(signal.SIGTERM)
+        server.wait_for_stderr("draining")
+        server.signal(signal.SIGINT)  # SIGINT and SIGTERM are the same to the server
+        assert server.wait(timeout=15) == 0
+        rest = server.read_to_eof()
+        assert sorted(m["id"] for m in rest) == ["a", "b"]
+        for message in rest:
+            assert message["error"]["code"] == INTERNAL_ERROR
+            assert slug_of(message["error"]["data"]) == "internal-error"
+
+
+def test_a_closed_stdout_ends_the_server() -> None:
+    with tempfile.TemporaryFile() as stderr:
+        proc = subprocess.Popen(
+            STRAY_ARGV,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=server_env(),
+            cwd=str(REPO),
+        )
+        try:
+            assert proc.stdin is not None
+            assert proc.stdout is not None
+            initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}
+            proc.stdin.write(json.dumps(initialize).encode() + b"\n")
+            proc.stdin.flush()
+            assert "result" in check_line(proc.stdout.readline())
+            # The client goes away on the reading side only; stdin stays open.
+            proc.stdout.close()
+            with contextlib.suppress(BrokenPipeError):  # it may be gone before the last one
+                for n in range(2, 5):
+                    proc.stdin.write(
+                        json.dumps({"jsonrpc": "2.0", "id": n, "method": "ping"}).encode() + b"\n"
+                    )
+                    proc.stdin.flush()
+            code = proc.wait(timeout=15)
+            assert code == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if proc.stdin is not None:
+                with contextlib.suppress(BrokenPipeError):
+                    proc.stdin.close()
+        stderr.seek(0)
+        log = stderr.read().decode("utf-8", "replace")
+        assert "stdout closed" in log, log

@@ -1,0 +1,246 @@
+"""`python -m mcp_suite.devdb serve -- <server argv>` and `python -m mcp_suite.devdb demo`.
+
+`serve` starts (or reuses) the demo cluster under `.cache/devdb`, runs the server as a child with
+stdio inherited and MCP_SQL_DSN (the reader role) plus MCP_SAFE_DATA_DIR set, and stops the cluster
+it started when the child exits. `demo` drives the real server through the official `mcp` SDK
+client and prints a table of outcomes. `destroy` removes the demo cluster (only our directory).
+Development tooling: stdout belongs to the child server in `serve`; our own messages go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from mcp_suite.devdb.cluster import (
+    Cluster,
+    DevDbError,
+    default_cache_dir,
+    open_demo_cluster,
+    repo_root,
+)
+
+log = logging.getLogger("mcp_suite.devdb")
+
+_CHILD_STOP_S = 10.0  # how long `serve` waits for the child after forwarding a signal
+
+
+def _server_env(cluster: Cluster) -> dict[str, str]:
+    env = dict(os.environ)
+    env["MCP_SQL_DSN"] = cluster.reader_dsn
+    safe = repo_root() / "examples" / "safe_data"
+    if safe.is_dir():
+        env["MCP_SAFE_DATA_DIR"] = str(safe)
+    return env
+
+
+@contextlib.contextmanager
+def _demo_cluster() -> Iterator[Cluster]:
+    """The demo cluster, running; stopped afterwards only if we started it."""
+    started_at = time.perf_counter()
+    cluster, started_here = open_demo_cluster(default_cache_dir())
+    log.info(
+        "demo PostgreSQL %s on %s:%s (%.2f s)",
+        "started" if started_here else "already running",
+        cluster.host,
+        cluster.port,
+        time.perf_counter() - started_at,
+    )
+    try:
+        yield cluster
+    finally:
+        if started_here:
+            cluster.stop()
+            log.info("demo PostgreSQL stopped")
+
+
+def _child_death_signal() -> None:  # runs in the forked child before exec
+    # If this process dies (even SIGKILL), the server gets SIGTERM and drains (SPEC §3.4).
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
+
+
+def serve(argv: Sequence[str]) -> int:
+    """Run `argv` as the MCP server with the demo database; returns the child's exit status."""
+    if not argv:
+        log.error("usage: python -m mcp_suite.devdb serve -- <server command...>")
+        return 2
+    with _demo_cluster() as cluster:
+        child = subprocess.Popen(  # noqa: S603  # the developer's own command line
+            list(argv),
+            env=_server_env(cluster),
+            preexec_fn=_child_death_signal,  # only calls prctl
+        )
+
+        def forward(signum: int, _frame: FrameType | None) -> None:
+            # Ctrl-C reaches the child from the terminal itself; SIGTERM/SIGHUP sent to us only
+            # are passed on, so the server drains and the cluster is stopped after it.
+            if signum != signal.SIGINT:
+                with contextlib.suppress(ProcessLookupError):
+                    child.send_signal(signum)
+
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, forward)
+        try:
+            status = child.wait()
+        finally:
+            if child.poll() is None:
+                child.terminate()
+                try:
+                    child.wait(timeout=_CHILD_STOP_S)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.wait()
+    return status if status >= 0 else 128 - status
+
+
+# --- demo ------------------------------------------------------------------------------------
+
+# (label, tool arguments) — or a resource read / a sequence, see _demo_steps.
+_SQL_STEPS: list[tuple[str, dict[str, Any]]] = [
+    ("first five pages", {"sql": "SELECT slug, section, words FROM docs.pages ORDER BY slug LIMIT 5"}),
+    (
+        "pages per section",
+        {"sql": "SELECT section, count(*) AS pages FROM docs.pages GROUP BY section ORDER BY 1"},
+    ),
+    (
+        "one row of generate_series(1, 1000000)",
+        {"sql": "SELECT n FROM generate_series(1, 1000000) AS n", "max_rows": 1},
+    ),
+    ("INSERT", {"sql": "INSERT INTO docs.pages VALUES ('page-99', 'e-1', 'guides', 1)"}),
+    (
+        "DELETE inside WITH",
+        {"sql": "WITH d AS (DELETE FROM docs.pages RETURNING *) SELECT count(*) FROM d"},
+    ),
+    ("lo_create", {"sql": "SELECT lo_create(0)"}),
+    ("reading docs.editors", {"sql": "SELECT * FROM docs.editors"}),
+    ("pg_sleep(2)", {"sql": "SELECT pg_sleep(2)"}),
+    ("two statements", {"sql": "SELECT 1; SELECT 2"}),
+    (
+        "set_config: read-only off",
+        {"sql": "SELECT set_config('default_transaction_read_only', 'off', false)"},
+    ),
+    ("... then lo_create on the next call", {"sql": "SELECT lo_create(0)"}),
+    ("a 300,000-character value", {"sql": "SELECT repeat('x', 300000) AS big"}),
+    ("pg_notify", {"sql": "SELECT pg_notify('alerts', 'hello')"}),
+    ("1,000 rows requested", {"sql": "SELECT * FROM docs.pages", "max_rows": 1000}),
+]
+
+
+def _cut(text: str, limit: int = 90) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _outcome(result: Any) -> str:
+    if result.is_error:
+        text = result.content[0].text if result.content else "{}"
+        try:
+            problem = json.loads(text)
+        except ValueError:
+            return _cut("error: " + text)
+        slug = str(problem.get("type", "")).rsplit(":", 1)[-1]
+        return _cut(f"{slug}: {problem.get('detail', '')}")
+    data = result.structured_content or {}
+    rows = data.get("rows", [])
+    first = json.dumps(rows[0]) if rows else "-"
+    more = ", truncated" if data.get("truncated") else ""
+    return _cut(f"ok: {data.get('row_count', len(rows))} row(s){more}; first {first}")
+
+
+async def _run_demo(env: dict[str, str]) -> list[tuple[str, str]]:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+    from mcp.shared.exceptions import MCPError
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "mcp_suite"], env=env, cwd=str(repo_root())
+    )
+    table: list[tuple[str, str]] = []
+    async with Client(params) as client:
+        tools = await client.list_tools()
+        table.append(("tools/list", "ok: " + ", ".join(t.name for t in tools.tools)))
+        resources = await client.list_resources()
+        uris = [str(r.uri) for r in resources.resources]
+        schema_uri = next((u for u in uris if u.startswith("postgres://")), None)
+        if schema_uri:
+            read = await client.read_resource(schema_uri)
+            schema = json.loads(getattr(read.contents[0], "text", "{}"))
+            tables = [f"{t['schema']}.{t['name']}" for t in schema.get("tables", [])]
+            table.append((f"resource {schema_uri}", "ok: tables " + ", ".join(tables)))
+        for label, arguments in _SQL_STEPS:
+            started = time.perf_counter()
+            try:
+                result = await client.call_tool("read_only_sql", arguments)
+                outcome = _outcome(result)
+            except MCPError as exc:
+                outcome = _cut(f"JSON-RPC error {exc.error.code}: {exc.error.message}")
+            elapsed = (time.perf_counter() - started) * 1000
+            table.append((label, f"{outcome}  [{elapsed:.0f} ms]"))
+    return table
+
+
+def demo() -> int:
+    import anyio
+
+    with _demo_cluster() as cluster:
+        env = _server_env(cluster)
+        env.setdefault("MCP_LOG_LEVEL", "WARNING")
+        rows = anyio.run(_run_demo, env)
+    width = max(len(label) for label, _ in rows)
+    out = sys.stdout
+    out.write(f"{'step':<{width}}  outcome\n{'-' * width}  {'-' * 60}\n")
+    for label, outcome in rows:
+        out.write(f"{label:<{width}}  {outcome}\n")
+    out.flush()
+    return 0
+
+
+def destroy() -> int:
+    base = default_cache_dir()
+    if not base.exists():
+        log.info("no demo cluster to remove")
+        return 0
+    cluster = Cluster.open_existing(base)
+    if cluster.running_elsewhere():
+        log.error("the demo cluster is in use by another process; stop it first")
+        return 1
+    cluster.destroy()
+    log.info("removed %s", Path(".cache") / "devdb")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="devdb: %(message)s")
+    parser = argparse.ArgumentParser(prog="python -m mcp_suite.devdb")
+    parser.add_argument("command", choices=("serve", "demo", "destroy"))
+    parser.add_argument("server", nargs=argparse.REMAINDER, help="serve: -- <server command>")
+    args = parser.parse_args(argv)
+    server = list(args.server)
+    if server and server[0] == "--":
+        server = server[1:]
+    try:
+        if args.command == "serve":
+            return serve(server)
+        if args.command == "demo":
+            return demo()
+        return destroy()
+    except DevDbError as exc:
+        log.error("%s", exc)  # noqa: TRY400  # a one-line reason for the developer, no traceback
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

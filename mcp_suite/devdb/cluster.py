@@ -123,7 +123,9 @@ def repo_root() -> Path:
 
 
 def default_cache_dir() -> Path:
-    return repo_root() / ".cache" / "devdb"
+    """`.cache/devdb` at the repo root, or `$MCP_DEVDB_DIR` (tests point it at a temp dir)."""
+    override = os.environ.get("MCP_DEVDB_DIR")
+    return Path(override) if override else repo_root() / ".cache" / "devdb"
 
 
 def _free_port() -> int:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -131,3 +133,60 @@ def test_failed_creation_leaves_no_server_and_no_directory(tmp_path: Path) -> No
     for name in ("postgres", "initdb"):
         (bogus_bin / name).unlink()
     bogus_bin.rmdir()
+
+
+CHILD = (
+    "import os, sys, psycopg;"
+    "conn = psycopg.connect(os.environ['MCP_SQL_DSN']);"
+    "user = conn.execute('SELECT current_user').fetchone()[0];"
+    "sys.stderr.write('child-user=' + user + '\\n');"
+    "sys.exit(7)"
+)
+
+
+def _serve(base: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MCP_DEVDB_DIR": str(base)}
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_suite.devdb", "serve", "--", sys.executable, "-c", CHILD],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_serve_creates_the_cluster_runs_the_child_and_stops_the_cluster() -> None:
+    base = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-serve-"))
+    base.rmdir()  # serve creates it (with its marker)
+    try:
+        proc = _serve(base)
+        assert proc.returncode == 7, proc.stderr
+        assert "child-user=mcp_reader" in proc.stderr
+        assert proc.stdout == ""
+        assert (base / MARKER_NAME).is_file()
+        assert not (base / "pgdata" / "postmaster.pid").exists()  # stopped again
+        # A second run reuses the seeded directory.
+        again = _serve(base)
+        assert again.returncode == 7, again.stderr
+        assert not (base / "pgdata" / "postmaster.pid").exists()
+    finally:
+        if base.exists():
+            Cluster.open_existing(base).destroy()
+
+
+def test_serve_reuses_a_running_cluster_and_leaves_it_running(demo_cluster: Cluster) -> None:
+    proc = _serve(demo_cluster.base)
+    assert proc.returncode == 7, proc.stderr
+    assert "already running" in proc.stderr
+    assert demo_cluster.is_running()
+    with psycopg.connect(demo_cluster.reader_dsn) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_serve_refuses_a_directory_it_did_not_create(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    proc = _serve(tmp_path)
+    assert proc.returncode == 1
+    assert "refusing" in proc.stderr
+    assert (tmp_path / "notes.txt").read_text() == "mine"

@@ -1,0 +1,528 @@
+"""The SQL policy's LIMIT rewrite, cache, problems, and each line of defence on its own.
+
+The corpus (test_sql_policy_corpus.py) drives the public `vet`. Here the second opinions are also
+exercised alone: whatever PostgreSQL's grammar refuses first must still be refused by the sqlglot walk,
+so one parser's gap is never the only thing between a caller and the database.
+"""
+
+from __future__ import annotations
+
+import threading
+from decimal import Decimal
+from typing import Any
+
+import pytest
+import sqlglot
+from sqlglot.errors import ParseError
+
+from mcp_suite.problems import (
+    ECHO_MAX_CHARS,
+    InvalidArgumentsError,
+    ProblemError,
+    QueryViolationError,
+)
+from mcp_suite.tools.read_only_sql import policy
+from mcp_suite.tools.read_only_sql.denylist import denied_reason, normalize_function_name
+from mcp_suite.tools.read_only_sql.policy import QueryPolicy, VettedQuery, vet_sql
+
+
+def _rule(sql: str, max_rows: int = 50) -> str:
+    with pytest.raises(ProblemError) as caught:
+        vet_sql(sql, max_rows=max_rows)
+    rule = caught.value.metadata.get("rule")
+    assert isinstance(rule, str)
+    return rule
+
+
+# --- the deterministic LIMIT ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sql", "max_rows", "limit", "executed"),
+    [
+        ("SELECT 1", 50, 51, "SELECT 1 LIMIT 51"),
+        ("SELECT 1 LIMIT 10", 50, 10, "SELECT 1 LIMIT 10"),
+        ("SELECT 1 LIMIT 1000", 50, 51, "SELECT 1 LIMIT 51"),
+        ("SELECT 1 LIMIT 51", 50, 51, "SELECT 1 LIMIT 51"),
+        ("SELECT 1 LIMIT 0", 50, 0, "SELECT 1 LIMIT 0"),
+        ("SELECT 1 LIMIT ALL", 50, 51, "SELECT 1 LIMIT 51"),
+        ("SELECT 1 LIMIT NULL", 50, 51, "SELECT 1 LIMIT 51"),
+        ("SELECT 1 LIMIT 2 + 3", 50, 51, "SELECT 1 LIMIT 51"),
+        ("SELECT 1 LIMIT '5'", 50, 51, "SELECT 1 LIMIT 51"),
+        ("SELECT 1 LIMIT 2.5", 50, 51, "SELECT 1 LIMIT 51"),
+        ("SELECT 1 LIMIT (SELECT 3)", 50, 51, "SELECT 1 LIMIT 51"),
+        ("SELECT 1 OFFSET 4", 50, 51, "SELECT 1 LIMIT 51 OFFSET 4"),
+        ("SELECT 1 LIMIT 3 OFFSET 4", 50, 3, "SELECT 1 LIMIT 3 OFFSET 4"),
+        ("SELECT 1 FETCH FIRST 7 ROWS ONLY", 50, 7, "SELECT 1 LIMIT 7"),
+        ("SELECT 1 FETCH NEXT ROW ONLY", 50, 51, "SELECT 1 LIMIT 51"),
+        ("SELECT 1 ORDER BY 1 FETCH FIRST 7 ROWS WITH TIES", 50, 51, "SELECT 1 ORDER BY 1 LIMIT 51"),
+        ("SELECT 1 LIMIT 9", 4, 5, "SELECT 1 LIMIT 5"),
+        ("SELECT 1 LIMIT 9", 1, 2, "SELECT 1 LIMIT 2"),
+        (
+            "SELECT * FROM (SELECT 1 LIMIT 1000) AS s",
+            50,
+            51,
+            "SELECT * FROM (SELECT 1 LIMIT 1000) AS s LIMIT 51",
+        ),
+        (
+            "WITH c AS (SELECT 1 LIMIT 1000) SELECT * FROM c",
+            50,
+            51,
+            "WITH c AS (SELECT 1 LIMIT 1000) SELECT * FROM c LIMIT 51",
+        ),
+        ("SELECT 1 UNION SELECT 2", 50, 51, "SELECT 1 UNION SELECT 2 LIMIT 51"),
+        ("SELECT 1 UNION SELECT 2 LIMIT 1", 50, 1, "SELECT 1 UNION SELECT 2 LIMIT 1"),
+        (
+            "SELECT 1 UNION (SELECT 2 LIMIT 1000)",
+            50,
+            51,
+            "SELECT 1 UNION (SELECT 2 LIMIT 1000) LIMIT 51",
+        ),
+        (
+            "(SELECT 1 LIMIT 1000) EXCEPT SELECT 2",
+            50,
+            51,
+            "(SELECT 1 LIMIT 1000) EXCEPT SELECT 2 LIMIT 51",
+        ),
+        ("VALUES (1), (2)", 50, 51, "SELECT * FROM (VALUES (1), (2)) AS q LIMIT 51"),
+        ("(SELECT 1)", 50, 51, "SELECT * FROM ((SELECT 1)) AS q LIMIT 51"),
+        ("(SELECT 1) LIMIT 3", 50, 3, "SELECT * FROM ((SELECT 1) LIMIT 3) AS q LIMIT 3"),
+        ("(SELECT 1) LIMIT 300", 50, 51, "SELECT * FROM ((SELECT 1) LIMIT 300) AS q LIMIT 51"),
+    ],
+)
+def test_outer_limit_is_min_of_literal_and_max_rows_plus_one(
+    sql: str, max_rows: int, limit: int, executed: str
+) -> None:
+    vetted = vet_sql(sql, max_rows=max_rows)
+    assert vetted == VettedQuery(sql=executed, limit=limit)
+
+
+def test_comments_are_dropped_from_the_executed_text() -> None:
+    vetted = vet_sql("/* a */ SELECT 1 -- b\n AS one /* c */", max_rows=5)
+    assert vetted.sql == "SELECT 1 AS one LIMIT 6"
+
+
+def test_literal_limit_reads_only_plain_integers() -> None:
+    parse = sqlglot.parse_one
+    assert policy._literal_limit(None) is None
+    assert policy._literal_limit(parse("SELECT 1 LIMIT 4", read="postgres").args["limit"]) == 4
+    percent = parse("SELECT 1 FETCH FIRST 10 PERCENT ROWS ONLY", read="postgres").args["limit"]
+    assert policy._literal_limit(percent) is None
+    ties = parse("SELECT 1 ORDER BY 1 FETCH FIRST 3 ROWS WITH TIES", read="postgres").args["limit"]
+    assert policy._literal_limit(ties) is None
+    negative = parse("SELECT 1 LIMIT -1", read="postgres").args["limit"]
+    assert policy._literal_limit(negative) is None
+    assert policy._literal_limit(sqlglot.exp.Limit(expression=sqlglot.exp.Literal.number("1e3"))) is None
+
+
+def test_limit_proof_refuses_a_root_without_the_expected_limit() -> None:
+    facts = policy._check_postgres("SELECT 1 LIMIT 7", executed=True)
+    policy._check_postgres_limit(facts.root, 7, 51)
+    for limit, cap in ((6, 51), (7, 6)):
+        with pytest.raises(InvalidArgumentsError) as caught:
+            policy._check_postgres_limit(facts.root, limit, cap)
+        assert caught.value.metadata["rule"] == "limit-rewrite"
+    zero = policy._check_postgres("SELECT 1 LIMIT 0", executed=True)
+    policy._check_postgres_limit(zero.root, 0, 51)
+    bare = policy._check_postgres("SELECT 1", executed=True)
+    with pytest.raises(InvalidArgumentsError):
+        policy._check_postgres_limit(bare.root, 51, 51)
+
+
+# --- arguments, problems and details -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("max_rows", [0, -1, True, 1.5, "5"])
+def test_invalid_max_rows_is_a_validation_error_naming_max_rows(max_rows: Any) -> None:
+    with pytest.raises(InvalidArgumentsError) as caught:
+        vet_sql("SELECT 1", max_rows=max_rows)
+    assert caught.value.invalid_params == ("max_rows",)
+
+
+def test_non_string_sql_is_a_validation_error() -> None:
+    with pytest.raises(InvalidArgumentsError) as caught:
+        vet_sql(b"SELECT 1", max_rows=5)  # type: ignore[arg-type]  # the wrong type on purpose
+    assert caught.value.metadata["rule"] == "type"
+
+
+def test_sql_at_the_length_cap_is_read_and_one_past_is_refused() -> None:
+    head = "SELECT 1 AS x"
+    fits = head + " " * (policy.SQL_MAX_CHARS - len(head))
+    assert vet_sql(fits, max_rows=5).limit == 6
+    assert _rule(fits + " ") == "too-long"
+
+
+def test_detail_echoes_at_most_256_characters_of_the_callers_sql() -> None:
+    name = "f" * 5_000
+    with pytest.raises(ProblemError) as caught:
+        vet_sql(f"SELECT pg_sleep_{name}(1)", max_rows=5)
+    assert len(caught.value.detail) < 2 * ECHO_MAX_CHARS
+    assert name not in caught.value.detail
+    with pytest.raises(ProblemError) as caught:
+        vet_sql(f"SELECT 1 {name} {name}", max_rows=5)
+    assert name not in caught.value.detail
+
+
+def test_detail_names_the_fix() -> None:
+    with pytest.raises(QueryViolationError) as caught:
+        vet_sql("SELECT 1; SELECT 2", max_rows=5)
+    assert "only one is allowed" in caught.value.detail
+    with pytest.raises(QueryViolationError) as caught:
+        vet_sql("SELECT $1", max_rows=5)
+    assert "inline" in caught.value.detail
+    with pytest.raises(QueryViolationError) as caught:
+        vet_sql("SELECT pg_catalog.pg_sleep(1)", max_rows=5)
+    assert "pg_catalog.pg_sleep()" in caught.value.detail
+    assert caught.value.metadata == {"rule": "denied-function", "function": "pg_catalog.pg_sleep"}
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT " + "NOT " * 150 + "true",  # PostgreSQL's tree past MAX_TREE_DEPTH
+        "SELECT " + "NOT " * 2_000 + "true",  # the JSON of the tree past Python's recursion limit
+        "SELECT " + "(" * 60 + "1" + ")" * 60,  # sqlglot's bracket depth
+        "SELECT " + "ARRAY[" * 5 + "1" + "]" * 5,  # sqlglot's exponential case
+        "SELECT (ARRAY[1])" + "[1]" * 7,  # sqlglot's quadratic case
+    ],
+)
+def test_deep_nesting_is_a_clean_validation_error(sql: str) -> None:
+    assert _rule(sql) == "too-deep"
+
+
+def test_postgres_parser_stack_exhaustion_is_too_deep() -> None:
+    # Past the length cap of `vet`, so the internal check is called directly.
+    with pytest.raises(InvalidArgumentsError) as caught:
+        policy._check_postgres("SELECT " + "(" * 10_050, executed=False)
+    assert caught.value.metadata["rule"] == "too-deep"
+
+
+def test_recursion_anywhere_in_the_pipeline_becomes_a_problem(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def explode(tree: Any) -> str:
+        raise RecursionError
+
+    monkeypatch.setattr(policy, "_generate", explode)
+    assert _rule("SELECT 1") == "too-deep"
+
+
+def test_bracket_depth_within_the_bounds_is_read() -> None:
+    assert vet_sql("SELECT " + "(" * 40 + "1" + ")" * 40, max_rows=5).limit == 6
+    assert vet_sql("SELECT " + "ARRAY[" * 4 + "1" + "]" * 4, max_rows=5).limit == 6
+    assert vet_sql("SELECT (ARRAY[1])" + "[1]" * 5, max_rows=5).limit == 6
+
+
+# --- the cache -------------------------------------------------------------------------------------
+
+
+def test_cache_returns_the_same_verdict_without_parsing_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+    real = policy.vet_sql
+
+    def counting(sql: str, *, max_rows: int) -> VettedQuery:
+        calls.append(sql)
+        return real(sql, max_rows=max_rows)
+
+    monkeypatch.setattr(policy, "vet_sql", counting)
+    cache = QueryPolicy(cache_size=2)
+    first = cache.vet("SELECT 1", max_rows=5)
+    assert cache.vet("SELECT 1", max_rows=5) is first
+    assert calls == ["SELECT 1"]
+    cache.vet("SELECT 1", max_rows=6)  # another max_rows is another verdict
+    assert len(calls) == 2
+
+
+def test_cached_refusal_raises_a_fresh_equal_problem_each_time() -> None:
+    cache = QueryPolicy(cache_size=4)
+    problems = []
+    for _ in range(3):
+        with pytest.raises(QueryViolationError) as caught:
+            cache.vet("DELETE FROM docs.pages", max_rows=5)
+        problems.append(caught.value)
+    assert problems[0] is not problems[1]
+    assert {p.detail for p in problems} == {problems[0].detail}
+    assert {tuple(p.metadata.items()) for p in problems} == {tuple(problems[0].metadata.items())}
+    assert all(p.invalid_params == ("sql",) for p in problems)
+
+
+def test_cache_is_bounded_and_evicts_the_least_recently_used() -> None:
+    cache = QueryPolicy(cache_size=2)
+    cache.vet("SELECT 1", max_rows=5)
+    cache.vet("SELECT 2", max_rows=5)
+    cache.vet("SELECT 1", max_rows=5)  # 1 is now the most recent
+    cache.vet("SELECT 3", max_rows=5)  # evicts 2
+    assert list(cache._cache) == [("SELECT 1", 5), ("SELECT 3", 5)]
+
+
+def test_cache_size_zero_keeps_nothing_and_negative_is_refused() -> None:
+    cache = QueryPolicy(cache_size=0)
+    cache.vet("SELECT 1", max_rows=5)
+    assert not cache._cache
+    with pytest.raises(ValueError, match="cache_size"):
+        QueryPolicy(cache_size=-1)
+
+
+def test_cache_is_safe_under_threads() -> None:
+    cache = QueryPolicy(cache_size=8)
+    errors: list[BaseException] = []
+
+    def work(offset: int) -> None:
+        try:
+            for i in range(60):
+                cache.vet(f"SELECT {(i + offset) % 20}", max_rows=5)
+        except BaseException as exc:  # pragma: no cover - only on failure
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert len(cache._cache) <= 8
+
+
+# --- each line of defence alone --------------------------------------------------------------------
+
+
+def _sqlglot_rule(sql: str) -> str:
+    tree = sqlglot.parse_one(sql, read="postgres")
+    with pytest.raises(QueryViolationError) as caught:
+        policy._check_sqlglot(tree)
+    rule = caught.value.metadata["rule"]
+    assert isinstance(rule, str)
+    return rule
+
+
+@pytest.mark.parametrize(
+    ("sql", "rule"),
+    [
+        ("WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d", "data-modifying"),
+        ("WITH d AS (INSERT INTO t VALUES (1) RETURNING *) SELECT * FROM d", "data-modifying"),
+        ("WITH d AS (UPDATE t SET a = 1 RETURNING *) SELECT * FROM d", "data-modifying"),
+        ("SELECT * INTO x FROM t", "select-into"),
+        ("SELECT * FROM (SELECT * FROM t FOR UPDATE) AS s", "row-lock"),
+        ("SELECT $1", "bind-parameter"),
+        ("SELECT %s", "bind-parameter"),
+        ("SELECT :name", "bind-parameter"),
+        ("SELECT pg_sleep(1)", "denied-function"),
+        ("SELECT PG_CATALOG.PG_SLEEP(1)", "denied-function"),
+        ('SELECT "pg_sleep"(1)', "denied-function"),
+        ("SELECT * FROM pg_ls_dir('.')", "denied-function"),
+        ("SELECT x FROM t WHERE nextval('s') > 0", "denied-function"),
+        ("SELECT * FROM (SELECT * FROM t) AS s CROSS JOIN LATERAL dblink('x', 'y')", "denied-function"),
+    ],
+)
+def test_sqlglot_walk_alone_refuses(sql: str, rule: str) -> None:
+    assert _sqlglot_rule(sql) == rule
+
+
+@pytest.mark.parametrize(
+    ("sql", "rule"),
+    [
+        ("DELETE FROM t", "root-not-select"),
+        ("LISTEN x", "root-not-select"),
+        ("DO $$ BEGIN END $$", "root-not-select"),
+    ],
+)
+def test_sqlglot_root_must_be_a_query(sql: str, rule: str) -> None:
+    assert _sqlglot_rule(sql) == rule
+
+
+@pytest.mark.parametrize(
+    ("sql", "rule"),
+    [
+        ("DO $$ BEGIN END $$", "opaque-command"),
+        ("EXPLAIN ANALYZE SELECT 1", "opaque-command"),
+        ("SET search_path = x", "forbidden-node"),
+        ("COPY t TO STDOUT", "forbidden-node"),
+        ("CREATE TABLE x (a int)", "forbidden-node"),
+        ("GRANT SELECT ON t TO r", "forbidden-node"),
+    ],
+)
+def test_sqlglot_statement_nodes_are_refused_wherever_they_appear(sql: str, rule: str) -> None:
+    # Hidden under a SELECT root, as a smuggled child, the walk still finds them.
+    tree = sqlglot.parse_one("SELECT 1", read="postgres")
+    tree.set("where", sqlglot.parse_one(sql, read="postgres"))
+    with pytest.raises(QueryViolationError) as caught:
+        policy._check_sqlglot(tree)
+    assert caught.value.metadata["rule"] == rule
+
+
+@pytest.mark.parametrize(
+    ("kind", "rule"),
+    [
+        ("InsertStmt", "data-modifying"),
+        ("ParamRef", "bind-parameter"),
+        ("IntoClause", "select-into"),
+        ("LockingClause", "row-lock"),
+        ("SetToDefault", "forbidden-node"),
+        ("CurrentOfExpr", "forbidden-node"),
+    ],
+)
+def test_postgres_walk_refuses_any_node_kind_outside_the_allowlist(kind: str, rule: str) -> None:
+    facts = policy._PgFacts(root={})
+    tree: dict[str, Any] = {"SelectStmt": {"targetList": [{"ResTarget": {"val": {kind: {}}}}]}}
+    with pytest.raises(QueryViolationError) as caught:
+        policy._walk_postgres(tree, facts)
+    assert caught.value.metadata["rule"] == rule
+
+
+@pytest.mark.parametrize(
+    ("sql", "node"),
+    [
+        ("INSERT INTO t VALUES (1)", "InsertStmt"),
+        ("CREATE TABLE x (a int)", "CreateStmt"),
+        ("SHOW work_mem", "VariableShowStmt"),
+    ],
+)
+def test_postgres_root_must_be_a_select(sql: str, node: str) -> None:
+    with pytest.raises(QueryViolationError) as caught:
+        policy._check_postgres(sql, executed=False)
+    assert caught.value.metadata["node"] == node
+
+
+def test_a_text_the_generator_made_unparsable_is_the_validators_limit_not_a_syntax_error() -> None:
+    with pytest.raises(InvalidArgumentsError) as caught:
+        policy._check_postgres("SELECT (", executed=True)
+    assert caught.value.metadata["rule"] == "unsupported-syntax"
+
+
+def test_sqlglot_disagreeing_on_the_statement_count_refuses() -> None:
+    with pytest.raises(QueryViolationError) as caught:
+        policy._parse_sqlglot("SELECT 1; SELECT 2")
+    assert caught.value.metadata["rule"] == "multiple-statements"
+
+
+def test_sqlglot_tokenizer_failure_refuses() -> None:
+    with pytest.raises(InvalidArgumentsError) as caught:
+        policy._parse_sqlglot("SELECT 'open")
+    assert caught.value.metadata["rule"] == "unsupported-syntax"
+
+
+class _Boom:
+    """A stand-in dialect whose parser fails with a foreign exception."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def tokenize(self, sql: str) -> Any:
+        return self._real.tokenize(sql)
+
+    def parser(self) -> Any:
+        raise KeyError("sqlglot bug")
+
+
+def test_a_foreign_exception_from_sqlglot_parsing_fails_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(policy, "_DIALECT", _Boom(policy._DIALECT))
+    assert _rule("SELECT 1") == "unsupported-syntax"
+
+
+def test_a_foreign_exception_from_sqlglot_generating_fails_closed() -> None:
+    class Broken:  # duck-typed: compiled sqlglot classes cannot be subclassed here
+        def sql(self, *args: Any, **kwargs: Any) -> str:
+            raise KeyError("sqlglot bug")
+
+    with pytest.raises(InvalidArgumentsError) as caught:
+        policy._generate(Broken())  # type: ignore[arg-type]  # a stand-in tree
+    assert caught.value.metadata["rule"] == "unsupported-syntax"
+
+
+def test_recursion_in_the_generator_is_passed_up_to_become_too_deep() -> None:
+    class Deep:  # duck-typed: compiled sqlglot classes cannot be subclassed here
+        def sql(self, *args: Any, **kwargs: Any) -> str:
+            raise RecursionError
+
+    with pytest.raises(RecursionError):
+        policy._generate(Deep())  # type: ignore[arg-type]  # a stand-in tree
+
+
+def test_recursion_in_the_sqlglot_parser_is_passed_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Parser:
+        def parse(self, tokens: Any, sql: str) -> Any:
+            raise RecursionError
+
+    class Dialect:
+        def tokenize(self, sql: str) -> Any:
+            return []
+
+        def parser(self) -> Parser:
+            return Parser()
+
+    monkeypatch.setattr(policy, "_DIALECT", Dialect())
+    with pytest.raises(RecursionError):
+        policy._parse_sqlglot("SELECT 1")
+
+
+def test_parse_error_place_is_plain_text() -> None:
+    with pytest.raises(ParseError) as caught:
+        sqlglot.parse_one("SELECT * FROM t WHERE a = = 1", read="postgres")
+    place = policy._parse_error_place(caught.value)
+    assert place.startswith(" (near line 1, column ")
+    assert "\x1b" not in place
+    assert policy._parse_error_place(ParseError("no structure")) == ""
+    hidden = ParseError("x", errors=[{"line": 1, "col": 2, "highlight": "\x1b[4m"}])
+    assert policy._parse_error_place(hidden) == " (near line 1, column 2)"
+
+
+def test_agreement_allows_fewer_names_and_refuses_new_ones() -> None:
+    original = policy._check_postgres("SELECT a, b FROM t LIMIT 3", executed=False)
+    fewer = policy._check_postgres("SELECT a FROM t LIMIT 3", executed=True)
+    policy._check_agreement(original, fewer, 3)
+    for other in ("SELECT c FROM t LIMIT 3", "SELECT a FROM u LIMIT 3", "SELECT 'x' FROM t LIMIT 3"):
+        final = policy._check_postgres(other, executed=True)
+        with pytest.raises(InvalidArgumentsError) as caught:
+            policy._check_agreement(original, final, 3)
+        assert caught.value.metadata["rule"] == "parser-disagreement"
+
+
+def test_constants_compare_by_value() -> None:
+    facts = policy._check_postgres(
+        "SELECT 0, 1.50, 'MONTH', B'101', true, false, NULL LIMIT 1", executed=False
+    )
+    assert set(facts.constants) >= {
+        ("number", Decimal(0)),
+        ("number", Decimal("1.5")),
+        ("string", "month"),
+        ("bits", "b101"),
+        ("bool", True),
+        ("bool", False),
+        ("null",),
+    }
+
+
+# --- the denylist ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "denied"),
+    [
+        ("pg_sleep", True),
+        ("PG_SLEEP", True),
+        ("Pg_Sleep_For", True),
+        ("dblink_exec", True),
+        ("lo_from_bytea", True),
+        ("pg_ls_waldir", True),
+        ("query_to_xml", True),
+        ("crosstab3", True),
+        ("binary_upgrade_set_next_pg_type_oid", True),
+        ("count", False),
+        ("repeat", False),
+        ("pg_typeof", False),
+        ("lower", False),
+        ("sleep", False),
+        ("pg_stat_get_activity", False),
+    ],
+)
+def test_denylist_matches_exact_names_and_families_case_insensitively(name: str, denied: bool) -> None:
+    assert (denied_reason(name) is not None) is denied
+
+
+def test_normalised_names_are_case_folded() -> None:
+    assert normalize_function_name("PG_SLEEP") == "pg_sleep"
+    assert normalize_function_name("Straße") == "strasse"

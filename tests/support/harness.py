@@ -186,6 +186,7 @@ class Harness:
     session: Session | None = None
     server_done: trio.Event = field(default_factory=trio.Event)
     lines_seen: int = 0
+    transcript: list[bytes] = field(default_factory=list)
     _buffer: bytearray = field(default_factory=bytearray)
     _eof: bool = False
     _input_closed: bool = False
@@ -240,6 +241,7 @@ class Harness:
                 line = bytes(self._buffer[: newline + 1])
                 del self._buffer[: newline + 1]
                 self.lines_seen += 1
+                self.transcript.append(line)
                 return line
             if self._eof:
                 assert not self._buffer, f"partial last line {bytes(self._buffer[:200])!r}"
@@ -248,6 +250,10 @@ class Harness:
             if not chunk:
                 self._eof = True
             self._buffer += chunk
+
+    def raw_output(self) -> bytes:
+        """Every byte the server wrote that the client has read so far."""
+        return b"".join(self.transcript)
 
     async def recv(self) -> dict[str, Any]:
         """The next message, checked against the wire contract."""

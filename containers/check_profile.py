@@ -123,8 +123,8 @@ def check_containerfile(text: str, report: Report) -> None:
     runs = " ".join(builder.all("RUN"))
     pip_runs = [r for r in builder.all("RUN") if "runtime.txt" in r]
     report.check(
-        any("--require-hashes" in r and "--no-deps" in r for r in pip_runs),
-        "Containerfile: runtime dependencies installed with --require-hashes --no-deps",
+        any("--require-hashes" in r and "--no-deps" in r and "--only-binary :all:" in r for r in pip_runs),
+        "Containerfile: runtime dependencies installed with --require-hashes --no-deps, wheels only",
     )
     report.check(
         all(not re.search(r"\bADD\s+https?://", i) for i in text.splitlines()),

@@ -88,6 +88,7 @@ out["setuid"] = setuid
 status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
 out["caps"] = {k: status[k].strip() for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")}
 out["no_new_privs"] = status.get("NoNewPrivs", "").strip()
+out["seccomp"] = status.get("Seccomp", "").strip()
 out["net"] = sorted(os.listdir("/sys/class/net"))
 def first(*paths):
     for p in paths:
@@ -181,6 +182,7 @@ def run_probe(engine: str, image: str, profile: Sequence[str], data: Path, repor
         all(v == zero for v in probe["caps"].values()), "probe: no capabilities at all", probe["caps"]
     )
     report.check(probe["no_new_privs"] == "1", "probe: no_new_privs is set", probe["no_new_privs"])
+    report.check(probe["seccomp"] == "2", "probe: a seccomp filter is active", probe["seccomp"])
     report.check(probe["net"] == ["lo"], "probe: network namespace has loopback only", probe["net"])
     report.check(probe["pids_max"] == "64", "probe: pids limit 64", probe["pids_max"])
     report.check(

@@ -4,6 +4,9 @@ catches each way the hardened profile could be weakened."""
 from __future__ import annotations
 
 import importlib.util
+import json
+import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable
@@ -87,9 +90,13 @@ MUTATIONS: dict[str, tuple[Mutation, str]] = {
         ),
         "Containerfile: ARG BASE_IMAGE defaults to a digest-pinned image",
     ),
+    "sdists allowed": (
+        lambda: _failures(containerfile=_replace(CONTAINERFILE, "--only-binary :all:", "")),
+        "Containerfile: runtime dependencies installed with --require-hashes --no-deps, wheels only",
+    ),
     "unhashed install": (
         lambda: _failures(containerfile=_replace(CONTAINERFILE, "--require-hashes", "")),
-        "Containerfile: runtime dependencies installed with --require-hashes --no-deps",
+        "Containerfile: runtime dependencies installed with --require-hashes --no-deps, wheels only",
     ),
     "run in the runtime stage": (
         lambda: _failures(
@@ -176,3 +183,42 @@ def test_yaml_subset_reader_refuses_what_it_does_not_model() -> None:
     report = check.Report()
     check.check_compose("services:\n  x: {read_only: true}\n", report)
     assert report.failures
+
+
+CLIENTS_DOC = (CONTAINERS.parent / "docs" / "operations" / "clients.md").read_text(encoding="utf-8")
+
+
+def _container_argvs_in_clients_doc() -> list[list[str]]:
+    """Every container launch in docs/operations/clients.md: JSON configs and shell commands."""
+    argvs: list[list[str]] = []
+    for block in re.findall(r"```json\n(.*?)```", CLIENTS_DOC, re.DOTALL):
+        document = json.loads(block)
+        if isinstance(document, list):
+            continue  # the bare argument list shown once for reference
+        servers = document.get("mcpServers") or document.get("servers") or {}
+        for server in servers.values():
+            if server["command"].endswith("podman"):
+                argvs.append([server["command"], *server["args"]])
+    for block in re.findall(r"```sh\n(.*?)```", CLIENTS_DOC, re.DOTALL):
+        words = shlex.split(block.replace("\\\n", " "), comments=True)
+        if "podman" in words and "run" in words:
+            argvs.append(words[words.index("podman") :])
+    return argvs
+
+
+def test_clients_doc_has_a_container_config_for_each_client() -> None:
+    assert len(_container_argvs_in_clients_doc()) == 5  # Desktop, Code (2), Cursor, VS Code
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_every_container_config_in_clients_doc_applies_the_whole_profile(index: int) -> None:
+    argv = _container_argvs_in_clients_doc()[index]
+    flags = argv[2 : argv.index("localhost/mcp-suite:latest")]
+    fake_profile = "MCP_PROFILE=(\n" + "\n".join(shlex.quote(f) for f in flags) + "\n)\n"
+    report = check.Report()
+    check.check_profile_script(fake_profile, RUN_SCRIPT, report)
+    assert report.failures == []
+    assert "-i" in flags
+    assert "-t" not in flags
+    assert "--tty" not in flags
+    assert any(f.endswith(":/safe_data_dir:ro") for f in flags)

@@ -6,6 +6,7 @@ Every stdout line read here passes `check_line` (ASCII JSON-RPC, problem documen
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -49,6 +50,30 @@ def test_handshake_list_and_call_then_clean_exit_with_an_audit_trail() -> None:
     ]
     assert audit[2]["tool"] == "system_metrics"
     assert all(isinstance(e["duration_ms"], float | int) for e in audit)
+    _assert_quiet(server)
+
+
+def _assert_quiet(server: ServerProcess) -> None:
+    """-X dev shows ResourceWarnings and the like on stderr: a clean run has none, and no traceback."""
+    stderr = server.stderr_text()
+    assert "Warning" not in stderr, stderr
+    assert "Traceback" not in stderr, stderr
+
+
+def test_split_writes_and_crlf_lines_are_framed_like_whole_ones() -> None:
+    with ServerProcess() as server:
+        message = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}\r\n'
+        for start in range(0, len(message), 7):
+            server.send_raw(message[start : start + 7])
+            time.sleep(0.002)  # separate pipe writes, so the server sees separate reads
+        assert server.recv()["result"]["protocolVersion"] == "2025-11-25"
+        server.send_raw(b'\n\n{"jsonrpc":"2.0","id":2,"method":"ping"}\r\n{"jsonrpc":"2.0",')
+        assert server.recv() == {"jsonrpc": "2.0", "id": 2, "result": {}}
+        time.sleep(0.01)
+        server.send_raw(b'"id":3,"method":"ping"}\n')
+        assert server.recv() == {"jsonrpc": "2.0", "id": 3, "result": {}}
+        assert server.stop() == 0
+        _assert_quiet(server)
 
 
 def test_malformed_and_oversized_input_leave_the_session_serving() -> None:
@@ -94,6 +119,7 @@ def test_stray_prints_and_child_processes_never_reach_the_client() -> None:
     stderr = server.stderr_text()
     for where in ("print", "fd1", "sh-child", "python-child"):
         assert f"{STRAY_MARK} {where}" in stderr
+    _assert_quiet(server)
 
 
 def _window(server: ServerProcess, requests: list[tuple[str, dict[str, Any]]], first_id: int) -> int:

@@ -20,6 +20,13 @@ from mcp_suite.problems import INTERNAL_ERROR
 from tests.support.client import REPO, STRAY_ARGV, ServerProcess, server_env
 from tests.support.wire import check_line, slug_of
 
+
+def _assert_quiet(server: ServerProcess) -> None:
+    stderr = server.stderr_text()
+    assert "Warning" not in stderr, stderr
+    assert "Traceback" not in stderr, stderr
+
+
 pytestmark = pytest.mark.e2e
 
 
@@ -39,6 +46,7 @@ def test_eof_drains_the_in_flight_call_then_exits_zero() -> None:
         rest = server.read_to_eof()
         assert [m["id"] for m in rest] == ["slow"]
         assert rest[0]["result"]["structuredContent"] == {"tag": 0, "slept": 1.0}
+        _assert_quiet(server)
 
 
 def test_sigterm_drains_in_flight_calls_and_stops_reading() -> None:
@@ -54,6 +62,7 @@ def test_sigterm_drains_in_flight_calls_and_stops_reading() -> None:
         rest = server.read_to_eof()
         assert [m["id"] for m in rest] == ["slow"]
         assert rest[0]["result"]["isError"] is False
+        _assert_quiet(server)
 
 
 def test_calls_still_running_after_the_grace_are_cancelled_with_an_answer() -> None:
@@ -66,6 +75,7 @@ def test_calls_still_running_after_the_grace_are_cancelled_with_an_answer() -> N
         rest = server.read_to_eof()
         assert [m["id"] for m in rest] == ["stuck"]
         assert rest[0]["error"]["code"] == INTERNAL_ERROR
+        _assert_quiet(server)
 
 
 def test_a_second_signal_cancels_in_flight_calls_at_once() -> None:
@@ -85,6 +95,7 @@ def test_a_second_signal_cancels_in_flight_calls_at_once() -> None:
         for message in rest:
             assert message["error"]["code"] == INTERNAL_ERROR
             assert slug_of(message["error"]["data"]) == "internal-error"
+        _assert_quiet(server)
 
 
 def test_a_closed_stdout_ends_the_server() -> None:
@@ -124,3 +135,5 @@ def test_a_closed_stdout_ends_the_server() -> None:
         stderr.seek(0)
         log = stderr.read().decode("utf-8", "replace")
         assert "stdout closed" in log, log
+        assert "Traceback" not in log, log
+        assert "Warning" not in log, log

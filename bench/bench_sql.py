@@ -1,0 +1,397 @@
+"""read_only_sql benchmarks (issue 6), against the demo cluster (started here if not running).
+
+Through the whole server (`python -m mcp_suite` over pipes): the small aggregate's sequential p50 and
+its throughput with 32 calls in flight, the server's RSS under that load, and cold start with all
+three tools to the initialize response. Floors measured in the same run: the same query in a tight
+psycopg pool loop in one process (sequential p50 and pool-size threads). Round trips per call are
+counted twice: by the executor itself, and on the wire by a TCP proxy between server and PostgreSQL
+(a round trip = the client speaking again after the server has answered).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from bench.common import Figure
+
+REPO = Path(__file__).resolve().parents[1]
+QUERY = "SELECT section, count(*) FROM docs.pages GROUP BY section"
+INIT = (
+    b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+    b'"capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}\n'
+    b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+)
+SEQUENTIAL_CALLS = 2_000
+THROUGHPUT_CALLS = 10_000
+IN_FLIGHT = 32
+
+
+def _call_line(request_id: int) -> bytes:
+    return (
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "tools/call",
+                "params": {"name": "read_only_sql", "arguments": {"sql": QUERY}},
+            }
+        ).encode()
+        + b"\n"
+    )
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_")}
+    env["MCP_LOG_LEVEL"] = "WARNING"
+    env.update(extra)
+    return env
+
+
+class _Server:
+    """The real server over pipes, with a minimal line reader (no per-line checks: speed)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mcp_suite"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=REPO,
+            bufsize=0,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._in = self.proc.stdin
+        self._fd = self.proc.stdout.fileno()
+        self._buffer = bytearray()
+
+    def send(self, data: bytes) -> None:
+        self._in.write(data)
+
+    def read_lines(self, want: int) -> list[bytes]:
+        while self._buffer.count(b"\n") < want:
+            select.select([self._fd], [], [], 10)
+            chunk = os.read(self._fd, 1 << 20)
+            if not chunk:
+                raise EOFError("the server closed its output")
+            self._buffer += chunk
+        lines = bytes(self._buffer).split(b"\n")
+        done, rest = lines[:want], lines[want:]
+        self._buffer = bytearray(b"\n".join(rest))
+        return done
+
+    def initialize(self) -> None:
+        self.send(INIT)
+        self.read_lines(1)
+
+    def close(self) -> None:
+        self._in.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def rss_mb(self) -> float:
+        try:
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return 0.0
+
+
+@contextmanager
+def _server(env: dict[str, str]) -> Iterator[_Server]:
+    server = _Server(env)
+    try:
+        server.initialize()
+        yield server
+    finally:
+        server.close()
+
+
+def _check_ok(line: bytes) -> None:
+    message = json.loads(line)
+    result = message.get("result") or {}
+    if "error" in message or result.get("isError"):
+        raise RuntimeError(f"benchmark call failed: {line[:300]!r}")
+
+
+def server_sequential_p50_ms(server: _Server, calls: int) -> float:
+    samples = []
+    for i in range(calls):
+        start = time.perf_counter()
+        server.send(_call_line(i + 1))
+        (line,) = server.read_lines(1)
+        samples.append(time.perf_counter() - start)
+        if i == 0:
+            _check_ok(line)
+    return statistics.median(samples) * 1000
+
+
+def server_throughput(server: _Server, calls: int, in_flight: int) -> tuple[float, float]:
+    """(calls per second, peak RSS MB) with `in_flight` calls outstanding."""
+    peak = [server.rss_mb()]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(0.05):
+            peak.append(server.rss_mb())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    next_id = 100_000
+    start = time.perf_counter()
+    server.send(b"".join(_call_line(next_id + i) for i in range(in_flight)))
+    next_id += in_flight
+    sent, received = in_flight, 0
+    while received < calls:
+        lines = server.read_lines(1)
+        received += len(lines)
+        if received == 1:
+            _check_ok(lines[0])
+        more = min(len(lines), calls - sent)
+        if more > 0:
+            server.send(b"".join(_call_line(next_id + i) for i in range(more)))
+            next_id += more
+            sent += more
+    elapsed = time.perf_counter() - start
+    stop.set()
+    sampler.join()
+    return calls / elapsed, max(peak)
+
+
+def cold_start_ms(env: dict[str, str], runs: int = 7) -> float:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        server = _Server(env)
+        server.initialize()
+        samples.append(time.perf_counter() - start)
+        server.close()
+    return statistics.median(samples) * 1000
+
+
+def floor_psycopg(dsn: str, calls: int, threads: int) -> tuple[float, float]:
+    """(sequential p50 ms, calls/s with `threads` threads) of the bare query on a psycopg pool."""
+    from psycopg_pool import ConnectionPool
+
+    with ConnectionPool(dsn, min_size=threads, max_size=threads, kwargs={"autocommit": True}) as pool:
+        pool.wait()
+        samples = []
+        for _ in range(calls):
+            start = time.perf_counter()
+            with pool.connection() as conn:
+                conn.execute(QUERY).fetchall()
+            samples.append(time.perf_counter() - start)
+        per_thread = calls // threads
+
+        def loop() -> None:
+            for _ in range(per_thread):
+                with pool.connection() as conn:
+                    conn.execute(QUERY).fetchall()
+
+        workers = [threading.Thread(target=loop) for _ in range(threads)]
+        start = time.perf_counter()
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        rate = per_thread * threads / (time.perf_counter() - start)
+    return statistics.median(samples) * 1000, rate
+
+
+def executor_figures(dsn: str, calls: int) -> tuple[float, float]:
+    """(sequential p50 ms, round trips per call) of our executor in this process (no server)."""
+    from pydantic import SecretStr
+
+    from mcp_suite.settings import Settings
+    from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor
+
+    settings = Settings(sql_dsn=SecretStr(dsn), metrics_enabled=False)
+    executor = Executor(settings, dsn)
+    executor.open()
+    executor.mark_audited()
+    try:
+        for _ in range(20):
+            executor.run(QUERY, max_rows=50, ticket=CallTicket())
+        before = executor.round_trips
+        samples = []
+        for _ in range(calls):
+            start = time.perf_counter()
+            executor.run(QUERY, max_rows=50, ticket=CallTicket())
+            samples.append(time.perf_counter() - start)
+        trips = (executor.round_trips - before) / calls
+    finally:
+        executor.close()
+    return statistics.median(samples) * 1000, trips
+
+
+class _CountingProxy:
+    """A loopback TCP proxy counting round trips: client bytes after server bytes = one trip."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self._upstream = upstream_port
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._listener.getsockname()[1]
+        self.trips = 0
+        self._lock = threading.Lock()
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self._upstream))
+            for sock in (client, upstream):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            state = {"last": "server"}
+            threading.Thread(target=self._pump, args=(client, upstream, state, "client"), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, state, "server"), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, state: dict[str, str], side: str) -> None:
+        try:
+            while data := src.recv(1 << 16):
+                with self._lock:
+                    if side == "client" and state["last"] == "server":
+                        self.trips += 1
+                    state["last"] = side
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (src, dst):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self._closed = True
+        self._listener.close()
+
+
+def wire_round_trips_per_call(dsn: str, upstream_port: int, calls: int = 200) -> float:
+    from psycopg.conninfo import make_conninfo
+
+    proxy = _CountingProxy(upstream_port)
+    try:
+        env = _env(
+            MCP_SQL_DSN=make_conninfo(dsn, port=proxy.port),
+            MCP_METRICS_ENABLED="false",
+            MCP_SQL_POOL_MIN_SIZE="1",
+            MCP_SQL_POOL_MAX_SIZE="1",
+        )
+        with _server(env) as server:
+            server_sequential_p50_ms(server, 20)  # warm: the pool's connection exists
+            before = proxy.trips
+            server_sequential_p50_ms(server, calls)
+            return (proxy.trips - before) / calls
+    finally:
+        proxy.close()
+
+
+def run() -> list[Figure]:
+    from mcp_suite.devdb.cluster import open_demo_cluster
+
+    cluster, started_here = open_demo_cluster()
+    try:
+        return _figures(cluster.reader_dsn, cluster.port)
+    finally:
+        if started_here:
+            cluster.stop()
+
+
+def _figures(dsn: str, port: int) -> list[Figure]:
+    figures: list[Figure] = []
+    floor_p50, floor_rate = floor_psycopg(dsn, SEQUENTIAL_CALLS, threads=4)
+    exec_p50, exec_trips = executor_figures(dsn, SEQUENTIAL_CALLS)
+    env = _env(MCP_SQL_DSN=dsn, MCP_METRICS_ENABLED="false")
+    with _server(env) as server:
+        server_sequential_p50_ms(server, 100)  # warm-up
+        p50 = server_sequential_p50_ms(server, SEQUENTIAL_CALLS)
+        rate, rss = server_throughput(server, THROUGHPUT_CALLS, IN_FLIGHT)
+    wire_trips = wire_round_trips_per_call(dsn, port)
+    all_tools = _env(MCP_SQL_DSN=dsn)
+    safe = REPO / "examples" / "safe_data"
+    if safe.is_dir():
+        all_tools["MCP_SAFE_DATA_DIR"] = str(safe)
+    cold = cold_start_ms(all_tools)
+    figures.append(
+        Figure(
+            "sql: server sequential p50 (small aggregate)",
+            p50,
+            "ms",
+            target="<= 1.0 ms",
+            ok=p50 <= 1.0,
+            floor=floor_p50,
+        )
+    )
+    figures.append(
+        Figure(
+            f"sql: server throughput, {IN_FLIGHT} in flight",
+            rate,
+            "calls/s",
+            target=">= 2,500 calls/s",
+            ok=rate >= 2_500,
+            floor=floor_rate,
+            note="floor: bare query, psycopg pool, 4 threads",
+        )
+    )
+    figures.append(
+        Figure("sql: executor sequential p50 (in-process, no server)", exec_p50, "ms", floor=floor_p50)
+    )
+    figures.append(
+        Figure(
+            "sql: round trips per call (executor count)",
+            exec_trips,
+            "trips",
+            target="1",
+            ok=exec_trips <= 1.0,
+        )
+    )
+    figures.append(
+        Figure(
+            "sql: round trips per call (on the wire, proxy)",
+            wire_trips,
+            "trips",
+            target="1",
+            ok=wire_trips <= 1.0,
+        )
+    )
+    figures.append(Figure("sql: server RSS under load", rss, "MB", target="<= 80 MB", ok=rss <= 80))
+    figures.append(
+        Figure(
+            "sql: cold start, all three tools, to initialize response",
+            cold,
+            "ms",
+            target="<= 400 ms",
+            ok=cold <= 400,
+        )
+    )
+    return figures
+
+
+def _main() -> None:
+    for figure in run():
+        sys.stdout.write(figure.line() + "\n")
+
+
+if __name__ == "__main__":
+    _main()

@@ -542,7 +542,7 @@ class SocketRelay:
 
 @contextlib.contextmanager
 def demo_sql(work: Path, report: Report) -> Iterator[tuple[str, Path] | None]:
-    """The demo cluster (SPEC §8) behind a Unix socket: (DSN for the container, socket folder).
+    """A fresh demo cluster (SPEC §8) behind a Unix socket: (DSN for the container, socket folder).
 
     None when this interpreter cannot run the demo cluster (no project venv): the smoke then checks
     that read_only_sql is not registered without a DSN.
@@ -550,12 +550,15 @@ def demo_sql(work: Path, report: Report) -> Iterator[tuple[str, Path] | None]:
     try:
         from psycopg.conninfo import conninfo_to_dict, make_conninfo  # optional: needs the project venv
 
-        from mcp_suite.devdb.cluster import open_demo_cluster  # optional: needs the project venv
+        from mcp_suite.devdb.cluster import Cluster  # optional: needs the project venv
     except ImportError:
         report.figure("read_only_sql: no project venv here, so no demo cluster: checked absent")
         yield None
         return
-    cluster, started_here = open_demo_cluster()
+    # A private cluster in the scratch folder: the shared one in .cache/devdb may belong to another
+    # process (make run, a test session) that can stop it in the middle of this test.
+    work.chmod(0o711)  # the cluster's service account must traverse it
+    cluster = Cluster.create(work / "devdb")
     sock_dir = work / "pgsock"
     sock_dir.mkdir()
     sock_dir.chmod(0o755)
@@ -568,8 +571,7 @@ def demo_sql(work: Path, report: Report) -> Iterator[tuple[str, Path] | None]:
     finally:
         relay.close()
         shutil.rmtree(sock_dir, ignore_errors=True)
-        if started_here:
-            cluster.stop()
+        cluster.destroy()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

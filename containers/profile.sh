@@ -65,7 +65,9 @@ mcp_build_image() {
         --label "org.mcp-suite.source-digest=$digest")
     [[ "$engine" == podman ]] && args+=(--ignorefile "$root/containers/Containerfile.dockerignore")
     [[ -n "$base" ]] && args+=(--build-arg "BASE_IMAGE=$base")
-    local ca="${MCP_BUILD_CA_BUNDLE:-${PIP_CERT:-${SSL_CERT_FILE:-}}}"
+    # The host's CA bundle by default: the builder then trusts exactly what the host trusts (needed
+    # behind a TLS-inspecting proxy; harmless elsewhere).
+    local ca="${MCP_BUILD_CA_BUNDLE:-${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}}"
     [[ -n "$ca" && -s "$ca" ]] && args+=(--secret "id=pip_cert,src=$ca")
     "$engine" "${args[@]}" "$root" >&2
 }

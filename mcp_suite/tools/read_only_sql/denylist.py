@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-__all__ = ["DENIED_FUNCTIONS", "DENIED_PREFIXES", "denied_reason", "normalize_function_name"]
+__all__ = [
+    "DENIED_FUNCTIONS",
+    "DENIED_PREFIXES",
+    "REVIEWED_VOLATILE",
+    "denied_reason",
+    "normalize_function_name",
+]
 
 _SERVER_FILES = "it reads or lists files on the database server"
 _QUERY_STRING = "it runs a query given as a string, which the policy cannot inspect"
@@ -167,3 +173,137 @@ def denied_reason(name: str) -> str | None:
         if key.startswith(prefix):
             return why
     return None
+
+
+# --- the reviewed allow-list -----------------------------------------------------------------------
+# Volatile pg_catalog functions that a SELECT-only role may execute (PostgreSQL 18) and that are NOT
+# denied, each with the reason it is harmless. tests/pg/test_sql_policy_db.py lists the volatile
+# functions on the demo database and fails on any that is neither denied nor listed here.
+_INTERNAL = "takes an internal or trigger argument: SQL cannot call it directly"
+_RANDOM = "volatile only because its result changes between calls; no side effect"
+_READS = "reads server or session state; no side effect"
+
+REVIEWED_VOLATILE: Final[Mapping[str, str]] = {
+    **dict.fromkeys(
+        (
+            "RI_FKey_cascade_del",
+            "RI_FKey_cascade_upd",
+            "RI_FKey_check_ins",
+            "RI_FKey_check_upd",
+            "RI_FKey_noaction_del",
+            "RI_FKey_noaction_upd",
+            "RI_FKey_restrict_del",
+            "RI_FKey_restrict_upd",
+            "RI_FKey_setdefault_del",
+            "RI_FKey_setdefault_upd",
+            "RI_FKey_setnull_del",
+            "RI_FKey_setnull_upd",
+            "bernoulli",
+            "system",
+            "brinhandler",
+            "bthandler",
+            "ginhandler",
+            "gisthandler",
+            "hashhandler",
+            "spghandler",
+            "heap_tableam_handler",
+            "dsnowball_init",
+            "dsnowball_lexize",
+            "plpgsql_call_handler",
+            "plpgsql_inline_handler",
+            "plpgsql_validator",
+            "suppress_redundant_updates_trigger",
+            "tsvector_update_trigger",
+            "tsvector_update_trigger_column",
+            "unique_key_recheck",
+        ),
+        _INTERNAL,
+    ),
+    **dict.fromkeys(
+        (
+            "random",
+            "random_normal",
+            "gen_random_uuid",
+            "uuidv4",
+            "uuidv7",
+            "array_sample",
+            "array_shuffle",
+            "clock_timestamp",
+            "timeofday",
+        ),
+        _RANDOM,
+    ),
+    **dict.fromkeys(
+        (
+            "amvalidate",
+            "current_query",
+            "currtid2",
+            "currval",
+            "lastval",
+            "pg_available_wal_summaries",
+            "pg_blocking_pids",
+            "pg_collation_actual_version",
+            "pg_control_checkpoint",
+            "pg_control_init",
+            "pg_control_recovery",
+            "pg_control_system",
+            "pg_current_wal_flush_lsn",
+            "pg_current_wal_insert_lsn",
+            "pg_current_wal_lsn",
+            "pg_database_collation_actual_version",
+            "pg_database_size",
+            "pg_get_loaded_modules",
+            "pg_get_multixact_members",
+            "pg_get_sequence_data",
+            "pg_get_wait_events",
+            "pg_get_wal_replay_pause_state",
+            "pg_get_wal_resource_managers",
+            "pg_get_wal_summarizer_state",
+            "pg_indexes_size",
+            "pg_is_in_recovery",
+            "pg_is_wal_replay_paused",
+            "pg_isolation_test_session_is_blocked",
+            "pg_jit_available",
+            "pg_last_committed_xact",
+            "pg_last_wal_receive_lsn",
+            "pg_last_wal_replay_lsn",
+            "pg_last_xact_replay_timestamp",
+            "pg_lock_status",
+            "pg_notification_queue_usage",
+            "pg_partition_ancestors",
+            "pg_partition_tree",
+            "pg_prepared_xact",
+            "pg_relation_size",
+            "pg_safe_snapshot_blocking_pids",
+            "pg_sequence_last_value",
+            "pg_stat_get_backend_io",
+            "pg_stat_get_backend_wal",
+            "pg_stat_get_io",
+            "pg_stat_get_recovery_prefetch",
+            "pg_stat_get_xact_blocks_fetched",
+            "pg_stat_get_xact_blocks_hit",
+            "pg_stat_get_xact_function_calls",
+            "pg_stat_get_xact_function_self_time",
+            "pg_stat_get_xact_function_total_time",
+            "pg_stat_get_xact_numscans",
+            "pg_stat_get_xact_tuples_deleted",
+            "pg_stat_get_xact_tuples_fetched",
+            "pg_stat_get_xact_tuples_hot_updated",
+            "pg_stat_get_xact_tuples_inserted",
+            "pg_stat_get_xact_tuples_newpage_updated",
+            "pg_stat_get_xact_tuples_returned",
+            "pg_stat_get_xact_tuples_updated",
+            "pg_table_size",
+            "pg_tablespace_size",
+            "pg_total_relation_size",
+            "pg_wal_summary_contents",
+            "pg_xact_commit_timestamp",
+            "pg_xact_commit_timestamp_origin",
+            "pg_xact_status",
+            "txid_status",
+        ),
+        _READS,
+    ),
+    "pg_stat_clear_snapshot": "drops this session's own statistics snapshot; nothing else sees it",
+    "pg_stat_force_next_flush": "flushes this session's own statistics a little earlier",
+}

@@ -1,0 +1,68 @@
+-- A least-privilege PostgreSQL role for mcp-suite's read_only_sql (SPEC §9).
+--
+-- Run as a superuser (or a role with CREATEROLE and ownership of the objects involved), once per
+-- database. Replace the names in angle brackets. The server audits the role at start-up and refuses
+-- to serve (exit status 78) if it could do more than read; `mcp-suite check-role` runs that audit
+-- alone. Explanations: docs/tools/read_only_sql.md, "Execution and role audit" → "The role guide".
+
+-- 1. The login role: no special attributes, does not inherit, few connections.
+--    NOINHERIT: even if someone later grants it a role, it does not silently gain that role's
+--    privileges (the audit still refuses any membership: SET ROLE could switch to it).
+--    CONNECTION LIMIT: at least MCP_SQL_POOL_MAX_SIZE (default 4) plus one for the audit.
+CREATE ROLE mcp_reader
+    LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS NOINHERIT
+    CONNECTION LIMIT 5
+    PASSWORD '<a long random password>';  -- prefer \password mcp_reader in psql (not logged)
+
+-- 2. Server-side defaults: they hold even for a client that forgets to ask for them.
+ALTER ROLE mcp_reader SET default_transaction_read_only = on;
+ALTER ROLE mcp_reader SET statement_timeout = '10s';          -- the server also sets it per call
+ALTER ROLE mcp_reader SET lock_timeout = '2s';
+ALTER ROLE mcp_reader SET idle_in_transaction_session_timeout = '30s';
+ALTER ROLE mcp_reader SET idle_session_timeout = '15min';     -- PostgreSQL 14+
+
+-- 3. Connect to this database only. PUBLIC may connect everywhere by default: take that away.
+REVOKE CONNECT, TEMPORARY ON DATABASE <database> FROM PUBLIC;
+GRANT CONNECT ON DATABASE <database> TO mcp_reader;
+-- (repeat the REVOKE for every other database of the cluster, including postgres and template1;
+--  the roles that must connect there get an explicit GRANT CONNECT)
+
+-- 4. One schema of curated views, owned by a NOLOGIN role: the model sees only what you chose.
+CREATE ROLE mcp_views_owner NOLOGIN;
+CREATE SCHEMA mcp_views AUTHORIZATION mcp_views_owner;
+-- Create the views AS the owner (so the default privileges below apply); the owner needs SELECT
+-- on what the views read. Expose columns, not whole tables (no e-mail addresses, no secrets);
+-- security_barrier keeps a view's filters from being bypassed by leaky functions:
+--   GRANT USAGE ON SCHEMA docs TO mcp_views_owner; GRANT SELECT ON docs.pages TO mcp_views_owner;
+--   SET ROLE mcp_views_owner;
+--   CREATE VIEW mcp_views.pages WITH (security_barrier) AS SELECT slug, section, words FROM docs.pages;
+--   RESET ROLE;
+GRANT USAGE ON SCHEMA mcp_views TO mcp_reader;
+GRANT SELECT ON ALL TABLES IN SCHEMA mcp_views TO mcp_reader;
+ALTER DEFAULT PRIVILEGES FOR ROLE mcp_views_owner IN SCHEMA mcp_views
+    GRANT SELECT ON TABLES TO mcp_reader;
+
+-- 5. No CREATE anywhere (PostgreSQL 15+ already revokes CREATE on public from PUBLIC).
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+
+-- 6. Large objects are the one write a plain role may make by default: revoke their functions.
+REVOKE EXECUTE ON FUNCTION
+    lo_create(oid), lo_creat(integer), lo_from_bytea(oid, bytea), lo_put(oid, bigint, bytea),
+    lo_unlink(oid), lo_import(text), lo_import(text, oid), lo_export(oid, text),
+    lowrite(integer, bytea), lo_truncate(integer, integer), lo_truncate64(integer, bigint),
+    lo_open(oid, integer)
+FROM PUBLIC;
+
+-- 7. Never grant these (the audit refuses them): pg_write_all_data, pg_read_server_files,
+--    pg_write_server_files, pg_execute_server_program, pg_signal_backend — and no membership in
+--    any other role. pg_read_all_data would bypass step 4; pg_monitor/pg_read_all_stats show
+--    other sessions' queries. Check with:
+--    SELECT roleid::regrole FROM pg_auth_members WHERE member = 'mcp_reader'::regrole;
+
+-- 8. Transport: require TLS with certificate and host name checks in the DSN, for example
+--    MCP_SQL_DSN='host=db.internal dbname=<database> user=mcp_reader sslmode=verify-full
+--                 sslrootcert=/run/secrets/db-ca.pem'
+--    and in pg_hba.conf allow the role only over hostssl with scram-sha-256:
+--    hostssl <database> mcp_reader <client address>/32 scram-sha-256
+
+-- 9. Verify: `mcp-suite check-role` prints each problem with its fix, or says the role can only read.

@@ -1,0 +1,58 @@
+"""docs/tools/postgres-role-guide.sql runs as written and yields a role that passes the audit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.tools.read_only_sql.audit import audit_dsn
+
+pytestmark = pytest.mark.pg
+
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "tools" / "postgres-role-guide.sql"
+PASSWORD = "guide-test-password"
+
+
+def _guide_sql() -> str:
+    text = GUIDE.read_text()
+    for old, new in (
+        ("<database>", "mcp_demo"),
+        ("<a long random password>", PASSWORD),
+        ("mcp_views_owner", "mcp_guide_views_owner"),
+        ("mcp_views", "mcp_guide_views"),
+        ("mcp_reader", "mcp_guide_reader"),
+    ):
+        text = text.replace(old, new)
+    return text
+
+
+def test_the_role_guide_produces_a_role_the_audit_accepts(demo_cluster: Cluster) -> None:
+    with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
+        try:
+            admin.execute(_guide_sql().encode())
+            # A curated view made as the owner, so the guide's default privileges apply to it.
+            admin.execute("GRANT USAGE ON SCHEMA docs TO mcp_guide_views_owner")
+            admin.execute("GRANT SELECT ON docs.pages TO mcp_guide_views_owner")
+            admin.execute("SET ROLE mcp_guide_views_owner")
+            admin.execute(
+                "CREATE VIEW mcp_guide_views.pages WITH (security_barrier) AS"
+                " SELECT slug, section, words FROM docs.pages"
+            )
+            admin.execute("RESET ROLE")
+            dsn = demo_cluster.dsn("mcp_guide_reader", PASSWORD)
+            assert audit_dsn(dsn, connect_timeout_s=5) == []
+            with psycopg.connect(dsn, autocommit=True) as reader:
+                rows = reader.execute("SELECT count(*) FROM mcp_guide_views.pages").fetchone()
+                assert rows == (30,)
+                assert reader.execute("SHOW default_transaction_read_only").fetchone() == ("on",)
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    reader.execute("SELECT * FROM docs.pages")
+        finally:
+            admin.execute("DROP SCHEMA IF EXISTS mcp_guide_views CASCADE")
+            for role in ("mcp_guide_reader", "mcp_guide_views_owner"):
+                if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
+                    admin.execute(f"DROP OWNED BY {role}".encode())
+                    admin.execute(f"DROP ROLE {role}".encode())

@@ -186,7 +186,8 @@ class Harness:
     session: Session | None = None
     server_done: trio.Event = field(default_factory=trio.Event)
     lines_seen: int = 0
-    transcript: list[bytes] = field(default_factory=list)
+    # Every line read, kept only when asked for (a flood test must not hold 100,000 lines).
+    transcript: list[bytes] | None = None
     _buffer: bytearray = field(default_factory=bytearray)
     _eof: bool = False
     _input_closed: bool = False
@@ -241,7 +242,8 @@ class Harness:
                 line = bytes(self._buffer[: newline + 1])
                 del self._buffer[: newline + 1]
                 self.lines_seen += 1
-                self.transcript.append(line)
+                if self.transcript is not None:
+                    self.transcript.append(line)
                 return line
             if self._eof:
                 assert not self._buffer, f"partial last line {bytes(self._buffer[:200])!r}"
@@ -252,7 +254,8 @@ class Harness:
             self._buffer += chunk
 
     def raw_output(self) -> bytes:
-        """Every byte the server wrote that the client has read so far."""
+        """Every byte the server wrote that the client has read so far (needs `keep_transcript`)."""
+        assert self.transcript is not None, "open the session with keep_transcript=True"
         return b"".join(self.transcript)
 
     async def recv(self) -> dict[str, Any]:
@@ -306,13 +309,16 @@ async def open_session(
     settings: Settings | None = None,
     builtins: bool = False,
     test_tools: bool = True,
+    keep_transcript: bool = False,
 ) -> AsyncIterator[Harness]:
     """Serve one session in a nursery owned by this block; on a clean exit, EOF and drain it."""
     settings = settings or Settings()
     log = ToolLog()
     client_stream, server_stream = _stream_pair(transport)
     extra = [tool_opener(log)] if test_tools else []
-    harness = Harness(stream=client_stream, log=log, settings=settings)
+    harness = Harness(
+        stream=client_stream, log=log, settings=settings, transcript=[] if keep_transcript else None
+    )
 
     def ready(session: Session) -> None:
         harness.session = session

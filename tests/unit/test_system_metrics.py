@@ -163,7 +163,9 @@ async def test_the_disk_path_is_never_echoed_and_arguments_are_refused_in_band(t
     settings = load_settings({"MCP_METRICS_DISK_PATH": str(disk)})
     assert settings.metrics_disk_path == disk
     with trio.fail_after(30):
-        async with open_session(settings=settings, builtins=True, test_tools=False) as h:
+        async with open_session(
+            settings=settings, builtins=True, test_tools=False, keep_transcript=True
+        ) as h:
             await h.initialize()
             await h.request("tools/list")
             ok = await h.response(await h.call("system_metrics", {}))

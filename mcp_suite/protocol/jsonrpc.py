@@ -29,9 +29,11 @@ __all__ = [
     "decode_message",
     "encode_error",
     "encode_result",
+    "encode_tool_success",
 ]
 
 RequestId = str | int
+_encode_string: Final = json.encoder.encode_basestring_ascii  # the C string escaper json.dumps uses
 MAX_DEPTH_DEFAULT: Final = 64
 
 
@@ -195,6 +197,24 @@ def _dumps(payload: dict[str, Any]) -> bytes:
 
 def encode_result(request_id: RequestId, result: dict[str, Any]) -> bytes:
     return _dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def encode_tool_success(request_id: RequestId, structured_json: str) -> bytes:
+    """The frame of a successful `tools/call`, spliced from the result's JSON text (SPEC §5).
+
+    `structured_json` must be compact ASCII JSON of an object (see `mcp.structured_json`). It is used
+    twice, verbatim: as `structuredContent` and, string-escaped, as the one text block, so the two
+    are identical by construction and the result is encoded once, not twice.
+    """
+    return (
+        '{"jsonrpc":"2.0","id":'
+        + (str(request_id) if isinstance(request_id, int) else _encode_string(request_id))
+        + ',"result":{"content":[{"type":"text","text":'
+        + _encode_string(structured_json)
+        + '}],"structuredContent":'
+        + structured_json
+        + ',"isError":false}}\n'
+    ).encode("ascii")
 
 
 def encode_error(request_id: RequestId | None, problem: ProblemError, *, code: int) -> bytes:

@@ -38,6 +38,7 @@ __all__ = [
     "model_json_schema",
     "negotiate_version",
     "parse_call_params",
+    "structured_json",
     "tool_entry",
 ]
 
@@ -222,6 +223,14 @@ def unknown_tool(name: str) -> InvalidArgumentsError:
 
 def _text(payload: Any) -> str:
     return json.dumps(payload, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
+def structured_json(result: BaseModel) -> str:
+    """Compact, ASCII-only JSON of a tool's result model (pydantic's serializer, escaped if needed)."""
+    text = result.model_dump_json()
+    if not text.isascii():
+        text = json.dumps(json.loads(text), ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return text
 
 
 def call_result(structured: dict[str, Any]) -> dict[str, Any]:

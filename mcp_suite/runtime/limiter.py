@@ -10,8 +10,6 @@ are already queued, the next one is refused at once, so a flood cannot grow memo
 from __future__ import annotations
 
 import collections
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 import trio
 
@@ -69,25 +67,23 @@ class CallLimiter:
         self._queue.append(ticket)
         return ticket
 
-    @asynccontextmanager
-    async def hold(self, ticket: Ticket) -> AsyncIterator[None]:
-        """Wait until `ticket` holds a slot, keep it for the block, then pass it on in FIFO order.
+    async def wait(self, ticket: Ticket) -> None:
+        """Return once `ticket` holds a slot; the caller must `release` it in a `finally`.
 
-        Cancellation: a cancelled waiter leaves the queue without taking a slot; a slot granted at
-        the same moment is passed on, never lost.
+        Raises `ConcurrencyLimitError` when the slot did not come within `wait_s` of arrival.
+        Cancellation: a cancelled waiter must still be released; `release` then leaves the queue
+        (or, if a slot was granted at the same moment, passes it on), so no slot is ever lost.
         """
-        try:
-            if not ticket.granted:
-                with trio.move_on_at(ticket.deadline):
-                    await ticket.event.wait()
-                if not ticket.granted:
-                    raise ConcurrencyLimitError(
-                        f"No call slot became free within {self._wait_s:g} s; retry later.",
-                        metadata={"waited_s": self._wait_s, "slots": self._slots},
-                    )
-            yield
-        finally:
-            self.release(ticket)
+        if ticket.granted:
+            await trio.lowlevel.checkpoint()
+            return
+        with trio.move_on_at(ticket.deadline):
+            await ticket.event.wait()
+        if not ticket.granted:
+            raise ConcurrencyLimitError(
+                f"No call slot became free within {self._wait_s:g} s; retry later.",
+                metadata={"waited_s": self._wait_s, "slots": self._slots},
+            )
 
     def release(self, ticket: Ticket) -> None:
         """Give up `ticket` (whether it holds a slot or still waits). Idempotent."""

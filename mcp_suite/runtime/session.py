@@ -13,13 +13,11 @@ exceptions become wire messages. EOF, the first SIGINT/SIGTERM, or a failed writ
 
 from __future__ import annotations
 
-import contextlib
 import math
 import signal
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -46,6 +44,7 @@ from mcp_suite.protocol.jsonrpc import (
     decode_message,
     encode_error,
     encode_result,
+    encode_tool_success,
 )
 from mcp_suite.protocol.sanitize import sanitize_arguments
 from mcp_suite.runtime.audit import AuditLog, logger
@@ -231,9 +230,11 @@ class Session:
 
     async def _send(self, frame: bytes) -> None:
         assert self._out_send is not None
-        # A closed channel means the writer is gone and the session is ending.
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        try:
             await self._out_send.send(frame)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            # The writer is gone and the session is ending; nobody can receive this.
+            await trio.lowlevel.checkpoint()
 
     # ---------------------------------------------------------------------------------------
     # signals
@@ -402,7 +403,12 @@ class Session:
             return self._refuse(request, problem, None, started, in_band=False), None
         if request.method == "resources/read":
             params = request.params
-            self._spawn(calls, key, request, None, lambda: self._read_resource(params), None, None, started)
+            rid = request.id
+
+            async def read_resource() -> bytes:
+                return encode_result(rid, await self._read_resource(params))
+
+            self._spawn(calls, key, request, None, read_resource, None, None, started)
             return None, None
         try:
             call = mcp.parse_call_params(request.params)
@@ -422,9 +428,11 @@ class Session:
         except ProblemError as exc:
             return self._refuse(request, exc, tool.name, started, in_band=True, excerpt=excerpt), tool.name
 
-        async def run_tool() -> dict[str, Any]:
+        request_id = request.id
+
+        async def run_tool() -> bytes:
             try:
-                return mcp.call_result(await self._guarded_call(tool, call.arguments, ticket))
+                return encode_tool_success(request_id, await self._guarded_call(tool, call.arguments, ticket))
             except ProblemError as exc:
                 # In-band: the tool ran or was refused because of what the caller asked (SPEC §4).
                 raise _InBand(exc) from None
@@ -463,7 +471,7 @@ class Session:
         key: IdKey,
         request: Request,
         tool_name: str | None,
-        work: Callable[[], Awaitable[dict[str, Any]]],
+        work: Callable[[], Awaitable[bytes]],
         excerpt: str | None,
         ticket: Ticket | None,
         started: float,
@@ -480,7 +488,7 @@ class Session:
         key: IdKey,
         method: str,
         tool_name: str | None,
-        work: Callable[[], Awaitable[dict[str, Any]]],
+        work: Callable[[], Awaitable[bytes]],
         excerpt: str | None,
         started: float,
     ) -> None:
@@ -490,7 +498,7 @@ class Session:
         try:
             with entry.scope:
                 try:
-                    response = encode_result(entry.request_id, await work())
+                    response = await work()
                 except _InBand as exc:
                     problem = exc.problem
                     response = encode_result(entry.request_id, mcp.call_error_result(problem))
@@ -518,10 +526,14 @@ class Session:
             del self.in_flight[key]
             if not self.in_flight:
                 self.all_idle.set()
-        if response is not None:
+        if response is not None and self._stopping:
             # During shutdown a client that stopped reading must not hold the process: bound it.
-            with trio.move_on_after(1.0) if self._stopping else nullcontext():
+            with trio.move_on_after(1.0):
                 await self._send(response)
+        elif response is not None:
+            await self._send(response)
+        else:
+            await trio.lowlevel.checkpoint()
         self.audit.request(
             request_id=entry.request_id,
             method=method,
@@ -539,26 +551,25 @@ class Session:
         for entry in list(self.in_flight.values()):
             entry.scope.cancel()
 
-    async def _guarded_call(self, tool: ToolSpec, arguments: Any, ticket: Ticket) -> dict[str, Any]:
+    async def _guarded_call(self, tool: ToolSpec, arguments: Any, ticket: Ticket) -> str:
         """The guardrails of SPEC §5 that wait: the slot (FIFO, bounded wait), the deadline, the schema.
 
         The sanitizer and the place in line were taken synchronously by the dispatcher.
         """
         settings = self.settings
-        # 2. concurrency limiter: wait for our turn
-        async with self.limiter.hold(ticket):
-            # 3. deadline
-            with trio.move_on_after(settings.call_deadline_s) as deadline:
-                # 4. strict argument schema
-                args = _validate(tool, arguments)
-                result = await tool.call(args)
-                structured = result.model_dump(mode="json")
-            if deadline.cancelled_caught:
-                raise ExecutionTimeoutError(
-                    f"The call did not finish within {_seconds(settings.call_deadline_s)}; "
-                    "ask for less work.",
-                    metadata={"deadline_s": settings.call_deadline_s},
-                )
+        # 2. concurrency limiter: wait for our turn (_run_task releases the ticket)
+        await self.limiter.wait(ticket)
+        # 3. deadline
+        with trio.move_on_after(settings.call_deadline_s) as deadline:
+            # 4. strict argument schema
+            args = _validate(tool, arguments)
+            result = await tool.call(args)
+            structured = mcp.structured_json(result)
+        if deadline.cancelled_caught:
+            raise ExecutionTimeoutError(
+                f"The call did not finish within {_seconds(settings.call_deadline_s)}; ask for less work.",
+                metadata={"deadline_s": settings.call_deadline_s},
+            )
         return structured
 
     def _incident(self, exc: BaseException, where: str) -> InternalServerError:

@@ -184,3 +184,22 @@ def test_no_descriptor_task_or_thread_is_leaked_after_a_thousand_calls() -> None
         assert server.stop() == 0
         leftovers = server.read_to_eof()
         assert all(not str(m["id"]).startswith("c") for m in leftovers), leftovers
+
+
+def test_the_audit_trail_keeps_at_most_a_256_character_excerpt_of_arguments() -> None:
+    with ServerProcess(argv=STRAY_ARGV) as server:
+        server.initialize()
+        assert server.call_tool("echo", {"text": "Q" * 10_000})["isError"] is False
+        refused = server.call_tool("echo", {"text": "R" * 10_000 + "\u202e"})
+        assert refused["isError"] is True
+        assert server.stop() == 0
+    audit = [json.loads(line) for line in server.stderr_lines if '"event":"request"' in line]
+    calls = [event for event in audit if event["method"] == "tools/call"]
+    assert [event["outcome"] for event in calls] == ["ok", "error"]
+    assert calls[1]["problem"] == "validation-error"
+    for event in calls:
+        assert event["tool"] == "echo"
+        assert 0 < len(event["args_excerpt"]) <= 256
+    stderr = server.stderr_text()
+    assert "Q" * 257 not in stderr
+    assert "R" * 257 not in stderr

@@ -106,3 +106,53 @@ async def test_waiters_beyond_four_times_the_slots_are_refused_at_once(
             assert {r["id"] for r in holders} == set(range(100, 116))
             assert all(r["result"]["isError"] is False for r in holders)
             assert len(h.log.started) == 16
+
+
+async def test_a_cancelled_waiter_leaves_the_queue_and_no_slot_is_lost(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    with trio.fail_after(120):
+        async with open_session(settings=SETTINGS) as h:
+            await h.initialize()
+            start = trio.current_time()
+            await _pipeline(h, [(100 + k, 1) for k in range(16)])  # all 16 slots free up at t=1
+            await _pipeline(h, [(1, 2), (2, 2), (3, 2)])
+            await trio.testing.wait_all_tasks_blocked()
+            assert h.session is not None
+            assert h.session.limiter.waiting == 3
+            await h.notify("notifications/cancelled", {"requestId": 2})
+            await trio.testing.wait_all_tasks_blocked()
+            assert h.session.limiter.waiting == 2
+            # Cancel another waiter at the very moment the slots are handed out.
+            await trio.sleep(1 - (trio.current_time() - start))
+            await h.notify("notifications/cancelled", {"requestId": "3"})
+            answered = {}
+            for _ in range(16 + 1):
+                message = await h.recv()
+                answered[message["id"]] = message
+            assert 2 not in h.log.started
+            assert answered[1]["result"]["structuredContent"] == {"tag": 1, "slept": 2.0}
+            # 3 either never started or was cancelled while running: in both cases, no answer.
+            leftovers = await _drain_idle(h)
+            assert 3 not in answered
+            assert leftovers == []
+            assert h.session.limiter.running == 0
+            assert h.session.limiter.waiting == 0
+            # Every slot is still there: 16 new calls all start at once.
+            now = trio.current_time()
+            await _pipeline(h, [(200 + k, 1) for k in range(16)])
+            for _ in range(16):
+                assert (await h.recv())["result"]["isError"] is False
+            assert all(h.log.start_times[200 + k] == now for k in range(16))
+
+
+async def _drain_idle(h: Harness) -> list[dict[str, Any]]:
+    """Wait until no call is in flight; return nothing if no stray answer came meanwhile."""
+    assert h.session is not None
+    await h.session.all_idle.wait()
+    await trio.testing.wait_all_tasks_blocked()
+    ping = await h.send_request("ping", request_id="idle-check")
+    extra = []
+    while (message := await h.recv())["id"] != ping:
+        extra.append(message)
+    return extra

@@ -222,3 +222,33 @@ async def test_tools_list_follows_the_schema_rules() -> None:
     # The fixed-length tuple argument (prefixItems only, by default) got its `items`.
     echo = next(tool for tool in tools if tool["name"] == "echo")
     assert "pair" in echo["inputSchema"]["properties"]
+
+
+def _longest_run(text: str, char: str) -> int:
+    best = run = 0
+    for c in text:
+        run = run + 1 if c == char else 0
+        best = max(best, run)
+    return best
+
+
+async def test_details_echo_at_most_256_characters_of_caller_input() -> None:
+    with trio.fail_after(20):
+        async with open_session() as h:
+            await h.send_raw(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "M" * 5_000}).encode() + b"\n")
+            details = [(await h.recv())["error"]["data"]["detail"]]
+            await h.initialize()
+            for name, arguments in (
+                ("T" * 5_000, {}),
+                ("echo", {"K" * 5_000: 1}),
+                ("echo", {"text": "V" * 5_000 + "\u202e"}),
+                ("echo", {"text": 1, "tags": ["W" * 5_000, 2]}),
+                ("echo", {"text": "x", "X" * 60: "X" * 5_000}),
+            ):
+                response = await h.response(await h.call(name, arguments))
+                if "error" in response:
+                    details.append(response["error"]["data"]["detail"])
+                else:
+                    details.append(json.loads(response["result"]["content"][0]["text"])["detail"])
+    for detail, char in zip(details, "MTKVWX", strict=True):
+        assert _longest_run(detail, char) <= 256, detail

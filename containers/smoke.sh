@@ -47,7 +47,6 @@ fi
 compose=("$tools/bin/podman-compose")
 [[ "$engine" == docker ]] && compose=(docker compose)
 
-say "base image"
 tb=$SECONDS
 base="$(mcp_base_image "$root")"
 say "base image: ${base:-the Containerfile default} ($((SECONDS - tb)) s)"

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import logging
 import math
+import select
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
@@ -20,7 +22,9 @@ from urllib.parse import quote
 
 import psycopg
 from psycopg import pq
+from psycopg.adapt import Transformer
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq.abc import PGresult
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mcp_suite.problems import (
@@ -70,6 +74,20 @@ _SESSION_OPTIONS: Final = (
     "bytea_output=hex",
     "extra_float_digits=1",
 )
+
+
+_FATAL_ERROR: Final = pq.ExecStatus.FATAL_ERROR
+_PIPELINE_SYNC: Final = pq.ExecStatus.PIPELINE_SYNC
+
+
+def _wait_socket(conn: psycopg.Connection[Any], deadline: float, *, write: bool) -> None:
+    """Block until the connection's socket is ready, at most until `deadline` (monotonic)."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise psycopg.OperationalError("the database did not answer in time")
+    poller = select.poll()
+    poller.register(conn.pgconn.socket, select.POLLOUT if write else select.POLLIN)
+    poller.poll(remaining * 1000)
 
 
 class DatabaseUnavailableError(Exception):
@@ -227,6 +245,11 @@ class Executor:
         self._refusal: str | None = None
         self.round_trips = 0  # network exchanges made by calls (read by tests and the benchmark)
         self._set_timeout = f"SET LOCAL statement_timeout = {int(self._timeout_ms)}".encode()
+        # The whole exchange of one call: the statement timeout, plus time for the server to
+        # notice it, plus a connect timeout's worth of network slack.
+        self._exchange_timeout_s = (
+            self._timeout_ms / 1000 + settings.sql_cancel_grace_s + settings.sql_connect_timeout_s
+        )
         self._kwargs: dict[str, Any] = {
             "autocommit": True,  # we send BEGIN READ ONLY ourselves, in the pipeline
             "prepare_threshold": None,  # no server-side prepared statements build up
@@ -353,24 +376,19 @@ class Executor:
         if not ticket.attach(conn):
             raise CallCancelledError
         fetch = f'FETCH FORWARD {int(max_rows) + 1} FROM "{CURSOR_NAME}"'.encode()
-        declare = f'DECLARE "{CURSOR_NAME}" NO SCROLL CURSOR FOR {sql}'
-        cur = conn.cursor()
+        declare = f'DECLARE "{CURSOR_NAME}" NO SCROLL CURSOR FOR {sql}'.encode()
+        commands = [b"BEGIN READ ONLY", self._set_timeout, declare, fetch, b"ROLLBACK"]
+        commands.extend(_RESET_STATEMENTS)
         try:
             # One pipeline, one Sync, one round trip. Every statement uses the extended protocol,
             # so PostgreSQL itself accepts exactly one statement in DECLARE ... FOR <query>.
-            with conn.pipeline():
-                conn.execute(b"BEGIN READ ONLY")
-                conn.execute(self._set_timeout)
-                conn.execute(declare.encode())
-                cur.execute(fetch)
-                conn.execute(b"ROLLBACK")
-                for statement in _RESET_STATEMENTS:
-                    conn.execute(statement)
+            results = self._pipeline(conn, commands)
             self.round_trips += 1
-            rows = cur.fetchall()
-            description = cur.description or []
+            failed = next((r for r in results if r.status == _FATAL_ERROR), None)
+            if failed is not None:
+                raise psycopg.errors.error_from_result(failed, encoding=conn.info.encoding)
+            rows, description = self._rows(conn, results[3])
         except psycopg.Error as exc:
-            self.round_trips += 1
             ticket.detach()  # no cancel request may reach the clean-up below
             self._restore(conn)
             problem = problem_from_sqlstate(exc, timeout_ms=self._timeout_ms)
@@ -382,13 +400,62 @@ class Executor:
         if ticket.cancelled:
             # A cancel may have raced the end of the pipeline: make sure the reset really ran.
             self._restore(conn)
-        columns = tuple(
-            Column(name=col.name, type=self._type_name(conn, col.type_code)) for col in description
-        )
+        columns = tuple(Column(name=name, type=self._type_name(conn, oid)) for name, oid in description)
         truncated = len(rows) > max_rows
         return QueryResult(
             columns=columns, rows=self._json_rows(rows[:max_rows], columns), truncated=truncated
         )
+
+    def _pipeline(self, conn: psycopg.Connection[Any], commands: list[bytes]) -> list[PGresult]:
+        """Send `commands` in one pipeline with one Sync and collect one result per command.
+
+        libpq directly (psycopg's Pipeline object waits on the socket after every statement,
+        which costs four times the CPU). Limits: the whole exchange is bounded (statement
+        timeout plus margins); past that the connection is closed, never waited on forever.
+        """
+        pg = conn.pgconn
+        deadline = time.monotonic() + self._exchange_timeout_s
+        results: list[PGresult] = []
+        with conn.lock:
+            pg.enter_pipeline_mode()
+            try:
+                for command in commands:
+                    pg.send_query_params(command, None)
+                pg.pipeline_sync()
+                while pg.flush():
+                    _wait_socket(conn, deadline, write=True)
+                while True:
+                    while pg.is_busy():
+                        _wait_socket(conn, deadline, write=False)
+                        pg.consume_input()
+                    result = pg.get_result()
+                    if result is None:  # the end of one command's results
+                        continue
+                    if result.status == _PIPELINE_SYNC:
+                        break
+                    results.append(result)
+                pg.exit_pipeline_mode()
+            except BaseException:
+                conn.close()  # a half-read pipeline cannot be reused: the pool discards it
+                raise
+        if len(results) != len(commands):  # pragma: no cover  # libpq returns one per command
+            conn.close()
+            raise psycopg.OperationalError("unexpected pipeline results")
+        return results
+
+    @staticmethod
+    def _rows(
+        conn: psycopg.Connection[Any], result: PGresult
+    ) -> tuple[list[tuple[Any, ...]], list[tuple[str, int]]]:
+        transformer = Transformer(conn)
+        transformer.set_pgresult(result)
+        rows = transformer.load_rows(0, result.ntuples, tuple)
+        encoding = conn.info.encoding
+        description = [
+            ((result.fname(i) or b"").decode(encoding, "replace"), result.ftype(i))
+            for i in range(result.nfields)
+        ]
+        return rows, description
 
     def _exchange(self, conn: psycopg.Connection[Any], statement: bytes) -> None:
         self.round_trips += 1

@@ -423,23 +423,31 @@ def test_a_foreign_exception_from_sqlglot_parsing_fails_closed(
     assert _rule("SELECT 1") == "unsupported-syntax"
 
 
-def test_a_foreign_exception_from_sqlglot_generating_fails_closed() -> None:
-    class Broken:  # duck-typed: compiled sqlglot classes cannot be subclassed here
-        def sql(self, *args: Any, **kwargs: Any) -> str:
-            raise KeyError("sqlglot bug")
+class _FailingGenerator:
+    def __init__(self, error: type[BaseException]) -> None:
+        self._error = error
 
+    def generate(self, tree: Any, **kwargs: Any) -> str:
+        raise self._error
+
+
+def test_a_foreign_exception_from_sqlglot_generating_fails_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tree = sqlglot.parse_one("SELECT 1", read="postgres")
+    monkeypatch.setattr(policy, "_DIALECT", _FailingGenerator(KeyError))
     with pytest.raises(InvalidArgumentsError) as caught:
-        policy._generate(Broken())  # type: ignore[arg-type]  # a stand-in tree
+        policy._generate(tree)
     assert caught.value.metadata["rule"] == "unsupported-syntax"
 
 
-def test_recursion_in_the_generator_is_passed_up_to_become_too_deep() -> None:
-    class Deep:  # duck-typed: compiled sqlglot classes cannot be subclassed here
-        def sql(self, *args: Any, **kwargs: Any) -> str:
-            raise RecursionError
-
+def test_recursion_in_the_generator_is_passed_up_to_become_too_deep(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tree = sqlglot.parse_one("SELECT 1", read="postgres")
+    monkeypatch.setattr(policy, "_DIALECT", _FailingGenerator(RecursionError))
     with pytest.raises(RecursionError):
-        policy._generate(Deep())  # type: ignore[arg-type]  # a stand-in tree
+        policy._generate(tree)
 
 
 def test_recursion_in_the_sqlglot_parser_is_passed_up(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,9 +14,10 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
-export CONTAINERS_CONF="${CONTAINERS_CONF:-$here/containers.conf}"
+# shellcheck source=containers/profile.sh
+source "$here/profile.sh"
 engine="${ENGINE:-podman}"
-image="${MCP_LOCAL_BASE_IMAGE:-localhost/mcp-suite-base:bookworm}"
+image="$MCP_LOCAL_BASE_IMAGE"
 suite="${DEBIAN_SUITE:-bookworm}"
 force=0
 [[ "${1:-}" == "--force" ]] && force=1

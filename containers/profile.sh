@@ -12,6 +12,12 @@
 #   --cpus 1               one CPU
 #   --user 10001:10001     never root, even if the image's USER were changed
 #   SIGTERM, 10 s          the server drains for MCP_DRAIN_GRACE_S (5 s), the engine waits 10 s
+# The project's podman settings (runc, no default ulimits: crun cannot set up the cgroups of some
+# kernels, the CI machine's among them), unless the caller chose a file or runc is not installed.
+if [[ -z "${CONTAINERS_CONF:-}" ]] && command -v runc >/dev/null; then
+    export CONTAINERS_CONF
+    CONTAINERS_CONF="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/containers.conf"
+fi
 MCP_SUITE_IMAGE="${MCP_SUITE_IMAGE:-localhost/mcp-suite:latest}"
 MCP_LOCAL_BASE_IMAGE="${MCP_LOCAL_BASE_IMAGE:-localhost/mcp-suite-base:bookworm}"
 MCP_STOP_TIMEOUT_S="${MCP_STOP_TIMEOUT_S:-10}"

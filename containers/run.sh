@@ -15,7 +15,6 @@ set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
-export CONTAINERS_CONF="${CONTAINERS_CONF:-$here/containers.conf}"
 # shellcheck source=containers/profile.sh
 source "$here/profile.sh"
 engine="$(mcp_engine)"

@@ -22,7 +22,6 @@ py="${PYTHON:-python3}"
 "$py" "$here/check_profile.py"
 [[ "${1:-}" == "--offline" ]] && exit 0
 
-export CONTAINERS_CONF="${CONTAINERS_CONF:-$here/containers.conf}"
 # shellcheck source=containers/profile.sh
 source "$here/profile.sh"
 engine="$(mcp_engine)"

@@ -47,7 +47,7 @@ work="$(mktemp -d "${TMPDIR:-/var/tmp}/mcp-suite-base.XXXXXX")"
 cleanup() {
     # Never follow anything out of our own directory: the rootfs may hold mount points.
     for m in proc sys dev/pts dev; do
-        mountpoint -q "$work/rootfs/$m" 2>/dev/null && umount -l "$work/rootfs/$m" || true
+        if mountpoint -q "$work/rootfs/$m" 2>/dev/null; then umount -l "$work/rootfs/$m" || true; fi
     done
     rm -rf --one-file-system "$work"
 }

@@ -21,6 +21,8 @@ fi
 MCP_SUITE_IMAGE="${MCP_SUITE_IMAGE:-localhost/mcp-suite:latest}"
 MCP_LOCAL_BASE_IMAGE="${MCP_LOCAL_BASE_IMAGE:-localhost/mcp-suite-base:bookworm}"
 MCP_STOP_TIMEOUT_S="${MCP_STOP_TIMEOUT_S:-10}"
+# Used by the scripts that source this file; the commas are tmpfs options, not array separators.
+# shellcheck disable=SC2034,SC2054
 MCP_PROFILE=(
     --read-only
     --cap-drop ALL

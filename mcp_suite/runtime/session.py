@@ -58,6 +58,9 @@ __all__ = ["Session", "serve_session"]
 _READ_CHUNK: Final = 65_536
 _WRITE_BATCH_BYTES: Final = 262_144
 _EXCERPT: Final = 256
+# The least time the final flush of stdout gets. Shutdown waits are bounded (STYLE habit 2): a client
+# that never reads stdout cannot hold the process after the drain, nor after a second signal.
+_SHUTDOWN_FLUSH_S: Final = 1.0
 
 IdKey = tuple[str, RequestId]
 
@@ -148,12 +151,15 @@ class Session:
         self._out_send = out_send
         async with trio.open_nursery() as root:
             if self.handle_signals:
-                root.start_soon(self._watch_signals)
+                root.start_soon(self._watch_signals, root.cancel_scope)
             root.start_soon(self._read, stdin, frames_send)
             async with trio.open_nursery() as io:
                 io.start_soon(self._write, stdout, out_recv, root.cancel_scope)
                 async with out_send:
                     await self._dispatch(frames_recv)
+                # Flush what is left, but not for ever: the client may have stopped reading.
+                flush_s = max(self.settings.drain_grace_s, _SHUTDOWN_FLUSH_S)
+                io.cancel_scope.deadline = trio.current_time() + flush_s
             root.cancel_scope.cancel()  # the signal watcher, and a reader stopped mid-way
 
     # ---------------------------------------------------------------------------------------
@@ -239,7 +245,7 @@ class Session:
     # ---------------------------------------------------------------------------------------
     # signals
 
-    async def _watch_signals(self) -> None:
+    async def _watch_signals(self, root_scope: trio.CancelScope) -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             seen = 0
             async for signum in signals:
@@ -250,6 +256,9 @@ class Session:
                 else:
                     logger.info("second signal: cancelling in-flight calls")
                     self.cancel_all()
+                    # Their answers get one short flush; nothing (not even a writer blocked on a
+                    # client that never reads) holds the process longer.
+                    root_scope.deadline = min(root_scope.deadline, trio.current_time() + _SHUTDOWN_FLUSH_S)
 
     # ---------------------------------------------------------------------------------------
     # dispatcher

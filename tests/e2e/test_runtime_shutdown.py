@@ -137,3 +137,43 @@ def test_a_closed_stdout_ends_the_server() -> None:
         assert "stdout closed" in log, log
         assert "Traceback" not in log, log
         assert "Warning" not in log, log
+
+
+def test_signals_stop_the_server_even_when_the_client_never_reads_stdout() -> None:
+    """A client that stops reading fills the stdout pipe; the server must still obey two signals."""
+    with tempfile.TemporaryFile() as stderr:
+        proc = subprocess.Popen(
+            STRAY_ARGV,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,  # never read: the pipe fills after ~64 KiB
+            stderr=stderr,
+            env=server_env({"MCP_DRAIN_GRACE_S": "1"}),
+            cwd=str(REPO),
+        )
+        try:
+            assert proc.stdin is not None
+            initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"capabilities": {}}}
+            pings = (
+                json.dumps(
+                    {"jsonrpc": "2.0", "id": n, "method": "ping", "params": {"pad": "p" * 100}}
+                ).encode()
+                + b"\n"
+                for n in range(1, 5_000)
+            )
+            proc.stdin.write(json.dumps(initialize).encode() + b"\n" + b"".join(pings))
+            proc.stdin.close()  # EOF: the drain starts, and its flush can never complete
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=3)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=2)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)  # the second signal: stop at once
+            assert proc.wait(timeout=15) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()

@@ -116,3 +116,17 @@ async def test_a_client_that_stops_reading_blocks_the_server_instead_of_growing_
                     nursery.cancel_scope.cancel()
             finally:
                 tracemalloc.stop()
+
+
+async def test_a_client_that_never_reads_cannot_hold_the_session_open_after_eof(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # STYLE habit 1 and 2: every wait has a limit, and awaits in cleanup are bounded. After EOF the
+    # drain flushes stdout; a client that never reads must not make that flush wait forever.
+    with trio.fail_after(3_600):
+        async with open_session(transport="lockstep") as h:
+            await h.initialize()
+            await h.send_raw(b"".join(ping_line(n) for n in range(1, 200)))
+            await h.close_input()
+            # Virtual time: if the session waited for ever, the clock would jump to the fail_after.
+            await h.server_done.wait()

@@ -477,19 +477,24 @@ class Executor:
             conn.close()
 
     def _json_rows(self, rows: list[tuple[Any, ...]], columns: tuple[Column, ...]) -> list[list[Any]]:
-        out: list[list[Any]] = []
-        size = json_size([{"name": c.name, "type": c.type} for c in columns]) + 64
-        for row in rows:
-            values = [to_json_value(value) for value in row]
-            size += json_size(values) + 1
-            if size > self._max_bytes:
-                raise ResultTooLargeError(
-                    f"The result is larger than {self._max_bytes} bytes of JSON. Select fewer or"
-                    " shorter values: fewer columns, a smaller max_rows, left(col, 200) for long"
-                    " text, or an aggregate.",
-                    metadata={"max_result_bytes": self._max_bytes},
-                )
-            out.append(values)
+        """JSON-ready rows, or ResultTooLargeError past the byte cap.
+
+        Limits: at most `max_rows` rows arrive here (already in memory); their compact ASCII JSON
+        plus the column list must fit `MCP_SQL_MAX_RESULT_BYTES`.
+        """
+        out = [[to_json_value(value) for value in row] for row in rows]
+        # A cheap lower bound first (string lengths): a huge result is refused before it is
+        # serialised, so the one exact json.dumps below stays within a few times the cap.
+        floor = sum(len(value) for row in out for value in row if isinstance(value, str))
+        if floor <= self._max_bytes:
+            size = json_size([{"name": c.name, "type": c.type} for c in columns]) + json_size(out)
+        if floor > self._max_bytes or size + 64 > self._max_bytes:
+            raise ResultTooLargeError(
+                f"The result is larger than {self._max_bytes} bytes of JSON. Select fewer or"
+                " shorter values: fewer columns, a smaller max_rows, left(col, 200) for long"
+                " text, or an aggregate.",
+                metadata={"max_result_bytes": self._max_bytes},
+            )
         return out
 
     # --- column type names ---------------------------------------------------------------------

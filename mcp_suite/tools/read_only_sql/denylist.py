@@ -91,8 +91,8 @@ DENIED_FUNCTIONS: Final[Mapping[str, str]] = {
     "nextval": "sequence increments survive the rollback",
     "setval": "sequence changes survive the rollback",
     # Large objects (also reachable without the lo_ prefix).
-    "loread": "large objects are server-side storage outside the transaction's read-only scope",
-    "lowrite": "large objects are server-side storage outside the transaction's read-only scope",
+    "loread": "large objects bypass table grants, and lo_import/lo_export touch server files",
+    "lowrite": "large objects bypass table grants, and lo_import/lo_export touch server files",
     # Index maintenance that writes even from a SELECT.
     "gin_clean_pending_list": "it moves index entries (writes) even from a SELECT",
     "brin_summarize_new_values": "it writes index summaries even from a SELECT",
@@ -131,7 +131,7 @@ DENIED_FUNCTIONS: Final[Mapping[str, str]] = {
 # Families (lower-case prefixes). Checked after the exact names.
 DENIED_PREFIXES: Final[tuple[tuple[str, str], ...]] = (
     ("dblink", "it connects to other servers, outside the read-only transaction"),
-    ("lo_", "large objects are server-side storage outside the transaction's read-only scope"),
+    ("lo_", "large objects bypass table grants, and lo_import/lo_export touch server files"),
     ("pg_ls_", _SERVER_FILES),
     ("pg_sleep", "it only waits, holding a connection"),
     ("pg_advisory", "advisory locks can outlive the call and block other sessions"),

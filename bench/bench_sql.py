@@ -142,6 +142,22 @@ def server_sequential_p50_ms(server: _Server, calls: int) -> float:
     return statistics.median(samples) * 1000
 
 
+def server_ping_p50_ms(server: _Server, calls: int) -> float:
+    """The runtime's own per-request cost in the same process (a `ping`, no tool, no thread)."""
+    samples = []
+    for i in range(calls):
+        start = time.perf_counter()
+        server.send(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % (900_000 + i))
+        server.read_lines(1)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples) * 1000
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def server_throughput(server: _Server, calls: int, in_flight: int) -> tuple[float, float]:
     """(calls per second, peak RSS MB) with `in_flight` calls outstanding."""
     peak = [server.rss_mb()]
@@ -323,7 +339,10 @@ def _figures(dsn: str, port: int) -> list[Figure]:
     env = _env(MCP_SQL_DSN=dsn, MCP_METRICS_ENABLED="false")
     with _server(env) as server:
         server_sequential_p50_ms(server, 100)  # warm-up
+        ping = server_ping_p50_ms(server, SEQUENTIAL_CALLS)
+        cpu_before = _cpu_seconds(server.proc.pid)
         p50 = server_sequential_p50_ms(server, SEQUENTIAL_CALLS)
+        cpu_per_call = (_cpu_seconds(server.proc.pid) - cpu_before) / SEQUENTIAL_CALLS * 1000
         rate, rss = server_throughput(server, THROUGHPUT_CALLS, IN_FLIGHT)
     wire_trips = wire_round_trips_per_call(dsn, port)
     all_tools = _env(MCP_SQL_DSN=dsn)
@@ -355,6 +374,8 @@ def _figures(dsn: str, port: int) -> list[Figure]:
     figures.append(
         Figure("sql: executor sequential p50 (in-process, no server)", exec_p50, "ms", floor=floor_p50)
     )
+    figures.append(Figure("sql: server ping p50 (runtime alone, same process)", ping, "ms"))
+    figures.append(Figure("sql: server CPU per sequential call", cpu_per_call, "ms"))
     figures.append(
         Figure(
             "sql: round trips per call (executor count)",

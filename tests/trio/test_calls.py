@@ -58,14 +58,14 @@ async def test_call_results_carry_structured_content_and_identical_text() -> Non
             # check_line already proved the line is ASCII and the text block holds the same JSON.
 
 
-@pytest.mark.parametrize("cancel_id", [7, "7"])
+@pytest.mark.parametrize(("call_id", "cancel_id"), [(7, 7), (7, "7"), ("7", 7), ("7", "7")])
 async def test_cancelled_call_gets_no_response(
-    cancel_id: int | str, autojump_clock: trio.testing.MockClock
+    call_id: int | str, cancel_id: int | str, autojump_clock: trio.testing.MockClock
 ) -> None:
     with trio.fail_after(120):
         async with open_session() as h:
             await h.initialize()
-            await h.call("sleep", {"seconds": 10, "tag": 7}, request_id=7)
+            await h.call("sleep", {"seconds": 10, "tag": 7}, request_id=call_id)
             await trio.testing.wait_all_tasks_blocked()
             assert h.log.started == [7]
             await h.notify("notifications/cancelled", {"requestId": cancel_id, "reason": "user"})
@@ -73,12 +73,12 @@ async def test_cancelled_call_gets_no_response(
             assert h.log.cancelled == [7]
             assert h.session is not None
             assert not h.session.in_flight
-            # Well past the tool's own end: nothing ever arrives for id 7.
+            # Well past the tool's own end: nothing ever arrives for the cancelled call.
             await trio.sleep(30)
             ping = await h.request("ping")
             assert ping["id"] == 2
             # The id is free again once the call is gone.
-            again = await h.response(await h.call("sleep", {"seconds": 1, "tag": 8}, request_id=7))
+            again = await h.response(await h.call("sleep", {"seconds": 1, "tag": 8}, request_id=call_id))
             assert again["result"]["structuredContent"] == {"tag": 8, "slept": 1.0}
             assert await h.finish() == []
             assert h.log.finished == [8]

@@ -315,6 +315,45 @@ HONEST: tuple[Case, ...] = (
         "SELECT x FROM (VALUES (1), (2)) AS v(x) WHERE x = 2 UNION SELECT 3 INTERSECT SELECT 3 ORDER BY 1",
         "mixed set operations",
     ),
+    allow(
+        "SELECT make_interval(days => 2) AS two_days, make_interval(hours := 3) AS three_hours",
+        "named function arguments",
+    ),
+    allow(
+        "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 5) "
+        "SEARCH DEPTH FIRST BY n SET ord SELECT n FROM t ORDER BY ord",
+        "recursive CTE with SEARCH",
+    ),
+    allow(
+        "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n % 3 + 1 FROM t) "
+        "CYCLE n SET is_cycle USING path SELECT n FROM t WHERE NOT is_cycle ORDER BY n",
+        "recursive CTE with CYCLE",
+    ),
+    allow(
+        "SELECT * FROM ROWS FROM (generate_series(1, 3), generate_series(1, 2)) AS r(a, b)",
+        "ROWS FROM",
+    ),
+    allow(
+        "SELECT slug, count(*) OVER (ORDER BY words GROUPS BETWEEN 1 PRECEDING AND 1 FOLLOWING "
+        "EXCLUDE CURRENT ROW) AS near FROM docs.pages ORDER BY slug",
+        "GROUPS frame with EXCLUDE",
+    ),
+    allow(
+        "SELECT section, count(*) FROM docs.pages GROUP BY DISTINCT ROLLUP (section), CUBE (section) "
+        "ORDER BY 1, 2",
+        "GROUP BY DISTINCT",
+    ),
+    allow(
+        """SELECT * FROM JSON_TABLE('[{"a": 1}, {"a": 2}]'::jsonb, '$[*]' """
+        """COLUMNS (a int PATH '$.a', ord FOR ORDINALITY)) AS jt""",
+        "JSON_TABLE",
+    ),
+    allow(
+        "SELECT slug FROM docs.pages WHERE words > ALL (SELECT words FROM docs.pages "
+        "WHERE section = 'guides') ORDER BY 1",
+        "> ALL (subquery)",
+    ),
+    allow("SELECT FROM docs.pages LIMIT 2", "an empty select list"),
     allow("SELECT count(*) FROM docs.pages LIMIT 0", "LIMIT 0"),
     allow(
         "SELECT slug, repeat('#', words / 100) AS bar, lpad(words::text, 6) AS w FROM docs.pages "
@@ -560,6 +599,11 @@ ATTACKS: tuple[Case, ...] = (
     reject('SELECT U&"\\0073lug" FROM docs.pages', "parser-disagreement", "Unicode-escaped column name"),
     reject("SELECT interval '1' day AS i", "parser-disagreement", "interval with a unit field"),
     reject("SELECT 'a' IS NFC NORMALIZED", "unsupported-syntax", "generator cannot reproduce it"),
+    reject(
+        "SELECT j.slug FROM docs.pages AS a JOIN docs.pages AS b USING (slug) AS j",
+        "unsupported-syntax",
+        "JOIN USING with an alias: sqlglot cannot read it",
+    ),
     reject(
         "VALUES (3), (1), (2) ORDER BY 1 LIMIT 2",
         "unsupported-syntax",

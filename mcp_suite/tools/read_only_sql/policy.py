@@ -234,6 +234,7 @@ _PG_ALLOWED_NODES: Final = frozenset(
         "JsonValueExpr",
         "List",
         "MinMaxExpr",
+        "NamedArgExpr",
         "NullTest",
         "RangeFunction",
         "RangeSubselect",

@@ -310,6 +310,7 @@ async def open_session(
     builtins: bool = False,
     test_tools: bool = True,
     keep_transcript: bool = False,
+    handle_signals: bool = False,
 ) -> AsyncIterator[Harness]:
     """Serve one session in a nursery owned by this block; on a clean exit, EOF and drain it."""
     settings = settings or Settings()
@@ -329,7 +330,12 @@ async def open_session(
             task_status.started()
             try:
                 await serve_session(
-                    server_stream, server_stream, settings=settings, registry=registry, on_ready=ready
+                    server_stream,
+                    server_stream,
+                    settings=settings,
+                    registry=registry,
+                    handle_signals=handle_signals,
+                    on_ready=ready,
                 )
             finally:
                 with trio.CancelScope(shield=True):

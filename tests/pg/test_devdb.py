@@ -190,3 +190,43 @@ def test_serve_refuses_a_directory_it_did_not_create(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "refusing" in proc.stderr
     assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_demo_drives_the_server_through_the_sdk_and_prints_every_outcome(
+    demo_cluster: Cluster,
+) -> None:
+    env = {**os.environ, "MCP_DEVDB_DIR": str(demo_cluster.base)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcp_suite.devdb", "demo"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    outcomes = {
+        line.split("  ", 1)[0].strip(): line.split("  ", 1)[1].strip()
+        for line in proc.stdout.splitlines()[2:]
+        if "  " in line
+    }
+    expected = {
+        "first five pages": "ok: 5 row(s)",
+        "pages per section": "ok: 3 row(s)",
+        "one row of generate_series(1, 1000000)": "ok: 1 row(s), truncated",
+        "INSERT": "query-violation",
+        "DELETE inside WITH": "query-violation",
+        "lo_create": "query-violation",
+        "reading docs.editors": "access-denied",
+        "pg_sleep(2)": "query-violation",
+        "two statements": "query-violation",
+        "set_config: read-only off": "query-violation",
+        "... then lo_create on the next call": "query-violation",
+        "a 300,000-character value": "result-too-large",
+        "pg_notify": "query-violation",
+        "1,000 rows requested": "validation-error",
+        "resource postgres://mcp_demo/schema": "ok: tables docs.pages",
+    }
+    for label, start in expected.items():
+        assert outcomes.get(label, "").startswith(start), (label, outcomes.get(label))
+    assert demo_cluster.is_running()

@@ -50,7 +50,13 @@ GUARD_CASES: list[tuple[bytes, int, Any]] = [
     (b'{"jsonrpc":"2.0","id":5,"method":7}', INVALID_REQUEST, 5),
     (b'{"jsonrpc":"2.0","id":6,"method":"ping","params":[1]}', INVALID_REQUEST, 6),
     (b'{"jsonrpc":"2.0","id":7}', INVALID_REQUEST, 7),
+    (b'{"jsonrpc":"2.0","id":1,"method":"ping"} {"jsonrpc":"2.0","id":2,"method":"ping"}', PARSE_ERROR, None),
+    (b'{"jsonrpc":"2.0","id":1,"method":"pi\x01ng"}', PARSE_ERROR, None),
+    (b'{"jsonrpc":"2.0","id":1e3,"method":"ping"}', INVALID_REQUEST, None),
     (b'{"jsonrpc":"2.0","id":8,"method":"no/such"}', METHOD_NOT_FOUND, 8),
+    (b'{"jsonrpc":"2.0","id":-8,"method":"no/such"}', METHOD_NOT_FOUND, -8),
+    (b'{"jsonrpc":"2.0","id":10000000000000000000000000000,"method":"x"}', METHOD_NOT_FOUND, 10**28),
+    (b'{"jsonrpc":"2.0","id":"\\ud800","method":"x\\udfff"}', METHOD_NOT_FOUND, "\ud800"),
     (b'{"jsonrpc":"2.0","id":9,"method":"p\\u00efng\\u2028"}', METHOD_NOT_FOUND, 9),
 ]
 

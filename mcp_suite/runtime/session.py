@@ -142,6 +142,9 @@ class Session:
     async def serve(self, stdin: trio.abc.ReceiveStream, stdout: trio.abc.SendStream) -> None:
         """Serve until EOF or a signal, then drain; returns when everything has been flushed.
 
+        Limits: the final flush waits at most max(drain grace, 1 s) for a client that stopped reading,
+        and a second signal ends everything within 1 s.
+
         Cancellation: cancelling the caller cancels everything at once (no drain).
         """
         frames_send, frames_recv = trio.open_memory_channel[list[Frame | JsonRpcError]](

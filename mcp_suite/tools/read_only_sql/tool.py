@@ -47,8 +47,8 @@ DESCRIPTION = (
     "Run ONE read-only SQL query (SELECT, VALUES, UNION/INTERSECT/EXCEPT; PostgreSQL dialect) and "
     "get its columns and rows as JSON. Writes, DDL, several statements, bind parameters and "
     "functions with side effects are refused. At most `max_rows` rows are returned (`truncated` "
-    "says when more existed); results are capped in size and time. Read the "
-    "`postgres://<database>/schema` resource for the tables and columns you may query."
+    "says when more existed); results are capped in size and time. Read the `{uri}` resource "
+    "for the tables and columns you may query."
 )
 
 
@@ -195,7 +195,7 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
     tool = ToolSpec(
         name=TOOL_NAME,
         title="Read-only SQL",
-        description=DESCRIPTION,
+        description=DESCRIPTION.format(uri=uri),
         args_model=args_model,
         result_model=ReadOnlySqlResult,
         call=call,

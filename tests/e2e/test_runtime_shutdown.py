@@ -13,6 +13,8 @@ import json
 import signal
 import subprocess
 import tempfile
+import threading
+import time
 
 import pytest
 
@@ -139,41 +141,72 @@ def test_a_closed_stdout_ends_the_server() -> None:
         assert "Warning" not in log, log
 
 
-def test_signals_stop_the_server_even_when_the_client_never_reads_stdout() -> None:
-    """A client that stops reading fills the stdout pipe; the server must still obey two signals."""
-    with tempfile.TemporaryFile() as stderr:
-        proc = subprocess.Popen(
-            STRAY_ARGV,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,  # never read: the pipe fills after ~64 KiB
-            stderr=stderr,
-            env=server_env({"MCP_DRAIN_GRACE_S": "1"}),
-            cwd=str(REPO),
-        )
-        try:
-            assert proc.stdin is not None
-            initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"capabilities": {}}}
-            pings = (
-                json.dumps(
-                    {"jsonrpc": "2.0", "id": n, "method": "ping", "params": {"pad": "p" * 100}}
-                ).encode()
-                + b"\n"
-                for n in range(1, 5_000)
-            )
-            proc.stdin.write(json.dumps(initialize).encode() + b"\n" + b"".join(pings))
-            proc.stdin.close()  # EOF: the drain starts, and its flush can never complete
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=3)
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=2)
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)  # the second signal: stop at once
-            assert proc.wait(timeout=15) == 0
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
+def _stuck_server(env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        STRAY_ARGV,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,  # never read: the pipe fills after ~64 KiB
+        stderr=subprocess.DEVNULL,
+        env=server_env(env),
+        cwd=str(REPO),
+    )
+
+
+def _ping(n: int) -> bytes:
+    return (
+        json.dumps({"jsonrpc": "2.0", "id": n, "method": "ping", "params": {"pad": "p" * 100}}).encode()
+        + b"\n"
+    )
+
+
+def _finish(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None:
+            with contextlib.suppress(BrokenPipeError):
+                stream.close()
+
+
+def test_eof_ends_the_server_even_when_the_client_never_reads_stdout() -> None:
+    proc = _stuck_server({"MCP_DRAIN_GRACE_S": "1"})
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(b"".join(_ping(n) for n in range(5_000)))  # ~75 KiB of answers: more than the pipe
+        proc.stdin.close()  # EOF: the drain starts, and its flush can never complete
+        assert proc.wait(timeout=15) == 0
+    finally:
+        _finish(proc)
+
+
+def test_two_signals_stop_the_server_even_when_the_client_never_reads_stdout() -> None:
+    proc = _stuck_server({"MCP_DRAIN_GRACE_S": "300"})
+    written = 0
+
+    def keep_writing() -> None:
+        # Until the server stops reading (back-pressure) and, later, exits (a broken pipe).
+        nonlocal written
+        assert proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError, ValueError, OSError):
+            for n in range(10_000_000):
+                proc.stdin.write(_ping(n))
+                written += 1
+
+    writer = threading.Thread(target=keep_writing, daemon=True)
+    writer.start()
+    try:
+        # Wait until the writes stall: everything between the server's stdin and stdout is full.
+        last = -1
+        while written != last:
+            last = written
+            time.sleep(0.5)
+        assert writer.is_alive()
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        assert proc.poll() is None  # the drain cannot flush to a client that does not read
+        proc.send_signal(signal.SIGTERM)  # the second signal: stop at once
+        assert proc.wait(timeout=15) == 0
+        writer.join(timeout=15)
+    finally:
+        _finish(proc)

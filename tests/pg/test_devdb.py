@@ -230,3 +230,19 @@ def test_demo_drives_the_server_through_the_sdk_and_prints_every_outcome(
     for label, start in expected.items():
         assert outcomes.get(label, "").startswith(start), (label, outcomes.get(label))
     assert demo_cluster.is_running()
+
+
+def test_a_restart_keeps_the_port_although_old_connections_linger_in_time_wait(
+    demo_cluster: Cluster,
+) -> None:
+    # Regression: the free-port probe bound without SO_REUSEADDR, so the server's own closed
+    # connections (TIME_WAIT after a fast shutdown) moved the cluster to a new port on restart.
+    port = demo_cluster.port
+    connections = [psycopg.connect(demo_cluster.reader_dsn) for _ in range(3)]
+    demo_cluster.stop()
+    for conn in connections:
+        conn.close()
+    demo_cluster.start()
+    assert demo_cluster.port == port
+    with psycopg.connect(demo_cluster.reader_dsn) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)

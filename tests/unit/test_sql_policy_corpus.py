@@ -265,6 +265,10 @@ HONEST: tuple[Case, ...] = (
     allow("SELECT slug FROM docs.pages ORDER BY slug OFFSET 25", "OFFSET only"),
     allow("SELECT slug FROM docs.pages ORDER BY slug FETCH FIRST 3 ROWS ONLY", "FETCH FIRST"),
     allow("SELECT slug FROM docs.pages ORDER BY slug LIMIT ALL", "LIMIT ALL"),
+    allow(
+        "SELECT slug FROM docs.pages ORDER BY slug OFFSET 3 ROWS FETCH NEXT ROW ONLY",
+        "FETCH NEXT ROW ONLY means one row",
+    ),
     allow("TABLE docs.pages", "TABLE shorthand"),
     allow(
         "SELECT a.slug, b.slug AS next FROM docs.pages AS a JOIN docs.pages AS b "

@@ -694,6 +694,8 @@ def _literal_limit(clause: exp.Expr | None) -> int | None:
         options = clause.args.get("limit_options")
         if options is not None and (options.args.get("percent") or options.args.get("with_ties")):
             return None
+        if value is None:
+            return 1  # FETCH FIRST ROW ONLY: the count defaults to one (SQL standard, PostgreSQL)
         extra = set()
     else:
         return None

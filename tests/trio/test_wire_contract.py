@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped]  # the locked dev set has no jsonschema stubs
+import jsonschema
 import pytest
 import trio
 

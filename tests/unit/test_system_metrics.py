@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped]  # the locked dev set has no jsonschema stubs
+import jsonschema
 import trio
 from hypothesis import given
 from hypothesis import strategies as st

@@ -157,3 +157,51 @@ async def test_policy_refusals_and_database_refusals_are_in_band(demo_cluster: C
         assert response["result"]["isError"] is True
         problem = json.loads(response["result"]["content"][0]["text"])
         assert problem["type"] == f"urn:mcp-suite:problem:{slug}"
+
+
+async def test_a_database_down_at_start_up_is_served_and_audited_when_it_is_back(
+    demo_cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    query = {"sql": "SELECT count(*) FROM docs.pages"}
+    await trio.to_thread.run_sync(demo_cluster.stop)
+    try:
+        with trio.fail_after(40):
+            async with open_session(
+                settings=settings_for(demo_cluster, sql_connect_timeout_s=1.0),
+                builtins=True,
+                test_tools=False,
+            ) as h:
+                await h.initialize()
+                down = await h.response(await h.call("read_only_sql", query))
+                assert down["error"]["code"] == -32603
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(demo_cluster.start)
+                back = await h.response(await h.call("read_only_sql", query))
+                assert back["result"]["structuredContent"]["rows"] == [[30]]
+    finally:
+        with trio.CancelScope(shield=True):  # bounded: start() waits at most 30 s
+            await trio.to_thread.run_sync(demo_cluster.start)
+    assert "cannot be reached at start-up" in caplog.text
+
+
+async def test_a_role_audited_late_is_still_refused(
+    demo_cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The superuser cannot serve; with the database down at start-up the audit runs on the
+    # first connection instead, and then every call fails without running a query.
+    settings = sql_settings(demo_cluster.admin_dsn, sql_connect_timeout_s=1.0)
+    await trio.to_thread.run_sync(demo_cluster.stop)
+    try:
+        with trio.fail_after(40):
+            async with open_session(settings=settings, builtins=True, test_tools=False) as h:
+                await h.initialize()
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(demo_cluster.start)
+                refused = await h.response(
+                    await h.call("read_only_sql", {"sql": "SELECT count(*) FROM docs.pages"})
+                )
+                assert refused["error"]["code"] == -32603
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(demo_cluster.start)
+    assert "is a superuser" in caplog.text

@@ -481,15 +481,26 @@ def test_parse_error_place_is_plain_text() -> None:
     assert policy._parse_error_place(hidden) == " (near line 1, column 2)"
 
 
-def test_agreement_allows_fewer_names_and_refuses_new_ones() -> None:
+def test_agreement_refuses_names_gained_or_lost() -> None:
     original = policy._check_postgres("SELECT a, b FROM t LIMIT 3", executed=False)
-    fewer = policy._check_postgres("SELECT a FROM t LIMIT 3", executed=True)
-    policy._check_agreement(original, fewer, 3)
-    for other in ("SELECT c FROM t LIMIT 3", "SELECT a FROM u LIMIT 3", "SELECT 'x' FROM t LIMIT 3"):
+    same = policy._check_postgres("SELECT a, b FROM t LIMIT 3", executed=True)
+    policy._check_agreement(original, same, 3)
+    for other in (
+        "SELECT c, a, b FROM t LIMIT 3",  # a column gained
+        "SELECT a FROM t LIMIT 3",  # a column lost (a dropped clause changes the result)
+        "SELECT a, b FROM t, u LIMIT 3",  # a relation gained
+        "SELECT a, b LIMIT 3",  # a relation lost
+        "SELECT a, b, 'x' FROM t LIMIT 3",  # a constant gained
+    ):
         final = policy._check_postgres(other, executed=True)
         with pytest.raises(InvalidArgumentsError) as caught:
             policy._check_agreement(original, final, 3)
         assert caught.value.metadata["rule"] == "parser-disagreement"
+
+
+def test_agreement_lets_the_replaced_outer_limit_go() -> None:
+    sql = "SELECT a FROM t LIMIT (SELECT count(b) FROM u)"
+    assert vet_sql(sql, max_rows=5) == VettedQuery(sql="SELECT a FROM t LIMIT 6", limit=6)
 
 
 def test_constants_compare_by_value() -> None:

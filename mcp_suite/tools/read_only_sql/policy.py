@@ -417,12 +417,23 @@ def _constant(const: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _check_agreement(original: _PgFacts, final: _PgFacts, limit: int) -> None:
-    """The executed text may refer to nothing the caller did not write (a parser differential: sqlglot
-    reads `U&"..."` identifiers, `0x1F`, `1_000` or adjacent strings differently from PostgreSQL)."""
+    """The executed text names exactly the columns and relations the caller wrote, and no constant
+    the caller did not write (parser differentials: sqlglot reads `U&"..."` identifiers, `0x1F`,
+    `1_000` or adjacent strings differently from PostgreSQL, and a clause it silently dropped would
+    change the result). Only the caller's outer LIMIT may go: it is replaced by ours."""
     added = final.constants.copy()
     added[("number", Decimal(limit))] -= 1  # the outer LIMIT is ours
     added -= original.constants
-    if added or not final.columns <= original.columns or not final.relations <= original.relations:
+    replaced = _PgFacts(root={})
+    if "limitCount" in original.root:
+        _walk_postgres(original.root["limitCount"], replaced)
+    if (
+        added
+        or not final.columns <= original.columns
+        or not final.relations <= original.relations
+        or not original.columns <= final.columns | replaced.columns
+        or not original.relations <= final.relations | replaced.relations
+    ):
         raise _invalid(
             "The validator reads part of this query differently from PostgreSQL. Write it in "
             'plainer syntax: no Unicode-escaped identifiers (U&"..."), no 0x/0o/0b or '

@@ -22,6 +22,7 @@ import secrets
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import threading
 import time
@@ -181,6 +182,32 @@ def _service_account() -> tuple[int, int] | None:
     return entry.pw_uid, entry.pw_gid
 
 
+def _check_reachable(path: Path, account: tuple[int, int] | None, what: str, fix: str) -> None:
+    """Refuse early, with a fix, when the service account cannot traverse to `path`.
+
+    PostgreSQL would otherwise fail later with a bare "permission denied" in its log. Checks the
+    search (x) bit of every existing ancestor for the account: owner, group or other.
+    """
+    if account is None:
+        return
+    uid, gid = account
+    for parent in [path, *path.parents]:
+        try:
+            st = parent.stat()
+        except FileNotFoundError:
+            continue
+        if st.st_uid == uid:
+            allowed = st.st_mode & stat.S_IXUSR
+        elif st.st_gid == gid:
+            allowed = st.st_mode & stat.S_IXGRP
+        else:
+            allowed = st.st_mode & stat.S_IXOTH
+        if not allowed:
+            raise DevDbError(
+                f"the {what} is below a directory the {SERVICE_USER!r} account cannot enter ({parent}); {fix}"
+            )
+
+
 def _child_env() -> dict[str, str]:
     # The server gets a minimal environment: none of our MCP_* settings, DSNs or PG* variables.
     return {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "LANG": "C", "TZ": "UTC"}
@@ -265,6 +292,18 @@ class Cluster:
         )
         cluster = cls(base, state, pg_bin=pg_bin)
         try:
+            _check_reachable(
+                base.parent,
+                cluster._account,
+                "cluster directory",
+                "set MCP_DEVDB_DIR to a directory under /tmp, or make its parents searchable",
+            )
+            _check_reachable(
+                cluster._bin,
+                cluster._account,
+                "PostgreSQL binary directory",
+                "set PG_BIN to a copy the account can read, or make its parents searchable",
+            )
             cluster._write_state()
             cluster._initdb()
             cluster.start()

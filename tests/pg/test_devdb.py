@@ -119,9 +119,11 @@ def test_destroy_refuses_when_the_marker_is_gone(demo_cluster: Cluster) -> None:
     assert not base.exists()
 
 
-def test_failed_creation_leaves_no_server_and_no_directory(tmp_path: Path) -> None:
-    base = tmp_path / "cluster"
-    # The service account must be able to run the binaries: a world-readable temporary directory.
+def test_failed_creation_leaves_no_server_and_no_directory() -> None:
+    # The service account must reach both: world-searchable temporary directories.
+    parent = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-fail-"))
+    parent.chmod(0o755)
+    base = parent / "cluster"
     bogus_bin = Path(tempfile.mkdtemp(prefix="mcp-suite-bogus-bin-"))
     bogus_bin.chmod(0o755)
     for name in ("postgres", "initdb"):
@@ -133,6 +135,7 @@ def test_failed_creation_leaves_no_server_and_no_directory(tmp_path: Path) -> No
     for name in ("postgres", "initdb"):
         (bogus_bin / name).unlink()
     bogus_bin.rmdir()
+    parent.rmdir()
 
 
 CHILD = (
@@ -246,3 +249,15 @@ def test_a_restart_keeps_the_port_although_old_connections_linger_in_time_wait(
     assert demo_cluster.port == port
     with psycopg.connect(demo_cluster.reader_dsn) as conn:
         assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_create_refuses_early_when_the_service_account_cannot_reach_the_directory() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only root hands the server to a service account")  # CI runs as root
+    hidden = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-hidden-"))  # mode 0700, root-owned
+    try:
+        with pytest.raises(DevDbError, match="MCP_DEVDB_DIR"):
+            Cluster.create(hidden / "cluster")
+        assert not (hidden / "cluster").exists()
+    finally:
+        hidden.rmdir()

@@ -50,6 +50,24 @@ def test_every_volatile_catalogue_function_the_reader_may_run_is_denied_or_revie
     )
 
 
+def test_no_catalogue_operator_cast_or_type_input_hides_a_volatile_function(
+    demo_cluster: Cluster,
+) -> None:
+    """Operators, casts and type input run functions the policy never sees by name; none of
+    PostgreSQL's own may be volatile unless that function is denied or reviewed."""
+    with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT p.proname FROM pg_catalog.pg_operator AS o "
+            "JOIN pg_catalog.pg_proc AS p ON p.oid = o.oprcode WHERE p.provolatile = 'v' "
+            "UNION SELECT p.proname FROM pg_catalog.pg_cast AS c "
+            "JOIN pg_catalog.pg_proc AS p ON p.oid = c.castfunc WHERE p.provolatile = 'v' "
+            "UNION SELECT p.proname FROM pg_catalog.pg_type AS t "
+            "JOIN pg_catalog.pg_proc AS p ON p.oid = t.typinput WHERE p.provolatile = 'v'"
+        ).fetchall()
+    hidden = [str(name) for (name,) in rows]
+    assert [n for n in hidden if denied_reason(n) is None and n not in REVIEWED_VOLATILE] == []
+
+
 # --- regeneration keeps meaning -------------------------------------------------------------------
 
 

@@ -23,7 +23,7 @@ from pydantic import Field, create_model
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ResourceSpec, StartupRefusedError, StrictModel, Toolset, ToolSpec
 from mcp_suite.tools.read_only_sql.audit import audit_connection, format_findings
-from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor, schema_uri
+from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor, QueryResult, schema_uri
 from mcp_suite.tools.read_only_sql.policy import QueryPolicy
 
 __all__ = [
@@ -215,11 +215,11 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
         executor.close()
 
 
-def _run(executor: Executor, sql: str, max_rows: int, ticket: CallTicket) -> Any:
+def _run(executor: Executor, sql: str, max_rows: int, ticket: CallTicket) -> QueryResult:
     return executor.run(sql, max_rows=max_rows, ticket=ticket)
 
 
-def _read_schema(executor: Executor, ticket: CallTicket, *, max_tables: int) -> Any:
+def _read_schema(executor: Executor, ticket: CallTicket, *, max_tables: int) -> dict[str, Any]:
     return executor.read_schema(ticket, max_tables=max_tables)
 
 

@@ -575,6 +575,11 @@ ATTACKS: tuple[Case, ...] = (
     reject("SELECT PG_CATALOG . PG_SLEEP (1)", "denied-function", "spaces around the dot"),
     reject("SELECT pg_sleep/**/(1)", "denied-function", "comment before the argument list"),
     reject("SELECT setseed(0.5)", "denied-function", "session random seed"),
+    reject(
+        "SELECT * FROM docs.pages TABLESAMPLE pg_sleep(1)",
+        "denied-function",
+        "a TABLESAMPLE method names a function",
+    ),
     reject("SELECT repeat('x', 1000000000)", "oversized-value", "huge repeat()"),
     reject("SELECT length(lpad('', 2000000000, 'x'))", "oversized-value", "huge lpad()"),
     reject(

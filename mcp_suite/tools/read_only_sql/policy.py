@@ -381,7 +381,7 @@ def _walk_postgres(root: dict[str, Any], facts: _PgFacts) -> None:
         level = below
 
 
-_PG_NOTED_NODES: Final = frozenset({"FuncCall", "ColumnRef", "RangeVar", "A_Const"})
+_PG_NOTED_NODES: Final = frozenset({"FuncCall", "RangeTableSample", "ColumnRef", "RangeVar", "A_Const"})
 # Typed (unwrapped) fields that carry a refused construct.
 _PG_REFUSED_FIELDS: Final = {"intoClause": "IntoClause", "lockingClause": "LockingClause"}
 
@@ -389,6 +389,9 @@ _PG_REFUSED_FIELDS: Final = {"intoClause": "IntoClause", "lockingClause": "Locki
 def _note_pg_node(kind: str, value: dict[str, Any], facts: _PgFacts) -> None:
     if kind == "FuncCall":
         _check_pg_function(value)
+    elif kind == "RangeTableSample":
+        # TABLESAMPLE <method> names a function too (a tsm_handler): the same denylist applies.
+        _check_pg_function({"funcname": value["method"]})
     elif kind == "ColumnRef":
         # A bare `*` names nothing (the wrapper of a VALUES root adds one).
         names = tuple(part["String"]["sval"].casefold() for part in value["fields"] if "String" in part)

@@ -4,7 +4,9 @@
     refused (and, with nothing injected, the same compositions are accepted);
 (b) arbitrary text never makes the policy raise anything but a problem;
 (c) every accepted query's executed form has an outer LIMIT <= max_rows + 1, as PostgreSQL's own
-    parser reads it.
+    parser reads it;
+(d) lexical variants of every honest corpus query (keyword case, whitespace and comments between
+    tokens) are accepted and run the same tree.
 """
 
 from __future__ import annotations
@@ -275,3 +277,48 @@ def test_arbitrary_text_gives_a_vetted_query_or_a_problem_and_nothing_else(sql: 
     # (c) for whatever arbitrary text got through.
     assert isinstance(vetted, VettedQuery)
     _assert_safe(vetted, 20)
+
+
+# --- (d) ------------------------------------------------------------------------------------------
+
+_SEPARATORS = st.sampled_from((" ", "\n", "\t", " /* c */ ", " -- c\n", "/**/", "/* /* nested */ */"))
+_KEYWORDS = {"RESERVED_KEYWORD", "UNRESERVED_KEYWORD", "COL_NAME_KEYWORD", "TYPE_FUNC_NAME_KEYWORD"}
+
+
+def _tree(sql: str) -> Any:
+    """PostgreSQL's parse tree without positions."""
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k not in ("location", "stmt_len")}
+        if isinstance(node, list):
+            return [strip(item) for item in node]
+        return node
+
+    return strip(json.loads(pg_parser.parse_sql_json(sql)))
+
+
+@st.composite
+def lexical_variant(draw: st.DrawFn) -> tuple[str, str]:
+    from tests.unit.test_sql_policy_corpus import HONEST
+
+    sql = draw(st.sampled_from([case.sql for case in HONEST]))
+    tokens = [t for t in pg_parser.scan(sql) if t.name not in ("SQL_COMMENT", "C_COMMENT")]
+    out: list[str] = []
+    for i, token in enumerate(tokens):
+        text = sql[token.start : token.end + 1]
+        if token.kind in _KEYWORDS and text.isascii():
+            text = draw(st.sampled_from((text.lower(), text.upper(), text.title())))
+        out.append(text)
+        if i + 1 < len(tokens):
+            out.append(draw(_SEPARATORS))
+    return sql, "".join(out)
+
+
+@given(lexical_variant())
+def test_lexical_variants_of_honest_queries_run_the_same_tree(pair: tuple[str, str]) -> None:
+    canonical, variant = pair
+    expected = POLICY.vet(canonical, max_rows=50)
+    vetted = POLICY.vet(variant, max_rows=50)
+    assert vetted.limit == expected.limit
+    assert _tree(vetted.sql) == _tree(expected.sql), variant

@@ -216,6 +216,19 @@ def test_bracket_depth_within_the_bounds_is_read() -> None:
     assert vet_sql("SELECT " + ", ".join(["(ARRAY[1])[1]"] * 64), max_rows=5).limit == 6
 
 
+def test_comments_are_blanked_where_postgres_finds_them() -> None:
+    text = "SELECT '--' AS a, $$/*$$ /* x /* nested */ y */ -- tail\nFROM t"
+    blanked = policy._without_comments(text)
+    assert blanked == "SELECT '--' AS a, $$/*$$" + " " * 31 + "\nFROM t"
+    assert len(blanked) == len(text)
+    assert policy._without_comments("SELECT 1") == "SELECT 1"
+
+
+def test_a_comment_inside_a_keyword_pair_is_read_like_postgres_does() -> None:
+    vetted = vet_sql("SELECT section FROM docs.pages GROUP -- y\n BY 1 ORDER /* x */ BY 1", max_rows=5)
+    assert vetted.sql == "SELECT section FROM docs.pages GROUP BY 1 ORDER BY 1 LIMIT 6"
+
+
 # --- the cache -------------------------------------------------------------------------------------
 
 

@@ -34,8 +34,9 @@ __all__ = ["SQL_MAX_CHARS", "QueryPolicy", "VettedQuery", "vet_sql"]
 # it is safe on its own).
 SQL_MAX_CHARS: Final = 10_000
 # Nesting bounds, far above honest SQL and far below what either parser or the generator can take.
-# sqlglot recurses per parenthesis/bracket (RecursionError past a few hundred) and backtracks on
-# nested brackets (exponential time), so its own token stream is bounded before it parses.
+# sqlglot recurses per parenthesis/bracket (RecursionError past about 50 in pure sqlglot, a few
+# hundred with sqlglotc) and backtracks on nested brackets (exponential time), so its own token
+# stream is bounded before it parses.
 MAX_BRACKET_DEPTH: Final = 48  # ( [ { nesting in sqlglot's tokens
 MAX_SQUARE_DEPTH: Final = 4  # [ ] nesting (ARRAY[ARRAY[...]]): sqlglot backtracks exponentially
 MAX_SUBSCRIPT_CHAIN: Final = 6  # a[1][2]...: sqlglot's time grows with the square of the chain
@@ -167,7 +168,7 @@ def vet_sql(sql: str, *, max_rows: int) -> VettedQuery:
         # PostgreSQL's grammar first: it is fast, cannot recurse in Python, and sees what sqlglot
         # misreads (U&"..." identifiers, LISTEN, DISCARD, trailing comments).
         original = _check_postgres(sql, executed=False)
-        tree = _parse_sqlglot(sql)
+        tree = _parse_sqlglot(_without_comments(sql))
         _check_sqlglot(tree)
         tree, limit = _apply_limit(tree, cap)
         executed = _generate(tree)
@@ -478,6 +479,27 @@ def _check_postgres_limit(select: dict[str, Any], limit: int, cap: int) -> None:
             "SELECT, or wrap the query: SELECT * FROM (<query>) AS q.",
             "limit-rewrite",
         )
+
+
+def _without_comments(sql: str) -> str:
+    """`sql` with every comment blanked out exactly where PostgreSQL's own lexer finds one.
+
+    sqlglot then reads PostgreSQL's token stream: no comment can split a keyword pair for it
+    (`ORDER /* x */ BY`) or end where PostgreSQL's nested comments do not. Newlines are kept, so
+    line and column numbers in sqlglot's errors still point into the caller's text.
+    """
+    if "--" not in sql and "/*" not in sql:
+        return sql
+    pieces: list[str] = []
+    done = 0
+    for token in pg_parser.scan(sql):
+        if token.name in ("SQL_COMMENT", "C_COMMENT"):
+            pieces.append(sql[done : token.start])
+            comment = sql[token.start : token.end + 1]
+            pieces.append("".join(char if char == "\n" else " " for char in comment))
+            done = token.end + 1
+    pieces.append(sql[done:])
+    return "".join(pieces)
 
 
 # --- sqlglot -------------------------------------------------------------------------------------

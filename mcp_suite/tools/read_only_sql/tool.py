@@ -13,6 +13,7 @@ import contextlib
 import functools
 import json
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any, TypeVar
 
@@ -123,13 +124,21 @@ async def run_in_db_thread(
     ticket = CallTicket(cancel_timeout_s=cancel_grace_s)
     token = trio.lowlevel.current_trio_token()
     finished = trio.Event()
+    # Only a cancelled caller waits for the worker's end, so only then does the worker wake the
+    # event loop to say it has ended; the lock makes "ended" and "someone waits" one decision.
+    handoff = threading.Lock()
+    state = {"ended": False, "waiting": False}
 
     def work() -> T:
         try:
             return fn(ticket)
         finally:
-            with contextlib.suppress(trio.RunFinishedError):
-                token.run_sync_soon(finished.set)
+            with handoff:
+                state["ended"] = True
+                notify = state["waiting"]
+            if notify:
+                with contextlib.suppress(trio.RunFinishedError):
+                    token.run_sync_soon(finished.set)
 
     try:
         return await trio.to_thread.run_sync(work, limiter=limiter, abandon_on_cancel=True)
@@ -137,7 +146,10 @@ async def run_in_db_thread(
         with trio.CancelScope(shield=True), trio.move_on_after(cancel_grace_s):
             if ticket.mark_cancelled():
                 await trio.to_thread.run_sync(ticket.cancel)
-            if ticket.started:
+            with handoff:
+                wait = ticket.started and not state["ended"]
+                state["waiting"] = wait
+            if wait:
                 await finished.wait()
             else:
                 await trio.lowlevel.checkpoint()

@@ -329,7 +329,9 @@ def _check_postgres(sql: str, *, executed: bool) -> _PgFacts:
         ) from None
     statements = document.get("stmts", [])
     if not statements:
-        raise _invalid(f"The query holds only comments. {_FIX_ONE_SELECT}.", "empty")
+        raise _invalid(
+            f"The query holds no statement, only comments or semicolons. {_FIX_ONE_SELECT}.", "empty"
+        )
     if len(statements) > 1:
         raise _violation(
             f"The query holds {len(statements)} statements; only one is allowed. "

@@ -511,6 +511,17 @@ def test_agreement_refuses_names_gained_or_lost() -> None:
         assert caught.value.metadata["rule"] == "parser-disagreement"
 
 
+def test_agreement_compares_resolved_names_exactly() -> None:
+    # PostgreSQL folds unquoted names itself; a quoted "A" is another column than a.
+    original = policy._check_postgres('SELECT "A" FROM "T" LIMIT 3', executed=False)
+    for other in ('SELECT a FROM "T" LIMIT 3', 'SELECT "A" FROM t LIMIT 3'):
+        final = policy._check_postgres(other, executed=True)
+        with pytest.raises(InvalidArgumentsError):
+            policy._check_agreement(original, final, 3)
+    folded = policy._check_postgres("SELECT A FROM T LIMIT 3", executed=True)
+    policy._check_agreement(policy._check_postgres("SELECT a FROM t", executed=False), folded, 3)
+
+
 def test_agreement_lets_the_replaced_outer_limit_go() -> None:
     sql = "SELECT a FROM t LIMIT (SELECT count(b) FROM u)"
     assert vet_sql(sql, max_rows=5) == VettedQuery(sql="SELECT a FROM t LIMIT 6", limit=6)

@@ -397,11 +397,11 @@ def _note_pg_node(kind: str, value: dict[str, Any], facts: _PgFacts) -> None:
         _check_pg_function({"funcname": value["method"]})
     elif kind == "ColumnRef":
         # A bare `*` names nothing (the wrapper of a VALUES root adds one).
-        names = tuple(part["String"]["sval"].casefold() for part in value["fields"] if "String" in part)
+        names = tuple(part["String"]["sval"] for part in value["fields"] if "String" in part)
         if names:
             facts.columns.add(names)
     elif kind == "RangeVar":
-        facts.relations.add((value.get("schemaname", "").casefold(), value["relname"].casefold()))
+        facts.relations.add((value.get("schemaname", ""), value["relname"]))
     else:  # A_Const
         facts.constants[_constant(value)] += 1
 

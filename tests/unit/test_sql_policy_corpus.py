@@ -608,6 +608,15 @@ ATTACKS: tuple[Case, ...] = (
     reject("SELECT 'a'\n'b' AS s", "parser-disagreement", "adjacent string literals"),
     reject('SELECT U&"\\0073lug" FROM docs.pages', "parser-disagreement", "Unicode-escaped column name"),
     reject("SELECT interval '1' day AS i", "parser-disagreement", "interval with a unit field"),
+    reject(
+        "SELECT 1 FROM docs.pages\u2028",
+        "parser-disagreement",
+        "U+2028: part of a name for PostgreSQL, whitespace for sqlglot",
+    ),
+    allow(
+        "SELECT slug AS straße, 1 AS \"名前\", 'ü' AS ä FROM docs.pages ORDER BY straße LIMIT 2",
+        "non-ASCII identifiers",
+    ),
     reject("SELECT 'a' IS NFC NORMALIZED", "unsupported-syntax", "generator cannot reproduce it"),
     reject(
         "SELECT j.slug FROM docs.pages AS a JOIN docs.pages AS b USING (slug) AS j",

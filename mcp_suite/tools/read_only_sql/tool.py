@@ -15,7 +15,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import psycopg
 import trio
@@ -25,7 +25,9 @@ from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ResourceSpec, StartupRefusedError, StrictModel, Toolset, ToolSpec
 from mcp_suite.tools.read_only_sql.audit import audit_connection, format_findings
 from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor, QueryResult, schema_uri
-from mcp_suite.tools.read_only_sql.policy import QueryPolicy
+
+if TYPE_CHECKING:
+    from mcp_suite.tools.read_only_sql.policy import QueryPolicy
 
 __all__ = [
     "ReadOnlySqlArgs",
@@ -170,7 +172,7 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
     dsn = settings.sql_dsn.get_secret_value()
     executor = Executor(settings, dsn)
     _audit_at_start(executor, dsn, settings)
-    policy = QueryPolicy(cache_size=settings.sql_policy_cache_size)
+    policy = LazyPolicy(cache_size=settings.sql_policy_cache_size)
     args_model = make_args_model(settings.sql_max_rows)
     limiter: trio.CapacityLimiter | None = None
     grace = settings.sql_cancel_grace_s
@@ -182,9 +184,10 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
         return limiter
 
     async def call(args: ReadOnlySqlArgs) -> ReadOnlySqlResult:
-        vetted = policy.vet(args.sql, max_rows=args.max_rows)
+        # The policy runs in the worker thread too: an uncached verdict costs milliseconds of
+        # parsing that must not stall the event loop (pings, other calls).
         result = await run_in_db_thread(
-            functools.partial(_run, executor, vetted.sql, args.max_rows),
+            functools.partial(_vet_and_run, executor, policy, args.sql, args.max_rows),
             limiter=db_limiter(),
             cancel_grace_s=grace,
         )
@@ -227,8 +230,36 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
         executor.close()
 
 
-def _run(executor: Executor, sql: str, max_rows: int, ticket: CallTicket) -> QueryResult:
-    return executor.run(sql, max_rows=max_rows, ticket=ticket)
+class LazyPolicy:
+    """The SQL policy, imported off the start-up path.
+
+    sqlglot and pglast are the largest imports of the server (a third of a cold start with every
+    tool enabled), and answering `initialize` does not need them. A daemon thread starts importing
+    them when the tool opens; a call that needs the policy before that import is done waits for it
+    (in its worker thread, on the import lock), so no call is ever vetted by anything less.
+    """
+
+    def __init__(self, *, cache_size: int) -> None:
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        self._policy: QueryPolicy | None = None
+        threading.Thread(target=self.get, name="mcp-suite-sql-policy", daemon=True).start()
+
+    def get(self) -> QueryPolicy:
+        """Blocking on first use: the policy, imported and built once."""
+        with self._lock:
+            if self._policy is None:
+                from mcp_suite.tools.read_only_sql.policy import QueryPolicy  # deferred on purpose
+
+                self._policy = QueryPolicy(cache_size=self._cache_size)
+            return self._policy
+
+
+def _vet_and_run(
+    executor: Executor, policy: LazyPolicy, sql: str, max_rows: int, ticket: CallTicket
+) -> QueryResult:
+    vetted = policy.get().vet(sql, max_rows=max_rows)
+    return executor.run(vetted.sql, max_rows=max_rows, ticket=ticket)
 
 
 def _read_schema(executor: Executor, ticket: CallTicket, *, max_tables: int) -> dict[str, Any]:

@@ -18,12 +18,15 @@ help:
 	@echo "make run-container  build the hardened image if needed and serve it on stdio"
 	@echo "make lock           re-lock requirements/*.txt (name, version, hash)"
 
+# Everything the install prints goes to stderr: `make run` serves MCP on stdout, which must carry
+# protocol frames only, even on the run that first creates the environment.
 $(STAMP): requirements/dev.txt requirements/runtime.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r requirements/dev.txt
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation --config-settings editable_mode=compat -e .
-	$(BIN)/python -m compileall -q mcp_suite
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) 1>&2
+	@echo "installing the locked dependencies into $(VENV)" 1>&2
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r requirements/dev.txt 1>&2
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation --config-settings editable_mode=compat -e . 1>&2
+	@$(BIN)/python -m compileall -q mcp_suite 1>&2
 	@touch $@
 
 venv: $(STAMP)

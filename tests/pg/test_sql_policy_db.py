@@ -155,6 +155,7 @@ def _expected_slug(case: Case) -> str:
     return "validation-error" if case.problem.slug == "validation-error" else "query-violation"
 
 
+@pytest.mark.e2e
 def test_the_corpus_through_the_real_server_leaves_the_database_unchanged(
     demo_cluster: Cluster,
 ) -> None:

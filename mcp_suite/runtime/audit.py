@@ -114,6 +114,9 @@ def configure_logging(level: str = "INFO", stream: TextIO | None = None) -> None
     root.handlers[:] = [JsonLineHandler(_sink)]
     root.setLevel(level)
     root.propagate = False
+    # Libraries log through the root logger, which is not ours: sqlglot's parser warnings quote the
+    # caller's SQL, so only its errors may reach stderr (and then as plain lines, never stdout).
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 
 def shutdown_logging() -> None:

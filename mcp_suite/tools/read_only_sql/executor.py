@@ -73,6 +73,9 @@ _SESSION_OPTIONS: Final = (
     "TimeZone=UTC",
     "bytea_output=hex",
     "extra_float_digits=1",
+    # The policy reads string literals as standard SQL does (a backslash is an ordinary character).
+    # A server configured otherwise would read `'x\' , pg_sleep(10) --'` as code; pin it per session.
+    "standard_conforming_strings=on",
 )
 
 

@@ -11,6 +11,7 @@ that can do more than read, 70 (EX_SOFTWARE) for an unexpected failure (details 
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 from collections.abc import Iterable, Sequence
@@ -19,6 +20,7 @@ from typing import Final
 import trio
 
 from mcp_suite import SERVER_NAME, __version__
+from mcp_suite.runtime.affinity import pin_to_current_cpu
 from mcp_suite.runtime.audit import configure_logging, logger, shutdown_logging
 from mcp_suite.runtime.session import serve_session
 from mcp_suite.runtime.stdio import open_fd_streams, take_over_stdio
@@ -82,7 +84,11 @@ def _check_role(settings: Settings) -> int:
 
 def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
     fds = take_over_stdio()
+    # Before any thread exists (the log writer, worker threads, the pool's), so all inherit it.
+    cpu = pin_to_current_cpu() if settings.cpu_affinity == "single" else None
     configure_logging(settings.log_level)
+    if cpu is not None:
+        logger.debug("pinned to CPU %d", cpu)
     try:
         try:
             with open_registry(settings, extra=extra_tools) as registry:
@@ -92,6 +98,10 @@ def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
                     __version__,
                     ", ".join(registry.tools) or "(none)",
                 )
+                # Everything loaded so far lives as long as the process: move it out of the
+                # collector's view, so a collection during a session scans only the session's own
+                # objects.
+                gc.freeze()
                 trio.run(_serve_stdio, settings, registry, fds)
         except (StartupRefusedError, SettingsError) as exc:
             shutdown_logging()

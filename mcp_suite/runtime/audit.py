@@ -127,6 +127,15 @@ def shutdown_logging() -> None:
         _sink = None
 
 
+def _excerpt(arguments: Any) -> str:
+    """At most 256 characters of the call's arguments, as JSON (never more, whatever they hold)."""
+    try:
+        text = json.dumps(arguments, ensure_ascii=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return ""
+    return text[:256]
+
+
 class AuditLog:
     """The audit trail of requests: time, id, method, tool, outcome or problem slug, duration.
 
@@ -144,7 +153,7 @@ class AuditLog:
         started: float,
         tool: str | None = None,
         problem: str | None = None,
-        excerpt: str | None = None,
+        arguments: Any = None,
         incident: str | None = None,
     ) -> None:
         sink = _sink
@@ -164,8 +173,8 @@ class AuditLog:
             event["tool"] = tool[:64]
         if problem is not None:
             event["problem"] = problem
-        if excerpt is not None:
-            event["args_excerpt"] = excerpt[:256]
+        if arguments is not None:
+            event["args_excerpt"] = _excerpt(arguments)
         if incident is not None:
             event["incident"] = incident
         sink.write_line(_dumps(event))

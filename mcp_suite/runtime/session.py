@@ -25,6 +25,7 @@ import pydantic
 import trio
 
 from mcp_suite import SERVER_NAME, __version__
+from mcp_suite.entry import take_early_signals
 from mcp_suite.problems import (
     ExecutionTimeoutError,
     InternalServerError,
@@ -251,17 +252,24 @@ class Session:
     async def _watch_signals(self, root_scope: trio.CancelScope) -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             seen = 0
+            # Signals that arrived while the process was still starting count the same.
+            for signum in take_early_signals():
+                seen += 1
+                self._on_signal(seen, signum, root_scope)
             async for signum in signals:
                 seen += 1
-                if seen == 1:
-                    logger.info("signal %s: draining", signal.Signals(signum).name)
-                    self._reader_scope.cancel()
-                else:
-                    logger.info("second signal: cancelling in-flight calls")
-                    self.cancel_all()
-                    # Their answers get one short flush; nothing (not even a writer blocked on a
-                    # client that never reads) holds the process longer.
-                    root_scope.deadline = min(root_scope.deadline, trio.current_time() + _SHUTDOWN_FLUSH_S)
+                self._on_signal(seen, signum, root_scope)
+
+    def _on_signal(self, seen: int, signum: int, root_scope: trio.CancelScope) -> None:
+        if seen == 1:
+            logger.info("signal %s: draining", signal.Signals(signum).name)
+            self._reader_scope.cancel()
+        else:
+            logger.info("second signal: cancelling in-flight calls")
+            self.cancel_all()
+            # Their answers get one short flush; nothing (not even a writer blocked on a client
+            # that never reads) holds the process longer.
+            root_scope.deadline = min(root_scope.deadline, trio.current_time() + _SHUTDOWN_FLUSH_S)
 
     # ---------------------------------------------------------------------------------------
     # dispatcher
@@ -429,7 +437,7 @@ class Session:
         tool = self.registry.tools.get(call.name)
         if tool is None:
             return self._refuse(request, mcp.unknown_tool(call.name), call.name, started, in_band=False), None
-        excerpt = _excerpt(call.arguments)
+        excerpt = call.arguments  # the audit cuts its own excerpt, only when it logs
         settings = self.settings
         try:
             # 1. structural sanitizer, 2. a place in the FIFO line (SPEC §5, in this order)
@@ -460,7 +468,7 @@ class Session:
         started: float,
         *,
         in_band: bool,
-        excerpt: str | None = None,
+        excerpt: Any = None,
     ) -> bytes:
         if in_band:
             reply = encode_result(request.id, mcp.call_error_result(problem))
@@ -473,7 +481,7 @@ class Session:
             outcome="error",
             problem=problem.slug,
             started=started,
-            excerpt=excerpt,
+            arguments=excerpt,
         )
         return reply
 
@@ -484,7 +492,7 @@ class Session:
         request: Request,
         tool_name: str | None,
         work: Callable[[], Awaitable[bytes]],
-        excerpt: str | None,
+        excerpt: Any,
         ticket: Ticket | None,
         started: float,
     ) -> None:
@@ -501,7 +509,7 @@ class Session:
         method: str,
         tool_name: str | None,
         work: Callable[[], Awaitable[bytes]],
-        excerpt: str | None,
+        excerpt: Any,
         started: float,
     ) -> None:
         problem: ProblemError | None = None
@@ -553,7 +561,7 @@ class Session:
             outcome=outcome,
             problem=problem.slug if problem else None,
             started=started,
-            excerpt=excerpt,
+            arguments=excerpt,
             incident=problem.metadata.get("incident") if problem else None,
         )
 
@@ -619,16 +627,6 @@ def _argument_problem(exc: pydantic.ValidationError) -> InvalidArgumentsError:
 
 def _seconds(value: float) -> str:
     return f"{value:g} s" if math.isfinite(value) else "the deadline"
-
-
-def _excerpt(arguments: Any) -> str:
-    import json
-
-    try:
-        text = json.dumps(arguments, ensure_ascii=True, separators=(",", ":"))
-    except (TypeError, ValueError):
-        return ""
-    return text[:_EXCERPT]
 
 
 def _resource_entry(resource: ResourceSpec) -> dict[str, Any]:

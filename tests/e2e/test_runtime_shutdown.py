@@ -197,8 +197,11 @@ def test_two_signals_stop_the_server_even_when_the_client_never_reads_stdout() -
     writer.start()
     try:
         # Wait until the writes stall: everything between the server's stdin and stdout is full.
+        # Both pipes hold 64 KiB: a stall only counts once far more pings than fit in the stdin pipe
+        # were written, so the server has run, answered and filled its stdout (not merely been slow
+        # to start while the first 64 KiB waited for it).
         last = -1
-        while written != last:
+        while written != last or written < 3_000:
             last = written
             time.sleep(0.5)
         assert writer.is_alive()
@@ -210,3 +213,41 @@ def test_two_signals_stop_the_server_even_when_the_client_never_reads_stdout() -
         writer.join(timeout=15)
     finally:
         _finish(proc)
+
+
+EARLY_SIGNAL_PROGRAM = """
+import os, signal, sys
+from mcp_suite import entry
+entry.install_early_signal_handlers()          # what the entry point does first
+os.kill(os.getpid(), signal.SIGTERM)            # a signal while the server is still loading
+from mcp_suite.cli import main                  # the heavy imports
+sys.exit(main([]))
+"""
+
+
+def test_sigterm_while_still_starting_is_a_clean_shutdown_not_a_kill() -> None:
+    # Regression: a signal that arrived while the server was still importing its modules killed it
+    # with the default action (exit -15) instead of starting the orderly drain.
+    proc = subprocess.run(
+        [*STRAY_ARGV[:3], "-c", EARLY_SIGNAL_PROGRAM],
+        input=b"",
+        capture_output=True,
+        env=server_env(),
+        cwd=str(REPO),
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+    assert proc.stdout == b""
+    assert b"draining" in proc.stderr
+
+
+def test_the_entry_point_installs_the_early_handlers_before_loading_the_server() -> None:
+    program = "import mcp_suite.entry, sys; print('mcp_suite.cli' in sys.modules)"
+    proc = subprocess.run(
+        [*STRAY_ARGV[:3], "-c", program], capture_output=True, env=server_env(), timeout=60, check=True
+    )
+    assert proc.stdout.strip() == b"False"  # the entry module itself loads nothing heavy
+    source = (REPO / "mcp_suite" / "entry.py").read_text()
+    body = source[source.index("def main()") :]
+    assert body.index("install_early_signal_handlers()") < body.index("from mcp_suite.cli import")

@@ -29,7 +29,7 @@ from tests.support.wire import check_line
 
 REPO = Path(__file__).resolve().parents[2]
 SERVER_ARGV = (sys.executable, "-X", "dev", "-m", "mcp_suite")
-STRAY_ARGV = (sys.executable, "-X", "dev", "-m", "tests.support.stray_server")
+STRAY_ARGV = (sys.executable, "-X", "dev", "-m", "tests.support.stray_entry")
 BASE_ENV_DROP = ("MCP_SQL_DSN", "MCP_SAFE_DATA_DIR", "MCP_METRICS_ENABLED")
 
 

@@ -125,17 +125,23 @@ class Session:
             max_waiters=self.settings.max_queued_calls,
             wait_s=self.settings.queue_wait_s,
         )
-        self._tool_descriptions = [
-            mcp.ToolDescription(
-                name=tool.name,
-                title=tool.title,
-                description=tool.description,
-                input_schema=mcp.model_json_schema(tool.args_model),
-                output_schema=mcp.model_json_schema(tool.result_model),
-            )
-            for tool in self.registry.tools.values()
-        ]
         self.all_idle.set()
+
+    def tool_descriptions(self) -> list[mcp.ToolDescription]:
+        """The advertised tools, built on the first `tools/list` (JSON Schema generation is not
+        needed to answer `initialize`, and is a noticeable share of a cold start)."""
+        if not self._tool_descriptions:
+            self._tool_descriptions = [
+                mcp.ToolDescription(
+                    name=tool.name,
+                    title=tool.title,
+                    description=tool.description,
+                    input_schema=mcp.model_json_schema(tool.args_model),
+                    output_schema=mcp.model_json_schema(tool.result_model),
+                )
+                for tool in self.registry.tools.values()
+            ]
+        return self._tool_descriptions
 
     # ---------------------------------------------------------------------------------------
     # top level
@@ -379,7 +385,7 @@ class Session:
                 resources=bool(self.registry.resources),
             )
         if method == "tools/list":
-            return mcp.tools_list_result(self._tool_descriptions, request.params)
+            return mcp.tools_list_result(self.tool_descriptions(), request.params)
         if method == "resources/list":
             return {"resources": [_resource_entry(r) for r in self.registry.resources.values()]}
         if method == "resources/templates/list":

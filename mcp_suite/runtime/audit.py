@@ -53,7 +53,10 @@ class StderrSink:
         if len(self._lines) >= self._capacity:
             self.dropped += 1
             return
+        was_empty = not self._lines
         self._lines.append(line)
+        if was_empty:
+            self._wake.set()  # once per batch, not per line
 
     def _drain(self) -> None:
         batch: list[str] = []
@@ -71,7 +74,11 @@ class StderrSink:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self._wake.wait(_FLUSH_INTERVAL_S)
+            # Idle, the thread sleeps until there is something to write (no periodic wake-ups);
+            # busy, it lets lines gather for a moment so they are written in one batch.
+            self._wake.wait()
+            self._wake.clear()
+            self._stop.wait(_FLUSH_INTERVAL_S)
             self._drain()
         self._drain()
 

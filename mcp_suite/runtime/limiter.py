@@ -31,7 +31,7 @@ class Ticket:
 
 
 class CallLimiter:
-    __slots__ = ("_free", "_max_waiters", "_queue", "_slots", "_wait_s")
+    __slots__ = ("_free", "_max_waiters", "_queue", "_slots", "_wait_s", "_waiting")
 
     def __init__(self, *, slots: int, max_waiters: int, wait_s: float) -> None:
         self._slots = slots
@@ -39,6 +39,7 @@ class CallLimiter:
         self._max_waiters = max_waiters
         self._wait_s = wait_s
         self._queue: collections.deque[Ticket] = collections.deque()
+        self._waiting = 0  # queued tickets not yet granted nor abandoned
 
     @property
     def running(self) -> int:
@@ -46,7 +47,7 @@ class CallLimiter:
 
     @property
     def waiting(self) -> int:
-        return sum(1 for ticket in self._queue if not ticket.abandoned)
+        return self._waiting
 
     def reserve(self) -> Ticket:
         """Take a slot now or a place at the end of the queue. Not a checkpoint.
@@ -65,6 +66,7 @@ class CallLimiter:
                 metadata={"queued": waiting, "slots": self._slots},
             )
         self._queue.append(ticket)
+        self._waiting += 1
         return ticket
 
     async def wait(self, ticket: Ticket) -> None:
@@ -92,8 +94,11 @@ class CallLimiter:
             ticket.abandoned = True
             self._hand_on()
         elif not ticket.abandoned:
+            # Leave the line now (not when it reaches the front): a client that queues and
+            # cancels calls over and over must not grow the queue beyond `max_waiters`.
             ticket.abandoned = True
-            self._compact()
+            self._waiting -= 1
+            self._queue.remove(ticket)
 
     def _hand_on(self) -> None:
         while self._queue:
@@ -101,10 +106,7 @@ class CallLimiter:
             if nxt.abandoned:
                 continue
             nxt.granted = True
+            self._waiting -= 1
             nxt.event.set()
             return
         self._free += 1
-
-    def _compact(self) -> None:
-        while self._queue and self._queue[0].abandoned:
-            self._queue.popleft()

@@ -10,12 +10,14 @@ that can do more than read, 70 (EX_SOFTWARE) for an unexpected failure (details 
 
 from __future__ import annotations
 
-import argparse
 import gc
 import logging
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    import argparse
 
 import trio
 
@@ -35,6 +37,8 @@ EX_SOFTWARE: Final = 70
 
 
 def _parser() -> argparse.ArgumentParser:
+    import argparse  # only when there are arguments to parse
+
     parser = argparse.ArgumentParser(
         prog="mcp-suite",
         description=(
@@ -61,13 +65,15 @@ def _stderr(message: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None, *, extra_tools: Iterable[ToolOpener] = ()) -> int:
-    args = _parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `mcp-suite` with no argument is how clients start it: skip argparse (and its import) then.
+    command = "serve" if not argv else _parser().parse_args(argv).command
     try:
         settings = load_settings()
     except SettingsError as exc:
         _stderr(f"mcp-suite: invalid configuration: {exc}")
         return EX_CONFIG
-    if args.command == "check-role":
+    if command == "check-role":
         return _check_role(settings)
     return _serve(settings, list(extra_tools))
 

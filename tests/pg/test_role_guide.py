@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import psycopg
@@ -9,6 +11,7 @@ import pytest
 
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.tools.read_only_sql.audit import audit_dsn
+from tests.support.client import REPO, server_env
 
 pytestmark = pytest.mark.pg
 
@@ -27,6 +30,19 @@ def _guide_sql() -> str:
     ):
         text = text.replace(old, new)
     return text
+
+
+def _check_role(dsn: str) -> subprocess.CompletedProcess[str]:
+    """`mcp-suite check-role`, as an operator runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_suite", "check-role"],
+        capture_output=True,
+        text=True,
+        env=server_env({"MCP_SQL_DSN": dsn}),
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_the_role_guide_produces_a_role_the_audit_accepts(demo_cluster: Cluster) -> None:
@@ -50,6 +66,17 @@ def test_the_role_guide_produces_a_role_the_audit_accepts(demo_cluster: Cluster)
                 assert reader.execute("SHOW default_transaction_read_only").fetchone() == ("on",)
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     reader.execute("SELECT * FROM docs.pages")
+            accepted = _check_role(dsn)
+            assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+            assert "can only read" in accepted.stdout
+            assert PASSWORD not in accepted.stdout + accepted.stderr
+            # The same role with one grant too many must be refused, with the problem named.
+            admin.execute("GRANT CREATE ON SCHEMA mcp_guide_views TO mcp_guide_reader")
+            refused = _check_role(dsn)
+            assert refused.returncode == 78, refused.stdout + refused.stderr
+            assert "CREATE" in refused.stdout
+            assert "mcp_guide_views" in refused.stdout
+            assert PASSWORD not in refused.stdout + refused.stderr
         finally:
             admin.execute("DROP SCHEMA IF EXISTS mcp_guide_views CASCADE")
             for role in ("mcp_guide_reader", "mcp_guide_views_owner"):

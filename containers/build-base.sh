@@ -82,7 +82,7 @@ fi
 chroot "$work/rootfs" apt-get clean
 rm -rf "$work/rootfs/var/lib/apt/lists/"* "$work/rootfs/var/cache/apt/"*.bin \
     "$work/rootfs/var/log/"*.log "$work/rootfs/usr/share/doc/"* "$work/rootfs/usr/share/man/"* \
-    "$work/rootfs/usr/share/locale/"* "$work/rootfs/tmp/"* "$work/rootfs/root/".??* 2>/dev/null || true
+    "$work/rootfs/usr/share/locale/"* "$work/rootfs/tmp/"* "$work/rootfs/root"/.??* 2>/dev/null || true
 
 log "importing as $image"
 tar --numeric-owner -C "$work/rootfs" -c . |

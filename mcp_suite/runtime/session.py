@@ -58,7 +58,6 @@ __all__ = ["Session", "serve_session"]
 
 _READ_CHUNK: Final = 65_536
 _WRITE_BATCH_BYTES: Final = 262_144
-_EXCERPT: Final = 256
 # The least time the final flush of stdout gets. Shutdown waits are bounded (STYLE habit 2): a client
 # that never reads stdout cannot hold the process after the drain, nor after a second signal.
 _SHUTDOWN_FLUSH_S: Final = 1.0

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import Any, Final, NoReturn, TypeVar
 from urllib.parse import quote
 
 import psycopg
@@ -392,12 +392,7 @@ class Executor:
                 raise psycopg.errors.error_from_result(failed, encoding=conn.info.encoding)
             rows, description = self._rows(conn, results[3])
         except psycopg.Error as exc:
-            ticket.detach()  # no cancel request may reach the clean-up below
-            self._restore(conn)
-            problem = problem_from_sqlstate(exc, timeout_ms=self._timeout_ms)
-            if problem is not None and not conn.broken:
-                raise problem from None
-            raise
+            self._fail(conn, exc, ticket)
         finally:
             ticket.detach()
         if ticket.cancelled:
@@ -463,6 +458,16 @@ class Executor:
     def _exchange(self, conn: psycopg.Connection[Any], statement: bytes) -> None:
         self.round_trips += 1
         conn.execute(statement)
+
+    def _fail(self, conn: psycopg.Connection[Any], exc: psycopg.Error, ticket: CallTicket) -> NoReturn:
+        """After a failed statement: clean the connection, then raise the caller's problem (for
+        what the caller asked) or the database error itself (for a server or connection failure)."""
+        ticket.detach()  # no cancel request may reach the clean-up below
+        self._restore(conn)
+        problem = problem_from_sqlstate(exc, timeout_ms=self._timeout_ms)
+        if problem is not None and not conn.broken:
+            raise problem from None
+        raise exc
 
     def _restore(self, conn: psycopg.Connection[Any]) -> None:
         """Roll back and reset after a failure; a connection that cannot be reset is closed (the
@@ -547,12 +552,7 @@ class Executor:
                         " ORDER BY table_schema, table_name, ordinal_position"
                     ).fetchall()
             except psycopg.Error as exc:
-                ticket.detach()
-                self._restore(conn)
-                problem = problem_from_sqlstate(exc, timeout_ms=self._timeout_ms)
-                if problem is not None and not conn.broken:
-                    raise problem from None
-                raise
+                self._fail(conn, exc, ticket)
             finally:
                 ticket.detach()
             by_table: dict[tuple[str, str], list[dict[str, Any]]] = {}

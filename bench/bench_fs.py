@@ -9,25 +9,17 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench.common import Figure
+from bench.common import INIT, Figure, read_lines, server_env, spawn
 from mcp_suite.tools.sandbox_fs_read import fdwalk
 from mcp_suite.tools.sandbox_fs_read.policy import decode_text, split_caller_path
 
-REPO = Path(__file__).resolve().parents[1]
 FILE = "data/report-4k.txt"
 IN_FLIGHT = 8
-INIT = (
-    b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
-    b'"capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}\n'
-    b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
-)
 
 
 def _make_root(base: Path) -> Path:
@@ -41,31 +33,7 @@ def _make_root(base: Path) -> Path:
 
 
 def _spawn(root: Path) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_")}
-    env.update(MCP_SAFE_DATA_DIR=str(root), MCP_METRICS_ENABLED="false", MCP_LOG_LEVEL="WARNING")
-    return subprocess.Popen(
-        [sys.executable, "-m", "mcp_suite"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        cwd=REPO,
-        bufsize=0,
-    )
-
-
-def _read_lines(fd: int, buffer: bytearray) -> list[bytes]:
-    """Block until at least one whole line is buffered; return the whole lines, keep the rest."""
-    while b"\n" not in buffer:
-        select.select([fd], [], [], 10)
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            raise EOFError
-        buffer += chunk
-    end = buffer.rfind(b"\n") + 1
-    lines = bytes(buffer[:end]).splitlines()
-    del buffer[:end]
-    return lines
+    return spawn(server_env(MCP_SAFE_DATA_DIR=str(root), MCP_METRICS_ENABLED="false"))
 
 
 def _call(request_id: int) -> bytes:
@@ -87,7 +55,7 @@ def _drive(proc: subprocess.Popen[bytes], first_id: int, total: int) -> tuple[fl
     next_id += IN_FLIGHT
     os.write(in_fd, batch)
     while received < total:
-        lines = _read_lines(out_fd, buffer)
+        lines = read_lines(out_fd, buffer)
         received += len(lines)
         errors += sum(b'"isError":false' not in line for line in lines)
         refill = [_call(i) for i in range(next_id, min(next_id + len(lines), last_id))]
@@ -112,7 +80,7 @@ def server_figures(root: Path, total: int = 20_000) -> tuple[float, int, int, in
     assert proc.stdin is not None and proc.stdout is not None
     try:
         os.write(proc.stdin.fileno(), INIT)
-        reply = json.loads(_read_lines(proc.stdout.fileno(), bytearray())[0])
+        reply = json.loads(read_lines(proc.stdout.fileno(), bytearray())[0])
         assert "result" in reply, reply
         _drive(proc, 1, 2_000)  # warm up: worker threads, caches
         fds_before = _open_fds(proc.pid)

@@ -7,20 +7,14 @@ the same client loop (the cost of pipes and the client itself).
 from __future__ import annotations
 
 import os
-import select
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from bench.common import Figure
+from bench.common import INIT, Figure, cold_start_ms, read_lines, server_env, spawn
 
-REPO = Path(__file__).resolve().parents[1]
-INIT = (
-    b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
-    b'"capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}\n'
-)
 ECHO_FLOOR = (
     "import sys\n"
     "r, w = sys.stdin.buffer, sys.stdout.buffer\n"
@@ -28,53 +22,6 @@ ECHO_FLOOR = (
     "    w.write(line)\n"
     "    w.flush()\n"
 )
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_")}
-    env["MCP_LOG_LEVEL"] = "WARNING"
-    env.update(extra)
-    return env
-
-
-def _spawn(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        argv,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=env or _env(),
-        cwd=REPO,
-        bufsize=0,
-    )
-
-
-def _read_lines(fd: int, want: int, buffer: bytearray) -> int:
-    """Block until at least `want` newlines are in the buffer; returns the count and keeps the rest."""
-    while buffer.count(b"\n") < want:
-        select.select([fd], [], [], 10)
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            raise EOFError
-        buffer += chunk
-    count = buffer.count(b"\n")
-    del buffer[: buffer.rfind(b"\n") + 1]
-    return count
-
-
-def cold_start_ms(argv: list[str], env: dict[str, str], runs: int = 15) -> float:
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        proc = _spawn(argv, env)
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(INIT)
-        _read_lines(proc.stdout.fileno(), 1, bytearray())
-        samples.append((time.perf_counter() - start) * 1000)
-        proc.stdin.close()
-        proc.wait(10)
-        proc.stdout.close()
-    return statistics.median(samples)
 
 
 def interpreter_floor_ms(runs: int = 15) -> float:
@@ -101,7 +48,7 @@ def round_trips_per_second(proc: subprocess.Popen[bytes], total: int, in_flight:
     sent = in_flight
     received = 0
     while received < total:
-        got = _read_lines(out_fd, 1, buffer)
+        got = len(read_lines(out_fd, buffer))
         received += got
         batch = b"".join(frames[sent : sent + got])
         sent += got
@@ -111,17 +58,17 @@ def round_trips_per_second(proc: subprocess.Popen[bytes], total: int, in_flight:
 
 
 def ping_throughput(total: int = 30_000, in_flight: int = 32) -> tuple[float, float]:
-    server = _spawn([sys.executable, "-m", "mcp_suite"])
+    server = spawn(server_env())
     assert server.stdin is not None and server.stdout is not None
     server.stdin.write(INIT)
-    _read_lines(server.stdout.fileno(), 1, bytearray())
+    read_lines(server.stdout.fileno(), bytearray())
     round_trips_per_second(server, 2_000, in_flight)  # warm up
     rate = round_trips_per_second(server, total, in_flight)
     server.stdin.close()
     server.wait(10)
     server.stdout.close()
 
-    floor = _spawn([sys.executable, "-c", ECHO_FLOOR])
+    floor = spawn(server_env(), (sys.executable, "-c", ECHO_FLOOR))
     floor_rate = round_trips_per_second(floor, total, in_flight)
     assert floor.stdin is not None and floor.stdout is not None
     floor.stdin.close()
@@ -131,10 +78,10 @@ def ping_throughput(total: int = 30_000, in_flight: int = 32) -> tuple[float, fl
 
 
 def idle_rss_mb() -> float:
-    server = _spawn([sys.executable, "-m", "mcp_suite"])
+    server = spawn(server_env())
     assert server.stdin is not None and server.stdout is not None
     server.stdin.write(INIT)
-    _read_lines(server.stdout.fileno(), 1, bytearray())
+    read_lines(server.stdout.fileno(), bytearray())
     time.sleep(1.0)
     status = Path(f"/proc/{server.pid}/status").read_text()
     rss_kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
@@ -147,7 +94,7 @@ def idle_rss_mb() -> float:
 def run() -> list[Figure]:
     figures = []
     floor = interpreter_floor_ms()
-    cold = cold_start_ms([sys.executable, "-m", "mcp_suite"], _env())
+    cold = cold_start_ms(server_env())
     figures.append(
         Figure(
             "cold start to initialize response (median of 15)", cold, "ms", "<= 250 ms", cold <= 250, floor

@@ -23,15 +23,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from bench.common import Figure
+from bench.common import INIT, REPO, Figure, cold_start_ms, server_env, spawn
 
-REPO = Path(__file__).resolve().parents[1]
 QUERY = "SELECT section, count(*) FROM docs.pages GROUP BY section"
-INIT = (
-    b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
-    b'"capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}\n'
-    b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
-)
 SEQUENTIAL_CALLS = 2_000
 THROUGHPUT_CALLS = 10_000
 IN_FLIGHT = 32
@@ -51,26 +45,11 @@ def _call_line(request_id: int) -> bytes:
     )
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_")}
-    env["MCP_LOG_LEVEL"] = "WARNING"
-    env.update(extra)
-    return env
-
-
 class _Server:
     """The real server over pipes, with a minimal line reader (no per-line checks: speed)."""
 
     def __init__(self, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mcp_suite"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-            cwd=REPO,
-            bufsize=0,
-        )
+        self.proc = spawn(env)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in = self.proc.stdin
         self._fd = self.proc.stdout.fileno()
@@ -190,17 +169,6 @@ def server_throughput(server: _Server, calls: int, in_flight: int) -> tuple[floa
     return calls / elapsed, max(peak)
 
 
-def cold_start_ms(env: dict[str, str], runs: int = 7) -> float:
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        server = _Server(env)
-        server.initialize()
-        samples.append(time.perf_counter() - start)
-        server.close()
-    return statistics.median(samples) * 1000
-
-
 def floor_psycopg(dsn: str, calls: int, threads: int) -> tuple[float, float]:
     """(sequential p50 ms, calls/s with `threads` threads) of the bare query on a psycopg pool."""
     from psycopg_pool import ConnectionPool
@@ -306,7 +274,7 @@ def wire_round_trips_per_call(dsn: str, upstream_port: int, calls: int = 200) ->
 
     proxy = _CountingProxy(upstream_port)
     try:
-        env = _env(
+        env = server_env(
             MCP_SQL_DSN=make_conninfo(dsn, port=proxy.port),
             MCP_METRICS_ENABLED="false",
             MCP_SQL_POOL_MIN_SIZE="1",
@@ -336,7 +304,7 @@ def _figures(dsn: str, port: int) -> list[Figure]:
     figures: list[Figure] = []
     floor_p50, floor_rate = floor_psycopg(dsn, SEQUENTIAL_CALLS, threads=4)
     exec_p50, exec_trips = executor_figures(dsn, SEQUENTIAL_CALLS)
-    env = _env(MCP_SQL_DSN=dsn, MCP_METRICS_ENABLED="false")
+    env = server_env(MCP_SQL_DSN=dsn, MCP_METRICS_ENABLED="false")
     with _server(env) as server:
         server_sequential_p50_ms(server, 100)  # warm-up
         ping = server_ping_p50_ms(server, SEQUENTIAL_CALLS)
@@ -345,11 +313,11 @@ def _figures(dsn: str, port: int) -> list[Figure]:
         cpu_per_call = (_cpu_seconds(server.proc.pid) - cpu_before) / SEQUENTIAL_CALLS * 1000
         rate, rss = server_throughput(server, THROUGHPUT_CALLS, IN_FLIGHT)
     wire_trips = wire_round_trips_per_call(dsn, port)
-    all_tools = _env(MCP_SQL_DSN=dsn)
+    all_tools = server_env(MCP_SQL_DSN=dsn)
     safe = REPO / "examples" / "safe_data"
     if safe.is_dir():
         all_tools["MCP_SAFE_DATA_DIR"] = str(safe)
-    cold = cold_start_ms(all_tools)
+    cold = cold_start_ms(all_tools, runs=7)
     figures.append(
         Figure(
             "sql: server sequential p50 (small aggregate)",

@@ -6,12 +6,87 @@ absolute targets from the issues are printed beside the figure. Nothing here is 
 
 from __future__ import annotations
 
+import os
+import select
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-__all__ = ["Figure", "median_seconds"]
+__all__ = [
+    "INIT",
+    "REPO",
+    "SERVER_ARGV",
+    "Figure",
+    "cold_start_ms",
+    "median_seconds",
+    "read_lines",
+    "server_env",
+    "spawn",
+]
+
+REPO = Path(__file__).resolve().parents[1]
+SERVER_ARGV = (sys.executable, "-m", "mcp_suite")
+# The handshake every benchmark sends first; it is answered by exactly one line.
+INIT = (
+    b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+    b'"capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}\n'
+    b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+)
+
+
+def server_env(**extra: str) -> dict[str, str]:
+    """This process's environment without any MCP_* setting, logs at WARNING, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_")}
+    env["MCP_LOG_LEVEL"] = "WARNING"
+    env.update(extra)
+    return env
+
+
+def spawn(env: dict[str, str], argv: tuple[str, ...] | list[str] = SERVER_ARGV) -> subprocess.Popen[bytes]:
+    """The server (or `argv`) as a child over unbuffered pipes; stderr is discarded."""
+    return subprocess.Popen(
+        list(argv),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=REPO,
+        bufsize=0,
+    )
+
+
+def read_lines(fd: int, buffer: bytearray, want: int = 1) -> list[bytes]:
+    """Block until at least `want` whole lines are buffered; return them all, keep the rest."""
+    while buffer.count(b"\n") < want:
+        select.select([fd], [], [], 10)
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            raise EOFError("the server closed its output")
+        buffer += chunk
+    end = buffer.rfind(b"\n") + 1
+    lines = bytes(buffer[:end]).splitlines()
+    del buffer[:end]
+    return lines
+
+
+def cold_start_ms(env: dict[str, str], runs: int = 15, argv: tuple[str, ...] = SERVER_ARGV) -> float:
+    """Median milliseconds from starting the process to its answer to `initialize`."""
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = spawn(env, argv)
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(INIT)
+        read_lines(proc.stdout.fileno(), bytearray())
+        samples.append((time.perf_counter() - start) * 1000)
+        proc.stdin.close()
+        proc.wait(10)
+        proc.stdout.close()
+    return statistics.median(samples)
 
 
 @dataclass(frozen=True, slots=True)

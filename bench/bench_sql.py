@@ -200,9 +200,7 @@ def floor_psycopg(dsn: str, calls: int, threads: int) -> tuple[float, float]:
 
 def executor_figures(dsn: str, calls: int) -> tuple[float, float]:
     """(sequential p50 ms, round trips per call) of our executor in this process (no server)."""
-    from pydantic import SecretStr
-
-    from mcp_suite.settings import Settings
+    from mcp_suite.settings import SecretStr, Settings
     from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor
 
     settings = Settings(sql_dsn=SecretStr(dsn), metrics_enabled=False)

@@ -8,18 +8,21 @@ Must not import trio or any tool module. The DSN is a secret: it never appears i
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
-
-__all__ = ["ENV_PREFIX", "Settings", "SettingsError", "load_settings"]
+__all__ = ["ENV_PREFIX", "SecretStr", "Settings", "SettingsError", "load_settings"]
 
 ENV_PREFIX = "MCP_"
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+_LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_AFFINITIES: Final = ("single", "off")
 
 # Wire limits fixed by the contract (SPEC §3, §5); they are settings so tests can read them from one
 # place, but they are not read from the environment.
@@ -35,10 +38,46 @@ class SettingsError(Exception):
     """Configuration is invalid; the message names the variable(s) and never echoes a secret."""
 
 
-class Settings(BaseModel):
-    """The frozen configuration of one server process."""
+class SecretStr:
+    """A string that never shows itself: `repr` and `str` print asterisks; read it explicitly."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def get_secret_value(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "SecretStr('**********')"
+
+    def __str__(self) -> str:
+        return "**********"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SecretStr) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+def _int(low: int, high: int) -> dict[str, Any]:
+    return {"kind": int, "low": low, "high": high}
+
+
+def _float(low: float, high: float, *, low_open: bool = False) -> dict[str, Any]:
+    return {"kind": float, "low": low, "high": high, "low_open": low_open}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The frozen configuration of one server process.
+
+    Keyword construction is validated strictly (types, ranges, relations between fields) and an
+    invalid value raises `SettingsError`. Plain dataclasses on purpose: a server start must not pay
+    for a validation library's import before it can answer `initialize`.
+    """
 
     # --- tools ---------------------------------------------------------------------------------
     sql_dsn: SecretStr | None = None
@@ -47,64 +86,106 @@ class Settings(BaseModel):
     metrics_disk_path: Path = Path("/")
 
     # --- SQL -----------------------------------------------------------------------------------
-    sql_pool_min_size: Annotated[int, Field(ge=0, le=64)] = 1
-    sql_pool_max_size: Annotated[int, Field(ge=1, le=64)] = 4
-    sql_statement_timeout_ms: Annotated[int, Field(ge=1, le=600_000)] = 10_000
-    sql_max_rows: Annotated[int, Field(ge=1, le=10_000)] = 200
-    sql_max_result_bytes: Annotated[int, Field(ge=1_024, le=16_777_216)] = 200_000
-    sql_connect_timeout_s: Annotated[float, Field(gt=0, le=60)] = 5.0
-    sql_policy_cache_size: Annotated[int, Field(ge=0, le=100_000)] = 1_024
+    sql_pool_min_size: int = field(default=1, metadata=_int(0, 64))
+    sql_pool_max_size: int = field(default=4, metadata=_int(1, 64))
+    sql_statement_timeout_ms: int = field(default=10_000, metadata=_int(1, 600_000))
+    sql_max_rows: int = field(default=200, metadata=_int(1, 10_000))
+    sql_max_result_bytes: int = field(default=200_000, metadata=_int(1_024, 16_777_216))
+    sql_connect_timeout_s: float = field(default=5.0, metadata=_float(0, 60, low_open=True))
+    sql_policy_cache_size: int = field(default=1_024, metadata=_int(0, 100_000))
     # A cancelled call waits (shielded) at most this long for PostgreSQL to stop its query and for
     # the worker thread to hand the connection back clean.
-    sql_cancel_grace_s: Annotated[float, Field(gt=0, le=60)] = 5.0
+    sql_cancel_grace_s: float = field(default=5.0, metadata=_float(0, 60, low_open=True))
     # The schema resource lists at most this many tables (then says `truncated`).
-    sql_schema_max_tables: Annotated[int, Field(ge=1, le=100_000)] = 500
+    sql_schema_max_tables: int = field(default=500, metadata=_int(1, 100_000))
     # How long a call waits for a pooled connection before it connects directly (the pool
     # reconnects with back-off after an outage; the call should not wait for that).
-    sql_pool_wait_s: Annotated[float, Field(gt=0, le=60)] = 1.0
+    sql_pool_wait_s: float = field(default=1.0, metadata=_float(0, 60, low_open=True))
 
     # --- files ---------------------------------------------------------------------------------
-    fs_max_bytes: Annotated[int, Field(ge=1, le=16_777_216)] = 1_048_576
+    fs_max_bytes: int = field(default=1_048_576, metadata=_int(1, 16_777_216))
     # A file with more than one hard link may be another name for a file outside the root; refused
     # unless the operator opts in (docs/tools/sandbox_fs_read.md).
     fs_allow_hard_links: bool = False
 
     # --- runtime -------------------------------------------------------------------------------
-    max_concurrency: Annotated[int, Field(ge=1, le=256)] = 16
-    queue_wait_s: Annotated[float, Field(ge=0, le=300)] = 5.0
-    call_deadline_s: Annotated[float, Field(gt=0, le=3_600)] = 30.0
-    drain_grace_s: Annotated[float, Field(ge=0, le=300)] = 5.0
-    log_level: LogLevel = "INFO"
+    max_concurrency: int = field(default=16, metadata=_int(1, 256))
+    queue_wait_s: float = field(default=5.0, metadata=_float(0, 300))
+    call_deadline_s: float = field(default=30.0, metadata=_float(0, 3_600, low_open=True))
+    drain_grace_s: float = field(default=5.0, metadata=_float(0, 300))
+    log_level: LogLevel = field(default="INFO", metadata={"choices": _LOG_LEVELS})
     # "single": pin the process (and so every thread it starts) to the CPU it started on. The GIL
     # lets one thread run Python at a time anyway; on one CPU the event loop and its worker
     # threads hand the GIL over without cross-CPU wake-ups, which halves the cost of a tool call
     # on a virtual machine (see docs/architecture.md). "off": leave scheduling to the kernel.
-    cpu_affinity: Literal["single", "off"] = "single"
+    cpu_affinity: Literal["single", "off"] = field(default="single", metadata={"choices": _AFFINITIES})
     # Bounded channels (STYLE habit 1: start small). Frames waiting for the dispatcher, and responses
     # waiting for the writer. Back-pressure, not growth, is what a slow client gets.
-    inbound_channel_size: Annotated[int, Field(ge=1, le=4_096)] = 16
-    outbound_channel_size: Annotated[int, Field(ge=1, le=4_096)] = 64
+    inbound_channel_size: int = field(default=16, metadata=_int(1, 4_096))
+    outbound_channel_size: int = field(default=64, metadata=_int(1, 4_096))
 
     # --- contract constants (not from the environment) ------------------------------------------
-    max_frame_bytes: int = MAX_FRAME_BYTES
-    max_json_depth: int = MAX_JSON_DEPTH
-    arg_max_depth: int = ARG_MAX_DEPTH
-    arg_max_items: int = ARG_MAX_ITEMS
+    max_frame_bytes: int = field(default=MAX_FRAME_BYTES, metadata=_int(1, 1 << 30))
+    max_json_depth: int = field(default=MAX_JSON_DEPTH, metadata=_int(1, 1_000))
+    arg_max_depth: int = field(default=ARG_MAX_DEPTH, metadata=_int(1, 1_000))
+    arg_max_items: int = field(default=ARG_MAX_ITEMS, metadata=_int(1, 1 << 30))
+
+    def __post_init__(self) -> None:
+        problems = [p for f in dataclasses.fields(self) if (p := _field_problem(f, getattr(self, f.name)))]
+        if problems:
+            raise SettingsError("; ".join(problems))
+        for spec in dataclasses.fields(self):  # an integer given for a float field becomes a float
+            if spec.metadata.get("kind") is float:
+                object.__setattr__(self, spec.name, float(getattr(self, spec.name)))
+        if self.sql_pool_min_size > self.sql_pool_max_size:
+            raise SettingsError("MCP_SQL_POOL_MIN_SIZE must not exceed MCP_SQL_POOL_MAX_SIZE")
+        if self.sql_statement_timeout_ms >= self.call_deadline_s * 1000:
+            raise SettingsError(
+                "MCP_SQL_STATEMENT_TIMEOUT_MS must be below the call deadline (MCP_CALL_DEADLINE_S)"
+            )
 
     @property
     def max_queued_calls(self) -> int:
         """Waiters beyond 4 x slots are refused at once (SPEC §5.2)."""
         return 4 * self.max_concurrency
 
-    @model_validator(mode="after")
-    def _check_relations(self) -> Settings:
-        if self.sql_pool_min_size > self.sql_pool_max_size:
-            raise ValueError("MCP_SQL_POOL_MIN_SIZE must not exceed MCP_SQL_POOL_MAX_SIZE")
-        if self.sql_statement_timeout_ms >= self.call_deadline_s * 1000:
-            raise ValueError(
-                "MCP_SQL_STATEMENT_TIMEOUT_MS must be below the call deadline (MCP_CALL_DEADLINE_S)"
-            )
-        return self
+
+def _field_problem(spec: dataclasses.Field[Any], value: object) -> str | None:
+    """What is wrong with `value` for field `spec`, named by its variable; None when it is valid.
+
+    Strict, like the environment parsers: a bool is not an int, a string is not a number, an
+    integer is accepted for a float; numbers must be finite and inside the field's range.
+    """
+    name = _VARIABLE_OF.get(spec.name, spec.name)
+    rule = spec.metadata
+    if "kind" in rule:
+        kind = rule["kind"]
+        wrong_kind = kind is int and isinstance(value, float)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or wrong_kind:
+            return f"{name}: expected {'a number' if kind is float else 'an integer'}"
+        if not math.isfinite(value):
+            return f"{name}: expected a finite number"
+        low, high = rule["low"], rule["high"]
+        too_low = value <= low if rule.get("low_open") else value < low
+        if too_low or value > high:
+            bound = "above" if rule.get("low_open") else "at least"
+            return f"{name}: must be {bound} {low} and at most {high}"
+        return None
+    if "choices" in rule:
+        return None if value in rule["choices"] else f"{name}: expected one of {', '.join(rule['choices'])}"
+    expected = _PLAIN_TYPES.get(spec.name)
+    if expected is not None and not isinstance(value, expected):
+        return f"{name}: invalid value"
+    return None
+
+
+_PLAIN_TYPES: Final[dict[str, tuple[type, ...]]] = {
+    "sql_dsn": (SecretStr, type(None)),
+    "safe_data_dir": (Path, type(None)),
+    "metrics_enabled": (bool,),
+    "metrics_disk_path": (Path,),
+    "fs_allow_hard_links": (bool,),
+}
 
 
 # variable name -> (field, parser). Parsers are strict: "5" is an int only for int fields, booleans
@@ -130,8 +211,6 @@ def _parse_int(raw: str) -> int:
 
 
 def _parse_float(raw: str) -> float:
-    import math
-
     try:
         value = float(raw.strip())
     except ValueError:
@@ -204,6 +283,7 @@ _VARIABLES: dict[str, tuple[str, object]] = {
 }
 
 ENV_VARIABLES: tuple[str, ...] = tuple(ENV_PREFIX + name for name in _VARIABLES)
+_VARIABLE_OF: Final = {field_name: ENV_PREFIX + suffix for suffix, (field_name, _) in _VARIABLES.items()}
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
@@ -215,29 +295,15 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if environ is None else environ
     values: dict[str, object] = {}
     problems: list[str] = []
-    for suffix, (field, parser) in _VARIABLES.items():
+    for suffix, (field_name, parser) in _VARIABLES.items():
         name = ENV_PREFIX + suffix
         raw = env.get(name)
         if raw is None or raw == "":
             continue
         try:
-            values[field] = parser(raw)  # type: ignore[operator]  # parsers are typed per entry
+            values[field_name] = parser(raw)  # type: ignore[operator]  # parsers are typed per entry
         except ValueError as exc:
             problems.append(f"{name}: {exc}")
     if problems:
         raise SettingsError("; ".join(problems))
-    try:
-        return Settings(**values)  # type: ignore[arg-type]  # values are typed by their parsers
-    except ValidationError as exc:
-        raise SettingsError(_describe(exc)) from None
-
-
-def _describe(exc: ValidationError) -> str:
-    by_field = {field: ENV_PREFIX + suffix for suffix, (field, _) in _VARIABLES.items()}
-    parts = []
-    for err in exc.errors(include_url=False, include_input=False):
-        loc = err.get("loc") or ()
-        field = str(loc[0]) if loc else ""
-        name = by_field.get(field, "configuration")
-        parts.append(f"{name}: {err.get('msg', 'invalid')}")
-    return "; ".join(parts)
+    return Settings(**values)  # type: ignore[arg-type]  # values are typed by their parsers

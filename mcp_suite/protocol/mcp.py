@@ -11,9 +11,7 @@ import enum
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, Final
 
 from mcp_suite.problems import (
     INVALID_PARAMS,
@@ -25,6 +23,9 @@ from mcp_suite.problems import (
     echo,
     render_problem,
 )
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = [
     "LATEST_VERSION",

@@ -13,15 +13,16 @@ exceptions become wire messages. EOF, the first SIGINT/SIGTERM, or a failed writ
 
 from __future__ import annotations
 
+import gc
 import math
 import signal
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import pydantic
 import trio
 
 from mcp_suite import SERVER_NAME, __version__
@@ -53,6 +54,9 @@ from mcp_suite.runtime.limiter import CallLimiter, Ticket
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ResourceSpec, ToolSpec
 from mcp_suite.tools.registry import Registry
+
+if TYPE_CHECKING:
+    import pydantic
 
 __all__ = ["Session", "serve_session"]
 
@@ -113,8 +117,12 @@ class Session:
     in_flight: dict[IdKey, _InFlight] = field(default_factory=dict)
     all_idle: trio.Event = field(default_factory=trio.Event)
     _tool_descriptions: list[mcp.ToolDescription] = field(default_factory=list)
+    _descriptions_lock: threading.Lock = field(default_factory=threading.Lock)
     _reader_scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     _out_send: trio.MemorySendChannel[bytes] | None = None
+    _root: trio.Nursery | None = None
+    _warm_up_due: bool = False
+    warmed_up: trio.Event = field(default_factory=trio.Event)
     _stopping: bool = False
 
     def __post_init__(self) -> None:
@@ -127,20 +135,50 @@ class Session:
         self.all_idle.set()
 
     def tool_descriptions(self) -> list[mcp.ToolDescription]:
-        """The advertised tools, built on the first `tools/list` (JSON Schema generation is not
-        needed to answer `initialize`, and is a noticeable share of a cold start)."""
+        """The advertised tools, built once (by the warm-up, or by the first `tools/list`): the
+        models and their JSON Schemas are not needed to answer `initialize`. Thread-safe."""
         if not self._tool_descriptions:
-            self._tool_descriptions = [
-                mcp.ToolDescription(
-                    name=tool.name,
-                    title=tool.title,
-                    description=tool.description,
-                    input_schema=mcp.model_json_schema(tool.args_model),
-                    output_schema=mcp.model_json_schema(tool.result_model),
-                )
-                for tool in self.registry.tools.values()
-            ]
+            with self._descriptions_lock:
+                if not self._tool_descriptions:
+                    self._tool_descriptions = [
+                        mcp.ToolDescription(
+                            name=tool.name,
+                            title=tool.title,
+                            description=tool.description,
+                            input_schema=mcp.model_json_schema(tool.args_model),
+                            output_schema=mcp.model_json_schema(tool.result_model),
+                        )
+                        for tool in self.registry.tools.values()
+                    ]
         return self._tool_descriptions
+
+    # ---------------------------------------------------------------------------------------
+    # warm-up
+
+    async def _warm_up(self) -> None:
+        """After the `initialize` answer is written: build what calls need, in a worker thread.
+
+        Every tool's models and the advertised schemas, then each toolset's own steps (the SQL
+        policy's parsers). Nothing here is required: a call that comes first does its part itself.
+        Cancellation: abandoned at shutdown (imports cannot be interrupted; nothing waits for them).
+        """
+        try:
+            await trio.to_thread.run_sync(self._warm_up_sync, abandon_on_cancel=True)
+        finally:
+            self.warmed_up.set()
+
+    def _warm_up_sync(self) -> None:
+        started = time.perf_counter()
+        try:
+            for step in self.registry.warm_up:
+                step()
+            self.tool_descriptions()
+        except Exception:  # noqa: BLE001  # a call that needs the failed step reports it itself
+            logger.warning("warm-up failed; calls will load what they need", exc_info=True)
+            return
+        # What the warm-up loaded lives as long as the process: out of the collector's view.
+        gc.freeze()
+        logger.debug("warm-up done in %.0f ms", (time.perf_counter() - started) * 1000)
 
     # ---------------------------------------------------------------------------------------
     # top level
@@ -159,6 +197,7 @@ class Session:
         out_send, out_recv = trio.open_memory_channel[bytes](self.settings.outbound_channel_size)
         self._out_send = out_send
         async with trio.open_nursery() as root:
+            self._root = root
             if self.handle_signals:
                 root.start_soon(self._watch_signals, root.cancel_scope)
             root.start_soon(self._read, stdin, frames_send)
@@ -242,6 +281,10 @@ class Session:
                     logger.info("stdout closed by the client; shutting down")
                     root_scope.cancel()
                     return
+                if self._warm_up_due and self._root is not None:
+                    # The `initialize` answer is out: now load what calls need (off the handshake).
+                    self._warm_up_due = False
+                    self._root.start_soon(self._warm_up)
 
     async def _send(self, frame: bytes) -> None:
         assert self._out_send is not None
@@ -377,6 +420,7 @@ class Session:
             return {}
         if method == "initialize":
             version = self.lifecycle.initialize(request.params)
+            self._warm_up_due = True
             return mcp.initialize_result(
                 version=version,
                 server_name=SERVER_NAME,
@@ -586,7 +630,9 @@ class Session:
         await self.limiter.wait(ticket)
         # 3. deadline
         with trio.move_on_after(settings.call_deadline_s) as deadline:
-            # 4. strict argument schema
+            # 4. strict argument schema (models not loaded yet: load them off the event loop)
+            if not tool.models_loaded:
+                await trio.to_thread.run_sync(tool.load_models)
             args = _validate(tool, arguments)
             result = await tool.call(args)
             structured = mcp.structured_json(result)
@@ -607,9 +653,11 @@ class Session:
 
 
 def _validate(tool: ToolSpec, arguments: dict[str, Any]) -> pydantic.BaseModel:
+    from pydantic import ValidationError  # loaded with the tool's models, never before
+
     try:
         return tool.args_model.model_validate(arguments, strict=True)
-    except pydantic.ValidationError as exc:
+    except ValidationError as exc:
         raise _argument_problem(exc) from None
 
 

@@ -8,13 +8,18 @@ else they raise becomes an internal error with an incident id at the dispatcher.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
-__all__ = ["ResourceSpec", "StartupRefusedError", "StrictModel", "ToolSpec", "Toolset"]
+__all__ = ["ModelLoader", "ResourceSpec", "StartupRefusedError", "ToolSpec", "Toolset"]
+
+# Builds a tool's (arguments model, result model) on first use.
+ModelLoader = Callable[[], "tuple[type[BaseModel], type[BaseModel]]"]
 
 
 class StartupRefusedError(Exception):
@@ -24,20 +29,66 @@ class StartupRefusedError(Exception):
     """
 
 
-@dataclass(frozen=True, slots=True)
 class ToolSpec:
     """One MCP tool. `call` receives a validated `args_model` instance and returns `result_model`.
+
+    The models are pydantic classes, given either directly (`args_model=`, `result_model=`) or
+    through `models=`, a loader that builds both on first use: opening a tool must not import
+    pydantic, which is a third of a cold start and not needed to answer `initialize`. Resolution is
+    thread-safe (the session warms the models up in a worker thread after the handshake).
 
     Cancellation: `call` runs in its own cancel scope; it must let `trio.Cancelled` propagate and
     leave no work behind (a thread it started is waited for, a query it started is cancelled).
     """
 
-    name: str
-    title: str
-    description: str
-    args_model: type[BaseModel]
-    result_model: type[BaseModel]
-    call: Callable[[Any], Awaitable[BaseModel]]
+    __slots__ = ("_loaded", "_loader", "_lock", "call", "description", "name", "title")
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        title: str,
+        description: str,
+        call: Callable[[Any], Awaitable[BaseModel]],
+        models: ModelLoader | None = None,
+        args_model: type[BaseModel] | None = None,
+        result_model: type[BaseModel] | None = None,
+    ) -> None:
+        if (models is None) == (args_model is None or result_model is None):
+            raise TypeError("give either models= or both args_model= and result_model=")
+        self.name = name
+        self.title = title
+        self.description = description
+        self.call = call
+        self._loader = models
+        self._loaded = None if args_model is None or result_model is None else (args_model, result_model)
+        self._lock = threading.Lock()
+
+    def load_models(self) -> tuple[type[BaseModel], type[BaseModel]]:
+        """(arguments model, result model), built once; blocking the first time."""
+        loaded = self._loaded
+        if loaded is None:
+            with self._lock:
+                if self._loaded is None:
+                    assert self._loader is not None
+                    self._loaded = self._loader()
+                loaded = self._loaded
+        return loaded
+
+    @property
+    def models_loaded(self) -> bool:
+        return self._loaded is not None
+
+    @property
+    def args_model(self) -> type[BaseModel]:
+        return self.load_models()[0]
+
+    @property
+    def result_model(self) -> type[BaseModel]:
+        return self.load_models()[1]
+
+    def __repr__(self) -> str:
+        return f"ToolSpec(name={self.name!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,15 +105,11 @@ class ResourceSpec:
 
 @dataclass(frozen=True, slots=True)
 class Toolset:
+    """What one tool package serves. `warm_up` holds blocking work (imports, parsers) that calls
+    need but `initialize` does not: the session runs it in a worker thread after the handshake,
+    and a call that comes earlier does the same work itself (each step must be safe to repeat
+    and thread-safe)."""
+
     tools: tuple[ToolSpec, ...]
     resources: tuple[ResourceSpec, ...] = field(default=())
-
-
-class StrictModel(BaseModel):
-    """Base of every `<Tool>Args` and `<Tool>Result` model (SPEC §5.4).
-
-    Strict types (no "5" for 5, no bool for int), unknown keys refused, no NaN/Infinity. The same
-    models produce the advertised `inputSchema` / `outputSchema`.
-    """
-
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
+    warm_up: tuple[Callable[[], object], ...] = field(default=())

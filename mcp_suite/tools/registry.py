@@ -12,7 +12,7 @@ import contextlib
 import importlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ResourceSpec, Toolset, ToolSpec
@@ -37,6 +37,8 @@ _BUILTIN: tuple[tuple[str, str, Callable[[Settings], bool]], ...] = (
 class Registry:
     tools: dict[str, ToolSpec]
     resources: dict[str, ResourceSpec]
+    # Every tool's models, then each toolset's own warm-up steps (see `Toolset.warm_up`).
+    warm_up: tuple[Callable[[], object], ...] = field(default=())
 
 
 def builtin_openers(settings: Settings) -> list[ToolOpener]:
@@ -60,6 +62,7 @@ def open_registry(
     with contextlib.ExitStack() as stack:
         tools: dict[str, ToolSpec] = {}
         resources: dict[str, ResourceSpec] = {}
+        warm_up: list[Callable[[], object]] = []
         for opener in openers:
             toolset = stack.enter_context(opener(settings))
             if toolset is None:
@@ -70,4 +73,6 @@ def open_registry(
                 tools[tool.name] = tool
             for resource in toolset.resources:
                 resources[resource.uri] = resource
-        yield Registry(tools=tools, resources=resources)
+            warm_up.extend(toolset.warm_up)
+        models = [tool.load_models for tool in tools.values()]
+        yield Registry(tools=tools, resources=resources, warm_up=(*models, *warm_up))

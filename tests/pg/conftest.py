@@ -7,10 +7,9 @@ from typing import Any
 
 import psycopg
 import pytest
-from pydantic import SecretStr
 
 from mcp_suite.devdb.cluster import Cluster
-from mcp_suite.settings import Settings
+from mcp_suite.settings import SecretStr, Settings
 from mcp_suite.tools.read_only_sql.executor import Executor
 
 WRITE_FUNCTION = "public.mcp_test_write"

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from mcp_suite.problems import ProblemError, render_problem
 from mcp_suite.tools.sandbox_fs_read import fdwalk
-from mcp_suite.tools.sandbox_fs_read.tool import SandboxFsReadArgs, read_sync
+from mcp_suite.tools.sandbox_fs_read.models import SandboxFsReadArgs
+from mcp_suite.tools.sandbox_fs_read.tool import read_sync
 
 CANARY = "CANARY-" + uuid.uuid4().hex
 NAMES = ("a", "b", "c")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -28,7 +28,8 @@ from pydantic import Field
 from mcp_suite.problems import AccessDeniedError
 from mcp_suite.runtime.session import Session, serve_session
 from mcp_suite.settings import Settings
-from mcp_suite.tools.base import StrictModel, Toolset, ToolSpec
+from mcp_suite.tools.base import Toolset, ToolSpec
+from mcp_suite.tools.models import StrictModel
 from mcp_suite.tools.registry import ToolOpener, open_registry
 from tests.support.wire import check_line
 
@@ -115,16 +116,37 @@ def _tools(log: ToolLog) -> tuple[ToolSpec, ...]:
 
     return (
         ToolSpec(
-            "sleep",
-            "Sleep",
-            "Sleeps for `seconds` (virtual time in trio tests).",
-            SleepArgs,
-            SleepResult,
-            sleep,
+            name="sleep",
+            title="Sleep",
+            description="Sleeps for `seconds` (virtual time in trio tests).",
+            args_model=SleepArgs,
+            result_model=SleepResult,
+            call=sleep,
         ),
-        ToolSpec("echo", "Echo", "Returns its text.", EchoArgs, EchoResult, echo),
-        ToolSpec("deny", "Deny", "Always refused in-band.", NoArgs, NoResult, deny),
-        ToolSpec("boom", "Boom", "Always crashes with a plain exception.", NoArgs, NoResult, boom),
+        ToolSpec(
+            name="echo",
+            title="Echo",
+            description="Returns its text.",
+            args_model=EchoArgs,
+            result_model=EchoResult,
+            call=echo,
+        ),
+        ToolSpec(
+            name="deny",
+            title="Deny",
+            description="Always refused in-band.",
+            args_model=NoArgs,
+            result_model=NoResult,
+            call=deny,
+        ),
+        ToolSpec(
+            name="boom",
+            title="Boom",
+            description="Always crashes with a plain exception.",
+            args_model=NoArgs,
+            result_model=NoResult,
+            call=boom,
+        ),
     )
 
 
@@ -311,12 +333,13 @@ async def open_session(
     test_tools: bool = True,
     keep_transcript: bool = False,
     handle_signals: bool = False,
+    extra_tools: Iterable[ToolOpener] = (),
 ) -> AsyncIterator[Harness]:
     """Serve one session in a nursery owned by this block; on a clean exit, EOF and drain it."""
     settings = settings or Settings()
     log = ToolLog()
     client_stream, server_stream = _stream_pair(transport)
-    extra = [tool_opener(log)] if test_tools else []
+    extra = [*([tool_opener(log)] if test_tools else []), *extra_tools]
     harness = Harness(
         stream=client_stream, log=log, settings=settings, transcript=[] if keep_transcript else None
     )

@@ -22,7 +22,8 @@ from pydantic import Field
 
 from mcp_suite.cli import main as cli_main
 from mcp_suite.settings import Settings
-from mcp_suite.tools.base import StrictModel, Toolset, ToolSpec
+from mcp_suite.tools.base import Toolset, ToolSpec
+from mcp_suite.tools.models import StrictModel
 from tests.support.harness import NoArgs, ToolLog, tool_opener
 
 __all__ = ["STRAY_MARK", "main"]
@@ -77,20 +78,20 @@ def open_stray_tools(settings: Settings) -> Iterator[Toolset | None]:
     yield Toolset(
         tools=(
             ToolSpec(
-                "stray",
-                "Stray output",
-                "Writes junk to fd 1 and runs children that do.",
-                NoArgs,
-                StrayResult,
-                _stray,
+                name="stray",
+                title="Stray output",
+                description="Writes junk to fd 1 and runs children that do.",
+                args_model=NoArgs,
+                result_model=StrayResult,
+                call=_stray,
             ),
             ToolSpec(
-                "tasks",
-                "Task count",
-                "Counts this process's trio tasks and threads.",
-                NoArgs,
-                TasksResult,
-                _tasks,
+                name="tasks",
+                title="Task count",
+                description="Counts this process's trio tasks and threads.",
+                args_model=NoArgs,
+                result_model=TasksResult,
+                call=_tasks,
             ),
         )
     )

@@ -28,13 +28,8 @@ import trio
 from mcp_suite.problems import ProblemError, render_problem
 from mcp_suite.settings import Settings
 from mcp_suite.tools.sandbox_fs_read import fdwalk
-from mcp_suite.tools.sandbox_fs_read.tool import (
-    SandboxFsReadArgs,
-    SandboxFsReadResult,
-    args_model_for,
-    open_sandbox_fs_read,
-    read_sync,
-)
+from mcp_suite.tools.sandbox_fs_read.models import SandboxFsReadArgs, SandboxFsReadResult, args_model_for
+from mcp_suite.tools.sandbox_fs_read.tool import open_sandbox_fs_read, read_sync
 
 CANARY = "CANARY-" + uuid.uuid4().hex
 HELLO = "hello from inside the sandbox\n"

@@ -18,6 +18,11 @@ from mcp_suite.problems import (
 )
 from mcp_suite.protocol.mcp import model_json_schema
 from mcp_suite.settings import Settings, load_settings
+from mcp_suite.tools.sandbox_fs_read.models import (
+    DEFAULT_MAX_BYTES,
+    SandboxFsReadResult,
+    args_model_for,
+)
 from mcp_suite.tools.sandbox_fs_read.policy import (
     Refusal,
     RefusedError,
@@ -25,11 +30,6 @@ from mcp_suite.tools.sandbox_fs_read.policy import (
     decode_text,
     display_path,
     split_caller_path,
-)
-from mcp_suite.tools.sandbox_fs_read.tool import (
-    DEFAULT_MAX_BYTES,
-    SandboxFsReadResult,
-    args_model_for,
 )
 
 

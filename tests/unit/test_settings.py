@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_suite.settings import ENV_VARIABLES, SettingsError, load_settings
+from mcp_suite.settings import ENV_VARIABLES, SecretStr, Settings, SettingsError, load_settings
 
 
 def test_defaults_match_the_spec() -> None:
@@ -105,3 +105,41 @@ def test_help_and_version() -> None:
         )
         assert proc.returncode == 0
         assert needle in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        ({"max_concurrency": 0}, "MCP_MAX_CONCURRENCY"),
+        ({"max_concurrency": True}, "MCP_MAX_CONCURRENCY"),  # a bool is not an int
+        ({"max_concurrency": 4.0}, "MCP_MAX_CONCURRENCY"),  # nor is a float
+        ({"max_concurrency": "4"}, "MCP_MAX_CONCURRENCY"),  # nor a string
+        ({"queue_wait_s": float("nan")}, "MCP_QUEUE_WAIT_S"),
+        ({"call_deadline_s": 0}, "MCP_CALL_DEADLINE_S"),  # must be above 0
+        ({"sql_max_rows": 10_001}, "MCP_SQL_MAX_ROWS"),
+        ({"log_level": "LOUD"}, "MCP_LOG_LEVEL"),
+        ({"cpu_affinity": "all"}, "MCP_CPU_AFFINITY"),
+        ({"sql_dsn": "postgresql://u:hunter2@h/db"}, "MCP_SQL_DSN"),  # only as a SecretStr
+        ({"metrics_enabled": "yes"}, "MCP_METRICS_ENABLED"),
+        ({"safe_data_dir": "/tmp"}, "MCP_SAFE_DATA_DIR"),  # a Path, not a str
+        ({"max_frame_bytes": 0}, "max_frame_bytes"),
+        ({"sql_pool_min_size": 5}, "MCP_SQL_POOL_MIN_SIZE"),  # above the default max of 4
+    ],
+)
+def test_direct_construction_is_validated_as_strictly(values: dict[str, object], named: str) -> None:
+    with pytest.raises(SettingsError) as info:
+        Settings(**values)  # type: ignore[arg-type]  # wrong types on purpose
+    assert named in str(info.value)
+    assert "hunter2" not in str(info.value)
+
+
+def test_direct_construction_keeps_valid_values_and_floats_stay_floats() -> None:
+    settings = Settings(queue_wait_s=0, call_deadline_s=30, sql_dsn=SecretStr("postgresql://u:pw@h/db"))
+    assert settings.queue_wait_s == 0.0
+    assert isinstance(settings.call_deadline_s, float)
+    assert settings.sql_dsn is not None
+    assert settings.sql_dsn.get_secret_value() == "postgresql://u:pw@h/db"
+    assert "pw@" not in repr(settings)
+    assert "pw@" not in str(settings.sql_dsn)
+    with pytest.raises(AttributeError):
+        settings.max_concurrency = 1  # type: ignore[misc]  # frozen

@@ -1,7 +1,8 @@
 """What the server loads to answer `initialize`: nothing it does not need (a hardening and a speed rule).
 
-pydantic plugins are never loaded (no entry-point scan), psutil waits for the first metrics call, the
-SQL policy's parsers for a background thread, argparse for a command line that has arguments.
+pydantic itself waits until the handshake is answered (the tools' models are built by the warm-up or
+the first call), and then loads no plugins (no entry-point scan); psutil waits for the first metrics
+call, the SQL policy's parsers for the warm-up, argparse for a command line that has arguments.
 """
 
 from __future__ import annotations
@@ -17,13 +18,17 @@ from mcp_suite.settings import load_settings
 from mcp_suite.tools.registry import open_registry
 import mcp_suite.cli
 with open_registry(load_settings()) as registry:
+    print(sorted(registry.tools))
+    for name in ("pydantic", "importlib.metadata", "psutil", "sqlglot", "pglast", "argparse"):
+        print(name, name in sys.modules)
+    for step in registry.warm_up:
+        step()
+    print("models", all(tool.models_loaded for tool in registry.tools.values()))
     import pydantic
     class Probe(pydantic.BaseModel):
         x: int
     Probe(x=1)
-    print(sorted(registry.tools))
-    for name in ("importlib.metadata", "psutil", "sqlglot", "pglast", "argparse"):
-        print(name, name in sys.modules)
+    print("metadata after pydantic", "importlib.metadata" in sys.modules)
     from pydantic.plugin._loader import get_plugins
     print("plugins", list(get_plugins()))
 """
@@ -40,10 +45,13 @@ def test_start_up_loads_no_plugin_machinery_and_no_deferred_library() -> None:
     ).stdout.splitlines()
     assert out[0] == "['system_metrics']"
     assert out[1:] == [
+        "pydantic False",
         "importlib.metadata False",
         "psutil False",
         "sqlglot False",
         "pglast False",
         "argparse False",
+        "models True",
+        "metadata after pydantic False",
         "plugins []",
     ]

@@ -15,36 +15,27 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 import trio
-from pydantic import Field, create_model
 
 from mcp_suite.settings import Settings
-from mcp_suite.tools.base import ResourceSpec, StartupRefusedError, StrictModel, Toolset, ToolSpec
+from mcp_suite.tools.base import ResourceSpec, StartupRefusedError, Toolset, ToolSpec
 from mcp_suite.tools.read_only_sql.audit import audit_connection, format_findings
 from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor, QueryResult, schema_uri
 
 if TYPE_CHECKING:
+    from mcp_suite.tools.read_only_sql.models import ReadOnlySqlArgs, ReadOnlySqlResult
     from mcp_suite.tools.read_only_sql.policy import QueryPolicy
 
-__all__ = [
-    "ReadOnlySqlArgs",
-    "ReadOnlySqlResult",
-    "SqlColumn",
-    "make_args_model",
-    "open_read_only_sql",
-    "run_in_db_thread",
-]
+__all__ = ["open_read_only_sql", "run_in_db_thread"]
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 TOOL_NAME = "read_only_sql"
-DEFAULT_MAX_ROWS = 50
-MAX_SQL_CHARS = 10_000
 
 DESCRIPTION = (
     "Run ONE read-only SQL query (SELECT, VALUES, UNION/INTERSECT/EXCEPT; PostgreSQL dialect) and "
@@ -53,60 +44,6 @@ DESCRIPTION = (
     "says when more existed); results are capped in size and time. Read the `{uri}` resource "
     "for the tables and columns you may query."
 )
-
-
-class ReadOnlySqlArgs(StrictModel):
-    """Arguments of `read_only_sql`; `make_args_model` binds `max_rows`'s maximum to settings."""
-
-    sql: Annotated[
-        str,
-        Field(
-            min_length=1,
-            max_length=MAX_SQL_CHARS,
-            description="One read-only query (SELECT / VALUES / set operation), no trailing "
-            "statements, literals inline (no $1 parameters).",
-        ),
-    ]
-    max_rows: Annotated[int, Field(ge=1, description="The most rows to return.")] = DEFAULT_MAX_ROWS
-
-
-class SqlColumn(StrictModel):
-    name: Annotated[str, Field(description="Column name as PostgreSQL reports it")]
-    type: Annotated[str, Field(description="PostgreSQL type name, e.g. integer, text, jsonb")]
-
-
-class ReadOnlySqlResult(StrictModel):
-    columns: Annotated[list[SqlColumn], Field(description="The result's columns, in order")]
-    rows: Annotated[
-        list[list[Any]],
-        Field(
-            description="Rows as arrays of JSON values in column order: numbers stay numbers "
-            "(numeric and non-finite floats are strings), times ISO 8601, bytea \\x hex, json "
-            "as JSON, arrays as arrays, other types their PostgreSQL text, NULL null."
-        ),
-    ]
-    row_count: Annotated[int, Field(ge=0, description="Number of rows returned")]
-    truncated: Annotated[bool, Field(description="True when more rows existed than returned")]
-
-
-def make_args_model(max_rows_limit: int) -> type[ReadOnlySqlArgs]:
-    """`ReadOnlySqlArgs` whose `max_rows` maximum (and advertised schema) is `max_rows_limit`."""
-    default = min(DEFAULT_MAX_ROWS, max_rows_limit)
-    model: type[ReadOnlySqlArgs] = create_model(
-        "ReadOnlySqlArgs",
-        __base__=ReadOnlySqlArgs,
-        __doc__="Arguments of `read_only_sql`.",
-        max_rows=(
-            int,
-            Field(
-                default=default,
-                ge=1,
-                le=max_rows_limit,
-                description=f"The most rows to return (1–{max_rows_limit}, default {default}).",
-            ),
-        ),
-    )
-    return model
 
 
 async def run_in_db_thread(
@@ -173,7 +110,6 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
     executor = Executor(settings, dsn)
     _audit_at_start(executor, dsn, settings)
     policy = LazyPolicy(cache_size=settings.sql_policy_cache_size)
-    args_model = make_args_model(settings.sql_max_rows)
     limiter: trio.CapacityLimiter | None = None
     grace = settings.sql_cancel_grace_s
 
@@ -191,12 +127,15 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
             limiter=db_limiter(),
             cancel_grace_s=grace,
         )
-        return ReadOnlySqlResult.model_construct(
-            columns=[SqlColumn.model_construct(name=c.name, type=c.type) for c in result.columns],
-            rows=result.rows,
-            row_count=len(result.rows),
-            truncated=result.truncated,
-        )
+        from mcp_suite.tools.read_only_sql.models import result_from_rows  # loaded with the models
+
+        columns = [(c.name, c.type) for c in result.columns]
+        return result_from_rows(columns, result.rows, truncated=result.truncated)
+
+    def models() -> tuple[type[ReadOnlySqlArgs], type[ReadOnlySqlResult]]:
+        from mcp_suite.tools.read_only_sql.models import ReadOnlySqlResult, make_args_model
+
+        return make_args_model(settings.sql_max_rows), ReadOnlySqlResult
 
     async def read_schema() -> str:
         schema = await run_in_db_thread(
@@ -211,8 +150,7 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
         name=TOOL_NAME,
         title="Read-only SQL",
         description=DESCRIPTION.format(uri=uri),
-        args_model=args_model,
-        result_model=ReadOnlySqlResult,
+        models=models,
         call=call,
     )
     resource = ResourceSpec(
@@ -225,7 +163,7 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
     )
     executor.open()
     try:
-        yield Toolset(tools=(tool,), resources=(resource,))
+        yield Toolset(tools=(tool,), resources=(resource,), warm_up=(policy.get,))
     finally:
         executor.close()
 
@@ -234,16 +172,16 @@ class LazyPolicy:
     """The SQL policy, imported off the start-up path.
 
     sqlglot and pglast are the largest imports of the server (a third of a cold start with every
-    tool enabled), and answering `initialize` does not need them. A daemon thread starts importing
-    them when the tool opens; a call that needs the policy before that import is done waits for it
-    (in its worker thread, on the import lock), so no call is ever vetted by anything less.
+    tool enabled), and answering `initialize` does not need them. `get` is the tool's warm-up step:
+    the session runs it in a worker thread right after the handshake; a call that needs the policy
+    before that is done waits for it (in its worker thread, on the lock), so no call is ever vetted
+    by anything less.
     """
 
     def __init__(self, *, cache_size: int) -> None:
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self._policy: QueryPolicy | None = None
-        threading.Thread(target=self.get, name="mcp-suite-sql-policy", daemon=True).start()
 
     def get(self) -> QueryPolicy:
         """Blocking on first use: the policy, imported and built once."""

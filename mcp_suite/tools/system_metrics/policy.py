@@ -12,7 +12,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from mcp_suite.tools.base import StrictModel
+from mcp_suite.tools.models import StrictModel
 
 __all__ = [
     "RawSample",

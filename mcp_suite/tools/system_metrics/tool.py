@@ -5,18 +5,17 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import trio
 
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import Toolset, ToolSpec
-from mcp_suite.tools.system_metrics.policy import (
-    RawSample,
-    SystemMetricsArgs,
-    SystemMetricsResult,
-    shape_sample,
-)
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from mcp_suite.tools.system_metrics.policy import RawSample, SystemMetricsArgs, SystemMetricsResult
 
 __all__ = ["open_system_metrics"]
 
@@ -40,6 +39,13 @@ def _sample(disk_path: Path, seconds: float) -> RawSample:
     return read_sample(disk_path, seconds)
 
 
+def _models() -> tuple[type[BaseModel], type[BaseModel]]:
+    # The models (and pydantic behind them) load on first use, not when the tool opens.
+    from mcp_suite.tools.system_metrics.policy import SystemMetricsArgs, SystemMetricsResult
+
+    return SystemMetricsArgs, SystemMetricsResult
+
+
 @contextlib.contextmanager
 def open_system_metrics(settings: Settings) -> Iterator[Toolset | None]:
     if not settings.metrics_enabled:
@@ -53,6 +59,8 @@ def open_system_metrics(settings: Settings) -> Iterator[Toolset | None]:
         raw = await trio.to_thread.run_sync(
             _sample, disk_path, SAMPLE_SECONDS, limiter=limiter, abandon_on_cancel=True
         )
+        from mcp_suite.tools.system_metrics.policy import shape_sample  # loaded with the models
+
         return shape_sample(raw)
 
     yield Toolset(
@@ -61,8 +69,7 @@ def open_system_metrics(settings: Settings) -> Iterator[Toolset | None]:
                 name="system_metrics",
                 title="System metrics",
                 description=DESCRIPTION,
-                args_model=SystemMetricsArgs,
-                result_model=SystemMetricsResult,
+                models=_models,
                 call=call,
             ),
         )

@@ -1,0 +1,91 @@
+"""The argument and result models of `read_only_sql` (pydantic), loaded on first use.
+
+`make_args_model` binds `max_rows`'s maximum (and the advertised schema) to settings.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final
+
+from pydantic import Field, create_model
+
+from mcp_suite.tools.models import StrictModel
+
+__all__ = [
+    "DEFAULT_MAX_ROWS",
+    "MAX_SQL_CHARS",
+    "ReadOnlySqlArgs",
+    "ReadOnlySqlResult",
+    "SqlColumn",
+    "make_args_model",
+    "result_from_rows",
+]
+
+DEFAULT_MAX_ROWS: Final = 50
+MAX_SQL_CHARS: Final = 10_000
+
+
+class ReadOnlySqlArgs(StrictModel):
+    """Arguments of `read_only_sql`; `make_args_model` binds `max_rows`'s maximum to settings."""
+
+    sql: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=MAX_SQL_CHARS,
+            description="One read-only query (SELECT / VALUES / set operation), no trailing "
+            "statements, literals inline (no $1 parameters).",
+        ),
+    ]
+    max_rows: Annotated[int, Field(ge=1, description="The most rows to return.")] = DEFAULT_MAX_ROWS
+
+
+class SqlColumn(StrictModel):
+    name: Annotated[str, Field(description="Column name as PostgreSQL reports it")]
+    type: Annotated[str, Field(description="PostgreSQL type name, e.g. integer, text, jsonb")]
+
+
+class ReadOnlySqlResult(StrictModel):
+    columns: Annotated[list[SqlColumn], Field(description="The result's columns, in order")]
+    rows: Annotated[
+        list[list[Any]],
+        Field(
+            description="Rows as arrays of JSON values in column order: numbers stay numbers "
+            "(numeric and non-finite floats are strings), times ISO 8601, bytea \\x hex, json "
+            "as JSON, arrays as arrays, other types their PostgreSQL text, NULL null."
+        ),
+    ]
+    row_count: Annotated[int, Field(ge=0, description="Number of rows returned")]
+    truncated: Annotated[bool, Field(description="True when more rows existed than returned")]
+
+
+def make_args_model(max_rows_limit: int) -> type[ReadOnlySqlArgs]:
+    """`ReadOnlySqlArgs` whose `max_rows` maximum (and advertised schema) is `max_rows_limit`."""
+    default = min(DEFAULT_MAX_ROWS, max_rows_limit)
+    model: type[ReadOnlySqlArgs] = create_model(
+        "ReadOnlySqlArgs",
+        __base__=ReadOnlySqlArgs,
+        __doc__="Arguments of `read_only_sql`.",
+        max_rows=(
+            int,
+            Field(
+                default=default,
+                ge=1,
+                le=max_rows_limit,
+                description=f"The most rows to return (1–{max_rows_limit}, default {default}).",
+            ),
+        ),
+    )
+    return model
+
+
+def result_from_rows(
+    columns: list[tuple[str, str]], rows: list[list[Any]], *, truncated: bool
+) -> ReadOnlySqlResult:
+    """The result model around rows the executor has already converted (no re-validation)."""
+    return ReadOnlySqlResult.model_construct(
+        columns=[SqlColumn.model_construct(name=name, type=type_) for name, type_ in columns],
+        rows=rows,
+        row_count=len(rows),
+        truncated=truncated,
+    )

@@ -1,0 +1,79 @@
+"""The argument and result models of `sandbox_fs_read` (pydantic), loaded on first use.
+
+The `max_bytes` bound comes from settings, so the args model is built per settings
+(`args_model_for`) and the advertised schema shows it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Final
+
+from pydantic import Field, create_model
+
+from mcp_suite.tools.models import StrictModel
+
+if TYPE_CHECKING:
+    from mcp_suite.settings import Settings
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "MAX_PATH_CHARS",
+    "SandboxFsReadArgs",
+    "SandboxFsReadResult",
+    "args_model_for",
+]
+
+MAX_PATH_CHARS: Final = 4_096
+DEFAULT_MAX_BYTES: Final = 65_536
+# The largest MCP_FS_MAX_BYTES settings accept; the per-settings model narrows it.
+_MAX_BYTES_CEILING: Final = 16_777_216
+
+_PATH_DESCRIPTION: Final = (
+    "Path of a file relative to the sandbox folder, components separated by '/'. Absolute paths, "
+    "backslashes and paths leading outside the folder are refused."
+)
+_MAX_BYTES_DESCRIPTION: Final = (
+    "Return at most this many bytes of the file (the text is cut at a whole UTF-8 character)."
+)
+
+
+# Arguments of `sandbox_fs_read` (SPEC §6.2); the server validates with `args_model_for(settings)`.
+# The docstrings of both models become the `description` of the advertised schemas.
+class SandboxFsReadArgs(StrictModel):
+    """Which file to read, relative to the sandbox folder, and at most how many bytes of it."""
+
+    relative_path: Annotated[
+        str, Field(min_length=1, max_length=MAX_PATH_CHARS, description=_PATH_DESCRIPTION)
+    ]
+    max_bytes: Annotated[int, Field(ge=1, le=_MAX_BYTES_CEILING, description=_MAX_BYTES_DESCRIPTION)] = (
+        DEFAULT_MAX_BYTES
+    )
+
+
+class SandboxFsReadResult(StrictModel):
+    """The text of one file from the sandbox folder."""
+
+    path: str = Field(description="The relative path as the caller gave it.")
+    size: int = Field(ge=0, description="Size of the file on disk, in bytes.")
+    content: str = Field(description="The file's text (UTF-8), at most max_bytes bytes of it.")
+    truncated: bool = Field(description="True when the file holds more than max_bytes bytes.")
+
+
+def args_model_for(settings: Settings) -> type[SandboxFsReadArgs]:
+    """The args model whose `max_bytes` maximum (and default, if lower) is `MCP_FS_MAX_BYTES`."""
+    limit = settings.fs_max_bytes
+    model: type[SandboxFsReadArgs] = create_model(
+        "SandboxFsReadArgs",
+        __base__=SandboxFsReadArgs,
+        __doc__=SandboxFsReadArgs.__doc__,
+        max_bytes=(
+            int,
+            Field(
+                default=min(DEFAULT_MAX_BYTES, limit),
+                ge=1,
+                le=limit,
+                description=_MAX_BYTES_DESCRIPTION,
+            ),
+        ),
+    )
+    return model

@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn, TypeVar
-from urllib.parse import quote
 
 import psycopg
 from psycopg import pq
@@ -218,16 +217,6 @@ def _session_options(dsn: str, settings: Settings) -> str:
 def _idle_in_tx_ms(settings: Settings) -> int:
     # A transaction of ours is never idle for long; if this process stalls, the server ends it.
     return max(1_000, math.ceil(settings.call_deadline_s * 1000))
-
-
-def database_name(dsn: str) -> str:
-    """The database a DSN names (for the schema resource URI), without connecting."""
-    params = conninfo_to_dict(dsn)
-    return str(params.get("dbname") or params.get("user") or "postgres")
-
-
-def schema_uri(dsn: str) -> str:
-    return f"postgres://{quote(database_name(dsn), safe='')}/schema"
 
 
 class Executor:
@@ -521,10 +510,15 @@ class Executor:
             return self._type_names[oid]
 
     def load_type_names(self, conn: psycopg.Connection[Any]) -> None:
-        """Preload every type name (one query, at start-up) so calls need no extra round trip."""
+        """Preload every type name (one query) so calls need no extra round trip for them."""
         rows = conn.execute("SELECT oid::int8, format_type(oid, NULL) FROM pg_catalog.pg_type").fetchall()
         with self._type_lock:
             self._type_names.update({int(oid): str(name) for oid, name in rows if name})
+
+    def preload_type_names(self) -> None:
+        """`load_type_names` on a pooled connection (blocking: waits for the pool's first one)."""
+        with self._pool.connection(timeout=self._settings.sql_connect_timeout_s) as conn:
+            self.load_type_names(conn)
 
     # --- the schema view -----------------------------------------------------------------------
     def read_schema(self, ticket: CallTicket, *, max_tables: int) -> dict[str, Any]:

@@ -23,9 +23,10 @@ import trio
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ResourceSpec, StartupRefusedError, Toolset, ToolSpec
 from mcp_suite.tools.read_only_sql.audit import audit_connection, format_findings
-from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor, QueryResult, schema_uri
+from mcp_suite.tools.read_only_sql.naming import schema_uri
 
 if TYPE_CHECKING:
+    from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor, QueryResult
     from mcp_suite.tools.read_only_sql.models import ReadOnlySqlArgs, ReadOnlySqlResult
     from mcp_suite.tools.read_only_sql.policy import QueryPolicy
 
@@ -60,6 +61,8 @@ async def run_in_db_thread(
     then `trio.Cancelled` propagates. A worker that outlives the grace keeps its limiter token
     until it ends, so worker threads never exceed the pool size.
     """
+    from mcp_suite.tools.read_only_sql.executor import CallTicket  # loaded by the warm-up
+
     ticket = CallTicket(cancel_timeout_s=cancel_grace_s)
     token = trio.lowlevel.current_trio_token()
     finished = trio.Event()
@@ -97,18 +100,19 @@ async def run_in_db_thread(
 
 @contextlib.contextmanager
 def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
-    """Audit the role, open the pool, yield the tool and the schema resource; close on exit.
+    """Audit the role, yield the tool and the schema resource; close the pool on exit.
 
     Raises StartupRefusedError (exit 78) when the role could do more than read. A database that
     cannot be reached at start-up is not fatal: calls get -32603 until it is back, and the audit
-    then runs before the first query.
+    then runs before the first query. The executor and its pool (and the SQL policy) are not
+    needed to answer `initialize`: the warm-up after the handshake, or the first call, builds them.
     """
     if settings.sql_dsn is None:
         yield None
         return
     dsn = settings.sql_dsn.get_secret_value()
-    executor = Executor(settings, dsn)
-    _audit_at_start(executor, dsn, settings)
+    audited = _audit_at_start(dsn, settings)
+    database = LazyExecutor(settings, dsn, audited=audited)
     policy = LazyPolicy(cache_size=settings.sql_policy_cache_size)
     limiter: trio.CapacityLimiter | None = None
     grace = settings.sql_cancel_grace_s
@@ -116,14 +120,14 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
     def db_limiter() -> trio.CapacityLimiter:
         nonlocal limiter
         if limiter is None:  # created lazily: it must belong to the running trio loop
-            limiter = trio.CapacityLimiter(executor.pool_size)
+            limiter = trio.CapacityLimiter(settings.sql_pool_max_size)
         return limiter
 
     async def call(args: ReadOnlySqlArgs) -> ReadOnlySqlResult:
         # The policy runs in the worker thread too: an uncached verdict costs milliseconds of
         # parsing that must not stall the event loop (pings, other calls).
         result = await run_in_db_thread(
-            functools.partial(_vet_and_run, executor, policy, args.sql, args.max_rows),
+            functools.partial(_vet_and_run, database, policy, args.sql, args.max_rows),
             limiter=db_limiter(),
             cancel_grace_s=grace,
         )
@@ -139,7 +143,7 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
 
     async def read_schema() -> str:
         schema = await run_in_db_thread(
-            functools.partial(_read_schema, executor, max_tables=settings.sql_schema_max_tables),
+            functools.partial(_read_schema, database, max_tables=settings.sql_schema_max_tables),
             limiter=db_limiter(),
             cancel_grace_s=grace,
         )
@@ -161,11 +165,64 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
         mime_type="application/json",
         read=read_schema,
     )
-    executor.open()
     try:
-        yield Toolset(tools=(tool,), resources=(resource,), warm_up=(policy.get,))
+        # The pool connects in the background while the policy's parsers load; then the type names.
+        warm_up = (database.get, policy.get, database.preload_type_names)
+        yield Toolset(tools=(tool,), resources=(resource,), warm_up=warm_up)
     finally:
-        executor.close()
+        database.close()
+
+
+class LazyExecutor:
+    """The executor and its pool, built on first need (the warm-up, or the first call).
+
+    The executor module brings psycopg_pool and the type loaders, and opening the pool starts its
+    threads and a connection: none of it is needed to answer `initialize`. Thread-safe; `close`
+    closes a pool that was opened and does nothing otherwise.
+    """
+
+    def __init__(self, settings: Settings, dsn: str, *, audited: bool) -> None:
+        self._settings = settings
+        self._dsn = dsn
+        self._audited = audited
+        self._lock = threading.Lock()
+        self._closed = False
+        self._executor: Executor | None = None
+
+    def get(self) -> Executor:
+        """Blocking on first use: the executor, its pool open (connections come in the background)."""
+        executor = self._executor
+        if executor is not None:
+            return executor
+        with self._lock:
+            if self._executor is None:
+                if self._closed:
+                    raise RuntimeError("the SQL tool is closed")
+                from mcp_suite.tools.read_only_sql.executor import Executor  # deferred on purpose
+
+                built = Executor(self._settings, self._dsn)
+                if self._audited:
+                    built.mark_audited()
+                built.open()
+                self._executor = built
+            return self._executor
+
+    def preload_type_names(self) -> None:
+        """Every type name, read once on the pool's first connection (after a passed audit)."""
+        if not self._audited:
+            return
+        try:
+            self.get().preload_type_names()
+        except psycopg.Error:
+            # Not fatal: a call looks up the names it meets (the database may be back by then).
+            log.info("read_only_sql: type names not preloaded (the database did not answer)")
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.close()
 
 
 class LazyPolicy:
@@ -194,18 +251,22 @@ class LazyPolicy:
 
 
 def _vet_and_run(
-    executor: Executor, policy: LazyPolicy, sql: str, max_rows: int, ticket: CallTicket
+    database: LazyExecutor, policy: LazyPolicy, sql: str, max_rows: int, ticket: CallTicket
 ) -> QueryResult:
     vetted = policy.get().vet(sql, max_rows=max_rows)
-    return executor.run(vetted.sql, max_rows=max_rows, ticket=ticket)
+    return database.get().run(vetted.sql, max_rows=max_rows, ticket=ticket)
 
 
-def _read_schema(executor: Executor, ticket: CallTicket, *, max_tables: int) -> dict[str, Any]:
-    return executor.read_schema(ticket, max_tables=max_tables)
+def _read_schema(database: LazyExecutor, ticket: CallTicket, *, max_tables: int) -> dict[str, Any]:
+    return database.get().read_schema(ticket, max_tables=max_tables)
 
 
-def _audit_at_start(executor: Executor, dsn: str, settings: Settings) -> None:
-    """The start-up role audit (blocking, bounded by the connect timeout)."""
+def _audit_at_start(dsn: str, settings: Settings) -> bool:
+    """The start-up role audit (blocking, bounded by the connect timeout).
+
+    True when the role passed; False when the database could not be reached (the executor then
+    audits before the first query); raises StartupRefusedError when the role could do more.
+    """
     try:
         with psycopg.connect(
             dsn,
@@ -215,14 +276,12 @@ def _audit_at_start(executor: Executor, dsn: str, settings: Settings) -> None:
             application_name="mcp-suite audit",
         ) as conn:
             findings = audit_connection(conn)
-            if not findings:
-                executor.load_type_names(conn)
     except psycopg.OperationalError:
         log.warning(
             "read_only_sql: the database cannot be reached at start-up; calls fail until it is "
             "back, and the role audit runs before the first query"
         )
-        return
+        return False
     if findings:
         raise StartupRefusedError(format_findings(findings))
-    executor.mark_audited()
+    return True

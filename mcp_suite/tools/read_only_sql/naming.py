@@ -1,0 +1,22 @@
+"""What `read_only_sql` calls things: the database a DSN names and the schema resource's URI.
+
+No connection is made; psycopg's conninfo parser reads the DSN (keyword/value or URI form).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from psycopg.conninfo import conninfo_to_dict
+
+__all__ = ["database_name", "schema_uri"]
+
+
+def database_name(dsn: str) -> str:
+    """The database a DSN names (for the schema resource URI), without connecting."""
+    params = conninfo_to_dict(dsn)
+    return str(params.get("dbname") or params.get("user") or "postgres")
+
+
+def schema_uri(dsn: str) -> str:
+    return f"postgres://{quote(database_name(dsn), safe='')}/schema"

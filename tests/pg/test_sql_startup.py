@@ -1,0 +1,94 @@
+"""What opening `read_only_sql` does before `initialize` is answered: the role audit and nothing more.
+
+The executor module, psycopg_pool, the pool's threads and connections, and the SQL policy's parsers
+wait for the warm-up after the handshake (or the first call); the warm-up then builds them once.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.settings import SecretStr, Settings
+from mcp_suite.tools.read_only_sql.tool import LazyExecutor, open_read_only_sql
+from tests.support.client import REPO, server_env
+
+pytestmark = pytest.mark.pg
+
+PROGRAM = """
+import sys, threading
+from mcp_suite.settings import load_settings
+from mcp_suite.tools.registry import open_registry
+
+def pool_threads():
+    return sorted(t.name for t in threading.enumerate() if t.name.startswith("mcp-suite-sql"))
+
+with open_registry(load_settings()) as registry:
+    for name in ("mcp_suite.tools.read_only_sql.executor", "psycopg_pool", "sqlglot", "pglast", "pydantic"):
+        print(name, name in sys.modules)
+    print("threads", pool_threads())
+    for step in registry.warm_up:
+        step()
+    for name in ("mcp_suite.tools.read_only_sql.executor", "psycopg_pool", "sqlglot", "pglast", "pydantic"):
+        print(name, name in sys.modules)
+    print("threads", len(pool_threads()) > 0)
+"""
+
+
+def test_opening_the_tool_audits_only_and_the_warm_up_builds_the_rest(demo_cluster: Cluster) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", PROGRAM],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        env=server_env({"MCP_SQL_DSN": demo_cluster.reader_dsn, "MCP_METRICS_ENABLED": "false"}),
+        cwd=REPO,
+    ).stdout.splitlines()
+    assert out == [
+        "mcp_suite.tools.read_only_sql.executor False",
+        "psycopg_pool False",
+        "sqlglot False",
+        "pglast False",
+        "pydantic False",
+        "threads []",
+        "mcp_suite.tools.read_only_sql.executor True",
+        "psycopg_pool True",
+        "sqlglot True",
+        "pglast True",
+        "pydantic True",
+        "threads True",
+    ]
+
+
+def test_the_lazy_executor_is_built_once_and_closed_with_the_tool(demo_cluster: Cluster) -> None:
+    settings = Settings(sql_dsn=SecretStr(demo_cluster.reader_dsn), metrics_enabled=False)
+    database = LazyExecutor(settings, demo_cluster.reader_dsn, audited=True)
+    executor = database.get()
+    assert database.get() is executor
+    database.preload_type_names()
+    assert executor.pool.get_stats()["pool_size"] >= 1
+    database.close()
+    assert executor.pool.closed
+    with pytest.raises(RuntimeError):
+        database.get()
+
+
+def _pool_threads() -> list[str]:
+    return sorted(t.name for t in threading.enumerate() if t.name.startswith("mcp-suite-sql"))
+
+
+def test_a_tool_that_never_served_a_call_closes_without_opening_a_pool(demo_cluster: Cluster) -> None:
+    settings = Settings(sql_dsn=SecretStr(demo_cluster.reader_dsn), metrics_enabled=False)
+    before = _pool_threads()
+    with open_read_only_sql(settings) as toolset:
+        assert toolset is not None
+        assert _pool_threads() == before  # opening the tool started no pool
+    database = LazyExecutor(settings, demo_cluster.reader_dsn, audited=True)
+    database.close()  # never built: nothing to close, no error
+    with pytest.raises(RuntimeError):
+        database.get()

@@ -63,22 +63,29 @@ class BatchedThreads(Generic[A, R]):
         job: _Job[A, R] = _Job(item)
         self._pending.append(job)
         try:
-            while not job.done:
+            while True:
                 if self._busy < self._threads:
                     await self._run_batch()
                 else:
                     await self._next_batch_end().wait()
+                if job.done:
+                    break
         except BaseException:
             with self._start_lock:
                 job.cancelled = True  # skipped if no batch has started it yet
                 started = job.started
-            with trio.CancelScope(shield=True):
-                while started and not job.done:  # bounded: `fn` is
-                    await self._next_batch_end().wait()
+            if started:
+                with trio.CancelScope(shield=True):
+                    await self._until_done(job)  # bounded: `fn` is
             raise
         if job.error is not None:
             raise job.error
         return job.result  # type: ignore[return-value]  # set together with `done`
+
+    async def _until_done(self, job: _Job[A, R]) -> None:
+        await trio.lowlevel.checkpoint()
+        while not job.done:
+            await self._next_batch_end().wait()
 
     def _next_batch_end(self) -> trio.Event:
         if self._batch_ended is None:
@@ -106,8 +113,14 @@ class BatchedThreads(Generic[A, R]):
                 if job.cancelled:
                     continue
                 job.started = True
+            finished = False
             try:
                 job.result = self._fn(job.item)
-            except BaseException as exc:  # noqa: BLE001  # handed to the caller, raised there
+                finished = True
+            except Exception as exc:  # noqa: BLE001  # the caller's: re-raised in its task
                 job.error = exc
-            job.done = True
+                finished = True
+            finally:
+                if not finished:  # a BaseException leaves this thread (and the batch) at once
+                    job.error = RuntimeError("the call was interrupted in its worker thread")
+                job.done = True

@@ -94,6 +94,28 @@ async def test_overlapping_calls_share_hand_offs_and_each_gets_its_own_result() 
     assert sizes == [8]  # the calls queued meanwhile ran in the held call's hand-off
 
 
+async def test_an_error_in_a_batch_goes_to_its_own_caller_and_the_batch_goes_on() -> None:
+    fn = Recorder()
+    runner = BatchedThreads(fn, threads=1, max_batch=8)
+    outcomes: dict[int, str] = {}
+
+    async def call(item: int) -> None:
+        try:
+            outcomes[item] = await runner.run(item)
+        except KeyError as exc:
+            outcomes[item] = f"raised {exc}"
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call, 0)
+            await trio.to_thread.run_sync(fn.first_started.wait)
+            for item in (-2, 3):
+                nursery.start_soon(call, item)
+                await trio.testing.wait_all_tasks_blocked()
+            fn.gate.set()
+    assert outcomes == {0: "result 0", -2: "raised 'item -2'", 3: "result 3"}
+
+
 async def test_a_hand_off_runs_at_most_max_batch_calls() -> None:
     fn = Recorder()
     runner = BatchedThreads(fn, threads=1, max_batch=3)

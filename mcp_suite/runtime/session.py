@@ -124,6 +124,7 @@ class Session:
     _warm_up_due: bool = False
     warmed_up: trio.Event = field(default_factory=trio.Event)
     _stopping: bool = False
+    _served: bool = False
 
     def __post_init__(self) -> None:
         self.lifecycle = mcp.Lifecycle(resources=bool(self.registry.resources))
@@ -174,7 +175,10 @@ class Session:
                 step()
             self.tool_descriptions()
         except Exception:  # noqa: BLE001  # a call that needs the failed step reports it itself
-            logger.warning("warm-up failed; calls will load what they need", exc_info=True)
+            if self._served:  # the session ended and closed the tools under it: nothing to report
+                logger.debug("warm-up stopped: the session has ended")
+            else:
+                logger.warning("warm-up failed; calls will load what they need", exc_info=True)
             return
         # What the warm-up loaded lives as long as the process: out of the collector's view.
         gc.freeze()
@@ -196,19 +200,24 @@ class Session:
         )
         out_send, out_recv = trio.open_memory_channel[bytes](self.settings.outbound_channel_size)
         self._out_send = out_send
-        async with trio.open_nursery() as root:
-            self._root = root
-            if self.handle_signals:
-                root.start_soon(self._watch_signals, root.cancel_scope)
-            root.start_soon(self._read, stdin, frames_send)
-            async with trio.open_nursery() as io:
-                io.start_soon(self._write, stdout, out_recv, root.cancel_scope)
-                async with out_send:
-                    await self._dispatch(frames_recv)
-                # Flush what is left, but not for ever: the client may have stopped reading.
-                flush_s = max(self.settings.drain_grace_s, _SHUTDOWN_FLUSH_S)
-                io.cancel_scope.deadline = trio.current_time() + flush_s
-            root.cancel_scope.cancel()  # the signal watcher, and a reader stopped mid-way
+        try:
+            async with trio.open_nursery() as root:
+                self._root = root
+                if self.handle_signals:
+                    root.start_soon(self._watch_signals, root.cancel_scope)
+                root.start_soon(self._read, stdin, frames_send)
+                async with trio.open_nursery() as io:
+                    io.start_soon(self._write, stdout, out_recv, root.cancel_scope)
+                    async with out_send:
+                        await self._dispatch(frames_recv)
+                    # Flush what is left, but not for ever: the client may have stopped reading.
+                    flush_s = max(self.settings.drain_grace_s, _SHUTDOWN_FLUSH_S)
+                    io.cancel_scope.deadline = trio.current_time() + flush_s
+                root.cancel_scope.cancel()  # the signal watcher, and a reader stopped mid-way
+        finally:
+            # Tools close once this returns; a warm-up still running (abandoned) may then fail
+            # on a closed tool: that is expected, not worth a warning.
+            self._served = True
 
     # ---------------------------------------------------------------------------------------
     # reader

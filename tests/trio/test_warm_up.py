@@ -6,6 +6,7 @@ and each toolset's own warm-up steps, once; a call that comes first builds what 
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections.abc import Iterator
 
@@ -28,13 +29,18 @@ class LazyResult(StrictModel):
 
 
 class Probe:
-    """Counts model loads and warm-up steps; `gate` holds the loader until the test opens it."""
+    """Counts model loads and warm-up steps; `gate` holds the loader until the test opens it, and
+    `step_gate` holds the warm-up step."""
 
     def __init__(self, *, step_fails: bool = False) -> None:
         self.loads = 0
         self.steps = 0
         self.gate = threading.Event()
         self.gate.set()
+        self.step_gate = threading.Event()
+        self.step_gate.set()
+        self.step_entered = threading.Event()
+        self.step_left = threading.Event()
         self.step_fails = step_fails
         self.events: list[str] = []
 
@@ -45,10 +51,15 @@ class Probe:
         return LazyArgs, LazyResult
 
     def step(self) -> None:
-        self.steps += 1
-        self.events.append("step")
-        if self.step_fails:
-            raise RuntimeError("warm-up step failed")
+        try:
+            self.step_entered.set()
+            assert self.step_gate.wait(10)
+            self.steps += 1
+            self.events.append("step")
+            if self.step_fails:
+                raise RuntimeError("warm-up step failed")
+        finally:
+            self.step_left.set()
 
     def opener(self) -> ToolOpener:
         @contextlib.contextmanager
@@ -127,6 +138,28 @@ async def test_a_failing_warm_up_step_is_logged_and_calls_still_work(
             assert answer["result"]["structuredContent"] == {"text": "STILL"}
     assert probe.steps == 1
     assert any("warm-up failed" in record.getMessage() for record in caplog.records)
+
+
+async def test_a_warm_up_cut_short_by_the_end_of_the_session_does_not_warn(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="mcp_suite")
+    probe = Probe(step_fails=True)  # as a step does when its tool was closed under it
+    probe.step_gate.clear()
+    with trio.fail_after(10):
+        async with open_session(test_tools=False, extra_tools=[probe.opener()]) as h:
+            await h.initialize()
+            await trio.to_thread.run_sync(probe.step_entered.wait)
+        # The session is over (EOF, drained); the abandoned warm-up now fails.
+    probe.step_gate.set()
+    assert probe.step_left.wait(10)
+    for _ in range(100):  # the thread logs right after the step has left
+        if any("warm-up stopped" in r.getMessage() for r in caplog.records):
+            break
+        await trio.sleep(0.01)
+    messages = [record.getMessage() for record in caplog.records]
+    assert any("warm-up stopped" in message for message in messages)
+    assert not any("warm-up failed" in message for message in messages)
 
 
 def test_a_tool_spec_needs_either_a_loader_or_both_models() -> None:

@@ -14,6 +14,7 @@ from mcp_suite.tools.read_only_sql.executor import Executor
 
 WRITE_FUNCTION = "public.mcp_test_write"
 ENUM_TYPE = "public.mcp_test_mood"
+DOMAIN_TYPE = "public.mcp_test_positive"
 
 
 def sql_settings(dsn: str, **overrides: Any) -> Settings:
@@ -32,19 +33,21 @@ def sql_settings(dsn: str, **overrides: Any) -> Settings:
 @pytest.fixture(scope="session")
 def pg_helpers(demo_cluster: Cluster) -> Iterator[None]:
     """Objects some tests need, made by the superuser in `public` and dropped afterwards: a
-    SECURITY INVOKER function that INSERTs (a write hidden behind a SELECT) and an enum."""
+    SECURITY INVOKER function that INSERTs (a write hidden behind a SELECT), an enum and a domain."""
     with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as conn:
         conn.execute(
             f"CREATE FUNCTION {WRITE_FUNCTION}() RETURNS integer LANGUAGE sql AS $$"
             " INSERT INTO docs.editors VALUES ('e-x', 'x@example.com') RETURNING 1 $$"
         )
         conn.execute(f"CREATE TYPE {ENUM_TYPE} AS ENUM ('sad', 'ok', 'happy')")
+        conn.execute(f"CREATE DOMAIN {DOMAIN_TYPE} AS integer CHECK (VALUE > 0)")
     try:
         yield
     finally:
         with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as conn:
             conn.execute(f"DROP FUNCTION IF EXISTS {WRITE_FUNCTION}()")
             conn.execute(f"DROP TYPE IF EXISTS {ENUM_TYPE}")
+            conn.execute(f"DROP DOMAIN IF EXISTS {DOMAIN_TYPE}")
 
 
 @pytest.fixture

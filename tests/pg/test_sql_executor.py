@@ -22,7 +22,7 @@ from mcp_suite.tools.read_only_sql.executor import (
     DatabaseUnavailableError,
     Executor,
 )
-from tests.pg.conftest import ENUM_TYPE, WRITE_FUNCTION, open_executor
+from tests.pg.conftest import DOMAIN_TYPE, ENUM_TYPE, WRITE_FUNCTION, open_executor
 
 pytestmark = pytest.mark.pg
 
@@ -88,6 +88,12 @@ VALUES: list[tuple[str, str, Any]] = [
     ("tstzrange('2024-01-01 00:00+00', NULL)", "tstzrange", '["2024-01-01 00:00:00+00",)'),
     ("'{[1,3), [5,7)}'::int4multirange", "int4multirange", "{[1,3),[5,7)}"),
     (f"'ok'::{ENUM_TYPE}", "mcp_test_mood", "ok"),
+    # Arrays of user-defined types are JSON arrays too: enum elements stay text, a domain's
+    # elements load as its base type, composite elements keep their row text.
+    (f"ARRAY['ok', NULL, 'sad']::{ENUM_TYPE}[]", "mcp_test_mood[]", ["ok", None, "sad"]),
+    (f"ARRAY[['ok'], ['happy']]::{ENUM_TYPE}[]", "mcp_test_mood[]", [["ok"], ["happy"]]),
+    (f"ARRAY[1, 20]::{DOMAIN_TYPE}[]", "mcp_test_positive[]", [1, 20]),
+    (f"'{{}}'::{ENUM_TYPE}[]", "mcp_test_mood[]", []),
     ("NULL::integer", "integer", None),
     ("NULL", "text", None),
     ("ROW(1, 'a')", "record", "(1,a)"),
@@ -274,3 +280,22 @@ def test_a_restart_mid_session_fails_the_affected_calls_then_recovers(
         assert executor.run("SELECT 3", max_rows=1, ticket=CallTicket()).rows == [[3]]
     finally:
         executor.close()
+
+
+def test_a_user_array_type_made_after_the_preload_is_looked_up_once(
+    reader_executor: Executor, admin: psycopg.Connection[Any]
+) -> None:
+    admin.execute("CREATE TYPE public.mcp_test_late AS ENUM ('x', 'y')")
+    try:
+        sql = "SELECT ARRAY['y', 'x']::public.mcp_test_late[] AS v"
+        before = reader_executor.round_trips
+        first = reader_executor.run(sql, max_rows=5, ticket=CallTicket())
+        assert reader_executor.round_trips - before == 2  # the query, then one type lookup
+        assert [(c.name, c.type) for c in first.columns] == [("v", "mcp_test_late[]")]
+        assert first.rows == [[["y", "x"]]]
+        before = reader_executor.round_trips
+        again = reader_executor.run(sql, max_rows=5, ticket=CallTicket())
+        assert reader_executor.round_trips - before == 1
+        assert again.rows == [[["y", "x"]]]
+    finally:
+        admin.execute("DROP TYPE public.mcp_test_late")

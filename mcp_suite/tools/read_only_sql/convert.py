@@ -4,7 +4,9 @@ The loaders produce JSON-ready values directly, so arrays (whose element loaders
 the same adapters map) convert element by element. Numbers stay numbers; non-finite floats and every
 `numeric` become strings; dates and times become ISO 8601 (the session runs with DateStyle ISO and
 TimeZone UTC); uuid, inet, ranges, intervals, records and unknown types (enums...) keep their
-PostgreSQL text; bytea is `\\x…` hex; json/jsonb become JSON. Pure conversion, no I/O.
+PostgreSQL text; bytea is `\\x…` hex; json/jsonb become JSON. Arrays of user-defined types (an
+enum, a domain, a composite) get an array loader from `array_loader`, so they become JSON arrays
+too. Pure conversion, no I/O.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from typing import Any, Final
 
 from psycopg.adapt import AdaptersMap, Buffer, Loader
 from psycopg.pq import Format
+from psycopg.types.array import ArrayLoader
 
-__all__ = ["JSON_MAX_DEPTH", "json_size", "register_loaders", "to_json_value"]
+__all__ = ["JSON_MAX_DEPTH", "array_loader", "json_size", "register_loaders", "to_json_value"]
 
 # Deeper json/jsonb values are returned as their text: the client and our own writer must never
 # meet a structure that recursion limits or the wire's depth guard would choke on.
@@ -162,6 +165,26 @@ def register_loaders(adapters: AdaptersMap) -> None:
     adapters.register_loader(1114, _TimestampLoader)
     adapters.register_loader(1184, _TimestampTzLoader)
     adapters.register_loader(1266, _TimeTzLoader)
+
+
+# One loader class per (element type, delimiter), made once: classes are never freed, so their
+# number is bounded (a database with more user-defined array types gets text for the rest).
+_ARRAY_LOADERS: dict[tuple[int, bytes], type[Loader]] = {}
+_MAX_ARRAY_LOADERS: Final = 10_000
+
+
+def array_loader(element_oid: int, delimiter: str) -> type[Loader] | None:
+    """A text-format loader for arrays of `element_oid` (its elements load as that type does)."""
+    key = (element_oid, delimiter.encode("utf-8"))
+    loader = _ARRAY_LOADERS.get(key)
+    if loader is None:
+        if len(_ARRAY_LOADERS) >= _MAX_ARRAY_LOADERS:
+            return None
+        made = type(
+            f"UserArrayLoader{element_oid}", (ArrayLoader,), {"base_oid": element_oid, "delimiter": key[1]}
+        )
+        loader = _ARRAY_LOADERS.setdefault(key, made)
+    return loader
 
 
 def to_json_value(value: Any) -> Any:

@@ -37,7 +37,7 @@ from mcp_suite.problems import (
 )
 from mcp_suite.settings import Settings
 from mcp_suite.tools.read_only_sql.audit import audit_connection, format_findings
-from mcp_suite.tools.read_only_sql.convert import json_size, register_loaders, to_json_value
+from mcp_suite.tools.read_only_sql.convert import array_loader, json_size, register_loaders, to_json_value
 
 __all__ = [
     "CURSOR_NAME",
@@ -77,6 +77,17 @@ _SESSION_OPTIONS: Final = (
     "standard_conforming_strings=on",
 )
 
+
+# Every type's display name and, for an array of a user-defined type (oid >= FirstNormalObjectId),
+# its element type (a domain's base type) and delimiter: psycopg has array loaders only for the
+# built-in types, so the executor adds one per user-defined array type it meets.
+_TYPE_INFO_SQL: Final = (
+    "SELECT t.oid::int8, format_type(t.oid, NULL),"
+    " CASE WHEN t.oid >= 16384 AND t.typcategory = 'A' AND t.typelem <> 0"
+    " THEN (CASE WHEN e.typtype = 'd' THEN e.typbasetype ELSE e.oid END)::int8 END,"
+    " t.typdelim::text"
+    " FROM pg_catalog.pg_type t LEFT JOIN pg_catalog.pg_type e ON e.oid = t.typelem"
+)
 
 _FATAL_ERROR: Final = pq.ExecStatus.FATAL_ERROR
 _PIPELINE_SYNC: Final = pq.ExecStatus.PIPELINE_SYNC
@@ -231,6 +242,7 @@ class Executor:
         self._timeout_ms = settings.sql_statement_timeout_ms
         self._max_bytes = settings.sql_max_result_bytes
         self._type_names: dict[int, str] = {}
+        self._array_elements: dict[int, tuple[int, str]] = {}  # array oid -> (element oid, delimiter)
         self._type_lock = threading.Lock()
         self._audit_lock = threading.Lock()
         self._audited = False
@@ -379,7 +391,8 @@ class Executor:
             failed = next((r for r in results if r.status == _FATAL_ERROR), None)
             if failed is not None:
                 raise psycopg.errors.error_from_result(failed, encoding=conn.info.encoding)
-            rows, description = self._rows(conn, results[3])
+            fetched = results[3]
+            description = self._description(conn, fetched)
         except psycopg.Error as exc:
             self._fail(conn, exc, ticket)
         finally:
@@ -388,6 +401,7 @@ class Executor:
             # A cancel may have raced the end of the pipeline: make sure the reset really ran.
             self._restore(conn)
         columns = tuple(Column(name=name, type=self._type_name(conn, oid)) for name, oid in description)
+        rows = self._load_rows(conn, fetched, [oid for _, oid in description])
         truncated = len(rows) > max_rows
         return QueryResult(
             columns=columns, rows=self._json_rows(rows[:max_rows], columns), truncated=truncated
@@ -431,18 +445,28 @@ class Executor:
         return results
 
     @staticmethod
-    def _rows(
-        conn: psycopg.Connection[Any], result: PGresult
-    ) -> tuple[list[tuple[Any, ...]], list[tuple[str, int]]]:
-        transformer = Transformer(conn)
-        transformer.set_pgresult(result)
-        rows = transformer.load_rows(0, result.ntuples, tuple)
+    def _description(conn: psycopg.Connection[Any], result: PGresult) -> list[tuple[str, int]]:
         encoding = conn.info.encoding
-        description = [
+        return [
             ((result.fname(i) or b"").decode(encoding, "replace"), result.ftype(i))
             for i in range(result.nfields)
         ]
-        return rows, description
+
+    def _load_rows(
+        self, conn: psycopg.Connection[Any], result: PGresult, oids: list[int]
+    ) -> list[tuple[Any, ...]]:
+        """The fetched rows as Python values (no I/O: the result is in memory). Columns of a
+        user-defined array type first get that type's array loader on this connection."""
+        adapters = conn.adapters
+        for oid in oids:
+            element = self._array_elements.get(oid)
+            if element is not None and adapters.get_loader(oid, pq.Format.TEXT) is None:
+                loader = array_loader(*element)
+                if loader is not None:
+                    adapters.register_loader(oid, loader)
+        transformer = Transformer(conn)
+        transformer.set_pgresult(result)
+        return transformer.load_rows(0, result.ntuples, tuple)
 
     def _exchange(self, conn: psycopg.Connection[Any], statement: bytes) -> None:
         self.round_trips += 1
@@ -502,18 +526,27 @@ class Executor:
         with self._type_lock:
             if oid not in self._type_names:
                 self.round_trips += 1
-                row = conn.execute("SELECT format_type(%s::oid, NULL)", (oid,)).fetchone()
-                if len(self._type_names) < 10_000:  # bounded cache
-                    self._type_names[oid] = str(row[0]) if row and row[0] else f"oid {oid}"
-                else:
-                    return str(row[0]) if row and row[0] else f"oid {oid}"
+                row = conn.execute(_TYPE_INFO_SQL + " WHERE t.oid = %s::oid", (oid,)).fetchone()
+                name = str(row[1]) if row and row[1] else f"oid {oid}"
+                if len(self._type_names) >= 10_000:  # bounded cache
+                    return name
+                self._type_names[oid] = name
+                if row and row[2] is not None:
+                    self._array_elements[oid] = (int(row[2]), str(row[3]))
             return self._type_names[oid]
 
     def load_type_names(self, conn: psycopg.Connection[Any]) -> None:
-        """Preload every type name (one query) so calls need no extra round trip for them."""
-        rows = conn.execute("SELECT oid::int8, format_type(oid, NULL) FROM pg_catalog.pg_type").fetchall()
+        """Preload every type's name and array element (one query): no extra round trip later."""
+        rows = conn.execute(_TYPE_INFO_SQL).fetchall()
         with self._type_lock:
-            self._type_names.update({int(oid): str(name) for oid, name in rows if name})
+            self._type_names.update({int(oid): str(name) for oid, name, _, _ in rows if name})
+            self._array_elements.update(
+                {
+                    int(oid): (int(element), str(delim))
+                    for oid, _, element, delim in rows
+                    if element is not None
+                }
+            )
 
     def preload_type_names(self) -> None:
         """`load_type_names` on a pooled connection (blocking: waits for the pool's first one)."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from typing import Any
 
 import psycopg
@@ -152,6 +155,63 @@ def test_many_medium_rows_add_up_to_result_too_large(reader_executor: Executor) 
     with pytest.raises(ResultTooLargeError):
         reader_executor.run(sql, max_rows=200, ticket=CallTicket())
     assert len(reader_executor.run(sql, max_rows=50, ticket=CallTicket()).rows) == 50
+
+
+HUGE = "SELECT repeat('x', 1000000) FROM generate_series(1, 200)"  # 200 MB of rows
+
+PEAK_PROGRAM = """
+import resource, sys
+from mcp_suite.problems import ResultTooLargeError
+from mcp_suite.settings import SecretStr, Settings
+from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor
+
+dsn = sys.argv[1]
+executor = Executor(Settings(sql_dsn=SecretStr(dsn), metrics_enabled=False), dsn)
+executor.open()
+executor.mark_audited()
+try:
+    executor.run(sys.argv[2], max_rows=200, ticket=CallTicket())
+except ResultTooLargeError:
+    print("result-too-large", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+finally:
+    executor.close()
+"""
+
+
+def test_an_oversized_result_is_refused_before_it_is_held_in_memory(demo_cluster: Cluster) -> None:
+    # With the default cap (200,000 bytes) the whole FETCH would sit in libpq (which returns a
+    # result only once it is complete) and then again as Python strings: over 400 MB for these
+    # 200 rows. The executor counts the bytes arriving on the socket and stops at a few times the
+    # cap. (A single value of hundreds of MB is not bounded this tightly: libpq reads a long
+    # message in one go; see docs/tools/read_only_sql.md.)
+    proc = subprocess.run(
+        [sys.executable, "-c", PEAK_PROGRAM, demo_cluster.reader_dsn, HUGE],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    verdict, peak_mb = proc.stdout.split()
+    assert verdict == "result-too-large"
+    assert int(peak_mb) < 120, proc.stdout  # whole-result buffering peaked above 400 MB here
+
+
+def test_after_an_oversized_result_the_query_is_gone_and_the_pool_serves_again(
+    reader_executor: Executor, admin: psycopg.Connection[Any]
+) -> None:
+    with pytest.raises(ResultTooLargeError):
+        reader_executor.run(HUGE, max_rows=200, ticket=CallTicket())
+    result = reader_executor.run("SELECT 41 + 1 AS n", max_rows=5, ticket=CallTicket())
+    assert result.rows == [[42]]
+    for _ in range(50):  # the closed connection's backend ends as soon as it notices
+        running = admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE %s AND pid <> pg_backend_pid()",
+            ("%repeat('x', 1000000)%",),
+        ).fetchone()
+        if running == (0,):
+            break
+        time.sleep(0.1)
+    assert running == (0,)
 
 
 # (sql, problem class, sqlstate)

@@ -10,9 +10,12 @@ failures raise `DatabaseUnavailableError` (a plain exception: the runtime answer
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import math
 import select
+import struct
+import termios
 import threading
 import time
 from collections.abc import Callable
@@ -91,6 +94,18 @@ _TYPE_INFO_SQL: Final = (
 
 _FATAL_ERROR: Final = pq.ExecStatus.FATAL_ERROR
 _PIPELINE_SYNC: Final = pq.ExecStatus.PIPELINE_SYNC
+_FETCH: Final = 3  # the FETCH's place in a call's pipeline: its result holds the rows
+
+# Bytes PostgreSQL may send for one call before the call is refused as too large: the wire form of
+# a row is at most about 2.5 times its JSON (tiny values carry 4-byte length words), plus room for
+# the transaction statements' own replies.
+_WIRE_FACTOR: Final = 4
+_WIRE_SLACK: Final = 1 << 20
+
+
+def _pending_bytes(fd: int) -> int:
+    """Bytes waiting in the socket's receive queue (what the next read will take)."""
+    return int(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0])
 
 
 def _wait_socket(conn: psycopg.Connection[Any], deadline: float, *, write: bool) -> None:
@@ -391,8 +406,7 @@ class Executor:
             failed = next((r for r in results if r.status == _FATAL_ERROR), None)
             if failed is not None:
                 raise psycopg.errors.error_from_result(failed, encoding=conn.info.encoding)
-            fetched = results[3]
-            description = self._description(conn, fetched)
+            description = self._description(conn, results[_FETCH])
         except psycopg.Error as exc:
             self._fail(conn, exc, ticket)
         finally:
@@ -401,7 +415,7 @@ class Executor:
             # A cancel may have raced the end of the pipeline: make sure the reset really ran.
             self._restore(conn)
         columns = tuple(Column(name=name, type=self._type_name(conn, oid)) for name, oid in description)
-        rows = self._load_rows(conn, fetched, [oid for _, oid in description])
+        rows = self._load_rows(conn, results[_FETCH], [oid for _, oid in description])
         truncated = len(rows) > max_rows
         return QueryResult(
             columns=columns, rows=self._json_rows(rows[:max_rows], columns), truncated=truncated
@@ -411,11 +425,16 @@ class Executor:
         """Send `commands` in one pipeline with one Sync and collect one result per command.
 
         libpq directly (psycopg's Pipeline object waits on the socket after every statement,
-        which costs four times the CPU). Limits: the whole exchange is bounded (statement
-        timeout plus margins); past that the connection is closed, never waited on forever.
+        which costs four times the CPU). Limits: the whole exchange is bounded in time (statement
+        timeout plus margins) and in size: before each read the bytes waiting on the socket are
+        counted, and past `_WIRE_FACTOR` times the result byte cap (plus slack) the connection is
+        closed, the query dies with it, and the call gets `result-too-large`. libpq holds a whole
+        result (even a single 1 GB value) before returning it; the count stops it long before.
         """
         pg = conn.pgconn
         deadline = time.monotonic() + self._exchange_timeout_s
+        wire_limit = _WIRE_FACTOR * self._max_bytes + _WIRE_SLACK
+        received = 0
         results: list[PGresult] = []
         with conn.lock:
             pg.enter_pipeline_mode()
@@ -428,6 +447,7 @@ class Executor:
                 while True:
                     while pg.is_busy():
                         _wait_socket(conn, deadline, write=False)
+                        received = self._within_wire_limit(received + _pending_bytes(pg.socket), wire_limit)
                         pg.consume_input()
                     result = pg.get_result()
                     if result is None:  # the end of one command's results
@@ -467,6 +487,20 @@ class Executor:
         transformer = Transformer(conn)
         transformer.set_pgresult(result)
         return transformer.load_rows(0, result.ntuples, tuple)
+
+    def _within_wire_limit(self, received: int, limit: int) -> int:
+        """`received`, or `result-too-large` once more than `limit` bytes have come."""
+        if received > limit:
+            raise self._too_large()
+        return received
+
+    def _too_large(self) -> ResultTooLargeError:
+        return ResultTooLargeError(
+            f"The result is larger than {self._max_bytes} bytes of JSON. Select fewer or"
+            " shorter values: fewer columns, a smaller max_rows, left(col, 200) for long"
+            " text, or an aggregate.",
+            metadata={"max_result_bytes": self._max_bytes},
+        )
 
     def _exchange(self, conn: psycopg.Connection[Any], statement: bytes) -> None:
         self.round_trips += 1
@@ -510,12 +544,7 @@ class Executor:
         if floor <= self._max_bytes:
             size = json_size([{"name": c.name, "type": c.type} for c in columns]) + json_size(out)
         if floor > self._max_bytes or size + 64 > self._max_bytes:
-            raise ResultTooLargeError(
-                f"The result is larger than {self._max_bytes} bytes of JSON. Select fewer or"
-                " shorter values: fewer columns, a smaller max_rows, left(col, 200) for long"
-                " text, or an aggregate.",
-                metadata={"max_result_bytes": self._max_bytes},
-            )
+            raise self._too_large()
         return out
 
     # --- column type names ---------------------------------------------------------------------

@@ -3,9 +3,10 @@
 Owns the psycopg_pool pool (sessions default to read-only), one call's transaction (BEGIN READ ONLY,
 a transaction-local statement_timeout, the query through a server-side named cursor, at most
 `max_rows + 1` rows, always rolled back, session state reset) sent as ONE pipelined round trip, the
-result byte cap, the SQLSTATE → problem mapping and the `CallTicket` that lets another thread cancel
-the running query (`cancel_safe`). Runs in worker threads only: no trio here. Connection and server
-failures raise `DatabaseUnavailableError` (a plain exception: the runtime answers -32603).
+result byte cap (counted on the socket while the rows arrive, then exactly on the JSON), JSON arrays
+for user-defined array types, the SQLSTATE → problem mapping and the `CallTicket` that lets another
+thread cancel the running query (`cancel_safe`). Runs in worker threads only: no trio here.
+Connection and server failures raise `DatabaseUnavailableError` (the runtime answers -32603).
 """
 
 from __future__ import annotations

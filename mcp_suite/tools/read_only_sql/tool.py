@@ -1,8 +1,9 @@
 """`read_only_sql`: thin async glue (SPEC §6.1). args → policy → executor in a worker thread → result.
 
 `open_read_only_sql(settings)` audits the role (refusing to start, exit 78, when it could do more than
-read), opens the pool and yields the tool plus the `postgres://<db>/schema` resource; the pool is
-closed on exit. A cancelled or timed-out call cancels its query inside PostgreSQL and waits (shielded,
+read) and yields the tool plus the `postgres://<db>/schema` resource; the executor, its pool and the
+policy are built by the warm-up after the handshake (or the first call), and the pool is closed on
+exit. A cancelled or timed-out call cancels its query inside PostgreSQL and waits (shielded,
 bounded) for the connection to come back clean before `trio.Cancelled` propagates. Database worker
 threads are limited to the pool size.
 """

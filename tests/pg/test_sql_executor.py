@@ -181,9 +181,9 @@ finally:
 def test_an_oversized_result_is_refused_before_it_is_held_in_memory(demo_cluster: Cluster) -> None:
     # With the default cap (200,000 bytes) the whole FETCH would sit in libpq (which returns a
     # result only once it is complete) and then again as Python strings: over 400 MB for these
-    # 200 rows. The executor counts the bytes arriving on the socket and stops at a few times the
-    # cap. (A single value of hundreds of MB is not bounded this tightly: libpq reads a long
-    # message in one go; see docs/tools/read_only_sql.md.)
+    # 200 rows. The rows arrive in chunks and the executor stops once their text passes twice the
+    # cap. (A single value of hundreds of MB is not bounded: libpq reads a row whole; see
+    # docs/tools/read_only_sql.md.)
     proc = subprocess.run(
         [sys.executable, "-c", PEAK_PROGRAM, demo_cluster.reader_dsn, HUGE],
         capture_output=True,
@@ -194,6 +194,14 @@ def test_an_oversized_result_is_refused_before_it_is_held_in_memory(demo_cluster
     verdict, peak_mb = proc.stdout.split()
     assert verdict == "result-too-large"
     assert int(peak_mb) < 120, proc.stdout  # whole-result buffering peaked above 400 MB here
+
+
+def test_only_the_rows_returned_count_against_the_cap_not_the_extra_one(reader_executor: Executor) -> None:
+    # max_rows + 1 rows are fetched; the last one only says `truncated` and may be huge.
+    sql = "SELECT CASE WHEN n < 3 THEN 'small' ELSE repeat('x', 1000000) END FROM generate_series(1, 3) AS n"
+    result = reader_executor.run(sql, max_rows=2, ticket=CallTicket())
+    assert result.rows == [["small"], ["small"]]
+    assert result.truncated
 
 
 def test_after_an_oversized_result_the_query_is_gone_and_the_pool_serves_again(

@@ -3,7 +3,7 @@
 Owns the psycopg_pool pool (sessions default to read-only), one call's transaction (BEGIN READ ONLY,
 a transaction-local statement_timeout, the query through a server-side named cursor, at most
 `max_rows + 1` rows, always rolled back, session state reset) sent as ONE pipelined round trip, the
-result byte cap (counted on the socket while the rows arrive, then exactly on the JSON), JSON arrays
+result byte cap (on the rows' text as they arrive in chunks, then exactly on the JSON), JSON arrays
 for user-defined array types, the SQLSTATE → problem mapping and the `CallTicket` that lets another
 thread cancel the running query (`cancel_safe`). Runs in worker threads only: no trio here.
 Connection and server failures raise `DatabaseUnavailableError` (the runtime answers -32603).
@@ -27,7 +27,7 @@ import psycopg
 from psycopg import pq
 from psycopg.adapt import Transformer
 from psycopg.conninfo import conninfo_to_dict
-from psycopg.pq.abc import PGresult
+from psycopg.pq.abc import PGconn, PGresult
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mcp_suite.problems import (
@@ -95,18 +95,42 @@ _TYPE_INFO_SQL: Final = (
 
 _FATAL_ERROR: Final = pq.ExecStatus.FATAL_ERROR
 _PIPELINE_SYNC: Final = pq.ExecStatus.PIPELINE_SYNC
-_FETCH: Final = 3  # the FETCH's place in a call's pipeline: its result holds the rows
-
-# Bytes PostgreSQL may send for one call before the call is refused as too large: the wire form of
-# a row is at most about 2.5 times its JSON (tiny values carry 4-byte length words), plus room for
-# the transaction statements' own replies.
+_ROW_CHUNKS: Final = (pq.ExecStatus.TUPLES_CHUNK, pq.ExecStatus.SINGLE_TUPLE)
+_FETCH: Final = 3  # the FETCH's place in a call's pipeline: its rows arrive in chunks
+_CHUNK_ROWS: Final = 16
+# The rows' text may reach this many times the result byte cap before the call is refused (JSON is
+# never less than two thirds of it: jsonb loses its spaces, nothing loses more).
+_TEXT_FACTOR: Final = 2
+# Bytes read from the socket for one call before it is refused: libpq reads a long row whole before
+# it hands over even a chunk, so the arriving bytes are counted too. A row's wire form is at most
+# about 2.5 times its JSON (4-byte length words on tiny values); the slack covers the replies of
+# the transaction statements.
 _WIRE_FACTOR: Final = 4
 _WIRE_SLACK: Final = 1 << 20
 
 
 def _pending_bytes(fd: int) -> int:
-    """Bytes waiting in the socket's receive queue (what the next read will take)."""
+    """Bytes waiting in the socket's receive queue (what the next read will take, at least)."""
     return int(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0])
+
+
+def _stream_rows(pg: PGconn) -> None:
+    """Have the next command's rows arrive in chunks (libpq 17+), or row by row (older libpq)."""
+    try:
+        pg.set_chunked_rows_mode(_CHUNK_ROWS)
+    except psycopg.NotSupportedError:
+        pg.set_single_row_mode()
+
+
+def _text_size(result: PGresult, rows: int) -> int:
+    """Bytes of text in the first `rows` rows of `result` (NULLs count zero)."""
+    size = 0
+    for row in range(min(rows, result.ntuples)):
+        for column in range(result.nfields):
+            value = result.get_value(row, column)
+            if value is not None:
+                size += len(value)
+    return size
 
 
 def _wait_socket(conn: psycopg.Connection[Any], deadline: float, *, write: bool) -> None:
@@ -402,7 +426,7 @@ class Executor:
         try:
             # One pipeline, one Sync, one round trip. Every statement uses the extended protocol,
             # so PostgreSQL itself accepts exactly one statement in DECLARE ... FOR <query>.
-            results = self._pipeline(conn, commands)
+            results, chunks = self._pipeline(conn, commands, max_rows=max_rows)
             self.round_trips += 1
             failed = next((r for r in results if r.status == _FATAL_ERROR), None)
             if failed is not None:
@@ -416,27 +440,37 @@ class Executor:
             # A cancel may have raced the end of the pipeline: make sure the reset really ran.
             self._restore(conn)
         columns = tuple(Column(name=name, type=self._type_name(conn, oid)) for name, oid in description)
-        rows = self._load_rows(conn, results[_FETCH], [oid for _, oid in description])
+        rows = self._load_rows(conn, chunks, [oid for _, oid in description])
         truncated = len(rows) > max_rows
         return QueryResult(
             columns=columns, rows=self._json_rows(rows[:max_rows], columns), truncated=truncated
         )
 
-    def _pipeline(self, conn: psycopg.Connection[Any], commands: list[bytes]) -> list[PGresult]:
-        """Send `commands` in one pipeline with one Sync and collect one result per command.
+    def _pipeline(
+        self, conn: psycopg.Connection[Any], commands: list[bytes], *, max_rows: int
+    ) -> tuple[list[PGresult], list[PGresult]]:
+        """Send `commands` in one pipeline with one Sync; return one result per command, and the
+        FETCH's rows, which arrive in chunks.
 
         libpq directly (psycopg's Pipeline object waits on the socket after every statement,
         which costs four times the CPU). Limits: the whole exchange is bounded in time (statement
-        timeout plus margins) and in size: before each read the bytes waiting on the socket are
-        counted, and past `_WIRE_FACTOR` times the result byte cap (plus slack) the connection is
-        closed, the query dies with it, and the call gets `result-too-large`. libpq holds a whole
-        result (even a single 1 GB value) before returning it; the count stops it long before.
+        timeout plus margins) and in size: libpq hands over a result only when all of it has
+        arrived, so the rows come in chunks of `_CHUNK_ROWS`, and once the text of the first
+        `max_rows` rows (the extra row only says `truncated`) passes `_TEXT_FACTOR` times the
+        result byte cap, or the bytes seen waiting on the socket pass `_WIRE_FACTOR` times it
+        (plus slack), the connection is closed (the query dies with it) and the call gets
+        `result-too-large`. The socket count is a lower bound (libpq may read more than was
+        waiting), so one value of hundreds of MB, which libpq reads whole, is stopped late.
         """
         pg = conn.pgconn
         deadline = time.monotonic() + self._exchange_timeout_s
+        text_limit = _TEXT_FACTOR * self._max_bytes
         wire_limit = _WIRE_FACTOR * self._max_bytes + _WIRE_SLACK
         received = 0
+        text = 0
+        counted = 0  # rows whose text has been counted
         results: list[PGresult] = []
+        chunks: list[PGresult] = []
         with conn.lock:
             pg.enter_pipeline_mode()
             try:
@@ -445,16 +479,28 @@ class Executor:
                 pg.pipeline_sync()
                 while pg.flush():
                     _wait_socket(conn, deadline, write=True)
+                ended = 0  # commands whose results are complete (libpq returned None after them)
                 while True:
                     while pg.is_busy():
                         _wait_socket(conn, deadline, write=False)
-                        received = self._within_wire_limit(received + _pending_bytes(pg.socket), wire_limit)
+                        received = self._within_limit(received + _pending_bytes(pg.socket), wire_limit)
                         pg.consume_input()
                     result = pg.get_result()
                     if result is None:  # the end of one command's results
+                        ended += 1
+                        if ended == _FETCH and all(r.status != _FATAL_ERROR for r in results):
+                            _stream_rows(pg)  # before the FETCH's first result
                         continue
                     if result.status == _PIPELINE_SYNC:
                         break
+                    if result.status in _ROW_CHUNKS:
+                        size = _text_size(result, max_rows - counted)
+                        text = self._within_limit(text + size, text_limit)
+                        counted += result.ntuples
+                        chunks.append(result)
+                        continue
+                    if len(results) == _FETCH and result.ntuples:
+                        chunks.append(result)  # rows that came whole (not streamed)
                     results.append(result)
                 pg.exit_pipeline_mode()
             except BaseException:
@@ -463,7 +509,7 @@ class Executor:
         if len(results) != len(commands):  # pragma: no cover  # libpq returns one per command
             conn.close()
             raise psycopg.OperationalError("unexpected pipeline results")
-        return results
+        return results, chunks
 
     @staticmethod
     def _description(conn: psycopg.Connection[Any], result: PGresult) -> list[tuple[str, int]]:
@@ -474,9 +520,9 @@ class Executor:
         ]
 
     def _load_rows(
-        self, conn: psycopg.Connection[Any], result: PGresult, oids: list[int]
+        self, conn: psycopg.Connection[Any], chunks: list[PGresult], oids: list[int]
     ) -> list[tuple[Any, ...]]:
-        """The fetched rows as Python values (no I/O: the result is in memory). Columns of a
+        """The fetched rows as Python values (no I/O: the chunks are in memory). Columns of a
         user-defined array type first get that type's array loader on this connection."""
         adapters = conn.adapters
         for oid in oids:
@@ -485,15 +531,18 @@ class Executor:
                 loader = array_loader(*element)
                 if loader is not None:
                     adapters.register_loader(oid, loader)
+        rows: list[tuple[Any, ...]] = []
         transformer = Transformer(conn)
-        transformer.set_pgresult(result)
-        return transformer.load_rows(0, result.ntuples, tuple)
+        for chunk in chunks:
+            transformer.set_pgresult(chunk)
+            rows.extend(transformer.load_rows(0, chunk.ntuples, tuple))
+        return rows
 
-    def _within_wire_limit(self, received: int, limit: int) -> int:
-        """`received`, or `result-too-large` once more than `limit` bytes have come."""
-        if received > limit:
+    def _within_limit(self, size: int, limit: int) -> int:
+        """`size`, or `result-too-large` once it passes `limit` bytes."""
+        if size > limit:
             raise self._too_large()
-        return received
+        return size
 
     def _too_large(self) -> ResultTooLargeError:
         return ResultTooLargeError(

@@ -159,8 +159,10 @@ def test_many_medium_rows_add_up_to_result_too_large(reader_executor: Executor) 
 
 HUGE = "SELECT repeat('x', 1000000) FROM generate_series(1, 200)"  # 200 MB of rows
 
+# The child reports its own peak from VmHWM: ru_maxrss would also count the parent's image that
+# the child was forked from before it exec'd (a pytest process of 150 MB, in a full run).
 PEAK_PROGRAM = """
-import resource, sys
+import sys
 from mcp_suite.problems import ResultTooLargeError
 from mcp_suite.settings import SecretStr, Settings
 from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor
@@ -172,7 +174,9 @@ executor.mark_audited()
 try:
     executor.run(sys.argv[2], max_rows=200, ticket=CallTicket())
 except ResultTooLargeError:
-    print("result-too-large", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+    with open("/proc/self/status") as status:
+        peak_kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    print("result-too-large", peak_kb // 1024)
 finally:
     executor.close()
 """

@@ -122,6 +122,7 @@ class Session:
     _out_send: trio.MemorySendChannel[bytes] | None = None
     _root: trio.Nursery | None = None
     _warm_up_due: bool = False
+    # Set when the warm-up has ended, failed, or was abandoned at shutdown (tests wait on it).
     warmed_up: trio.Event = field(default_factory=trio.Event)
     _stopping: bool = False
     _served: bool = False

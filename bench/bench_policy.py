@@ -34,19 +34,13 @@ QUERY = (
 
 _CHILD = textwrap.dedent(
     """
-    import json, statistics, sys, time
+    import json, sys
     import sqlglot, sqlglot.parser
+    from bench.common import median_seconds
     from mcp_suite.tools.read_only_sql.policy import vet_sql
     query, runs = sys.argv[1], int(sys.argv[2])
-    def median(fn):
-        samples = []
-        for _ in range(runs):
-            start = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - start)
-        return statistics.median(samples)
-    parse = median(lambda: sqlglot.parse_one(query, read="postgres"))
-    whole = median(lambda: vet_sql(query, max_rows=50))
+    parse = median_seconds(lambda: sqlglot.parse_one(query, read="postgres"), runs)
+    whole = median_seconds(lambda: vet_sql(query, max_rows=50), runs)
     compiled = not sqlglot.parser.__file__.endswith(".py")
     json.dump({"parse": parse, "whole": whole, "compiled": compiled}, sys.stdout)
     """

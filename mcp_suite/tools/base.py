@@ -11,12 +11,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["ModelLoader", "ResourceSpec", "StartupRefusedError", "ToolSpec", "Toolset"]
+__all__ = ["BuildOnce", "ModelLoader", "ResourceSpec", "StartupRefusedError", "ToolSpec", "Toolset"]
+
+T = TypeVar("T")
 
 # Builds a tool's (arguments model, result model) on first use.
 ModelLoader = Callable[[], "tuple[type[BaseModel], type[BaseModel]]"]
@@ -27,6 +29,42 @@ class StartupRefusedError(Exception):
 
     The message is shown on stderr as is; it names each problem and its fix and never holds a secret.
     """
+
+
+class BuildOnce(Generic[T]):
+    """A value built by `build()` on first use, once, from any thread (later uses take no lock).
+
+    What a tool needs for calls but not for `initialize` (its models, the SQL parsers) is built
+    this way: by the session's warm-up after the handshake, or by whichever call comes first.
+    `build` must not return None (None means "not built yet").
+    """
+
+    __slots__ = ("_build", "_lock", "_value")
+
+    def __init__(self, build: Callable[[], T]) -> None:
+        self._build = build
+        self._lock = threading.Lock()
+        self._value: T | None = None
+
+    @classmethod
+    def built(cls, value: T) -> BuildOnce[T]:
+        once = cls(lambda: value)
+        once._value = value
+        return once
+
+    @property
+    def is_built(self) -> bool:
+        return self._value is not None
+
+    def get(self) -> T:
+        """The value; blocking (on the build, or on another thread's) the first time."""
+        value = self._value
+        if value is None:
+            with self._lock:
+                if self._value is None:
+                    self._value = self._build()
+                value = self._value
+        return value
 
 
 class ToolSpec:
@@ -41,7 +79,7 @@ class ToolSpec:
     leave no work behind (a thread it started is waited for, a query it started is cancelled).
     """
 
-    __slots__ = ("_loaded", "_loader", "_lock", "call", "description", "name", "title")
+    __slots__ = ("_models", "call", "description", "name", "title")
 
     def __init__(
         self,
@@ -54,30 +92,24 @@ class ToolSpec:
         args_model: type[BaseModel] | None = None,
         result_model: type[BaseModel] | None = None,
     ) -> None:
-        if (models is None) == (args_model is None or result_model is None):
-            raise TypeError("give either models= or both args_model= and result_model=")
         self.name = name
         self.title = title
         self.description = description
         self.call = call
-        self._loader = models
-        self._loaded = None if args_model is None or result_model is None else (args_model, result_model)
-        self._lock = threading.Lock()
+        if models is not None and args_model is None and result_model is None:
+            self._models = BuildOnce(models)
+        elif models is None and args_model is not None and result_model is not None:
+            self._models = BuildOnce.built((args_model, result_model))
+        else:
+            raise TypeError("give either models= or both args_model= and result_model=")
 
     def load_models(self) -> tuple[type[BaseModel], type[BaseModel]]:
         """(arguments model, result model), built once; blocking the first time."""
-        loaded = self._loaded
-        if loaded is None:
-            with self._lock:
-                if self._loaded is None:
-                    assert self._loader is not None
-                    self._loaded = self._loader()
-                loaded = self._loaded
-        return loaded
+        return self._models.get()
 
     @property
     def models_loaded(self) -> bool:
-        return self._loaded is not None
+        return self._models.is_built
 
     @property
     def args_model(self) -> type[BaseModel]:

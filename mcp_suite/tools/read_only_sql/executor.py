@@ -42,6 +42,7 @@ from mcp_suite.problems import (
 from mcp_suite.settings import Settings
 from mcp_suite.tools.read_only_sql.audit import audit_connection, format_findings
 from mcp_suite.tools.read_only_sql.convert import array_loader, json_size, register_loaders, to_json_value
+from mcp_suite.tools.read_only_sql.ticket import CallTicket
 
 __all__ = [
     "CURSOR_NAME",
@@ -158,55 +159,6 @@ class QueryResult:
     columns: tuple[Column, ...]
     rows: list[list[Any]]
     truncated: bool
-
-
-class CallTicket:
-    """Links one call's worker thread (which attaches its connection) to a canceller thread.
-
-    `cancel()` marks the call cancelled and, while the worker holds a connection inside its
-    transaction, sends PostgreSQL a cancel request (`cancel_safe`). The lock makes sure a cancel is
-    never sent after the worker has detached: it cannot hit the connection's next user.
-    """
-
-    def __init__(self, cancel_timeout_s: float = 5.0) -> None:
-        self._lock = threading.Lock()
-        self._conn: psycopg.Connection[Any] | None = None
-        self._cancelled = False
-        self._timeout = cancel_timeout_s
-        self.started = False
-
-    @property
-    def cancelled(self) -> bool:
-        return self._cancelled
-
-    def mark_cancelled(self) -> bool:
-        """Mark cancelled without I/O; True when a query may be running (then call `cancel`)."""
-        with self._lock:
-            self._cancelled = True
-            return self._conn is not None
-
-    def cancel(self) -> None:
-        """Blocking (network): stop the running query, if any. Safe from any thread."""
-        with self._lock:
-            self._cancelled = True
-            conn = self._conn
-            if conn is None:
-                return
-            try:
-                conn.cancel_safe(timeout=self._timeout)
-            except Exception:  # best effort: the statement timeout still bounds it
-                log.warning("could not cancel a running query", exc_info=True)
-
-    def attach(self, conn: psycopg.Connection[Any]) -> bool:
-        with self._lock:
-            if self._cancelled:
-                return False
-            self._conn = conn
-            return True
-
-    def detach(self) -> None:
-        with self._lock:
-            self._conn = None
 
 
 class CallCancelledError(Exception):
@@ -499,8 +451,6 @@ class Executor:
                         counted += result.ntuples
                         chunks.append(result)
                         continue
-                    if len(results) == _FETCH and result.ntuples:
-                        chunks.append(result)  # rows that came whole (not streamed)
                     results.append(result)
                 pg.exit_pipeline_mode()
             except BaseException:

@@ -22,12 +22,13 @@ import psycopg
 import trio
 
 from mcp_suite.settings import Settings
-from mcp_suite.tools.base import ResourceSpec, StartupRefusedError, Toolset, ToolSpec
+from mcp_suite.tools.base import BuildOnce, ResourceSpec, StartupRefusedError, Toolset, ToolSpec
 from mcp_suite.tools.read_only_sql.audit import audit_connection, format_findings
 from mcp_suite.tools.read_only_sql.naming import schema_uri
+from mcp_suite.tools.read_only_sql.ticket import CallTicket
 
 if TYPE_CHECKING:
-    from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor, QueryResult
+    from mcp_suite.tools.read_only_sql.executor import Executor, QueryResult
     from mcp_suite.tools.read_only_sql.models import ReadOnlySqlArgs, ReadOnlySqlResult
     from mcp_suite.tools.read_only_sql.policy import QueryPolicy
 
@@ -62,8 +63,6 @@ async def run_in_db_thread(
     then `trio.Cancelled` propagates. A worker that outlives the grace keeps its limiter token
     until it ends, so worker threads never exceed the pool size.
     """
-    from mcp_suite.tools.read_only_sql.executor import CallTicket  # loaded by the warm-up
-
     ticket = CallTicket(cancel_timeout_s=cancel_grace_s)
     token = trio.lowlevel.current_trio_token()
     finished = trio.Event()
@@ -114,7 +113,7 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
     dsn = settings.sql_dsn.get_secret_value()
     audited = _audit_at_start(dsn, settings)
     database = LazyExecutor(settings, dsn, audited=audited)
-    policy = LazyPolicy(cache_size=settings.sql_policy_cache_size)
+    policy = BuildOnce(functools.partial(_build_policy, settings.sql_policy_cache_size))
     limiter: trio.CapacityLimiter | None = None
     grace = settings.sql_cancel_grace_s
 
@@ -226,33 +225,22 @@ class LazyExecutor:
             executor.close()
 
 
-class LazyPolicy:
-    """The SQL policy, imported off the start-up path.
+def _build_policy(cache_size: int) -> QueryPolicy:
+    """The SQL policy, imported off the start-up path (wrapped in `BuildOnce`).
 
     sqlglot and pglast are the largest imports of the server (a third of a cold start with every
-    tool enabled), and answering `initialize` does not need them. `get` is the tool's warm-up step:
-    the session runs it in a worker thread right after the handshake; a call that needs the policy
-    before that is done waits for it (in its worker thread, on the lock), so no call is ever vetted
-    by anything less.
+    tool enabled), and answering `initialize` does not need them. Building it is the tool's warm-up
+    step: the session runs it in a worker thread right after the handshake; a call that needs the
+    policy before that is done waits for it (in its worker thread), so no call is ever vetted by
+    anything less.
     """
+    from mcp_suite.tools.read_only_sql.policy import QueryPolicy  # deferred on purpose
 
-    def __init__(self, *, cache_size: int) -> None:
-        self._cache_size = cache_size
-        self._lock = threading.Lock()
-        self._policy: QueryPolicy | None = None
-
-    def get(self) -> QueryPolicy:
-        """Blocking on first use: the policy, imported and built once."""
-        with self._lock:
-            if self._policy is None:
-                from mcp_suite.tools.read_only_sql.policy import QueryPolicy  # deferred on purpose
-
-                self._policy = QueryPolicy(cache_size=self._cache_size)
-            return self._policy
+    return QueryPolicy(cache_size=cache_size)
 
 
 def _vet_and_run(
-    database: LazyExecutor, policy: LazyPolicy, sql: str, max_rows: int, ticket: CallTicket
+    database: LazyExecutor, policy: BuildOnce[QueryPolicy], sql: str, max_rows: int, ticket: CallTicket
 ) -> QueryResult:
     vetted = policy.get().vet(sql, max_rows=max_rows)
     return database.get().run(vetted.sql, max_rows=max_rows, ticket=ticket)

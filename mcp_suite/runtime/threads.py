@@ -1,25 +1,30 @@
-"""Blocking work in worker threads, several calls per thread hand-off (`BatchedThreads`).
+"""Blocking work on a few worker threads of our own, several calls per wake-up (`BatchedThreads`).
 
-Each `trio.to_thread.run_sync` costs the event loop far more than a short blocking call itself (on
-the reference VM about 150 µs of CPU against 30 µs for a 4 KiB read through the fd walk). When calls
-overlap, a call that finds every worker thread busy waits for the next batch instead of starting
-its own hand-off: one `trio.to_thread.run_sync` then runs the queued calls one after another.
-Alone, a call costs what it did before (a batch of one).
+`trio.to_thread.run_sync` costs the event loop far more than a short blocking call: on the reference
+VM about 150 µs of CPU (a capacity limiter, a context copy, a thread-cache hand-off that renames the
+OS thread, outcome wrappers and an extra schedule point) against about 40 µs for a 4 KiB read
+through the fd walk. Here a call is a queue entry instead: its caller appends it and sleeps in
+`trio.lowlevel.wait_task_rescheduled`; a worker thread takes every queued call (up to `max_batch`),
+runs them one after another, and wakes all their callers with one `TrioToken.run_sync_soon`. Calls
+that arrive while the workers are busy ride along with the next batch at no extra cost.
 
-Limits: at most `threads` worker threads at once and `max_batch` calls per hand-off, so a batch
-ends even under a steady stream of calls, and a slow call delays at most the calls of its batch.
-Cancellation: a caller cancelled while its call waits in the queue leaves at once and the call is
-skipped; once its call has started, the caller waits (shielded) for it to end, as an unabandoned
-`trio.to_thread.run_sync` does, so no cancelled call leaves work behind.
+Limits: at most `threads` worker threads, started on demand; one ends after `idle_s` without work,
+and all end once `close` has been called and the queue is empty. At most `max_batch` calls per
+batch, so a slow call delays at most the calls of its own batch.
+Cancellation: a caller cancelled while its call is still queued leaves at once and the call never
+runs; once its call has started, the caller waits for it to end and then raises `Cancelled` (as an
+unabandoned `trio.to_thread.run_sync` does), so no cancelled call leaves work behind.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import threading
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
+import outcome
 import trio
 
 __all__ = ["BatchedThreads"]
@@ -27,100 +32,159 @@ __all__ = ["BatchedThreads"]
 A = TypeVar("A")
 R = TypeVar("R")
 
+_INTERRUPTED = "the call was interrupted in its worker thread"
+
 
 class _Job(Generic[A, R]):
-    __slots__ = ("cancelled", "done", "error", "item", "result", "started")
+    __slots__ = ("item", "raise_cancel", "result", "started", "task", "token")
 
-    def __init__(self, item: A) -> None:
+    def __init__(self, item: A, task: trio.lowlevel.Task, token: trio.lowlevel.TrioToken) -> None:
         self.item = item
-        self.result: R | None = None
-        self.error: BaseException | None = None
-        # `started` and `cancelled` change together under the runner's lock: a call either starts
-        # (and its caller waits for it) or is skipped. `done` is read once its batch has ended.
+        self.task = task
+        self.token = token
+        self.result: outcome.Outcome[R] | None = None
+        # Under the runner's lock, a queued job is either taken by a worker (`started`) or removed
+        # by its cancelled caller, never both.
         self.started = False
-        self.cancelled = False
-        self.done = False
+        # Set in trio's thread when the caller was cancelled after its job had started.
+        self.raise_cancel: Callable[[], BaseException] | None = None
 
 
 class BatchedThreads(Generic[A, R]):
     """Run `fn(item)` in worker threads: `await runner.run(item)` returns or raises what it did.
 
-    `fn` must be blocking, bounded and thread-safe; it must not need the calling task's context.
+    `fn` must be blocking, bounded and thread-safe, and must not need the calling task's context
+    (context variables are not carried into the worker). Use the runner as a context manager, or
+    call `close`, to end its threads when it is no longer needed.
     """
 
-    def __init__(self, fn: Callable[[A], R], *, threads: int, max_batch: int) -> None:
+    def __init__(
+        self,
+        fn: Callable[[A], R],
+        *,
+        threads: int,
+        max_batch: int,
+        name: str = "batched-worker",
+        idle_s: float = 10.0,
+    ) -> None:
         if threads < 1 or max_batch < 1:
             raise ValueError("threads and max_batch must be at least 1")
         self._fn = fn
         self._threads = threads
         self._max_batch = max_batch
-        self._busy = 0
+        self._name = name
+        self._idle_s = idle_s
+        self._lock = threading.Lock()
+        self._work_ready = threading.Condition(self._lock)
         self._pending: collections.deque[_Job[A, R]] = collections.deque()
-        self._batch_ended: trio.Event | None = None
-        self._start_lock = threading.Lock()
+        self._workers: set[threading.Thread] = set()  # alive
+        self._idle = 0  # workers waiting for work
+        self._serial = 0  # names the next worker
+        self._closed = False
+
+    def __enter__(self) -> BatchedThreads[A, R]:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def worker_threads(self) -> int:
+        """Worker threads alive now."""
+        with self._lock:
+            return len(self._workers)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Refuse new calls, let the workers finish the queue, and wait up to `timeout` for them."""
+        with self._lock:
+            self._closed = True
+            self._work_ready.notify_all()
+            workers = list(self._workers)
+        for worker in workers:
+            if worker is not threading.current_thread():
+                worker.join(timeout)
 
     async def run(self, item: A) -> R:
-        job: _Job[A, R] = _Job(item)
-        self._pending.append(job)
+        await trio.lowlevel.checkpoint_if_cancelled()
+        job: _Job[A, R] = _Job(item, trio.lowlevel.current_task(), trio.lowlevel.current_trio_token())
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the worker threads have been closed")
+            self._pending.append(job)
+            if self._idle:
+                self._work_ready.notify()
+            elif len(self._workers) < self._threads:
+                self._start_worker()
+
+        def abort(raise_cancel: Callable[[], BaseException]) -> trio.lowlevel.Abort:
+            with self._lock:
+                if not job.started:
+                    self._pending.remove(job)  # it never runs
+                    return trio.lowlevel.Abort.SUCCEEDED
+            job.raise_cancel = raise_cancel  # `_deliver` reads it later, in this same thread
+            return trio.lowlevel.Abort.FAILED
+
+        result: R = await trio.lowlevel.wait_task_rescheduled(abort)
+        return result
+
+    def _start_worker(self) -> None:
+        """Under the lock."""
+        self._serial += 1
+        worker = threading.Thread(target=self._work, name=f"{self._name}-{self._serial}", daemon=True)
+        self._workers.add(worker)
         try:
-            while True:
-                if self._busy < self._threads:
-                    await self._run_batch()
-                else:
-                    await self._next_batch_end().wait()
-                if job.done:
-                    break
+            worker.start()
         except BaseException:
-            with self._start_lock:
-                job.cancelled = True  # skipped if no batch has started it yet
-                started = job.started
-            if started:
-                with trio.CancelScope(shield=True):
-                    await self._until_done(job)  # bounded: `fn` is
+            self._workers.discard(worker)
             raise
-        if job.error is not None:
-            raise job.error
-        return job.result  # type: ignore[return-value]  # set together with `done`
 
-    async def _until_done(self, job: _Job[A, R]) -> None:
-        await trio.lowlevel.checkpoint()
-        while not job.done:
-            await self._next_batch_end().wait()
+    def _work(self) -> None:
+        while (batch := self._next_batch()) is not None:
+            self._run_batch(batch)
 
-    def _next_batch_end(self) -> trio.Event:
-        if self._batch_ended is None:
-            self._batch_ended = trio.Event()
-        return self._batch_ended
-
-    async def _run_batch(self) -> None:
-        self._busy += 1
-        try:
-            await trio.to_thread.run_sync(self._drain)
-        finally:
-            self._busy -= 1
-            ended, self._batch_ended = self._batch_ended, None
-            if ended is not None:
-                ended.set()  # waiters re-check: done, or a thread is free for their call
-
-    def _drain(self) -> None:
-        """Worker thread: run up to `max_batch` queued calls, oldest first."""
-        for _ in range(self._max_batch):
-            try:
+    def _next_batch(self) -> list[_Job[A, R]] | None:
+        """Worker thread: the next batch, or None when this worker is to end."""
+        with self._lock:
+            while not self._pending:
+                if self._closed:
+                    self._workers.discard(threading.current_thread())
+                    return None
+                self._idle += 1
+                try:
+                    woken = self._work_ready.wait(self._idle_s)
+                finally:
+                    self._idle -= 1
+                if not woken and not self._pending:
+                    self._workers.discard(threading.current_thread())
+                    return None
+            batch: list[_Job[A, R]] = []
+            while self._pending and len(batch) < self._max_batch:
                 job = self._pending.popleft()
-            except IndexError:
-                return
-            with self._start_lock:
-                if job.cancelled:
-                    continue
                 job.started = True
-            finished = False
+                batch.append(job)
+            return batch
+
+    def _run_batch(self, batch: list[_Job[A, R]]) -> None:
+        for job in batch:
             try:
-                job.result = self._fn(job.item)
-                finished = True
+                job.result = outcome.Value(self._fn(job.item))
             except Exception as exc:  # noqa: BLE001  # the caller's: re-raised in its task
-                job.error = exc
-                finished = True
-            finally:
-                if not finished:  # a BaseException leaves this thread (and the batch) at once
-                    job.error = RuntimeError("the call was interrupted in its worker thread")
-                job.done = True
+                job.result = outcome.Error(exc)
+            except BaseException as exc:  # noqa: BLE001, ASYNC103  # a worker thread: no Cancelled here
+                interrupted = RuntimeError(_INTERRUPTED)
+                interrupted.__cause__ = exc
+                job.result = outcome.Error(interrupted)
+        for token in {job.token for job in batch}:
+            # A run cannot end while one of its tasks waits here; suppressed only to be safe.
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(_deliver, [job for job in batch if job.token is token])
+
+
+def _deliver(jobs: list[_Job[Any, Any]]) -> None:
+    """In trio's thread: wake each caller with its call's outcome, or its cancellation."""
+    for job in jobs:
+        result = job.result
+        assert result is not None  # set for every job of a batch before it is handed back
+        if job.raise_cancel is not None:
+            result = outcome.capture(job.raise_cancel)
+        trio.lowlevel.reschedule(job.task, result)

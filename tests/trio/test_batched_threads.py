@@ -1,19 +1,24 @@
-"""`runtime.threads.BatchedThreads`: overlapping blocking calls share thread hand-offs.
+"""`runtime.threads.BatchedThreads`: blocking calls on worker threads of its own, in batches.
 
 Each caller gets its own call's result or exception; queued calls run in arrival order, at most
-`max_batch` per hand-off and on at most `threads` threads at once; a cancelled caller whose call has
-not started leaves at once and the call never runs; one whose call has started waits for its end.
+`max_batch` per batch and on at most `threads` threads at once, and each batch wakes its callers with
+one hand-back to trio; a cancelled caller whose call has not started leaves at once and the call
+never runs; one whose call has started waits for its end. Idle workers end, `close` ends them all,
+and one runner serves any number of trio runs.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 import trio
 import trio.testing
 
+from mcp_suite.runtime import threads
 from mcp_suite.runtime.threads import BatchedThreads
 
 
@@ -30,17 +35,21 @@ class Recorder:
         self.running = 0
         self.most_running = 0
         self.threads: set[int] = set()
+        self.thread_names: set[str] = set()  # idents are reused once a thread has ended; names not
 
     def __call__(self, item: int) -> str:
         with self.lock:
             self.running += 1
             self.most_running = max(self.most_running, self.running)
             self.threads.add(threading.get_ident())
+            self.thread_names.add(threading.current_thread().name)
         try:
             self.started.append(item)
             if item in self.held:
                 self.first_started.set()
                 assert self.gate.wait(10)
+            if item == -99:
+                raise SystemExit("not an Exception: ends the worker thread")
             if item < 0:
                 raise KeyError(f"item {item}")
             self.calls.append(item)
@@ -50,32 +59,62 @@ class Recorder:
                 self.running -= 1
 
 
-def counting(runner: BatchedThreads[int, str], fn: Recorder) -> list[int]:
-    """Wrap the runner's hand-off to record how many calls each one ran."""
+def counting(runner: BatchedThreads[int, str]) -> list[int]:
+    """Wrap the runner's batch step to record how many calls each batch held."""
     sizes: list[int] = []
-    drain: Callable[[], None] = runner._drain  # observing, not changing, the runner
+    run_batch: Callable[[list[Any]], None] = runner._run_batch  # observing, not changing, the runner
 
-    def observed() -> None:
-        before = len(fn.calls)
-        drain()
-        sizes.append(len(fn.calls) - before)
+    def observed(batch: list[Any]) -> None:
+        sizes.append(len(batch))
+        run_batch(batch)
 
-    runner._drain = observed  # type: ignore[method-assign]
+    runner._run_batch = observed  # type: ignore[method-assign]
     return sizes
 
 
-async def test_one_call_returns_its_result_and_an_error_is_raised_to_its_caller() -> None:
+@pytest.fixture
+def hand_backs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many callers each hand-back to trio woke."""
+    sizes: list[int] = []
+    deliver = threads._deliver
+
+    def observed(jobs: list[Any]) -> None:
+        sizes.append(len(jobs))
+        deliver(jobs)
+
+    monkeypatch.setattr(threads, "_deliver", observed)
+    return sizes
+
+
+@pytest.fixture
+def runners() -> Iterator[list[BatchedThreads[int, str]]]:
+    """Runners made by a test, closed after it (their threads must not outlive it)."""
+    made: list[BatchedThreads[int, str]] = []
+    yield made
+    for runner in made:
+        runner.close()
+        assert runner.worker_threads == 0
+
+
+async def test_one_call_returns_its_result_and_an_error_is_raised_to_its_caller(
+    runners: list[BatchedThreads[int, str]],
+) -> None:
     fn = Recorder()
     runner = BatchedThreads(fn, threads=2, max_batch=8)
+    runners.append(runner)
     assert await runner.run(5) == "result 5"
     with pytest.raises(KeyError, match="item -1"):
         await runner.run(-1)
+    assert threading.get_ident() not in fn.threads  # never on trio's own thread
 
 
-async def test_overlapping_calls_share_hand_offs_and_each_gets_its_own_result() -> None:
+async def test_overlapping_calls_share_a_batch_and_one_hand_back_and_each_gets_its_own_result(
+    runners: list[BatchedThreads[int, str]], hand_backs: list[int]
+) -> None:
     fn = Recorder()
     runner = BatchedThreads(fn, threads=1, max_batch=8)
-    sizes = counting(runner, fn)
+    runners.append(runner)
+    sizes = counting(runner)
     results: dict[int, str] = {}
 
     async def call(item: int) -> None:
@@ -91,12 +130,16 @@ async def test_overlapping_calls_share_hand_offs_and_each_gets_its_own_result() 
             fn.gate.set()
     assert results == {item: f"result {item}" for item in range(8)}
     assert fn.calls == list(range(8))  # arrival order
-    assert sizes == [8]  # the calls queued meanwhile ran in the held call's hand-off
+    assert sizes == [1, 7]  # the calls queued behind the held one ran as one batch
+    assert hand_backs == [1, 7]  # and their seven callers were woken by one hand-back
 
 
-async def test_an_error_in_a_batch_goes_to_its_own_caller_and_the_batch_goes_on() -> None:
+async def test_an_error_in_a_batch_goes_to_its_own_caller_and_the_batch_goes_on(
+    runners: list[BatchedThreads[int, str]],
+) -> None:
     fn = Recorder()
     runner = BatchedThreads(fn, threads=1, max_batch=8)
+    runners.append(runner)
     outcomes: dict[int, str] = {}
 
     async def call(item: int) -> None:
@@ -116,10 +159,11 @@ async def test_an_error_in_a_batch_goes_to_its_own_caller_and_the_batch_goes_on(
     assert outcomes == {0: "result 0", -2: "raised 'item -2'", 3: "result 3"}
 
 
-async def test_a_hand_off_runs_at_most_max_batch_calls() -> None:
+async def test_a_batch_holds_at_most_max_batch_calls(runners: list[BatchedThreads[int, str]]) -> None:
     fn = Recorder()
     runner = BatchedThreads(fn, threads=1, max_batch=3)
-    sizes = counting(runner, fn)
+    runners.append(runner)
+    sizes = counting(runner)
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(runner.run, 0)
@@ -129,12 +173,15 @@ async def test_a_hand_off_runs_at_most_max_batch_calls() -> None:
                 await trio.testing.wait_all_tasks_blocked()
             fn.gate.set()
     assert fn.calls == list(range(20))
-    assert sizes == [3, 3, 3, 3, 3, 3, 2]
+    assert sizes == [1, 3, 3, 3, 3, 3, 3, 1]  # the held call, then the 19 queued behind it
 
 
-async def test_no_more_worker_threads_run_at_once_than_allowed() -> None:
+async def test_no_more_worker_threads_run_at_once_than_allowed(
+    runners: list[BatchedThreads[int, str]],
+) -> None:
     fn = Recorder(held=frozenset(range(40)))  # every call waits at the gate once it has started
     runner = BatchedThreads(fn, threads=2, max_batch=2)
+    runners.append(runner)
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             for item in range(40):
@@ -143,15 +190,19 @@ async def test_no_more_worker_threads_run_at_once_than_allowed() -> None:
                 await trio.sleep(0.01)
             await trio.sleep(0.05)
             assert fn.running == 2  # two threads busy, no third one started
+            assert runner.worker_threads == 2
             assert len(fn.started) == 2  # (trio starts new tasks in a random order)
             fn.gate.set()
     assert sorted(fn.calls) == list(range(40))
     assert fn.most_running == 2
 
 
-async def test_a_cancelled_caller_whose_call_waits_leaves_at_once_and_the_call_never_runs() -> None:
+async def test_a_cancelled_caller_whose_call_waits_leaves_at_once_and_the_call_never_runs(
+    runners: list[BatchedThreads[int, str]],
+) -> None:
     fn = Recorder()
     runner = BatchedThreads(fn, threads=1, max_batch=8)
+    runners.append(runner)
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(runner.run, 0)
@@ -164,13 +215,16 @@ async def test_a_cancelled_caller_whose_call_waits_leaves_at_once_and_the_call_n
     assert fn.calls == [0]  # call 1 was skipped
 
 
-@pytest.mark.parametrize("position", ["runs the batch", "waits for the batch"])
-async def test_a_cancelled_caller_whose_call_started_waits_for_it_to_end(position: str) -> None:
-    # The caller's call is item 0 (it runs the hand-off itself) or item 1 (it waits for the hand-off
-    # that item 0's caller runs); either way the call is held at the gate once it has started.
-    mine = 0 if position == "runs the batch" else 1
+@pytest.mark.parametrize("position", ["first batch", "a later batch"])
+async def test_a_cancelled_caller_whose_call_started_waits_for_it_to_end(
+    position: str, runners: list[BatchedThreads[int, str]]
+) -> None:
+    # The caller's call is item 0 (the first batch) or item 1 (the batch after item 0's); either
+    # way the call is held at the gate once it has started.
+    mine = 0 if position == "first batch" else 1
     fn = Recorder(held=frozenset({mine}))
     runner = BatchedThreads(fn, threads=1, max_batch=8)
+    runners.append(runner)
     caller = trio.CancelScope()
     left: list[int] = []
 
@@ -202,3 +256,62 @@ def test_limits_must_be_positive() -> None:
         BatchedThreads(Recorder(), threads=0, max_batch=1)
     with pytest.raises(ValueError, match="at least 1"):
         BatchedThreads(Recorder(), threads=1, max_batch=0)
+
+
+async def test_an_idle_worker_ends_and_a_later_call_starts_a_new_one(
+    runners: list[BatchedThreads[int, str]],
+) -> None:
+    fn = Recorder(held=frozenset())
+    runner = BatchedThreads(fn, threads=2, max_batch=8, idle_s=0.05)
+    runners.append(runner)
+    assert runner.worker_threads == 0  # started on demand
+    assert await runner.run(1) == "result 1"
+    with trio.fail_after(5):
+        while runner.worker_threads:
+            await trio.sleep(0.01)
+    assert await runner.run(2) == "result 2"
+    assert fn.thread_names == {"batched-worker-1", "batched-worker-2"}  # a new one for the second
+
+
+def test_close_ends_the_workers_and_refuses_later_calls() -> None:
+    fn = Recorder(held=frozenset())
+    runner = BatchedThreads(fn, threads=2, max_batch=8, idle_s=60)
+
+    async def calls() -> None:
+        async with trio.open_nursery() as nursery:
+            for item in range(6):
+                nursery.start_soon(runner.run, item)
+
+    trio.run(calls)
+    assert runner.worker_threads >= 1  # idle, not ended yet (idle_s is long)
+    started = time.monotonic()
+    runner.close()
+    assert runner.worker_threads == 0
+    assert time.monotonic() - started < 5
+    runner.close()  # idempotent
+    with pytest.raises(RuntimeError, match="closed"):
+        trio.run(runner.run, 7)
+    assert sorted(fn.calls) == list(range(6))
+
+
+def test_one_runner_serves_several_trio_runs() -> None:
+    fn = Recorder(held=frozenset())
+    with BatchedThreads(fn, threads=1, max_batch=8, idle_s=60) as runner:
+        # Each call is handed back to the run it came from, even on the same worker thread.
+        assert trio.run(runner.run, 1) == "result 1"
+        assert trio.run(runner.run, 2) == "result 2"
+        assert fn.thread_names == {"batched-worker-1"}
+    assert runner.worker_threads == 0
+
+
+async def test_a_call_that_raises_past_exception_fails_its_caller_and_the_worker_goes_on(
+    runners: list[BatchedThreads[int, str]],
+) -> None:
+    fn = Recorder(held=frozenset())
+    runner = BatchedThreads(fn, threads=1, max_batch=8)
+    runners.append(runner)
+    with pytest.raises(RuntimeError, match="interrupted in its worker thread") as caught:
+        await runner.run(-99)  # SystemExit in the worker: its caller sees an error, nothing ends
+    assert isinstance(caught.value.__cause__, SystemExit)
+    assert await runner.run(3) == "result 3"
+    assert fn.thread_names == {"batched-worker-1"}

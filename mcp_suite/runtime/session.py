@@ -296,10 +296,15 @@ class Session:
                     self._warm_up_due = False
                     self._root.start_soon(self._warm_up)
 
-    async def _send(self, frame: bytes) -> None:
+    async def _send(self, frame: bytes) -> None:  # noqa: ASYNC910  # yields only when it must wait
+        """Queue `frame` for the writer; waits only while the outbound channel is full."""
         assert self._out_send is not None
         try:
-            await self._out_send.send(frame)
+            try:
+                # Most of the time there is room: no schedule point (a whole loop pass per call).
+                self._out_send.send_nowait(frame)
+            except trio.WouldBlock:
+                await self._out_send.send(frame)  # back-pressure from a slow client
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             # The writer is gone and the session is ending; nobody can receive this.
             await trio.lowlevel.checkpoint()
@@ -484,7 +489,7 @@ class Session:
             params = request.params
             rid = request.id
 
-            async def read_resource() -> bytes:
+            async def read_resource(scope: trio.CancelScope) -> bytes:
                 return encode_result(rid, await self._read_resource(params))
 
             self._spawn(calls, key, request, None, read_resource, None, None, started)
@@ -509,9 +514,11 @@ class Session:
 
         request_id = request.id
 
-        async def run_tool() -> bytes:
+        async def run_tool(scope: trio.CancelScope) -> bytes:
             try:
-                return encode_tool_success(request_id, await self._guarded_call(tool, call.arguments, ticket))
+                return encode_tool_success(
+                    request_id, await self._guarded_call(tool, call.arguments, ticket, scope)
+                )
             except ProblemError as exc:
                 # In-band: the tool ran or was refused because of what the caller asked (SPEC §4).
                 raise _InBand(exc) from None
@@ -550,7 +557,7 @@ class Session:
         key: IdKey,
         request: Request,
         tool_name: str | None,
-        work: Callable[[], Awaitable[bytes]],
+        work: Callable[[trio.CancelScope], Awaitable[bytes]],
         excerpt: Any,
         ticket: Ticket | None,
         started: float,
@@ -567,7 +574,7 @@ class Session:
         key: IdKey,
         method: str,
         tool_name: str | None,
-        work: Callable[[], Awaitable[bytes]],
+        work: Callable[[trio.CancelScope], Awaitable[bytes]],
         excerpt: Any,
         started: float,
     ) -> None:
@@ -577,7 +584,7 @@ class Session:
         try:
             with entry.scope:
                 try:
-                    response = await work()
+                    response = await work(entry.scope)
                 except _InBand as exc:
                     problem = exc.problem
                     response = encode_result(entry.request_id, mcp.call_error_result(problem))
@@ -593,6 +600,12 @@ class Session:
             if entry.scope.cancelled_caught and response is None:
                 if entry.client_cancelled:
                     outcome = "cancelled"  # no response at all (SPEC §3.4)
+                elif not self._stopping and trio.current_time() >= entry.scope.deadline:
+                    # The call's deadline (SPEC §5.3), set on this same scope by `_guarded_call`:
+                    # in-band, like every refusal caused by what the caller asked for.
+                    outcome = "error"
+                    problem = self._timed_out()
+                    response = encode_result(entry.request_id, mcp.call_error_result(problem))
                 else:
                     outcome = "error"
                     problem = InternalServerError(
@@ -630,28 +643,32 @@ class Session:
         for entry in list(self.in_flight.values()):
             entry.scope.cancel()
 
-    async def _guarded_call(self, tool: ToolSpec, arguments: Any, ticket: Ticket) -> str:
+    async def _guarded_call(
+        self, tool: ToolSpec, arguments: Any, ticket: Ticket, scope: trio.CancelScope
+    ) -> str:
         """The guardrails of SPEC §5 that wait: the slot (FIFO, bounded wait), the deadline, the schema.
 
-        The sanitizer and the place in line were taken synchronously by the dispatcher.
+        The sanitizer and the place in line were taken synchronously by the dispatcher. `scope` is
+        the call's own cancel scope: the deadline is set on it, so a call has exactly one scope, and
+        `_run_task` turns a deadline that fired into `execution-timeout`.
         """
-        settings = self.settings
         # 2. concurrency limiter: wait for our turn (_run_task releases the ticket)
         await self.limiter.wait(ticket)
-        # 3. deadline
-        with trio.move_on_after(settings.call_deadline_s) as deadline:
-            # 4. strict argument schema (models not loaded yet: load them off the event loop)
-            if not tool.models_loaded:
-                await trio.to_thread.run_sync(tool.load_models)
-            args = _validate(tool, arguments)
-            result = await tool.call(args)
-            structured = mcp.structured_json(result)
-        if deadline.cancelled_caught:
-            raise ExecutionTimeoutError(
-                f"The call did not finish within {_seconds(settings.call_deadline_s)}; ask for less work.",
-                metadata={"deadline_s": settings.call_deadline_s},
-            )
-        return structured
+        # 3. deadline, counted from the moment the call holds a slot
+        scope.deadline = trio.current_time() + self.settings.call_deadline_s
+        # 4. strict argument schema (models not loaded yet: load them off the event loop)
+        if not tool.models_loaded:
+            await trio.to_thread.run_sync(tool.load_models)
+        args = _validate(tool, arguments)
+        result = await tool.call(args)
+        return mcp.structured_json(result)
+
+    def _timed_out(self) -> ExecutionTimeoutError:
+        deadline_s = self.settings.call_deadline_s
+        return ExecutionTimeoutError(
+            f"The call did not finish within {_seconds(deadline_s)}; ask for less work.",
+            metadata={"deadline_s": deadline_s},
+        )
 
     def _incident(self, exc: BaseException, where: str) -> InternalServerError:
         incident = uuid.uuid4().hex[:16]

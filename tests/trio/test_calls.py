@@ -143,6 +143,50 @@ async def test_deadline_turns_into_execution_timeout(autojump_clock: trio.testin
             assert (await h.request("ping"))["result"] == {}
 
 
+async def test_the_deadline_counts_from_the_slot_not_from_arrival(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # One slot: the second call waits 10 s in line, then runs 25 s. Its 30 s deadline starts when it
+    # gets the slot (t = 10), so it ends at t = 35 with a result; the third call, which would run
+    # 25 s more after waiting 35 s, is refused by the 20 s queue wait instead.
+    settings = Settings(max_concurrency=1, queue_wait_s=20, call_deadline_s=30)
+    with trio.fail_after(120):
+        async with open_session(settings=settings) as h:
+            await h.initialize()
+            start = trio.current_time()
+            first = await h.call("sleep", {"seconds": 10, "tag": 1})
+            second = await h.call("sleep", {"seconds": 25, "tag": 2})
+            third = await h.call("sleep", {"seconds": 25, "tag": 3})
+            responses = {}
+            for _ in range(3):
+                response = await h.recv()
+                responses[response["id"]] = (response, trio.current_time() - start)
+            assert responses[first][0]["result"]["structuredContent"] == {"tag": 1, "slept": 10.0}
+            assert responses[second][0]["result"]["structuredContent"] == {"tag": 2, "slept": 25.0}
+            assert responses[second][1] == pytest.approx(35)
+            assert slug_of(_problem(responses[third][0])) == "concurrency-limit"
+            assert responses[third][1] == pytest.approx(20)
+            assert h.log.cancelled == []
+
+
+async def test_a_call_cancelled_just_before_its_deadline_gets_no_answer_not_a_timeout(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The deadline and the client's cancel act on the call's one scope. A cancel sent a second
+    # before the deadline gets no answer at all (SPEC §3.4), and no execution-timeout follows.
+    settings = Settings(call_deadline_s=30)
+    with trio.fail_after(120):
+        async with open_session(settings=settings) as h:
+            await h.initialize()
+            request_id = await h.call("sleep", {"seconds": 60, "tag": 1})
+            await trio.sleep(29)
+            await h.notify("notifications/cancelled", {"requestId": request_id})
+            await trio.sleep(5)
+            assert (await h.request("ping"))["result"] == {}
+            assert request_id not in h._pending  # nothing came for the call
+            assert h.log.cancelled == [1]
+
+
 async def test_in_band_refusals_and_envelope_errors() -> None:
     with trio.fail_after(10):
         async with open_session() as h:

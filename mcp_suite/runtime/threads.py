@@ -21,6 +21,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -94,15 +95,20 @@ class BatchedThreads(Generic[A, R]):
         with self._lock:
             return len(self._workers)
 
-    def close(self, timeout: float = 5.0) -> None:
-        """Refuse new calls, let the workers finish the queue, and wait up to `timeout` for them."""
+    def close(self, timeout: float = 2.0) -> None:
+        """Refuse new calls, let the workers finish the queue, and wait up to `timeout` s in all.
+
+        By the time a tool closes, its calls have ended (a caller waits for a started call), so the
+        workers are idle and end at once; the bound only keeps a stuck worker from holding the exit.
+        """
         with self._lock:
             self._closed = True
             self._work_ready.notify_all()
             workers = list(self._workers)
+        ends = time.monotonic() + timeout
         for worker in workers:
             if worker is not threading.current_thread():
-                worker.join(timeout)
+                worker.join(max(0.0, ends - time.monotonic()))
 
     async def run(self, item: A) -> R:
         await trio.lowlevel.checkpoint_if_cancelled()

@@ -201,22 +201,36 @@ def encode_result(request_id: RequestId, result: dict[str, Any]) -> bytes:
     return _dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
-def encode_tool_success(request_id: RequestId, structured_json: str) -> bytes:
+def encode_tool_success(request_id: RequestId, structured_json: bytes) -> bytes:
     """The frame of a successful `tools/call`, spliced from the result's JSON text (SPEC §5).
 
     `structured_json` must be compact ASCII JSON of an object (see `mcp.structured_json`). It is used
     twice, verbatim: as `structuredContent` and, string-escaped, as the one text block, so the two
     are identical by construction and the result is encoded once, not twice.
     """
-    return (
-        '{"jsonrpc":"2.0","id":'
-        + (str(request_id) if isinstance(request_id, int) else _encode_string(request_id))
-        + ',"result":{"content":[{"type":"text","text":'
-        + _encode_string(structured_json)
-        + '}],"structuredContent":'
-        + structured_json
-        + ',"isError":false}}\n'
-    ).encode("ascii")
+    return b"".join(
+        (
+            b'{"jsonrpc":"2.0","id":',
+            (str(request_id) if isinstance(request_id, int) else _encode_string(request_id)).encode("ascii"),
+            b',"result":{"content":[{"type":"text","text":',
+            _quote_json_text(structured_json),
+            b'}],"structuredContent":',
+            structured_json,
+            b',"isError":false}}\n',
+        )
+    )
+
+
+def _quote_json_text(text: bytes) -> bytes:
+    """Compact ASCII JSON `text` as a JSON string literal, exactly as `_encode_string` writes it.
+
+    JSON text holds no raw control character (strings escape them), so only backslash and quote
+    need escaping, which two `bytes.replace` do in a third of the general escaper's time. A raw
+    DEL, which JSON allows and the general escaper writes as \\u007f, takes the general path.
+    """
+    if b"\x7f" in text:
+        return _encode_string(text.decode("ascii")).encode("ascii")
+    return b'"' + text.replace(b"\\", b"\\\\").replace(b'"', b'\\"') + b'"'
 
 
 def encode_error(request_id: RequestId | None, problem: ProblemError, *, code: int) -> bytes:

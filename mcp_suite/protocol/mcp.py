@@ -226,12 +226,13 @@ def _text(payload: Any) -> str:
     return json.dumps(payload, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
 
 
-def structured_json(result: BaseModel) -> str:
+def structured_json(result: BaseModel) -> bytes:
     """Compact, ASCII-only JSON of a tool's result model (pydantic's serializer, escaped if needed)."""
-    text = result.model_dump_json()
-    if not text.isascii():
-        text = json.dumps(json.loads(text), ensure_ascii=True, separators=(",", ":"), allow_nan=False)
-    return text
+    data: bytes = type(result).__pydantic_serializer__.to_json(result)
+    if not data.isascii():
+        text = json.dumps(json.loads(data), ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+        data = text.encode("ascii")
+    return data
 
 
 def call_result(structured: dict[str, Any]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ class Ticket:
         self.granted = False
         self.abandoned = False
         self.deadline = deadline
-        self.event = trio.Event()
+        self.event: trio.Event | None = None  # made only for a ticket that has to wait
 
 
 class CallLimiter:
@@ -65,6 +65,7 @@ class CallLimiter:
                 f"The server is busy: {self._slots} calls are running and {waiting} are queued. Retry later.",
                 metadata={"queued": waiting, "slots": self._slots},
             )
+        ticket.event = trio.Event()
         self._queue.append(ticket)
         self._waiting += 1
         return ticket
@@ -83,6 +84,7 @@ class CallLimiter:
             await trio.lowlevel.checkpoint_if_cancelled()
             return
         with trio.move_on_at(ticket.deadline):
+            assert ticket.event is not None  # queued tickets have one
             await ticket.event.wait()
         if not ticket.granted:
             raise ConcurrencyLimitError(
@@ -110,6 +112,7 @@ class CallLimiter:
                 continue
             nxt.granted = True
             self._waiting -= 1
+            assert nxt.event is not None
             nxt.event.set()
             return
         self._free += 1

@@ -562,7 +562,12 @@ class Session:
         ticket: Ticket | None,
         started: float,
     ) -> None:
-        entry = _InFlight(request_id=request.id, scope=trio.CancelScope(), ticket=ticket)
+        if ticket is not None and ticket.granted:
+            # The call holds its slot already: its deadline starts now (SPEC §5.3).
+            scope = trio.CancelScope(deadline=trio.current_time() + self.settings.call_deadline_s)
+        else:
+            scope = trio.CancelScope()
+        entry = _InFlight(request_id=request.id, scope=scope, ticket=ticket)
         self.in_flight[key] = entry
         if self.all_idle.is_set():
             self.all_idle = trio.Event()
@@ -645,7 +650,7 @@ class Session:
 
     async def _guarded_call(
         self, tool: ToolSpec, arguments: Any, ticket: Ticket, scope: trio.CancelScope
-    ) -> str:
+    ) -> bytes:
         """The guardrails of SPEC §5 that wait: the slot (FIFO, bounded wait), the deadline, the schema.
 
         The sanitizer and the place in line were taken synchronously by the dispatcher. `scope` is
@@ -655,7 +660,8 @@ class Session:
         # 2. concurrency limiter: wait for our turn (_run_task releases the ticket)
         await self.limiter.wait(ticket)
         # 3. deadline, counted from the moment the call holds a slot
-        scope.deadline = trio.current_time() + self.settings.call_deadline_s
+        if scope.deadline == math.inf:  # it waited for its slot
+            scope.deadline = trio.current_time() + self.settings.call_deadline_s
         # 4. strict argument schema (models not loaded yet: load them off the event loop)
         if not tool.models_loaded:
             await trio.to_thread.run_sync(tool.load_models)

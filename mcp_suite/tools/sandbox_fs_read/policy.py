@@ -9,6 +9,7 @@ or psutil (an import-linter contract checks this); `fdwalk.py` alone touches the
 from __future__ import annotations
 
 import enum
+import re
 from typing import Final
 
 from mcp_suite.problems import (
@@ -89,6 +90,7 @@ class Refusal(enum.Enum):
         return self.problem_class(detail, invalid_params=(PATH_PARAM,))
 
 
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _SILENT: Final = frozenset(
     {
         Refusal.ABSOLUTE,
@@ -124,7 +126,7 @@ def split_caller_path(raw: str) -> tuple[str, ...]:
         raise RefusedError(Refusal.ABSOLUTE)
     if "\\" in raw:
         raise RefusedError(Refusal.BACKSLASH)
-    if any("\ud800" <= ch <= "\udfff" for ch in raw):
+    if not raw.isascii() and _LONE_SURROGATE.search(raw):
         raise RefusedError(Refusal.BAD_UNICODE)
     if raw.endswith("/"):
         raise RefusedError(Refusal.TRAILING_SLASH)

@@ -26,6 +26,7 @@ __all__ = [
     "Notification",
     "Request",
     "RequestId",
+    "compact_json",
     "decode_message",
     "encode_error",
     "encode_result",
@@ -34,6 +35,8 @@ __all__ = [
 
 RequestId = str | int
 _encode_string: Final = json.encoder.encode_basestring_ascii  # the C string escaper json.dumps uses
+# Compact, ASCII-only, no NaN (SPEC §3.5). Built once: `json.dumps` with options builds one per call.
+_WIRE_ENCODER: Final = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
 MAX_DEPTH_DEFAULT: Final = 64
 
 
@@ -192,9 +195,12 @@ def decode_message(frame: bytes, *, max_depth: int = MAX_DEPTH_DEFAULT) -> Messa
 
 def _dumps(payload: dict[str, Any]) -> bytes:
     # ASCII-only, one line (SPEC §3.5). allow_nan=False: a NaN that slipped through is a bug, not JSON.
-    return (json.dumps(payload, ensure_ascii=True, separators=(",", ":"), allow_nan=False) + "\n").encode(
-        "ascii"
-    )
+    return (_WIRE_ENCODER.encode(payload) + "\n").encode("ascii")
+
+
+def compact_json(value: Any) -> str:
+    """`value` as compact, ASCII-only JSON on one line; NaN or Infinity raise ValueError."""
+    return _WIRE_ENCODER.encode(value)
 
 
 def encode_result(request_id: RequestId, result: dict[str, Any]) -> bytes:

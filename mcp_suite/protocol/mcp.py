@@ -23,6 +23,7 @@ from mcp_suite.problems import (
     echo,
     render_problem,
 )
+from mcp_suite.protocol.jsonrpc import compact_json
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -223,14 +224,14 @@ def unknown_tool(name: str) -> InvalidArgumentsError:
 
 
 def _text(payload: Any) -> str:
-    return json.dumps(payload, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return compact_json(payload)
 
 
 def structured_json(result: BaseModel) -> bytes:
     """Compact, ASCII-only JSON of a tool's result model (pydantic's serializer, escaped if needed)."""
     data: bytes = type(result).__pydantic_serializer__.to_json(result)
     if not data.isascii():
-        text = json.dumps(json.loads(data), ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+        text = compact_json(json.loads(data))
         data = text.encode("ascii")
     return data
 

@@ -25,12 +25,26 @@ _BUFFER_LINES: Final = 10_000
 _FLUSH_INTERVAL_S: Final = 0.02
 
 
+# The formatted second of the last timestamp: a busy session logs many lines per second. Replaced
+# as one tuple, so a thread never pairs one second with another's text.
+_second: tuple[int, str] = (-1, "")
+# Built once: `json.dumps` with options builds a new encoder on every call.
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=True, default=str, separators=(",", ":"))
+_EXCERPT_ENCODER: Final = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))
+
+
 def _timestamp(created: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created)) + f".{int(created % 1 * 1000):03d}Z"
+    global _second  # a cache of one entry, see above
+    whole = int(created)
+    cached = _second
+    if cached[0] != whole:
+        cached = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
+        _second = cached
+    return f"{cached[1]}.{int(created % 1 * 1000):03d}Z"
 
 
 def _dumps(payload: dict[str, Any]) -> str:
-    return json.dumps(payload, ensure_ascii=True, default=str, separators=(",", ":"))
+    return _ENCODER.encode(payload)
 
 
 class StderrSink:
@@ -137,7 +151,7 @@ def shutdown_logging() -> None:
 def _excerpt(arguments: Any) -> str:
     """At most 256 characters of the call's arguments, as JSON (never more, whatever they hold)."""
     try:
-        text = json.dumps(arguments, ensure_ascii=True, separators=(",", ":"))
+        text = _EXCERPT_ENCODER.encode(arguments)
     except (TypeError, ValueError):
         return ""
     return text[:256]

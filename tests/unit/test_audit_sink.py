@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import threading
+import time
+from collections.abc import Iterator
 
-from mcp_suite.runtime.audit import StderrSink
+import pytest
+
+from mcp_suite.runtime.audit import AuditLog, StderrSink, _timestamp, configure_logging, shutdown_logging
 
 
 class BlockedStream(io.StringIO):
@@ -47,3 +52,54 @@ def test_a_blocked_stderr_never_blocks_the_writer_and_drops_are_counted() -> Non
     assert notice["level"] == "warning"
     assert notice["msg"].endswith("log line(s) dropped")
     assert len(lines) <= 10 + 10 + 1
+
+
+@pytest.mark.parametrize(
+    "moments",
+    [
+        [0.0, 0.999, 1.0, 1.5],  # the cached second changes at the boundary, not later
+        [1_700_000_000.123, 1_700_000_000.9999, 1_700_000_001.0005, 1_699_999_999.5],  # and back
+        [86_399.999, 86_400.0],  # across midnight
+    ],
+)
+def test_timestamps_match_the_uncached_format_across_seconds(moments: list[float]) -> None:
+    for created in moments:
+        expected = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created))
+        expected += f".{int(created % 1 * 1000):03d}Z"
+        assert _timestamp(created) == expected
+
+
+@pytest.fixture
+def logging_restored() -> Iterator[None]:
+    """`configure_logging` rewires the `mcp_suite` logger: put it back as the other tests expect."""
+    root = logging.getLogger("mcp_suite")
+    saved = (root.handlers[:], root.level, root.propagate)
+    yield
+    shutdown_logging()
+    root.handlers[:], root.level, root.propagate = saved
+
+
+@pytest.mark.usefixtures("logging_restored")
+def test_audit_lines_are_compact_ascii_json_and_odd_values_become_strings() -> None:
+    stream = io.StringIO()
+    configure_logging("INFO", stream)
+    try:
+        AuditLog().request(
+            request_id="caf\u00e9",
+            method="tools/call",
+            outcome="ok",
+            started=time.perf_counter(),
+            tool="t",
+            arguments={"k": "\u2603"},
+            incident=None,
+        )
+    finally:
+        shutdown_logging()
+    (line,) = stream.getvalue().splitlines()
+    assert line.isascii()
+    assert ": " not in line
+    assert ", " not in line
+    event = json.loads(line)
+    assert event["id"] == "caf\u00e9"
+    assert event["args_excerpt"] == '{"k":"\\u2603"}'
+    assert event["ts"].endswith("Z")

@@ -21,6 +21,8 @@ from psycopg.adapt import AdaptersMap, Buffer, Loader
 from psycopg.pq import Format
 from psycopg.types.array import ArrayLoader
 
+from mcp_suite.protocol.jsonrpc import compact_json
+
 __all__ = ["JSON_MAX_DEPTH", "array_loader", "json_size", "register_loaders", "to_json_value"]
 
 # Deeper json/jsonb values are returned as their text: the client and our own writer must never
@@ -210,4 +212,4 @@ def to_json_value(value: Any) -> Any:
 
 def json_size(value: Any) -> int:
     """Bytes of `value` as compact, ASCII-only JSON (how the wire carries it)."""
-    return len(json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False))
+    return len(compact_json(value))

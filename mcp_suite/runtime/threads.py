@@ -10,10 +10,11 @@ that arrive while the workers are busy ride along with the next batch at no extr
 
 Limits: at most `threads` worker threads, started on demand; one ends after `idle_s` without work,
 and all end once `close` has been called and the queue is empty. At most `max_batch` calls per
-batch, so a slow call delays at most the calls of its own batch.
-Cancellation: a caller cancelled while its call is still queued leaves at once and the call never
-runs; once its call has started, the caller waits for it to end and then raises `Cancelled` (as an
-unabandoned `trio.to_thread.run_sync` does), so no cancelled call leaves work behind.
+batch, so a slow call delays at most the calls of its own batch, and those can still leave.
+Cancellation: a caller cancelled before its call has started (queued, or in a batch behind a slow
+call) leaves at once and the call never runs; one whose call has ended but whose batch has not
+leaves at once too. A caller whose call is running waits for it to end and then raises `Cancelled`
+(as an unabandoned `trio.to_thread.run_sync` does), so no cancelled call leaves work behind.
 """
 
 from __future__ import annotations
@@ -37,18 +38,32 @@ _INTERRUPTED = "the call was interrupted in its worker thread"
 
 
 class _Job(Generic[A, R]):
-    __slots__ = ("item", "raise_cancel", "result", "started", "task", "token")
+    __slots__ = (
+        "abandoned",
+        "cancelled",
+        "item",
+        "queued",
+        "raise_cancel",
+        "result",
+        "started",
+        "task",
+        "token",
+    )
 
     def __init__(self, item: A, task: trio.lowlevel.Task, token: trio.lowlevel.TrioToken) -> None:
         self.item = item
         self.task = task
         self.token = token
         self.result: outcome.Outcome[R] | None = None
-        # Under the runner's lock, a queued job is either taken by a worker (`started`) or removed
-        # by its cancelled caller, never both.
+        # Under the runner's lock: `queued` while in the queue (a worker's batch has taken it
+        # otherwise); a job is either `started` by its worker or `cancelled` by its caller first.
+        self.queued = True
         self.started = False
-        # Set in trio's thread when the caller was cancelled after its job had started.
+        self.cancelled = False
+        # In trio's thread only: the caller was cancelled while its job ran (`raise_cancel`: wake
+        # it with Cancelled when the job ends), or after it had ended (`abandoned`: already woken).
         self.raise_cancel: Callable[[], BaseException] | None = None
+        self.abandoned = False
 
 
 class BatchedThreads(Generic[A, R]):
@@ -125,8 +140,14 @@ class BatchedThreads(Generic[A, R]):
         def abort(raise_cancel: Callable[[], BaseException]) -> trio.lowlevel.Abort:
             with self._lock:
                 if not job.started:
-                    self._pending.remove(job)  # it never runs
+                    job.cancelled = True  # it never runs
+                    if job.queued:
+                        self._pending.remove(job)
                     return trio.lowlevel.Abort.SUCCEEDED
+            if job.result is not None:
+                # It ran already and waits for the rest of its batch: nothing is left to wait for.
+                job.abandoned = True
+                return trio.lowlevel.Abort.SUCCEEDED
             job.raise_cancel = raise_cancel  # `_deliver` reads it later, in this same thread
             return trio.lowlevel.Abort.FAILED
 
@@ -166,12 +187,20 @@ class BatchedThreads(Generic[A, R]):
             batch: list[_Job[A, R]] = []
             while self._pending and len(batch) < self._max_batch:
                 job = self._pending.popleft()
-                job.started = True
+                job.queued = False
                 batch.append(job)
             return batch
 
     def _run_batch(self, batch: list[_Job[A, R]]) -> None:
+        """Run each job not cancelled meanwhile (one at a time: a job held up by a slow call can
+        still be cancelled), then hand the batch back to trio."""
+        ran: list[_Job[A, R]] = []
         for job in batch:
+            with self._lock:
+                if job.cancelled:
+                    continue
+                job.started = True
+            ran.append(job)
             try:
                 job.result = outcome.Value(self._fn(job.item))
             except Exception as exc:  # noqa: BLE001  # the caller's: re-raised in its task
@@ -180,17 +209,19 @@ class BatchedThreads(Generic[A, R]):
                 interrupted = RuntimeError(_INTERRUPTED)
                 interrupted.__cause__ = exc
                 job.result = outcome.Error(interrupted)
-        for token in {job.token for job in batch}:
+        for token in {job.token for job in ran}:
             # A run cannot end while one of its tasks waits here; suppressed only to be safe.
             with contextlib.suppress(trio.RunFinishedError):
-                token.run_sync_soon(_deliver, [job for job in batch if job.token is token])
+                token.run_sync_soon(_deliver, [job for job in ran if job.token is token])
 
 
 def _deliver(jobs: list[_Job[Any, Any]]) -> None:
     """In trio's thread: wake each caller with its call's outcome, or its cancellation."""
     for job in jobs:
+        if job.abandoned:
+            continue
         result = job.result
-        assert result is not None  # set for every job of a batch before it is handed back
+        assert result is not None  # set for every job that ran before its batch is handed back
         if job.raise_cancel is not None:
             result = outcome.capture(job.raise_cancel)
         trio.lowlevel.reschedule(job.task, result)

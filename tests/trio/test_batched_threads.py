@@ -2,8 +2,9 @@
 
 Each caller gets its own call's result or exception; queued calls run in arrival order, at most
 `max_batch` per batch and on at most `threads` threads at once, and each batch wakes its callers with
-one hand-back to trio; a cancelled caller whose call has not started leaves at once and the call
-never runs; one whose call has started waits for its end. Idle workers end, `close` ends them all,
+one hand-back to trio; a cancelled caller whose call has not started (even inside a batch held up
+by a slow call) leaves at once and the call never runs, one whose call has ended leaves at once,
+one whose call is running waits for its end. Idle workers end, `close` ends them all,
 and one runner serves any number of trio runs.
 """
 
@@ -315,3 +316,66 @@ async def test_a_call_that_raises_past_exception_fails_its_caller_and_the_worker
     assert isinstance(caught.value.__cause__, SystemExit)
     assert await runner.run(3) == "result 3"
     assert fn.thread_names == {"batched-worker-1"}
+
+
+class Gates:
+    """`fn` whose items listed in `gates` wait at their own gate; records what ran."""
+
+    def __init__(self, gated: tuple[str, ...]) -> None:
+        self.gates = {item: threading.Event() for item in gated}
+        self.arrived = {item: threading.Event() for item in gated}
+        self.ran: list[str] = []
+
+    def __call__(self, item: str) -> str:
+        self.ran.append(item)
+        if item in self.gates:
+            self.arrived[item].set()
+            assert self.gates[item].wait(10)
+        return f"result {item}"
+
+
+@pytest.mark.parametrize("cancelled", ["a call not yet run", "a call already run"])
+async def test_a_caller_whose_call_waits_inside_a_held_batch_can_leave(cancelled: str) -> None:
+    # The worker runs "a" alone (held), meanwhile "b", "c" and "d" queue; then it takes them as one
+    # batch, in which "c" is held. Cancelling "d" (not run yet) or "b" (run, waiting for the batch to
+    # end) lets that caller leave at once, while "c" is still held; "d" then never runs.
+    fn = Gates(("a", "c"))
+    with BatchedThreads(fn, threads=1, max_batch=8) as runner:
+        sizes = counting(runner)  # type: ignore[arg-type]  # str items, same observer
+        mine = "d" if cancelled == "a call not yet run" else "b"
+        caller = trio.CancelScope()
+        results: dict[str, str] = {}
+        left: list[float] = []
+
+        async def call(item: str) -> None:
+            results[item] = await runner.run(item)
+
+        async def cancellable() -> None:
+            with caller:
+                await runner.run(mine)
+            left.append(trio.current_time())
+
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call, "a")
+                await trio.to_thread.run_sync(fn.arrived["a"].wait)
+                for item in ("b", "c", "d"):
+                    if item == mine:
+                        nursery.start_soon(cancellable)
+                    else:
+                        nursery.start_soon(call, item)
+                    await trio.testing.wait_all_tasks_blocked()
+                fn.gates["a"].set()
+                await trio.to_thread.run_sync(fn.arrived["c"].wait)
+                assert sizes == [1, 3]
+                caller.cancel()
+                with trio.move_on_after(5):
+                    while not left:
+                        await trio.sleep(0.01)
+                assert left  # it left while "c" was still held
+                assert not fn.gates["c"].is_set()
+                fn.gates["c"].set()
+        assert caller.cancelled_caught
+        expected_ran = ["a", "b", "c"] if mine == "d" else ["a", "b", "c", "d"]
+        assert fn.ran == expected_ran
+        assert set(results) == {"a", "b", "c", "d"} - {mine}

@@ -131,11 +131,11 @@ class BatchedThreads(Generic[A, R]):
         with self._lock:
             if self._closed:
                 raise RuntimeError("the worker threads have been closed")
+            if not self._idle and len(self._workers) < self._threads:
+                self._start_worker()  # before queueing: if it fails, no job waits for a dead caller
             self._pending.append(job)
             if self._idle:
                 self._work_ready.notify()
-            elif len(self._workers) < self._threads:
-                self._start_worker()
 
         def abort(raise_cancel: Callable[[], BaseException]) -> trio.lowlevel.Abort:
             with self._lock:

@@ -379,3 +379,22 @@ async def test_a_caller_whose_call_waits_inside_a_held_batch_can_leave(cancelled
         expected_ran = ["a", "b", "c"] if mine == "d" else ["a", "b", "c", "d"]
         assert fn.ran == expected_ran
         assert set(results) == {"a", "b", "c", "d"} - {mine}
+
+
+async def test_a_worker_that_cannot_start_fails_its_caller_and_queues_nothing(
+    monkeypatch: pytest.MonkeyPatch, runners: list[BatchedThreads[int, str]]
+) -> None:
+    fn = Recorder(held=frozenset())
+    runner = BatchedThreads(fn, threads=1, max_batch=8)
+    runners.append(runner)
+
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(threading.Thread, "start", refuse)
+        with pytest.raises(RuntimeError, match="can't start new thread"):
+            await runner.run(1)
+    assert runner.worker_threads == 0
+    assert await runner.run(2) == "result 2"  # the failed call was not left in the queue
+    assert fn.calls == [2]

@@ -21,6 +21,10 @@ _BAD_CHARS: Final = re.compile(
 )
 
 
+# JSON scalars other than strings: nothing in them can break a rule.
+_SCALARS: Final = frozenset({int, float, bool, type(None)})
+
+
 def _describe_char(char: str) -> str:
     code = ord(char)
     if 0xD800 <= code <= 0xDFFF:
@@ -38,6 +42,13 @@ def sanitize_arguments(arguments: Any, *, max_depth: int, max_items: int) -> Non
     """
     if not isinstance(arguments, dict):
         raise InvalidArgumentsError("The arguments must be a JSON object.")
+    if max_depth >= 1 and len(arguments) <= max_items and _flat_and_clean(arguments):
+        return  # most calls: one level of scalars, nothing to refuse
+    _walk(arguments, max_depth=max_depth, max_items=max_items)
+
+
+def _walk(arguments: dict[Any, Any], *, max_depth: int, max_items: int) -> None:
+    """The full structural check of `sanitize_arguments`, for any shape."""
     items = 0
     stack: list[tuple[Any, int, str]] = [(arguments, 1, "")]
     while stack:
@@ -72,6 +83,24 @@ def sanitize_arguments(arguments: Any, *, max_depth: int, max_items: int) -> Non
                 f"The arguments hold more than {max_items} items in total.",
                 invalid_params=[_root(path)] if path else [],
             )
+
+
+def _flat_and_clean(arguments: dict[Any, Any]) -> bool:
+    """True when `arguments` holds only scalars under valid keys, with no forbidden character.
+
+    Exactly what the full walk accepts for an object one level deep; anything else (nesting, or
+    something to refuse) returns False and the full walk decides, and words the refusal.
+    """
+    for key, value in arguments.items():
+        if not _KEY.match(key):
+            return False
+        kind = type(value)
+        if kind is str:
+            if _BAD_CHARS.search(value):
+                return False
+        elif kind not in _SCALARS:
+            return False
+    return True
 
 
 def _root(path: str) -> str:

@@ -508,7 +508,8 @@ class Session:
             sanitize_arguments(
                 call.arguments, max_depth=settings.arg_max_depth, max_items=settings.arg_max_items
             )
-            ticket = self.limiter.reserve()
+            now = trio.current_time()
+            ticket = self.limiter.reserve(now)
         except ProblemError as exc:
             return self._refuse(request, exc, tool.name, started, in_band=True, excerpt=excerpt), tool.name
 
@@ -523,7 +524,7 @@ class Session:
                 # In-band: the tool ran or was refused because of what the caller asked (SPEC §4).
                 raise _InBand(exc) from None
 
-        self._spawn(calls, key, request, tool.name, run_tool, excerpt, ticket, started)
+        self._spawn(calls, key, request, tool.name, run_tool, excerpt, ticket, started, now)
         return None, tool.name
 
     def _refuse(
@@ -561,10 +562,12 @@ class Session:
         excerpt: Any,
         ticket: Ticket | None,
         started: float,
+        now: float | None = None,
     ) -> None:
         if ticket is not None and ticket.granted:
             # The call holds its slot already: its deadline starts now (SPEC §5.3).
-            scope = trio.CancelScope(deadline=trio.current_time() + self.settings.call_deadline_s)
+            now = trio.current_time() if now is None else now
+            scope = trio.CancelScope(deadline=now + self.settings.call_deadline_s)
         else:
             scope = trio.CancelScope()
         entry = _InFlight(request_id=request.id, scope=scope, ticket=ticket)
@@ -658,7 +661,8 @@ class Session:
         `_run_task` turns a deadline that fired into `execution-timeout`.
         """
         # 2. concurrency limiter: wait for our turn (_run_task releases the ticket)
-        await self.limiter.wait(ticket)
+        if not ticket.granted:
+            await self.limiter.wait(ticket)
         # 3. deadline, counted from the moment the call holds a slot
         if scope.deadline == math.inf:  # it waited for its slot
             scope.deadline = trio.current_time() + self.settings.call_deadline_s
@@ -686,12 +690,14 @@ class Session:
 
 
 def _validate(tool: ToolSpec, arguments: dict[str, Any]) -> pydantic.BaseModel:
-    from pydantic import ValidationError  # loaded with the tool's models, never before
-
     try:
         return tool.args_model.model_validate(arguments, strict=True)
-    except ValidationError as exc:
-        raise _argument_problem(exc) from None
+    except Exception as exc:
+        from pydantic import ValidationError  # loaded with the tool's models, never before
+
+        if isinstance(exc, ValidationError):
+            raise _argument_problem(exc) from None
+        raise
 
 
 def _argument_problem(exc: pydantic.ValidationError) -> InvalidArgumentsError:

@@ -96,11 +96,6 @@ def _toolset(settings: Settings, reader: BatchedThreads[SandboxFsReadArgs, Sandb
 
         return args_model_for(settings), SandboxFsReadResult
 
-    async def call(args: SandboxFsReadArgs) -> SandboxFsReadResult:
-        # Cancellation: a read still queued is dropped; a started one is waited for (it is
-        # bounded: max_bytes, and no FIFO can block it), so no work or descriptor is left behind.
-        return await reader.run(args)
-
     return Toolset(
         tools=(
             ToolSpec(
@@ -108,7 +103,9 @@ def _toolset(settings: Settings, reader: BatchedThreads[SandboxFsReadArgs, Sandb
                 title="Read a file from the sandbox folder",
                 description=DESCRIPTION,
                 models=models,
-                call=call,
+                # Cancellation: a read not yet started is dropped; a running one is waited for (it
+                # is bounded: max_bytes, and no FIFO can block it), so nothing is left behind.
+                call=reader.run,
             ),
         )
     )

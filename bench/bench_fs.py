@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import INIT, Figure, read_lines, server_env, spawn
+from bench.common import INIT, Figure, cpu_seconds, read_lines, server_env, spawn
 from mcp_suite.tools.sandbox_fs_read import fdwalk
 from mcp_suite.tools.sandbox_fs_read.policy import decode_text, split_caller_path
 
@@ -69,12 +69,6 @@ def _open_fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time the process has used (load-independent, unlike calls per second)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def server_figures(root: Path, total: int = 20_000) -> tuple[float, int, int, int, float]:
     proc = _spawn(root)
     assert proc.stdin is not None and proc.stdout is not None
@@ -86,9 +80,9 @@ def server_figures(root: Path, total: int = 20_000) -> tuple[float, int, int, in
         fds_before = _open_fds(proc.pid)
         _, leak_errors = _drive(proc, 10_000, 10_000)
         fds_after = _open_fds(proc.pid)
-        cpu_before = _cpu_seconds(proc.pid)
+        cpu_before = cpu_seconds(proc.pid)
         rate, errors = _drive(proc, 100_000, total)
-        cpu_per_call = (_cpu_seconds(proc.pid) - cpu_before) / total
+        cpu_per_call = (cpu_seconds(proc.pid) - cpu_before) / total
         return rate, errors + leak_errors, fds_before, fds_after, cpu_per_call
     finally:
         proc.stdin.close()

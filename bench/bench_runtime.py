@@ -11,9 +11,8 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-from bench.common import INIT, Figure, cold_start_ms, read_lines, server_env, spawn
+from bench.common import INIT, Figure, cold_start_ms, read_lines, rss_mb, server_env, spawn
 
 ECHO_FLOOR = (
     "import sys\n"
@@ -87,12 +86,11 @@ def idle_rss_mb() -> float:
     server.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n')
     read_lines(server.stdout.fileno(), buffer)
     time.sleep(1.0)
-    status = Path(f"/proc/{server.pid}/status").read_text()
-    rss_kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
+    rss = rss_mb(server.pid)
     server.stdin.close()
     server.wait(10)
     server.stdout.close()
-    return rss_kb / 1024
+    return rss
 
 
 def run() -> list[Figure]:

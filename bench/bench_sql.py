@@ -21,9 +21,8 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from pathlib import Path
 
-from bench.common import INIT, REPO, Figure, cold_start_ms, server_env, spawn
+from bench.common import INIT, REPO, Figure, cold_start_ms, cpu_seconds, rss_mb, server_env, spawn
 
 QUERY = "SELECT section, count(*) FROM docs.pages GROUP BY section"
 SEQUENTIAL_CALLS = 2_000
@@ -83,13 +82,7 @@ class _Server:
             self.proc.wait()
 
     def rss_mb(self) -> float:
-        try:
-            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        except OSError:
-            pass
-        return 0.0
+        return rss_mb(self.proc.pid)
 
 
 @contextmanager
@@ -130,11 +123,6 @@ def server_ping_p50_ms(server: _Server, calls: int) -> float:
         server.read_lines(1)
         samples.append(time.perf_counter() - start)
     return statistics.median(samples) * 1000
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def server_throughput(server: _Server, calls: int, in_flight: int) -> tuple[float, float]:
@@ -306,9 +294,9 @@ def _figures(dsn: str, port: int) -> list[Figure]:
     with _server(env) as server:
         server_sequential_p50_ms(server, 100)  # warm-up
         ping = server_ping_p50_ms(server, SEQUENTIAL_CALLS)
-        cpu_before = _cpu_seconds(server.proc.pid)
+        cpu_before = cpu_seconds(server.proc.pid)
         p50 = server_sequential_p50_ms(server, SEQUENTIAL_CALLS)
-        cpu_per_call = (_cpu_seconds(server.proc.pid) - cpu_before) / SEQUENTIAL_CALLS * 1000
+        cpu_per_call = (cpu_seconds(server.proc.pid) - cpu_before) / SEQUENTIAL_CALLS * 1000
         rate, rss = server_throughput(server, THROUGHPUT_CALLS, IN_FLIGHT)
     wire_trips = wire_round_trips_per_call(dsn, port)
     all_tools = server_env(MCP_SQL_DSN=dsn)

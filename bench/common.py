@@ -22,8 +22,10 @@ __all__ = [
     "SERVER_ARGV",
     "Figure",
     "cold_start_ms",
+    "cpu_seconds",
     "median_seconds",
     "read_lines",
+    "rss_mb",
     "server_env",
     "spawn",
 ]
@@ -116,3 +118,18 @@ def median_seconds(fn: Callable[[], object], runs: int) -> float:
         fn()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time process `pid` has used (load-independent, unlike calls per second)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of process `pid` now, in MB; 0.0 once it has gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    return next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0) / 1024

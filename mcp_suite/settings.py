@@ -62,6 +62,10 @@ class SecretStr:
         return hash(self._value)
 
 
+def _of(*types: type) -> dict[str, Any]:
+    return {"types": types}
+
+
 def _int(low: int, high: int) -> dict[str, Any]:
     return {"kind": int, "low": low, "high": high}
 
@@ -80,10 +84,10 @@ class Settings:
     """
 
     # --- tools ---------------------------------------------------------------------------------
-    sql_dsn: SecretStr | None = None
-    safe_data_dir: Path | None = None
-    metrics_enabled: bool = True
-    metrics_disk_path: Path = Path("/")
+    sql_dsn: SecretStr | None = field(default=None, metadata=_of(SecretStr, type(None)))
+    safe_data_dir: Path | None = field(default=None, metadata=_of(Path, type(None)))
+    metrics_enabled: bool = field(default=True, metadata=_of(bool))
+    metrics_disk_path: Path = field(default=Path("/"), metadata=_of(Path))
 
     # --- SQL -----------------------------------------------------------------------------------
     sql_pool_min_size: int = field(default=1, metadata=_int(0, 64))
@@ -106,7 +110,7 @@ class Settings:
     fs_max_bytes: int = field(default=1_048_576, metadata=_int(1, 16_777_216))
     # A file with more than one hard link may be another name for a file outside the root; refused
     # unless the operator opts in (docs/tools/sandbox_fs_read.md).
-    fs_allow_hard_links: bool = False
+    fs_allow_hard_links: bool = field(default=False, metadata=_of(bool))
 
     # --- runtime -------------------------------------------------------------------------------
     max_concurrency: int = field(default=16, metadata=_int(1, 256))
@@ -173,19 +177,9 @@ def _field_problem(spec: dataclasses.Field[Any], value: object) -> str | None:
         return None
     if "choices" in rule:
         return None if value in rule["choices"] else f"{name}: expected one of {', '.join(rule['choices'])}"
-    expected = _PLAIN_TYPES.get(spec.name)
-    if expected is not None and not isinstance(value, expected):
+    if not isinstance(value, rule["types"]):
         return f"{name}: invalid value"
     return None
-
-
-_PLAIN_TYPES: Final[dict[str, tuple[type, ...]]] = {
-    "sql_dsn": (SecretStr, type(None)),
-    "safe_data_dir": (Path, type(None)),
-    "metrics_enabled": (bool,),
-    "metrics_disk_path": (Path,),
-    "fs_allow_hard_links": (bool,),
-}
 
 
 # variable name -> (field, parser). Parsers are strict: "5" is an int only for int fields, booleans

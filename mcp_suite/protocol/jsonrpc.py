@@ -195,7 +195,7 @@ def decode_message(frame: bytes, *, max_depth: int = MAX_DEPTH_DEFAULT) -> Messa
 
 def _dumps(payload: dict[str, Any]) -> bytes:
     # ASCII-only, one line (SPEC §3.5). allow_nan=False: a NaN that slipped through is a bug, not JSON.
-    return (_WIRE_ENCODER.encode(payload) + "\n").encode("ascii")
+    return (compact_json(payload) + "\n").encode("ascii")
 
 
 def compact_json(value: Any) -> str:

@@ -49,12 +49,12 @@ class CallLimiter:
     def waiting(self) -> int:
         return self._waiting
 
-    def reserve(self, now: float | None = None) -> Ticket:
+    def reserve(self) -> Ticket:
         """Take a slot now or a place at the end of the queue. Not a checkpoint.
 
         Raises `ConcurrencyLimitError` at once when the queue is full.
         """
-        ticket = Ticket((trio.current_time() if now is None else now) + self._wait_s)
+        ticket = Ticket(trio.current_time() + self._wait_s)
         if self._free > 0 and not self._queue:
             self._free -= 1
             ticket.granted = True

@@ -508,8 +508,7 @@ class Session:
             sanitize_arguments(
                 call.arguments, max_depth=settings.arg_max_depth, max_items=settings.arg_max_items
             )
-            now = trio.current_time()
-            ticket = self.limiter.reserve(now)
+            ticket = self.limiter.reserve()
         except ProblemError as exc:
             return self._refuse(request, exc, tool.name, started, in_band=True, excerpt=excerpt), tool.name
 
@@ -524,7 +523,7 @@ class Session:
                 # In-band: the tool ran or was refused because of what the caller asked (SPEC §4).
                 raise _InBand(exc) from None
 
-        self._spawn(calls, key, request, tool.name, run_tool, excerpt, ticket, started, now)
+        self._spawn(calls, key, request, tool.name, run_tool, excerpt, ticket, started)
         return None, tool.name
 
     def _refuse(
@@ -562,15 +561,8 @@ class Session:
         excerpt: Any,
         ticket: Ticket | None,
         started: float,
-        now: float | None = None,
     ) -> None:
-        if ticket is not None and ticket.granted:
-            # The call holds its slot already: its deadline starts now (SPEC §5.3).
-            now = trio.current_time() if now is None else now
-            scope = trio.CancelScope(deadline=now + self.settings.call_deadline_s)
-        else:
-            scope = trio.CancelScope()
-        entry = _InFlight(request_id=request.id, scope=scope, ticket=ticket)
+        entry = _InFlight(request_id=request.id, scope=trio.CancelScope(), ticket=ticket)
         self.in_flight[key] = entry
         if self.all_idle.is_set():
             self.all_idle = trio.Event()
@@ -661,11 +653,9 @@ class Session:
         `_run_task` turns a deadline that fired into `execution-timeout`.
         """
         # 2. concurrency limiter: wait for our turn (_run_task releases the ticket)
-        if not ticket.granted:
-            await self.limiter.wait(ticket)
+        await self.limiter.wait(ticket)
         # 3. deadline, counted from the moment the call holds a slot
-        if scope.deadline == math.inf:  # it waited for its slot
-            scope.deadline = trio.current_time() + self.settings.call_deadline_s
+        scope.deadline = trio.current_time() + self.settings.call_deadline_s
         # 4. strict argument schema (models not loaded yet: load them off the event loop)
         if not tool.models_loaded:
             await trio.to_thread.run_sync(tool.load_models)

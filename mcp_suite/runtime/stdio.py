@@ -5,17 +5,21 @@ and fd 1 at stderr, and rebinds `sys.stdout` to stderr. After it, a stray `print
 child process writing to fd 1 lands on stderr and can never corrupt the protocol stream, and nothing
 else can read the client's input; only the writer task, through the private descriptor, writes
 protocol frames.
+
+`open_fd_streams()` wraps the two descriptors in `EagerFdStream`s: trio's `FdStream` that tries the
+read or write first and waits only when the pipe would block.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from dataclasses import dataclass
 
 import trio
 
-__all__ = ["ProtocolFds", "open_fd_streams", "take_over_stdio"]
+__all__ = ["EagerFdStream", "ProtocolFds", "open_fd_streams", "take_over_stdio"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +43,69 @@ def take_over_stdio() -> ProtocolFds:
     return ProtocolFds(stdin=proto_in, stdout=proto_out)
 
 
-def open_fd_streams(fds: ProtocolFds) -> tuple[trio.lowlevel.FdStream, trio.lowlevel.FdStream]:
+def open_fd_streams(fds: ProtocolFds) -> tuple[EagerFdStream, EagerFdStream]:
     """trio streams over the protocol descriptors (they take ownership and close them)."""
-    return trio.lowlevel.FdStream(fds.stdin), trio.lowlevel.FdStream(fds.stdout)
+    return EagerFdStream(fds.stdin), EagerFdStream(fds.stdout)
+
+
+class EagerFdStream(trio.abc.Stream):
+    """A pipe (or TTY) descriptor as a trio stream that yields to the scheduler only when it waits.
+
+    `trio.lowlevel.FdStream` passes a schedule point before every read and every write, even when
+    the pipe has data or room: on the session's hot path that is a whole extra task step for the
+    reader and for the writer each time round. This stream tries the system call first and hands
+    over to an `FdStream` (which owns the descriptor: non-blocking mode, restored on close, and
+    `notify_closing`) only when the call would block, or to raise its errors.
+
+    Not a checkpoint when it does not wait. Its one reader and one writer (the session's) each pass
+    a memory-channel checkpoint every time round their loops, so neither can starve the others.
+    Cancellation: only while waiting, as `FdStream`.
+    """
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, fd: int) -> None:
+        self._stream = trio.lowlevel.FdStream(fd)  # sets O_NONBLOCK
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        if max_bytes is not None and max_bytes >= 1:
+            try:
+                return os.read(self._stream.fileno(), max_bytes)  # noqa: ASYNC910  # ready: no wait
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                raise _stream_error(exc) from exc
+        return await self._stream.receive_some(max_bytes)  # waits; validates max_bytes
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        sent = 0
+        if data:
+            try:
+                sent = os.write(self._stream.fileno(), data)
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                raise _stream_error(exc) from exc
+            if sent == len(data):
+                return  # noqa: ASYNC910  # all written: no wait
+        with memoryview(data) as view:
+            await self._stream.send_all(view[sent:])  # waits for room for the rest
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self._stream.wait_send_all_might_not_block()
+
+    def close(self) -> None:
+        self._stream.close()
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+def _stream_error(exc: OSError) -> trio.ClosedResourceError | trio.BrokenResourceError:
+    """The error `FdStream` raises for `exc`: closed by us (EBADF, fd -1), or broken (EPIPE, EIO…)."""
+    if exc.errno == errno.EBADF:
+        return trio.ClosedResourceError("file was already closed")
+    return trio.BrokenResourceError(str(exc))

@@ -6,13 +6,14 @@ absolute targets from the issues are printed beside the figure. Nothing here is 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,7 @@ __all__ = [
     "cold_start_ms",
     "cpu_seconds",
     "median_seconds",
+    "off_the_cpus_of",
     "read_lines",
     "rss_mb",
     "server_env",
@@ -73,6 +75,32 @@ def read_lines(fd: int, buffer: bytearray, want: int = 1) -> list[bytes]:
     lines = bytes(buffer[:end]).splitlines()
     del buffer[:end]
     return lines
+
+
+@contextlib.contextmanager
+def off_the_cpus_of(pid: int) -> Iterator[tuple[set[int], set[int]]]:
+    """Run this process (the load generator) only on CPUs that process `pid` is not allowed on.
+
+    The server pins itself to the one CPU it started on (MCP_CPU_AFFINITY=single). A client the
+    kernel happens to place on that same CPU takes its time from the server, and a throughput figure
+    then measures the two together, by chance. Yields (the server's CPUs, this process's CPUs
+    meanwhile): unchanged when the server may use every CPU, both empty where affinity is not
+    available. Restored on exit.
+    """
+    if not hasattr(os, "sched_setaffinity"):
+        yield set(), set()
+        return
+    mine = os.sched_getaffinity(0)
+    theirs = os.sched_getaffinity(pid)
+    others = mine - theirs
+    if not others:
+        yield theirs, mine
+        return
+    os.sched_setaffinity(0, others)
+    try:
+        yield theirs, others
+    finally:
+        os.sched_setaffinity(0, mine)
 
 
 def cold_start_ms(env: dict[str, str], runs: int = 15, argv: tuple[str, ...] = SERVER_ARGV) -> float:

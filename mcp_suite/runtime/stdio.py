@@ -16,10 +16,13 @@ import errno
 import os
 import sys
 from dataclasses import dataclass
+from typing import Final
 
 import trio
 
 __all__ = ["EagerFdStream", "ProtocolFds", "open_fd_streams", "take_over_stdio"]
+
+_RECEIVE_SIZE: Final = 65_536  # when receive_some is not told a size (FdStream's default too)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +56,16 @@ class EagerFdStream(trio.abc.Stream):
 
     `trio.lowlevel.FdStream` passes a schedule point before every read and every write, even when
     the pipe has data or room: on the session's hot path that is a whole extra task step for the
-    reader and for the writer each time round. This stream tries the system call first and hands
-    over to an `FdStream` (which owns the descriptor: non-blocking mode, restored on close, and
-    `notify_closing`) only when the call would block, or to raise its errors.
+    reader and for the writer each time round. This stream tries the system call first and waits
+    for the descriptor (`wait_readable` / `wait_writable`) only when the call would block. The
+    descriptor itself is held by an `FdStream`, which puts it in non-blocking mode, restores the
+    mode and closes it on `close`, and wakes a task waiting on it with `ClosedResourceError`.
 
     Not a checkpoint when it does not wait. Its one reader and one writer (the session's) each pass
     a memory-channel checkpoint every time round their loops, so neither can starve the others.
-    Cancellation: only while waiting, as `FdStream`.
+    Unlike `FdStream`, it does not detect two tasks reading (or writing) at once. Cancellation:
+    only while waiting; a write cancelled part-way may have sent part of its data, as with
+    `FdStream`.
     """
 
     __slots__ = ("_stream",)
@@ -68,31 +74,38 @@ class EagerFdStream(trio.abc.Stream):
         self._stream = trio.lowlevel.FdStream(fd)  # sets O_NONBLOCK
 
     def fileno(self) -> int:
+        """The descriptor, or -1 once closed."""
         return self._stream.fileno()
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
-        if max_bytes is not None and max_bytes >= 1:
+        if max_bytes is None:
+            max_bytes = _RECEIVE_SIZE
+        elif not isinstance(max_bytes, int):
+            raise TypeError("max_bytes must be an integer >= 1")
+        elif max_bytes < 1:
+            raise ValueError("max_bytes must be an integer >= 1")
+        fd = self._stream.fileno()
+        while True:  # noqa: ASYNC913  # waits (a checkpoint) whenever it does not return
             try:
-                return os.read(self._stream.fileno(), max_bytes)  # noqa: ASYNC910  # ready: no wait
+                return os.read(fd, max_bytes)  # noqa: ASYNC910  # ready: no wait, no checkpoint
             except BlockingIOError:
-                pass
+                await trio.lowlevel.wait_readable(fd)
             except OSError as exc:
                 raise _stream_error(exc) from exc
-        return await self._stream.receive_some(max_bytes)  # waits; validates max_bytes
 
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        sent = 0
-        if data:
-            try:
-                sent = os.write(self._stream.fileno(), data)
-            except BlockingIOError:
-                pass
-            except OSError as exc:
-                raise _stream_error(exc) from exc
-            if sent == len(data):
-                return  # noqa: ASYNC910  # all written: no wait
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:  # noqa: ASYNC910  # see class
+        fd = self._stream.fileno()
+        if fd < 0:
+            raise trio.ClosedResourceError("file was already closed")
         with memoryview(data) as view:
-            await self._stream.send_all(view[sent:])  # waits for room for the rest
+            sent, total = 0, len(view)
+            while sent < total:
+                try:
+                    sent += os.write(fd, view[sent:])
+                except BlockingIOError:
+                    await trio.lowlevel.wait_writable(fd)
+                except OSError as exc:
+                    raise _stream_error(exc) from exc
 
     async def wait_send_all_might_not_block(self) -> None:
         await self._stream.wait_send_all_might_not_block()

@@ -123,6 +123,15 @@ async def test_a_write_larger_than_the_pipe_arrives_whole_and_in_order(pipe: Pip
     receiver.close()
 
 
+async def test_a_full_pipe_makes_the_write_wait_and_it_can_be_cancelled(pipe: Pipe) -> None:
+    write_fd = pipe.write_fd
+    stream = pipe.stream(write_fd)
+    with trio.move_on_after(0.2) as waited:
+        await stream.send_all(b"x" * (4 << 20))  # far more than a pipe holds; nobody reads
+    assert waited.cancelled_caught
+    stream.close()
+
+
 async def test_a_write_to_a_pipe_nobody_reads_is_broken(pipe: Pipe) -> None:
     read_fd, write_fd = pipe.read_fd, pipe.write_fd
     pipe.close(read_fd)
@@ -183,5 +192,7 @@ async def test_bad_sizes_are_refused_like_fd_stream(pipe: Pipe) -> None:
     stream = pipe.stream(read_fd)
     with pytest.raises(ValueError, match="max_bytes"):
         await stream.receive_some(0)
+    with pytest.raises(TypeError, match="max_bytes"):
+        await stream.receive_some(1.5)  # type: ignore[arg-type]  # what a caller might pass
     assert await stream.receive_some() == b"x"  # the default size
     stream.close()

@@ -6,11 +6,17 @@ OS thread, outcome wrappers and an extra schedule point) against about 40 µs fo
 through the fd walk. Here a call is a queue entry instead: its caller appends it and sleeps in
 `trio.lowlevel.wait_task_rescheduled`; a worker thread takes every queued call (up to `max_batch`),
 runs them one after another, and wakes all their callers with one `TrioToken.run_sync_soon`. Calls
-that arrive while the workers are busy ride along with the next batch at no extra cost.
+that arrive while a worker is busy ride along with its next batch at no extra cost.
 
-Limits: at most `threads` worker threads, started on demand; one ends after `idle_s` without work,
-and all end once `close` has been called and the queue is empty. At most `max_batch` calls per
-batch, so a slow call delays at most the calls of its own batch, and those can still leave.
+One worker is at work at a time: the others are spares. A spare takes queued calls only when every
+worker at work has spent `stall_s` on one call (a read that hangs on a wedged network file
+system, say), so a hung call holds up the calls behind it for `stall_s`, not for ever. Two workers
+taking turns would cost more than one: each turn is another wake-up, and smaller batches.
+
+Limits: at most `threads` worker threads, started on demand (a spare when calls queue up behind a
+busy worker); one ends after `idle_s` without work, and all end once `close` has been called and
+the queue is empty. At most `max_batch` calls per batch, so a slow call delays at most the calls of
+its own batch (and, until `stall_s` has passed, the queue), and those can still leave.
 Cancellation: a caller cancelled before its call has started (queued, or in a batch behind a slow
 call) leaves at once and the call never runs; one whose call has ended but whose batch has not
 leaves at once too. A caller whose call is running waits for it to end and then raises `Cancelled`
@@ -82,6 +88,7 @@ class BatchedThreads(Generic[A, R]):
         max_batch: int,
         name: str = "batched-worker",
         idle_s: float = 10.0,
+        stall_s: float = 0.1,
     ) -> None:
         if threads < 1 or max_batch < 1:
             raise ValueError("threads and max_batch must be at least 1")
@@ -90,11 +97,16 @@ class BatchedThreads(Generic[A, R]):
         self._max_batch = max_batch
         self._name = name
         self._idle_s = idle_s
+        self._stall_s = stall_s
         self._lock = threading.Lock()
-        self._work_ready = threading.Condition(self._lock)
         self._pending: collections.deque[_Job[A, R]] = collections.deque()
         self._workers: set[threading.Thread] = set()  # alive
-        self._idle = 0  # workers waiting for work
+        # The wake-ups of waiting workers (for work, or as spares), the most recently idle last:
+        # that one is woken first, so one worker, its caches warm, does the work and the others
+        # stay asleep (and end after idle_s).
+        self._waiting: list[threading.Condition] = []
+        # Workers running a batch -> when their current call started (time.monotonic()).
+        self._running: dict[threading.Thread, float] = {}
         self._serial = 0  # names the next worker
         self._closed = False
 
@@ -118,7 +130,8 @@ class BatchedThreads(Generic[A, R]):
         """
         with self._lock:
             self._closed = True
-            self._work_ready.notify_all()
+            for wake in self._waiting:
+                wake.notify()
             workers = list(self._workers)
         ends = time.monotonic() + timeout
         for worker in workers:
@@ -131,11 +144,15 @@ class BatchedThreads(Generic[A, R]):
         with self._lock:
             if self._closed:
                 raise RuntimeError("the worker threads have been closed")
-            if not self._idle and len(self._workers) < self._threads:
-                self._start_worker()  # before queueing: if it fails, no job waits for a dead caller
+            # A worker is started before the job is queued: if that fails, no job waits for a dead
+            # caller. Nobody at work: wake an idle worker, or start one. Somebody at work: it takes
+            # this job with its next batch, and a spare stands by in case it stalls.
+            at_work = len(self._workers) - len(self._waiting)
+            if (at_work == 0 and not self._waiting) or (at_work and len(self._workers) < self._threads):
+                self._start_worker()
             self._pending.append(job)
-            if self._idle:
-                self._work_ready.notify()
+            if at_work == 0 and self._waiting:
+                self._waiting[-1].notify()
 
         def abort(raise_cancel: Callable[[], BaseException]) -> trio.lowlevel.Abort:
             with self._lock:
@@ -166,40 +183,64 @@ class BatchedThreads(Generic[A, R]):
             raise
 
     def _work(self) -> None:
-        while (batch := self._next_batch()) is not None:
+        wake = threading.Condition(self._lock)
+        while (batch := self._next_batch(wake)) is not None:
             self._run_batch(batch)
 
-    def _next_batch(self) -> list[_Job[A, R]] | None:
-        """Worker thread: the next batch, or None when this worker is to end."""
+    def _next_batch(self, wake: threading.Condition) -> list[_Job[A, R]] | None:
+        """Worker thread: the next batch, or None when this worker is to end (closed, or `idle_s`
+        without taking work). While another worker is at work, a waiting worker looks again every
+        `stall_s`, so it takes over the queue within about `stall_s` of that worker stalling."""
+        me = threading.current_thread()
         with self._lock:
-            while not self._pending:
-                if self._closed:
-                    self._workers.discard(threading.current_thread())
+            self._running.pop(me, None)
+            idle_since = time.monotonic()
+            while True:
+                if self._pending:
+                    timeout = self._spare_wait()
+                    if timeout <= 0:
+                        break
+                elif self._closed:
+                    self._workers.discard(me)
                     return None
-                self._idle += 1
+                else:
+                    timeout = idle_since + self._idle_s - time.monotonic()
+                    if timeout <= 0:
+                        self._workers.discard(me)
+                        return None
+                    if self._running:
+                        timeout = min(timeout, self._stall_s)
+                self._waiting.append(wake)
                 try:
-                    woken = self._work_ready.wait(self._idle_s)
+                    wake.wait(timeout)
                 finally:
-                    self._idle -= 1
-                if not woken and not self._pending:
-                    self._workers.discard(threading.current_thread())
-                    return None
+                    self._waiting.remove(wake)
             batch: list[_Job[A, R]] = []
             while self._pending and len(batch) < self._max_batch:
                 job = self._pending.popleft()
                 job.queued = False
                 batch.append(job)
+            self._running[me] = time.monotonic()
             return batch
+
+    def _spare_wait(self) -> float:
+        """Under the lock, with calls queued: 0 when the calling worker may take them now (nobody
+        else is at work, or all at work have stalled), else how long to stand by first."""
+        if not self._running:
+            return 0.0
+        return max(self._running.values()) + self._stall_s - time.monotonic()
 
     def _run_batch(self, batch: list[_Job[A, R]]) -> None:
         """Run each job not cancelled meanwhile (one at a time: a job held up by a slow call can
         still be cancelled), then hand the batch back to trio."""
+        me = threading.current_thread()
         ran: list[_Job[A, R]] = []
         for job in batch:
             with self._lock:
                 if job.cancelled:
                     continue
                 job.started = True
+                self._running[me] = time.monotonic()
             ran.append(job)
             try:
                 job.result = outcome.Value(self._fn(job.item))

@@ -4,8 +4,9 @@ Each caller gets its own call's result or exception; queued calls run in arrival
 `max_batch` per batch and on at most `threads` threads at once, and each batch wakes its callers with
 one hand-back to trio; a cancelled caller whose call has not started (even inside a batch held up
 by a slow call) leaves at once and the call never runs, one whose call has ended leaves at once,
-one whose call is running waits for its end. Idle workers end, `close` ends them all,
-and one runner serves any number of trio runs.
+one whose call is running waits for its end. One worker serves a steady stream of calls; a spare
+takes over the queue only when the one at work has stalled for `stall_s`. Idle workers end, `close`
+ends them all, and one runner serves any number of trio runs.
 """
 
 from __future__ import annotations
@@ -250,6 +251,89 @@ async def test_a_cancelled_caller_whose_call_started_waits_for_it_to_end(
     assert caller.cancelled_caught
     assert left == [mine + 1]  # it left after its call had ended
     assert fn.calls == list(range(mine + 1))
+
+
+async def test_a_steady_stream_of_calls_is_served_by_one_worker(
+    runners: list[BatchedThreads[int, str]],
+) -> None:
+    fn = Recorder(held=frozenset())
+    lock = threading.Lock()
+    running = [0, 0]  # now, most
+
+    def slow(item: int) -> str:
+        with lock:
+            running[0] += 1
+            running[1] = max(running)
+        time.sleep(0.002)  # releases the GIL: a second worker could run beside this one
+        with lock:
+            running[0] -= 1
+        return fn(item)
+
+    # stall_s is long here so that a slow moment of the machine cannot count as a stall.
+    runner = BatchedThreads(slow, threads=2, max_batch=4, stall_s=30)
+    runners.append(runner)
+
+    async def caller(first: int) -> None:
+        for item in range(first, first + 25):
+            assert await runner.run(item) == f"result {item}"
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            for first in range(0, 200, 25):
+                nursery.start_soon(caller, first)  # 8 calls in flight at all times
+    assert sorted(fn.calls) == list(range(200))
+    assert runner.worker_threads == 2  # a spare was started when calls queued behind the worker
+    assert running[1] == 1  # but never worked beside it: the one at work did not stall
+    assert len(fn.thread_names) == 1  # nor took turns with it: the most recently idle is woken
+
+
+async def test_a_call_that_stalls_hands_the_queue_to_a_spare_after_stall_s(
+    runners: list[BatchedThreads[int, str]],
+) -> None:
+    fn = Recorder(held=frozenset({0}))
+    runner = BatchedThreads(fn, threads=2, max_batch=8, stall_s=0.3)
+    runners.append(runner)
+    finished: dict[int, float] = {}
+
+    async def call(item: int) -> None:
+        await runner.run(item)
+        finished[item] = time.monotonic()
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call, 0)
+            while not fn.first_started.is_set():
+                await trio.sleep(0.005)
+            stalled_from = time.monotonic()
+            for item in range(1, 6):
+                nursery.start_soon(call, item)
+            while len(finished) < 5:
+                await trio.sleep(0.01)
+            assert sorted(finished) == [1, 2, 3, 4, 5]  # served while call 0 still hangs
+            assert min(finished.values()) - stalled_from >= 0.3 * 0.9  # by the spare, once stalled
+            assert len(fn.thread_names) == 2
+            fn.gate.set()
+    assert sorted(fn.calls) == list(range(6))
+
+
+async def test_a_waiting_worker_ends_after_idle_s_even_while_another_is_at_work(
+    runners: list[BatchedThreads[int, str]],
+) -> None:
+    fn = Recorder(held=frozenset({0}))
+    runner = BatchedThreads(fn, threads=2, max_batch=8, idle_s=0.2, stall_s=0.05)
+    runners.append(runner)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(runner.run, 0)
+            while not fn.first_started.is_set():
+                await trio.sleep(0.005)
+            await runner.run(1)  # queued behind the hung call: starts the spare, which serves it
+            assert runner.worker_threads == 2
+            while runner.worker_threads == 2:  # the spare, out of work, ends after idle_s
+                await trio.sleep(0.01)
+            assert runner.worker_threads == 1  # the hung one is still there
+            fn.gate.set()
+    assert sorted(fn.calls) == [0, 1]
 
 
 def test_limits_must_be_positive() -> None:

@@ -28,9 +28,11 @@ if TYPE_CHECKING:
 __all__ = ["TOOL_NAME", "open_sandbox_fs_read", "read_sync"]
 
 TOOL_NAME: Final = "sandbox_fs_read"
-# Worker threads for reads at once, and reads per batch (see `runtime.threads`).
+# Worker threads (one at work, one spare for a read that hangs), reads per batch, and how long the
+# one at work may spend on one read before the spare takes over the queue (see `runtime.threads`).
 READ_THREADS: Final = 2
 READ_BATCH: Final = 8
+READ_STALL_S: Final = 0.1
 
 DESCRIPTION: Final = (
     "Read one UTF-8 text file below the server's sandbox folder. `relative_path` is relative to "
@@ -85,7 +87,9 @@ def open_sandbox_fs_read(settings: Settings) -> Iterator[Toolset | None]:
         # worker threads of the tool's own, and overlapping reads share one wake-up. Closed (after
         # the reads under way) before the root fd.
         reader = stack.enter_context(
-            BatchedThreads(read, threads=READ_THREADS, max_batch=READ_BATCH, name="fs-read")
+            BatchedThreads(
+                read, threads=READ_THREADS, max_batch=READ_BATCH, stall_s=READ_STALL_S, name="fs-read"
+            )
         )
         yield _toolset(settings, reader)
 

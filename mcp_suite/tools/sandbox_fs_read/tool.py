@@ -8,6 +8,7 @@ problem from `policy.Refusal`, whose detail never holds an absolute host path (S
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final
 
@@ -53,11 +54,17 @@ def read_sync(
         content = decode_text(found.data, truncated=found.truncated)
     except RefusedError as exc:
         raise exc.refusal.problem(display_path(args.relative_path)) from None
-    from mcp_suite.tools.sandbox_fs_read.models import SandboxFsReadResult  # loaded with the models
-
-    return SandboxFsReadResult(
+    return _result_model()(
         path=args.relative_path, size=found.size, content=content, truncated=found.truncated
     )
+
+
+@functools.cache
+def _result_model() -> type[SandboxFsReadResult]:
+    """The result model, imported on first use (with pydantic) and not again on every read."""
+    from mcp_suite.tools.sandbox_fs_read.models import SandboxFsReadResult
+
+    return SandboxFsReadResult
 
 
 @contextlib.contextmanager

@@ -1,5 +1,6 @@
-"""`sandbox_fs_read` benchmarks (issue 4): 4 KiB reads through the full server, 8 in flight, and the
-server's open descriptors before and after 10,000 reads.
+"""`sandbox_fs_read` benchmarks (issue 4): 4 KiB reads through the full server, 8 in flight (the
+median of three runs of 10,000, each printed), and the server's open descriptors before and after
+10,000 reads.
 
 Floor measured in the same run: the same fd walk (`fdwalk.read_file` + the UTF-8 decode) called
 directly in a loop, without the protocol, the guardrails or the worker thread hop.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import tempfile
 import time
@@ -20,6 +22,10 @@ from mcp_suite.tools.sandbox_fs_read.policy import decode_text, split_caller_pat
 
 FILE = "data/report-4k.txt"
 IN_FLIGHT = 8
+# The rate is the median of this many back-to-back runs (a moment when the VM is slow costs one run,
+# not the figure); all are printed beside it.
+RUNS = 3
+READS_PER_RUN = 10_000
 
 
 def _make_root(base: Path) -> Path:
@@ -69,8 +75,9 @@ def _open_fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
-def server_figures(root: Path, total: int = 20_000) -> tuple[float, int, int, int, float, str]:
-    """(reads/s, error responses, fds before and after 10,000 reads, CPU s per read, CPU note)."""
+def server_figures(root: Path) -> tuple[list[float], int, int, int, float, str]:
+    """(reads/s of each run, error responses, fds before and after 10,000 reads, CPU s per read,
+    where the server and the client ran)."""
     proc = _spawn(root)
     assert proc.stdin is not None and proc.stdout is not None
     try:
@@ -84,10 +91,15 @@ def server_figures(root: Path, total: int = 20_000) -> tuple[float, int, int, in
             _, leak_errors = _drive(proc, 10_000, 10_000)
             fds_after = _open_fds(proc.pid)
             cpu_before = cpu_seconds(proc.pid)
-            rate, errors = _drive(proc, 100_000, total)
-            cpu_per_call = (cpu_seconds(proc.pid) - cpu_before) / total
+            rates: list[float] = []
+            errors = leak_errors
+            for run in range(RUNS):
+                rate, run_errors = _drive(proc, 100_000 * (run + 1), READS_PER_RUN)
+                rates.append(rate)
+                errors += run_errors
+            cpu_per_call = (cpu_seconds(proc.pid) - cpu_before) / (RUNS * READS_PER_RUN)
         where = f"server on CPU {_cpus(server_cpus)}, client on {_cpus(client_cpus)}"
-        return rate, errors + leak_errors, fds_before, fds_after, cpu_per_call, where
+        return rates, errors, fds_before, fds_after, cpu_per_call, where
     finally:
         proc.stdin.close()
         proc.wait(15)
@@ -111,17 +123,20 @@ def run() -> list[Figure]:
     with tempfile.TemporaryDirectory() as scratch:
         root = _make_root(Path(scratch))
         floor = floor_rate(root)
-        rate, errors, fds_before, fds_after, cpu_per_call, where = server_figures(root)
+        rates, errors, fds_before, fds_after, cpu_per_call, where = server_figures(root)
         load = os.getloadavg()[0]
+    rate = statistics.median(rates)
+    runs = ", ".join(f"{value:,.0f}" for value in rates)
     return [
         Figure(
-            "4 KiB sandbox_fs_read through the server, 8 in flight",
+            f"sandbox_fs_read 4 KiB, server, 8 in flight (median of {RUNS})",
             rate,
             "/s",
             ">= 3,000 /s",
             rate >= 3_000 and errors == 0,
             floor,
-            note=f"{errors} error responses; {where}; 1-min load {load:.1f} on {os.cpu_count()} CPUs",
+            note=f"runs: {runs}; {errors} error responses; {where}; "
+            f"1-min load {load:.1f} on {os.cpu_count()} CPUs",
         ),
         Figure("fd walk + decode called directly (the floor)", floor, "/s"),
         Figure(

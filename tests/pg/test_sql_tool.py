@@ -5,6 +5,8 @@ and a database restart mid-session."""
 from __future__ import annotations
 
 import json
+import logging
+import re
 from typing import Any
 
 import psycopg
@@ -181,7 +183,34 @@ async def test_a_database_down_at_start_up_is_served_and_audited_when_it_is_back
     finally:
         with trio.CancelScope(shield=True):  # bounded: start() waits at most 30 s
             await trio.to_thread.run_sync(demo_cluster.start)
-    assert "cannot be reached at start-up" in caplog.text
+    assert "no connection to the database at start-up" in caplog.text
+
+
+async def test_a_role_the_database_refuses_is_logged_with_its_reason_and_never_its_password(
+    demo_cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    wrong = "Wr0ng-pa55word-of-the-test"
+    dsn, replaced = re.subn(r"password=\S+", f"password={wrong}", demo_cluster.reader_dsn)
+    assert replaced == 1
+    with trio.fail_after(40):
+        async with open_session(
+            settings=sql_settings(dsn, sql_connect_timeout_s=1.0), builtins=True, test_tools=False
+        ) as h:
+            await h.initialize()
+            refused = await h.response(await h.call("read_only_sql", {"sql": "SELECT 1"}))
+    assert refused["error"]["code"] == -32603
+    assert "password authentication" not in json.dumps(refused)  # the reason is for the log only
+    reason = 'password authentication failed for user "mcp_reader"'
+    ours = [r for r in caplog.records if r.name.startswith("mcp_suite")]
+    start_up = [r.getMessage() for r in ours if "at start-up" in r.getMessage()]
+    assert len(start_up) == 1
+    assert reason in start_up[0]  # not "down": the server said why
+    incidents = [r for r in ours if r.getMessage().startswith("incident") and r.exc_info]
+    assert len(incidents) == 1  # the failed call's, with the reason in its traceback
+    exc_info = incidents[0].exc_info
+    assert exc_info is not None
+    assert reason in logging.Formatter().formatException(exc_info)
+    assert wrong not in caplog.text
 
 
 async def test_a_role_audited_late_is_still_refused(

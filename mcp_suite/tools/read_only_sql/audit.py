@@ -228,6 +228,17 @@ def format_findings(findings: list[Finding]) -> str:
     return "\n".join(lines)
 
 
+def connection_failure(exc: psycopg.Error) -> str:
+    """Why a connection failed, for the operator's log: the first line of psycopg's message.
+
+    libpq names the host and port and the server's own reason (a refused password, a database that
+    does not exist, a connection limit reached), or the network's (refused, timed out); it never
+    repeats the password.
+    """
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
 def audit_dsn(dsn: str, *, connect_timeout_s: float) -> list[Finding]:
     """Connect once (autocommit, read-only session) and audit. Raises psycopg.OperationalError."""
     with psycopg.connect(
@@ -255,10 +266,7 @@ def check_role(settings: Settings, *, out: TextIO | None = None) -> int:
             settings.sql_dsn.get_secret_value(), connect_timeout_s=settings.sql_connect_timeout_s
         )
     except psycopg.Error as exc:
-        # psycopg's connection messages name host and port, never the password.
-        lines = str(exc).strip().splitlines()
-        reason = lines[0] if lines else type(exc).__name__
-        stream.write(f"check-role: could not audit the role: {reason}\n")
+        stream.write(f"check-role: could not audit the role: {connection_failure(exc)}\n")
         return EXIT_UNAVAILABLE
     if findings:
         stream.write(format_findings(findings) + "\n")

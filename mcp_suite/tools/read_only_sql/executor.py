@@ -40,7 +40,7 @@ from mcp_suite.problems import (
     echo,
 )
 from mcp_suite.settings import Settings
-from mcp_suite.tools.read_only_sql.audit import audit_connection, format_findings
+from mcp_suite.tools.read_only_sql.audit import audit_connection, connection_failure, format_findings
 from mcp_suite.tools.read_only_sql.convert import array_loader, json_size, register_loaders, to_json_value
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
 
@@ -351,8 +351,11 @@ class Executor:
     def _with_direct_connection(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         try:
             conn = psycopg.Connection.connect(self._dsn, **self._kwargs)
-        except psycopg.OperationalError:
-            raise DatabaseUnavailableError("the database cannot be reached") from None
+        except psycopg.OperationalError as exc:
+            # For the log only (the client sees -32603): down, or refusing this role, and why.
+            raise DatabaseUnavailableError(
+                f"no connection to the database: {connection_failure(exc)}"
+            ) from None
         try:
             self._configure(conn)
             self._ensure_audited(conn)

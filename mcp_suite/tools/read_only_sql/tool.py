@@ -23,7 +23,7 @@ import trio
 
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import BuildOnce, ResourceSpec, StartupRefusedError, Toolset, ToolSpec
-from mcp_suite.tools.read_only_sql.audit import audit_connection, format_findings
+from mcp_suite.tools.read_only_sql.audit import audit_connection, connection_failure, format_findings
 from mcp_suite.tools.read_only_sql.naming import schema_uri
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
 
@@ -103,9 +103,10 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
     """Audit the role, yield the tool and the schema resource; close the pool on exit.
 
     Raises StartupRefusedError (exit 78) when the role could do more than read. A database that
-    cannot be reached at start-up is not fatal: calls get -32603 until it is back, and the audit
-    then runs before the first query. The executor and its pool (and the SQL policy) are not
-    needed to answer `initialize`: the warm-up after the handshake, or the first call, builds them.
+    cannot be connected to at start-up (down, or refusing the role) is not fatal: the log says why,
+    calls get -32603 until a connection succeeds, and the audit then runs before the first query.
+    The executor and its pool (and the SQL policy) are not needed to answer `initialize`: the
+    warm-up after the handshake, or the first call, builds them.
     """
     if settings.sql_dsn is None:
         yield None
@@ -265,10 +266,13 @@ def _audit_at_start(dsn: str, settings: Settings) -> bool:
             application_name="mcp-suite audit",
         ) as conn:
             findings = audit_connection(conn)
-    except psycopg.OperationalError:
+    except psycopg.OperationalError as exc:
+        # Down, or up but refusing this role (a wrong password, a missing database): the log says
+        # which, since the fix differs; the client only ever sees -32603.
         log.warning(
-            "read_only_sql: the database cannot be reached at start-up; calls fail until it is "
-            "back, and the role audit runs before the first query"
+            "read_only_sql: no connection to the database at start-up (%s); calls fail until one "
+            "succeeds, and the role audit runs before the first query",
+            connection_failure(exc),
         )
         return False
     if findings:

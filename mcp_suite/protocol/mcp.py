@@ -223,10 +223,6 @@ def unknown_tool(name: str) -> InvalidArgumentsError:
     )
 
 
-def _text(payload: Any) -> str:
-    return compact_json(payload)
-
-
 def structured_json(result: BaseModel) -> bytes:
     """Compact, ASCII-only JSON of a tool's result model (pydantic's serializer, escaped if needed)."""
     data: bytes = type(result).__pydantic_serializer__.to_json(result)
@@ -239,7 +235,7 @@ def structured_json(result: BaseModel) -> bytes:
 def call_result(structured: dict[str, Any]) -> dict[str, Any]:
     """Success: `structuredContent` plus one text block holding the identical JSON (SPEC §5)."""
     return {
-        "content": [{"type": "text", "text": _text(structured)}],
+        "content": [{"type": "text", "text": compact_json(structured)}],
         "structuredContent": structured,
         "isError": False,
     }
@@ -247,4 +243,4 @@ def call_result(structured: dict[str, Any]) -> dict[str, Any]:
 
 def call_error_result(problem: ProblemError) -> dict[str, Any]:
     """In-band failure: one text block with the problem document, no `structuredContent` (SPEC §4)."""
-    return {"content": [{"type": "text", "text": _text(render_problem(problem))}], "isError": True}
+    return {"content": [{"type": "text", "text": compact_json(render_problem(problem))}], "isError": True}

@@ -17,6 +17,8 @@ import threading
 import time
 from typing import Any, Final, TextIO
 
+from mcp_suite.protocol.jsonrpc import compact_json
+
 __all__ = ["AuditLog", "StderrSink", "configure_logging", "logger", "shutdown_logging"]
 
 logger: Final = logging.getLogger("mcp_suite")
@@ -30,7 +32,6 @@ _FLUSH_INTERVAL_S: Final = 0.02
 _second: tuple[int, str] = (-1, "")
 # Built once: `json.dumps` with options builds a new encoder on every call.
 _ENCODER: Final = json.JSONEncoder(ensure_ascii=True, default=str, separators=(",", ":"))
-_EXCERPT_ENCODER: Final = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))
 
 
 def _timestamp(created: float) -> str:
@@ -151,7 +152,7 @@ def shutdown_logging() -> None:
 def _excerpt(arguments: Any) -> str:
     """At most 256 characters of the call's arguments, as JSON (never more, whatever they hold)."""
     try:
-        text = _EXCERPT_ENCODER.encode(arguments)
+        text = compact_json(arguments)
     except (TypeError, ValueError):
         return ""
     return text[:256]

@@ -80,7 +80,7 @@ def logging_restored() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("logging_restored")
-def test_audit_lines_are_compact_ascii_json_and_odd_values_become_strings() -> None:
+def test_audit_lines_are_compact_ascii_json_with_an_ascii_excerpt() -> None:
     stream = io.StringIO()
     configure_logging("INFO", stream)
     try:

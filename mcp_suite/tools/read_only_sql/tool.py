@@ -23,7 +23,7 @@ import trio
 
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import BuildOnce, ResourceSpec, StartupRefusedError, Toolset, ToolSpec
-from mcp_suite.tools.read_only_sql.audit import audit_connection, connection_failure, format_findings
+from mcp_suite.tools.read_only_sql.audit import audit_dsn, connection_failure, format_findings
 from mcp_suite.tools.read_only_sql.naming import schema_uri
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
 
@@ -254,18 +254,11 @@ def _read_schema(database: LazyExecutor, ticket: CallTicket, *, max_tables: int)
 def _audit_at_start(dsn: str, settings: Settings) -> bool:
     """The start-up role audit (blocking, bounded by the connect timeout).
 
-    True when the role passed; False when the database could not be reached (the executor then
-    audits before the first query); raises StartupRefusedError when the role could do more.
+    True when the role passed; False when no connection could be made (the executor then audits
+    before the first query); raises StartupRefusedError when the role could do more.
     """
     try:
-        with psycopg.connect(
-            dsn,
-            autocommit=True,
-            connect_timeout=max(1, int(settings.sql_connect_timeout_s + 0.999)),
-            options="-c default_transaction_read_only=on",
-            application_name="mcp-suite audit",
-        ) as conn:
-            findings = audit_connection(conn)
+        findings = audit_dsn(dsn, connect_timeout_s=settings.sql_connect_timeout_s)
     except psycopg.OperationalError as exc:
         # Down, or up but refusing this role (a wrong password, a missing database): the log says
         # which, since the fix differs; the client only ever sees -32603.

@@ -103,9 +103,9 @@ def open_sandbox_fs_read(settings: Settings) -> Iterator[Toolset | None]:
 
 def _toolset(settings: Settings, reader: BatchedThreads[SandboxFsReadArgs, SandboxFsReadResult]) -> Toolset:
     def models() -> tuple[type[SandboxFsReadArgs], type[SandboxFsReadResult]]:
-        from mcp_suite.tools.sandbox_fs_read.models import SandboxFsReadResult, args_model_for
+        from mcp_suite.tools.sandbox_fs_read.models import args_model_for
 
-        return args_model_for(settings), SandboxFsReadResult
+        return args_model_for(settings), _result_model()
 
     return Toolset(
         tools=(

@@ -105,6 +105,12 @@ class Settings:
     # How long a call waits for a pooled connection before it connects directly (the pool
     # reconnects with back-off after an outage; the call should not wait for that).
     sql_pool_wait_s: float = field(default=1.0, metadata=_float(0, 60, low_open=True))
+    # SECURITY DEFINER functions (`schema.name`, every overload) the operator accepts as a known,
+    # logged risk: the start-up audit and the run-time check let only these through.
+    sql_accept_definer_functions: tuple[str, ...] = field(default=(), metadata=_of(tuple))
+    # How long the run-time check trusts what the catalogue said about SECURITY DEFINER functions
+    # before it asks again (a name it has never seen makes it ask at once).
+    sql_function_cache_s: float = field(default=60.0, metadata=_float(0, 3_600, low_open=True))
 
     # --- files ---------------------------------------------------------------------------------
     fs_max_bytes: int = field(default=1_048_576, metadata=_int(1, 16_777_216))
@@ -235,6 +241,15 @@ def _parse_dsn(raw: str) -> SecretStr:
     return SecretStr(raw)
 
 
+def _parse_function_names(raw: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in raw.split(",") if part.strip())
+    for name in names:
+        schema, dot, function = name.partition(".")
+        if not (schema and dot and function) or "." in function or any(c in name for c in " ()\"'"):
+            raise ValueError("expected schema.function names, separated by commas")
+    return names
+
+
 def _parse_level(raw: str) -> str:
     level = raw.strip().upper()
     if level == "WARN":
@@ -266,6 +281,8 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "SQL_CANCEL_GRACE_S": ("sql_cancel_grace_s", _parse_float),
     "SQL_SCHEMA_MAX_TABLES": ("sql_schema_max_tables", _parse_int),
     "SQL_POOL_WAIT_S": ("sql_pool_wait_s", _parse_float),
+    "SQL_ACCEPT_DEFINER_FUNCTIONS": ("sql_accept_definer_functions", _parse_function_names),
+    "SQL_FUNCTION_CACHE_S": ("sql_function_cache_s", _parse_float),
     "FS_MAX_BYTES": ("fs_max_bytes", _parse_int),
     "FS_ALLOW_HARD_LINKS": ("fs_allow_hard_links", _parse_bool),
     "MAX_CONCURRENCY": ("max_concurrency", _parse_int),

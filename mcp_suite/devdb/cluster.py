@@ -604,6 +604,15 @@ class Cluster:
         with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
             conn.execute(seed_sql.encode())  # no parameters: one simple-query message
 
+    def upgrade_seed(self) -> None:
+        """Give a demo cluster seeded by an older version what the current seed sets on the reader."""
+        import psycopg
+
+        with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
+            for line in (Path(__file__).parent / "seed.sql").read_text().splitlines():
+                if line.startswith(f"ALTER ROLE {READER_USER} IN DATABASE {DEMO_DB} SET "):
+                    conn.execute(line.encode())
+
 
 def open_demo_cluster(base: Path | None = None) -> tuple[Cluster, bool]:
     """The demo cluster in `base` (default `.cache/devdb` at the repo root), running.
@@ -618,6 +627,7 @@ def open_demo_cluster(base: Path | None = None) -> tuple[Cluster, bool]:
         if cluster.running_elsewhere():
             return cluster, False
         cluster.start()
+        cluster.upgrade_seed()
         return cluster, True
     if base.exists() and any(base.iterdir()):
         raise DevDbError("refusing to use a non-empty directory that mcp_suite.devdb did not create")

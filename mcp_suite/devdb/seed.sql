@@ -34,6 +34,10 @@ GRANT USAGE ON SCHEMA docs TO mcp_reader;
 GRANT SELECT ON docs.pages TO mcp_reader;
 -- Server-side default for every session of the reader (the MCP server also asks for it).
 ALTER ROLE mcp_reader IN DATABASE mcp_demo SET default_transaction_read_only = on;
+-- What one query may cost the host: temporary files (superuser-only, so it belongs to the role) and
+-- time. cluster.py applies the same two settings to demo clusters made before they were added.
+ALTER ROLE mcp_reader IN DATABASE mcp_demo SET temp_file_limit = '256MB';
+ALTER ROLE mcp_reader IN DATABASE mcp_demo SET statement_timeout = '10s';
 
 -- Defence in depth beyond SPEC §8 (see docs/tools/postgres-role-guide.sql): large objects are the
 -- one write a plain role may make by default, so PUBLIC loses EXECUTE on the functions that create,

@@ -30,6 +30,7 @@ __all__ = [
     "NotFoundError",
     "ProblemError",
     "QueryViolationError",
+    "ResourceLimitError",
     "ResultTooLargeError",
     "SessionNotInitializedError",
     "UnsupportedContentError",
@@ -149,6 +150,13 @@ class ResultTooLargeError(ProblemError):
     code = "MCP_RESULT_TOO_LARGE"
 
 
+class ResourceLimitError(ProblemError):
+    slug = "resource-limit"
+    title = "The query needs more of the database's resources than allowed"
+    status = 507
+    code = "MCP_RESOURCE_LIMIT"
+
+
 class SessionNotInitializedError(ProblemError):
     slug = "session-not-initialized"
     title = "The session is not initialized"
@@ -190,6 +198,7 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     NotFoundError,
     UnsupportedContentError,
     ResultTooLargeError,
+    ResourceLimitError,
     SessionNotInitializedError,
     InvalidRequestError,
     MethodNotFoundError,

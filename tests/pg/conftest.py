@@ -7,6 +7,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.settings import SecretStr, Settings
@@ -72,3 +73,55 @@ def reader_executor(demo_cluster: Cluster, pg_helpers: None) -> Iterator[Executo
         yield executor
     finally:
         executor.close()
+
+
+# --- a probe role: set up like mcp_reader; a test gives it exactly one capability more ----------------
+PROBE_ROLE = "mcp_audit_probe"
+PROBE_PASSWORD = "probe-password-not-secret"
+# What probe tests may create besides grants to the role (DROP OWNED BY takes the role's own things).
+_PROBE_LEFTOVERS = (
+    "DROP FUNCTION IF EXISTS docs.mcp_probe_definer()",
+    "DROP SEQUENCE IF EXISTS docs.mcp_probe_seq",
+    "DROP EXTENSION IF EXISTS dblink",
+    "DROP FOREIGN DATA WRAPPER IF EXISTS mcp_probe_fdw CASCADE",
+    "SELECT lo_unlink(oid) FROM pg_catalog.pg_largeobject_metadata WHERE oid = 424242",
+    "DROP ROLE IF EXISTS mcp_audit_group",
+)
+
+
+def _drop_probe(conn: psycopg.Connection[Any]) -> None:
+    exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (PROBE_ROLE,)).fetchone()
+    if exists:
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(PROBE_ROLE)))
+    for statement in _PROBE_LEFTOVERS:
+        conn.execute(statement.encode())
+    if exists:
+        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(PROBE_ROLE)))
+
+
+@pytest.fixture
+def probe(demo_cluster: Cluster) -> Iterator[psycopg.Connection[Any]]:
+    """A login role set up like mcp_reader (CONNECT, USAGE on docs, SELECT on docs.pages, a
+    temp_file_limit); yields the superuser's connection, which drops it all afterwards."""
+    with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as conn:
+        _drop_probe(conn)
+        conn.execute(
+            sql.SQL("CREATE ROLE {} LOGIN NOINHERIT PASSWORD {}").format(
+                sql.Identifier(PROBE_ROLE), sql.Literal(PROBE_PASSWORD)
+            )
+        )
+        for statement in (
+            "GRANT CONNECT ON DATABASE mcp_demo TO {role}",
+            "GRANT USAGE ON SCHEMA docs TO {role}",
+            "GRANT SELECT ON docs.pages TO {role}",
+            "ALTER ROLE {role} SET temp_file_limit = '64MB'",
+        ):
+            conn.execute(statement.format(role=PROBE_ROLE).encode())
+        try:
+            yield conn
+        finally:
+            _drop_probe(conn)
+
+
+def probe_dsn(cluster: Cluster) -> str:
+    return cluster.dsn(PROBE_ROLE, PROBE_PASSWORD)

@@ -6,23 +6,20 @@ import io
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
-from psycopg import sql
 
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.tools.base import StartupRefusedError
 from mcp_suite.tools.read_only_sql.audit import audit_dsn, check_role
 from mcp_suite.tools.read_only_sql.tool import open_read_only_sql
-from tests.pg.conftest import sql_settings
+from tests.pg.conftest import PROBE_PASSWORD as PASSWORD
+from tests.pg.conftest import PROBE_ROLE as ROLE
+from tests.pg.conftest import probe_dsn, sql_settings
 
 pytestmark = pytest.mark.pg
-
-ROLE = "mcp_audit_probe"
-PASSWORD = "probe-password-not-secret"
 
 # capability -> statements (with {role}) that give the probe role exactly that capability
 CAPABILITIES: dict[str, list[str]] = {
@@ -46,6 +43,35 @@ CAPABILITIES: dict[str, list[str]] = {
     "schema-create": ["GRANT CREATE ON SCHEMA docs TO {role}"],
     "database-create": ["GRANT CREATE ON DATABASE mcp_demo TO {role}"],
     "database-temp": ["GRANT TEMPORARY ON DATABASE mcp_demo TO {role}"],
+    "definer-function": [
+        "CREATE FUNCTION docs.mcp_probe_definer() RETURNS integer LANGUAGE sql SECURITY DEFINER AS 'SELECT 1'"
+    ],
+    "admin-function": ["GRANT EXECUTE ON FUNCTION pg_catalog.pg_read_file(text) TO {role}"],
+    "extension-function": ["CREATE EXTENSION dblink SCHEMA public"],
+    "sequence-usage": [
+        "CREATE SEQUENCE docs.mcp_probe_seq",
+        "GRANT USAGE ON SEQUENCE docs.mcp_probe_seq TO {role}",
+    ],
+    "sequence-update": [
+        "CREATE SEQUENCE docs.mcp_probe_seq",
+        "GRANT UPDATE ON SEQUENCE docs.mcp_probe_seq TO {role}",
+    ],
+    "large-object-write": [
+        "SELECT lo_from_bytea(424242, 'x')",
+        "GRANT UPDATE ON LARGE OBJECT 424242 TO {role}",
+    ],
+    "large-object-owner": ["SELECT lo_from_bytea(424242, 'x')", "ALTER LARGE OBJECT 424242 OWNER TO {role}"],
+    "temp-file-limit": ["ALTER ROLE {role} RESET temp_file_limit"],
+    # warnings: logged, the server serves
+    "ownership": [
+        "CREATE FUNCTION docs.mcp_probe_owned() RETURNS integer LANGUAGE sql AS 'SELECT 1'",
+        "ALTER FUNCTION docs.mcp_probe_owned() OWNER TO {role}",
+    ],
+    "foreign-server": [
+        "CREATE FOREIGN DATA WRAPPER mcp_probe_fdw",
+        "CREATE SERVER mcp_probe_server FOREIGN DATA WRAPPER mcp_probe_fdw",
+        "GRANT USAGE ON FOREIGN SERVER mcp_probe_server TO {role}",
+    ],
 }
 
 # capability -> the finding(s) the audit must report
@@ -56,41 +82,12 @@ EXPECTED: dict[str, set[str]] = {
     "table-truncate": {"table-write"},
     "column-insert": {"column-write"},
     "column-update": {"column-write"},
+    "sequence-usage": {"sequence-write"},
+    "sequence-update": {"sequence-write"},
+    # an owner may write its large object, and owns it (a warning on top)
+    "large-object-owner": {"large-object-write", "ownership"},
 }
-
-
-def _cleanup(conn: psycopg.Connection[Any]) -> None:
-    exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (ROLE,)).fetchone()
-    if exists:
-        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(ROLE)))
-        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(ROLE)))
-    conn.execute("DROP ROLE IF EXISTS mcp_audit_group")
-
-
-@pytest.fixture
-def probe(demo_cluster: Cluster) -> Iterator[psycopg.Connection[Any]]:
-    """A login role set up like mcp_reader (CONNECT, USAGE on docs, SELECT on docs.pages)."""
-    with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as conn:
-        _cleanup(conn)
-        conn.execute(
-            sql.SQL("CREATE ROLE {} LOGIN NOINHERIT PASSWORD {}").format(
-                sql.Identifier(ROLE), sql.Literal(PASSWORD)
-            )
-        )
-        for statement in (
-            "GRANT CONNECT ON DATABASE mcp_demo TO {role}",
-            "GRANT USAGE ON SCHEMA docs TO {role}",
-            "GRANT SELECT ON docs.pages TO {role}",
-        ):
-            conn.execute(statement.format(role=ROLE).encode())
-        try:
-            yield conn
-        finally:
-            _cleanup(conn)
-
-
-def probe_dsn(cluster: Cluster) -> str:
-    return cluster.dsn(ROLE, PASSWORD)
+WARNINGS = {"ownership", "foreign-server"}
 
 
 def test_the_seeded_reader_passes_the_audit(demo_cluster: Cluster) -> None:
@@ -112,7 +109,8 @@ def test_each_forbidden_capability_is_found_with_its_fix(
     findings = audit_dsn(probe_dsn(demo_cluster), connect_timeout_s=5)
     assert {f.capability for f in findings} == EXPECTED.get(capability, {capability})
     for finding in findings:
-        assert finding.fix.startswith(("ALTER ROLE", "REVOKE"))
+        assert finding.fix.startswith(("ALTER ROLE", "REVOKE", "REASSIGN"))
+        assert finding.warning == (finding.capability in WARNINGS)
         assert PASSWORD not in finding.problem + finding.fix
 
 

@@ -23,6 +23,7 @@ SPEC_TABLE = {
     "not-found": ("MCP_NOT_FOUND", 404),
     "unsupported-content": ("MCP_UNSUPPORTED_CONTENT", 415),
     "result-too-large": ("MCP_RESULT_TOO_LARGE", 413),
+    "resource-limit": ("MCP_RESOURCE_LIMIT", 507),
     "session-not-initialized": ("MCP_SESSION_NOT_INITIALIZED", 400),
     "invalid-request": ("MCP_INVALID_REQUEST", 400),
     "method-not-found": ("MCP_METHOD_NOT_FOUND", 404),

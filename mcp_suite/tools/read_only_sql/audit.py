@@ -1,14 +1,17 @@
-"""The start-up role audit (SPEC §6.1): what could the DSN's role do besides reading?
+"""The start-up role audit: what could the DSN's role do besides reading?
 
 `audit_connection(conn)` asks PostgreSQL (catalog functions evaluated for `current_user`, so grants
 to PUBLIC and inherited memberships count) and returns one `Finding` per problem, each with its fix.
-The server refuses to start (exit status 78) when there is any; `check_role(settings)` runs the
-audit alone for `mcp-suite check-role`. Sync psycopg only; no trio. The DSN is never printed.
+A finding is a refusal (the server refuses to start, exit status 78) or a warning (logged, the
+server serves); docs/tools/read_only_sql.md says which capability is which, and why.
+`check_role(settings)` runs the audit alone for `mcp-suite check-role`. Sync psycopg only; no trio.
+The DSN is never printed.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
@@ -26,6 +29,8 @@ __all__ = [
     "audit_dsn",
     "check_role",
     "format_findings",
+    "refusals",
+    "warnings",
 ]
 
 EXIT_REFUSED: Final = 78  # EX_CONFIG
@@ -40,15 +45,33 @@ DANGEROUS_PREDEFINED_ROLES: Final = (
 )
 _TABLE_WRITES: Final = ("INSERT", "UPDATE", "DELETE", "TRUNCATE")
 _MAX_LISTED: Final = 10  # objects named per finding; the rest are counted
+# Extensions whose functions open connections to other servers or touch the server's files: a role
+# that can EXECUTE them (PUBLIC can, by default) can write outside the read-only transaction, even
+# through an innocent-looking wrapper function that the policy cannot see into.
+OUTREACHING_EXTENSIONS: Final = ("dblink", "adminpack")
+ACCEPT_SETTING: Final = "MCP_SQL_ACCEPT_DEFINER_FUNCTIONS"
 
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One capability the role must not have: `problem` says what, `fix` says the SQL to run."""
+    """One capability the role should not have: `problem` says what, `fix` says the SQL to run.
+
+    `warning`: logged and printed, but the server serves (see the module docstring)."""
 
     capability: str
     problem: str
     fix: str
+    warning: bool = False
+
+
+def refusals(findings: Iterable[Finding]) -> list[Finding]:
+    """The findings that stop the server from serving."""
+    return [f for f in findings if not f.warning]
+
+
+def warnings(findings: Iterable[Finding]) -> list[Finding]:
+    """The findings that are logged only."""
+    return [f for f in findings if f.warning]
 
 
 def _ident(conn: psycopg.Connection[Any], *names: str) -> str:
@@ -61,9 +84,10 @@ def _listed(names: list[str]) -> str:
     return shown + (f" and {more} more" if more > 0 else "")
 
 
-def audit_connection(conn: psycopg.Connection[Any]) -> list[Finding]:
-    """Every capability of `current_user` that SPEC §6.1 forbids, as findings (empty: safe).
+def audit_connection(conn: psycopg.Connection[Any], *, accepted: Iterable[str] = ()) -> list[Finding]:
+    """Every capability of `current_user` beyond reading, as findings (empty: safe).
 
+    `accepted`: SECURITY DEFINER functions (`schema.name`) the operator accepts; they become warnings.
     Runs a handful of catalog queries in one read-only transaction that is rolled back.
     """
     findings: list[Finding] = []
@@ -214,18 +238,247 @@ def audit_connection(conn: psycopg.Connection[Any]) -> list[Finding]:
                         " (and make sure the role does not own the database)",
                     )
                 )
+        findings.extend(_function_findings(conn, role, frozenset(accepted)))
+        findings.extend(_write_outside_findings(conn, role))
+        findings.extend(_resource_findings(conn, role))
+    return findings
+
+
+def _function_findings(conn: psycopg.Connection[Any], role: str, accepted: frozenset[str]) -> list[Finding]:
+    """SECURITY DEFINER functions, administrative functions and outreaching extensions the role can
+    EXECUTE (directly, through PUBLIC or through a role it inherits from)."""
+    findings: list[Finding] = []
+    definers = conn.execute(
+        "SELECT n.nspname, p.proname, pg_catalog.pg_get_function_identity_arguments(p.oid),"
+        " pg_catalog.pg_get_userbyid(p.proowner), e.extname"
+        " FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace"
+        " LEFT JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_proc'::regclass"
+        " AND d.objid = p.oid AND d.deptype = 'e'"
+        " LEFT JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid"
+        " WHERE p.prosecdef AND n.nspname NOT IN ('pg_catalog', 'information_schema')"
+        " AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')"
+        " ORDER BY 1, 2, 3"
+    ).fetchall()
+    refused = 0
+    for schema, name, arguments, owner, extension in definers:
+        signature = f"{_ident(conn, schema, name)}({arguments})"
+        where = f", part of the extension {extension}" if extension else ""
+        if f"{schema}.{name}" in accepted:
+            findings.append(
+                Finding(
+                    "definer-accepted",
+                    f"the role can execute the SECURITY DEFINER function {signature} (owner "
+                    f"{owner}{where}): accepted as a known risk by {ACCEPT_SETTING}",
+                    f"REVOKE EXECUTE ON FUNCTION {signature} FROM PUBLIC, {role};"
+                    f" and remove {schema}.{name} from {ACCEPT_SETTING}",
+                    warning=True,
+                )
+            )
+            continue
+        refused += 1
+        if refused > _MAX_LISTED:
+            continue
+        findings.append(
+            Finding(
+                "definer-function",
+                f"the role can execute the SECURITY DEFINER function {signature} (owner {owner}{where}),"
+                " which runs with its owner's privileges: a SELECT of it can do whatever the owner may",
+                f"REVOKE EXECUTE ON FUNCTION {signature} FROM PUBLIC, {role};"
+                f" (or, knowing the risk, name {schema}.{name} in {ACCEPT_SETTING})",
+            )
+        )
+    if refused > _MAX_LISTED:
+        findings.append(
+            Finding(
+                "definer-function",
+                f"the role can execute {refused - _MAX_LISTED} more SECURITY DEFINER functions",
+                "REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA <schema> FROM PUBLIC, "
+                f"{role}; for each schema (mcp-suite check-role lists them after the first fix)",
+            )
+        )
+
+    administrative = [
+        name
+        for (name,) in conn.execute(
+            "SELECT p.oid::pg_catalog.regprocedure::text FROM pg_catalog.pg_proc p"
+            " WHERE p.pronamespace = 'pg_catalog'::regnamespace AND p.proacl IS NOT NULL"
+            " AND NOT pg_catalog.has_function_privilege('public', p.oid, 'EXECUTE')"
+            " AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE') ORDER BY 1"
+        ).fetchall()
+    ]
+    if administrative:
+        findings.append(
+            Finding(
+                "admin-function",
+                "the role can execute functions that PostgreSQL (or this database) withholds from "
+                "PUBLIC: " + _listed(administrative),
+                f"REVOKE EXECUTE ON FUNCTION {', '.join(administrative)} FROM {role};",
+            )
+        )
+
+    outreaching = conn.execute(
+        "SELECT e.extname, p.oid::pg_catalog.regprocedure::text"
+        " FROM pg_catalog.pg_extension e"
+        " JOIN pg_catalog.pg_depend d ON d.refclassid = 'pg_catalog.pg_extension'::regclass"
+        " AND d.refobjid = e.oid AND d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'"
+        " JOIN pg_catalog.pg_proc p ON p.oid = d.objid"
+        " WHERE e.extname = ANY(%s) AND p.prokind IN ('f', 'p')"
+        " AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE') ORDER BY 1, 2",
+        (list(OUTREACHING_EXTENSIONS),),
+    ).fetchall()
+    by_extension: dict[str, list[str]] = {}
+    for extension, function in outreaching:
+        by_extension.setdefault(extension, []).append(function)
+    for extension, functions in by_extension.items():
+        findings.append(
+            Finding(
+                "extension-function",
+                f"the role can execute {len(functions)} functions of the extension {extension}, which"
+                " open connections to other servers or touch the server's files (a wrapper function"
+                " could call them): " + _listed(functions),
+                f"REVOKE EXECUTE ON FUNCTION {', '.join(functions)} FROM PUBLIC, {role};"
+                f" (or DROP EXTENSION {extension}; when nothing needs it)",
+            )
+        )
+    return findings
+
+
+def _write_outside_findings(conn: psycopg.Connection[Any], role: str) -> list[Finding]:
+    """Writes that need no table: sequences (nextval/setval are not rolled back) and large objects."""
+    findings: list[Finding] = []
+    sequences = conn.execute(
+        "SELECT n.nspname, c.relname, pg_catalog.pg_get_userbyid(c.relowner), p.priv"
+        " FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+        " CROSS JOIN unnest(ARRAY['UPDATE', 'USAGE']) AS p(priv)"
+        " WHERE c.relkind = 'S' AND pg_catalog.has_sequence_privilege(c.oid, p.priv)"
+        " ORDER BY 1, 2, 4"
+    ).fetchall()
+    by_sequence: dict[tuple[str, str, str], list[str]] = {}
+    for schema, name, owner, priv in sequences:
+        by_sequence.setdefault((schema, name, owner), []).append(priv)
+    if by_sequence:
+        names = [f"{_ident(conn, s, n)} ({', '.join(p)}; owner {o})" for (s, n, o), p in by_sequence.items()]
+        findings.append(
+            Finding(
+                "sequence-write",
+                "the role can advance or set sequences (a change no rollback undoes): " + _listed(names),
+                " ".join(
+                    f"REVOKE UPDATE, USAGE ON SEQUENCE {_ident(conn, s, n)} FROM {role}, PUBLIC;"
+                    for (s, n, _) in list(by_sequence)[:_MAX_LISTED]
+                ),
+            )
+        )
+    (compat,) = conn.execute(
+        "SELECT pg_catalog.current_setting('lo_compat_privileges')::bool"
+    ).fetchone() or (False,)
+    if compat:
+        findings.append(
+            Finding(
+                "large-object-write",
+                "lo_compat_privileges is on: every role may write every large object",
+                "ALTER SYSTEM SET lo_compat_privileges = off; SELECT pg_reload_conf();",
+            )
+        )
+    objects = conn.execute(
+        "SELECT l.oid::int8, pg_catalog.pg_get_userbyid(l.lomowner)"
+        " FROM pg_catalog.pg_largeobject_metadata l"
+        " WHERE pg_catalog.pg_has_role(l.lomowner, 'USAGE') OR EXISTS ("
+        " SELECT 1 FROM pg_catalog.aclexplode(l.lomacl) a WHERE a.privilege_type = 'UPDATE'"
+        " AND CASE WHEN a.grantee = 0 THEN true ELSE pg_catalog.pg_has_role(a.grantee, 'USAGE') END)"
+        " ORDER BY 1"
+    ).fetchall()
+    if objects:
+        findings.append(
+            Finding(
+                "large-object-write",
+                "the role can write large objects: "
+                + _listed([f"{oid} (owner {owner})" for oid, owner in objects]),
+                " ".join(
+                    f"REVOKE UPDATE ON LARGE OBJECT {oid} FROM {role}, PUBLIC;"
+                    for oid, _ in objects[:_MAX_LISTED]
+                )
+                + " (and ALTER LARGE OBJECT ... OWNER TO another role for those it owns)",
+            )
+        )
+    return findings
+
+
+def _resource_findings(conn: psycopg.Connection[Any], role: str) -> list[Finding]:
+    """What one query may cost the host (temporary files), and the warnings: objects the role
+    owns, and foreign servers it may use."""
+    findings: list[Finding] = []
+    (temp_limit,) = conn.execute("SELECT pg_catalog.current_setting('temp_file_limit')").fetchone() or ("-1",)
+    if temp_limit == "-1":
+        findings.append(
+            Finding(
+                "temp-file-limit",
+                "the role has no temp_file_limit: one sort or hash of a huge intermediate result can"
+                " fill the database host's disk with temporary files",
+                f"ALTER ROLE {role} SET temp_file_limit = '1GB'; (as a superuser; or set it in"
+                " postgresql.conf)",
+            )
+        )
+    owned = [
+        name
+        for (name,) in conn.execute(
+            "SELECT pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid)"
+            " FROM pg_catalog.pg_shdepend d"
+            " WHERE d.deptype = 'o' AND d.refclassid = 'pg_catalog.pg_authid'::regclass"
+            " AND d.refobjid = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = current_user)"
+            " AND d.dbid IN (0, (SELECT oid FROM pg_catalog.pg_database"
+            " WHERE datname = pg_catalog.current_database()))"
+            " ORDER BY 1"
+        ).fetchall()
+    ]
+    if owned:
+        findings.append(
+            Finding(
+                "ownership",
+                "the role owns objects (an owner may change them outside this server): " + _listed(owned),
+                f"REASSIGN OWNED BY {role} TO <another role>;",
+                warning=True,
+            )
+        )
+    servers = [
+        f"{_ident(conn, server)} ({wrapper})"
+        for server, wrapper in conn.execute(
+            "SELECT s.srvname, w.fdwname FROM pg_catalog.pg_foreign_server s"
+            " JOIN pg_catalog.pg_foreign_data_wrapper w ON w.oid = s.srvfdw"
+            " WHERE pg_catalog.has_server_privilege(s.oid, 'USAGE') ORDER BY 1"
+        ).fetchall()
+    ]
+    if servers:
+        findings.append(
+            Finding(
+                "foreign-server",
+                "the role may use foreign servers (reads through them reach other databases or"
+                " files): " + _listed(servers),
+                " ".join(
+                    f"REVOKE USAGE ON FOREIGN SERVER {s.split(' ')[0]} FROM {role}, PUBLIC;"
+                    for s in servers[:_MAX_LISTED]
+                ),
+                warning=True,
+            )
+        )
     return findings
 
 
 def format_findings(findings: list[Finding]) -> str:
-    """The refusal message: each problem with its fix, one per line (no secrets)."""
+    """The refusal message: each problem with its fix, then the warnings (no secrets)."""
+    refused = refusals(findings)
     lines = [
         "read_only_sql: refusing to serve: the database role could do more than read "
-        f"({len(findings)} problem(s)). Fix them, or use a least-privilege role "
+        f"({len(refused)} problem(s)). Fix them, or use a least-privilege role "
         "(docs/tools/postgres-role-guide.sql):"
     ]
-    lines.extend(f"  - {f.problem}\n    fix: {f.fix}" for f in findings)
+    lines.extend(f"  - {f.problem}\n    fix: {f.fix}" for f in refused)
+    lines.extend(format_warning(f) for f in warnings(findings))
     return "\n".join(lines)
+
+
+def format_warning(finding: Finding) -> str:
+    """One warning with its fix (the server serves regardless)."""
+    return f"read_only_sql: warning: {finding.problem}\n    fix: {finding.fix}"
 
 
 def connection_failure(exc: psycopg.Error) -> str:
@@ -239,7 +492,7 @@ def connection_failure(exc: psycopg.Error) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def audit_dsn(dsn: str, *, connect_timeout_s: float) -> list[Finding]:
+def audit_dsn(dsn: str, *, connect_timeout_s: float, accepted: Iterable[str] = ()) -> list[Finding]:
     """Connect once (autocommit, read-only session) and audit. Raises psycopg.OperationalError."""
     with psycopg.connect(
         dsn,
@@ -248,7 +501,7 @@ def audit_dsn(dsn: str, *, connect_timeout_s: float) -> list[Finding]:
         options="-c default_transaction_read_only=on",
         application_name="mcp-suite audit",
     ) as conn:
-        return audit_connection(conn)
+        return audit_connection(conn, accepted=accepted)
 
 
 def check_role(settings: Settings, *, out: TextIO | None = None) -> int:
@@ -263,13 +516,16 @@ def check_role(settings: Settings, *, out: TextIO | None = None) -> int:
         return EXIT_REFUSED
     try:
         findings = audit_dsn(
-            settings.sql_dsn.get_secret_value(), connect_timeout_s=settings.sql_connect_timeout_s
+            settings.sql_dsn.get_secret_value(),
+            connect_timeout_s=settings.sql_connect_timeout_s,
+            accepted=settings.sql_accept_definer_functions,
         )
     except psycopg.Error as exc:
         stream.write(f"check-role: could not audit the role: {connection_failure(exc)}\n")
         return EXIT_UNAVAILABLE
-    if findings:
+    if refusals(findings):
         stream.write(format_findings(findings) + "\n")
         return EXIT_REFUSED
+    stream.writelines(format_warning(f) + "\n" for f in findings)
     stream.write("check-role: the role can only read; read_only_sql will serve.\n")
     return 0

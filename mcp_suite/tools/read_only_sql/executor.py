@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
 import psycopg
 from psycopg import pq
@@ -36,13 +36,24 @@ from mcp_suite.problems import (
     InvalidArgumentsError,
     ProblemError,
     QueryViolationError,
+    ResourceLimitError,
     ResultTooLargeError,
     echo,
 )
 from mcp_suite.settings import Settings
-from mcp_suite.tools.read_only_sql.audit import audit_connection, connection_failure, format_findings
+from mcp_suite.tools.read_only_sql.audit import (
+    audit_connection,
+    connection_failure,
+    format_findings,
+    format_warning,
+    refusals,
+)
 from mcp_suite.tools.read_only_sql.convert import array_loader, json_size, register_loaders, to_json_value
+from mcp_suite.tools.read_only_sql.definers import DefinerGuard
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
+
+if TYPE_CHECKING:
+    from mcp_suite.tools.read_only_sql.policy import VettedQuery
 
 __all__ = [
     "CURSOR_NAME",
@@ -188,6 +199,13 @@ def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemErro
         return ExecutionTimeoutError(
             "The query waited too long for a lock held by another session.", metadata=meta
         )
+    if state == "53400":  # configuration_limit_exceeded: temp_file_limit, set for the role
+        return ResourceLimitError(
+            "The query needed more temporary disk space than the database allows this role"
+            " (temp_file_limit): it sorts, hashes or materialises too much. Aggregate or filter"
+            " first (WHERE, GROUP BY, a LIMIT inside a subquery) so less data is sorted.",
+            metadata=meta,
+        )
     if state[:2] == "25":
         # 25006 read_only_sql_transaction (SPEC), and the rest of class 25 (for example 25001 from
         # set_config('transaction_read_only', 'off', ...)): the query tried to change the
@@ -239,6 +257,9 @@ class Executor:
         self._audit_lock = threading.Lock()
         self._audited = False
         self._refusal: str | None = None
+        self._definers = DefinerGuard(
+            accepted=settings.sql_accept_definer_functions, cache_s=settings.sql_function_cache_s
+        )
         self.round_trips = 0  # network exchanges made by calls (read by tests and the benchmark)
         self._set_timeout = f"SET LOCAL statement_timeout = {int(self._timeout_ms)}".encode()
         # The whole exchange of one call: the statement timeout, plus time for the server to
@@ -297,11 +318,13 @@ class Executor:
             return
         with self._audit_lock:
             if self._refusal is None and not self._audited:
-                findings = audit_connection(conn)
-                if findings:
+                findings = audit_connection(conn, accepted=self._settings.sql_accept_definer_functions)
+                if refusals(findings):
                     self._refusal = format_findings(findings)
                     log.critical("%s", self._refusal)
                 else:
+                    for finding in findings:
+                        log.warning("%s", format_warning(finding))
                     self._audited = True
             if self._refusal is not None:
                 raise DatabaseUnavailableError(
@@ -309,8 +332,24 @@ class Executor:
                 )
 
     # --- one call ------------------------------------------------------------------------------
+    @property
+    def definers(self) -> DefinerGuard:
+        return self._definers
+
+    def run_vetted(self, query: VettedQuery, *, max_rows: int, ticket: CallTicket) -> QueryResult:
+        """Run a query the policy vetted, after refusing it (`QueryViolationError`) when it names a
+        SECURITY DEFINER function (`definers.DefinerGuard`). Blocking; otherwise as `run`."""
+        ticket.started = True
+
+        def work(conn: psycopg.Connection[Any]) -> QueryResult:
+            self._definers.check(conn, query.functions, query.operators)
+            return self._run_on(conn, query.sql, max_rows=max_rows, ticket=ticket)
+
+        return self._with_connection(ticket, work)
+
     def run(self, sql: str, *, max_rows: int, ticket: CallTicket) -> QueryResult:
-        """Run one vetted query; blocking. Raises a ProblemError, DatabaseUnavailableError, or
+        """Run one query as it is (no policy, no definer check: `run_vetted` is the tool's path;
+        layer tests call this one); blocking. Raises a ProblemError, DatabaseUnavailableError, or
         `CallCancelledError` when the ticket was cancelled before the query started.
 
         Cancellation: `ticket.cancel()` from another thread stops the query in PostgreSQL; the

@@ -58,6 +58,10 @@ class VettedQuery:
 
     sql: str  # regenerated from the validated tree, comments dropped, outer LIMIT applied
     limit: int  # the outer LIMIT actually applied (<= max_rows + 1)
+    # What the executed text calls by name, as PostgreSQL reads it (last name component, case-folded):
+    # the executor refuses a call of a SECURITY DEFINER function, which the policy cannot see into.
+    functions: frozenset[str] = frozenset()
+    operators: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +184,12 @@ def vet_sql(sql: str, *, max_rows: int) -> VettedQuery:
         _check_agreement(original, final, limit)
     except RecursionError:
         raise _too_deep() from None
-    return VettedQuery(sql=executed, limit=limit)
+    return VettedQuery(
+        sql=executed,
+        limit=limit,
+        functions=frozenset(final.functions),
+        operators=frozenset(final.operators),
+    )
 
 
 # --- PostgreSQL's own grammar (pglast) -----------------------------------------------------------------
@@ -306,6 +315,8 @@ class _PgFacts:
     columns: set[tuple[str, ...]] = field(default_factory=set)
     relations: set[tuple[str, str]] = field(default_factory=set)
     constants: Counter[tuple[Any, ...]] = field(default_factory=Counter)
+    functions: set[str] = field(default_factory=set)
+    operators: set[str] = field(default_factory=set)
 
 
 def _check_postgres(sql: str, *, executed: bool) -> _PgFacts:
@@ -384,7 +395,11 @@ def _walk_postgres(root: dict[str, Any], facts: _PgFacts) -> None:
         level = below
 
 
-_PG_NOTED_NODES: Final = frozenset({"FuncCall", "RangeTableSample", "ColumnRef", "RangeVar", "A_Const"})
+_PG_NOTED_NODES: Final = frozenset(
+    {"FuncCall", "RangeTableSample", "ColumnRef", "RangeVar", "A_Const", "A_Expr", "SortBy", "SubLink"}
+)
+# Where an operator's name sits in the nodes that name one (`OPERATOR(s.op)` gives two parts).
+_PG_OPERATOR_FIELDS: Final = {"A_Expr": "name", "SortBy": "useOp", "SubLink": "operName"}
 # Typed (unwrapped) fields that carry a refused construct.
 _PG_REFUSED_FIELDS: Final = {"intoClause": "IntoClause", "lockingClause": "LockingClause"}
 
@@ -392,9 +407,15 @@ _PG_REFUSED_FIELDS: Final = {"intoClause": "IntoClause", "lockingClause": "Locki
 def _note_pg_node(kind: str, value: dict[str, Any], facts: _PgFacts) -> None:
     if kind == "FuncCall":
         _check_pg_function(value)
+        facts.functions.add(_last_name(value["funcname"]))
     elif kind == "RangeTableSample":
         # TABLESAMPLE <method> names a function too (a tsm_handler): the same denylist applies.
         _check_pg_function({"funcname": value["method"]})
+        facts.functions.add(_last_name(value["method"]))
+    elif kind in _PG_OPERATOR_FIELDS:
+        names = value.get(_PG_OPERATOR_FIELDS[kind])
+        if names:
+            facts.operators.add(_last_name(names))
     elif kind == "ColumnRef":
         # A bare `*` names nothing (the wrapper of a VALUES root adds one).
         names = tuple(part["String"]["sval"] for part in value["fields"] if "String" in part)
@@ -404,6 +425,11 @@ def _note_pg_node(kind: str, value: dict[str, Any], facts: _PgFacts) -> None:
         facts.relations.add((value.get("schemaname", ""), value["relname"]))
     else:  # A_Const
         facts.constants[_constant(value)] += 1
+
+
+def _last_name(parts: list[dict[str, Any]]) -> str:
+    """The case-folded last component of a qualified name list (`[{"String": {"sval": ...}}, ...]`)."""
+    return str(parts[-1]["String"]["sval"]).casefold()
 
 
 def _constant(const: dict[str, Any]) -> tuple[Any, ...]:

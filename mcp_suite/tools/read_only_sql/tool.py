@@ -23,7 +23,13 @@ import trio
 
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import BuildOnce, ResourceSpec, StartupRefusedError, Toolset, ToolSpec
-from mcp_suite.tools.read_only_sql.audit import audit_dsn, connection_failure, format_findings
+from mcp_suite.tools.read_only_sql.audit import (
+    audit_dsn,
+    connection_failure,
+    format_findings,
+    format_warning,
+    refusals,
+)
 from mcp_suite.tools.read_only_sql.naming import schema_uri
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
 
@@ -244,7 +250,7 @@ def _vet_and_run(
     database: LazyExecutor, policy: BuildOnce[QueryPolicy], sql: str, max_rows: int, ticket: CallTicket
 ) -> QueryResult:
     vetted = policy.get().vet(sql, max_rows=max_rows)
-    return database.get().run(vetted.sql, max_rows=max_rows, ticket=ticket)
+    return database.get().run_vetted(vetted, max_rows=max_rows, ticket=ticket)
 
 
 def _read_schema(database: LazyExecutor, ticket: CallTicket, *, max_tables: int) -> dict[str, Any]:
@@ -258,7 +264,11 @@ def _audit_at_start(dsn: str, settings: Settings) -> bool:
     before the first query); raises StartupRefusedError when the role could do more.
     """
     try:
-        findings = audit_dsn(dsn, connect_timeout_s=settings.sql_connect_timeout_s)
+        findings = audit_dsn(
+            dsn,
+            connect_timeout_s=settings.sql_connect_timeout_s,
+            accepted=settings.sql_accept_definer_functions,
+        )
     except psycopg.OperationalError as exc:
         # Down, or up but refusing this role (a wrong password, a missing database): the log says
         # which, since the fix differs; the client only ever sees -32603.
@@ -268,6 +278,8 @@ def _audit_at_start(dsn: str, settings: Settings) -> bool:
             connection_failure(exc),
         )
         return False
-    if findings:
+    if refusals(findings):
         raise StartupRefusedError(format_findings(findings))
+    for finding in findings:
+        log.warning("%s", format_warning(finding))
     return True

@@ -20,6 +20,9 @@ ALTER ROLE mcp_reader SET statement_timeout = '10s';          -- the server also
 ALTER ROLE mcp_reader SET lock_timeout = '2s';
 ALTER ROLE mcp_reader SET idle_in_transaction_session_timeout = '30s';
 ALTER ROLE mcp_reader SET idle_session_timeout = '15min';     -- PostgreSQL 14+
+-- What one query may cost the host in temporary files (sorts, hashes, materialised function
+-- results); superuser-only, so it belongs to the role. The audit refuses a role without a limit.
+ALTER ROLE mcp_reader SET temp_file_limit = '1GB';
 
 -- 3. Connect to this database only. PUBLIC may connect everywhere by default: take that away.
 REVOKE CONNECT, TEMPORARY ON DATABASE <database> FROM PUBLIC;
@@ -41,6 +44,14 @@ GRANT USAGE ON SCHEMA mcp_views TO mcp_reader;
 GRANT SELECT ON ALL TABLES IN SCHEMA mcp_views TO mcp_reader;
 ALTER DEFAULT PRIVILEGES FOR ROLE mcp_views_owner IN SCHEMA mcp_views
     GRANT SELECT ON TABLES TO mcp_reader;
+-- Functions: PostgreSQL lets PUBLIC execute every new function. A SECURITY DEFINER function runs
+-- with its owner's privileges, so a SELECT of one can do whatever its owner may (run a program,
+-- read server files). Take EXECUTE away in the exposed schema, now and for functions made later
+-- (the audit refuses a role that can execute any SECURITY DEFINER function outside pg_catalog).
+REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA mcp_views FROM PUBLIC;
+ALTER DEFAULT PRIVILEGES FOR ROLE mcp_views_owner REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
+-- (repeat both for every schema the reader may use, FOR ROLE each role that creates functions
+--  there; grant EXECUTE back only on SECURITY INVOKER functions the model should call)
 
 -- 5. No CREATE anywhere (PostgreSQL 15+ already revokes CREATE on public from PUBLIC).
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
@@ -58,6 +69,9 @@ FROM PUBLIC;
 --    any other role. pg_read_all_data would bypass step 4; pg_monitor/pg_read_all_stats show
 --    other sessions' queries. Check with:
 --    SELECT roleid::regrole FROM pg_auth_members WHERE member = 'mcp_reader'::regrole;
+--    Nor these (refused too): EXECUTE on dblink's functions (REVOKE them FROM PUBLIC, or do not
+--    install dblink in this database), USAGE or UPDATE on a sequence, UPDATE on a large object,
+--    EXECUTE on the administrative functions PostgreSQL withholds from PUBLIC (pg_read_file...).
 
 -- 8. Transport: require TLS with certificate and host name checks in the DSN, for example
 --    MCP_SQL_DSN='host=db.internal dbname=<database> user=mcp_reader sslmode=verify-full

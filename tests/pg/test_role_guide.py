@@ -57,6 +57,12 @@ def test_the_role_guide_produces_a_role_the_audit_accepts(demo_cluster: Cluster)
                 "CREATE VIEW mcp_guide_views.pages WITH (security_barrier) AS"
                 " SELECT slug, section, words FROM docs.pages"
             )
+            # A SECURITY DEFINER function made after the guide ran: its default privileges keep
+            # PUBLIC (and so the reader) from executing it, and the audit still passes.
+            admin.execute(
+                "CREATE FUNCTION mcp_guide_views.page_count() RETURNS bigint LANGUAGE sql"
+                " SECURITY DEFINER AS 'SELECT count(*) FROM docs.pages'"
+            )
             admin.execute("RESET ROLE")
             dsn = demo_cluster.dsn("mcp_guide_reader", PASSWORD)
             assert audit_dsn(dsn, connect_timeout_s=5) == []
@@ -64,8 +70,11 @@ def test_the_role_guide_produces_a_role_the_audit_accepts(demo_cluster: Cluster)
                 rows = reader.execute("SELECT count(*) FROM mcp_guide_views.pages").fetchone()
                 assert rows == (30,)
                 assert reader.execute("SHOW default_transaction_read_only").fetchone() == ("on",)
+                assert reader.execute("SHOW temp_file_limit").fetchone() == ("1GB",)
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     reader.execute("SELECT * FROM docs.pages")
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    reader.execute("SELECT mcp_guide_views.page_count()")
             accepted = _check_role(dsn)
             assert accepted.returncode == 0, accepted.stdout + accepted.stderr
             assert "can only read" in accepted.stdout
@@ -77,6 +86,13 @@ def test_the_role_guide_produces_a_role_the_audit_accepts(demo_cluster: Cluster)
             assert "CREATE" in refused.stdout
             assert "mcp_guide_views" in refused.stdout
             assert PASSWORD not in refused.stdout + refused.stderr
+            # Without the guide's default privileges, the definer function is a finding.
+            admin.execute("REVOKE CREATE ON SCHEMA mcp_guide_views FROM mcp_guide_reader")
+            admin.execute("GRANT EXECUTE ON FUNCTION mcp_guide_views.page_count() TO PUBLIC")
+            refused = _check_role(dsn)
+            assert refused.returncode == 78, refused.stdout + refused.stderr
+            assert "SECURITY DEFINER function" in refused.stdout
+            assert '"mcp_guide_views"."page_count"()' in refused.stdout
         finally:
             admin.execute("DROP SCHEMA IF EXISTS mcp_guide_views CASCADE")
             for role in ("mcp_guide_reader", "mcp_guide_views_owner"):

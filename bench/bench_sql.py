@@ -22,7 +22,17 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
-from bench.common import INIT, REPO, Figure, cold_start_ms, cpu_seconds, rss_mb, server_env, spawn
+from bench.common import (
+    INIT,
+    REPO,
+    Figure,
+    cold_start_ms,
+    cpu_seconds,
+    median_seconds,
+    rss_mb,
+    server_env,
+    spawn,
+)
 
 QUERY = "SELECT section, count(*) FROM docs.pages GROUP BY section"
 SEQUENTIAL_CALLS = 2_000
@@ -186,28 +196,37 @@ def floor_psycopg(dsn: str, calls: int, threads: int) -> tuple[float, float]:
     return statistics.median(samples) * 1000, rate
 
 
-def executor_figures(dsn: str, calls: int) -> tuple[float, float]:
-    """(sequential p50 ms, round trips per call) of our executor in this process (no server)."""
+def executor_figures(dsn: str, calls: int) -> tuple[float, float, float]:
+    """(sequential p50 ms, round trips per call, definer check µs per call) of our executor in this
+    process (no server), on the tool's path: a vetted query, the definer check, the query."""
     from mcp_suite.settings import SecretStr, Settings
     from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor
+    from mcp_suite.tools.read_only_sql.policy import vet_sql
 
     settings = Settings(sql_dsn=SecretStr(dsn), metrics_enabled=False)
     executor = Executor(settings, dsn)
     executor.open()
     executor.mark_audited()
+    vetted = vet_sql(QUERY, max_rows=50)
     try:
         for _ in range(20):
-            executor.run(QUERY, max_rows=50, ticket=CallTicket())
+            executor.run_vetted(vetted, max_rows=50, ticket=CallTicket())
         before = executor.round_trips
         samples = []
         for _ in range(calls):
             start = time.perf_counter()
-            executor.run(QUERY, max_rows=50, ticket=CallTicket())
+            executor.run_vetted(vetted, max_rows=50, ticket=CallTicket())
             samples.append(time.perf_counter() - start)
         trips = (executor.round_trips - before) / calls
+        with executor.pool.connection() as conn:
+            check = executor.definers.check
+            loops = 10_000
+            seconds = median_seconds(
+                lambda: [check(conn, vetted.functions, vetted.operators) for _ in range(loops)], runs=5
+            )
     finally:
         executor.close()
-    return statistics.median(samples) * 1000, trips
+    return statistics.median(samples) * 1000, trips, seconds / loops * 1e6
 
 
 class _CountingProxy:
@@ -289,7 +308,7 @@ def run() -> list[Figure]:
 def _figures(dsn: str, port: int) -> list[Figure]:
     figures: list[Figure] = []
     floor_p50, floor_rate = floor_psycopg(dsn, SEQUENTIAL_CALLS, threads=4)
-    exec_p50, exec_trips = executor_figures(dsn, SEQUENTIAL_CALLS)
+    exec_p50, exec_trips, check_us = executor_figures(dsn, SEQUENTIAL_CALLS)
     env = server_env(MCP_SQL_DSN=dsn, MCP_METRICS_ENABLED="false")
     with _server(env) as server:
         server_sequential_p50_ms(server, 100)  # warm-up
@@ -327,6 +346,15 @@ def _figures(dsn: str, port: int) -> list[Figure]:
     )
     figures.append(
         Figure("sql: executor sequential p50 (in-process, no server)", exec_p50, "ms", floor=floor_p50)
+    )
+    figures.append(
+        Figure(
+            "sql: definer check per call (hot path, cache fresh)",
+            check_us,
+            "µs",
+            floor=exec_p50 * 1000,
+            note="ratio = its share of the executor p50",
+        )
     )
     figures.append(Figure("sql: server ping p50 (runtime alone, same process)", ping, "ms"))
     figures.append(Figure("sql: server CPU per sequential call", cpu_per_call, "ms"))

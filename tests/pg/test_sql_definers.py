@@ -185,54 +185,52 @@ def test_each_definer_wrapper_is_refused_at_run_time_with_the_audit_skipped(
     assert _large_objects(admin) == objects
 
 
-def test_the_probe_is_refused_through_the_real_server_when_the_function_appears_after_start(
-    demo_cluster: Cluster, admin: psycopg.Connection[Any], witness_dir: Path
-) -> None:
-    probe = WRAPPERS["copy-to-program"]
-    with ServerProcess(
-        env={"MCP_SQL_DSN": demo_cluster.reader_dsn, "MCP_METRICS_ENABLED": "false"}
-    ) as server:
-        server.initialize()
-        counted = server.call_tool("read_only_sql", {"sql": "SELECT count(*) AS n FROM docs.pages"})
+@pytest.fixture(scope="module")
+def server(demo_cluster: Cluster) -> Iterator[ServerProcess]:
+    """The real server, started (and audited) before any wrapper exists: a careless DBA makes them
+    while it runs, so only the run-time check stands between the model and each one."""
+    env = {"MCP_SQL_DSN": demo_cluster.reader_dsn, "MCP_METRICS_ENABLED": "false"}
+    with ServerProcess(env=env) as process:
+        process.initialize()
+        counted = process.call_tool("read_only_sql", {"sql": "SELECT count(*) AS n FROM docs.pages"})
         assert counted["structuredContent"]["rows"] == [[30]]
-        _create(admin, probe, witness_dir, demo_cluster)  # a careless DBA, while the server runs
-        try:
-            result = server.call_tool("read_only_sql", {"sql": "SELECT docs.page_export()"})
-            problem = problem_of(result)
-            assert problem["type"].endswith(":query-violation")
-            assert problem["metadata"]["rule"] == "definer-function"
-            assert "docs.page_export()" in problem["detail"]
-            assert not (witness_dir / "copied").exists()
-            again = server.call_tool("read_only_sql", {"sql": "SELECT count(*) AS n FROM docs.pages"})
-            assert again["structuredContent"]["rows"] == [[30]]
-        finally:
-            _drop(admin, probe)
+        yield process
 
 
-def test_the_server_refuses_to_start_when_the_role_can_run_a_definer_function(
-    demo_cluster: Cluster, admin: psycopg.Connection[Any], witness_dir: Path
+def test_each_definer_wrapper_made_after_start_up_is_refused_through_the_real_server(
+    server: ServerProcess, admin: psycopg.Connection[Any], wrapper: Wrapper, witness_dir: Path
 ) -> None:
-    probe = WRAPPERS["copy-to-program"]
-    _create(admin, probe, witness_dir, demo_cluster)
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "mcp_suite"],
-            env=server_env({"MCP_SQL_DSN": demo_cluster.reader_dsn, "MCP_METRICS_ENABLED": "false"}),
-            input=b"",
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
-    finally:
-        _drop(admin, probe)
+    objects = _large_objects(admin)
+    result = server.call_tool("read_only_sql", {"sql": f"SELECT docs.{wrapper.name}()"})
+    problem = problem_of(result)
+    assert problem["type"].endswith(":query-violation")
+    assert problem["metadata"]["rule"] == "definer-function"
+    assert f"docs.{wrapper.name}()" in problem["detail"]
+    if wrapper.harmed is not None:
+        assert not wrapper.harmed(admin, witness_dir)
+    assert _advisory_locks(admin) == 0
+    assert _large_objects(admin) == objects
+    again = server.call_tool("read_only_sql", {"sql": "SELECT count(*) AS n FROM docs.pages"})
+    assert again["structuredContent"]["rows"] == [[30]]
+
+
+def test_the_server_process_refuses_to_start_beside_each_definer_wrapper(
+    demo_cluster: Cluster, wrapper: Wrapper
+) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcp_suite"],
+        env=server_env({"MCP_SQL_DSN": demo_cluster.reader_dsn, "MCP_METRICS_ENABLED": "false"}),
+        input=b"",
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == os.EX_CONFIG
     stderr = proc.stderr.decode()
     assert "SECURITY DEFINER function" in stderr
-    assert 'REVOKE EXECUTE ON FUNCTION \\"docs\\".\\"page_export\\"()' in stderr or (
-        'REVOKE EXECUTE ON FUNCTION "docs"."page_export"()' in stderr
-    )
+    assert wrapper.name in stderr
+    assert "REVOKE EXECUTE ON FUNCTION" in stderr
     assert proc.stdout == b""
-    assert not (witness_dir / "copied").exists()
 
 
 def test_an_invoker_wrapper_around_an_advisory_lock_leaves_no_lock_behind(
@@ -368,3 +366,16 @@ def test_a_query_past_the_demo_roles_temp_file_limit_is_refused_by_postgresql(
     assert caught.value.metadata == {"sqlstate": "53400"}
     assert "Aggregate or filter" in caught.value.detail
     assert reader_executor.run("SELECT 1 AS v", max_rows=1, ticket=CallTicket()).rows == [[1]]
+
+
+def test_a_demo_cluster_seeded_before_the_limit_gets_it_when_it_starts(
+    demo_cluster: Cluster, admin: psycopg.Connection[Any]
+) -> None:
+    admin.execute("ALTER ROLE mcp_reader IN DATABASE mcp_demo RESET temp_file_limit")
+    try:
+        assert [f.capability for f in audit_dsn(demo_cluster.reader_dsn, connect_timeout_s=5)] == [
+            "temp-file-limit"
+        ]
+    finally:
+        demo_cluster.upgrade_seed()
+    assert audit_dsn(demo_cluster.reader_dsn, connect_timeout_s=5) == []

@@ -572,3 +572,24 @@ def test_denylist_matches_exact_names_and_families_case_insensitively(name: str,
 def test_normalised_names_are_case_folded() -> None:
     assert normalize_function_name("PG_SLEEP") == "pg_sleep"
     assert normalize_function_name("Straße") == "strasse"
+
+
+@pytest.mark.parametrize(
+    ("sql", "functions", "operators"),
+    [
+        ("SELECT 1", set(), set()),
+        ("SELECT docs.page_export()", {"page_export"}, set()),
+        ('SELECT "Docs"."Page_Export"(1)', {"page_export"}, set()),
+        ("SELECT count(*) FROM docs.pages TABLESAMPLE bernoulli(5)", {"count", "bernoulli"}, set()),
+        ("SELECT slug FROM docs.pages WHERE words > 3 AND lower(slug) = 'x'", {"lower"}, {">", "="}),
+        ("SELECT 1 OPERATOR(docs.###) 2", set(), {"###"}),
+        ("SELECT 1 WHERE 1 = ANY (SELECT 1)", set(), {"="}),
+        ("SELECT * FROM generate_series(1, 3) AS g", {"generate_series"}, set()),
+    ],
+)
+def test_the_vetted_query_names_every_function_and_operator_it_calls(
+    sql: str, functions: set[str], operators: set[str]
+) -> None:
+    vetted = vet_sql(sql, max_rows=10)
+    assert vetted.functions == functions
+    assert vetted.operators == operators

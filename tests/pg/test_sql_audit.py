@@ -171,3 +171,17 @@ def test_the_server_process_exits_78_for_a_superuser_dsn(demo_cluster: Cluster) 
     assert "NOSUPERUSER" in stderr
     assert password not in stderr
     assert proc.stdout == b""
+
+
+def test_check_role_prints_warnings_and_still_returns_0(
+    demo_cluster: Cluster, probe: psycopg.Connection[Any]
+) -> None:
+    for statement in CAPABILITIES["ownership"]:
+        probe.execute(statement.format(role=ROLE).encode())
+    out = io.StringIO()
+    assert check_role(sql_settings(probe_dsn(demo_cluster)), out=out) == 0
+    text = out.getvalue()
+    assert "warning: the role owns objects" in text
+    assert "function docs.mcp_probe_owned()" in text
+    assert f"REASSIGN OWNED BY {ROLE}" in text or f'REASSIGN OWNED BY "{ROLE}"' in text
+    assert "can only read" in text

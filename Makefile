@@ -42,6 +42,8 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check mcp_suite tests bench
 	$(BIN)/flake8 --select=ASYNC mcp_suite
 	$(BIN)/lint-imports
+	$(BIN)/pre-commit validate-config .pre-commit-config.yaml
+	$(BIN)/zizmor --offline --no-progress .github/workflows/ci.yml
 	PYTHON=$(BIN)/python containers/smoke.sh --offline
 
 types: $(STAMP)
@@ -52,7 +54,7 @@ types: $(STAMP)
 POLICY_MODULES := mcp_suite/tools/read_only_sql/policy.py,mcp_suite/tools/read_only_sql/denylist.py
 
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -p no:cacheprovider --cov=mcp_suite --cov-branch --cov-report= $(PYTEST_ARGS)
+	MCP_HERMETIC_CANARY=1 PGSERVICE=mcp-hermetic-canary $(BIN)/python -m pytest -p no:cacheprovider --cov=mcp_suite --cov-branch --cov-report= $(PYTEST_ARGS)
 	$(BIN)/python -m coverage report --include='$(POLICY_MODULES)' --show-missing --fail-under=100
 
 test: lint types pytest
@@ -61,8 +63,8 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 
 lock:
-	cd requirements && $(BIN)/pip-compile -q --generate-hashes --no-emit-index-url --no-emit-find-links --allow-unsafe --strip-extras --no-header -o runtime.txt runtime.in
-	cd requirements && $(BIN)/pip-compile -q --generate-hashes --no-emit-index-url --no-emit-find-links --allow-unsafe --strip-extras --no-header -o dev.txt dev.in
+	cd requirements && $(CURDIR)/$(BIN)/pip-compile -q --generate-hashes --no-emit-index-url --no-emit-find-links --allow-unsafe --strip-extras --no-header -o runtime.txt runtime.in
+	cd requirements && $(CURDIR)/$(BIN)/pip-compile -q --generate-hashes --no-emit-index-url --no-emit-find-links --allow-unsafe --strip-extras --no-header -o dev.txt dev.in
 
 run-container:
 	@containers/run.sh

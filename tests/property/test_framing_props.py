@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcp_suite.protocol.framing import FrameEvent, LineDecoder
+from tests.support.properties import security_property
 
 lines = st.lists(
     st.one_of(
@@ -40,6 +41,7 @@ def test_any_rechunking_yields_the_same_frames(parts: list[bytes], raw_cuts: lis
     assert one_byte == whole
 
 
+@security_property
 @given(st.binary(max_size=200))
 def test_decoder_never_holds_more_than_the_limit(data: bytes) -> None:
     decoder = LineDecoder(16)

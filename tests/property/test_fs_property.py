@@ -17,13 +17,14 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from mcp_suite.problems import ProblemError, render_problem
 from mcp_suite.tools.sandbox_fs_read import fdwalk
 from mcp_suite.tools.sandbox_fs_read.models import SandboxFsReadArgs
 from mcp_suite.tools.sandbox_fs_read.tool import read_sync
+from tests.support.properties import security_property
 
 CANARY = "CANARY-" + uuid.uuid4().hex
 NAMES = ("a", "b", "c")
@@ -83,7 +84,7 @@ def _is_inside(path: str, root: Path) -> bool:
     return path == str(root) or path.startswith(str(root) + "/")
 
 
-@settings(max_examples=300)
+@security_property
 @given(st.lists(entry, max_size=14), st.lists(relative, min_size=1, max_size=8))
 def test_answers_are_inside_files_or_problems_never_the_canary(
     entries: list[tuple[tuple[str, ...], str, str]], paths: list[str]

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from mcp_suite.problems import InvalidArgumentsError
 from mcp_suite.protocol.jsonrpc import JsonRpcError, Message, decode_message
 from mcp_suite.protocol.sanitize import _flat_and_clean, _walk, sanitize_arguments
+from tests.support.properties import security_property
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
@@ -21,6 +22,7 @@ json_values = st.recursive(
 )
 
 
+@security_property
 @given(st.binary(max_size=300))
 def test_arbitrary_bytes_give_a_message_or_a_jsonrpc_error(data: bytes) -> None:
     try:
@@ -31,6 +33,7 @@ def test_arbitrary_bytes_give_a_message_or_a_jsonrpc_error(data: bytes) -> None:
         assert result is not None
 
 
+@security_property
 @given(json_values)
 def test_arbitrary_json_gives_a_message_or_a_jsonrpc_error(value: Any) -> None:
     frame = json.dumps(value).encode()
@@ -40,6 +43,7 @@ def test_arbitrary_json_gives_a_message_or_a_jsonrpc_error(value: Any) -> None:
         assert exc.jsonrpc_code in (-32700, -32600)
 
 
+@security_property
 @given(json_values)
 def test_sanitizer_accepts_or_raises_only_validation_error(value: Any) -> None:
     try:
@@ -55,6 +59,7 @@ _strings = st.text(max_size=20) | st.sampled_from(["\x00", "a\x1fb", "\u202e", "
 _flat_values = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _strings
 
 
+@security_property
 @given(
     st.dictionaries(_keys, _flat_values | st.lists(_flat_values, max_size=3), max_size=6),
     st.integers(min_value=1, max_value=8),

@@ -24,6 +24,7 @@ from pglast.visitors import Visitor
 from mcp_suite.problems import InvalidArgumentsError, QueryViolationError
 from mcp_suite.tools.read_only_sql.denylist import DENIED_FUNCTIONS, DENIED_PREFIXES, denied_reason
 from mcp_suite.tools.read_only_sql.policy import QueryPolicy, VettedQuery
+from tests.support.properties import security_property
 
 POLICY = QueryPolicy(cache_size=0)
 
@@ -234,6 +235,7 @@ def _assert_safe(vetted: VettedQuery, max_rows: int) -> None:
 # --- (a) ------------------------------------------------------------------------------------------
 
 
+@security_property
 @given(poisoned())
 @example('SELECT slug FROM docs.pages WHERE U&"pg\\005fsleep"(1) IS NULL')
 def test_one_forbidden_construct_anywhere_is_always_refused(sql: str) -> None:
@@ -265,6 +267,7 @@ SQL_WORDS = st.sampled_from(
 )  # fmt: skip
 
 
+@security_property
 @given(st.one_of(st.text(max_size=300), st.lists(SQL_WORDS, max_size=40).map(" ".join)))
 @example("SELECT 1; -- done")
 @example("SELECT " + "(" * 3000)
@@ -315,6 +318,7 @@ def lexical_variant(draw: st.DrawFn) -> tuple[str, str]:
     return sql, "".join(out)
 
 
+@security_property
 @given(lexical_variant())
 def test_lexical_variants_of_honest_queries_run_the_same_tree(pair: tuple[str, str]) -> None:
     canonical, variant = pair

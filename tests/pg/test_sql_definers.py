@@ -73,7 +73,7 @@ WRAPPERS = {
     # the probe that found the hole: COPY TO is a read, so it runs inside the read-only transaction
     "copy-to-program": Wrapper(
         "page_export",
-        "BEGIN COPY (SELECT 1) TO PROGRAM 'touch {witness}/copied'; RETURN 1; END",
+        "BEGIN COPY (SELECT 1) TO PROGRAM 'touch {witness}/copied; cat >/dev/null'; RETURN 1; END",
         harmed=_file_written("copied"),
     ),
     "pg_read_file": Wrapper(
@@ -309,6 +309,9 @@ def test_an_operator_backed_by_a_definer_function_is_refused(
         problem = _refused(executor, "SELECT slug FROM docs.pages WHERE words OPERATOR(docs.<<<) 300")
         assert "operator <<<" in problem.detail
         assert problem.metadata["function"] == "docs.page_cmp(integer, integer)"
+        # Other operators stay usable beside it.
+        honest = vet_sql("SELECT count(*) AS n FROM docs.pages WHERE words >= 300 AND words <> 1", max_rows=5)
+        assert executor.run_vetted(honest, max_rows=5, ticket=CallTicket()).rows == [[27]]
     finally:
         executor.close()
         admin.execute("DROP FUNCTION docs.page_cmp(integer, integer) CASCADE")

@@ -293,10 +293,11 @@ class Harness:
             return self._pending.pop(request_id)
         while True:
             message = await self.recv()
-            if message["id"] == request_id and type(message["id"]) is type(request_id):
+            answered = message.get("id")  # an error for an unreadable id has none
+            if answered == request_id and type(answered) is type(request_id):
                 return message
-            assert message["id"] not in self._pending, f"two responses for {message['id']!r}"
-            self._pending[message["id"]] = message
+            assert answered not in self._pending, f"two responses for {answered!r}"
+            self._pending[answered] = message
 
     async def request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         return await self.response(await self.send_request(method, params))

@@ -19,6 +19,7 @@ __all__ = [
     "PARSE_ERROR",
     "PROBLEM_TYPES",
     "PROBLEM_URN_PREFIX",
+    "UNSUPPORTED_PROTOCOL_VERSION",
     "WIRE_CODES",
     "AccessDeniedError",
     "ConcurrencyLimitError",
@@ -34,6 +35,7 @@ __all__ = [
     "ResultTooLargeError",
     "SessionNotInitializedError",
     "UnsupportedContentError",
+    "UnsupportedVersionError",
     "echo",
     "render_problem",
 ]
@@ -47,6 +49,8 @@ INVALID_REQUEST: Final = -32600
 METHOD_NOT_FOUND: Final = -32601
 INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
+# MCP 2026-07-28, basic/index "Error Codes": the request's protocol version is not served here.
+UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 
 
 def echo(value: str, limit: int = ECHO_MAX_CHARS) -> str:
@@ -181,6 +185,14 @@ class MethodNotFoundError(ProblemError):
     jsonrpc_code = METHOD_NOT_FOUND
 
 
+class UnsupportedVersionError(ProblemError):
+    slug = "unsupported-protocol-version"
+    title = "Unsupported protocol version"
+    status = 400
+    code = "MCP_UNSUPPORTED_PROTOCOL_VERSION"
+    jsonrpc_code = UNSUPPORTED_PROTOCOL_VERSION
+
+
 class InternalServerError(ProblemError):
     slug = "internal-error"
     title = "Internal error"
@@ -202,6 +214,7 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     SessionNotInitializedError,
     InvalidRequestError,
     MethodNotFoundError,
+    UnsupportedVersionError,
     InternalServerError,
 )
 
@@ -212,6 +225,7 @@ WIRE_CODES: Final[Mapping[str, frozenset[int]]] = {
     "session-not-initialized": frozenset({INVALID_REQUEST}),
     "invalid-request": frozenset({INVALID_REQUEST, PARSE_ERROR}),
     "method-not-found": frozenset({METHOD_NOT_FOUND}),
+    "unsupported-protocol-version": frozenset({UNSUPPORTED_PROTOCOL_VERSION}),
     "internal-error": frozenset({INTERNAL_ERROR}),
 }
 

@@ -2,14 +2,19 @@
 
 `LineDecoder.feed()` turns any chunking of the input into the same sequence of events. A line longer
 than `max_frame_bytes` is never buffered whole: once the limit is passed, the decoder stops keeping
-bytes and only looks for the next newline, then reports one `OversizedFrame`.
+bytes and only looks for the next newline, then reports one `OversizedFrame` with the line's first
+`HEAD_BYTES` bytes (enough to read a request id that comes early, never the whole line).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
-__all__ = ["Frame", "FrameEvent", "LineDecoder", "OversizedFrame"]
+__all__ = ["HEAD_BYTES", "Frame", "FrameEvent", "LineDecoder", "OversizedFrame"]
+
+# How much of a discarded line is kept to find its `id` (the error then names the request).
+HEAD_BYTES: Final = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,9 +26,11 @@ class Frame:
 
 @dataclass(frozen=True, slots=True)
 class OversizedFrame:
-    """A line longer than the limit was discarded while it streamed; `size` counts what was seen."""
+    """A line longer than the limit was discarded while it streamed; `size` counts what was seen,
+    `head` holds its first `HEAD_BYTES` bytes."""
 
     size: int
+    head: bytes = b""
 
 
 FrameEvent = Frame | OversizedFrame
@@ -36,13 +43,14 @@ class LineDecoder:
     line of exactly the limit) plus the chunk being fed.
     """
 
-    __slots__ = ("_buffer", "_discarded", "_discarding", "_max")
+    __slots__ = ("_buffer", "_discarded", "_discarding", "_head", "_max")
 
     def __init__(self, max_frame_bytes: int) -> None:
         self._max = max_frame_bytes
         self._buffer = bytearray()
         self._discarding = False
         self._discarded = 0
+        self._head = b""
 
     @property
     def buffered(self) -> int:
@@ -68,6 +76,7 @@ class LineDecoder:
         self._buffer.clear()
         self._discarding = False
         self._discarded = 0
+        self._head = b""
         return []
 
     # -- internals ----------------------------------------------------------------------------
@@ -75,6 +84,8 @@ class LineDecoder:
     def _keep(self, data: bytes, start: int, stop: int) -> None:
         if self._discarding:
             self._discarded += stop - start
+            if len(self._head) < HEAD_BYTES:
+                self._head += data[start : min(stop, start + HEAD_BYTES - len(self._head))]
             return
         room = self._max + 1 - len(self._buffer)
         if stop - start <= room:
@@ -82,21 +93,24 @@ class LineDecoder:
             return
         # Over the limit: stop buffering, remember only how much we have seen.
         self._discarded = len(self._buffer) + (stop - start)
+        head = bytes(self._buffer[:HEAD_BYTES])
+        self._head = head + data[start : min(stop, start + HEAD_BYTES - len(head))]
         self._buffer.clear()
         self._discarding = True
 
     def _finish_line(self, events: list[FrameEvent]) -> None:
         if self._discarding:
-            events.append(OversizedFrame(self._discarded))
+            events.append(OversizedFrame(self._discarded, self._head))
             self._discarding = False
             self._discarded = 0
+            self._head = b""
             return
         line = bytes(self._buffer)
         self._buffer.clear()
         if line.endswith(b"\r"):
             line = line[:-1]
         if len(line) > self._max:
-            events.append(OversizedFrame(len(line)))
+            events.append(OversizedFrame(len(line), line[:HEAD_BYTES]))
             return
         if not line.strip(b" \t\r"):
             return  # blank lines are ignored

@@ -31,6 +31,7 @@ __all__ = [
     "encode_error",
     "encode_result",
     "encode_tool_success",
+    "sniff_id",
 ]
 
 RequestId = str | int
@@ -176,10 +177,15 @@ def decode_message(frame: bytes, *, max_depth: int = MAX_DEPTH_DEFAULT) -> Messa
 
     if value.get("jsonrpc") != "2.0":
         raise invalid('"jsonrpc" must be exactly "2.0".')
+    is_response = "result" in value or "error" in value
     if "method" not in value:
-        if "result" in value or "error" in value:
+        if is_response:
             return ClientResponse()
         raise invalid('The message has no "method".')
+    if is_response:
+        # JSON-RPC 2.0 section 4 and 5: a request has "method", a response "result" or "error";
+        # a message with both kinds of members is neither.
+        raise invalid('A message cannot carry "method" together with "result" or "error".')
     method = value["method"]
     if not isinstance(method, str) or not method:
         raise invalid('"method" must be a non-empty string.')
@@ -207,12 +213,13 @@ def encode_result(request_id: RequestId, result: dict[str, Any]) -> bytes:
     return _dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
-def encode_tool_success(request_id: RequestId, structured_json: bytes) -> bytes:
+def encode_tool_success(request_id: RequestId, structured_json: bytes, tail: bytes = b"") -> bytes:
     """The frame of a successful `tools/call`, spliced from the result's JSON text (SPEC §5).
 
     `structured_json` must be compact ASCII JSON of an object (see `mcp.structured_json`). It is used
     twice, verbatim: as `structuredContent` and, string-escaped, as the one text block, so the two
-    are identical by construction and the result is encoded once, not twice.
+    are identical by construction and the result is encoded once, not twice. `tail` is compact JSON
+    of more result members, each preceded by a comma (the modern era's `resultType` and `_meta`).
     """
     return b"".join(
         (
@@ -222,7 +229,9 @@ def encode_tool_success(request_id: RequestId, structured_json: bytes) -> bytes:
             _quote_json_text(structured_json),
             b'}],"structuredContent":',
             structured_json,
-            b',"isError":false}}\n',
+            b',"isError":false',
+            tail,
+            b"}}\n",
         )
     )
 
@@ -239,11 +248,123 @@ def _quote_json_text(text: bytes) -> bytes:
     return b'"' + text.replace(b"\\", b"\\\\").replace(b'"', b'\\"') + b'"'
 
 
-def encode_error(request_id: RequestId | None, problem: ProblemError, *, code: int) -> bytes:
-    """A JSON-RPC error whose `data` is the problem document; `message` is the problem's title."""
+def encode_error(
+    request_id: RequestId | None,
+    problem: ProblemError,
+    *,
+    code: int,
+    omit_unknown_id: bool = False,
+    data_extra: dict[str, Any] | None = None,
+) -> bytes:
+    """A JSON-RPC error whose `data` is the problem document; `message` is the problem's title.
+
+    An id that could not be read is written as `"id": null` (JSON-RPC 2.0), or left out when
+    `omit_unknown_id` (the schemas of MCP 2025-11-25 and later make `id` optional there and do not
+    allow null). `data_extra` adds members beside the problem document (`supported`, `requested`).
+    """
     data = render_problem(problem)
     if isinstance(problem, JsonRpcError):
         data.update(problem.wire_data)
-    return _dumps(
-        {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": problem.title, "data": data}}
-    )
+    if data_extra:
+        data.update(data_extra)
+    error = {"code": code, "message": problem.title, "data": data}
+    if request_id is None and omit_unknown_id:
+        return _dumps({"jsonrpc": "2.0", "error": error})
+    return _dumps({"jsonrpc": "2.0", "id": request_id, "error": error})
+
+
+_JSON_WS: Final = b" \t\r\n"
+_MAX_SNIFFED_ID: Final = 256
+
+
+def sniff_id(head: bytes) -> RequestId | None:
+    """The top-level `id` of a JSON object whose text begins with `head`, if `head` holds it whole.
+
+    For a line too long to parse: the members before `id` are skipped by their brackets and quotes,
+    without parsing them; anything unexpected, or `head` ending first, gives None. A top-level `id`
+    that appears twice (a duplicate key) cannot be seen here, so the first one found is used.
+    Limits: one pass over `head` (at most `framing.HEAD_BYTES`); ids up to 256 bytes.
+    """
+    text = head.lstrip(_JSON_WS)
+    if not text.startswith(b"{"):
+        return None
+    index = 1
+    size = len(text)
+    while True:
+        index = _skip_ws_bytes(text, index)
+        if index >= size or text[index] != 0x22:  # '"': every member starts with its key
+            return None
+        key_end = _string_end(text, index)
+        if key_end < 0:
+            return None
+        key = text[index:key_end]
+        index = _skip_ws_bytes(text, key_end)
+        if index >= size or text[index] != 0x3A:  # ':'
+            return None
+        index = _skip_ws_bytes(text, index + 1)
+        if key == b'"id"':
+            return _read_id(text, index)
+        index = _value_end(text, index)
+        if index < 0:
+            return None
+        index = _skip_ws_bytes(text, index)
+        if index >= size or text[index] != 0x2C:  # ',' (a '}' means no id at all)
+            return None
+        index += 1
+
+
+def _skip_ws_bytes(text: bytes, index: int) -> int:
+    while index < len(text) and text[index] in _JSON_WS:
+        index += 1
+    return index
+
+
+def _string_end(text: bytes, index: int) -> int:
+    """Index just past the JSON string starting at `index` (a quote), or -1 if it is cut off."""
+    index += 1
+    while index < len(text):
+        byte = text[index]
+        if byte == 0x5C:  # backslash: skip the escaped byte
+            index += 2
+            continue
+        if byte == 0x22:
+            return index + 1
+        index += 1
+    return -1
+
+
+def _value_end(text: bytes, index: int) -> int:
+    """Index just past the JSON value starting at `index`, by brackets and quotes; -1 if cut off."""
+    depth = 0
+    while index < len(text):
+        byte = text[index]
+        if byte == 0x22:
+            index = _string_end(text, index)
+            if index < 0:
+                return -1
+            if depth == 0:
+                return index
+            continue
+        if byte in b"[{":
+            depth += 1
+        elif byte in b"]}":
+            depth -= 1
+            if depth < 0:
+                return -1
+            if depth == 0:
+                return index + 1
+        elif depth == 0 and byte in b",}" + _JSON_WS:
+            return index  # the end of a number, true, false or null
+        index += 1
+    return -1
+
+
+def _read_id(text: bytes, index: int) -> RequestId | None:
+    end = _value_end(text, index)
+    if end < 0 or end - index > _MAX_SNIFFED_ID:
+        return None
+    try:
+        value = json.loads(text[index:end])
+    except ValueError:
+        return None
+    return value if _valid_id(value) else None

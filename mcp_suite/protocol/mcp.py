@@ -1,13 +1,12 @@
-"""MCP messages and the session lifecycle table (SPEC §3.3). Pure data and decisions, no I/O.
+"""MCP messages of both protocol eras: versions, results and their shapes. Pure data, no I/O.
 
-The runtime asks `Lifecycle.route(method)` what to do with a request and builds results with the
-functions here; the rules (what is allowed before `initialize`, version negotiation, paging of
-`tools/list`, the shape of tool results) live only in this module.
+The session core (`protocol.core`) decides which of these to send; the builders here know the shapes:
+version negotiation of `initialize`, `server/discover`, the one page of `tools/list`, tool results,
+and the members the modern era (2026-07-28) adds to every result (`resultType`, `_meta`, caching).
 """
 
 from __future__ import annotations
 
-import enum
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,7 +15,6 @@ from typing import TYPE_CHECKING, Any, Final
 from mcp_suite.problems import (
     INVALID_PARAMS,
     InvalidArgumentsError,
-    InvalidRequestError,
     MethodNotFoundError,
     ProblemError,
     SessionNotInitializedError,
@@ -29,13 +27,17 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
 __all__ = [
+    "ALL_VERSIONS",
+    "CLIENT_CAPABILITIES_KEY",
     "LATEST_VERSION",
-    "SUPPORTED_VERSIONS",
-    "Lifecycle",
-    "Route",
+    "LEGACY_VERSIONS",
+    "MODERN_VERSION",
+    "PROTOCOL_VERSION_KEY",
+    "ResourceDescription",
     "ToolDescription",
     "call_error_result",
     "call_result",
+    "discover_result",
     "initialize_result",
     "model_json_schema",
     "negotiate_version",
@@ -44,8 +46,23 @@ __all__ = [
     "tool_entry",
 ]
 
-SUPPORTED_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-LATEST_VERSION: Final = SUPPORTED_VERSIONS[0]
+# The handshake (legacy) era: versions an `initialize` can negotiate, newest first.
+LEGACY_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+LATEST_VERSION: Final = LEGACY_VERSIONS[0]
+# The modern era: no handshake, the version rides in every request's `_meta`.
+MODERN_VERSION: Final = "2026-07-28"
+ALL_VERSIONS: Final = (MODERN_VERSION, *LEGACY_VERSIONS)
+
+# MCP 2026-07-28, basic/index "General fields: _meta", per-request and per-response protocol fields.
+PROTOCOL_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
+SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
+
+# Caching hints of the modern era (server/utilities/caching). The tool and resource lists are fixed
+# for the life of the process and the same for every caller; the schema resource is read fresh from
+# the database on each read and shows what this server's role may see.
+LIST_TTL_MS: Final = 3_600_000
+READ_TTL_MS: Final = 0
 
 INSTRUCTIONS: Final = (
     "mcp-suite gives read-only, policy-checked access to three things: one read-only SQL query at a "
@@ -54,53 +71,6 @@ INSTRUCTIONS: Final = (
     "(system_metrics). Nothing can be written. Refusals come back as problem documents that say what "
     "to change."
 )
-
-
-class Route(enum.Enum):
-    INLINE = "inline"  # answered by the dispatcher, in arrival order
-    CALL = "call"  # its own task (tools/call, resources/read)
-    NOT_INITIALIZED = "not-initialized"  # -32600 session-not-initialized
-    UNKNOWN = "unknown"  # -32601
-
-
-_INLINE_METHODS: Final = frozenset({"initialize", "ping", "tools/list"})
-_RESOURCE_METHODS: Final = frozenset({"resources/list", "resources/read", "resources/templates/list"})
-
-
-class Lifecycle:
-    """The session state table: which methods are known, and whether they may run yet."""
-
-    __slots__ = ("_known", "initialized", "protocol_version")
-
-    def __init__(self, *, resources: bool) -> None:
-        self.initialized = False
-        self.protocol_version: str | None = None
-        known = set(_INLINE_METHODS) | {"tools/call"}
-        if resources:
-            known |= _RESOURCE_METHODS
-        self._known = frozenset(known)
-
-    def route(self, method: str) -> Route:
-        if method not in self._known:
-            return Route.UNKNOWN
-        if method == "ping":
-            return Route.INLINE  # ping works at any time (SPEC §3.3)
-        if method == "initialize":
-            return Route.INLINE
-        if not self.initialized:
-            return Route.NOT_INITIALIZED
-        if method in ("tools/call", "resources/read"):
-            return Route.CALL  # may block: its own task, answered out of order
-        return Route.INLINE
-
-    def initialize(self, params: dict[str, Any]) -> str:
-        """Record a successful `initialize`; returns the negotiated version. A second one is refused."""
-        if self.initialized:
-            raise InvalidRequestError("The session is already initialized.")
-        version = negotiate_version(params.get("protocolVersion"))
-        self.initialized = True
-        self.protocol_version = version
-        return version
 
 
 def not_initialized(method: str) -> SessionNotInitializedError:
@@ -114,23 +84,50 @@ def unknown_method(method: str) -> MethodNotFoundError:
 
 
 def negotiate_version(requested: object) -> str:
-    """Echo a supported version; otherwise answer with the latest one (SPEC §3.3)."""
-    if isinstance(requested, str) and requested in SUPPORTED_VERSIONS:
+    """Echo a handshake version; otherwise answer with the latest one. 2026-07-28 has no handshake
+    (versioning, "Backward Compatibility"), so an `initialize` asking for it also gets 2025-11-25."""
+    if isinstance(requested, str) and requested in LEGACY_VERSIONS:
         return requested
     return LATEST_VERSION
+
+
+def server_capabilities(*, resources: bool) -> dict[str, Any]:
+    capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
+    if resources:
+        capabilities["resources"] = {"listChanged": False, "subscribe": False}
+    return capabilities
 
 
 def initialize_result(
     *, version: str, server_name: str, server_version: str, resources: bool
 ) -> dict[str, Any]:
-    capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
-    if resources:
-        capabilities["resources"] = {"listChanged": False, "subscribe": False}
     return {
         "protocolVersion": version,
-        "capabilities": capabilities,
+        "capabilities": server_capabilities(resources=resources),
         "serverInfo": {"name": server_name, "version": server_version},
         "instructions": INSTRUCTIONS,
+    }
+
+
+def modern_fields(server_name: str, server_version: str) -> dict[str, Any]:
+    """What every modern result carries: `resultType` and the server's identity in `_meta`."""
+    return {
+        "resultType": "complete",
+        "_meta": {SERVER_INFO_KEY: {"name": server_name, "version": server_version}},
+    }
+
+
+def cache_fields(*, ttl_ms: int, scope: str) -> dict[str, Any]:
+    return {"ttlMs": ttl_ms, "cacheScope": scope}
+
+
+def discover_result(*, resources: bool) -> dict[str, Any]:
+    """`server/discover` (server/discover, "DiscoverResult"): every version this process serves."""
+    return {
+        "supportedVersions": list(ALL_VERSIONS),
+        "capabilities": server_capabilities(resources=resources),
+        "instructions": INSTRUCTIONS,
+        **cache_fields(ttl_ms=LIST_TTL_MS, scope="public"),
     }
 
 
@@ -176,8 +173,28 @@ def tool_entry(tool: ToolDescription) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class ResourceDescription:
+    uri: str
+    name: str
+    title: str
+    description: str
+    mime_type: str
+
+
+def resource_entry(resource: ResourceDescription) -> dict[str, Any]:
+    return {
+        "uri": resource.uri,
+        "name": resource.name,
+        "title": resource.title,
+        "description": resource.description,
+        "mimeType": resource.mime_type,
+    }
+
+
 def tools_list_result(tools: Iterable[ToolDescription], params: dict[str, Any]) -> dict[str, Any]:
-    """Every tool on one page. A `cursor` is accepted only as the empty string (the first page)."""
+    """Every tool on one page, always in the same order (the registry's, fixed for the process, so
+    clients can cache the list). A `cursor` is accepted only as `""` (the first page)."""
     cursor = params.get("cursor")
     if cursor is not None and cursor != "":
         raise InvalidArgumentsError(

@@ -6,53 +6,48 @@
                               tools/call tasks (one CancelScope each, by request id)
 
 Both channels are bounded, so a flood, a client that never reads, or a never-ending line cannot
-grow memory: back-pressure stops the reader instead. The dispatcher is the one place where
-exceptions become wire messages. EOF, the first SIGINT/SIGTERM, or a failed write start the drain
-(SPEC §3.4); a second signal cancels in-flight calls at once.
+grow memory: back-pressure stops the reader instead. What to answer, to start or to cancel is decided
+by `protocol.core.SessionCore`; this module only moves bytes, runs one task and cancel scope per call,
+and turns a call's exception into an outcome for the core (the one exception boundary).
 """
 
 from __future__ import annotations
 
 import gc
-import math
 import signal
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
 from mcp_suite import SERVER_NAME, __version__
-from mcp_suite.entry import take_early_signals
-from mcp_suite.problems import (
-    ExecutionTimeoutError,
-    InternalServerError,
-    InvalidArgumentsError,
-    InvalidRequestError,
-    ProblemError,
-    echo,
-)
+from mcp_suite.problems import InternalServerError, InvalidArgumentsError, ProblemError, echo
 from mcp_suite.protocol import mcp
-from mcp_suite.protocol.framing import Frame, LineDecoder
-from mcp_suite.protocol.jsonrpc import (
-    ClientResponse,
-    JsonRpcError,
-    Notification,
-    Request,
-    RequestId,
-    decode_message,
-    encode_error,
-    encode_result,
-    encode_tool_success,
+from mcp_suite.protocol.core import (
+    Answer,
+    CallFailed,
+    CallInterrupted,
+    CallOutcome,
+    CancelCall,
+    IdKey,
+    InBandRefusal,
+    ResourceRead,
+    SessionCore,
+    Shutdown,
+    StartCall,
+    ToolSucceeded,
 )
-from mcp_suite.protocol.sanitize import sanitize_arguments
+from mcp_suite.protocol.framing import Frame, LineDecoder, OversizedFrame
+from mcp_suite.protocol.mcp import structured_json
+from mcp_suite.runtime import early_signals
 from mcp_suite.runtime.audit import AuditLog, logger
 from mcp_suite.runtime.limiter import CallLimiter, Ticket
 from mcp_suite.settings import Settings
-from mcp_suite.tools.base import ResourceSpec, ToolSpec
+from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.registry import Registry
 
 if TYPE_CHECKING:
@@ -66,73 +61,64 @@ _WRITE_BATCH_BYTES: Final = 262_144
 # that never reads stdout cannot hold the process after the drain, nor after a second signal.
 _SHUTDOWN_FLUSH_S: Final = 1.0
 
-IdKey = tuple[str, RequestId]
-
-
-def _id_key(request_id: RequestId) -> IdKey:
-    return ("i", request_id) if isinstance(request_id, int) else ("s", request_id)
-
-
-def _lenient_keys(request_id: object) -> list[IdKey]:
-    """`"7"` cancels 7 and 7 cancels `"7"` (SPEC §3.4): exact form first, then the other one."""
-    if isinstance(request_id, bool):
-        return []
-    if isinstance(request_id, int):
-        return [("i", request_id), ("s", str(request_id))]
-    if isinstance(request_id, str):
-        keys: list[IdKey] = [("s", request_id)]
-        text = request_id.strip()
-        if text and (text.isdigit() or (text[0] == "-" and text[1:].isdigit())) and len(text) < 20:
-            keys.append(("i", int(text)))
-        return keys
-    return []
-
-
-class _InBand(Exception):  # noqa: N818  # a carrier, never raised past the session
-    """Carries a tool's problem to the in-band (`isError: true`) result path."""
-
-    def __init__(self, problem: ProblemError) -> None:
-        super().__init__(problem.slug)
-        self.problem = problem
+Inbound = Frame | OversizedFrame
 
 
 @dataclass(eq=False, slots=True)
-class _InFlight:
-    request_id: RequestId
+class _Task:
+    """The plumbing of one call: its cancel scope and its place at the limiter."""
+
     scope: trio.CancelScope
     ticket: Ticket | None = None
-    client_cancelled: bool = False
 
 
 @dataclass(slots=True)
 class Session:
-    """State of one session. Create with `serve_session`; tests may build one directly."""
+    """The task plumbing of one session around its `SessionCore`. Create with `serve_session`."""
 
     settings: Settings
     registry: Registry
     handle_signals: bool = False
     audit: AuditLog = field(default_factory=AuditLog)
-    lifecycle: mcp.Lifecycle = field(init=False)
+    core: SessionCore = field(init=False)
     limiter: CallLimiter = field(init=False)
-    in_flight: dict[IdKey, _InFlight] = field(default_factory=dict)
+    # The running calls' tasks, by the core's id key (the core keeps the protocol side of each).
+    in_flight: dict[IdKey, _Task] = field(default_factory=dict)
     all_idle: trio.Event = field(default_factory=trio.Event)
     _tool_descriptions: list[mcp.ToolDescription] = field(default_factory=list)
     _descriptions_lock: threading.Lock = field(default_factory=threading.Lock)
     _reader_scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     _out_send: trio.MemorySendChannel[bytes] | None = None
     _root: trio.Nursery | None = None
+    _calls: trio.Nursery | None = None
     _warm_up_due: bool = False
     # Set when the warm-up has ended, failed, or was abandoned at shutdown (tests wait on it).
     warmed_up: trio.Event = field(default_factory=trio.Event)
-    _stopping: bool = False
     _served: bool = False
 
     def __post_init__(self) -> None:
-        self.lifecycle = mcp.Lifecycle(resources=bool(self.registry.resources))
+        settings = self.settings
+        self.core = SessionCore(
+            server_name=SERVER_NAME,
+            server_version=__version__,
+            tool_names=list(self.registry.tools),
+            tools=self.tool_descriptions,
+            resources=[
+                mcp.ResourceDescription(
+                    uri=r.uri, name=r.name, title=r.title, description=r.description, mime_type=r.mime_type
+                )
+                for r in self.registry.resources.values()
+            ],
+            max_frame_bytes=settings.max_frame_bytes,
+            max_json_depth=settings.max_json_depth,
+            arg_max_depth=settings.arg_max_depth,
+            arg_max_items=settings.arg_max_items,
+            call_deadline_s=settings.call_deadline_s,
+        )
         self.limiter = CallLimiter(
-            slots=self.settings.max_concurrency,
-            max_waiters=self.settings.max_queued_calls,
-            wait_s=self.settings.queue_wait_s,
+            slots=settings.max_concurrency,
+            max_waiters=settings.max_queued_calls,
+            wait_s=settings.queue_wait_s,
         )
         self.all_idle.set()
 
@@ -196,9 +182,7 @@ class Session:
 
         Cancellation: cancelling the caller cancels everything at once (no drain).
         """
-        frames_send, frames_recv = trio.open_memory_channel[list[Frame | JsonRpcError]](
-            self.settings.inbound_channel_size
-        )
+        frames_send, frames_recv = trio.open_memory_channel[list[Inbound]](self.settings.inbound_channel_size)
         out_send, out_recv = trio.open_memory_channel[bytes](self.settings.outbound_channel_size)
         self._out_send = out_send
         try:
@@ -224,9 +208,7 @@ class Session:
     # reader
 
     async def _read(
-        self,
-        stdin: trio.abc.ReceiveStream,
-        frames_send: trio.MemorySendChannel[list[Frame | JsonRpcError]],
+        self, stdin: trio.abc.ReceiveStream, frames_send: trio.MemorySendChannel[list[Inbound]]
     ) -> None:
         """Read chunks, split them into frames, pass each chunk's frames on as one batch.
 
@@ -243,26 +225,10 @@ class Session:
                     if not chunk:
                         decoder.feed_eof()
                         break
-                    batch: list[Frame | JsonRpcError] = []
-                    for event in decoder.feed(chunk):
-                        if isinstance(event, Frame):
-                            batch.append(event)
-                        else:
-                            batch.append(self._oversized())
+                    batch = decoder.feed(chunk)
                     if batch:
                         await frames_send.send(batch)
         logger.debug("reader finished")
-
-    def _oversized(self) -> JsonRpcError:
-        error = JsonRpcError(
-            f"The message is longer than {self.settings.max_frame_bytes} bytes and was discarded; "
-            "send one JSON-RPC message per line, each at most that long.",
-            jsonrpc_code=-32600,
-            request_id=None,
-        )
-        error.metadata["max_frame_bytes"] = self.settings.max_frame_bytes
-        error.wire_data["max_frame_bytes"] = self.settings.max_frame_bytes  # SPEC §3.1
-        return error
 
     # ---------------------------------------------------------------------------------------
     # writer
@@ -314,38 +280,37 @@ class Session:
 
     async def _watch_signals(self, root_scope: trio.CancelScope) -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            seen = 0
             # Signals that arrived while the process was still starting count the same.
-            for signum in take_early_signals():
-                seen += 1
-                self._on_signal(seen, signum, root_scope)
+            for signum in early_signals.take():
+                self._on_signal(signum, root_scope)
             async for signum in signals:
-                seen += 1
-                self._on_signal(seen, signum, root_scope)
+                self._on_signal(signum, root_scope)
 
-    def _on_signal(self, seen: int, signum: int, root_scope: trio.CancelScope) -> None:
-        if seen == 1:
-            logger.info("signal %s: draining", signal.Signals(signum).name)
+    def _on_signal(self, signum: int, root_scope: trio.CancelScope) -> None:
+        name = signal.Signals(signum).name
+        if self.core.signal_received() is Shutdown.STOP_READING:
+            logger.info("signal %s: draining", name)
             self._reader_scope.cancel()
-        else:
-            logger.info("second signal: cancelling in-flight calls")
-            self.cancel_all()
-            # Their answers get one short flush; nothing (not even a writer blocked on a client
-            # that never reads) holds the process longer.
-            root_scope.deadline = min(root_scope.deadline, trio.current_time() + _SHUTDOWN_FLUSH_S)
+            return
+        logger.info("signal %s while draining: cancelling in-flight calls at once", name)
+        self._cancel_all()
+        # Their answers get one short flush; nothing (not even a writer blocked on a client that
+        # never reads) holds the process longer.
+        root_scope.deadline = min(root_scope.deadline, trio.current_time() + _SHUTDOWN_FLUSH_S)
 
     # ---------------------------------------------------------------------------------------
     # dispatcher
 
-    async def _dispatch(self, frames_recv: trio.MemoryReceiveChannel[list[Frame | JsonRpcError]]) -> None:
+    async def _dispatch(self, frames_recv: trio.MemoryReceiveChannel[list[Inbound]]) -> None:
         async with trio.open_nursery() as calls:
+            self._calls = calls
             async with frames_recv:
                 async for batch in frames_recv:
                     # Inline answers of one batch travel to the writer together, in arrival order.
-                    replies = [self._handle_frame(item, calls) for item in batch]
-                    out = b"".join(reply for reply in replies if reply is not None)
+                    out = b"".join(self._handle(item) for item in batch)
                     if out:
                         await self._send(out)
+            self.core.input_ended()
             # Drain: stop reading (done), let in-flight calls finish for the grace period.
             if self.in_flight:
                 logger.info("draining %d in-flight call(s)", len(self.in_flight))
@@ -353,306 +318,111 @@ class Session:
                     await self.all_idle.wait()
                 if self.in_flight:
                     logger.info("grace over: cancelling %d call(s)", len(self.in_flight))
-                    self.cancel_all()
+                    self.core.grace_over()
+                    self._cancel_all()
 
-    def _handle_frame(self, item: Frame | JsonRpcError, calls: trio.Nursery) -> bytes | None:
-        """One frame in, at most one inline reply out. Never raises for anything the client sent."""
+    def _handle(self, item: Inbound) -> bytes:
+        """One frame in, the bytes to write now out (often none). Never raises for client input."""
         started = time.perf_counter()
-        if isinstance(item, JsonRpcError):
-            self._audit_bad(item, started)
-            return self._error_frame(None, item, item.jsonrpc_code or -32600)
-        try:
-            message = decode_message(item.data, max_depth=self.settings.max_json_depth)
-        except JsonRpcError as exc:
-            self._audit_bad(exc, started)
-            return self._error_frame(exc.request_id, exc, exc.jsonrpc_code or -32600)
-        if isinstance(message, ClientResponse):
-            return None
-        if isinstance(message, Notification):
-            self._handle_notification(message)
-            return None
-        return self._handle_request(message, calls, started)
+        receive = self.core.receive
+        event = receive(item.data) if isinstance(item, Frame) else self.core.receive_oversized(item)
+        if isinstance(event, Answer):
+            self._audit(event, started)
+            if event.warm_up:
+                self._warm_up_due = True
+            return event.frame or b""
+        if isinstance(event, StartCall):
+            return self._start(event, started)
+        if isinstance(event, CancelCall):
+            task = self.in_flight.get(event.key)
+            if task is not None:
+                task.scope.cancel()
+        return b""
 
-    def _audit_bad(self, problem: JsonRpcError, started: float) -> None:
+    def _audit(self, answer: Answer, started: float) -> None:
+        problem = answer.problem
         self.audit.request(
-            request_id=problem.request_id,
-            method="",
-            outcome="error",
-            problem=problem.slug,
-            started=started,
-        )
-
-    def _handle_notification(self, note: Notification) -> None:
-        if note.method == "notifications/cancelled":
-            request_id = note.params.get("requestId")
-            for key in _lenient_keys(request_id):
-                entry = self.in_flight.get(key)
-                if entry is not None:
-                    entry.client_cancelled = True
-                    entry.scope.cancel()
-                    break
-        # notifications/initialized is accepted; unknown notifications are ignored (SPEC §3.3).
-
-    def _handle_request(self, request: Request, calls: trio.Nursery, started: float) -> bytes | None:
-        route = self.lifecycle.route(request.method)
-        problem: ProblemError | None = None
-        result: dict[str, Any] | None = None
-        if route is mcp.Route.UNKNOWN:
-            problem = mcp.unknown_method(request.method)
-        elif route is mcp.Route.NOT_INITIALIZED:
-            problem = mcp.not_initialized(request.method)
-        elif route is mcp.Route.CALL:
-            reply, _ = self._start_call(request, calls, started)
-            return reply  # None: the task answers; otherwise already audited
-        else:
-            try:
-                result = self._inline(request)
-            except ProblemError as exc:
-                problem = exc
-        if problem is not None:
-            reply = self._error_frame(request.id, problem, problem.jsonrpc_code or -32603)
-        else:
-            assert result is not None
-            reply = encode_result(request.id, result)
-        self.audit.request(
-            request_id=request.id,
-            method=request.method,
-            outcome="error" if problem else "ok",
+            request_id=answer.request_id,
+            method=answer.method,
+            tool=answer.tool,
+            outcome=answer.outcome,
             problem=problem.slug if problem else None,
             started=started,
-        )
-        return reply
-
-    def _error_frame(self, request_id: RequestId | None, problem: ProblemError, code: int) -> bytes:
-        return encode_error(request_id, problem, code=code)
-
-    # ---------------------------------------------------------------------------------------
-    # inline methods
-
-    def _inline(self, request: Request) -> dict[str, Any]:
-        method = request.method
-        if method == "ping":
-            return {}
-        if method == "initialize":
-            version = self.lifecycle.initialize(request.params)
-            self._warm_up_due = True
-            return mcp.initialize_result(
-                version=version,
-                server_name=SERVER_NAME,
-                server_version=__version__,
-                resources=bool(self.registry.resources),
-            )
-        if method == "tools/list":
-            return mcp.tools_list_result(self.tool_descriptions(), request.params)
-        if method == "resources/list":
-            return {"resources": [_resource_entry(r) for r in self.registry.resources.values()]}
-        if method == "resources/templates/list":
-            return {"resourceTemplates": []}
-        raise mcp.unknown_method(method)  # pragma: no cover  # route() admits only the above
-
-    async def _read_resource(self, params: dict[str, Any]) -> dict[str, Any]:
-        uri = params.get("uri")
-        if not isinstance(uri, str) or uri not in self.registry.resources:
-            raise InvalidArgumentsError(
-                'resources/read needs the "uri" of a resource that resources/list shows.',
-                invalid_params=["uri"],
-                jsonrpc_code=-32602,
-            )
-        resource = self.registry.resources[uri]
-        with trio.fail_after(self.settings.call_deadline_s):
-            try:
-                text = await resource.read()
-            except ProblemError:
-                raise
-            except Exception as exc:  # noqa: BLE001  # the one exception → wire boundary
-                raise self._incident(exc, f"resources/read {uri}") from None
-        return {"contents": [{"uri": uri, "mimeType": resource.mime_type, "text": text}]}
-
-    # ---------------------------------------------------------------------------------------
-    # tools/call
-
-    def _start_call(
-        self, request: Request, calls: trio.Nursery, started: float
-    ) -> tuple[bytes | None, str | None]:
-        """Check the envelope, apply the synchronous guardrails and spawn the task.
-
-        Returns the reply to send now (a JSON-RPC error, or an in-band refusal from the sanitizer or
-        the limiter) or None when a task was spawned and will answer.
-        """
-        key = _id_key(request.id)
-        if key in self.in_flight:
-            problem: ProblemError = InvalidRequestError(
-                "A call with this id is still running; use a new id for each request."
-            )
-            return self._refuse(request, problem, None, started, in_band=False), None
-        if request.method == "resources/read":
-            params = request.params
-            rid = request.id
-
-            async def read_resource(scope: trio.CancelScope) -> bytes:
-                return encode_result(rid, await self._read_resource(params))
-
-            self._spawn(calls, key, request, None, read_resource, None, None, started)
-            return None, None
-        try:
-            call = mcp.parse_call_params(request.params)
-        except ProblemError as exc:
-            return self._refuse(request, exc, None, started, in_band=False), None
-        tool = self.registry.tools.get(call.name)
-        if tool is None:
-            return self._refuse(request, mcp.unknown_tool(call.name), call.name, started, in_band=False), None
-        excerpt = call.arguments  # the audit cuts its own excerpt, only when it logs
-        settings = self.settings
-        try:
-            # 1. structural sanitizer, 2. a place in the FIFO line (SPEC §5, in this order)
-            sanitize_arguments(
-                call.arguments, max_depth=settings.arg_max_depth, max_items=settings.arg_max_items
-            )
-            ticket = self.limiter.reserve()
-        except ProblemError as exc:
-            return self._refuse(request, exc, tool.name, started, in_band=True, excerpt=excerpt), tool.name
-
-        request_id = request.id
-
-        async def run_tool(scope: trio.CancelScope) -> bytes:
-            try:
-                return encode_tool_success(
-                    request_id, await self._guarded_call(tool, call.arguments, ticket, scope)
-                )
-            except ProblemError as exc:
-                # In-band: the tool ran or was refused because of what the caller asked (SPEC §4).
-                raise _InBand(exc) from None
-
-        self._spawn(calls, key, request, tool.name, run_tool, excerpt, ticket, started)
-        return None, tool.name
-
-    def _refuse(
-        self,
-        request: Request,
-        problem: ProblemError,
-        tool_name: str | None,
-        started: float,
-        *,
-        in_band: bool,
-        excerpt: Any = None,
-    ) -> bytes:
-        if in_band:
-            reply = encode_result(request.id, mcp.call_error_result(problem))
-        else:
-            reply = self._error_frame(request.id, problem, problem.jsonrpc_code or -32603)
-        self.audit.request(
-            request_id=request.id,
-            method=request.method,
-            tool=tool_name,
-            outcome="error",
-            problem=problem.slug,
-            started=started,
-            arguments=excerpt,
-        )
-        return reply
-
-    def _spawn(
-        self,
-        calls: trio.Nursery,
-        key: IdKey,
-        request: Request,
-        tool_name: str | None,
-        work: Callable[[trio.CancelScope], Awaitable[bytes]],
-        excerpt: Any,
-        ticket: Ticket | None,
-        started: float,
-    ) -> None:
-        entry = _InFlight(request_id=request.id, scope=trio.CancelScope(), ticket=ticket)
-        self.in_flight[key] = entry
-        if self.all_idle.is_set():
-            self.all_idle = trio.Event()
-        calls.start_soon(self._run_task, entry, key, request.method, tool_name, work, excerpt, started)
-
-    async def _run_task(
-        self,
-        entry: _InFlight,
-        key: IdKey,
-        method: str,
-        tool_name: str | None,
-        work: Callable[[trio.CancelScope], Awaitable[bytes]],
-        excerpt: Any,
-        started: float,
-    ) -> None:
-        problem: ProblemError | None = None
-        response: bytes | None = None
-        outcome = "ok"
-        try:
-            with entry.scope:
-                try:
-                    response = await work(entry.scope)
-                except _InBand as exc:
-                    problem = exc.problem
-                    response = encode_result(entry.request_id, mcp.call_error_result(problem))
-                    outcome = "error"
-                except ProblemError as exc:
-                    problem = exc
-                    response = encode_error(entry.request_id, exc, code=exc.jsonrpc_code or -32603)
-                    outcome = "error"
-                except Exception as exc:  # noqa: BLE001  # the one exception → wire boundary
-                    problem = self._incident(exc, f"{method} {tool_name or ''}".strip())
-                    response = encode_error(entry.request_id, problem, code=-32603)
-                    outcome = "error"
-            if entry.scope.cancelled_caught and response is None:
-                if entry.client_cancelled:
-                    outcome = "cancelled"  # no response at all (SPEC §3.4)
-                elif not self._stopping and trio.current_time() >= entry.scope.deadline:
-                    # The call's deadline (SPEC §5.3), set on this same scope by `_guarded_call`:
-                    # in-band, like every refusal caused by what the caller asked for.
-                    outcome = "error"
-                    problem = self._timed_out()
-                    response = encode_result(entry.request_id, mcp.call_error_result(problem))
-                else:
-                    outcome = "error"
-                    problem = InternalServerError(
-                        "The server shut down before this call finished; it was cancelled."
-                    )
-                    response = encode_error(entry.request_id, problem, code=-32603)
-        finally:
-            if entry.ticket is not None:
-                self.limiter.release(entry.ticket)  # also when the task was cancelled before it ran
-            del self.in_flight[key]
-            if not self.in_flight:
-                self.all_idle.set()
-        if response is not None and self._stopping:
-            # During shutdown a client that stopped reading must not hold the process: bound it.
-            with trio.move_on_after(1.0):
-                await self._send(response)
-        elif response is not None:
-            await self._send(response)
-        else:
-            await trio.lowlevel.checkpoint()
-        self.audit.request(
-            request_id=entry.request_id,
-            method=method,
-            tool=tool_name,
-            outcome=outcome,
-            problem=problem.slug if problem else None,
-            started=started,
-            arguments=excerpt,
+            arguments=answer.arguments,
             incident=problem.metadata.get("incident") if problem else None,
         )
 
-    def cancel_all(self) -> None:
-        """Cancel every in-flight call; each still gets a (shutdown) response."""
-        self._stopping = True
-        for entry in list(self.in_flight.values()):
-            entry.scope.cancel()
+    def _start(self, start: StartCall, started: float) -> bytes:
+        """Take a place at the limiter (tools/call) and spawn the call's task."""
+        ticket: Ticket | None = None
+        if start.method == "tools/call":
+            try:
+                ticket = self.limiter.reserve()  # 2. a place in the FIFO line, after the sanitizer
+            except ProblemError as exc:
+                answer = self.core.call_finished(start.key, InBandRefusal(exc))
+                self._audit(answer, started)
+                return answer.frame or b""
+        task = _Task(scope=trio.CancelScope(), ticket=ticket)
+        self.in_flight[start.key] = task
+        if self.all_idle.is_set():
+            self.all_idle = trio.Event()
+        assert self._calls is not None
+        self._calls.start_soon(self._run_call, start, task, started)
+        return b""
+
+    async def _run_call(self, start: StartCall, task: _Task, started: float) -> None:
+        outcome: CallOutcome | None = None
+        try:
+            with task.scope:
+                try:
+                    if start.method == "tools/call":
+                        tool = self.registry.tools[start.name]
+                        assert task.ticket is not None
+                        data = await self._guarded_call(tool, start.arguments, task.ticket, task.scope)
+                        outcome = ToolSucceeded(data)
+                    else:
+                        task.scope.deadline = trio.current_time() + self.settings.call_deadline_s
+                        outcome = ResourceRead(await self.registry.resources[start.name].read())
+                except ProblemError as exc:
+                    # In-band for a tool (it ran or was refused because of what the caller asked).
+                    is_tool = start.method == "tools/call"
+                    outcome = InBandRefusal(exc) if is_tool else CallFailed(exc)
+                except Exception as exc:  # noqa: BLE001  # the one exception → wire boundary
+                    outcome = CallFailed(self._incident(exc, f"{start.method} {start.name}"))
+            if outcome is None:  # the scope was cancelled: by the client, the deadline or shutdown
+                outcome = CallInterrupted(deadline_passed=trio.current_time() >= task.scope.deadline)
+        finally:
+            if task.ticket is not None:
+                self.limiter.release(task.ticket)  # also when the task was cancelled before it ran
+            del self.in_flight[start.key]
+            if not self.in_flight:
+                self.all_idle.set()
+        answer = self.core.call_finished(start.key, outcome)
+        if answer.frame is None:
+            await trio.lowlevel.checkpoint()
+        elif self.core.stopping:
+            # During shutdown a client that stopped reading must not hold the process: bound it.
+            with trio.move_on_after(_SHUTDOWN_FLUSH_S):
+                await self._send(answer.frame)
+        else:
+            await self._send(answer.frame)
+        self._audit(answer, started)
+
+    def _cancel_all(self) -> None:
+        """Cancel every in-flight call; each still reports its end (and gets a shutdown answer)."""
+        for task in list(self.in_flight.values()):
+            task.scope.cancel()
 
     async def _guarded_call(
         self, tool: ToolSpec, arguments: Any, ticket: Ticket, scope: trio.CancelScope
     ) -> bytes:
-        """The guardrails of SPEC §5 that wait: the slot (FIFO, bounded wait), the deadline, the schema.
+        """The guardrails that wait: the slot (FIFO, bounded wait), the deadline, the schema.
 
-        The sanitizer and the place in line were taken synchronously by the dispatcher. `scope` is
-        the call's own cancel scope: the deadline is set on it, so a call has exactly one scope, and
-        `_run_task` turns a deadline that fired into `execution-timeout`.
+        The sanitizer ran in the core and the place in line was taken by `_start`. `scope` is the
+        call's own cancel scope: the deadline is set on it, so a call has exactly one scope, and the
+        core turns a deadline that fired into `execution-timeout`.
         """
-        # 2. concurrency limiter: wait for our turn (_run_task releases the ticket)
+        # 2. concurrency limiter: wait for our turn (_run_call releases the ticket)
         await self.limiter.wait(ticket)
         # 3. deadline, counted from the moment the call holds a slot
         scope.deadline = trio.current_time() + self.settings.call_deadline_s
@@ -661,14 +431,7 @@ class Session:
             await trio.to_thread.run_sync(tool.load_models)
         args = _validate(tool, arguments)
         result = await tool.call(args)
-        return mcp.structured_json(result)
-
-    def _timed_out(self) -> ExecutionTimeoutError:
-        deadline_s = self.settings.call_deadline_s
-        return ExecutionTimeoutError(
-            f"The call did not finish within {_seconds(deadline_s)}; ask for less work.",
-            metadata={"deadline_s": deadline_s},
-        )
+        return structured_json(result)
 
     def _incident(self, exc: BaseException, where: str) -> InternalServerError:
         incident = uuid.uuid4().hex[:16]
@@ -705,20 +468,6 @@ def _argument_problem(exc: pydantic.ValidationError) -> InvalidArgumentsError:
         parts.append(f"{echo(name, 64)}: {message}")
     detail = "The arguments do not match the tool's inputSchema: " + "; ".join(parts[:5])
     return InvalidArgumentsError(echo(detail, 512), invalid_params=names)
-
-
-def _seconds(value: float) -> str:
-    return f"{value:g} s" if math.isfinite(value) else "the deadline"
-
-
-def _resource_entry(resource: ResourceSpec) -> dict[str, Any]:
-    return {
-        "uri": resource.uri,
-        "name": resource.name,
-        "title": resource.title,
-        "description": resource.description,
-        "mimeType": resource.mime_type,
-    }
 
 
 async def serve_session(

@@ -1,9 +1,10 @@
 """Interop with a real third-party client: the official `mcp` Python SDK (2.3.0) over stdio.
 
-The SDK launches `python -X dev -m mcp_suite`, connects in `mode="legacy"` (initialize handshake) and
-in its default auto mode (a `server/discover` probe first, then the handshake when the server does not
-know the probe), lists the tools, calls `system_metrics` and validates the result against the
-advertised outputSchema (the SDK does that itself inside `call_tool`).
+The SDK launches `python -X dev -m mcp_suite` and connects in each era: `mode="legacy"` (the
+initialize handshake, once for each of the four handshake versions), its default auto mode (a
+`server/discover` probe, which finds a modern server) and pinned to 2026-07-28 (no probe). Each lists
+the tools, calls `system_metrics` and validates the result against the advertised outputSchema (the
+SDK does that itself inside `call_tool`).
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from typing import Any, TextIO
 
 import mcp.client.session
@@ -20,10 +19,8 @@ import pytest
 import trio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.shared.exceptions import MCPError
 
-from mcp_suite.problems import METHOD_NOT_FOUND
-from mcp_suite.protocol.mcp import SUPPORTED_VERSIONS
+from mcp_suite.protocol.mcp import ALL_VERSIONS, LEGACY_VERSIONS, MODERN_VERSION
 from tests.support.client import REPO
 
 pytestmark = pytest.mark.e2e
@@ -68,43 +65,52 @@ async def _list_and_call(client: Client) -> None:
     assert problem["invalid_params"] == ["x"]
 
 
-async def test_sdk_connects_in_legacy_mode_lists_and_calls() -> None:
+@pytest.mark.parametrize("version", LEGACY_VERSIONS)
+async def test_sdk_legacy_mode_negotiates_each_handshake_version_lists_and_calls(
+    version: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The SDK's legacy mode offers its newest handshake version; offering an older one is how a
+    # client of that revision opens the session.
+    monkeypatch.setattr(mcp.client.session, "LATEST_HANDSHAKE_VERSION", version)
     with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog, trio.fail_after(60):
         async with Client(stdio_client(_parameters(), errlog=errlog), mode="legacy") as client:
-            assert client.protocol_version in SUPPORTED_VERSIONS
+            assert client.protocol_version == version
             assert client.server_info is not None
             assert client.server_info.name == "mcp-suite"
             assert client.instructions
             await _list_and_call(client)
-            # After the handshake the probe is still an unknown method, and the SDK sees -32601.
-            with pytest.raises(MCPError) as probe:
-                await client.session.send_discover("2026-07-28")
-            assert probe.value.code == METHOD_NOT_FOUND
+            # The same process also serves a modern request beside the legacy session
+            # (versioning, "Backward Compatibility": a dual-era server MAY serve both at once).
+            discovered = await client.session.send_discover(MODERN_VERSION)
+            assert discovered["supportedVersions"] == list(ALL_VERSIONS)
+            assert discovered["resultType"] == "complete"
         methods = [event["method"] for event in _audit(errlog)]
         assert methods[0] == "initialize"
         assert "server/discover" in methods
 
 
-async def test_sdk_auto_mode_probe_is_answered_at_once_with_method_not_found(
-    monkeypatch: pytest.MonkeyPatch, record_property: Callable[[str, object], None]
-) -> None:
-    # The SDK waits up to 10 s for an unanswered probe before falling back. Make that wait longer
-    # than this test's bound: the connect can then only succeed if the server answered the probe.
-    monkeypatch.setattr(mcp.client.session, "DISCOVER_TIMEOUT_SECONDS", 3_600.0)
+async def test_sdk_auto_mode_probe_discovers_a_modern_server_and_stays_modern() -> None:
     with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog, trio.fail_after(60):
-        started = time.perf_counter()
         async with Client(stdio_client(_parameters(), errlog=errlog)) as client:
-            connect_s = time.perf_counter() - started
-            # Auto mode fell back to the handshake: an initialize result, no discover result.
-            assert client.session.initialize_result is not None
-            assert client.session.discover_result is None
-            assert client.protocol_version in SUPPORTED_VERSIONS
+            # Auto mode adopted the discover result: no handshake at all.
+            assert client.session.discover_result is not None
+            assert client.session.initialize_result is None
+            assert client.protocol_version == MODERN_VERSION
+            assert client.server_info is not None
+            assert client.server_info.name == "mcp-suite"
             await _list_and_call(client)
-        record_property("auto_mode_connect_seconds", round(connect_s, 3))  # a figure, not an assertion
         audit = _audit(errlog)
-        probe, handshake = audit[0], audit[1]
-        assert probe["method"] == "server/discover"
-        assert probe["outcome"] == "error"
-        assert probe["problem"] == "method-not-found"  # -32601 by the mapping table
-        assert handshake["method"] == "initialize"
-        assert handshake["outcome"] == "ok"
+        assert audit[0]["method"] == "server/discover"
+        assert audit[0]["outcome"] == "ok"
+        assert "initialize" not in [event["method"] for event in audit]
+
+
+async def test_sdk_pinned_to_the_modern_version_needs_neither_probe_nor_handshake() -> None:
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog, trio.fail_after(60):
+        async with Client(stdio_client(_parameters(), errlog=errlog), mode=MODERN_VERSION) as client:
+            assert client.protocol_version == MODERN_VERSION
+            await _list_and_call(client)
+        methods = [event["method"] for event in _audit(errlog)]
+        assert methods[0] == "tools/list"
+        assert "initialize" not in methods
+        assert "server/discover" not in methods

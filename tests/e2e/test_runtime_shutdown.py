@@ -100,6 +100,24 @@ def test_a_second_signal_cancels_in_flight_calls_at_once() -> None:
         _assert_quiet(server)
 
 
+def test_sigterm_during_a_drain_started_by_eof_cancels_at_once_and_exits_zero() -> None:
+    # What the SDK clients do at shutdown: close stdin, wait about 2 s, SIGTERM, 2 s more, SIGKILL.
+    # Regression: the SIGTERM counted as a first signal, so the drain waited out its grace and the
+    # process was killed. The grace and the call (300 s) are far longer than the wait below.
+    env = {"MCP_DRAIN_GRACE_S": "300", "MCP_CALL_DEADLINE_S": "600"}
+    with ServerProcess(env=env, argv=STRAY_ARGV) as server:
+        server.initialize()
+        _start_sleep(server, 300, "slow")
+        server.close_stdin()
+        server.wait_for_stderr("draining 1 in-flight call")
+        server.signal(signal.SIGTERM)
+        assert server.wait(timeout=15) == 0
+        rest = server.read_to_eof()
+        assert [m["id"] for m in rest] == ["slow"]
+        assert rest[0]["error"]["code"] == INTERNAL_ERROR
+        _assert_quiet(server)
+
+
 def test_a_closed_stdout_ends_the_server() -> None:
     with tempfile.TemporaryFile() as stderr:
         proc = subprocess.Popen(

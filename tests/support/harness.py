@@ -19,7 +19,7 @@ import itertools
 import json
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import trio
 import trio.testing
@@ -28,7 +28,7 @@ from pydantic import Field
 from mcp_suite.problems import AccessDeniedError
 from mcp_suite.runtime.session import Session, serve_session
 from mcp_suite.settings import Settings
-from mcp_suite.tools.base import Toolset, ToolSpec
+from mcp_suite.tools.base import ResourceSpec, Toolset, ToolSpec
 from mcp_suite.tools.models import StrictModel
 from mcp_suite.tools.registry import ToolOpener, open_registry
 from tests.support.wire import check_line
@@ -158,6 +158,32 @@ def tool_opener(log: ToolLog) -> ToolOpener:
         yield Toolset(tools=_tools(log))
 
     return open_test_tools
+
+
+NOTES_URI: Final = "notes://test/readme"
+NOTES_TEXT: Final = '{"hello":"world"}'
+
+
+def resource_opener() -> ToolOpener:
+    """A ToolOpener serving no tool and one JSON resource (`NOTES_URI`), for resource traffic."""
+
+    async def read() -> str:
+        await trio.lowlevel.checkpoint()
+        return NOTES_TEXT
+
+    @contextlib.contextmanager
+    def open_notes(settings: Settings) -> Iterator[Toolset | None]:
+        resource = ResourceSpec(
+            uri=NOTES_URI,
+            name="readme",
+            title="Read me",
+            description="A test resource.",
+            mime_type="application/json",
+            read=read,
+        )
+        yield Toolset(tools=(), resources=(resource,))
+
+    return open_notes
 
 
 # ------------------------------------------------------------------------------------------------
@@ -293,10 +319,11 @@ class Harness:
             return self._pending.pop(request_id)
         while True:
             message = await self.recv()
-            if message["id"] == request_id and type(message["id"]) is type(request_id):
+            answered = message.get("id")  # an error for an unreadable id has none
+            if answered == request_id and type(answered) is type(request_id):
                 return message
-            assert message["id"] not in self._pending, f"two responses for {message['id']!r}"
-            self._pending[message["id"]] = message
+            assert answered not in self._pending, f"two responses for {answered!r}"
+            self._pending[answered] = message
 
     async def request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         return await self.response(await self.send_request(method, params))

@@ -113,12 +113,18 @@ def check_line(line: bytes) -> dict[str, Any]:
     message = json.loads(body, parse_constant=_reject_constant, object_pairs_hook=_pairs)
     assert isinstance(message, dict), message
     assert message.get("jsonrpc") == "2.0", message
-    assert "id" in message, message
-    request_id = message["id"]
-    assert request_id is None or isinstance(request_id, str | int), message
-    assert not isinstance(request_id, bool), message
     assert ("result" in message) != ("error" in message), message
-    assert set(message) == {"jsonrpc", "id", "result"} or set(message) == {"jsonrpc", "id", "error"}, message
+    if "error" in message:
+        # An error whose request id could not be read leaves `id` out (the 2025-11-25 and
+        # 2026-07-28 schemas), or sends null (2025-06-18 and earlier); a result always has one.
+        assert set(message) in ({"jsonrpc", "id", "error"}, {"jsonrpc", "error"}), message
+        request_id = message.get("id")
+        assert request_id is None or isinstance(request_id, str | int), message
+    else:
+        assert set(message) == {"jsonrpc", "id", "result"}, message
+        request_id = message["id"]
+        assert isinstance(request_id, str | int), message
+    assert not isinstance(request_id, bool), message
     if "error" in message:
         _check_error(message)
     else:

@@ -7,8 +7,8 @@ import trio
 import trio.testing
 
 from mcp_suite import SERVER_NAME, __version__
-from mcp_suite.problems import INVALID_REQUEST, METHOD_NOT_FOUND
-from mcp_suite.protocol.mcp import SUPPORTED_VERSIONS
+from mcp_suite.problems import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
+from mcp_suite.protocol.mcp import LEGACY_VERSIONS
 from tests.support.harness import TRANSPORTS, Transport, open_session
 from tests.support.wire import slug_of
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize(
     ("requested", "answered"),
     [
-        *((version, version) for version in SUPPORTED_VERSIONS),
+        *((version, version) for version in LEGACY_VERSIONS),
         ("1999-01-01", "2025-11-25"),
         ("2099-12-31", "2025-11-25"),
     ],
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_initialize_negotiates_the_protocol_version(
     transport: Transport, requested: str, answered: str
 ) -> None:
-    assert set(SUPPORTED_VERSIONS) == {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+    assert set(LEGACY_VERSIONS) == {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
     with trio.fail_after(10):
         async with open_session(transport=transport) as h:
             response = await h.initialize(requested)
@@ -68,9 +68,14 @@ async def test_before_initialize_ping_works_and_others_are_refused_at_once(
             start = trio.current_time()
             assert (await h.request("ping")) == {"jsonrpc": "2.0", "id": 1, "result": {}}
 
+            # server/discover exists only in the modern era, whose requests need the protocol
+            # fields in `_meta` (basic/index, "Per-request protocol fields"): -32602 without them.
             discover = await h.request("server/discover", {"_meta": {"x": 1}})
-            assert discover["error"]["code"] == METHOD_NOT_FOUND
-            assert slug_of(discover["error"]["data"]) == "method-not-found"
+            assert discover["error"]["code"] == INVALID_PARAMS
+            assert discover["error"]["data"]["invalid_params"] == ["_meta"]
+            unknown = await h.request("no/such/method")
+            assert unknown["error"]["code"] == METHOD_NOT_FOUND
+            assert slug_of(unknown["error"]["data"]) == "method-not-found"
 
             for method in ("tools/list", "tools/call"):
                 response = await h.request(method, {"name": "echo", "arguments": {"text": "x"}})

@@ -67,6 +67,26 @@ async def test_a_second_signal_cancels_in_flight_calls_at_once(
             assert sorted(h.log.cancelled) == [0, 1, 2]
 
 
+async def test_a_signal_after_eof_cancels_the_drain_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    settings = Settings(drain_grace_s=300, call_deadline_s=600)
+    with trio.fail_after(600):
+        async with open_session(settings=settings, handle_signals=True) as h:
+            await h.initialize()
+            calls = [await h.call("sleep", {"seconds": 500, "tag": n}) for n in range(2)]
+            await trio.testing.wait_all_tasks_blocked()
+            await h.close_input()  # EOF starts the drain
+            await trio.sleep(1)
+            start = trio.current_time()
+            os.kill(os.getpid(), signal.SIGTERM)  # the first signal, but during a drain
+            answers = [await h.recv() for _ in calls]
+            assert trio.current_time() == start  # at once, not after the 300 s grace
+            assert {m["error"]["code"] for m in answers} == {INTERNAL_ERROR}
+            await h.server_done.wait()
+            assert sorted(h.log.cancelled) == [0, 1]
+
+
 async def test_two_signals_end_a_session_whose_client_never_reads(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

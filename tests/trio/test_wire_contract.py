@@ -19,6 +19,7 @@ from mcp_suite.problems import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
     WIRE_CODES,
 )
 from mcp_suite.settings import MAX_FRAME_BYTES
@@ -71,9 +72,34 @@ async def test_malformed_lines_get_the_right_code_and_the_session_goes_on(
             await h.send_raw(line + b"\n")
             response = await h.recv()
             assert response["error"]["code"] == code
-            assert response["id"] == answer_id
-            assert type(response["id"]) is type(answer_id)
+            if answer_id is None:
+                # The 2025-11-25 schema lets an error for an unreadable id leave `id` out; null fails it.
+                assert "id" not in response
+            else:
+                assert response["id"] == answer_id
+                assert type(response["id"]) is type(answer_id)
             assert (await h.request("ping"))["result"] == {}
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-03-26", "2024-11-05"])
+async def test_an_unreadable_id_is_null_in_versions_whose_schema_requires_an_id(version: str) -> None:
+    with trio.fail_after(10):
+        async with open_session() as h:
+            await h.initialize(version)
+            await h.send_raw(b"{not json\n")
+            response = await h.recv()
+            assert response["error"]["code"] == PARSE_ERROR
+            assert "id" in response
+            assert response["id"] is None
+
+
+async def test_an_unreadable_id_is_left_out_before_any_initialize() -> None:
+    with trio.fail_after(10):
+        async with open_session() as h:
+            await h.send_raw(b"[1]\n")
+            response = await h.recv()
+            assert response["error"]["code"] == INVALID_REQUEST
+            assert "id" not in response
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -96,12 +122,53 @@ async def test_oversized_line_is_dropped_while_streaming_and_the_next_line_is_se
                 sent += len(chunk)
             await h.send_raw(b'"}}\n{"jsonrpc":"2.0","id":"next","method":"ping"}\n')
             refused = await h.recv()
-            assert refused["id"] is None
+            assert refused["id"] == 1  # read from the line's first bytes, not from a buffered line
             assert refused["error"]["code"] == INVALID_REQUEST
             data = refused["error"]["data"]
             assert slug_of(data) == "invalid-request"
             assert data["max_frame_bytes"] == limit  # SPEC §3.1
             assert (await h.recv()) == {"jsonrpc": "2.0", "id": "next", "result": {}}
+
+
+@pytest.mark.parametrize(
+    ("head", "answer_id"),
+    [
+        (b'{"jsonrpc":"2.0","id":"late-\\"quote","method":"tools/call","params":{"pad":"', 'late-"quote'),
+        (b'{"jsonrpc":"2.0","method":"ping","params":{"x":[1,{"id":5}]},"id":-7,"more":"', -7),
+        (b'{"jsonrpc":"2.0","method":"ping","params":{"pad":"', None),  # the id comes too late
+        (b'{"jsonrpc":"2.0","id":true,"pad":"', None),  # not a valid id
+    ],
+)
+async def test_an_oversized_line_is_answered_with_the_id_of_its_first_bytes(
+    head: bytes, answer_id: Any
+) -> None:
+    from mcp_suite.settings import Settings
+
+    with trio.fail_after(30):
+        async with open_session(settings=Settings(max_frame_bytes=4_096)) as h:
+            await h.initialize()
+            await h.send_raw(head + b"q" * 10_000 + b'"},"id":99}\n')
+            refused = await h.recv()
+            assert refused["error"]["code"] == INVALID_REQUEST
+            assert refused["error"]["data"]["max_frame_bytes"] == 4_096
+            if answer_id is None:
+                assert "id" not in refused
+            else:
+                assert refused["id"] == answer_id
+            assert (await h.request("ping"))["result"] == {}
+
+
+async def test_a_message_with_request_and_response_members_is_invalid_not_a_request() -> None:
+    with trio.fail_after(10):
+        async with open_session() as h:
+            await h.initialize()
+            for extra in (b'"result":{}', b'"error":{"code":1,"message":"x"}'):
+                await h.send_raw(b'{"jsonrpc":"2.0","id":3,"method":"ping",' + extra + b"}\n")
+                response = await h.recv()
+                assert response["id"] == 3
+                assert response["error"]["code"] == INVALID_REQUEST
+                assert "method" in response["error"]["data"]["detail"]
+            assert h.lines_seen == 3  # initialize and the two refusals: the ping was not served
 
 
 async def test_a_line_of_exactly_the_limit_is_served() -> None:
@@ -133,6 +200,10 @@ async def _provoke_every_error(h: Harness) -> list[dict[str, Any]]:
         b'{"jsonrpc":"2.0","id":"tool","method":"tools/call","params":{"name":"nope"}}',  # -32602
         b'{"jsonrpc":"2.0","id":"cur","method":"tools/list","params":{"cursor":"abc"}}',  # -32602
         b'{"jsonrpc":"2.0","id":"boom","method":"tools/call","params":{"name":"boom"}}',  # -32603
+        # -32022: a modern request for a version that is not served per request
+        b'{"jsonrpc":"2.0","id":"v","method":"tools/list","params":{"_meta":{'
+        b'"io.modelcontextprotocol/protocolVersion":"1900-01-01",'
+        b'"io.modelcontextprotocol/clientCapabilities":{}}}}',
     ):
         await h.send_raw(line + b"\n")
         errors.append(await h.recv())
@@ -153,6 +224,7 @@ async def test_every_entry_of_the_error_table_is_seen_on_the_wire_and_agrees_wit
         METHOD_NOT_FOUND,
         INVALID_PARAMS,
         INTERNAL_ERROR,
+        UNSUPPORTED_PROTOCOL_VERSION,
     }
 
 

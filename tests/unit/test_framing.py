@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_suite.protocol.framing import Frame, LineDecoder, OversizedFrame
+from mcp_suite.protocol.framing import HEAD_BYTES, Frame, LineDecoder, OversizedFrame
 
 LIMIT = 1_048_576
 
@@ -48,15 +48,26 @@ def test_decoder_drops_oversized_line_without_buffering_it() -> None:
     assert events == []
     assert decoder.buffered == 0  # once over the limit nothing is kept
     events = decoder.feed(b'xx\n{"next":true}\n')
-    assert events == [OversizedFrame(40 * 65_536 + 2), Frame(b'{"next":true}')]
+    assert events == [OversizedFrame(40 * 65_536 + 2, b"x" * HEAD_BYTES), Frame(b'{"next":true}')]
 
 
 def test_decoder_reports_line_one_byte_over_the_limit() -> None:
     decoder = LineDecoder(16)
-    assert decoder.feed(b"y" * 17 + b"\n{}\n") == [OversizedFrame(17), Frame(b"{}")]
+    assert decoder.feed(b"y" * 17 + b"\n{}\n") == [OversizedFrame(17, b"y" * 17), Frame(b"{}")]
 
 
 def test_decoder_oversized_in_one_chunk_then_continues() -> None:
     decoder = LineDecoder(8)
     events = decoder.feed(b"a" * 100 + b"\n" + b"b" * 3 + b"\n")
-    assert events == [OversizedFrame(100), Frame(b"bbb")]
+    assert events == [OversizedFrame(100, b"a" * 100), Frame(b"bbb")]
+
+
+def test_decoder_keeps_only_the_head_of_an_oversized_line_fed_in_small_pieces() -> None:
+    decoder = LineDecoder(4096)
+    line = b'{"jsonrpc":"2.0","id":42,' + b"z" * 10_000
+    events = []
+    for start in range(0, len(line), 700):
+        events += decoder.feed(line[start : start + 700])
+        assert decoder.buffered <= 4097
+    events += decoder.feed(b"\n")
+    assert events == [OversizedFrame(len(line), line[:HEAD_BYTES])]

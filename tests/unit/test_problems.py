@@ -27,6 +27,7 @@ SPEC_TABLE = {
     "session-not-initialized": ("MCP_SESSION_NOT_INITIALIZED", 400),
     "invalid-request": ("MCP_INVALID_REQUEST", 400),
     "method-not-found": ("MCP_METHOD_NOT_FOUND", 404),
+    "unsupported-protocol-version": ("MCP_UNSUPPORTED_PROTOCOL_VERSION", 400),
     "internal-error": ("MCP_INTERNAL_ERROR", 500),
 }
 

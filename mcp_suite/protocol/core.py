@@ -1,0 +1,575 @@
+"""The session's decisions, as a state machine without I/O or trio (in the manner of h11's Connection).
+
+Events in: each line read (`receive`, `receive_oversized`), each call's outcome (`call_finished`), the
+end of input, a signal, the end of the drain's grace. Out: `Answer` (a frame to write, or none, and
+what to audit), `StartCall` (run this call in its own task), `CancelCall` (cancel that task) and
+`Shutdown` steps. The runtime carries them out and decides nothing about the protocol.
+
+Both eras live here: a request whose `_meta` carries the modern protocol fields is served statelessly
+(MCP 2026-07-28); anything else follows the `initialize` handshake of 2025-11-25 and earlier.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from mcp_suite.problems import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    ExecutionTimeoutError,
+    InternalServerError,
+    InvalidArgumentsError,
+    InvalidRequestError,
+    MethodNotFoundError,
+    ProblemError,
+    UnsupportedVersionError,
+    echo,
+)
+from mcp_suite.protocol import mcp
+from mcp_suite.protocol.framing import OversizedFrame
+from mcp_suite.protocol.jsonrpc import (
+    ClientResponse,
+    JsonRpcError,
+    Notification,
+    Request,
+    RequestId,
+    compact_json,
+    decode_message,
+    encode_error,
+    encode_result,
+    encode_tool_success,
+    sniff_id,
+)
+from mcp_suite.protocol.sanitize import sanitize_arguments
+
+__all__ = [
+    "Answer",
+    "CallFailed",
+    "CallInterrupted",
+    "CallOutcome",
+    "CancelCall",
+    "Era",
+    "IdKey",
+    "InBandRefusal",
+    "ResourceRead",
+    "SessionCore",
+    "Shutdown",
+    "StartCall",
+    "ToolSucceeded",
+    "id_key",
+]
+
+IdKey = tuple[str, RequestId]
+
+
+def id_key(request_id: RequestId) -> IdKey:
+    """Ids compare by type too: `7` and `"7"` are two requests (cancellation matches leniently)."""
+    return ("i", request_id) if isinstance(request_id, int) else ("s", request_id)
+
+
+def _lenient_keys(request_id: object) -> list[IdKey]:
+    """`"7"` cancels 7 and 7 cancels `"7"`: exact form first, then the other one."""
+    if isinstance(request_id, bool):
+        return []
+    if isinstance(request_id, int):
+        return [("i", request_id), ("s", str(request_id))]
+    if isinstance(request_id, str):
+        keys: list[IdKey] = [("s", request_id)]
+        text = request_id.strip()
+        if text and (text.isdigit() or (text[0] == "-" and text[1:].isdigit())) and len(text) < 20:
+            keys.append(("i", int(text)))
+        return keys
+    return []
+
+
+class Era(enum.Enum):
+    LEGACY = "legacy"  # the initialize handshake, 2025-11-25 and earlier
+    MODERN = "modern"  # per-request `_meta`, 2026-07-28
+
+
+# -- what the core asks the runtime to do ---------------------------------------------------------
+
+
+# The events of every frame and call are plain slotted dataclasses, not frozen ones: a frozen
+# dataclass's __init__ sets each field through object.__setattr__, several times the cost of the
+# rest of a ping's answer (bench_runtime, ping round trips). Nobody changes them after creation.
+
+
+@dataclass(slots=True)
+class Answer:
+    """Write `frame` (None: write nothing, as for a cancelled call), then audit the request."""
+
+    frame: bytes | None
+    request_id: RequestId | None
+    method: str
+    outcome: str  # "ok", "error" or "cancelled"
+    problem: ProblemError | None = None
+    tool: str | None = None
+    arguments: Any = None
+    # True on the first answer that opens the session (initialize, or a modern request): once it
+    # is written, the runtime starts the warm-up.
+    warm_up: bool = False
+
+
+@dataclass(slots=True)
+class StartCall:
+    """Run `method` (tools/call or resources/read) on `name` in its own task, registered by `key`.
+    The runtime reports how it ended with `call_finished(key, outcome)`."""
+
+    key: IdKey
+    request_id: RequestId
+    method: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(slots=True)
+class CancelCall:
+    """Cancel the task of `key`; it still reports its end, and the core sends nothing for it."""
+
+    key: IdKey
+
+
+Event = Answer | StartCall | CancelCall
+
+
+class Shutdown(enum.Enum):
+    STOP_READING = "stop-reading"  # start the drain: read nothing more, let calls finish
+    CANCEL_CALLS = "cancel-calls"  # cancel every call now; each still reports its end
+
+
+# -- how a call ended (reported by the runtime) ----------------------------------------------------
+
+
+@dataclass(slots=True)
+class ToolSucceeded:
+    structured_json: bytes  # compact ASCII JSON of the tool's result (`mcp.structured_json`)
+
+
+@dataclass(slots=True)
+class ResourceRead:
+    text: str
+
+
+@dataclass(slots=True)
+class InBandRefusal:
+    """The tool ran or was refused because of what the caller asked: `isError: true`."""
+
+    problem: ProblemError
+
+
+@dataclass(slots=True)
+class CallFailed:
+    """A JSON-RPC error: an incident, or a resource read that failed."""
+
+    problem: ProblemError
+
+
+@dataclass(slots=True)
+class CallInterrupted:
+    """The call's cancel scope fired; `deadline_passed` tells whether its deadline had come."""
+
+    deadline_passed: bool
+
+
+CallOutcome = ToolSucceeded | ResourceRead | InBandRefusal | CallFailed | CallInterrupted
+
+
+@dataclass(slots=True)
+class _Call:
+    request_id: RequestId
+    method: str
+    name: str
+    era: Era
+    arguments: Any
+    client_cancelled: bool = False
+
+
+# Methods the 2026-07-28 revision removed (changelog, "Major changes" 2, 4 and 5): in a modern request
+# they do not exist, so they get -32601 like any unknown method.
+_REMOVED_IN_MODERN: Final = frozenset(
+    {
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "tasks/result",
+        "tasks/list",
+    }
+)
+_RESOURCE_METHODS: Final = frozenset({"resources/list", "resources/read", "resources/templates/list"})
+_CALL_METHODS: Final = frozenset({"tools/call", "resources/read"})
+
+
+class SessionCore:
+    """The state of one stdio session: the legacy handshake, the calls in flight, the drain.
+
+    Modern requests leave no state behind (basic/index, "Statelessness"): the handshake state only
+    ever changes on `initialize`. Not thread-safe; the runtime calls it from one task at a time.
+    """
+
+    __slots__ = (
+        "_calls",
+        "_deadline_s",
+        "_legacy_known",
+        "_max_depth",
+        "_max_depth_args",
+        "_max_frame_bytes",
+        "_max_items",
+        "_modern_fields",
+        "_modern_known",
+        "_modern_tail",
+        "_resources",
+        "_server_name",
+        "_server_version",
+        "_tool_names",
+        "_tools",
+        "_warm_up_due",
+        "draining",
+        "legacy_version",
+        "stopping",
+    )
+
+    def __init__(
+        self,
+        *,
+        server_name: str,
+        server_version: str,
+        tool_names: Sequence[str],
+        tools: Callable[[], Sequence[mcp.ToolDescription]],
+        resources: Sequence[mcp.ResourceDescription] = (),
+        max_frame_bytes: int,
+        max_json_depth: int,
+        arg_max_depth: int,
+        arg_max_items: int,
+        call_deadline_s: float,
+    ) -> None:
+        self._server_name = server_name
+        self._server_version = server_version
+        self._tool_names = frozenset(tool_names)
+        self._tools = tools
+        self._resources = {resource.uri: resource for resource in resources}
+        self._max_frame_bytes = max_frame_bytes
+        self._max_depth = max_json_depth
+        self._max_items = arg_max_items
+        self._max_depth_args = arg_max_depth
+        self._deadline_s = call_deadline_s
+        common = {"tools/list", "tools/call"} | (_RESOURCE_METHODS if resources else set())
+        self._legacy_known = frozenset(common | {"initialize", "ping"})
+        self._modern_known = frozenset(common | {"server/discover"})
+        self._modern_fields = mcp.modern_fields(server_name, server_version)
+        self._modern_tail = b"," + compact_json(self._modern_fields)[1:-1].encode("ascii")
+        self._calls: dict[IdKey, _Call] = {}
+        self._warm_up_due = True
+        self.legacy_version: str | None = None  # set by a successful initialize
+        self.draining = False
+        self.stopping = False
+
+    # -- queries ---------------------------------------------------------------------------------
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._calls)
+
+    @property
+    def omits_unknown_id(self) -> bool:
+        """An error whose request id is unreadable leaves `id` out, unless the session negotiated a
+        version whose schema requires `id` (2025-06-18 and earlier: there it is `null`, per JSON-RPC)."""
+        return self.legacy_version is None or self.legacy_version == mcp.LATEST_VERSION
+
+    # -- events: input ---------------------------------------------------------------------------
+
+    def receive(self, data: bytes) -> Event | None:
+        """One frame in; at most one event out. Never raises for anything the client sent."""
+        try:
+            message = decode_message(data, max_depth=self._max_depth)
+        except JsonRpcError as exc:
+            return self._error(exc.request_id, "", exc, exc.jsonrpc_code or -32600)
+        if isinstance(message, Request):
+            return self._request(message)
+        if isinstance(message, ClientResponse):
+            return None  # the server sends no requests, so there is nothing to match
+        return self._notification(message)
+
+    def receive_oversized(self, event: OversizedFrame) -> Answer:
+        """A line over the limit, discarded while it streamed: -32600, with its id if the head has it."""
+        limit = self._max_frame_bytes
+        problem = JsonRpcError(
+            f"The message is longer than {limit} bytes and was discarded; "
+            "send one JSON-RPC message per line, each at most that long.",
+            jsonrpc_code=-32600,
+            request_id=sniff_id(event.head),
+        )
+        problem.metadata["max_frame_bytes"] = limit
+        problem.wire_data["max_frame_bytes"] = limit
+        return self._error(problem.request_id, "", problem, -32600)
+
+    def input_ended(self) -> None:
+        """The reader stopped (EOF, a failed read, or the drain): the drain has begun."""
+        self.draining = True
+
+    def signal_received(self) -> Shutdown:
+        """SIGINT/SIGTERM: the first starts the drain; one during a drain (whatever started it, EOF
+        included) cancels every call at once."""
+        if not self.draining:
+            self.draining = True
+            return Shutdown.STOP_READING
+        self.stopping = True
+        return Shutdown.CANCEL_CALLS
+
+    def grace_over(self) -> Shutdown:
+        """The drain's grace has passed with calls still running: cancel them."""
+        self.stopping = True
+        return Shutdown.CANCEL_CALLS
+
+    # -- events: calls ---------------------------------------------------------------------------
+
+    def call_finished(self, key: IdKey, outcome: CallOutcome) -> Answer:
+        """A call task ended (or the runtime could not start it). Returns what to send for it."""
+        call = self._calls.pop(key)
+        era = call.era
+        tool = call.name if call.method == "tools/call" else None
+        if call.client_cancelled:
+            # stdio "Cancellation": the server MUST NOT send any further messages for it.
+            return Answer(
+                None, call.request_id, call.method, "cancelled", tool=tool, arguments=call.arguments
+            )
+        if isinstance(outcome, ToolSucceeded):
+            tail = self._modern_tail if era is Era.MODERN else b""
+            frame = encode_tool_success(call.request_id, outcome.structured_json, tail)
+            return Answer(frame, call.request_id, call.method, "ok", tool=tool, arguments=call.arguments)
+        if isinstance(outcome, ResourceRead):
+            resource = self._resources[call.name]
+            result: dict[str, Any] = {
+                "contents": [{"uri": resource.uri, "mimeType": resource.mime_type, "text": outcome.text}]
+            }
+            if era is Era.MODERN:
+                result.update(mcp.cache_fields(ttl_ms=mcp.READ_TTL_MS, scope="private"))
+            return self._ok(call.request_id, call.method, result, era)
+        problem: ProblemError
+        if isinstance(outcome, InBandRefusal):
+            problem = outcome.problem
+            in_band = True
+        elif isinstance(outcome, CallFailed):
+            problem = outcome.problem
+            in_band = False
+        elif outcome.deadline_passed and not self.stopping and call.method == "tools/call":
+            problem = self._timed_out()  # in-band, like every refusal caused by what was asked
+            in_band = True
+        elif outcome.deadline_passed and not self.stopping:
+            problem = InternalServerError("The resource could not be read within the call deadline.")
+            in_band = False
+        else:
+            problem = InternalServerError("The server shut down before this call finished; it was cancelled.")
+            in_band = False
+        if in_band:
+            frame = encode_result(call.request_id, self._result(mcp.call_error_result(problem), era))
+            return Answer(
+                frame, call.request_id, call.method, "error", problem, tool=tool, arguments=call.arguments
+            )
+        answer = self._error(call.request_id, call.method, problem, problem.jsonrpc_code or INTERNAL_ERROR)
+        return Answer(
+            answer.frame, call.request_id, call.method, "error", problem, tool=tool, arguments=call.arguments
+        )
+
+    # -- requests --------------------------------------------------------------------------------
+
+    def _request(self, request: Request) -> Event:
+        meta = request.params.get("_meta")
+        if request.method == "server/discover" or (
+            isinstance(meta, dict)
+            and request.method != "initialize"
+            and (mcp.PROTOCOL_VERSION_KEY in meta or mcp.CLIENT_CAPABILITIES_KEY in meta)
+        ):
+            # versioning, "Backward Compatibility": a request carrying modern per-request `_meta` is
+            # served statelessly; `initialize` always selects the legacy era.
+            return self._modern(request, meta)
+        return self._legacy(request)
+
+    def _modern(self, request: Request, meta: object) -> Event:
+        method = request.method
+        # basic/index, "Per-request protocol fields": a request missing a required field is
+        # malformed and MUST be rejected with -32602.
+        if not isinstance(meta, dict):
+            return self._invalid_meta(request, "needs params._meta with the per-request protocol fields")
+        missing = [key for key in (mcp.PROTOCOL_VERSION_KEY, mcp.CLIENT_CAPABILITIES_KEY) if key not in meta]
+        if missing:
+            return self._invalid_meta(request, "lacks " + " and ".join(repr(key) for key in missing))
+        version = meta[mcp.PROTOCOL_VERSION_KEY]
+        if not isinstance(version, str):
+            return self._invalid_meta(request, f"has {mcp.PROTOCOL_VERSION_KEY!r} that is not a string")
+        if not isinstance(meta[mcp.CLIENT_CAPABILITIES_KEY], dict):
+            return self._invalid_meta(request, f"has {mcp.CLIENT_CAPABILITIES_KEY!r} that is not an object")
+        if version != mcp.MODERN_VERSION:
+            # versioning, "Protocol Version Negotiation": -32022 listing the versions served.
+            unsupported = UnsupportedVersionError(
+                f"This server does not serve protocol version {echo(version, 64)!r} per request; it "
+                f"serves {mcp.MODERN_VERSION} so, and {', '.join(mcp.LEGACY_VERSIONS)} through initialize.",
+            )
+            extra = {"supported": list(mcp.ALL_VERSIONS), "requested": version}
+            return self._error(request.id, method, unsupported, -32022, extra)
+        if method not in self._modern_known:
+            problem: ProblemError
+            if method in _REMOVED_IN_MODERN:
+                problem = MethodNotFoundError(
+                    f"The method {method!r} does not exist in protocol version {mcp.MODERN_VERSION}."
+                )
+            else:
+                problem = mcp.unknown_method(method)
+            return self._error(request.id, method, problem, problem.jsonrpc_code or -32601)
+        if method in _CALL_METHODS:
+            return self._start_call(request, Era.MODERN)
+        return self._inline(request, Era.MODERN)
+
+    def _invalid_meta(self, request: Request, what: str) -> Answer:
+        problem = InvalidArgumentsError(
+            f"A {mcp.MODERN_VERSION} request {what}: every request carries {mcp.PROTOCOL_VERSION_KEY!r} "
+            f"and {mcp.CLIENT_CAPABILITIES_KEY!r} in params._meta.",
+            invalid_params=["_meta"],
+            jsonrpc_code=INVALID_PARAMS,
+        )
+        return self._error(request.id, request.method, problem, INVALID_PARAMS)
+
+    def _legacy(self, request: Request) -> Event:
+        method = request.method
+        problem: ProblemError
+        if method not in self._legacy_known:
+            problem = mcp.unknown_method(method)
+        elif method == "ping":  # at any time; the most frequent request, so answered directly
+            return Answer(encode_result(request.id, {}), request.id, method, "ok")
+        elif method == "initialize":
+            return self._inline(request, Era.LEGACY)
+        elif self.legacy_version is None:
+            problem = mcp.not_initialized(method)
+        elif method in _CALL_METHODS:
+            return self._start_call(request, Era.LEGACY)
+        else:
+            return self._inline(request, Era.LEGACY)
+        return self._error(request.id, method, problem, problem.jsonrpc_code or INTERNAL_ERROR)
+
+    def _inline(self, request: Request, era: Era) -> Answer:
+        method = request.method
+        try:
+            if method == "ping":
+                result: dict[str, Any] = {}
+            elif method == "initialize":
+                if self.legacy_version is not None:
+                    raise InvalidRequestError("The session is already initialized.")
+                self.legacy_version = mcp.negotiate_version(request.params.get("protocolVersion"))
+                result = mcp.initialize_result(
+                    version=self.legacy_version,
+                    server_name=self._server_name,
+                    server_version=self._server_version,
+                    resources=bool(self._resources),
+                )
+            elif method == "server/discover":
+                result = mcp.discover_result(resources=bool(self._resources))
+            elif method == "tools/list":
+                result = mcp.tools_list_result(self._tools(), request.params)
+                if era is Era.MODERN:
+                    result.update(mcp.cache_fields(ttl_ms=mcp.LIST_TTL_MS, scope="public"))
+            elif method == "resources/list":
+                result = {"resources": [mcp.resource_entry(r) for r in self._resources.values()]}
+                if era is Era.MODERN:
+                    result.update(mcp.cache_fields(ttl_ms=mcp.LIST_TTL_MS, scope="public"))
+            else:  # resources/templates/list: the only inline method left in both tables
+                result = {"resourceTemplates": []}
+                if era is Era.MODERN:
+                    result.update(mcp.cache_fields(ttl_ms=mcp.LIST_TTL_MS, scope="public"))
+        except ProblemError as exc:
+            return self._error(request.id, method, exc, exc.jsonrpc_code or INTERNAL_ERROR)
+        answer = self._ok(request.id, method, result, era)
+        if self._warm_up_due and (method == "initialize" or era is Era.MODERN):
+            self._warm_up_due = False
+            return Answer(answer.frame, request.id, method, "ok", warm_up=True)
+        return answer
+
+    def _start_call(self, request: Request, era: Era) -> Answer | StartCall:
+        """The synchronous checks of a call, then a `StartCall` (the runtime's limiter comes next)."""
+        key = id_key(request.id)
+        method = request.method
+        if key in self._calls:
+            problem: ProblemError = InvalidRequestError(
+                "A call with this id is still running; use a new id for each request."
+            )
+            return self._error(request.id, method, problem, -32600)
+        if method == "resources/read":
+            uri = request.params.get("uri")
+            if not isinstance(uri, str) or uri not in self._resources:
+                problem = InvalidArgumentsError(
+                    'resources/read needs the "uri" of a resource that resources/list shows.',
+                    invalid_params=["uri"],
+                    jsonrpc_code=INVALID_PARAMS,
+                )
+                return self._error(request.id, method, problem, INVALID_PARAMS)
+            self._calls[key] = _Call(request.id, method, uri, era, None)
+            return StartCall(key, request.id, method, uri, {})
+        try:
+            call = mcp.parse_call_params(request.params)
+        except ProblemError as exc:
+            return self._error(request.id, method, exc, INVALID_PARAMS)
+        if call.name not in self._tool_names:
+            problem = mcp.unknown_tool(call.name)
+            answer = self._error(request.id, method, problem, INVALID_PARAMS)
+            return Answer(answer.frame, request.id, method, "error", problem, tool=call.name)
+        try:
+            # 1. the structural sanitizer, before anything else looks at the arguments
+            sanitize_arguments(call.arguments, max_depth=self._max_depth_args, max_items=self._max_items)
+        except ProblemError as exc:
+            frame = encode_result(request.id, self._result(mcp.call_error_result(exc), era))
+            return Answer(frame, request.id, method, "error", exc, tool=call.name, arguments=call.arguments)
+        self._calls[key] = _Call(request.id, method, call.name, era, call.arguments)
+        return StartCall(key, request.id, method, call.name, call.arguments)
+
+    # -- notifications ---------------------------------------------------------------------------
+
+    def _notification(self, note: Notification) -> CancelCall | None:
+        # notifications/cancelled works the same in both eras (basic/patterns/cancellation); the
+        # rest (notifications/initialized included) needs nothing, and unknown ones are ignored.
+        if note.method != "notifications/cancelled":
+            return None
+        for key in _lenient_keys(note.params.get("requestId")):
+            call = self._calls.get(key)
+            if call is not None:
+                if call.client_cancelled:
+                    return None
+                call.client_cancelled = True
+                return CancelCall(key)
+        return None
+
+    # -- frames ----------------------------------------------------------------------------------
+
+    def _result(self, result: dict[str, Any], era: Era) -> dict[str, Any]:
+        if era is Era.MODERN:
+            result.update(self._modern_fields)
+        return result
+
+    def _ok(self, request_id: RequestId, method: str, result: dict[str, Any], era: Era) -> Answer:
+        return Answer(encode_result(request_id, self._result(result, era)), request_id, method, "ok")
+
+    def _error(
+        self,
+        request_id: RequestId | None,
+        method: str,
+        problem: ProblemError,
+        code: int,
+        extra: dict[str, Any] | None = None,
+    ) -> Answer:
+        """An error has the same shape in both eras (the modern result members are for results)."""
+        frame = encode_error(
+            request_id, problem, code=code, omit_unknown_id=self.omits_unknown_id, data_extra=extra
+        )
+        return Answer(frame, request_id, method, "error", problem)
+
+    def _timed_out(self) -> ExecutionTimeoutError:
+        deadline_s = self._deadline_s
+        within = f"{deadline_s:g} s" if math.isfinite(deadline_s) else "the deadline"
+        return ExecutionTimeoutError(
+            f"The call did not finish within {within}; ask for less work.",
+            metadata={"deadline_s": deadline_s},
+        )

@@ -12,7 +12,14 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from mcp_suite.devdb.cluster import MARKER_NAME, Cluster, DevDbError
+from mcp_suite.devdb.cluster import (
+    MARKER_NAME,
+    ROOT_CACHE_DIR,
+    Cluster,
+    DevDbError,
+    find_pg_bin,
+    reachable_cluster_dir,
+)
 
 pytestmark = pytest.mark.pg
 
@@ -259,5 +266,49 @@ def test_create_refuses_early_when_the_service_account_cannot_reach_the_director
         with pytest.raises(DevDbError, match="MCP_DEVDB_DIR"):
             Cluster.create(hidden / "cluster")
         assert not (hidden / "cluster").exists()
+    finally:
+        hidden.rmdir()
+
+
+def _root_only() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only root hands the server to a service account")  # CI runs as root
+
+
+def test_root_below_a_private_directory_runs_the_server_from_a_reachable_copy() -> None:
+    # A clone in a mode-0700 directory keeps the wheel's binaries out of the service account's reach.
+    _root_only()
+    package = find_pg_bin().parent.parent  # the wheel's layout: <package>/pginstall/bin, <package>.libs
+    hidden = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-private-"))  # mode 0700, root-owned
+    base = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-copy-"))
+    links = [hidden / package.name, hidden / f"{package.name}.libs"]
+    try:
+        for link in links:
+            link.symlink_to(package.parent / link.name, target_is_directory=True)
+        cluster = Cluster.create(base, pg_bin=hidden / package.name / "pginstall" / "bin")
+        try:
+            assert cluster.bin_dir.is_relative_to(ROOT_CACHE_DIR)
+            with psycopg.connect(cluster.reader_dsn) as conn:
+                assert conn.execute("SELECT count(*) FROM docs.pages").fetchone() == (30,)
+        finally:
+            cluster.destroy()
+    finally:
+        for link in links:
+            link.unlink()
+        hidden.rmdir()
+        if base.exists():
+            base.rmdir()
+
+
+def test_root_default_directory_below_a_private_directory_moves_to_roots_cache() -> None:
+    _root_only()
+    hidden = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-private-"))
+    try:
+        moved = reachable_cluster_dir(hidden / "clone" / ".cache" / "devdb")
+        assert moved.parent == ROOT_CACHE_DIR
+        assert moved == reachable_cluster_dir(hidden / "clone" / ".cache" / "devdb")  # one per checkout
+        assert moved != reachable_cluster_dir(hidden / "other" / ".cache" / "devdb")
+        reachable = Path(tempfile.gettempdir()) / "mcp-suite-devdb-reachable"
+        assert reachable_cluster_dir(reachable) == reachable
     finally:
         hidden.rmdir()

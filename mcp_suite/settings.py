@@ -230,8 +230,11 @@ def _parse_dir(raw: str) -> Path:
 
 
 def _parse_dsn(raw: str) -> SecretStr:
-    if not raw.strip():
-        raise ValueError("must not be empty")
+    from mcp_suite.dsn import dsn_problem  # only when a DSN is set (it loads libpq's keywords)
+
+    problem = dsn_problem(raw)
+    if problem:
+        raise ValueError(problem)
     return SecretStr(raw)
 
 

@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-__all__ = ["ENV_PREFIX", "SecretStr", "Settings", "SettingsError", "load_settings"]
+__all__ = [
+    "ENV_PREFIX",
+    "ENV_VARIABLES",
+    "TOOLING_VARIABLES",
+    "SecretStr",
+    "Settings",
+    "SettingsError",
+    "load_settings",
+]
 
 ENV_PREFIX = "MCP_"
 
@@ -280,18 +288,54 @@ _VARIABLES: dict[str, tuple[str, object]] = {
 }
 
 ENV_VARIABLES: tuple[str, ...] = tuple(ENV_PREFIX + name for name in _VARIABLES)
+# Read by the project's own tooling (the demo database, the container scripts), not by the server:
+# known names, so a shell that exports them for `make run` or `make run-container` still starts it.
+TOOLING_VARIABLES: Final = frozenset(
+    ENV_PREFIX + name
+    for name in (
+        "DEVDB_DIR",
+        "SUITE_IMAGE",
+        "SAFE_DATA_HOST_DIR",
+        "PG_SOCKET_DIR",
+        "BASE_IMAGE",
+        "LOCAL_BASE_IMAGE",
+        "BUILD_CA_BUNDLE",
+        "CONTAINER_NAME",
+        "STOP_TIMEOUT_S",
+        "SKIP_BUILD",
+        "REBUILD",
+        "SMOKE_SQL",
+    )
+)
 _VARIABLE_OF: Final = {field_name: ENV_PREFIX + suffix for suffix, (field_name, _) in _VARIABLES.items()}
+_KNOWN_NAMES: Final = frozenset(ENV_VARIABLES) | TOOLING_VARIABLES
+
+
+def _unknown_variables(env: Mapping[str, str]) -> list[str]:
+    """A problem per `MCP_*` name that nothing reads: a misspelt name must not keep a default silently."""
+    import difflib  # only when there is a stranger to name
+
+    problems = []
+    for name in sorted(env):
+        if not name.startswith(ENV_PREFIX) or name in _KNOWN_NAMES:
+            continue
+        close = difflib.get_close_matches(name, ENV_VARIABLES, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}?" if close else "see docs/configuration.md for the known names"
+        problems.append(f"{name}: not a known setting ({hint})")
+    return problems
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Build `Settings` from `MCP_*` variables.
 
-    An empty variable counts as unset. Every problem is collected and reported together, naming the
-    variable and the rule, never the value (the DSN is secret; other values are not needed to fix it).
+    An empty variable counts as unset; an `MCP_*` name that is neither a setting nor one of the
+    tooling's is refused, with the nearest known name. Every problem is collected and reported
+    together, naming the variable and the rule, never the value (the DSN is secret; other values are
+    not needed to fix it).
     """
     env = os.environ if environ is None else environ
     values: dict[str, object] = {}
-    problems: list[str] = []
+    problems = _unknown_variables(env)
     for suffix, (field_name, parser) in _VARIABLES.items():
         name = ENV_PREFIX + suffix
         raw = env.get(name)

@@ -90,19 +90,23 @@ def test_every_variable_is_documented() -> None:
     assert missing == []
 
 
-def test_invalid_configuration_exits_78_with_a_message() -> None:
-    env = {"MCP_MAX_CONCURRENCY": "zero", "PATH": "/usr/bin:/bin"}
+def _start_refused(env: dict[str, str]) -> bytes:
+    """Start the server with `env` alone; it must exit 78 with nothing on stdout. Returns stderr."""
     proc = subprocess.run(
         [sys.executable, "-m", "mcp_suite"],
-        env=env,
+        env={**env, "PATH": "/usr/bin:/bin"},
         input=b"",
         capture_output=True,
         timeout=30,
         check=False,
     )
     assert proc.returncode == 78
-    assert b"MCP_MAX_CONCURRENCY" in proc.stderr
     assert proc.stdout == b""
+    return proc.stderr
+
+
+def test_invalid_configuration_exits_78_with_a_message() -> None:
+    assert b"MCP_MAX_CONCURRENCY" in _start_refused({"MCP_MAX_CONCURRENCY": "zero"})
 
 
 def test_help_and_version() -> None:
@@ -169,14 +173,4 @@ def test_the_tooling_variables_and_other_prefixes_are_not_settings_but_are_accep
 
 
 def test_a_misspelt_variable_exits_78_instead_of_keeping_the_default() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "mcp_suite"],
-        env={"MCP_SQL_MAX_ROW": "10", "PATH": "/usr/bin:/bin"},
-        input=b"",
-        capture_output=True,
-        timeout=30,
-        check=False,
-    )
-    assert proc.returncode == 78
-    assert b"did you mean MCP_SQL_MAX_ROWS?" in proc.stderr
-    assert proc.stdout == b""
+    assert b"did you mean MCP_SQL_MAX_ROWS?" in _start_refused({"MCP_SQL_MAX_ROW": "10"})

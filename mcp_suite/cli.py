@@ -4,8 +4,7 @@
     mcp-suite check-role   run the PostgreSQL role audit alone and print the findings
     mcp-suite --version | --help
 
-Exit status: 0 after a clean drain, 78 (EX_CONFIG) for an invalid configuration or a database role
-that can do more than read, 70 (EX_SOFTWARE) for an unexpected failure (details on stderr only).
+Exit status: see `EXIT_STATUSES` (printed by `--help`, documented in docs/configuration.md).
 """
 
 from __future__ import annotations
@@ -27,26 +26,48 @@ from mcp_suite.runtime.audit import configure_logging, logger, shutdown_logging
 from mcp_suite.runtime.session import serve_session
 from mcp_suite.runtime.stdio import open_fd_streams, take_over_stdio
 from mcp_suite.settings import ENV_VARIABLES, Settings, SettingsError, load_settings
-from mcp_suite.tools.base import StartupRefusedError
+from mcp_suite.tools.base import StartupRefusedError, StartupUnavailableError
 from mcp_suite.tools.registry import Registry, ToolOpener, open_registry
 
 __all__ = ["EX_CONFIG", "main"]
 
-EX_CONFIG: Final = 78
+EX_UNAVAILABLE: Final = 69
 EX_SOFTWARE: Final = 70
+EX_CONFIG: Final = 78
+EXIT_STATUSES: Final = (
+    (0, "a clean shutdown (EOF, SIGINT or SIGTERM, then the drain); check-role: the role only reads"),
+    (
+        69,
+        "the database cannot be reached or refuses the login: at start-up with "
+        "MCP_SQL_REQUIRE_DATABASE=true, or for check-role",
+    ),
+    (70, "an unexpected failure (details on stderr only)"),
+    (
+        78,
+        "an invalid configuration (a bad or unknown MCP_* variable, a malformed MCP_SQL_DSN), "
+        "or a database role that can do more than read",
+    ),
+)
 
 
 def _parser() -> argparse.ArgumentParser:
     import argparse  # only when there are arguments to parse
+    import textwrap
 
+    description = (
+        "A hardened, read-only Model Context Protocol server on stdio: one read-only SQL query "
+        "at a time against PostgreSQL, text files below a sandboxed folder, and aggregate host "
+        "metrics. Configured only through environment variables: " + ", ".join(ENV_VARIABLES)
+    )
+    statuses = [
+        textwrap.fill(meaning, 78, initial_indent=f"  {code:<4}", subsequent_indent=" " * 6)
+        for code, meaning in EXIT_STATUSES
+    ]
     parser = argparse.ArgumentParser(
         prog="mcp-suite",
-        description=(
-            "A hardened, read-only Model Context Protocol server on stdio: one read-only SQL query "
-            "at a time against PostgreSQL, text files below a sandboxed folder, and aggregate host "
-            "metrics. Configured only through environment variables: " + ", ".join(ENV_VARIABLES)
-        ),
-        epilog="Exit status: 0 after a clean shutdown, 78 for an invalid configuration.",
+        description=textwrap.fill(description, 78),
+        epilog="exit status:\n" + "\n".join(statuses),
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the exit status table
     )
     parser.add_argument("--version", action="version", version=f"{SERVER_NAME} {__version__}")
     parser.add_argument(
@@ -113,6 +134,10 @@ def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
             shutdown_logging()
             _stderr(f"mcp-suite: refusing to start: {exc}")
             return EX_CONFIG
+        except StartupUnavailableError as exc:
+            shutdown_logging()
+            _stderr(f"mcp-suite: refusing to start: {exc}")
+            return EX_UNAVAILABLE
         except Exception:  # noqa: BLE001  # last resort: log it on stderr, exit 70
             logger.critical("the server failed", exc_info=True)
             return EX_SOFTWARE

@@ -113,6 +113,12 @@ class Settings:
     # How long a call waits for a pooled connection before it connects directly (the pool
     # reconnects with back-off after an outage; the call should not wait for that).
     sql_pool_wait_s: float = field(default=1.0, metadata=_float(0, 60, low_open=True))
+    # After repeated failed connections, calls fail at once (database-unavailable) for a back-off
+    # that doubles up to this bound, so a wrong password is not retried at the client's call rate.
+    sql_reconnect_max_s: float = field(default=30.0, metadata=_float(0, 3_600, low_open=True))
+    # True: a database that cannot be reached, or refuses the login, at start-up stops the server
+    # (exit 69) instead of serving database-unavailable until it is back.
+    sql_require_database: bool = field(default=False, metadata=_of(bool))
 
     # --- files ---------------------------------------------------------------------------------
     fs_max_bytes: int = field(default=1_048_576, metadata=_int(1, 16_777_216))
@@ -277,6 +283,8 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "SQL_CANCEL_GRACE_S": ("sql_cancel_grace_s", _parse_float),
     "SQL_SCHEMA_MAX_TABLES": ("sql_schema_max_tables", _parse_int),
     "SQL_POOL_WAIT_S": ("sql_pool_wait_s", _parse_float),
+    "SQL_RECONNECT_MAX_S": ("sql_reconnect_max_s", _parse_float),
+    "SQL_REQUIRE_DATABASE": ("sql_require_database", _parse_bool),
     "FS_MAX_BYTES": ("fs_max_bytes", _parse_int),
     "FS_ALLOW_HARD_LINKS": ("fs_allow_hard_links", _parse_bool),
     "MAX_CONCURRENCY": ("max_concurrency", _parse_int),

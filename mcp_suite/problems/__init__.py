@@ -22,6 +22,7 @@ __all__ = [
     "WIRE_CODES",
     "AccessDeniedError",
     "ConcurrencyLimitError",
+    "DatabaseUnavailableError",
     "ExecutionTimeoutError",
     "InternalServerError",
     "InvalidArgumentsError",
@@ -173,6 +174,20 @@ class MethodNotFoundError(ProblemError):
     jsonrpc_code = METHOD_NOT_FOUND
 
 
+class DatabaseUnavailableError(ProblemError):
+    """The database cannot be reached or refuses the server's login: a fault of the infrastructure.
+
+    It travels on the channel of infrastructure faults (-32603), but says what happened: no incident
+    id, no traceback. `metadata.retryable` says whether trying again later may help.
+    """
+
+    slug = "database-unavailable"
+    title = "The database is unavailable"
+    status = 503
+    code = "MCP_DATABASE_UNAVAILABLE"
+    jsonrpc_code = INTERNAL_ERROR
+
+
 class InternalServerError(ProblemError):
     slug = "internal-error"
     title = "Internal error"
@@ -193,6 +208,7 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     SessionNotInitializedError,
     InvalidRequestError,
     MethodNotFoundError,
+    DatabaseUnavailableError,
     InternalServerError,
 )
 
@@ -203,6 +219,7 @@ WIRE_CODES: Final[Mapping[str, frozenset[int]]] = {
     "session-not-initialized": frozenset({INVALID_REQUEST}),
     "invalid-request": frozenset({INVALID_REQUEST, PARSE_ERROR}),
     "method-not-found": frozenset({METHOD_NOT_FOUND}),
+    "database-unavailable": frozenset({INTERNAL_ERROR}),
     "internal-error": frozenset({INTERNAL_ERROR}),
 }
 

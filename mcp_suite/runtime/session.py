@@ -520,6 +520,8 @@ class Session:
                     request_id, await self._guarded_call(tool, call.arguments, ticket, scope)
                 )
             except ProblemError as exc:
+                if exc.jsonrpc_code is not None:
+                    raise  # a fault of the infrastructure (database-unavailable): a JSON-RPC error
                 # In-band: the tool ran or was refused because of what the caller asked (SPEC §4).
                 raise _InBand(exc) from None
 

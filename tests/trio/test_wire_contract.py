@@ -133,6 +133,7 @@ async def _provoke_every_error(h: Harness) -> list[dict[str, Any]]:
         b'{"jsonrpc":"2.0","id":"tool","method":"tools/call","params":{"name":"nope"}}',  # -32602
         b'{"jsonrpc":"2.0","id":"cur","method":"tools/list","params":{"cursor":"abc"}}',  # -32602
         b'{"jsonrpc":"2.0","id":"boom","method":"tools/call","params":{"name":"boom"}}',  # -32603
+        b'{"jsonrpc":"2.0","id":"down","method":"tools/call","params":{"name":"down"}}',  # -32603 too
     ):
         await h.send_raw(line + b"\n")
         errors.append(await h.recv())

@@ -26,6 +26,7 @@ SPEC_TABLE = {
     "session-not-initialized": ("MCP_SESSION_NOT_INITIALIZED", 400),
     "invalid-request": ("MCP_INVALID_REQUEST", 400),
     "method-not-found": ("MCP_METHOD_NOT_FOUND", 404),
+    "database-unavailable": ("MCP_DATABASE_UNAVAILABLE", 503),
     "internal-error": ("MCP_INTERNAL_ERROR", 500),
 }
 

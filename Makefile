@@ -6,7 +6,22 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-
+# `make -C DIR run` prints "make: Entering directory ..." on stdout before it reads this file, and
+# "Leaving directory" after the server exits: lines that are not MCP frames. Nothing in a makefile
+# can stop the top-level make from printing them, so `run` refuses with the fix instead of serving
+# a corrupted stream. Print-directory is on when the flag letters (MAKEFLAGS' first word, unless it
+# is a long option or a variable) hold a `w`.
+MAKE_FLAG_LETTERS := $(firstword $(MAKEFLAGS))
+PRINTS_DIRECTORY := $(if $(findstring =,$(MAKE_FLAG_LETTERS))$(filter -%,$(MAKE_FLAG_LETTERS)),,$(findstring w,$(MAKE_FLAG_LETTERS)))
+ifneq ($(filter run,$(MAKECMDGOALS)),)
+ifneq ($(PRINTS_DIRECTORY),)
+ifeq ($(filter --no-print-directory,$(MAKEFLAGS)),)
+$(error make printed "Entering directory" on stdout, which carries only MCP frames in `make run`: use `make -s -C DIR run` (or --no-print-directory))
+endif
+endif
+endif
+# Sub-makes never print "Entering directory" either (read above: MAKEFLAGS as make was invoked).
+MAKEFLAGS += --no-print-directory
 
 .PHONY: help venv run demo test lint types pytest bench lock run-container smoke clean
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import psycopg
@@ -185,13 +188,67 @@ def test_serve_creates_the_cluster_runs_the_child_and_stops_the_cluster() -> Non
             Cluster.open_existing(base).destroy()
 
 
-def test_serve_reuses_a_running_cluster_and_leaves_it_running(demo_cluster: Cluster) -> None:
+def test_a_session_that_finds_the_cluster_serving_another_gets_its_own(demo_cluster: Cluster) -> None:
     proc = _serve(demo_cluster.base)
     assert proc.returncode == 7, proc.stderr
-    assert "already running" in proc.stderr
-    assert demo_cluster.is_running()
+    assert "child-user=mcp_reader" in proc.stderr
+    assert "of this session" in proc.stderr
+    assert demo_cluster.is_running()  # the other session's database was left alone
     with psycopg.connect(demo_cluster.reader_dsn) as conn:
         assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+# Connects, says so, waits for its go file, then queries again: exit 7 when the database still answers.
+WAITING_CHILD = (
+    "import os, sys, time, psycopg, pathlib;"
+    "go = pathlib.Path(sys.argv[1]);"
+    "psycopg.connect(os.environ['MCP_SQL_DSN']).close();"
+    "pathlib.Path(sys.argv[1] + '.ready').touch();"
+    "deadline = time.monotonic() + 60\n"
+    "while not go.exists() and time.monotonic() < deadline: time.sleep(0.05)\n"
+    "conn = psycopg.connect(os.environ['MCP_SQL_DSN']);"
+    "sys.exit(7 if conn.execute('SELECT count(*) FROM docs.pages').fetchone() == (30,) else 1)"
+)
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def test_two_sessions_at_once_and_the_first_to_exit_stops_nothing_under_the_other() -> None:
+    base = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-two-"))
+    base.rmdir()
+    signals = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-go-"))
+    env = {**os.environ, "MCP_DEVDB_DIR": str(base)}
+    argv = [sys.executable, "-m", "mcp_suite.devdb", "serve", "--", sys.executable, "-c", WAITING_CHILD]
+    sessions = [
+        subprocess.Popen([*argv, str(signals / name)], env=env, stderr=subprocess.PIPE, text=True)
+        for name in ("first", "second")
+    ]
+    try:
+        for name, proc in zip(("first", "second"), sessions, strict=True):
+            _wait_for(signals / f"{name}.ready", proc)
+        (signals / "first").touch()
+        first_err = sessions[0].communicate(timeout=60)[1]
+        assert sessions[0].returncode == 7, first_err
+        (signals / "second").touch()  # the first session has ended: the second still has its database
+        second_err = sessions[1].communicate(timeout=60)[1]
+        assert sessions[1].returncode == 7, second_err
+        own = re.search(r"of this session in (\S+) ", first_err + second_err)
+        assert own, first_err + second_err  # one of them got a cluster of its own...
+        assert not Path(own.group(1)).exists()  # ...and removed it at its end
+    finally:
+        for proc in sessions:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        shutil.rmtree(signals)
+        if base.exists():
+            Cluster.open_existing(base).destroy()
 
 
 def test_serve_refuses_a_directory_it_did_not_create(tmp_path: Path) -> None:

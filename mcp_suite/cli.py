@@ -22,7 +22,7 @@ import trio
 
 from mcp_suite import SERVER_NAME, __version__
 from mcp_suite.runtime.affinity import pin_to_current_cpu
-from mcp_suite.runtime.audit import configure_logging, logger, shutdown_logging
+from mcp_suite.runtime.audit import configure_logging, logger, shutdown_logging, write_line_now
 from mcp_suite.runtime.session import serve_session
 from mcp_suite.runtime.stdio import open_fd_streams, take_over_stdio
 from mcp_suite.settings import ENV_VARIABLES, Settings, SettingsError, load_settings
@@ -80,9 +80,10 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _stderr(message: str) -> None:
-    sys.stderr.write(message.rstrip("\n") + "\n")
-    sys.stderr.flush()
+def _refuse(message: str, status: int) -> int:
+    """A refusal to start, as one JSON line on stderr like every other; returns `status`."""
+    write_line_now("critical", message, exit_status=status)
+    return status
 
 
 def main(argv: Sequence[str] | None = None, *, extra_tools: Iterable[ToolOpener] = ()) -> int:
@@ -92,8 +93,7 @@ def main(argv: Sequence[str] | None = None, *, extra_tools: Iterable[ToolOpener]
     try:
         settings = load_settings()
     except SettingsError as exc:
-        _stderr(f"mcp-suite: invalid configuration: {exc}")
-        return EX_CONFIG
+        return _refuse(f"invalid configuration: {exc}", EX_CONFIG)
     if command == "check-role":
         return _check_role(settings)
     return _serve(settings, list(extra_tools))
@@ -101,8 +101,7 @@ def main(argv: Sequence[str] | None = None, *, extra_tools: Iterable[ToolOpener]
 
 def _check_role(settings: Settings) -> int:
     if settings.sql_dsn is None:
-        _stderr("mcp-suite: check-role needs MCP_SQL_DSN")
-        return EX_CONFIG
+        return _refuse("check-role needs MCP_SQL_DSN", EX_CONFIG)
     from mcp_suite.tools.read_only_sql import audit  # imported only when asked for
 
     status: int = audit.check_role(settings)
@@ -132,12 +131,10 @@ def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
                 trio.run(_serve_stdio, settings, registry, fds)
         except (StartupRefusedError, SettingsError) as exc:
             shutdown_logging()
-            _stderr(f"mcp-suite: refusing to start: {exc}")
-            return EX_CONFIG
+            return _refuse(f"refusing to start: {exc}", EX_CONFIG)
         except StartupUnavailableError as exc:
             shutdown_logging()
-            _stderr(f"mcp-suite: refusing to start: {exc}")
-            return EX_UNAVAILABLE
+            return _refuse(f"refusing to start: {exc}", EX_UNAVAILABLE)
         except Exception:  # noqa: BLE001  # last resort: log it on stderr, exit 70
             logger.critical("the server failed", exc_info=True)
             return EX_SOFTWARE

@@ -40,6 +40,8 @@ ARG_MAX_DEPTH = 8
 ARG_MAX_ITEMS = 1_000
 ARG_MAX_KEY_CHARS = 64
 ECHO_MAX_CHARS = 256
+# The audit record of a SQL statement holds its text up to this many characters (then `sql_truncated`).
+AUDIT_SQL_MAX_CHARS = 4_096
 
 
 class SettingsError(Exception):

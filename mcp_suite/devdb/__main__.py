@@ -34,6 +34,7 @@ from mcp_suite.devdb.cluster import (
     open_demo_cluster,
     repo_root,
 )
+from mcp_suite.runtime.audit import configure_logging, shutdown_logging
 
 log = logging.getLogger("mcp_suite.devdb")
 
@@ -250,7 +251,15 @@ def destroy() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="devdb: %(message)s")
+    # JSON lines, like the server's: under `make run` both write to the client's stderr.
+    configure_logging("INFO")
+    try:
+        return _main(argv)
+    finally:
+        shutdown_logging()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mcp_suite.devdb")
     parser.add_argument("command", choices=("serve", "demo", "destroy"))
     parser.add_argument("server", nargs=argparse.REMAINDER, help="serve: -- <server command>")

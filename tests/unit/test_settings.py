@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -102,6 +103,8 @@ def _start_refused(env: dict[str, str]) -> bytes:
     )
     assert proc.returncode == 78
     assert proc.stdout == b""
+    (line,) = proc.stderr.splitlines()  # one JSON object, like every other stderr line
+    assert json.loads(line)["exit_status"] == 78
     return proc.stderr
 
 

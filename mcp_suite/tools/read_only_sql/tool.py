@@ -15,12 +15,15 @@ import functools
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 import trio
 
+from mcp_suite.problems import ProblemError
+from mcp_suite.runtime.audit import audit_statement
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import (
     BuildOnce,
@@ -134,13 +137,24 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
         return limiter
 
     async def call(args: ReadOnlySqlArgs) -> ReadOnlySqlResult:
-        # The policy runs in the worker thread too: an uncached verdict costs milliseconds of
-        # parsing that must not stall the event loop (pings, other calls).
-        result = await run_in_db_thread(
-            functools.partial(_vet_and_run, database, policy, args.sql, args.max_rows),
-            limiter=db_limiter(),
-            cancel_grace_s=grace,
-        )
+        started, outcome, rows = time.perf_counter(), "error", None
+        try:
+            # The policy runs in the worker thread too: an uncached verdict costs milliseconds of
+            # parsing that must not stall the event loop (pings, other calls).
+            result = await run_in_db_thread(
+                functools.partial(_vet_and_run, database, policy, args.sql, args.max_rows),
+                limiter=db_limiter(),
+                cancel_grace_s=grace,
+            )
+            outcome, rows = "ok", len(result.rows)
+        except ProblemError as exc:
+            outcome = exc.slug
+            raise
+        except trio.Cancelled:
+            outcome = "cancelled"
+            raise
+        finally:
+            audit_statement(tool=TOOL_NAME, sql=args.sql, outcome=outcome, started=started, rows=rows)
         from mcp_suite.tools.read_only_sql.models import result_from_rows  # loaded with the models
 
         columns = [(c.name, c.type) for c in result.columns]

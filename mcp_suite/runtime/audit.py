@@ -193,21 +193,23 @@ def audit_statement(*, tool: str, sql: str, outcome: str, started: float, rows: 
     sink = _sink
     if sink is None or not _audit_logger.isEnabledFor(logging.INFO):
         return
-    event: dict[str, Any] = {
-        "ts": _timestamp(time.time()),
-        "level": "info",
-        "logger": "mcp_suite.audit",
-        "event": "statement",
-        "tool": tool,
-        "outcome": outcome,
-        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-        "rows": rows,
-        "sql": sql[:AUDIT_SQL_MAX_CHARS],
-    }
+    event = _audit_event("statement", outcome, started)
+    event.update(tool=tool, rows=rows, sql=sql[:AUDIT_SQL_MAX_CHARS])
     if len(sql) > AUDIT_SQL_MAX_CHARS:
         event["sql_truncated"] = True
         event["sql_chars"] = len(sql)
     sink.write_line(_dumps(event))
+
+
+def _audit_event(kind: str, outcome: str, started: float) -> dict[str, Any]:
+    return {
+        "ts": _timestamp(time.time()),
+        "level": "info",
+        "logger": "mcp_suite.audit",
+        "event": kind,
+        "outcome": outcome,
+        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+    }
 
 
 def _excerpt(arguments: Any) -> str:
@@ -242,16 +244,8 @@ class AuditLog:
         sink = _sink
         if sink is None or not _audit_logger.isEnabledFor(logging.INFO):
             return
-        event: dict[str, Any] = {
-            "ts": _timestamp(time.time()),
-            "level": "info",
-            "logger": "mcp_suite.audit",
-            "event": "request",
-            "id": request_id,
-            "method": method[:64],
-            "outcome": outcome,
-            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-        }
+        event = _audit_event("request", outcome, started)
+        event.update(id=request_id, method=method[:64])
         if tool is not None:
             event["tool"] = tool[:64]
         if problem is not None:

@@ -39,7 +39,7 @@ EXIT_STATUSES: Final = (
     (
         69,
         "the database cannot be reached or refuses the login: at start-up with "
-        "MCP_SQL_REQUIRE_DATABASE=true, or for check-role",
+        "MCP_SQL_REQUIRE_DATABASE=true, or for check-role; demo: the demo database cannot be started",
     ),
     (70, "an unexpected failure (details on stderr only)"),
     (
@@ -74,8 +74,18 @@ def _parser() -> argparse.ArgumentParser:
         "command",
         nargs="?",
         default="serve",
-        choices=("serve", "check-role"),
-        help="serve (default): MCP on stdio; check-role: audit the MCP_SQL_DSN role and exit",
+        choices=("serve", "check-role", "demo"),
+        help=(
+            "serve (default): MCP on stdio; check-role: audit the MCP_SQL_DSN role and exit; "
+            "demo: MCP on stdio with a throwaway PostgreSQL and the example folder (the [demo] extra)"
+        ),
+    )
+    parser.add_argument(
+        "demo_action",
+        nargs="?",
+        choices=("serve", "destroy"),
+        metavar="{serve,destroy}",
+        help="after demo: serve (default), or destroy the demo database in the user's cache directory",
     )
     return parser
 
@@ -89,13 +99,25 @@ def _refuse(message: str, status: int) -> int:
 def main(argv: Sequence[str] | None = None, *, extra_tools: Iterable[ToolOpener] = ()) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # `mcp-suite` with no argument is how clients start it: skip argparse (and its import) then.
-    command = "serve" if not argv else _parser().parse_args(argv).command
+    command, demo_action = "serve", None
+    if argv:
+        parser = _parser()
+        args = parser.parse_args(argv)
+        command, demo_action = args.command, args.demo_action
+        if demo_action is not None and command != "demo":
+            parser.error(f"{demo_action!r} follows only demo")
     try:
         settings = load_settings()
     except SettingsError as exc:
         return _refuse(f"invalid configuration: {exc}", EX_CONFIG)
     if command == "check-role":
         return _check_role(settings)
+    if command == "demo":
+        from mcp_suite.devdb.__main__ import main as devdb_main  # a development aid, loaded when asked
+
+        if demo_action == "destroy":
+            return devdb_main(["destroy"])
+        return devdb_main(["serve", "--", sys.executable, "-m", "mcp_suite"])
     return _serve(settings, list(extra_tools))
 
 

@@ -30,22 +30,24 @@ from typing import Any
 from mcp_suite.devdb.cluster import (
     Cluster,
     DevDbError,
+    checkout,
     default_cache_dir,
+    example_folder,
     open_demo_cluster,
-    repo_root,
 )
 from mcp_suite.runtime.audit import configure_logging, shutdown_logging
 
 log = logging.getLogger("mcp_suite.devdb")
 
+EX_UNAVAILABLE = 69  # the demo database could not be created, started or used (as the CLI's)
 _CHILD_STOP_S = 10.0  # how long `serve` waits for the child after forwarding a signal
 
 
 def _server_env(cluster: Cluster) -> dict[str, str]:
     env = dict(os.environ)
     env["MCP_SQL_DSN"] = cluster.reader_dsn
-    safe = repo_root() / "examples" / "safe_data"
-    if safe.is_dir():
+    safe = example_folder()
+    if safe is not None:
         env["MCP_SAFE_DATA_DIR"] = str(safe)
     return env
 
@@ -194,7 +196,7 @@ async def _run_demo(env: dict[str, str]) -> list[tuple[str, str]]:
     from mcp.shared.exceptions import MCPError
 
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "mcp_suite"], env=env, cwd=str(repo_root())
+        command=sys.executable, args=["-m", "mcp_suite"], env=env, cwd=str(checkout() or Path.home())
     )
     table: list[tuple[str, str]] = []
     async with Client(params) as client:
@@ -275,7 +277,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return destroy()
     except DevDbError as exc:
         log.error("%s", exc)  # noqa: TRY400  # a one-line reason for the developer, no traceback
-        return 1
+        return EX_UNAVAILABLE
 
 
 if __name__ == "__main__":

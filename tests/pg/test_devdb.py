@@ -254,7 +254,7 @@ def test_two_sessions_at_once_and_the_first_to_exit_stops_nothing_under_the_othe
 def test_serve_refuses_a_directory_it_did_not_create(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("mine")
     proc = _serve(tmp_path)
-    assert proc.returncode == 1
+    assert proc.returncode == 69
     assert "refusing" in proc.stderr
     assert (tmp_path / "notes.txt").read_text() == "mine"
 

@@ -12,21 +12,12 @@ from pathlib import Path
 import pytest
 
 from mcp_suite.devdb.cluster import Cluster
-from tests.support.wire import check_line
+from tests.support.wire import check_line, initialize_request
 
 pytestmark = pytest.mark.pg
 
 REPO = Path(__file__).resolve().parents[2]
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "make-run-test", "version": "1"},
-    },
-}
+INIT = initialize_request("make-run-test")
 
 
 def _make(*args: str, devdb: Path, stdin: bytes) -> subprocess.CompletedProcess[bytes]:

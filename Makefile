@@ -6,7 +6,23 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-
+RUN_STAMP := $(VENV)/.installed-run
+# `make -C DIR run` prints "make: Entering directory ..." on stdout before it reads this file, and
+# "Leaving directory" after the server exits: lines that are not MCP frames. Nothing in a makefile
+# can stop the top-level make from printing them, so `run` refuses with the fix instead of serving
+# a corrupted stream. Print-directory is on when the flag letters (MAKEFLAGS' first word, unless it
+# is a long option or a variable) hold a `w`.
+MAKE_FLAG_LETTERS := $(firstword $(MAKEFLAGS))
+PRINTS_DIRECTORY := $(if $(findstring =,$(MAKE_FLAG_LETTERS))$(filter -%,$(MAKE_FLAG_LETTERS)),,$(findstring w,$(MAKE_FLAG_LETTERS)))
+ifneq ($(filter run,$(MAKECMDGOALS)),)
+ifneq ($(PRINTS_DIRECTORY),)
+ifeq ($(filter --no-print-directory,$(MAKEFLAGS)),)
+$(error make printed "Entering directory" on stdout, which carries only MCP frames in `make run`: use `make -s -C DIR run` (or --no-print-directory))
+endif
+endif
+endif
+# Sub-makes never print "Entering directory" either (read above: MAKEFLAGS as make was invoked).
+MAKEFLAGS += --no-print-directory
 
 .PHONY: help venv run demo test lint types pytest bench lock run-container smoke clean
 
@@ -20,18 +36,29 @@ help:
 
 # Everything the install prints goes to stderr: `make run` serves MCP on stdout, which must carry
 # protocol frames only, even on the run that first creates the environment.
-$(STAMP): requirements/dev.txt requirements/runtime.txt pyproject.toml
+# $(1): the lock file to install (by name, version and hash), then mcp-suite itself, editable.
+define install_locked
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) 1>&2
-	@echo "installing the locked dependencies into $(VENV)" 1>&2
-	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r requirements/dev.txt 1>&2
+	@echo "installing $(1) into $(VENV)" 1>&2
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(1) 1>&2
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation --config-settings editable_mode=compat -e . 1>&2
 	@$(BIN)/python -m compileall -q mcp_suite 1>&2
+endef
+
+# `make run` needs the runtime and the demo's PostgreSQL only; the test, lint and SDK tools come with
+# the targets that use them. The full install satisfies `make run` too.
+$(RUN_STAMP): requirements/demo.txt requirements/runtime.txt pyproject.toml
+	$(call install_locked,requirements/demo.txt)
 	@touch $@
+
+$(STAMP): requirements/dev.txt requirements/demo.txt requirements/runtime.txt pyproject.toml
+	$(call install_locked,requirements/dev.txt)
+	@touch $@ $(RUN_STAMP)
 
 venv: $(STAMP)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	@$(BIN)/python -m mcp_suite.devdb serve -- $(BIN)/python -m mcp_suite
 
 demo: $(STAMP)
@@ -66,6 +93,7 @@ bench: $(STAMP)
 
 lock:
 	cd requirements && $(CURDIR)/$(BIN)/pip-compile -q --generate-hashes --no-emit-index-url --no-emit-find-links --allow-unsafe --strip-extras --no-header -o runtime.txt runtime.in
+	cd requirements && $(CURDIR)/$(BIN)/pip-compile -q --generate-hashes --no-emit-index-url --no-emit-find-links --allow-unsafe --strip-extras --no-header -o demo.txt demo.in
 	cd requirements && $(CURDIR)/$(BIN)/pip-compile -q --generate-hashes --no-emit-index-url --no-emit-find-links --allow-unsafe --strip-extras --no-header -o dev.txt dev.in
 
 run-container:

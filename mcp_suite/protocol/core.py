@@ -354,7 +354,9 @@ class SessionCore:
         problem: ProblemError
         if isinstance(outcome, InBandRefusal):
             problem = outcome.problem
-            in_band = True
+            # A problem with a JSON-RPC code of its own (database-unavailable) is a fault of the
+            # infrastructure, not of what was asked: it travels as a JSON-RPC error.
+            in_band = problem.jsonrpc_code is None
         elif isinstance(outcome, CallFailed):
             problem = outcome.problem
             in_band = False

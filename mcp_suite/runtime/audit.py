@@ -3,8 +3,10 @@
 stdout belongs to the protocol; everything here goes to stderr. Lines are formatted where they are
 logged and appended to a bounded in-memory buffer; a flusher thread writes them out in batches. So a
 parent that never drains our stderr cannot block the event loop (when the buffer is full, lines are
-dropped and counted), and a busy session does not pay a thread hand-off per record. No secrets and no
-argument values beyond a 256-character excerpt are ever logged.
+dropped and counted), and a busy session does not pay a thread hand-off per record. Libraries'
+records (psycopg_pool's, Python warnings) take the same path; a refusal before logging is set up is
+written as one JSON line too (`write_line_now`). No secrets are ever logged; arguments appear as a
+256-character excerpt, and a SQL statement's text up to `AUDIT_SQL_MAX_CHARS`, marked when cut.
 """
 
 from __future__ import annotations
@@ -18,8 +20,17 @@ import time
 from typing import Any, Final, TextIO
 
 from mcp_suite.protocol.jsonrpc import compact_json
+from mcp_suite.settings import AUDIT_SQL_MAX_CHARS
 
-__all__ = ["AuditLog", "StderrSink", "configure_logging", "logger", "shutdown_logging"]
+__all__ = [
+    "AuditLog",
+    "StderrSink",
+    "audit_statement",
+    "configure_logging",
+    "logger",
+    "shutdown_logging",
+    "write_line_now",
+]
 
 logger: Final = logging.getLogger("mcp_suite")
 _audit_logger: Final = logging.getLogger("mcp_suite.audit")
@@ -104,6 +115,18 @@ class StderrSink:
         self._thread.join(timeout=5)
 
 
+def _line(record: logging.LogRecord) -> str:
+    payload: dict[str, Any] = {
+        "ts": _timestamp(record.created),
+        "level": record.levelname.lower(),
+        "logger": record.name,
+        "msg": record.getMessage(),
+    }
+    if record.exc_info:
+        payload["traceback"] = logging.Formatter().formatException(record.exc_info)
+    return _dumps(payload)
+
+
 class JsonLineHandler(logging.Handler):
     def __init__(self, sink: StderrSink) -> None:
         super().__init__()
@@ -111,17 +134,24 @@ class JsonLineHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            payload: dict[str, Any] = {
-                "ts": _timestamp(record.created),
-                "level": record.levelname.lower(),
-                "logger": record.name,
-                "msg": record.getMessage(),
-            }
-            if record.exc_info:
-                payload["traceback"] = logging.Formatter().formatException(record.exc_info)
-            self.sink.write_line(_dumps(payload))
+            self.sink.write_line(_line(record))
         except Exception:  # noqa: BLE001  # logging must never take the server down
             self.handleError(record)
+
+
+def write_line_now(level: str, message: str, *, logger_name: str = "mcp_suite", **fields: Any) -> None:
+    """One JSON line straight to stderr, for what happens before (or after) the sink runs: a
+    refusal to start. `fields` are added to the object (for example `exit_status`).
+    """
+    record = logging.LogRecord(logger_name, logging.getLevelName(level.upper()), "", 0, message, None, None)
+    line = _line(record)
+    if fields:
+        line = line[:-1] + "," + _dumps(fields)[1:]
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass  # stderr is gone; nothing else can report it
 
 
 _sink: StderrSink | None = None
@@ -132,12 +162,18 @@ def configure_logging(level: str = "INFO", stream: TextIO | None = None) -> None
     global _sink  # one process-wide sink, replaced on reconfiguration
     shutdown_logging()
     _sink = StderrSink(stream if stream is not None else sys.stderr)
-    root = logging.getLogger("mcp_suite")
-    root.handlers[:] = [JsonLineHandler(_sink)]
-    root.setLevel(level)
-    root.propagate = False
-    # Libraries log through the root logger, which is not ours: sqlglot's parser warnings quote the
-    # caller's SQL, so only its errors may reach stderr (and then as plain lines, never stdout).
+    handler = JsonLineHandler(_sink)
+    ours = logging.getLogger("mcp_suite")
+    ours.handlers[:] = [handler]
+    ours.setLevel(level)
+    ours.propagate = False
+    # Libraries log through the root logger: their warnings and errors become JSON lines too, and
+    # so do Python's warnings. sqlglot's parser warnings quote the caller's SQL, so only its errors
+    # may reach stderr.
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+    logging.captureWarnings(True)
     logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 
@@ -147,6 +183,33 @@ def shutdown_logging() -> None:
     if _sink is not None:
         _sink.close()
         _sink = None
+
+
+def audit_statement(*, tool: str, sql: str, outcome: str, started: float, rows: int | None) -> None:
+    """The audit record of one SQL statement: its text up to `AUDIT_SQL_MAX_CHARS` (then cut, with
+    `sql_truncated`), the rows returned, the duration and the outcome (`ok`, a problem slug,
+    `cancelled` or `error`). Never the rows themselves, never the DSN.
+    """
+    sink = _sink
+    if sink is None or not _audit_logger.isEnabledFor(logging.INFO):
+        return
+    event = _audit_event("statement", outcome, started)
+    event.update(tool=tool, rows=rows, sql=sql[:AUDIT_SQL_MAX_CHARS])
+    if len(sql) > AUDIT_SQL_MAX_CHARS:
+        event["sql_truncated"] = True
+        event["sql_chars"] = len(sql)
+    sink.write_line(_dumps(event))
+
+
+def _audit_event(kind: str, outcome: str, started: float) -> dict[str, Any]:
+    return {
+        "ts": _timestamp(time.time()),
+        "level": "info",
+        "logger": "mcp_suite.audit",
+        "event": kind,
+        "outcome": outcome,
+        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+    }
 
 
 def _excerpt(arguments: Any) -> str:
@@ -181,16 +244,8 @@ class AuditLog:
         sink = _sink
         if sink is None or not _audit_logger.isEnabledFor(logging.INFO):
             return
-        event: dict[str, Any] = {
-            "ts": _timestamp(time.time()),
-            "level": "info",
-            "logger": "mcp_suite.audit",
-            "event": "request",
-            "id": request_id,
-            "method": method[:64],
-            "outcome": outcome,
-            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-        }
+        event = _audit_event("request", outcome, started)
+        event.update(id=request_id, method=method[:64])
         if tool is not None:
             event["tool"] = tool[:64]
         if problem is not None:

@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["BuildOnce", "ModelLoader", "ResourceSpec", "StartupRefusedError", "ToolSpec", "Toolset"]
+__all__ = [
+    "BuildOnce",
+    "ModelLoader",
+    "ResourceSpec",
+    "StartupRefusedError",
+    "StartupUnavailableError",
+    "ToolSpec",
+    "Toolset",
+]
 
 T = TypeVar("T")
 
@@ -28,6 +36,13 @@ class StartupRefusedError(Exception):
     """The server must not start (exit status 78): for example a database role that can write.
 
     The message is shown on stderr as is; it names each problem and its fix and never holds a secret.
+    """
+
+
+class StartupUnavailableError(Exception):
+    """A service the operator requires at start-up is not there (exit status 69, EX_UNAVAILABLE).
+
+    For example the database, with `MCP_SQL_REQUIRE_DATABASE=true`. Shown on stderr as is.
     """
 
 

@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import psycopg
 import pytest
 from psycopg import errors
 
-from mcp_suite.devdb.cluster import MARKER_NAME, Cluster, DevDbError
+from mcp_suite.devdb.cluster import (
+    MARKER_NAME,
+    ROOT_CACHE_DIR,
+    Cluster,
+    DevDbError,
+    find_pg_bin,
+    reachable_cluster_dir,
+)
 
 pytestmark = pytest.mark.pg
 
@@ -178,19 +188,73 @@ def test_serve_creates_the_cluster_runs_the_child_and_stops_the_cluster() -> Non
             Cluster.open_existing(base).destroy()
 
 
-def test_serve_reuses_a_running_cluster_and_leaves_it_running(demo_cluster: Cluster) -> None:
+def test_a_session_that_finds_the_cluster_serving_another_gets_its_own(demo_cluster: Cluster) -> None:
     proc = _serve(demo_cluster.base)
     assert proc.returncode == 7, proc.stderr
-    assert "already running" in proc.stderr
-    assert demo_cluster.is_running()
+    assert "child-user=mcp_reader" in proc.stderr
+    assert "of this session" in proc.stderr
+    assert demo_cluster.is_running()  # the other session's database was left alone
     with psycopg.connect(demo_cluster.reader_dsn) as conn:
         assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+# Connects, says so, waits for its go file, then queries again: exit 7 when the database still answers.
+WAITING_CHILD = (
+    "import os, sys, time, psycopg, pathlib;"
+    "go = pathlib.Path(sys.argv[1]);"
+    "psycopg.connect(os.environ['MCP_SQL_DSN']).close();"
+    "pathlib.Path(sys.argv[1] + '.ready').touch();"
+    "deadline = time.monotonic() + 60\n"
+    "while not go.exists() and time.monotonic() < deadline: time.sleep(0.05)\n"
+    "conn = psycopg.connect(os.environ['MCP_SQL_DSN']);"
+    "sys.exit(7 if conn.execute('SELECT count(*) FROM docs.pages').fetchone() == (30,) else 1)"
+)
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def test_two_sessions_at_once_and_the_first_to_exit_stops_nothing_under_the_other() -> None:
+    base = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-two-"))
+    base.rmdir()
+    signals = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-go-"))
+    env = {**os.environ, "MCP_DEVDB_DIR": str(base)}
+    argv = [sys.executable, "-m", "mcp_suite.devdb", "serve", "--", sys.executable, "-c", WAITING_CHILD]
+    sessions = [
+        subprocess.Popen([*argv, str(signals / name)], env=env, stderr=subprocess.PIPE, text=True)
+        for name in ("first", "second")
+    ]
+    try:
+        for name, proc in zip(("first", "second"), sessions, strict=True):
+            _wait_for(signals / f"{name}.ready", proc)
+        (signals / "first").touch()
+        first_err = sessions[0].communicate(timeout=60)[1]
+        assert sessions[0].returncode == 7, first_err
+        (signals / "second").touch()  # the first session has ended: the second still has its database
+        second_err = sessions[1].communicate(timeout=60)[1]
+        assert sessions[1].returncode == 7, second_err
+        own = re.search(r"of this session in (\S+) ", first_err + second_err)
+        assert own, first_err + second_err  # one of them got a cluster of its own...
+        assert not Path(own.group(1)).exists()  # ...and removed it at its end
+    finally:
+        for proc in sessions:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        shutil.rmtree(signals)
+        if base.exists():
+            Cluster.open_existing(base).destroy()
 
 
 def test_serve_refuses_a_directory_it_did_not_create(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("mine")
     proc = _serve(tmp_path)
-    assert proc.returncode == 1
+    assert proc.returncode == 69
     assert "refusing" in proc.stderr
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
@@ -259,5 +323,49 @@ def test_create_refuses_early_when_the_service_account_cannot_reach_the_director
         with pytest.raises(DevDbError, match="MCP_DEVDB_DIR"):
             Cluster.create(hidden / "cluster")
         assert not (hidden / "cluster").exists()
+    finally:
+        hidden.rmdir()
+
+
+def _root_only() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only root hands the server to a service account")  # CI runs as root
+
+
+def test_root_below_a_private_directory_runs_the_server_from_a_reachable_copy() -> None:
+    # A clone in a mode-0700 directory keeps the wheel's binaries out of the service account's reach.
+    _root_only()
+    package = find_pg_bin().parent.parent  # the wheel's layout: <package>/pginstall/bin, <package>.libs
+    hidden = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-private-"))  # mode 0700, root-owned
+    base = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-copy-"))
+    links = [hidden / package.name, hidden / f"{package.name}.libs"]
+    try:
+        for link in links:
+            link.symlink_to(package.parent / link.name, target_is_directory=True)
+        cluster = Cluster.create(base, pg_bin=hidden / package.name / "pginstall" / "bin")
+        try:
+            assert cluster.bin_dir.is_relative_to(ROOT_CACHE_DIR)
+            with psycopg.connect(cluster.reader_dsn) as conn:
+                assert conn.execute("SELECT count(*) FROM docs.pages").fetchone() == (30,)
+        finally:
+            cluster.destroy()
+    finally:
+        for link in links:
+            link.unlink()
+        hidden.rmdir()
+        if base.exists():
+            base.rmdir()
+
+
+def test_root_default_directory_below_a_private_directory_moves_to_roots_cache() -> None:
+    _root_only()
+    hidden = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-private-"))
+    try:
+        moved = reachable_cluster_dir(hidden / "clone" / ".cache" / "devdb")
+        assert moved.parent == ROOT_CACHE_DIR
+        assert moved == reachable_cluster_dir(hidden / "clone" / ".cache" / "devdb")  # one per checkout
+        assert moved != reachable_cluster_dir(hidden / "other" / ".cache" / "devdb")
+        reachable = Path(tempfile.gettempdir()) / "mcp-suite-devdb-reachable"
+        assert reachable_cluster_dir(reachable) == reachable
     finally:
         hidden.rmdir()

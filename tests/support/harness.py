@@ -8,7 +8,7 @@
 Transports: `memory` (trio's unbounded memory_stream_pair), `lockstep` (no buffering at all: every
 send waits for the other side to receive, which is how back-pressure is tested) and `onebyte` (the
 client's bytes reach the server a byte or two at a time). The test tools (`sleep`, `echo`, `deny`,
-`boom`) come as a ToolOpener and record what they did in a `ToolLog`. Every line the server writes is
+`boom`, `down`) come as a ToolOpener and record what they did in a `ToolLog`. Every line the server writes is
 checked by `tests.support.wire.check_line`.
 """
 
@@ -25,7 +25,7 @@ import trio
 import trio.testing
 from pydantic import Field
 
-from mcp_suite.problems import AccessDeniedError
+from mcp_suite.problems import AccessDeniedError, DatabaseUnavailableError
 from mcp_suite.runtime.session import Session, serve_session
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ResourceSpec, Toolset, ToolSpec
@@ -114,6 +114,12 @@ def _tools(log: ToolLog) -> tuple[ToolSpec, ...]:
         await trio.lowlevel.checkpoint()
         raise RuntimeError(SECRET_IN_BOOM)
 
+    async def down(args: NoArgs) -> NoResult:
+        await trio.lowlevel.checkpoint()
+        raise DatabaseUnavailableError(
+            "This test tool's database is never there.", metadata={"retryable": True}
+        )
+
     return (
         ToolSpec(
             name="sleep",
@@ -146,6 +152,14 @@ def _tools(log: ToolLog) -> tuple[ToolSpec, ...]:
             args_model=NoArgs,
             result_model=NoResult,
             call=boom,
+        ),
+        ToolSpec(
+            name="down",
+            title="Down",
+            description="Always fails as an unavailable database does.",
+            args_model=NoArgs,
+            result_model=NoResult,
+            call=down,
         ),
     )
 

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from mcp_suite.problems import PROBLEM_TYPES, PROBLEM_URN_PREFIX, WIRE_CODES, ProblemError
 
-__all__ = ["PROBLEM_MEMBERS", "check_line", "check_problem", "slug_of"]
+__all__ = ["PROBLEM_MEMBERS", "check_line", "check_problem", "initialize_request", "slug_of"]
 
 PROBLEM_MEMBERS: Final = frozenset(
     {"type", "title", "status", "detail", "code", "invalid_params", "metadata"}
@@ -130,3 +130,17 @@ def check_line(line: bytes) -> dict[str, Any]:
     else:
         _check_result(message)
     return message
+
+
+def initialize_request(client: str, *, request_id: int = 1, version: str = "2025-06-18") -> dict[str, Any]:
+    """An `initialize` request from a client named `client`, as a message (not yet a line)."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": client, "version": "1"},
+        },
+    }

@@ -39,7 +39,13 @@ async def test_initialize_negotiates_the_protocol_version(
             assert result["instructions"]
             # The session is usable afterwards.
             listed = await h.request("tools/list")
-            assert [tool["name"] for tool in listed["result"]["tools"]] == ["sleep", "echo", "deny", "boom"]
+            assert [tool["name"] for tool in listed["result"]["tools"]] == [
+                "sleep",
+                "echo",
+                "deny",
+                "boom",
+                "down",
+            ]
 
 
 async def test_initialize_without_a_version_answers_the_latest(transport: Transport) -> None:

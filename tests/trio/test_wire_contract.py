@@ -204,6 +204,7 @@ async def _provoke_every_error(h: Harness) -> list[dict[str, Any]]:
         b'{"jsonrpc":"2.0","id":"v","method":"tools/list","params":{"_meta":{'
         b'"io.modelcontextprotocol/protocolVersion":"1900-01-01",'
         b'"io.modelcontextprotocol/clientCapabilities":{}}}}',
+        b'{"jsonrpc":"2.0","id":"down","method":"tools/call","params":{"name":"down"}}',  # -32603 too
     ):
         await h.send_raw(line + b"\n")
         errors.append(await h.recv())

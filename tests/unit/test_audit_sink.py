@@ -7,11 +7,21 @@ import json
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 
 import pytest
 
-from mcp_suite.runtime.audit import AuditLog, StderrSink, _timestamp, configure_logging, shutdown_logging
+from mcp_suite.runtime.audit import (
+    AuditLog,
+    StderrSink,
+    _timestamp,
+    audit_statement,
+    configure_logging,
+    shutdown_logging,
+    write_line_now,
+)
+from mcp_suite.settings import AUDIT_SQL_MAX_CHARS
 
 
 class BlockedStream(io.StringIO):
@@ -72,11 +82,12 @@ def test_timestamps_match_the_uncached_format_across_seconds(moments: list[float
 @pytest.fixture
 def logging_restored() -> Iterator[None]:
     """`configure_logging` rewires the `mcp_suite` logger: put it back as the other tests expect."""
-    root = logging.getLogger("mcp_suite")
-    saved = (root.handlers[:], root.level, root.propagate)
+    ours, root = logging.getLogger("mcp_suite"), logging.getLogger()
+    saved = (ours.handlers[:], ours.level, ours.propagate, root.handlers[:], root.level)
     yield
     shutdown_logging()
-    root.handlers[:], root.level, root.propagate = saved
+    logging.captureWarnings(False)
+    ours.handlers[:], ours.level, ours.propagate, root.handlers[:], root.level = saved
 
 
 @pytest.mark.usefixtures("logging_restored")
@@ -103,3 +114,62 @@ def test_audit_lines_are_compact_ascii_json_with_an_ascii_excerpt() -> None:
     assert event["id"] == "caf\u00e9"
     assert event["args_excerpt"] == '{"k":"\\u2603"}'
     assert event["ts"].endswith("Z")
+
+
+@pytest.mark.usefixtures("logging_restored")
+def test_libraries_records_and_python_warnings_are_json_lines_too() -> None:
+    stream = io.StringIO()
+    configure_logging("INFO", stream)
+    try:
+        logging.getLogger("psycopg.pool").error("error connecting in %r", "mcp-suite-sql")
+        logging.getLogger("some.library").info("chatter below WARNING stays out")
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.warn("a library's deprecation", DeprecationWarning, stacklevel=1)
+    finally:
+        shutdown_logging()
+    events = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [(e["logger"], e["level"]) for e in events] == [
+        ("psycopg.pool", "error"),
+        ("py.warnings", "warning"),
+    ]
+    assert "a library's deprecation" in events[1]["msg"]
+
+
+@pytest.mark.usefixtures("logging_restored")
+def test_a_statement_is_audited_with_its_text_up_to_the_bound_rows_duration_and_outcome() -> None:
+    stream = io.StringIO()
+    configure_logging("INFO", stream)
+    long_sql = "SELECT " + ", ".join(f"{n} AS c{n}" for n in range(2_000))
+    try:
+        audit_statement(
+            tool="read_only_sql", sql="SELECT 1", outcome="ok", started=time.perf_counter(), rows=1
+        )
+        audit_statement(
+            tool="read_only_sql",
+            sql=long_sql,
+            outcome="query-violation",
+            started=time.perf_counter(),
+            rows=None,
+        )
+    finally:
+        shutdown_logging()
+    short, cut = (json.loads(line) for line in stream.getvalue().splitlines())
+    assert short["event"] == "statement"
+    assert (short["sql"], short["rows"], short["outcome"]) == ("SELECT 1", 1, "ok")
+    assert short["duration_ms"] >= 0
+    assert "sql_truncated" not in short
+    assert cut["sql"] == long_sql[:AUDIT_SQL_MAX_CHARS]
+    assert cut["sql_truncated"] is True
+    assert cut["sql_chars"] == len(long_sql)
+    assert (cut["rows"], cut["outcome"]) == (None, "query-violation")
+
+
+def test_a_line_written_before_logging_runs_is_one_json_object_with_its_fields(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    write_line_now("critical", "refusing to start: a reason", exit_status=78)
+    (line,) = capsys.readouterr().err.splitlines()
+    event = json.loads(line)
+    assert (event["level"], event["logger"], event["exit_status"]) == ("critical", "mcp_suite", 78)
+    assert event["msg"] == "refusing to start: a reason"

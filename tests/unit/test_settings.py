@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from mcp_suite.settings import ENV_VARIABLES, SecretStr, Settings, SettingsError, load_settings
+from mcp_suite.settings import (
+    ENV_VARIABLES,
+    TOOLING_VARIABLES,
+    SecretStr,
+    Settings,
+    SettingsError,
+    load_settings,
+)
 
 
 def test_defaults_match_the_spec() -> None:
@@ -79,23 +87,29 @@ def test_the_dsn_is_never_echoed() -> None:
 
 def test_every_variable_is_documented() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
-    missing = [name for name in ENV_VARIABLES if name not in doc]
+    missing = [name for name in (*ENV_VARIABLES, *TOOLING_VARIABLES) if name not in doc]
     assert missing == []
 
 
-def test_invalid_configuration_exits_78_with_a_message() -> None:
-    env = {"MCP_MAX_CONCURRENCY": "zero", "PATH": "/usr/bin:/bin"}
+def _start_refused(env: dict[str, str]) -> bytes:
+    """Start the server with `env` alone; it must exit 78 with nothing on stdout. Returns stderr."""
     proc = subprocess.run(
         [sys.executable, "-m", "mcp_suite"],
-        env=env,
+        env={**env, "PATH": "/usr/bin:/bin"},
         input=b"",
         capture_output=True,
         timeout=30,
         check=False,
     )
     assert proc.returncode == 78
-    assert b"MCP_MAX_CONCURRENCY" in proc.stderr
     assert proc.stdout == b""
+    (line,) = proc.stderr.splitlines()  # one JSON object, like every other stderr line
+    assert json.loads(line)["exit_status"] == 78
+    return proc.stderr
+
+
+def test_invalid_configuration_exits_78_with_a_message() -> None:
+    assert b"MCP_MAX_CONCURRENCY" in _start_refused({"MCP_MAX_CONCURRENCY": "zero"})
 
 
 def test_help_and_version() -> None:
@@ -143,3 +157,23 @@ def test_direct_construction_keeps_valid_values_and_floats_stay_floats() -> None
     assert "pw@" not in str(settings.sql_dsn)
     with pytest.raises(AttributeError):
         settings.max_concurrency = 1  # type: ignore[misc]  # frozen
+
+
+def test_an_unknown_mcp_variable_is_refused_with_the_nearest_known_name() -> None:
+    with pytest.raises(SettingsError) as info:
+        load_settings({"MCP_SQL_MAX_ROW": "10", "MCP_LOGLEVEL": "DEBUG", "MCP_FROBNICATE": "1"})
+    message = str(info.value)
+    assert "MCP_SQL_MAX_ROW: not a known setting (did you mean MCP_SQL_MAX_ROWS?)" in message
+    assert "MCP_LOGLEVEL: not a known setting (did you mean MCP_LOG_LEVEL?)" in message
+    assert "MCP_FROBNICATE: not a known setting (see docs/configuration.md" in message
+    assert "10" not in message  # names, never values
+    assert "DEBUG" not in message
+
+
+def test_the_tooling_variables_and_other_prefixes_are_not_settings_but_are_accepted() -> None:
+    env = {name: "x" for name in TOOLING_VARIABLES} | {"MCPX": "1", "XMCP_SQL_MAX_ROW": "1"}
+    assert load_settings(env) == load_settings({})
+
+
+def test_a_misspelt_variable_exits_78_instead_of_keeping_the_default() -> None:
+    assert b"did you mean MCP_SQL_MAX_ROWS?" in _start_refused({"MCP_SQL_MAX_ROW": "10"})

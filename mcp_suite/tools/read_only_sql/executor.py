@@ -6,7 +6,8 @@ a transaction-local statement_timeout, the query through a server-side named cur
 result byte cap (on the rows' text as they arrive in chunks, then exactly on the JSON), JSON arrays
 for user-defined array types, the SQLSTATE → problem mapping and the `CallTicket` that lets another
 thread cancel the running query (`cancel_safe`). Runs in worker threads only: no trio here.
-Connection and server failures raise `DatabaseUnavailableError` (the runtime answers -32603).
+Connection and server failures raise the `database-unavailable` problem (-32603), through
+`Availability` (one log line per change of state, a bounded back-off between attempts).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mcp_suite.problems import (
     AccessDeniedError,
+    DatabaseUnavailableError,
     ExecutionTimeoutError,
     InvalidArgumentsError,
     ProblemError,
@@ -43,11 +45,11 @@ from mcp_suite.problems import (
 from mcp_suite.settings import Settings
 from mcp_suite.tools.read_only_sql.audit import (
     audit_connection,
-    connection_failure,
     format_findings,
     format_warning,
     refusals,
 )
+from mcp_suite.tools.read_only_sql.availability import Availability
 from mcp_suite.tools.read_only_sql.convert import array_loader, json_size, register_loaders, to_json_value
 from mcp_suite.tools.read_only_sql.definers import DefinerGuard
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
@@ -67,6 +69,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+# The pool would log every failed background attempt; `Availability` logs each change of state once.
+logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 T = TypeVar("T")
 
@@ -153,10 +157,6 @@ def _wait_socket(conn: psycopg.Connection[Any], deadline: float, *, write: bool)
     poller = select.poll()
     poller.register(conn.pgconn.socket, select.POLLOUT if write else select.POLLIN)
     poller.poll(remaining * 1000)
-
-
-class DatabaseUnavailableError(Exception):
-    """The database could not be reached or failed (not the caller's fault): -32603."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,8 +246,9 @@ class Executor:
     all from `Settings`.
     """
 
-    def __init__(self, settings: Settings, dsn: str) -> None:
+    def __init__(self, settings: Settings, dsn: str, *, availability: Availability | None = None) -> None:
         self._settings = settings
+        self._availability = availability or Availability(max_backoff_s=settings.sql_reconnect_max_s)
         self._dsn = dsn
         self._timeout_ms = settings.sql_statement_timeout_ms
         self._max_bytes = settings.sql_max_result_bytes
@@ -328,7 +329,9 @@ class Executor:
                     self._audited = True
             if self._refusal is not None:
                 raise DatabaseUnavailableError(
-                    "the database role failed the start-up audit; no query is run (see log)"
+                    "The database role can do more than read, so no query is run. Retrying will not "
+                    "help until an operator fixes the role; the server's log says how.",
+                    metadata={"retryable": False},
                 )
 
     # --- one call ------------------------------------------------------------------------------
@@ -366,35 +369,39 @@ class Executor:
         # the whole pool and retry the call once: every statement we run is read-only and rolled
         # back. When the pool has no connection to give (it reconnects with back-off after an
         # outage), one direct connection serves the call, so recovery does not wait for the pool.
+        self._availability.check()
         for attempt in (1, 2):
             if ticket.cancelled:
                 raise CallCancelledError
             try:
                 with self._pool.connection(timeout=self._settings.sql_pool_wait_s) as conn:
+                    self._availability.succeeded()
                     self._ensure_audited(conn)
                     try:
                         return work(conn)
                     except psycopg.OperationalError:
                         if not (conn.broken and attempt == 1 and not ticket.cancelled):
                             raise
-                log.warning("a database connection was lost; checking the pool, retrying once")
+                log.info("a database connection was lost; checking the pool, retrying once")
                 self._pool.check()
             except PoolTimeout:
                 return self._with_direct_connection(work)
             except psycopg.OperationalError as exc:
                 if exc.sqlstate and problem_from_sqlstate(exc, timeout_ms=self._timeout_ms):
                     raise
-                raise DatabaseUnavailableError("the database connection failed") from exc
-        raise DatabaseUnavailableError("the database connection failed twice")
+                raise self._availability.failed(exc) from None
+        raise DatabaseUnavailableError(
+            "The database connection failed twice in a row. Retrying in a little while may help.",
+            metadata={"retryable": True},
+        )
 
     def _with_direct_connection(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         try:
             conn = psycopg.Connection.connect(self._dsn, **self._kwargs)
         except psycopg.OperationalError as exc:
-            # For the log only (the client sees -32603): down, or refusing this role, and why.
-            raise DatabaseUnavailableError(
-                f"no connection to the database: {connection_failure(exc)}"
-            ) from None
+            # Down, or refusing this role: the log says which and why, once per change.
+            raise self._availability.failed(exc) from None
+        self._availability.succeeded()
         try:
             self._configure(conn)
             self._ensure_audited(conn)
@@ -402,7 +409,7 @@ class Executor:
         except psycopg.OperationalError as exc:
             if exc.sqlstate and problem_from_sqlstate(exc, timeout_ms=self._timeout_ms):
                 raise
-            raise DatabaseUnavailableError("the database connection failed") from exc
+            raise self._availability.failed(exc) from None
         finally:
             conn.close()
 

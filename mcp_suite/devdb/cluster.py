@@ -355,6 +355,11 @@ class Cluster:
     def data_dir(self) -> Path:
         return self.base / _DATA_NAME
 
+    @property
+    def pg_bin(self) -> Path:
+        """The directory of the PostgreSQL binaries this cluster runs (a standby uses the same)."""
+        return self._bin
+
     def dsn(self, user: str, password: str, dbname: str | None = None) -> str:
         """A key/value DSN for `user` on this cluster (loopback TCP, password, short timeout)."""
         from psycopg.conninfo import make_conninfo

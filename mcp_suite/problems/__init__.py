@@ -22,6 +22,7 @@ __all__ = [
     "WIRE_CODES",
     "AccessDeniedError",
     "ConcurrencyLimitError",
+    "ConflictError",
     "ExecutionTimeoutError",
     "InternalServerError",
     "InvalidArgumentsError",
@@ -128,6 +129,16 @@ class ConcurrencyLimitError(ProblemError):
     code = "MCP_CONCURRENCY_LIMIT"
 
 
+class ConflictError(ProblemError):
+    """The database gave up on the call because of what others were doing (a hot standby replaying
+    a change the query was in the way of, a deadlock): nothing is wrong with the call; retry it."""
+
+    slug = "conflict"
+    title = "The call met a conflict; it can be retried"
+    status = 409
+    code = "MCP_CONFLICT"
+
+
 class NotFoundError(ProblemError):
     slug = "not-found"
     title = "Not found"
@@ -187,6 +198,7 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     QueryViolationError,
     ExecutionTimeoutError,
     ConcurrencyLimitError,
+    ConflictError,
     NotFoundError,
     UnsupportedContentError,
     ResultTooLargeError,

@@ -34,6 +34,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mcp_suite.problems import (
     AccessDeniedError,
+    ConflictError,
     ExecutionTimeoutError,
     InvalidArgumentsError,
     ProblemError,
@@ -175,7 +176,8 @@ def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemErro
     """The caller-facing problem for a database error, or None for a server/connection failure.
 
     SPEC §6.1.7: 57014 → execution-timeout; 25006 → query-violation; 42501 → access-denied; classes
-    21, 22, 42, 0A, 54 → validation-error; everything else is not the caller's to fix (-32603).
+    21, 22, 42, 0A, 54 → validation-error; 40001, 40P01 → conflict (retryable); everything else is
+    not the caller's to fix (-32603).
     Security: the detail holds PostgreSQL's primary message cut to 256 characters (it names the
     caller's own tables, columns and values), never str(exc), hints, context or positions.
     """
@@ -193,6 +195,14 @@ def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemErro
     if state == "55P03":  # lock_not_available: waited too long for a lock (decision in docs/)
         return ExecutionTimeoutError(
             "The query waited too long for a lock held by another session.", metadata=meta
+        )
+    if state in {"40001", "40P01"}:
+        # serialization_failure (on a hot standby: a recovery conflict, the query was in the way of
+        # replaying the primary's changes) and deadlock_detected: the call itself is fine.
+        return ConflictError(
+            "The database cancelled the query because of a conflict with other work (on a"
+            " replica: with replaying the primary's changes). Send the same call again.",
+            metadata={**meta, "retryable": True},
         )
     if state[:2] == "25":
         # 25006 read_only_sql_transaction (SPEC), and the rest of class 25 (for example 25001 from

@@ -23,15 +23,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Final
 
-from mcp_suite.devdb.cluster import (
-    HOST,
-    Cluster,
-    DevDbError,
-    _child_env,  # the cluster's own hardening, shared on purpose
-    _free_port,
-    _service_account,
-    _set_parent_death_signal,
-)
+from mcp_suite.devdb.cluster import HOST, Cluster, DevDbError, _free_port, _service_account
+from mcp_suite.devdb.process import start_service, stop_escalating
 
 __all__ = ["PgBouncer", "find_pgbouncer", "open_pgbouncer"]
 
@@ -59,7 +52,10 @@ def _quote(value: str) -> str:
 class PgBouncer:
     """One running PgBouncer: `port`, `dsn(user, password)`, `admin_dsn` for its console, `close()`."""
 
-    def __init__(self, base: Path, port: int, proc: subprocess.Popen[bytes], admin_password: str) -> None:
+    def __init__(
+        self, cluster: Cluster, base: Path, port: int, proc: subprocess.Popen[bytes], admin_password: str
+    ) -> None:
+        self._cluster = cluster
         self.base = base
         self.port = port
         self._proc = proc
@@ -67,17 +63,10 @@ class PgBouncer:
         self._lock = threading.Lock()
 
     def dsn(self, user: str, password: str, dbname: str) -> str:
+        """The cluster's DSN for `user`, pointed at PgBouncer instead."""
         from psycopg.conninfo import make_conninfo
 
-        return make_conninfo(
-            host=HOST,
-            port=self.port,
-            dbname=dbname,
-            user=user,
-            password=password,
-            connect_timeout=5,
-            sslmode="disable",
-        )
+        return make_conninfo(self._cluster.dsn(user, password, dbname), port=self.port)
 
     @property
     def admin_dsn(self) -> str:
@@ -96,17 +85,9 @@ class PgBouncer:
     def close(self) -> None:
         """SIGINT (safe shutdown: wait for transactions), then SIGTERM, then kill; remove the dir."""
         with self._lock:
-            for sig, wait_s in (
-                (signal.SIGINT, _STOP_TIMEOUT_S),
-                (signal.SIGTERM, 5.0),
-                (signal.SIGKILL, 5.0),
-            ):
-                if self._proc.poll() is not None:
-                    break
-                with contextlib.suppress(ProcessLookupError):
-                    self._proc.send_signal(sig)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self._proc.wait(timeout=wait_s)
+            stop_escalating(
+                self._proc, ((signal.SIGINT, _STOP_TIMEOUT_S), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0))
+            )
             shutil.rmtree(self.base, ignore_errors=True)
 
 
@@ -187,25 +168,11 @@ def open_pgbouncer(
         if account is not None:
             for path in (base, base / "userlist.txt", base / "pgbouncer.ini"):
                 os.chown(path, *account)
-        uid, gid = account or (None, None)
-        on_main = threading.current_thread() is threading.main_thread()
-        proc = subprocess.Popen(  # noqa: S603  # our own config, fixed argv, no shell
-            [str(find_pgbouncer()), "-q", str(base / "pgbouncer.ini")],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=_child_env(),
-            cwd=base,
-            user=uid,
-            group=gid,
-            extra_groups=[] if uid is not None else None,
-            start_new_session=True,
-            preexec_fn=_set_parent_death_signal if on_main else None,  # only calls prctl
-        )
+        proc = start_service([str(find_pgbouncer()), "-q", str(base / "pgbouncer.ini")], cwd=base)
     except BaseException:
         shutil.rmtree(base, ignore_errors=True)
         raise
-    bouncer = PgBouncer(base, port, proc, admin_password)
+    bouncer = PgBouncer(cluster, base, port, proc, admin_password)
     try:
         _wait_listening(bouncer)
         yield bouncer

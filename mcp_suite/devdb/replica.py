@@ -12,6 +12,7 @@ Development and test harness only: never imported by the server itself.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
 import subprocess
@@ -29,16 +30,17 @@ from mcp_suite.devdb.cluster import (
     HOST,
     Cluster,
     DevDbError,
-    _child_env,  # the cluster's own hardening, shared on purpose
+    _child_env,  # the cluster's own minimal environment, shared on purpose
     _free_port,
     _service_account,
-    _set_parent_death_signal,
 )
+from mcp_suite.devdb.process import start_service, stop_escalating
 
 __all__ = ["Standby", "open_primary", "open_standby"]
 
 _READY_TIMEOUT_S: Final = 30.0
-_STOP_TIMEOUT_S: Final = 15.0
+# Fast shutdown, then immediate, then kill.
+_STOP_STEPS: Final = ((signal.SIGINT, 15.0), (signal.SIGQUIT, 5.0), (signal.SIGKILL, 5.0))
 
 _REPLICATION_HBA: Final = "host    replication    {user}    127.0.0.1/32    scram-sha-256\n"
 
@@ -110,17 +112,7 @@ class Standby:
 
     def stop(self) -> None:
         with self._lock:
-            for sig, wait_s in (
-                (signal.SIGINT, _STOP_TIMEOUT_S),
-                (signal.SIGQUIT, 5.0),
-                (signal.SIGKILL, 5.0),
-            ):
-                if self._proc.poll() is not None:
-                    break
-                with contextlib.suppress(ProcessLookupError):
-                    self._proc.send_signal(sig)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self._proc.wait(timeout=wait_s)
+            stop_escalating(self._proc, _STOP_STEPS)
 
 
 def _run(argv: list[str], cwd: Path, env: Mapping[str, str]) -> None:
@@ -152,8 +144,6 @@ def open_standby(primary: Cluster, settings: Mapping[str, str] | None = None) ->
     data = base / "pgdata"
     data.mkdir(mode=0o700)
     if account is not None:
-        import os
-
         os.chown(data, *account)
     pg_bin = primary.pg_bin
     admin = conninfo_to_dict(primary.admin_dsn)
@@ -184,31 +174,14 @@ def open_standby(primary: Cluster, settings: Mapping[str, str] | None = None) ->
         argv = [str(pg_bin / "postgres"), "-D", str(data), "-c", f"port={port}", "-c", "hot_standby=on"]
         for key, value in (settings or {}).items():
             argv += ["-c", f"{key}={value}"]
-        uid, gid = account or (None, None)
-        logfile = open(base / "postgres.log", "ab")  # noqa: SIM115  # handed to the child
-        try:
-            on_main = threading.current_thread() is threading.main_thread()
-            proc = subprocess.Popen(  # noqa: S603  # our own binary, fixed argv, no shell
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=logfile,
-                stderr=logfile,
-                env=_child_env(),
-                cwd=base,
-                user=uid,
-                group=gid,
-                extra_groups=[] if uid is not None else None,
-                start_new_session=True,
-                preexec_fn=_set_parent_death_signal if on_main else None,  # only calls prctl
-            )
-        finally:
-            logfile.close()
+        with open(base / "postgres.log", "ab") as logfile:  # the child keeps its own descriptor
+            proc = start_service(argv, cwd=base, output=logfile)
         standby = Standby(base, port, proc)
         _wait_standby(standby, proc)
         yield standby
     finally:
         if proc is not None:
-            Standby(base, 0, proc).stop()
+            stop_escalating(proc, _STOP_STEPS)
         shutil.rmtree(base, ignore_errors=True)
 
 

@@ -22,7 +22,7 @@ from mcp_suite.problems import ConflictError
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
 from tests.pg.conftest import open_executor
 from tests.support.client import ServerProcess
-from tests.support.deploy import check_role
+from tests.support.deploy import check_role, query_once
 
 pytestmark = pytest.mark.pg
 
@@ -57,16 +57,10 @@ def test_the_standby_streams_the_primarys_changes(replication: Replication) -> N
         primary.execute("UPDATE docs.pages SET words = words + 1 WHERE slug = 'page-07'")
         (words,) = primary.execute("SELECT words FROM docs.pages WHERE slug = 'page-07'").fetchone() or (0,)
     replication.standby.wait_replayed(replication.primary)
-    executor = open_executor(replication.reader_dsn)
-    try:
-        result = executor.run(
-            "SELECT pg_is_in_recovery(), words FROM docs.pages WHERE slug = 'page-07'",
-            max_rows=1,
-            ticket=CallTicket(),
-        )
-    finally:
-        executor.close()
-    assert result.rows == [[True, words]]
+    rows = query_once(
+        replication.reader_dsn, "SELECT pg_is_in_recovery(), words FROM docs.pages WHERE slug = 'page-07'"
+    )
+    assert rows == [[True, words]]
 
 
 def test_the_server_audits_its_role_and_serves_in_recovery(replication: Replication) -> None:

@@ -12,9 +12,10 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from mcp_suite.tools.read_only_sql.naming import APPLICATION_NAME
+from mcp_suite.tools.read_only_sql.ticket import CallTicket
 from tests.support.client import REPO, server_env
 
-__all__ = ["check_role", "our_backends", "password_of", "with_params"]
+__all__ = ["check_role", "our_backends", "password_of", "query_once", "with_params"]
 
 
 def password_of(dsn: str) -> str:
@@ -32,6 +33,17 @@ def our_backends(admin_dsn: str) -> list[tuple[int, str]]:
             "SELECT pid, state FROM pg_stat_activity WHERE application_name = %s", (APPLICATION_NAME,)
         ).fetchall()
     return [(int(pid), str(state)) for pid, state in rows]
+
+
+def query_once(dsn: str, sql: str) -> list[list[Any]]:
+    """The rows of one `read_only_sql` query through a fresh executor on `dsn` (closed after)."""
+    from tests.pg.conftest import open_executor
+
+    executor = open_executor(dsn)
+    try:
+        return executor.run(sql, max_rows=10, ticket=CallTicket()).rows
+    finally:
+        executor.close()
 
 
 def check_role(dsn: str) -> subprocess.CompletedProcess[str]:

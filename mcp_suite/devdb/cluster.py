@@ -490,7 +490,7 @@ class Cluster:
 
     @property
     def bin_dir(self) -> Path:
-        """The directory the server's binaries run from (a reachable copy when root needs one)."""
+        """Where the server's binaries run from (a reachable copy when root needs one; a standby too)."""
         return self._bin
 
     def dsn(self, user: str, password: str, dbname: str | None = None) -> str:

@@ -23,6 +23,7 @@ __all__ = [
     "WIRE_CODES",
     "AccessDeniedError",
     "ConcurrencyLimitError",
+    "ConflictError",
     "DatabaseUnavailableError",
     "ExecutionTimeoutError",
     "InternalServerError",
@@ -134,6 +135,16 @@ class ConcurrencyLimitError(ProblemError):
     code = "MCP_CONCURRENCY_LIMIT"
 
 
+class ConflictError(ProblemError):
+    """The database gave up on the call because of what others were doing (a hot standby replaying
+    a change the query was in the way of, a deadlock): nothing is wrong with the call; retry it."""
+
+    slug = "conflict"
+    title = "The call met a conflict; it can be retried"
+    status = 409
+    code = "MCP_CONFLICT"
+
+
 class NotFoundError(ProblemError):
     slug = "not-found"
     title = "Not found"
@@ -222,6 +233,7 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     QueryViolationError,
     ExecutionTimeoutError,
     ConcurrencyLimitError,
+    ConflictError,
     NotFoundError,
     UnsupportedContentError,
     ResultTooLargeError,

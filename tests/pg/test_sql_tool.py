@@ -30,7 +30,7 @@ def backends(admin_dsn: str) -> list[tuple[int, str, str]]:
     """(pid, state, query) of the server's pooled sessions."""
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         rows = conn.execute(
-            "SELECT pid, state, query FROM pg_stat_activity WHERE application_name = 'mcp-suite'"
+            "SELECT pid, state, query FROM pg_stat_activity WHERE application_name LIKE 'mcp-suite/%'"
         ).fetchall()
     return [(int(pid), str(state), str(query)) for pid, state, query in rows]
 

@@ -20,6 +20,7 @@ SPEC_TABLE = {
     "query-violation": ("MCP_QUERY_VIOLATION", 403),
     "execution-timeout": ("MCP_EXECUTION_TIMEOUT", 504),
     "concurrency-limit": ("MCP_CONCURRENCY_LIMIT", 429),
+    "conflict": ("MCP_CONFLICT", 409),
     "not-found": ("MCP_NOT_FOUND", 404),
     "unsupported-content": ("MCP_UNSUPPORTED_CONTENT", 415),
     "result-too-large": ("MCP_RESULT_TOO_LARGE", 413),

@@ -19,6 +19,7 @@ import psycopg
 from psycopg import sql
 
 from mcp_suite.settings import Settings
+from mcp_suite.tools.read_only_sql.naming import APPLICATION_NAME
 
 __all__ = [
     "DANGEROUS_PREDEFINED_ROLES",
@@ -493,13 +494,15 @@ def connection_failure(exc: psycopg.Error) -> str:
 
 
 def audit_dsn(dsn: str, *, connect_timeout_s: float, accepted: Iterable[str] = ()) -> list[Finding]:
-    """Connect once (autocommit, read-only session) and audit. Raises psycopg.OperationalError."""
+    """Connect once and audit (in a read-only transaction). Raises psycopg.OperationalError.
+
+    Nothing is set in the startup packet: a transaction-pooling PgBouncer refuses `options`.
+    """
     with psycopg.connect(
         dsn,
         autocommit=True,
         connect_timeout=max(1, int(connect_timeout_s + 0.999)),
-        options="-c default_transaction_read_only=on",
-        application_name="mcp-suite audit",
+        fallback_application_name=APPLICATION_NAME,
     ) as conn:
         return audit_connection(conn, accepted=accepted)
 

@@ -1,11 +1,12 @@
 """The read-only executor: sync psycopg work for `read_only_sql` (SPEC §6.1 steps 5–7).
 
-Owns the psycopg_pool pool (sessions default to read-only), one call's transaction (BEGIN READ ONLY,
-a transaction-local statement_timeout, the query through a server-side named cursor, at most
-`max_rows + 1` rows, always rolled back, session state reset) sent as ONE pipelined round trip, the
-result byte cap (on the rows' text as they arrive in chunks, then exactly on the JSON), JSON arrays
-for user-defined array types, the SQLSTATE → problem mapping and the `CallTicket` that lets another
-thread cancel the running query (`cancel_safe`). Runs in worker threads only: no trio here.
+Owns the psycopg_pool pool, one call's transaction (BEGIN READ ONLY, its settings and timeouts set
+inside it so that a transaction-pooling PgBouncer may sit in between, the query through a
+server-side named cursor, at most `max_rows + 1` rows, always rolled back, session state reset)
+sent as ONE pipelined round trip, the result byte cap (on the rows' text as they arrive in chunks,
+then exactly on the JSON), JSON arrays for user-defined array types, the SQLSTATE → problem mapping
+and the `CallTicket` that lets another thread cancel the running query (`cancel_safe`). Runs in
+worker threads only: no trio here.
 Connection and server failures raise the `database-unavailable` problem (-32603), through
 `Availability` (one log line per change of state, a bounded back-off between attempts).
 """
@@ -29,10 +30,12 @@ from psycopg import pq
 from psycopg.adapt import Transformer
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq.abc import PGconn, PGresult
+from psycopg.sql import quote as sql_quote
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mcp_suite.problems import (
     AccessDeniedError,
+    ConflictError,
     DatabaseUnavailableError,
     ExecutionTimeoutError,
     InvalidArgumentsError,
@@ -52,6 +55,7 @@ from mcp_suite.tools.read_only_sql.audit import (
 from mcp_suite.tools.read_only_sql.availability import Availability
 from mcp_suite.tools.read_only_sql.convert import array_loader, json_size, register_loaders, to_json_value
 from mcp_suite.tools.read_only_sql.definers import DefinerGuard
+from mcp_suite.tools.read_only_sql.naming import APPLICATION_NAME
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
 
 if TYPE_CHECKING:
@@ -78,23 +82,26 @@ CURSOR_NAME: Final = "mcp_suite_query"
 _IDLE: Final = pq.TransactionStatus.IDLE
 
 # After ROLLBACK, what could still survive into the next call: session advisory locks (the only
-# session state a single read-only cursor query can leave behind; GUC changes roll back, and
-# LISTEN/PREPARE/temp tables cannot be reached through DECLARE). RESET ALL and UNLISTEN are cheap
-# belt and braces; all of them travel in the same pipeline as the query.
-_RESET_STATEMENTS: Final = (b"SELECT pg_advisory_unlock_all()", b"RESET ALL", b"UNLISTEN *")
+# session state a single read-only cursor query can leave behind; GUC changes, even set_config(...,
+# false), roll back with the transaction, and LISTEN/PREPARE/temp tables cannot be reached through
+# DECLARE). UNLISTEN is cheap belt and braces; both travel in the same pipeline as the query.
+_RESET_STATEMENTS: Final = (b"SELECT pg_advisory_unlock_all()", b"UNLISTEN *")
 
-# Session defaults sent in the startup packet (`options`): the session is read-only before any
-# statement runs, and values print the way convert.py expects.
-_SESSION_OPTIONS: Final = (
-    "default_transaction_read_only=on",
-    "DateStyle=ISO,YMD",
-    "IntervalStyle=postgres",
-    "TimeZone=UTC",
-    "bytea_output=hex",
-    "extra_float_digits=1",
+# What every transaction of ours runs with, set inside it: RESET ALL first (what another client of
+# a transaction-pooling PgBouncer left on the backend it lends us, such as a search_path, is gone),
+# then these (`set_config(..., true)` is SET LOCAL). Both roll back with the transaction, so the
+# session itself is never changed, and nothing is sent in the startup packet (PgBouncer refuses
+# `options`). Values print the way convert.py expects; the timeouts and application_name (which
+# RESET ALL would clear behind a pooler) are added per executor.
+_TRANSACTION_SETTINGS: Final = (
+    ("DateStyle", "ISO, YMD"),
+    ("IntervalStyle", "postgres"),
+    ("TimeZone", "UTC"),
+    ("bytea_output", "hex"),
+    ("extra_float_digits", "1"),
     # The policy reads string literals as standard SQL does (a backslash is an ordinary character).
-    # A server configured otherwise would read `'x\' , pg_sleep(10) --'` as code; pin it per session.
-    "standard_conforming_strings=on",
+    # A server configured otherwise would read `'x\' , pg_sleep(10) --'` as code; pin it per call.
+    ("standard_conforming_strings", "on"),
 )
 
 
@@ -112,7 +119,7 @@ _TYPE_INFO_SQL: Final = (
 _FATAL_ERROR: Final = pq.ExecStatus.FATAL_ERROR
 _PIPELINE_SYNC: Final = pq.ExecStatus.PIPELINE_SYNC
 _ROW_CHUNKS: Final = (pq.ExecStatus.TUPLES_CHUNK, pq.ExecStatus.SINGLE_TUPLE)
-_FETCH: Final = 3  # the FETCH's place in a call's pipeline: its rows arrive in chunks
+_FETCH: Final = 4  # the FETCH's place in a call's pipeline: its rows arrive in chunks
 _CHUNK_ROWS: Final = 16
 # The rows' text may reach this many times the result byte cap before the call is refused (JSON is
 # never less than two thirds of it: jsonb loses its spaces, nothing loses more).
@@ -180,7 +187,8 @@ def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemErro
     """The caller-facing problem for a database error, or None for a server/connection failure.
 
     SPEC §6.1.7: 57014 → execution-timeout; 25006 → query-violation; 42501 → access-denied; classes
-    21, 22, 42, 0A, 54 → validation-error; everything else is not the caller's to fix (-32603).
+    21, 22, 42, 0A, 54 → validation-error; 40001, 40P01 → conflict (retryable); everything else is
+    not the caller's to fix (-32603).
     Security: the detail holds PostgreSQL's primary message cut to 256 characters (it names the
     caller's own tables, columns and values), never str(exc), hints, context or positions.
     """
@@ -206,6 +214,14 @@ def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemErro
             " first (WHERE, GROUP BY, a LIMIT inside a subquery) so less data is sorted.",
             metadata=meta,
         )
+    if state in {"40001", "40P01"}:
+        # serialization_failure (on a hot standby: a recovery conflict, the query was in the way of
+        # replaying the primary's changes) and deadlock_detected: the call itself is fine.
+        return ConflictError(
+            "The database cancelled the query because of a conflict with other work (on a"
+            " replica: with replaying the primary's changes). Send the same call again.",
+            metadata={**meta, "retryable": True},
+        )
     if state[:2] == "25":
         # 25006 read_only_sql_transaction (SPEC), and the rest of class 25 (for example 25001 from
         # set_config('transaction_read_only', 'off', ...)): the query tried to change the
@@ -225,14 +241,16 @@ def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemErro
     return None
 
 
-def _session_options(dsn: str, settings: Settings) -> str:
-    options = [f"-c {item}" for item in _SESSION_OPTIONS]
-    # A session-wide statement_timeout too: the per-call SET LOCAL is the real bound, this one
-    # holds even for statements outside our transaction (type lookups, the schema view).
-    options.append(f"-c statement_timeout={settings.sql_statement_timeout_ms}")
-    options.append(f"-c idle_in_transaction_session_timeout={_idle_in_tx_ms(settings)}")
-    existing = conninfo_to_dict(dsn).get("options")
-    return " ".join([str(existing), *options] if existing else options)
+def _transaction_settings(settings: Settings, dsn: str) -> bytes:
+    """One statement that sets, for the current transaction only, everything a call relies on."""
+    values = (
+        *_TRANSACTION_SETTINGS,
+        ("statement_timeout", str(int(settings.sql_statement_timeout_ms))),
+        ("idle_in_transaction_session_timeout", str(_idle_in_tx_ms(settings))),
+        ("application_name", str(conninfo_to_dict(dsn).get("application_name") or APPLICATION_NAME)),
+    )
+    calls = ", ".join(f"pg_catalog.set_config('{name}', {sql_quote(value)}, true)" for name, value in values)
+    return f"SELECT {calls}".encode()
 
 
 def _idle_in_tx_ms(settings: Settings) -> int:
@@ -262,7 +280,7 @@ class Executor:
             accepted=settings.sql_accept_definer_functions, cache_s=settings.sql_function_cache_s
         )
         self.round_trips = 0  # network exchanges made by calls (read by tests and the benchmark)
-        self._set_timeout = f"SET LOCAL statement_timeout = {int(self._timeout_ms)}".encode()
+        self._set_local = _transaction_settings(settings, dsn)
         # The whole exchange of one call: the statement timeout, plus time for the server to
         # notice it, plus a connect timeout's worth of network slack.
         self._exchange_timeout_s = (
@@ -271,9 +289,9 @@ class Executor:
         self._kwargs: dict[str, Any] = {
             "autocommit": True,  # we send BEGIN READ ONLY ourselves, in the pipeline
             "prepare_threshold": None,  # no server-side prepared statements build up
-            "options": _session_options(dsn, settings),
             "connect_timeout": max(1, math.ceil(settings.sql_connect_timeout_s)),
-            "application_name": "mcp-suite",
+            # The DBA's handle in pg_stat_activity; an application_name in the DSN wins.
+            "fallback_application_name": APPLICATION_NAME,
         }
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             dsn,
@@ -422,7 +440,7 @@ class Executor:
             raise CallCancelledError
         fetch = f'FETCH FORWARD {int(max_rows) + 1} FROM "{CURSOR_NAME}"'.encode()
         declare = f'DECLARE "{CURSOR_NAME}" NO SCROLL CURSOR FOR {sql}'.encode()
-        commands = [b"BEGIN READ ONLY", self._set_timeout, declare, fetch, b"ROLLBACK"]
+        commands = [b"BEGIN READ ONLY", b"RESET ALL", self._set_local, declare, fetch, b"ROLLBACK"]
         commands.extend(_RESET_STATEMENTS)
         try:
             # One pipeline, one Sync, one round trip. Every statement uses the extended protocol,
@@ -642,7 +660,7 @@ class Executor:
             try:
                 with conn.transaction():
                     conn.execute(b"SET TRANSACTION READ ONLY")
-                    conn.execute(self._set_timeout)
+                    conn.execute(self._set_local)
                     (dbname,) = conn.execute("SELECT current_database()").fetchone() or ("",)
                     tables = conn.execute(
                         "SELECT table_schema, table_name, table_type FROM information_schema.tables"

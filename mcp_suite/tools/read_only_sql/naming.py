@@ -1,4 +1,5 @@
-"""What `read_only_sql` calls things: the database a DSN names and the schema resource's URI.
+"""What `read_only_sql` calls things: the database a DSN names, the schema resource's URI, and the
+`application_name` its connections carry (how a DBA finds them in `pg_stat_activity`).
 
 No connection is made; psycopg's conninfo parser reads the DSN (keyword/value or URI form).
 """
@@ -9,7 +10,11 @@ from urllib.parse import quote
 
 from psycopg.conninfo import conninfo_to_dict
 
-__all__ = ["database_name", "schema_uri"]
+from mcp_suite import SERVER_NAME, __version__
+
+__all__ = ["APPLICATION_NAME", "database_name", "schema_uri"]
+
+APPLICATION_NAME = f"{SERVER_NAME}/{__version__}"
 
 
 def database_name(dsn: str) -> str:

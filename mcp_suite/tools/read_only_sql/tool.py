@@ -287,7 +287,8 @@ def _audit_at_start(dsn: str, settings: Settings, availability: Availability) ->
     """The start-up role audit (blocking, bounded by the connect timeout).
 
     True when the role passed; False when no connection could be made (the executor then audits
-    before the first query); raises StartupRefusedError when the role could do more, and
+    before the first query); raises StartupRefusedError when the role could do more, or when the
+    server's TLS certificate is refused (sslmode verify-ca / verify-full), and
     StartupUnavailableError when no connection could be made and the operator requires one.
     """
     try:
@@ -297,6 +298,12 @@ def _audit_at_start(dsn: str, settings: Settings, availability: Availability) ->
             accepted=settings.sql_accept_definer_functions,
         )
     except psycopg.OperationalError as exc:
+        from mcp_suite.tools.read_only_sql.tls import tls_refusal  # only on this failure path
+
+        # A server certificate refused will not fix itself: refuse to start, naming no DSN part.
+        refusal = tls_refusal(dsn, timeout_s=settings.sql_connect_timeout_s)
+        if refusal is not None:
+            raise StartupRefusedError(refusal) from None
         if settings.sql_require_database:
             raise StartupUnavailableError(
                 f"no connection to the database ({connection_failure(exc)}) and "

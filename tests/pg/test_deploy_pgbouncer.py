@@ -1,0 +1,186 @@
+"""read_only_sql behind PgBouncer in transaction pooling mode (Debian's pgbouncer, started by the
+harness): every call correct, nothing relying on session state, the role audit through the pooler.
+
+The pooler has ONE backend for the reader, so every transaction of every client lands on the same
+PostgreSQL session, including one another client has left dirty on purpose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+import trio
+
+from mcp_suite.devdb.cluster import ADMIN_USER, READER_USER, Cluster
+from mcp_suite.devdb.pgbouncer import PgBouncer, open_pgbouncer
+from mcp_suite.problems import AccessDeniedError, ExecutionTimeoutError, QueryViolationError
+from mcp_suite.tools.read_only_sql.executor import Executor
+from mcp_suite.tools.read_only_sql.naming import APPLICATION_NAME
+from mcp_suite.tools.read_only_sql.ticket import CallTicket
+from tests.pg.conftest import open_executor, sql_settings
+from tests.support.client import ServerProcess
+from tests.support.deploy import check_role, password_of
+from tests.support.harness import open_session
+
+pytestmark = pytest.mark.pg
+
+# Session state a transaction-pooling PgBouncer hands from one client to the next (1.18 restores
+# only DateStyle, TimeZone, standard_conforming_strings, client_encoding and application_name).
+DIRTY_SESSION = (
+    "SET bytea_output = escape",
+    "SET extra_float_digits = 0",
+    "SET IntervalStyle = sql_standard",
+    "SET statement_timeout = 0",
+    "SET idle_in_transaction_session_timeout = 0",
+    "SET search_path = pg_catalog",
+)
+
+VALUES_SQL = (
+    "SELECT 'a\\b' AS s, '\\x0102'::bytea AS b, (1::float8 / 3) AS f, interval '1 day 2 hours' AS i,"
+    " timestamptz '2024-01-02 03:04:05+00' AS t, date '2024-01-02' AS d,"
+    " current_setting('transaction_read_only') AS ro, current_setting('statement_timeout') AS st,"
+    " current_setting('search_path') AS path, (SELECT count(*) FROM docs.pages) AS pages"
+)
+VALUES_ROW = [
+    "a\\b",
+    "\\x0102",
+    1 / 3,
+    "1 day 02:00:00",
+    "2024-01-02T03:04:05+00:00",
+    "2024-01-02",
+    "on",
+    "10s",
+    '"$user", public',
+    30,
+]
+
+
+@pytest.fixture(scope="module")
+def bouncer(demo_cluster: Cluster) -> Iterator[PgBouncer]:
+    users = {
+        READER_USER: password_of(demo_cluster.reader_dsn),
+        ADMIN_USER: password_of(demo_cluster.admin_dsn),
+    }
+    with open_pgbouncer(demo_cluster, users, pool_size=1) as running:
+        yield running
+
+
+def reader_dsn(bouncer: PgBouncer, cluster: Cluster) -> str:
+    return bouncer.dsn(READER_USER, password_of(cluster.reader_dsn), cluster.dbname)
+
+
+@pytest.fixture
+def pooled_executor(bouncer: PgBouncer, demo_cluster: Cluster) -> Iterator[Executor]:
+    executor = open_executor(reader_dsn(bouncer, demo_cluster))
+    try:
+        yield executor
+    finally:
+        executor.close()
+
+
+def test_the_pooler_refuses_startup_options_so_the_server_sends_none(
+    bouncer: PgBouncer, demo_cluster: Cluster
+) -> None:
+    with pytest.raises(psycopg.OperationalError, match="unsupported startup parameter: options"):
+        psycopg.connect(reader_dsn(bouncer, demo_cluster), options="-c default_transaction_read_only=on")
+    with psycopg.connect(reader_dsn(bouncer, demo_cluster), autocommit=True) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_a_call_is_right_on_a_backend_another_client_left_dirty(
+    bouncer: PgBouncer, demo_cluster: Cluster, pooled_executor: Executor
+) -> None:
+    dsn = reader_dsn(bouncer, demo_cluster)
+    with psycopg.connect(dsn, autocommit=True) as dirty:
+        for statement in DIRTY_SESSION:
+            dirty.execute(statement)
+        dirty_pid = dirty.execute("SELECT pg_backend_pid()").fetchone()
+    # The premise: the state really outlives its client and reaches the next one.
+    with psycopg.connect(dsn, autocommit=True) as other:
+        seen = other.execute(
+            "SELECT pg_backend_pid(), current_setting('bytea_output'), current_setting('statement_timeout')"
+        ).fetchone()
+    assert seen == (*(dirty_pid or ()), "escape", "0")
+    result = pooled_executor.run(VALUES_SQL, max_rows=5, ticket=CallTicket())
+    assert result.rows == [VALUES_ROW]
+    assert [c.type for c in result.columns][:4] == ["text", "bytea", "double precision", "interval"]
+
+
+def test_calls_through_the_pooler_fail_and_recover_like_direct_ones(
+    bouncer: PgBouncer, demo_cluster: Cluster
+) -> None:
+    executor = open_executor(reader_dsn(bouncer, demo_cluster), sql_statement_timeout_ms=300)
+    try:
+        run = executor.run
+        assert run("SELECT count(*) FROM docs.pages", max_rows=1, ticket=CallTicket()).rows == [[30]]
+        with pytest.raises(AccessDeniedError):
+            run("SELECT * FROM docs.editors", max_rows=1, ticket=CallTicket())
+        with pytest.raises(ExecutionTimeoutError):
+            run("SELECT count(*) FROM generate_series(1, 2000000000)", max_rows=1, ticket=CallTicket())
+        with pytest.raises(QueryViolationError):
+            run("SELECT set_config('transaction_read_only', 'off', false)", max_rows=1, ticket=CallTicket())
+        # A session-level change made by a call does not reach the next call on the same backend.
+        run("SELECT set_config('search_path', 'evil', false)", max_rows=1, ticket=CallTicket())
+        after = run(
+            "SELECT current_setting('search_path'), current_setting('statement_timeout')",
+            max_rows=1,
+            ticket=CallTicket(),
+        )
+        assert after.rows == [['"$user", public', "300ms"]]
+    finally:
+        executor.close()
+
+
+async def test_the_server_serves_through_the_pooler_under_its_application_name(
+    bouncer: PgBouncer, demo_cluster: Cluster
+) -> None:
+    settings = sql_settings(reader_dsn(bouncer, demo_cluster))
+    sql = "SELECT slug, words FROM docs.pages ORDER BY slug LIMIT 3"
+    with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
+        expected = [list(row) for row in admin.execute(sql).fetchall()]
+    with trio.fail_after(30):
+        async with open_session(settings=settings, builtins=True, test_tools=False) as h:
+            await h.initialize()
+            replies: list[dict[str, Any]] = []
+            for _ in range(20):
+                replies.append(await h.response(await h.call("read_only_sql", {"sql": sql})))
+            schema = await h.request("resources/read", {"uri": "postgres://mcp_demo/schema"})
+    assert [r["result"]["structuredContent"]["rows"] for r in replies] == [expected] * 20
+    assert "docs" in schema["result"]["contents"][0]["text"]
+    # PgBouncer passes the client's application_name on to the backend it lends.
+    with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
+        names = admin.execute(
+            "SELECT application_name FROM pg_stat_activity WHERE usename = %s", (READER_USER,)
+        ).fetchall()
+    assert (APPLICATION_NAME,) in names
+
+
+def test_the_role_audit_runs_through_the_pooler(bouncer: PgBouncer, demo_cluster: Cluster) -> None:
+    fit = check_role(reader_dsn(bouncer, demo_cluster))
+    assert (fit.returncode, fit.stdout.strip()) == (
+        0,
+        "check-role: the role can only read; read_only_sql will serve.",
+    )
+    superuser = check_role(bouncer.dsn(ADMIN_USER, password_of(demo_cluster.admin_dsn), demo_cluster.dbname))
+    assert superuser.returncode == 78
+    assert "superuser" in superuser.stdout
+    with ServerProcess(
+        env={"MCP_SQL_DSN": reader_dsn(bouncer, demo_cluster), "MCP_METRICS_ENABLED": "false"}
+    ) as server:
+        server.initialize()
+        result = server.call_tool("read_only_sql", {"sql": "SELECT count(*) FROM docs.pages"})
+        assert result["structuredContent"]["rows"] == [[30]]
+        assert server.stop() == 0
+    assert "no connection to the database" not in server.stderr_text()
+    refused = ServerProcess(
+        env={
+            "MCP_SQL_DSN": bouncer.dsn(ADMIN_USER, password_of(demo_cluster.admin_dsn), demo_cluster.dbname),
+            "MCP_METRICS_ENABLED": "false",
+        }
+    )
+    with refused:
+        assert refused.wait(timeout=30) == 78
+    assert "refusing to start" in refused.stderr_text()

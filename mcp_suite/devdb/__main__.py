@@ -178,7 +178,7 @@ async def _run_demo(env: dict[str, str]) -> list[tuple[str, str]]:
         if schema_uri:
             read = await client.read_resource(schema_uri)
             schema = json.loads(getattr(read.contents[0], "text", "{}"))
-            tables = [f"{t['schema']}.{t['name']}" for t in schema.get("tables", [])]
+            tables = [f"{t['schema']}.{t['name']}" for t in schema.get("objects", [])]
             table.append((f"resource {schema_uri}", "ok: tables " + ", ".join(tables)))
         for label, arguments in _SQL_STEPS:
             started = time.perf_counter()

@@ -83,8 +83,12 @@ async def test_the_schema_resource_lists_what_the_role_can_see(demo_cluster: Clu
     assert content["mimeType"] == "application/json"
     schema = json.loads(content["text"])
     assert schema["database"] == "mcp_demo"
-    assert [(t["schema"], t["name"]) for t in schema["tables"]] == [("docs", "pages")]
-    columns = [(c["name"], c["type"], c["nullable"]) for c in schema["tables"][0]["columns"]]
+    assert [(t["schema"], t["name"]) for t in schema["objects"]] == [
+        ("docs", "pages"),
+        ("reports", "releases"),
+        ("reports", "words_per_section"),
+    ]
+    columns = [(c["name"], c["type"], c["nullable"]) for c in schema["objects"][0]["columns"]]
     assert columns == [
         ("slug", "text", False),
         ("editor_id", "text", False),

@@ -585,53 +585,24 @@ class Executor:
         with self._pool.connection(timeout=self._settings.sql_connect_timeout_s) as conn:
             self.load_type_names(conn)
 
-    # --- the schema view -----------------------------------------------------------------------
-    def read_schema(self, ticket: CallTicket, *, max_tables: int) -> dict[str, Any]:
-        """Tables and columns the role can see (information_schema), for the schema resource."""
+    # --- catalogue reads (sql_schema and the schema resource) ---------------------------------
+    def read_catalogue(self, work: Callable[[psycopg.Connection[Any]], T], *, ticket: CallTicket) -> T:
+        """Run `work(conn)`, fixed catalogue queries, inside a read-only transaction with the
+        call's statement timeout, always rolled back; blocking. Cancellation and failures as `run`.
+        """
         ticket.started = True
 
-        def work(conn: psycopg.Connection[Any]) -> dict[str, Any]:
+        def on_connection(conn: psycopg.Connection[Any]) -> T:
             if not ticket.attach(conn):
                 raise CallCancelledError
             try:
-                with conn.transaction():
+                with conn.transaction(force_rollback=True):
                     conn.execute(b"SET TRANSACTION READ ONLY")
                     conn.execute(self._set_timeout)
-                    (dbname,) = conn.execute("SELECT current_database()").fetchone() or ("",)
-                    tables = conn.execute(
-                        "SELECT table_schema, table_name, table_type FROM information_schema.tables"
-                        " WHERE table_schema NOT IN ('pg_catalog', 'information_schema')"
-                        " ORDER BY 1, 2 LIMIT %s",
-                        (max_tables + 1,),
-                    ).fetchall()
-                    columns = conn.execute(
-                        "SELECT table_schema, table_name, column_name, data_type, is_nullable"
-                        " FROM information_schema.columns"
-                        " WHERE table_schema NOT IN ('pg_catalog', 'information_schema')"
-                        " ORDER BY table_schema, table_name, ordinal_position"
-                    ).fetchall()
+                    return work(conn)
             except psycopg.Error as exc:
                 self._fail(conn, exc, ticket)
             finally:
                 ticket.detach()
-            by_table: dict[tuple[str, str], list[dict[str, Any]]] = {}
-            for schema, table, column, data_type, nullable in columns:
-                by_table.setdefault((schema, table), []).append(
-                    {"name": column, "type": data_type, "nullable": nullable == "YES"}
-                )
-            listed = [
-                {
-                    "schema": schema,
-                    "name": table,
-                    "kind": "view" if kind == "VIEW" else "table",
-                    "columns": by_table.get((schema, table), []),
-                }
-                for schema, table, kind in tables[:max_tables]
-            ]
-            return {
-                "database": dbname,
-                "tables": listed,
-                "truncated": len(tables) > max_tables,
-            }
 
-        return self._with_connection(ticket, work)
+        return self._with_connection(ticket, on_connection)

@@ -1,7 +1,8 @@
 """`read_only_sql`: thin async glue (SPEC §6.1). args → policy → executor in a worker thread → result.
 
 `open_read_only_sql(settings)` audits the role (refusing to start, exit 78, when it could do more than
-read) and yields the tool plus the `postgres://<db>/schema` resource; the executor, its pool and the
+read) and yields the tool, `sql_schema` (`tools/sql_schema/`, on the same executor and threads) and
+the `postgres://<db>/schema` resource (served by `sql_schema`'s code); the executor, its pool and the
 policy are built by the warm-up after the handshake (or the first call), and the pool is closed on
 exit. A cancelled or timed-out call cancels its query inside PostgreSQL and waits (shielded,
 bounded) for the connection to come back clean before `trio.Cancelled` propagates. Database worker
@@ -26,11 +27,13 @@ from mcp_suite.tools.base import BuildOnce, ResourceSpec, StartupRefusedError, T
 from mcp_suite.tools.read_only_sql.audit import audit_dsn, connection_failure, format_findings
 from mcp_suite.tools.read_only_sql.naming import schema_uri
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
+from mcp_suite.tools.sql_schema import tool as schema_tool
 
 if TYPE_CHECKING:
     from mcp_suite.tools.read_only_sql.executor import Executor, QueryResult
     from mcp_suite.tools.read_only_sql.models import ReadOnlySqlArgs, ReadOnlySqlResult
     from mcp_suite.tools.read_only_sql.policy import QueryPolicy
+    from mcp_suite.tools.sql_schema.models import SqlSchemaArgs, SqlSchemaResult
 
 __all__ = ["open_read_only_sql", "run_in_db_thread"]
 
@@ -144,11 +147,23 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
 
     async def read_schema() -> str:
         schema = await run_in_db_thread(
-            functools.partial(_read_schema, database, max_tables=settings.sql_schema_max_tables),
+            functools.partial(
+                _read_schema,
+                database,
+                max_objects=settings.sql_schema_max_tables,
+                max_bytes=settings.sql_max_result_bytes,
+            ),
             limiter=db_limiter(),
             cancel_grace_s=grace,
         )
         return json.dumps(schema, ensure_ascii=True, separators=(",", ":"))
+
+    async def describe(args: SqlSchemaArgs) -> SqlSchemaResult:
+        return await run_in_db_thread(
+            functools.partial(_describe, database, args, max_bytes=settings.sql_max_result_bytes),
+            limiter=db_limiter(),
+            cancel_grace_s=grace,
+        )
 
     uri = schema_uri(dsn)
     tool = ToolSpec(
@@ -158,18 +173,25 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
         models=models,
         call=call,
     )
+    schema_spec = ToolSpec(
+        name=schema_tool.TOOL_NAME,
+        title=schema_tool.TITLE,
+        description=schema_tool.DESCRIPTION,
+        models=schema_tool.models,
+        call=describe,
+    )
     resource = ResourceSpec(
         uri=uri,
         name="schema",
         title="Database schema",
-        description="The tables and columns the read_only_sql role can query (JSON).",
+        description="The tables and columns the read_only_sql role can query (JSON, as sql_schema).",
         mime_type="application/json",
         read=read_schema,
     )
     try:
         # The pool connects in the background while the policy's parsers load; then the type names.
         warm_up = (database.get, policy.get, database.preload_type_names)
-        yield Toolset(tools=(tool,), resources=(resource,), warm_up=warm_up)
+        yield Toolset(tools=(schema_spec, tool), resources=(resource,), warm_up=warm_up)
     finally:
         database.close()
 
@@ -247,8 +269,16 @@ def _vet_and_run(
     return database.get().run(vetted.sql, max_rows=max_rows, ticket=ticket)
 
 
-def _read_schema(database: LazyExecutor, ticket: CallTicket, *, max_tables: int) -> dict[str, Any]:
-    return database.get().read_schema(ticket, max_tables=max_tables)
+def _read_schema(
+    database: LazyExecutor, ticket: CallTicket, *, max_objects: int, max_bytes: int
+) -> dict[str, Any]:
+    return schema_tool.read_dict(database.get(), ticket, max_objects=max_objects, max_bytes=max_bytes)
+
+
+def _describe(
+    database: LazyExecutor, args: SqlSchemaArgs, ticket: CallTicket, *, max_bytes: int
+) -> SqlSchemaResult:
+    return schema_tool.read_sync(database.get(), args, ticket, max_bytes=max_bytes)
 
 
 def _audit_at_start(dsn: str, settings: Settings) -> bool:

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, NoReturn, TypeVar
+from typing import Any, Final, Literal, NoReturn, TypeVar
 
 import psycopg
 from psycopg import pq
@@ -51,6 +51,7 @@ __all__ = [
     "Column",
     "DatabaseUnavailableError",
     "Executor",
+    "ExplainMode",
     "QueryResult",
     "problem_from_sqlstate",
 ]
@@ -93,6 +94,13 @@ _TYPE_INFO_SQL: Final = (
     " t.typdelim::text"
     " FROM pg_catalog.pg_type t LEFT JOIN pg_catalog.pg_type e ON e.oid = t.typelem"
 )
+
+# `explain_sql`: what replaces the FETCH (the statement is the vetted text, after the cursor's DECLARE).
+ExplainMode = Literal["plan", "analyze"]
+_EXPLAIN: Final[dict[str, bytes]] = {
+    "plan": b"EXPLAIN (FORMAT JSON) ",
+    "analyze": b"EXPLAIN (ANALYZE, FORMAT JSON) ",
+}
 
 _FATAL_ERROR: Final = pq.ExecStatus.FATAL_ERROR
 _PIPELINE_SYNC: Final = pq.ExecStatus.PIPELINE_SYNC
@@ -165,6 +173,13 @@ class CallCancelledError(Exception):
     """The call was cancelled before it reached the database (its result is discarded)."""
 
 
+# A denied or unknown table, column or schema: the next step is to look at what the role may read
+# (`sql_schema` is served with every SQL tool). 42P01 undefined_table (also for an unknown schema
+# in a table name), 42703 undefined_column.
+_SCHEMA_HINT: Final = " sql_schema lists the tables and columns this role may read."
+_UNKNOWN_NAME_STATES: Final = frozenset({"42P01", "42703"})
+
+
 def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemError | None:
     """The caller-facing problem for a database error, or None for a server/connection failure.
 
@@ -197,10 +212,13 @@ def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemErro
             metadata=meta,
         )
     if state == "42501":
-        return AccessDeniedError("The database role may not do this: " + message, metadata=meta)
+        return AccessDeniedError(
+            f"The database role may not do this: {message}.{_SCHEMA_HINT}", metadata=meta
+        )
     if state[:2] in {"21", "22", "42", "0A", "54"}:
+        hint = _SCHEMA_HINT if state in _UNKNOWN_NAME_STATES else ""
         return InvalidArgumentsError(
-            "The database rejected the query: " + message,
+            f"The database rejected the query: {message}{'.' if hint else ''}{hint}",
             invalid_params=("sql",),
             metadata=meta,
         )
@@ -309,17 +327,23 @@ class Executor:
                 )
 
     # --- one call ------------------------------------------------------------------------------
-    def run(self, sql: str, *, max_rows: int, ticket: CallTicket) -> QueryResult:
+    def run(
+        self, sql: str, *, max_rows: int, ticket: CallTicket, explain: ExplainMode | None = None
+    ) -> QueryResult:
         """Run one vetted query; blocking. Raises a ProblemError, DatabaseUnavailableError, or
         `CallCancelledError` when the ticket was cancelled before the query started.
 
+        With `explain` ("plan" or "analyze", for `explain_sql`) the same transaction declares the
+        cursor (so PostgreSQL still accepts only one SELECT/VALUES), then, in place of the FETCH,
+        runs `EXPLAIN (FORMAT JSON)` of the same text, or `EXPLAIN (ANALYZE, FORMAT JSON)`, which
+        executes it under the same timeout; the result is that one row.
         Cancellation: `ticket.cancel()` from another thread stops the query in PostgreSQL; the
         connection is rolled back and reset before it returns to the pool.
         Limits: at most `max_rows + 1` rows are fetched; the JSON size is capped.
         """
         ticket.started = True
         return self._with_connection(
-            ticket, lambda conn: self._run_on(conn, sql, max_rows=max_rows, ticket=ticket)
+            ticket, lambda conn: self._run_on(conn, sql, max_rows=max_rows, ticket=ticket, explain=explain)
         )
 
     def _with_connection(self, ticket: CallTicket, work: Callable[[psycopg.Connection[Any]], T]) -> T:
@@ -368,13 +392,21 @@ class Executor:
             conn.close()
 
     def _run_on(
-        self, conn: psycopg.Connection[Any], sql: str, *, max_rows: int, ticket: CallTicket
+        self,
+        conn: psycopg.Connection[Any],
+        sql: str,
+        *,
+        max_rows: int,
+        ticket: CallTicket,
+        explain: ExplainMode | None = None,
     ) -> QueryResult:
         if conn.info.transaction_status != _IDLE:  # never expected: the pool returns clean ones
             self._exchange(conn, b"ROLLBACK")
         if not ticket.attach(conn):
             raise CallCancelledError
         fetch = f'FETCH FORWARD {int(max_rows) + 1} FROM "{CURSOR_NAME}"'.encode()
+        if explain is not None:
+            fetch = _EXPLAIN[explain] + sql.encode()
         declare = f'DECLARE "{CURSOR_NAME}" NO SCROLL CURSOR FOR {sql}'.encode()
         commands = [b"BEGIN READ ONLY", self._set_timeout, declare, fetch, b"ROLLBACK"]
         commands.extend(_RESET_STATEMENTS)

@@ -273,7 +273,7 @@ _PG_NODE_REASONS: Final = {
 }
 
 _PG_STATEMENT_FIX: Final = {
-    "ExplainStmt": "EXPLAIN is not available; send the SELECT itself",
+    "ExplainStmt": "EXPLAIN is not run as a query; send the SELECT itself to explain_sql",
     "TransactionStmt": "transaction control is not needed (every call is one read-only "
     "transaction); send only the SELECT",
     "VariableSetStmt": "SET / RESET are not allowed; settings are fixed by the server",

@@ -1,12 +1,13 @@
 """`read_only_sql`: thin async glue (SPEC §6.1). args → policy → executor in a worker thread → result.
 
 `open_read_only_sql(settings)` audits the role (refusing to start, exit 78, when it could do more than
-read) and yields the tool, `sql_schema` (`tools/sql_schema/`, on the same executor and threads) and
-the `postgres://<db>/schema` resource (served by `sql_schema`'s code); the executor, its pool and the
-policy are built by the warm-up after the handshake (or the first call), and the pool is closed on
-exit. A cancelled or timed-out call cancels its query inside PostgreSQL and waits (shielded,
-bounded) for the connection to come back clean before `trio.Cancelled` propagates. Database worker
-threads are limited to the pool size.
+read) and yields the tool, `sql_schema` (`tools/sql_schema/`) and `explain_sql` (`tools/explain_sql/`,
+through this tool's own policy call and execution path, `_vet_and_run`), all on the same executor
+and threads, and the `postgres://<db>/schema` resource (served by `sql_schema`'s code). The
+executor, its pool and the policy are built by the warm-up after the handshake (or the first call),
+and the pool is closed on exit. A cancelled or timed-out call cancels its query inside PostgreSQL
+and waits (shielded, bounded) for the connection to come back clean before `trio.Cancelled`
+propagates. Database worker threads are limited to the pool size.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import psycopg
 import trio
 
+import mcp_suite.tools.explain_sql.tool as explain_tool
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import BuildOnce, ResourceSpec, StartupRefusedError, Toolset, ToolSpec
 from mcp_suite.tools.read_only_sql.audit import audit_dsn, connection_failure, format_findings
@@ -30,7 +32,8 @@ from mcp_suite.tools.read_only_sql.ticket import CallTicket
 from mcp_suite.tools.sql_schema import tool as schema_tool
 
 if TYPE_CHECKING:
-    from mcp_suite.tools.read_only_sql.executor import Executor, QueryResult
+    from mcp_suite.tools.explain_sql.models import ExplainSqlArgs, ExplainSqlResult
+    from mcp_suite.tools.read_only_sql.executor import Executor, ExplainMode, QueryResult
     from mcp_suite.tools.read_only_sql.models import ReadOnlySqlArgs, ReadOnlySqlResult
     from mcp_suite.tools.read_only_sql.policy import QueryPolicy
     from mcp_suite.tools.sql_schema.models import SqlSchemaArgs, SqlSchemaResult
@@ -140,6 +143,22 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
         columns = [(c.name, c.type) for c in result.columns]
         return result_from_rows(columns, result.rows, truncated=result.truncated)
 
+    async def explain(args: ExplainSqlArgs) -> ExplainSqlResult:
+        # read_only_sql's own path: the same policy verdict and rewrite, the same execution.
+        result = await run_in_db_thread(
+            functools.partial(
+                _vet_and_run,
+                database,
+                policy,
+                args.sql,
+                args.max_rows,
+                explain="analyze" if args.analyze else "plan",
+            ),
+            limiter=db_limiter(),
+            cancel_grace_s=grace,
+        )
+        return explain_tool.result_of(result, analyze=args.analyze)
+
     def models() -> tuple[type[ReadOnlySqlArgs], type[ReadOnlySqlResult]]:
         from mcp_suite.tools.read_only_sql.models import ReadOnlySqlResult, make_args_model
 
@@ -180,6 +199,13 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
         models=schema_tool.models,
         call=describe,
     )
+    explain_spec = ToolSpec(
+        name=explain_tool.TOOL_NAME,
+        title=explain_tool.TITLE,
+        description=explain_tool.DESCRIPTION,
+        models=functools.partial(explain_tool.models, settings.sql_max_rows),
+        call=explain,
+    )
     resource = ResourceSpec(
         uri=uri,
         name="schema",
@@ -191,7 +217,7 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
     try:
         # The pool connects in the background while the policy's parsers load; then the type names.
         warm_up = (database.get, policy.get, database.preload_type_names)
-        yield Toolset(tools=(schema_spec, tool), resources=(resource,), warm_up=warm_up)
+        yield Toolset(tools=(schema_spec, tool, explain_spec), resources=(resource,), warm_up=warm_up)
     finally:
         database.close()
 
@@ -263,10 +289,16 @@ def _build_policy(cache_size: int) -> QueryPolicy:
 
 
 def _vet_and_run(
-    database: LazyExecutor, policy: BuildOnce[QueryPolicy], sql: str, max_rows: int, ticket: CallTicket
+    database: LazyExecutor,
+    policy: BuildOnce[QueryPolicy],
+    sql: str,
+    max_rows: int,
+    ticket: CallTicket,
+    *,
+    explain: ExplainMode | None = None,
 ) -> QueryResult:
     vetted = policy.get().vet(sql, max_rows=max_rows)
-    return database.get().run(vetted.sql, max_rows=max_rows, ticket=ticket)
+    return database.get().run(vetted.sql, max_rows=max_rows, ticket=ticket, explain=explain)
 
 
 def _read_schema(

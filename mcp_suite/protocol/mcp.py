@@ -47,14 +47,6 @@ __all__ = [
 SUPPORTED_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 LATEST_VERSION: Final = SUPPORTED_VERSIONS[0]
 
-INSTRUCTIONS: Final = (
-    "mcp-suite gives read-only, policy-checked access to three things: one read-only SQL query at a "
-    "time against PostgreSQL (read_only_sql, with the schema as a resource), text files below one "
-    "sandboxed folder (sandbox_fs_read), and an aggregate snapshot of the host's CPU, memory and disk "
-    "(system_metrics). Nothing can be written. Refusals come back as problem documents that say what "
-    "to change."
-)
-
 
 class Route(enum.Enum):
     INLINE = "inline"  # answered by the dispatcher, in arrival order
@@ -121,8 +113,9 @@ def negotiate_version(requested: object) -> str:
 
 
 def initialize_result(
-    *, version: str, server_name: str, server_version: str, resources: bool
+    *, version: str, server_name: str, server_version: str, resources: bool, instructions: str
 ) -> dict[str, Any]:
+    """`instructions` names only the tools this server serves (the registry composes it)."""
     capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
     if resources:
         capabilities["resources"] = {"listChanged": False, "subscribe": False}
@@ -130,7 +123,7 @@ def initialize_result(
         "protocolVersion": version,
         "capabilities": capabilities,
         "serverInfo": {"name": server_name, "version": server_version},
-        "instructions": INSTRUCTIONS,
+        "instructions": instructions,
     }
 
 

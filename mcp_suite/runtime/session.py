@@ -441,6 +441,7 @@ class Session:
                 server_name=SERVER_NAME,
                 server_version=__version__,
                 resources=bool(self.registry.resources),
+                instructions=self.registry.instructions,
             )
         if method == "tools/list":
             return mcp.tools_list_result(self.tool_descriptions(), request.params)

@@ -44,8 +44,8 @@ async def test_sdk_client_reads_and_is_refused_as_specified(tmp_path: Path) -> N
     with attack_tree(tmp_path) as tree, trio.fail_after(60):
         async with Client(_parameters(tree.root)) as client:
             listed = await client.list_tools()
-            assert [t.name for t in listed.tools] == ["sandbox_fs_read", "sandbox_fs_list"]
-            tool = listed.tools[0]
+            assert [t.name for t in listed.tools] == ["sandbox_fs_list", "sandbox_fs_read"]
+            tool = listed.tools[1]
             assert tool.input_schema["properties"]["max_bytes"]["maximum"] == 1_048_576
 
             read = await client.call_tool("sandbox_fs_read", {"relative_path": "hello.txt"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from mcp_suite.devdb.cluster import MARKER_NAME, Cluster, DevDbError
+from mcp_suite.devdb.cluster import MARKER_NAME, Cluster, DevDbError, open_demo_cluster, seed_digest
 
 pytestmark = pytest.mark.pg
 
@@ -117,6 +118,34 @@ def test_destroy_refuses_when_the_marker_is_gone(demo_cluster: Cluster) -> None:
     (base / MARKER_NAME).write_text("restored by the test")
     cluster.destroy()
     assert not base.exists()
+
+
+def test_a_cluster_seeded_from_an_older_seed_is_made_again_for_the_demo(demo_cluster: Cluster) -> None:
+    base = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-reseed-"))
+    base.rmdir()
+    cluster, started = open_demo_cluster(base)
+    try:
+        assert started
+        assert cluster.seed_digest == seed_digest()
+        cluster.stop()
+        # The same directory, recorded as seeded from another seed.sql.
+        state = json.loads((base / "devdb.json").read_text())
+        (base / "devdb.json").write_text(json.dumps({**state, "seed_digest": "older"}))
+        again, started = open_demo_cluster(base)
+        assert started
+        assert again.seed_digest == seed_digest()
+        remade = json.loads((base / "devdb.json").read_text())
+        assert remade["admin_password"] != state["admin_password"]
+        with psycopg.connect(again.reader_dsn) as conn:
+            assert conn.execute("SELECT count(*) FROM reports.releases").fetchone() == (3,)
+        again.stop()
+        # Seeded from this seed.sql, it is reused as it is.
+        kept, _ = open_demo_cluster(base)
+        assert json.loads((base / "devdb.json").read_text())["admin_password"] == remade["admin_password"]
+        kept.stop()
+    finally:
+        if base.exists():
+            Cluster.open_existing(base).destroy()
 
 
 def test_failed_creation_leaves_no_server_and_no_directory() -> None:
@@ -228,6 +257,19 @@ def test_demo_drives_the_server_through_the_sdk_and_prints_every_outcome(
         "a 300,000-character value": "result-too-large",
         "pg_notify": "query-violation",
         "1,000 rows requested": "validation-error",
+        "tools/list": (
+            "ok: sql_schema, read_only_sql, explain_sql, sandbox_fs_list, sandbox_fs_read, system_metrics"
+        ),
+        "sql_schema: what the role may read": ("ok: docs.pages, reports.releases, reports.words_per_section"),
+        "sql_schema: reports.releases in full": "ok: reports.releases; pk ['version'], 1 visible fk",
+        "sql_schema: name_like injection": "ok: none",
+        "explain_sql: plan of a filter": "ok: Limit, cost",
+        "explain_sql: analyze": "ok: Limit, cost",
+        "explain_sql: a DELETE": "query-violation",
+        "sandbox_fs_list: the folder": "ok: ",
+        "sandbox_fs_list: outside the folder": "access-denied",
+        "sandbox_fs_read: a listed file": "ok: ",
+        "sandbox_fs_read: a directory": "access-denied: The path 'data' is a directory; list it with",
         "resource postgres://mcp_demo/schema": (
             "ok: tables docs.pages, reports.releases, reports.words_per_section"
         ),

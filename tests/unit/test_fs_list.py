@@ -271,13 +271,13 @@ def test_arguments_are_strict_and_bounded() -> None:
 async def test_both_tools_are_served_from_one_root(tree: AttackTree) -> None:
     with trio.fail_after(10), open_sandbox_fs_read(Settings(safe_data_dir=tree.root)) as toolset:
         assert toolset is not None
-        assert [spec.name for spec in toolset.tools] == ["sandbox_fs_read", "sandbox_fs_list"]
-        spec = toolset.tools[1]
+        assert [spec.name for spec in toolset.tools] == ["sandbox_fs_list", "sandbox_fs_read"]
+        spec = toolset.tools[0]
         result = await spec.call(spec.args_model.model_validate({"relative_path": "sub"}, strict=True))
         assert isinstance(result, SandboxFsListResult)
         assert "inner.txt" in names(result)
         # What the read tool's refusals point to is served next to it.
-        read = toolset.tools[0]
+        read = toolset.tools[1]
         with pytest.raises(ProblemError) as info:
             await read.call(read.args_model.model_validate({"relative_path": "sub"}))
         assert "sandbox_fs_list" in info.value.detail

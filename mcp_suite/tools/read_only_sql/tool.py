@@ -46,12 +46,15 @@ T = TypeVar("T")
 
 TOOL_NAME = "read_only_sql"
 
+GUIDANCE = (
+    "PostgreSQL: sql_schema shows the tables and columns the role may read, then read_only_sql "
+    "runs one query at a time; explain_sql shows a query's plan."
+)
 DESCRIPTION = (
     "Run ONE read-only SQL query (SELECT, VALUES, UNION/INTERSECT/EXCEPT; PostgreSQL dialect) and "
-    "get its columns and rows as JSON. Writes, DDL, several statements, bind parameters and "
-    "functions with side effects are refused. At most `max_rows` rows are returned (`truncated` "
-    "says when more existed); results are capped in size and time. Read the `{uri}` resource "
-    "for the tables and columns you may query."
+    "get its columns and rows as JSON. Find tables and columns with sql_schema first. Writes, "
+    "DDL, several statements, bind parameters and functions with side effects are refused. At "
+    "most `max_rows` rows are returned (`truncated` says more existed); size and time are capped."
 )
 
 
@@ -188,7 +191,7 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
     tool = ToolSpec(
         name=TOOL_NAME,
         title="Read-only SQL",
-        description=DESCRIPTION.format(uri=uri),
+        description=DESCRIPTION,
         models=models,
         call=call,
     )
@@ -217,7 +220,12 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
     try:
         # The pool connects in the background while the policy's parsers load; then the type names.
         warm_up = (database.get, policy.get, database.preload_type_names)
-        yield Toolset(tools=(schema_spec, tool, explain_spec), resources=(resource,), warm_up=warm_up)
+        yield Toolset(
+            tools=(schema_spec, tool, explain_spec),
+            resources=(resource,),
+            warm_up=warm_up,
+            guidance=GUIDANCE,
+        )
     finally:
         database.close()
 

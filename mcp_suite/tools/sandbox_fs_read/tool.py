@@ -38,6 +38,10 @@ READ_THREADS: Final = 2
 READ_BATCH: Final = 8
 READ_STALL_S: Final = 0.1
 
+GUIDANCE: Final = (
+    "Files below one sandbox folder: sandbox_fs_list shows what is there, then sandbox_fs_read "
+    "reads one text file."
+)
 DESCRIPTION: Final = (
     "Read one UTF-8 text file below the server's sandbox folder (find it with sandbox_fs_list "
     "first). `relative_path` is relative to that folder, '/' between components (e.g. "
@@ -125,7 +129,15 @@ def _toolset(
         return args_model_for(settings), _result_model()
 
     return Toolset(
-        tools=(
+        guidance=GUIDANCE,
+        tools=(  # in the order of use: list, then read
+            ToolSpec(
+                name=fs_list.TOOL_NAME,
+                title=fs_list.TITLE,
+                description=fs_list.DESCRIPTION,
+                models=fs_list.models,
+                call=lister.run,  # the same bounds and cancellation as reads
+            ),
             ToolSpec(
                 name=TOOL_NAME,
                 title="Read a file from the sandbox folder",
@@ -135,12 +147,5 @@ def _toolset(
                 # is bounded: max_bytes, and no FIFO can block it), so nothing is left behind.
                 call=reader.run,
             ),
-            ToolSpec(
-                name=fs_list.TOOL_NAME,
-                title=fs_list.TITLE,
-                description=fs_list.DESCRIPTION,
-                models=fs_list.models,
-                call=lister.run,  # the same bounds and cancellation as reads
-            ),
-        )
+        ),
     )

@@ -138,7 +138,33 @@ def serve(argv: Sequence[str]) -> int:
 
 # --- demo ------------------------------------------------------------------------------------
 
-# (label, tool arguments) — or a resource read / a sequence, see _demo_steps.
+# (label, tool, arguments): the order a model would use them in (look first, then query or read).
+_DISCOVERY_STEPS: list[tuple[str, str, dict[str, Any]]] = [
+    ("sql_schema: what the role may read", "sql_schema", {"detail": "names"}),
+    ("sql_schema: reports.releases in full", "sql_schema", {"object": "reports.releases", "detail": "full"}),
+    ("sql_schema: name_like injection", "sql_schema", {"name_like": "%' OR '1'='1"}),
+    (
+        "explain_sql: plan of a filter",
+        "explain_sql",
+        {"sql": "SELECT slug FROM docs.pages WHERE section = 'guides'"},
+    ),
+    (
+        "explain_sql: analyze",
+        "explain_sql",
+        {"sql": "SELECT * FROM reports.words_per_section", "analyze": True},
+    ),
+    ("explain_sql: a DELETE", "explain_sql", {"sql": "DELETE FROM docs.pages"}),
+    ("sandbox_fs_list: the folder", "sandbox_fs_list", {"recursive": True}),
+    ("sandbox_fs_list: outside the folder", "sandbox_fs_list", {"relative_path": ".."}),
+    (
+        "sandbox_fs_read: a listed file",
+        "sandbox_fs_read",
+        {"relative_path": "data/cities.csv", "max_bytes": 60},
+    ),
+    ("sandbox_fs_read: a directory", "sandbox_fs_read", {"relative_path": "data"}),
+]
+
+# (label, read_only_sql arguments).
 _SQL_STEPS: list[tuple[str, dict[str, Any]]] = [
     ("first five pages", {"sql": "SELECT slug, section, words FROM docs.pages ORDER BY slug LIMIT 5"}),
     (
@@ -184,6 +210,22 @@ def _outcome(result: Any) -> str:
         slug = str(problem.get("type", "")).rsplit(":", 1)[-1]
         return _cut(f"{slug}: {problem.get('detail', '')}")
     data = result.structured_content or {}
+    if "objects" in data:  # sql_schema
+        names = ", ".join(f"{o['schema']}.{o['name']}" for o in data["objects"]) or "none"
+        keys = "".join(
+            f"; pk {o['primary_key']}, {len(o['foreign_keys'])} visible fk"
+            for o in data["objects"]
+            if "primary_key" in o
+        )
+        return _cut(f"ok: {names}{keys}")
+    if "plan" in data:  # explain_sql
+        actual = f", actual rows {data['actual_rows']:g}" if "actual_rows" in data else ""
+        top = data["plan"]["Node Type"]
+        return _cut(f"ok: {top}, cost {data['total_cost']}, est. rows {data['estimated_rows']:g}{actual}")
+    if "entries" in data:  # sandbox_fs_list
+        return _cut(f"ok: {len(data['entries'])} entries: " + ", ".join(e["name"] for e in data["entries"]))
+    if "content" in data:  # sandbox_fs_read
+        return _cut(f"ok: {data['size']} bytes: {data['content']!r}")
     rows = data.get("rows", [])
     first = json.dumps(rows[0]) if rows else "-"
     more = ", truncated" if data.get("truncated") else ""
@@ -208,12 +250,15 @@ async def _run_demo(env: dict[str, str]) -> list[tuple[str, str]]:
         if schema_uri:
             read = await client.read_resource(schema_uri)
             schema = json.loads(getattr(read.contents[0], "text", "{}"))
-            tables = [f"{t['schema']}.{t['name']}" for t in schema.get("tables", [])]
+            tables = [f"{t['schema']}.{t['name']}" for t in schema.get("objects", [])]
             table.append((f"resource {schema_uri}", "ok: tables " + ", ".join(tables)))
-        for label, arguments in _SQL_STEPS:
+        served = {t.name for t in tools.tools}
+        steps = [step for step in _DISCOVERY_STEPS if step[1] in served]
+        steps += [(label, "read_only_sql", arguments) for label, arguments in _SQL_STEPS]
+        for label, tool, arguments in steps:
             started = time.perf_counter()
             try:
-                result = await client.call_tool("read_only_sql", arguments)
+                result = await client.call_tool(tool, arguments)
                 outcome = _outcome(result)
             except MCPError as exc:
                 outcome = _cut(f"JSON-RPC error {exc.error.code}: {exc.error.message}")

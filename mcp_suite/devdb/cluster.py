@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import dataclasses
 import hashlib
 import importlib.util
 import json
@@ -373,6 +374,7 @@ class _State:
     reader_password: str
     port: int
     seeded: bool
+    seed_digest: str = ""  # of the seed.sql it was seeded with ("" before digests were kept)
 
     def dump(self) -> dict[str, Any]:
         return {
@@ -380,7 +382,16 @@ class _State:
             "reader_password": self.reader_password,
             "port": self.port,
             "seeded": self.seeded,
+            "seed_digest": self.seed_digest,
         }
+
+
+_SEED_PATH: Final = Path(__file__).parent / "seed.sql"
+
+
+def seed_digest() -> str:
+    """The SHA-256 of seed.sql: a cluster seeded from another version is made again for the demo."""
+    return hashlib.sha256(_SEED_PATH.read_bytes()).hexdigest()
 
 
 class Cluster:
@@ -441,7 +452,9 @@ class Cluster:
             cluster._initdb()
             cluster.start()
             cluster._seed()
-            cluster._state = _State(state.admin_password, state.reader_password, cluster.port, seeded=True)
+            cluster._state = _State(
+                state.admin_password, state.reader_password, cluster.port, True, seed_digest()
+            )
             cluster._write_state()
         except BaseException:
             with contextlib.suppress(Exception):
@@ -464,6 +477,7 @@ class Cluster:
                 reader_password=str(raw["reader_password"]),
                 port=int(raw["port"]),
                 seeded=bool(raw["seeded"]),
+                seed_digest=str(raw.get("seed_digest", "")),
             )
         except (OSError, ValueError, KeyError, TypeError):
             raise DevDbError("the cluster's state file is missing or damaged") from None
@@ -472,6 +486,10 @@ class Cluster:
         return cls(base, state, pg_bin=pg_bin)
 
     # --- connection facts ----------------------------------------------------------------------
+    @property
+    def seed_digest(self) -> str:
+        return self._state.seed_digest
+
     @property
     def host(self) -> str:
         return HOST
@@ -599,9 +617,7 @@ class Cluster:
         except PermissionError:
             pass
         if status == "ready":
-            self._state = _State(
-                self._state.admin_password, self._state.reader_password, port, self._state.seeded
-            )
+            self._state = dataclasses.replace(self._state, port=port)
             return True
         return False
 
@@ -618,9 +634,7 @@ class Cluster:
             if self.is_running():
                 return
             port = self._state.port if _port_is_free(self._state.port) else _free_port()
-            self._state = _State(
-                self._state.admin_password, self._state.reader_password, port, self._state.seeded
-            )
+            self._state = dataclasses.replace(self._state, port=port)
             self._write_state()
             uid, gid = self._account or (None, None)
             logfile = open(self.base / _LOG_NAME, "ab")  # noqa: SIM115  # handed to the child
@@ -713,7 +727,7 @@ class Cluster:
         import psycopg
         from psycopg import sql
 
-        seed_sql = (Path(__file__).parent / "seed.sql").read_text()
+        seed_sql = _SEED_PATH.read_text()
         with psycopg.connect(
             self.dsn(ADMIN_USER, self._state.admin_password, "postgres"), autocommit=True
         ) as conn:
@@ -742,15 +756,6 @@ class Cluster:
         with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
             conn.execute(seed_sql.encode())  # no parameters: one simple-query message
 
-    def upgrade_seed(self) -> None:
-        """Give a demo cluster seeded by an older version what the current seed sets on the reader."""
-        import psycopg
-
-        with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
-            for line in (Path(__file__).parent / "seed.sql").read_text().splitlines():
-                if line.startswith(f"ALTER ROLE {READER_USER} IN DATABASE {DEMO_DB} SET "):
-                    conn.execute(line.encode())
-
 
 def open_demo_cluster(base: Path | None = None) -> tuple[Cluster, bool]:
     """The demo cluster in `base` (default `.cache/devdb` at the repo root), running.
@@ -764,9 +769,17 @@ def open_demo_cluster(base: Path | None = None) -> tuple[Cluster, bool]:
         cluster = Cluster.open_existing(base)
         if cluster.running_elsewhere():
             return cluster, False
-        cluster.start()
-        cluster.upgrade_seed()
-        return cluster, True
+        if cluster.seed_digest == seed_digest():
+            cluster.start()
+            return cluster, True
+        # Seeded from an older seed.sql: the demo would not show what the docs say. The cluster
+        # is a throwaway of ours, so it is made again.
+        log.info("the demo seed has changed since this cluster was made; making it again")
+        cluster.destroy()
+    return _create_demo_cluster(base), True
+
+
+def _create_demo_cluster(base: Path) -> Cluster:
     if base.exists() and any(base.iterdir()):
         raise DevDbError("refusing to use a non-empty directory that mcp_suite.devdb did not create")
-    return Cluster.create(base), True
+    return Cluster.create(base)

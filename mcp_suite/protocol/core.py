@@ -216,6 +216,7 @@ class SessionCore:
     __slots__ = (
         "_calls",
         "_deadline_s",
+        "_instructions",
         "_legacy_known",
         "_max_depth",
         "_max_depth_args",
@@ -242,6 +243,7 @@ class SessionCore:
         server_version: str,
         tool_names: Sequence[str],
         tools: Callable[[], Sequence[mcp.ToolDescription]],
+        instructions: str,
         resources: Sequence[mcp.ResourceDescription] = (),
         max_frame_bytes: int,
         max_json_depth: int,
@@ -253,6 +255,7 @@ class SessionCore:
         self._server_version = server_version
         self._tool_names = frozenset(tool_names)
         self._tools = tools
+        self._instructions = instructions
         self._resources = {resource.uri: resource for resource in resources}
         self._max_frame_bytes = max_frame_bytes
         self._max_depth = max_json_depth
@@ -468,9 +471,10 @@ class SessionCore:
                     server_name=self._server_name,
                     server_version=self._server_version,
                     resources=bool(self._resources),
+                    instructions=self._instructions,
                 )
             elif method == "server/discover":
-                result = mcp.discover_result(resources=bool(self._resources))
+                result = mcp.discover_result(resources=bool(self._resources), instructions=self._instructions)
             elif method == "tools/list":
                 result = mcp.tools_list_result(self._tools(), request.params)
                 if era is Era.MODERN:

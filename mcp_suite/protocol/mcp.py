@@ -64,14 +64,6 @@ SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
 LIST_TTL_MS: Final = 3_600_000
 READ_TTL_MS: Final = 0
 
-INSTRUCTIONS: Final = (
-    "mcp-suite gives read-only, policy-checked access to three things: one read-only SQL query at a "
-    "time against PostgreSQL (read_only_sql, with the schema as a resource), text files below one "
-    "sandboxed folder (sandbox_fs_read), and an aggregate snapshot of the host's CPU, memory and disk "
-    "(system_metrics). Nothing can be written. Refusals come back as problem documents that say what "
-    "to change."
-)
-
 
 def not_initialized(method: str) -> SessionNotInitializedError:
     return SessionNotInitializedError(
@@ -99,13 +91,14 @@ def server_capabilities(*, resources: bool) -> dict[str, Any]:
 
 
 def initialize_result(
-    *, version: str, server_name: str, server_version: str, resources: bool
+    *, version: str, server_name: str, server_version: str, resources: bool, instructions: str
 ) -> dict[str, Any]:
+    """`instructions` names only the tools this server serves (the registry composes it)."""
     return {
         "protocolVersion": version,
         "capabilities": server_capabilities(resources=resources),
         "serverInfo": {"name": server_name, "version": server_version},
-        "instructions": INSTRUCTIONS,
+        "instructions": instructions,
     }
 
 
@@ -121,12 +114,12 @@ def cache_fields(*, ttl_ms: int, scope: str) -> dict[str, Any]:
     return {"ttlMs": ttl_ms, "cacheScope": scope}
 
 
-def discover_result(*, resources: bool) -> dict[str, Any]:
+def discover_result(*, resources: bool, instructions: str) -> dict[str, Any]:
     """`server/discover` (server/discover, "DiscoverResult"): every version this process serves."""
     return {
         "supportedVersions": list(ALL_VERSIONS),
         "capabilities": server_capabilities(resources=resources),
-        "instructions": INSTRUCTIONS,
+        "instructions": instructions,
         **cache_fields(ttl_ms=LIST_TTL_MS, scope="public"),
     }
 

@@ -103,6 +103,7 @@ class Session:
             server_version=__version__,
             tool_names=list(self.registry.tools),
             tools=self.tool_descriptions,
+            instructions=self.registry.instructions,
             resources=[
                 mcp.ResourceDescription(
                     uri=r.uri, name=r.name, title=r.title, description=r.description, mime_type=r.mime_type

@@ -155,8 +155,10 @@ class Toolset:
     """What one tool package serves. `warm_up` holds blocking work (imports, parsers) that calls
     need but `initialize` does not: the session runs it in a worker thread after the handshake,
     and a call that comes earlier does the same work itself (each step must be safe to repeat
-    and thread-safe)."""
+    and thread-safe). `guidance` is its sentence of the `initialize` instructions: what its tools
+    are for and in which order to use them, naming only tools of this toolset."""
 
     tools: tuple[ToolSpec, ...]
     resources: tuple[ResourceSpec, ...] = field(default=())
     warm_up: tuple[Callable[[], object], ...] = field(default=())
+    guidance: str = ""

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ResourceSpec, Toolset, ToolSpec
 
-__all__ = ["Registry", "ToolOpener", "open_registry"]
+__all__ = ["Registry", "ToolOpener", "instructions", "open_registry"]
 
 ToolOpener = Callable[[Settings], AbstractContextManager[Toolset | None]]
 
@@ -33,12 +33,27 @@ _BUILTIN: tuple[tuple[str, str, Callable[[Settings], bool]], ...] = (
 )
 
 
+def instructions(guidance: Iterable[str]) -> str:
+    """The `initialize` instructions: one short paragraph naming only the tools that are served."""
+    parts = [text for text in guidance if text]
+    if not parts:
+        return "mcp-suite is running with no tools enabled; its configuration enables them."
+    return " ".join(
+        [
+            "mcp-suite gives read-only, policy-checked access.",
+            *parts,
+            "Nothing can be written. Refusals are problem documents that say what to change.",
+        ]
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Registry:
     tools: dict[str, ToolSpec]
     resources: dict[str, ResourceSpec]
     # Every tool's models, then each toolset's own warm-up steps (see `Toolset.warm_up`).
     warm_up: tuple[Callable[[], object], ...] = field(default=())
+    instructions: str = field(default_factory=lambda: instructions(()))
 
 
 def builtin_openers(settings: Settings) -> list[ToolOpener]:
@@ -63,6 +78,7 @@ def open_registry(
         tools: dict[str, ToolSpec] = {}
         resources: dict[str, ResourceSpec] = {}
         warm_up: list[Callable[[], object]] = []
+        guidance: list[str] = []
         for opener in openers:
             toolset = stack.enter_context(opener(settings))
             if toolset is None:
@@ -74,5 +90,11 @@ def open_registry(
             for resource in toolset.resources:
                 resources[resource.uri] = resource
             warm_up.extend(toolset.warm_up)
+            guidance.append(toolset.guidance)
         models = [tool.load_models for tool in tools.values()]
-        yield Registry(tools=tools, resources=resources, warm_up=(*models, *warm_up))
+        yield Registry(
+            tools=tools,
+            resources=resources,
+            warm_up=(*models, *warm_up),
+            instructions=instructions(guidance),
+        )

@@ -30,12 +30,22 @@ def _parameters(root: Path) -> StdioServerParameters:
     )
 
 
+async def _assert_refused(client: Client, tool: str, path: str, status: int, tmp_path: Path) -> None:
+    refused = await client.call_tool(tool, {"relative_path": path})
+    assert refused.is_error is True
+    assert refused.structured_content is None
+    text = refused.content[0].text  # type: ignore[union-attr]  # a text block
+    assert CANARY not in text
+    assert str(tmp_path) not in text
+    assert json.loads(text)["status"] == status
+
+
 async def test_sdk_client_reads_and_is_refused_as_specified(tmp_path: Path) -> None:
     with attack_tree(tmp_path) as tree, trio.fail_after(60):
         async with Client(_parameters(tree.root)) as client:
             listed = await client.list_tools()
-            (tool,) = listed.tools
-            assert tool.name == "sandbox_fs_read"
+            assert [t.name for t in listed.tools] == ["sandbox_fs_list", "sandbox_fs_read"]
+            tool = listed.tools[1]
             assert tool.input_schema["properties"]["max_bytes"]["maximum"] == 1_048_576
 
             read = await client.call_tool("sandbox_fs_read", {"relative_path": "hello.txt"})
@@ -67,10 +77,26 @@ async def test_sdk_client_reads_and_is_refused_as_specified(tmp_path: Path) -> N
                 ("no-such.txt", 404),
                 ("latin1.txt", 415),
             ]:
-                refused = await client.call_tool("sandbox_fs_read", {"relative_path": path})
-                assert refused.is_error is True
-                assert refused.structured_content is None
-                text = refused.content[0].text  # type: ignore[union-attr]  # a text block
-                assert CANARY not in text
-                assert str(tmp_path) not in text
-                assert json.loads(text)["status"] == status
+                await _assert_refused(client, "sandbox_fs_read", path, status, tmp_path)
+
+            # The listing, through the same client (its outputSchema checked by the SDK).
+            listing = await client.call_tool("sandbox_fs_list", {"relative_path": "sub", "recursive": True})
+            assert listing.is_error is False
+            assert listing.structured_content is not None
+            entries = {e["name"]: e for e in listing.structured_content["entries"]}
+            assert entries["inner.txt"] == {"name": "inner.txt", "kind": "file", "size": len(INNER)}
+            assert entries["deeper/x.txt"]["kind"] == "file"
+            assert entries["upup"] == {"name": "upup", "kind": "symlink", "size": None}
+            whole = await client.call_tool("sandbox_fs_list", {"recursive": True, "max_depth": 8})
+            assert whole.structured_content is not None
+            assert whole.structured_content["truncated"] is False
+            assert CANARY not in json.dumps(whole.structured_content)
+            assert str(tmp_path) not in json.dumps(whole.structured_content)
+            for path, status in [
+                ("..", 403),
+                ("out-rel-dir", 403),
+                ("sub/upup", 403),
+                ("hello.txt", 403),
+                ("no-such-dir", 404),
+            ]:
+                await _assert_refused(client, "sandbox_fs_list", path, status, tmp_path)

@@ -135,7 +135,8 @@ def test_max_bytes_maximum_comes_from_the_environment(tree: AttackTree) -> None:
     }
     with ServerProcess(env=env) as process:
         process.initialize()
-        (tool,) = process.request("tools/list")["result"]["tools"]
+        tools = process.request("tools/list")["result"]["tools"]
+        tool = next(t for t in tools if t["name"] == "sandbox_fs_read")
         assert tool["name"] == TOOL
         assert tool["inputSchema"]["properties"]["max_bytes"]["maximum"] == 4_096
         assert tool["inputSchema"]["properties"]["max_bytes"]["default"] == 4_096

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -21,7 +22,9 @@ from mcp_suite.devdb.cluster import (
     Cluster,
     DevDbError,
     find_pg_bin,
+    open_demo_cluster,
     reachable_cluster_dir,
+    seed_digest,
 )
 
 pytestmark = pytest.mark.pg
@@ -127,6 +130,34 @@ def test_destroy_refuses_when_the_marker_is_gone(demo_cluster: Cluster) -> None:
     (base / MARKER_NAME).write_text("restored by the test")
     cluster.destroy()
     assert not base.exists()
+
+
+def test_a_cluster_seeded_from_an_older_seed_is_made_again_for_the_demo(demo_cluster: Cluster) -> None:
+    base = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-reseed-"))
+    base.rmdir()
+    cluster, started = open_demo_cluster(base)
+    try:
+        assert started
+        assert cluster.seed_digest == seed_digest()
+        cluster.stop()
+        # The same directory, recorded as seeded from another seed.sql.
+        state = json.loads((base / "devdb.json").read_text())
+        (base / "devdb.json").write_text(json.dumps({**state, "seed_digest": "older"}))
+        again, started = open_demo_cluster(base)
+        assert started
+        assert again.seed_digest == seed_digest()
+        remade = json.loads((base / "devdb.json").read_text())
+        assert remade["admin_password"] != state["admin_password"]
+        with psycopg.connect(again.reader_dsn) as conn:
+            assert conn.execute("SELECT count(*) FROM reports.releases").fetchone() == (3,)
+        again.stop()
+        # Seeded from this seed.sql, it is reused as it is.
+        kept, _ = open_demo_cluster(base)
+        assert json.loads((base / "devdb.json").read_text())["admin_password"] == remade["admin_password"]
+        kept.stop()
+    finally:
+        if base.exists():
+            Cluster.open_existing(base).destroy()
 
 
 def test_failed_creation_leaves_no_server_and_no_directory() -> None:
@@ -292,7 +323,22 @@ def test_demo_drives_the_server_through_the_sdk_and_prints_every_outcome(
         "a 300,000-character value": "result-too-large",
         "pg_notify": "query-violation",
         "1,000 rows requested": "validation-error",
-        "resource postgres://mcp_demo/schema": "ok: tables docs.pages",
+        "tools/list": (
+            "ok: sql_schema, read_only_sql, explain_sql, sandbox_fs_list, sandbox_fs_read, system_metrics"
+        ),
+        "sql_schema: what the role may read": ("ok: docs.pages, reports.releases, reports.words_per_section"),
+        "sql_schema: reports.releases in full": "ok: reports.releases; pk ['version'], 1 visible fk",
+        "sql_schema: name_like injection": "ok: none",
+        "explain_sql: plan of a filter": "ok: Limit, cost",
+        "explain_sql: analyze": "ok: Limit, cost",
+        "explain_sql: a DELETE": "query-violation",
+        "sandbox_fs_list: the folder": "ok: ",
+        "sandbox_fs_list: outside the folder": "access-denied",
+        "sandbox_fs_read: a listed file": "ok: ",
+        "sandbox_fs_read: a directory": "access-denied: The path 'data' is a directory; list it with",
+        "resource postgres://mcp_demo/schema": (
+            "ok: tables docs.pages, reports.releases, reports.words_per_section"
+        ),
     }
     for label, start in expected.items():
         assert outcomes.get(label, "").startswith(start), (label, outcomes.get(label))

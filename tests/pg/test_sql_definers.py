@@ -369,16 +369,3 @@ def test_a_query_past_the_demo_roles_temp_file_limit_is_refused_by_postgresql(
     assert caught.value.metadata == {"sqlstate": "53400"}
     assert "Aggregate or filter" in caught.value.detail
     assert reader_executor.run("SELECT 1 AS v", max_rows=1, ticket=CallTicket()).rows == [[1]]
-
-
-def test_a_demo_cluster_seeded_before_the_limit_gets_it_when_it_starts(
-    demo_cluster: Cluster, admin: psycopg.Connection[Any]
-) -> None:
-    admin.execute("ALTER ROLE mcp_reader IN DATABASE mcp_demo RESET temp_file_limit")
-    try:
-        assert [f.capability for f in audit_dsn(demo_cluster.reader_dsn, connect_timeout_s=5)] == [
-            "temp-file-limit"
-        ]
-    finally:
-        demo_cluster.upgrade_seed()
-    assert audit_dsn(demo_cluster.reader_dsn, connect_timeout_s=5) == []

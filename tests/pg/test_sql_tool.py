@@ -35,6 +35,20 @@ def backends(admin_dsn: str) -> list[tuple[int, str, str]]:
     return [(int(pid), str(state), str(query)) for pid, state, query in rows]
 
 
+async def wait_until_running(admin_dsn: str, statement_prefix: str) -> int:
+    """The pid of the pooled session once PostgreSQL is executing a statement with this prefix."""
+    while True:
+        for pid, state, query in await trio.to_thread.run_sync(backends, admin_dsn):
+            if state == "active" and query.startswith(statement_prefix):
+                return pid
+        await trio.sleep(0.02)
+
+
+async def wait_until_idle(admin_dsn: str, pid: int) -> None:
+    while {b[0]: b[1] for b in await trio.to_thread.run_sync(backends, admin_dsn)}.get(pid) != "idle":
+        await trio.sleep(0.02)
+
+
 async def test_tools_list_binds_max_rows_to_the_settings(demo_cluster: Cluster) -> None:
     settings = settings_for(demo_cluster, sql_max_rows=120)
     with trio.fail_after(20):
@@ -82,8 +96,12 @@ async def test_the_schema_resource_lists_what_the_role_can_see(demo_cluster: Clu
     assert content["mimeType"] == "application/json"
     schema = json.loads(content["text"])
     assert schema["database"] == "mcp_demo"
-    assert [(t["schema"], t["name"]) for t in schema["tables"]] == [("docs", "pages")]
-    columns = [(c["name"], c["type"], c["nullable"]) for c in schema["tables"][0]["columns"]]
+    assert [(t["schema"], t["name"]) for t in schema["objects"]] == [
+        ("docs", "pages"),
+        ("reports", "releases"),
+        ("reports", "words_per_section"),
+    ]
+    columns = [(c["name"], c["type"], c["nullable"]) for c in schema["objects"][0]["columns"]]
     assert columns == [
         ("slug", "text", False),
         ("editor_id", "text", False),
@@ -100,24 +118,12 @@ async def test_notifications_cancelled_stops_the_query_in_postgres(demo_cluster:
         async with open_session(settings=settings, builtins=True, test_tools=False) as h:
             await h.initialize()
             call_id = await h.call("read_only_sql", {"sql": LONG_QUERY})
-            running: list[tuple[int, str, str]] = []
-            while not running:  # wait until PostgreSQL is executing it
-                await trio.sleep(0.02)
-                running = [
-                    b
-                    for b in await trio.to_thread.run_sync(backends, admin)
-                    # The rows are produced by the cursor's FETCH (the DECLARE only plans).
-                    if b[1] == "active" and b[2].startswith("FETCH")
-                ]
-            (pid, _, _) = running[0]
+            # The rows are produced by the cursor's FETCH (the DECLARE only plans).
+            pid = await wait_until_running(admin, "FETCH")
             await h.notify("notifications/cancelled", {"requestId": call_id, "reason": "test"})
             # SPEC §3.4 / issue 6: the backend is idle again within 1 s of the cancellation.
             with trio.fail_after(1.0):
-                while True:
-                    states = {b[0]: b[1] for b in await trio.to_thread.run_sync(backends, admin)}
-                    if states.get(pid) == "idle":
-                        break
-                    await trio.sleep(0.02)
+                await wait_until_idle(admin, pid)
             # A cancelled request gets no response: the next message answers the next request.
             after = await h.response(await h.call("read_only_sql", {"sql": "SELECT pg_backend_pid()"}))
             assert after["id"] != call_id

@@ -160,12 +160,17 @@ def outcome(
     try:
         result = read_sync(root, args, allow_hard_links=allow_hard_links)
     except ProblemError as exc:
-        document = render_problem(exc)
-        assert_no_host_path(document, tree)
-        assert CANARY not in json.dumps(document)
-        return document
+        return checked_problem(exc, tree)
     assert CANARY not in result.content
     return result
+
+
+def checked_problem(exc: ProblemError, tree: AttackTree) -> dict[str, Any]:
+    """The rendered problem, checked: no host path, no canary."""
+    document = render_problem(exc)
+    assert_no_host_path(document, tree)
+    assert CANARY not in json.dumps(document)
+    return document
 
 
 DENIED = "access-denied"
@@ -451,7 +456,7 @@ def test_root_fd_is_closed_when_the_tool_closes(tree: AttackTree) -> None:
 async def test_tool_call_reads_through_a_worker_thread(tree: AttackTree) -> None:
     with trio.fail_after(10), open_sandbox_fs_read(Settings(safe_data_dir=tree.root)) as toolset:
         assert toolset is not None
-        (spec,) = toolset.tools
+        spec = next(t for t in toolset.tools if t.name == "sandbox_fs_read")
         args = spec.args_model.model_validate({"relative_path": "in-file"}, strict=True)
         result = await spec.call(args)
         assert isinstance(result, SandboxFsReadResult)
@@ -525,7 +530,7 @@ def test_an_unexpected_os_error_propagates_for_an_incident(
 async def test_a_cancelled_call_propagates_and_leaves_no_descriptor(tree: AttackTree) -> None:
     with trio.fail_after(10), open_sandbox_fs_read(Settings(safe_data_dir=tree.root)) as toolset:
         assert toolset is not None
-        (spec,) = toolset.tools
+        spec = next(t for t in toolset.tools if t.name == "sandbox_fs_read")
         args = spec.args_model.model_validate({"relative_path": "hello.txt"})
         before = len(os.listdir("/proc/self/fd"))
         with trio.CancelScope() as scope:

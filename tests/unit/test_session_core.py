@@ -39,6 +39,7 @@ def make_core(*, resources: bool = True) -> core.SessionCore:
         server_version="9.9",
         tool_names=[tool.name for tool in TOOLS],
         tools=lambda: TOOLS,
+        instructions="Use echo, then sleep.",
         resources=[ResourceDescription(SCHEMA_URI, "schema", "Schema", "The schema.", "application/json")]
         if resources
         else [],

@@ -593,3 +593,85 @@ def test_the_vetted_query_names_every_function_and_operator_it_calls(
     vetted = vet_sql(sql, max_rows=10)
     assert vetted.functions == functions
     assert vetted.operators == operators
+
+
+# --- PostgreSQL's tree standing in for sqlglot's ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sql", "limit"),
+    [
+        ("VALUES (1) ORDER BY 1", 51),
+        ("VALUES (1) ORDER BY 1 LIMIT 7", 7),
+        ("VALUES (1) ORDER BY 1 LIMIT 0", 0),
+        ("VALUES (1) ORDER BY 1 LIMIT 500", 51),
+        ("VALUES (1) ORDER BY 1 LIMIT ALL", 51),
+        ("VALUES (1) ORDER BY 1 LIMIT NULL", 51),
+        ("VALUES (1) ORDER BY 1 LIMIT 1 + 1", 51),
+        ("VALUES (1) ORDER BY 1 LIMIT '5'", 51),
+        ("VALUES (1) ORDER BY 1 FETCH FIRST 3 ROWS WITH TIES", 51),
+        ("VALUES (1) ORDER BY 1 FETCH FIRST 3 ROWS ONLY", 3),
+    ],
+)
+def test_the_outer_limit_on_postgres_s_tree_is_the_same_rule(sql: str, limit: int) -> None:
+    vetted = policy.vet_sql(sql, max_rows=50)
+    assert vetted.limit == limit
+    assert vetted.sql.endswith(f"LIMIT {limit}")
+
+
+def test_a_deparser_failure_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Broken:
+        def __call__(self, node: Any) -> str:
+            raise KeyError("deparser gap")
+
+    monkeypatch.setattr(policy, "RawStream", Broken)
+    assert _rule("VALUES (1) ORDER BY 1") == "unsupported-syntax"
+
+
+def test_recursion_in_the_deparser_becomes_too_deep(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Deep:
+        def __call__(self, node: Any) -> str:
+            raise RecursionError
+
+    monkeypatch.setattr(policy, "RawStream", Deep)
+    assert _rule("VALUES (1) ORDER BY 1") == "too-deep"
+
+
+def test_what_postgres_regenerates_gets_sqlglot_s_checks_when_sqlglot_can_read_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A deparser that slipped in a denied function: sqlglot's second opinion refuses it too (the
+    # PostgreSQL walk of the same text would as well; each layer holds alone).
+    class Sneaky:
+        def __call__(self, node: Any) -> str:
+            return "SELECT pg_sleep(1) LIMIT 51"
+
+    monkeypatch.setattr(policy, "RawStream", Sneaky)
+    monkeypatch.setattr(policy, "_check_postgres", _only_the_first_check(policy._check_postgres))
+    with pytest.raises(QueryViolationError) as caught:
+        policy.vet_sql("VALUES (1) ORDER BY 1", max_rows=50)
+    assert caught.value.metadata["rule"] == "denied-function"
+
+
+def _only_the_first_check(real: Any) -> Any:
+    def check(sql: str, *, executed: bool) -> Any:
+        if executed:
+            return real("VALUES (1) ORDER BY 1 LIMIT 51", executed=True)
+        return real(sql, executed=executed)
+
+    return check
+
+
+@pytest.mark.parametrize(
+    ("sql", "merged"),
+    [
+        ("SELECT 'a'\n'b'", "SELECT 'ab'\n"),
+        ("SELECT 'a' 'b'", "SELECT 'a' 'b'"),  # no newline: PostgreSQL refuses it too
+        ("SELECT 'it''s'\n  'x' AS s", "SELECT 'it''sx'\n AS s"),
+        ("SELECT E'a'\n'b'", "SELECT E'a'\n'b'"),  # left to PostgreSQL's tree
+        ("SELECT 1\nFROM t", "SELECT 1\nFROM t"),
+        ("SELECT 'a'", "SELECT 'a'"),
+    ],
+)
+def test_adjacent_plain_literals_are_joined_for_sqlglot(sql: str, merged: str) -> None:
+    assert policy._merge_string_continuations(sql) == merged

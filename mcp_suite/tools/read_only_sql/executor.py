@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn, TypeVar
 
 import psycopg
 from psycopg import pq
@@ -68,6 +68,7 @@ __all__ = [
     "Column",
     "DatabaseUnavailableError",
     "Executor",
+    "ExplainMode",
     "QueryResult",
     "problem_from_sqlstate",
 ]
@@ -115,6 +116,13 @@ _TYPE_INFO_SQL: Final = (
     " t.typdelim::text"
     " FROM pg_catalog.pg_type t LEFT JOIN pg_catalog.pg_type e ON e.oid = t.typelem"
 )
+
+# `explain_sql`: what replaces the FETCH (the statement is the vetted text, after the cursor's DECLARE).
+ExplainMode = Literal["plan", "analyze"]
+_EXPLAIN: Final[dict[str, bytes]] = {
+    "plan": b"EXPLAIN (FORMAT JSON) ",
+    "analyze": b"EXPLAIN (ANALYZE, FORMAT JSON) ",
+}
 
 _FATAL_ERROR: Final = pq.ExecStatus.FATAL_ERROR
 _PIPELINE_SYNC: Final = pq.ExecStatus.PIPELINE_SYNC
@@ -183,6 +191,13 @@ class CallCancelledError(Exception):
     """The call was cancelled before it reached the database (its result is discarded)."""
 
 
+# A denied or unknown table, column or schema: the next step is to look at what the role may read
+# (`sql_schema` is served with every SQL tool). 42P01 undefined_table (also for an unknown schema
+# in a table name), 42703 undefined_column.
+_SCHEMA_HINT: Final = " sql_schema lists the tables and columns this role may read."
+_UNKNOWN_NAME_STATES: Final = frozenset({"42P01", "42703"})
+
+
 def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemError | None:
     """The caller-facing problem for a database error, or None for a server/connection failure.
 
@@ -231,10 +246,13 @@ def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemErro
             metadata=meta,
         )
     if state == "42501":
-        return AccessDeniedError("The database role may not do this: " + message, metadata=meta)
+        return AccessDeniedError(
+            f"The database role may not do this: {message}.{_SCHEMA_HINT}", metadata=meta
+        )
     if state[:2] in {"21", "22", "42", "0A", "54"}:
+        hint = _SCHEMA_HINT if state in _UNKNOWN_NAME_STATES else ""
         return InvalidArgumentsError(
-            "The database rejected the query: " + message,
+            f"The database rejected the query: {message}{'.' if hint else ''}{hint}",
             invalid_params=("sql",),
             metadata=meta,
         )
@@ -357,29 +375,42 @@ class Executor:
     def definers(self) -> DefinerGuard:
         return self._definers
 
-    def run_vetted(self, query: VettedQuery, *, max_rows: int, ticket: CallTicket) -> QueryResult:
+    def run_vetted(
+        self,
+        query: VettedQuery,
+        *,
+        max_rows: int,
+        ticket: CallTicket,
+        explain: ExplainMode | None = None,
+    ) -> QueryResult:
         """Run a query the policy vetted, after refusing it (`QueryViolationError`) when it names a
         SECURITY DEFINER function (`definers.DefinerGuard`). Blocking; otherwise as `run`."""
         ticket.started = True
 
         def work(conn: psycopg.Connection[Any]) -> QueryResult:
             self._definers.check(conn, query.functions, query.operators)
-            return self._run_on(conn, query.sql, max_rows=max_rows, ticket=ticket)
+            return self._run_on(conn, query.sql, max_rows=max_rows, ticket=ticket, explain=explain)
 
         return self._with_connection(ticket, work)
 
-    def run(self, sql: str, *, max_rows: int, ticket: CallTicket) -> QueryResult:
-        """Run one query as it is (no policy, no definer check: `run_vetted` is the tool's path;
+    def run(
+        self, sql: str, *, max_rows: int, ticket: CallTicket, explain: ExplainMode | None = None
+    ) -> QueryResult:
+        """Run one query as it is (no policy, no definer check: `run_vetted` is the tools' path;
         layer tests call this one); blocking. Raises a ProblemError, DatabaseUnavailableError, or
         `CallCancelledError` when the ticket was cancelled before the query started.
 
+        With `explain` ("plan" or "analyze", for `explain_sql`) the same transaction declares the
+        cursor (so PostgreSQL still accepts only one SELECT/VALUES), then, in place of the FETCH,
+        runs `EXPLAIN (FORMAT JSON)` of the same text, or `EXPLAIN (ANALYZE, FORMAT JSON)`, which
+        executes it under the same timeout; the result is that one row.
         Cancellation: `ticket.cancel()` from another thread stops the query in PostgreSQL; the
         connection is rolled back and reset before it returns to the pool.
         Limits: at most `max_rows + 1` rows are fetched; the JSON size is capped.
         """
         ticket.started = True
         return self._with_connection(
-            ticket, lambda conn: self._run_on(conn, sql, max_rows=max_rows, ticket=ticket)
+            ticket, lambda conn: self._run_on(conn, sql, max_rows=max_rows, ticket=ticket, explain=explain)
         )
 
     def _with_connection(self, ticket: CallTicket, work: Callable[[psycopg.Connection[Any]], T]) -> T:
@@ -432,13 +463,21 @@ class Executor:
             conn.close()
 
     def _run_on(
-        self, conn: psycopg.Connection[Any], sql: str, *, max_rows: int, ticket: CallTicket
+        self,
+        conn: psycopg.Connection[Any],
+        sql: str,
+        *,
+        max_rows: int,
+        ticket: CallTicket,
+        explain: ExplainMode | None = None,
     ) -> QueryResult:
         if conn.info.transaction_status != _IDLE:  # never expected: the pool returns clean ones
             self._exchange(conn, b"ROLLBACK")
         if not ticket.attach(conn):
             raise CallCancelledError
         fetch = f'FETCH FORWARD {int(max_rows) + 1} FROM "{CURSOR_NAME}"'.encode()
+        if explain is not None:
+            fetch = _EXPLAIN[explain] + sql.encode()
         declare = f'DECLARE "{CURSOR_NAME}" NO SCROLL CURSOR FOR {sql}'.encode()
         commands = [b"BEGIN READ ONLY", b"RESET ALL", self._set_local, declare, fetch, b"ROLLBACK"]
         commands.extend(_RESET_STATEMENTS)
@@ -649,53 +688,24 @@ class Executor:
         with self._pool.connection(timeout=self._settings.sql_connect_timeout_s) as conn:
             self.load_type_names(conn)
 
-    # --- the schema view -----------------------------------------------------------------------
-    def read_schema(self, ticket: CallTicket, *, max_tables: int) -> dict[str, Any]:
-        """Tables and columns the role can see (information_schema), for the schema resource."""
+    # --- catalogue reads (sql_schema and the schema resource) ---------------------------------
+    def read_catalogue(self, work: Callable[[psycopg.Connection[Any]], T], *, ticket: CallTicket) -> T:
+        """Run `work(conn)`, fixed catalogue queries, inside a read-only transaction with the
+        call's statement timeout, always rolled back; blocking. Cancellation and failures as `run`.
+        """
         ticket.started = True
 
-        def work(conn: psycopg.Connection[Any]) -> dict[str, Any]:
+        def on_connection(conn: psycopg.Connection[Any]) -> T:
             if not ticket.attach(conn):
                 raise CallCancelledError
             try:
-                with conn.transaction():
+                with conn.transaction(force_rollback=True):
                     conn.execute(b"SET TRANSACTION READ ONLY")
                     conn.execute(self._set_local)
-                    (dbname,) = conn.execute("SELECT current_database()").fetchone() or ("",)
-                    tables = conn.execute(
-                        "SELECT table_schema, table_name, table_type FROM information_schema.tables"
-                        " WHERE table_schema NOT IN ('pg_catalog', 'information_schema')"
-                        " ORDER BY 1, 2 LIMIT %s",
-                        (max_tables + 1,),
-                    ).fetchall()
-                    columns = conn.execute(
-                        "SELECT table_schema, table_name, column_name, data_type, is_nullable"
-                        " FROM information_schema.columns"
-                        " WHERE table_schema NOT IN ('pg_catalog', 'information_schema')"
-                        " ORDER BY table_schema, table_name, ordinal_position"
-                    ).fetchall()
+                    return work(conn)
             except psycopg.Error as exc:
                 self._fail(conn, exc, ticket)
             finally:
                 ticket.detach()
-            by_table: dict[tuple[str, str], list[dict[str, Any]]] = {}
-            for schema, table, column, data_type, nullable in columns:
-                by_table.setdefault((schema, table), []).append(
-                    {"name": column, "type": data_type, "nullable": nullable == "YES"}
-                )
-            listed = [
-                {
-                    "schema": schema,
-                    "name": table,
-                    "kind": "view" if kind == "VIEW" else "table",
-                    "columns": by_table.get((schema, table), []),
-                }
-                for schema, table, kind in tables[:max_tables]
-            ]
-            return {
-                "database": dbname,
-                "tables": listed,
-                "truncated": len(tables) > max_tables,
-            }
 
-        return self._with_connection(ticket, work)
+        return self._with_connection(ticket, on_connection)

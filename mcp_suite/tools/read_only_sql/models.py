@@ -59,13 +59,18 @@ class ReadOnlySqlResult(StrictModel):
     truncated: Annotated[bool, Field(description="True when more rows existed than returned")]
 
 
-def make_args_model(max_rows_limit: int) -> type[ReadOnlySqlArgs]:
-    """`ReadOnlySqlArgs` whose `max_rows` maximum (and advertised schema) is `max_rows_limit`."""
+def make_args_model(
+    max_rows_limit: int,
+    base: type[ReadOnlySqlArgs] = ReadOnlySqlArgs,
+    doc: str = "Arguments of `read_only_sql`.",
+) -> type[ReadOnlySqlArgs]:
+    """`base` (`ReadOnlySqlArgs` or a subclass, such as `explain_sql`'s) whose `max_rows` maximum
+    (and advertised schema) is `max_rows_limit`."""
     default = min(DEFAULT_MAX_ROWS, max_rows_limit)
     model: type[ReadOnlySqlArgs] = create_model(
-        "ReadOnlySqlArgs",
-        __base__=ReadOnlySqlArgs,
-        __doc__="Arguments of `read_only_sql`.",
+        base.__name__,
+        __base__=base,
+        __doc__=doc,
         max_rows=(
             int,
             Field(

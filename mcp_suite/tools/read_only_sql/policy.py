@@ -3,15 +3,20 @@
 Owns: parsing with two parsers (sqlglot, postgres dialect, for the tree that is rewritten and
 regenerated; pglast — libpg_query, PostgreSQL's own grammar — as the second opinion on both the caller's
 text and the text that will run), the iterative whole-tree walks, the function denylist, the
-deterministic outer LIMIT, and a bounded LRU of verdicts. Pure: no I/O, no trio, no psycopg; it raises
+deterministic outer LIMIT, and a bounded LRU of verdicts. When sqlglot cannot read a text that
+PostgreSQL's grammar accepts and whose tree passes the walk, the text is rewritten and regenerated
+from PostgreSQL's tree instead (pglast's deparser); where the two parsers read a text differently,
+the query is refused. Pure: no I/O, no trio, no psycopg; it raises
 only `InvalidArgumentsError` and `QueryViolationError`. The policy is a filter, not the boundary: the
 read-only transaction and the least-privilege role are (SPEC §6.1 step 5, §9).
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
+import re
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Iterator
@@ -19,7 +24,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Final
 
+from pglast import ast as pg_ast
+from pglast import parse_sql as pg_parse_sql
 from pglast import parser as pg_parser
+from pglast.enums.nodes import LimitOption
+from pglast.stream import RawStream
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError
@@ -172,14 +181,24 @@ def vet_sql(sql: str, *, max_rows: int) -> VettedQuery:
         # PostgreSQL's grammar first: it is fast, cannot recurse in Python, and sees what sqlglot
         # misreads (U&"..." identifiers, LISTEN, DISCARD, trailing comments).
         original = _check_postgres(sql, executed=False)
-        tree = _parse_sqlglot(_without_comments(sql))
-        _check_sqlglot(tree)
-        tree, limit = _apply_limit(tree, cap)
-        executed = _generate(tree)
-        # The second check, on exactly the text that will run: both parsers again, the LIMIT proven
-        # on PostgreSQL's own reading, and nothing in it that the caller did not write.
-        _check_sqlglot(_parse_sqlglot(executed))
-        final = _check_postgres(executed, executed=True)
+        try:
+            tree = _parse_sqlglot(_merge_string_continuations(_without_comments(sql)))
+            _check_sqlglot(tree)
+            tree, limit = _apply_limit(tree, cap)
+            executed = _generate(tree)
+            # The second check, on exactly the text that will run: both parsers again, the LIMIT
+            # proven on PostgreSQL's own reading, and nothing in it that the caller did not write.
+            _check_sqlglot(_parse_sqlglot(executed))
+            final = _check_postgres(executed, executed=True)
+        except _UnreadableError:
+            # PostgreSQL's grammar reads the caller's text and its tree passed the walk, but
+            # sqlglot cannot read it, or cannot write back what it read. That alone is no reason
+            # to refuse: PostgreSQL's own tree is rewritten and regenerated, and that text gets
+            # the same second check (sqlglot's too, when it can read it).
+            executed, limit = _regenerate_from_postgres(sql, cap)
+            with contextlib.suppress(_UnreadableError):
+                _check_sqlglot(_parse_sqlglot(executed))
+            final = _check_postgres(executed, executed=True)
         _check_postgres_limit(final.root, limit, cap)
         _check_agreement(original, final, limit)
     except RecursionError:
@@ -282,7 +301,7 @@ _PG_NODE_REASONS: Final = {
 }
 
 _PG_STATEMENT_FIX: Final = {
-    "ExplainStmt": "EXPLAIN is not available; send the SELECT itself",
+    "ExplainStmt": "EXPLAIN is not run as a query; send the SELECT itself to explain_sql",
     "TransactionStmt": "transaction control is not needed (every call is one read-only "
     "transaction); send only the SELECT",
     "VariableSetStmt": "SET / RESET are not allowed; settings are fixed by the server",
@@ -332,7 +351,7 @@ def _check_postgres(sql: str, *, executed: bool) -> _PgFacts:
         if "memory exhausted" in message or "stack depth" in message:
             raise _too_deep() from None
         if executed:
-            raise _unsupported("") from None
+            raise _UnreadableError(_unsupported("")) from None
         raise _invalid(
             f"PostgreSQL cannot parse the query: {echo(message, 160)}. Fix the syntax; "
             f"{_FIX_ONE_SELECT[0].lower()}{_FIX_ONE_SELECT[1:]}.",
@@ -543,7 +562,7 @@ def _parse_sqlglot(sql: str) -> exp.Expr:
     try:
         statements = _DIALECT.parser().parse(tokens, sql)
     except ParseError as error:
-        raise _unsupported(_parse_error_place(error)) from None
+        raise _UnreadableError(_unsupported(_parse_error_place(error))) from None
     except RecursionError:
         raise
     except Exception:  # noqa: BLE001  # a parser bug on caller text refuses (fail closed)
@@ -557,6 +576,14 @@ def _parse_sqlglot(sql: str) -> exp.Expr:
             "multiple-statements",
         )
     return real[0]
+
+
+class _UnreadableError(InvalidArgumentsError):
+    """sqlglot's parser cannot read the text (an `unsupported-syntax` refusal, unless PostgreSQL's
+    own tree can stand in for sqlglot's)."""
+
+    def __init__(self, problem: InvalidArgumentsError) -> None:
+        super().__init__(problem.detail, invalid_params=problem.invalid_params, metadata=problem.metadata)
 
 
 def _unsupported(place: str) -> InvalidArgumentsError:
@@ -789,6 +816,69 @@ def _apply_limit(tree: exp.Expr, cap: int) -> tuple[exp.Expr, int]:
     return wrapped, limit
 
 
+def _regenerate_from_postgres(sql: str, cap: int) -> tuple[str, int]:
+    """The caller's text as PostgreSQL parses it, with `LIMIT min(literal, cap)` on the root
+    SelectStmt (a SELECT, a set operation or VALUES: PostgreSQL puts the outer LIMIT there for
+    all three), regenerated by pglast's deparser (comments dropped). `_check_postgres` has
+    already accepted `sql`; the text returned is checked again like any other.
+    """
+    (raw,) = pg_parse_sql(sql)
+    root: Any = raw.stmt  # a SelectStmt: `_check_postgres` has seen the root
+    literal = _pg_literal_limit(root)
+    limit = cap if literal is None else min(literal, cap)
+    root.limitCount = pg_ast.A_Const(isnull=False, val=pg_ast.Integer(ival=limit))
+    root.limitOption = LimitOption.LIMIT_OPTION_COUNT
+    try:
+        text: str = RawStream()(raw)
+    except RecursionError:
+        raise
+    except Exception:  # noqa: BLE001  # a deparser gap on caller text refuses (fail closed)
+        raise _unsupported("") from None
+    return text, limit
+
+
+def _pg_literal_limit(select: Any) -> int | None:
+    """The caller's outer LIMIT in PostgreSQL's tree when it is a plain non-negative integer, else
+    None (no limit, LIMIT ALL / NULL, an expression, a string, WITH TIES)."""
+    count = select.limitCount
+    if select.limitOption != LimitOption.LIMIT_OPTION_COUNT or not isinstance(count, pg_ast.A_Const):
+        return None
+    value = count.val
+    number = value.ival if isinstance(value, pg_ast.Integer) and not count.isnull else None
+    if not isinstance(number, int) or number < 0:
+        return None
+    return number
+
+
+# One plain string literal in PostgreSQL's syntax (standard_conforming_strings is on: `''` is the
+# only escape).
+_PLAIN_STRING: Final = re.compile(r"'(?:[^']|'')*'")
+
+
+def _merge_string_continuations(sql: str) -> str:
+    """`'foo'<newline>'bar'` as the one literal `'foobar'` that PostgreSQL reads it as.
+
+    PostgreSQL's lexer joins string literals separated only by whitespace that holds a newline;
+    sqlglot would read the second as an alias of the first. Only plain literals are joined here
+    (sqlglot cannot read an E'', U&'' or B'' continuation at all, so PostgreSQL's tree stands in for
+    those). Newlines are kept after the literal, so sqlglot's error positions keep their lines.
+    """
+    if "\n" not in sql or "'" not in sql:
+        return sql
+    pieces: list[str] = []
+    done = 0
+    for token in pg_parser.scan(sql):
+        text = sql[token.start : token.end + 1]
+        if token.name != "SCONST" or not text.startswith("'") or "\n" not in text:
+            continue
+        chunks = _PLAIN_STRING.findall(text)
+        pieces.append(sql[done : token.start])
+        pieces.append("'" + "".join(chunk[1:-1] for chunk in chunks) + "'" + "\n" * text.count("\n"))
+        done = token.end + 1
+    pieces.append(sql[done:])
+    return "".join(pieces)
+
+
 def _generate(tree: exp.Expr) -> str:
     try:
         # copy=False: the tree is ours and never used again (the copy costs a third of the time).
@@ -796,8 +886,9 @@ def _generate(tree: exp.Expr) -> str:
     except RecursionError:
         raise
     except Exception:  # noqa: BLE001  # a generator failure on caller text refuses (fail closed)
-        raise _invalid(
+        problem = _invalid(
             f"The query uses syntax the validator cannot reproduce safely. {_FIX_ONE_SELECT} "
             "in plain PostgreSQL syntax.",
             "unsupported-syntax",
-        ) from None
+        )
+        raise _UnreadableError(problem) from None

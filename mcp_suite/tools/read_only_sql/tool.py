@@ -1,11 +1,13 @@
 """`read_only_sql`: thin async glue (SPEC §6.1). args → policy → executor in a worker thread → result.
 
 `open_read_only_sql(settings)` audits the role (refusing to start, exit 78, when it could do more than
-read) and yields the tool plus the `postgres://<db>/schema` resource; the executor, its pool and the
-policy are built by the warm-up after the handshake (or the first call), and the pool is closed on
-exit. A cancelled or timed-out call cancels its query inside PostgreSQL and waits (shielded,
-bounded) for the connection to come back clean before `trio.Cancelled` propagates. Database worker
-threads are limited to the pool size.
+read) and yields the tool, `sql_schema` (`tools/sql_schema/`) and `explain_sql` (`tools/explain_sql/`,
+through this tool's own policy call and execution path, `_vet_and_run`), all on the same executor
+and threads, and the `postgres://<db>/schema` resource (served by `sql_schema`'s code). The
+executor, its pool and the policy are built by the warm-up after the handshake (or the first call),
+and the pool is closed on exit. A cancelled or timed-out call cancels its query inside PostgreSQL
+and waits (shielded, bounded) for the connection to come back clean before `trio.Cancelled`
+propagates. Database worker threads are limited to the pool size.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import psycopg
 import trio
 
+import mcp_suite.tools.explain_sql.tool as explain_tool
 from mcp_suite.problems import ProblemError
 from mcp_suite.runtime.audit import audit_statement
 from mcp_suite.settings import Settings
@@ -43,11 +46,14 @@ from mcp_suite.tools.read_only_sql.audit import (
 from mcp_suite.tools.read_only_sql.availability import Availability
 from mcp_suite.tools.read_only_sql.naming import schema_uri
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
+from mcp_suite.tools.sql_schema import tool as schema_tool
 
 if TYPE_CHECKING:
-    from mcp_suite.tools.read_only_sql.executor import Executor, QueryResult
+    from mcp_suite.tools.explain_sql.models import ExplainSqlArgs, ExplainSqlResult
+    from mcp_suite.tools.read_only_sql.executor import Executor, ExplainMode, QueryResult
     from mcp_suite.tools.read_only_sql.models import ReadOnlySqlArgs, ReadOnlySqlResult
     from mcp_suite.tools.read_only_sql.policy import QueryPolicy
+    from mcp_suite.tools.sql_schema.models import SqlSchemaArgs, SqlSchemaResult
 
 __all__ = ["open_read_only_sql", "run_in_db_thread"]
 
@@ -57,12 +63,15 @@ T = TypeVar("T")
 
 TOOL_NAME = "read_only_sql"
 
+GUIDANCE = (
+    "PostgreSQL: sql_schema shows the tables and columns the role may read, then read_only_sql "
+    "runs one query at a time; explain_sql shows a query's plan."
+)
 DESCRIPTION = (
     "Run ONE read-only SQL query (SELECT, VALUES, UNION/INTERSECT/EXCEPT; PostgreSQL dialect) and "
-    "get its columns and rows as JSON. Writes, DDL, several statements, bind parameters and "
-    "functions with side effects are refused. At most `max_rows` rows are returned (`truncated` "
-    "says when more existed); results are capped in size and time. Read the `{uri}` resource "
-    "for the tables and columns you may query."
+    "get its columns and rows as JSON. Find tables and columns with sql_schema first. Writes, "
+    "DDL, several statements, bind parameters and functions with side effects are refused. At "
+    "most `max_rows` rows are returned (`truncated` says more existed); size and time are capped."
 )
 
 
@@ -166,6 +175,22 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
         columns = [(c.name, c.type) for c in result.columns]
         return result_from_rows(columns, result.rows, truncated=result.truncated)
 
+    async def explain(args: ExplainSqlArgs) -> ExplainSqlResult:
+        # read_only_sql's own path: the same policy verdict and rewrite, the same execution.
+        result = await run_in_db_thread(
+            functools.partial(
+                _vet_and_run,
+                database,
+                policy,
+                args.sql,
+                args.max_rows,
+                explain="analyze" if args.analyze else "plan",
+            ),
+            limiter=db_limiter(),
+            cancel_grace_s=grace,
+        )
+        return explain_tool.result_of(result, analyze=args.analyze)
+
     def models() -> tuple[type[ReadOnlySqlArgs], type[ReadOnlySqlResult]]:
         from mcp_suite.tools.read_only_sql.models import ReadOnlySqlResult, make_args_model
 
@@ -173,32 +198,63 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
 
     async def read_schema() -> str:
         schema = await run_in_db_thread(
-            functools.partial(_read_schema, database, max_tables=settings.sql_schema_max_tables),
+            functools.partial(
+                _read_schema,
+                database,
+                max_objects=settings.sql_schema_max_tables,
+                max_bytes=settings.sql_max_result_bytes,
+            ),
             limiter=db_limiter(),
             cancel_grace_s=grace,
         )
         return json.dumps(schema, ensure_ascii=True, separators=(",", ":"))
 
+    async def describe(args: SqlSchemaArgs) -> SqlSchemaResult:
+        return await run_in_db_thread(
+            functools.partial(_describe, database, args, max_bytes=settings.sql_max_result_bytes),
+            limiter=db_limiter(),
+            cancel_grace_s=grace,
+        )
+
     uri = schema_uri(dsn)
     tool = ToolSpec(
         name=TOOL_NAME,
         title="Read-only SQL",
-        description=DESCRIPTION.format(uri=uri),
+        description=DESCRIPTION,
         models=models,
         call=call,
+    )
+    schema_spec = ToolSpec(
+        name=schema_tool.TOOL_NAME,
+        title=schema_tool.TITLE,
+        description=schema_tool.DESCRIPTION,
+        models=schema_tool.models,
+        call=describe,
+    )
+    explain_spec = ToolSpec(
+        name=explain_tool.TOOL_NAME,
+        title=explain_tool.TITLE,
+        description=explain_tool.DESCRIPTION,
+        models=functools.partial(explain_tool.models, settings.sql_max_rows),
+        call=explain,
     )
     resource = ResourceSpec(
         uri=uri,
         name="schema",
         title="Database schema",
-        description="The tables and columns the read_only_sql role can query (JSON).",
+        description="The tables and columns the read_only_sql role can query (JSON, as sql_schema).",
         mime_type="application/json",
         read=read_schema,
     )
     try:
         # The pool connects in the background while the policy's parsers load; then the type names.
         warm_up = (database.get, policy.get, database.preload_type_names)
-        yield Toolset(tools=(tool,), resources=(resource,), warm_up=warm_up)
+        yield Toolset(
+            tools=(schema_spec, tool, explain_spec),
+            resources=(resource,),
+            warm_up=warm_up,
+            guidance=GUIDANCE,
+        )
     finally:
         database.close()
 
@@ -273,14 +329,28 @@ def _build_policy(cache_size: int) -> QueryPolicy:
 
 
 def _vet_and_run(
-    database: LazyExecutor, policy: BuildOnce[QueryPolicy], sql: str, max_rows: int, ticket: CallTicket
+    database: LazyExecutor,
+    policy: BuildOnce[QueryPolicy],
+    sql: str,
+    max_rows: int,
+    ticket: CallTicket,
+    *,
+    explain: ExplainMode | None = None,
 ) -> QueryResult:
     vetted = policy.get().vet(sql, max_rows=max_rows)
-    return database.get().run_vetted(vetted, max_rows=max_rows, ticket=ticket)
+    return database.get().run_vetted(vetted, max_rows=max_rows, ticket=ticket, explain=explain)
 
 
-def _read_schema(database: LazyExecutor, ticket: CallTicket, *, max_tables: int) -> dict[str, Any]:
-    return database.get().read_schema(ticket, max_tables=max_tables)
+def _read_schema(
+    database: LazyExecutor, ticket: CallTicket, *, max_objects: int, max_bytes: int
+) -> dict[str, Any]:
+    return schema_tool.read_dict(database.get(), ticket, max_objects=max_objects, max_bytes=max_bytes)
+
+
+def _describe(
+    database: LazyExecutor, args: SqlSchemaArgs, ticket: CallTicket, *, max_bytes: int
+) -> SqlSchemaResult:
+    return schema_tool.read_sync(database.get(), args, ticket, max_bytes=max_bytes)
 
 
 def _audit_at_start(dsn: str, settings: Settings, availability: Availability) -> bool:

@@ -1,4 +1,6 @@
-"""The directory-fd walk: the ONLY module in mcp-suite that opens a path a caller chose (SPEC §6.2).
+"""The directory-fd walk: the ONLY module in mcp-suite that opens a path a caller chose.
+
+It serves both `sandbox_fs_read` (`read_file`) and `sandbox_fs_list` (`list_directory`).
 
 Three steps, each assuming the one before it failed:
 1. `resolve`: canonical containment. The caller's components are resolved against the root the way
@@ -8,6 +10,9 @@ Three steps, each assuming the one before it failed:
 2. `_open_leaf`: the canonical components are opened again one at a time with `openat` relative to
    a directory fd, `O_NOFOLLOW` on every one, so a directory swapped for a link after step 1 fails.
 3. `fstat` on the open descriptor: regular files only; at most `max_bytes + 1` bytes are read.
+A listing opens the directory the same way (steps 1 and 2, `O_DIRECTORY` at the leaf) and goes
+down into subdirectories only by name, relative to the open parent, `O_NOFOLLOW` again: a link is
+listed as a link and never followed.
 Blocking: call from a worker thread. Every descriptor it opens is closed before it returns.
 """
 
@@ -20,11 +25,25 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 
-from mcp_suite.tools.sandbox_fs_read.policy import MAX_SYMLINK_HOPS, Refusal, RefusedError
+from mcp_suite.tools.sandbox_fs_read.policy import (
+    MAX_SYMLINK_HOPS,
+    Refusal,
+    RefusedError,
+    has_lone_surrogate,
+)
 
-__all__ = ["FileRead", "RootDir", "open_root", "read_file", "resolve"]
+__all__ = [
+    "DirEntry",
+    "FileRead",
+    "Listing",
+    "RootDir",
+    "list_directory",
+    "open_root",
+    "read_file",
+    "resolve",
+]
 
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOCTTY: a terminal never becomes ours.
@@ -66,6 +85,22 @@ class FileRead:
     size: int  # st_size of the open descriptor
     data: bytes  # at most max_bytes
     truncated: bool  # the file holds more than max_bytes
+
+
+EntryKind = Literal["file", "directory", "symlink", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class DirEntry:
+    name: str  # relative to the listed directory, '/' between components
+    kind: EntryKind
+    size: int | None  # st_size of a regular file; None for anything else
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    entries: tuple[DirEntry, ...]
+    truncated: bool  # more entries existed than were returned (or a directory could not be opened)
 
 
 @contextlib.contextmanager
@@ -169,8 +204,12 @@ def resolve(root: RootDir, parts: tuple[str, ...]) -> tuple[tuple[str, ...], int
     return tuple(pos[base:]), modes[-1]
 
 
-def _open_leaf(root: RootDir, canonical: tuple[str, ...]) -> int:
-    """Step 2: openat one component at a time, O_NOFOLLOW on each; return the leaf's fd."""
+def _open_leaf(root: RootDir, canonical: tuple[str, ...], flags: int = _LEAF_FLAGS) -> int:
+    """Step 2: openat one component at a time, O_NOFOLLOW on each; return the leaf's fd.
+
+    With no components (the root itself), a new descriptor of the root directory."""
+    if not canonical:
+        return os.open(".", _DIR_FLAGS, dir_fd=root.fd)
     current = root.fd
     try:
         for name in canonical[:-1]:
@@ -178,7 +217,7 @@ def _open_leaf(root: RootDir, canonical: tuple[str, ...]) -> int:
             if current != root.fd:
                 os.close(current)
             current = child
-        return os.open(canonical[-1], _LEAF_FLAGS, dir_fd=current)
+        return os.open(canonical[-1], flags, dir_fd=current)
     finally:
         if current != root.fd:
             os.close(current)
@@ -231,3 +270,129 @@ def read_file(root: RootDir, parts: tuple[str, ...], max_bytes: int, *, allow_ha
         os.close(fd)
     truncated = len(data) > max_bytes
     return FileRead(size=info.st_size, data=data[:max_bytes], truncated=truncated)
+
+
+def _kind(mode: int) -> EntryKind:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    return "other"
+
+
+def _open_below(top: int, relative: tuple[str, ...]) -> int | None:
+    """A subdirectory of the open directory `top`, opened name by name with O_NOFOLLOW; None when
+    one of the names is no longer a directory (it was removed, or swapped for a link)."""
+    current = top
+    try:
+        for name in relative:
+            try:
+                child = os.open(name, _DIR_FLAGS, dir_fd=current)
+            except OSError as exc:
+                if exc.errno in _REFUSED_ON_OPEN:
+                    return None
+                raise
+            if current != top:
+                os.close(current)
+            current = child
+        result, current = current, top
+        return result
+    finally:
+        if current != top:
+            os.close(current)
+
+
+def list_directory(
+    root: RootDir,
+    parts: tuple[str, ...],
+    *,
+    max_entries: int,
+    depth: int,
+    allow_hard_links: bool,
+) -> Listing:
+    """The entries of the directory `parts` names below `root`, `depth` levels down (1: only its
+    own entries), breadth first, each directory's names in sorted order.
+
+    Symbolic links are listed as links (never followed, no target shown); sizes are given for
+    regular files only, and not for a file with more than one hard link unless those are allowed
+    (it may be the same file as one outside the root). Names that are not valid UTF-8 are left out.
+    Raises `RefusedError` as `read_file` does, and NOT_DIRECTORY when `parts` is not a directory.
+    Limits: at most `max_entries + 1` names are looked at in all (the extra one only says
+    `truncated`), and at most `depth` levels; a directory that vanishes meanwhile is skipped.
+    Security: a subdirectory is entered only through its name in the open parent, `O_NOFOLLOW`, so
+    the listing never leaves the root, even when the tree changes under it.
+    """
+    try:
+        canonical, mode = resolve(root, parts)
+    except RefusedError as exc:
+        if exc.refusal is not Refusal.ROOT_ITSELF:
+            raise
+        canonical, mode = (), stat.S_IFDIR
+    if not stat.S_ISDIR(mode):
+        raise RefusedError(Refusal.NOT_DIRECTORY)
+    try:
+        top = _open_leaf(root, canonical, _DIR_FLAGS)
+    except OSError as exc:
+        refusal = _REFUSED_ON_OPEN.get(exc.errno or 0)
+        if refusal is None:
+            raise
+        raise RefusedError(refusal) from None
+    entries: list[DirEntry] = []
+    truncated = False
+    try:
+        pending: list[tuple[str, ...]] = [()]  # directories still to list, relative to `top`
+        for level in range(depth):
+            below: list[tuple[str, ...]] = []
+            for relative in pending:
+                fd = top if not relative else _open_below(top, relative)
+                if fd is None:
+                    continue
+                try:
+                    room = max_entries + 1 - len(entries)
+                    found, more = _scan(fd, room, allow_hard_links=allow_hard_links)
+                finally:
+                    if fd != top:
+                        os.close(fd)
+                truncated = truncated or more
+                for name, kind, size in found:
+                    entries.append(DirEntry("/".join((*relative, name)), kind, size))
+                    if kind == "directory" and level + 1 < depth:
+                        below.append((*relative, name))
+                if len(entries) > max_entries:
+                    return Listing(tuple(entries[:max_entries]), truncated=True)
+            pending = below
+    finally:
+        os.close(top)
+    return Listing(tuple(entries), truncated=truncated)
+
+
+def _scan(
+    fd: int, room: int, *, allow_hard_links: bool
+) -> tuple[list[tuple[str, EntryKind, int | None]], bool]:
+    """At most `room` entries of the open directory `fd`, sorted by name, and whether it holds more.
+
+    `os.scandir` on a descriptor works on a duplicate of it and stats relative to it (fstatat,
+    no symlink followed)."""
+    found: list[tuple[str, EntryKind, int | None]] = []
+    more = False
+    with os.scandir(fd) as scan:
+        for entry in scan:
+            name = entry.name
+            if has_lone_surrogate(name):
+                continue  # not UTF-8 (surrogateescape): no caller could name it, nor read it
+            if len(found) >= room:
+                more = True
+                break
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue  # removed while we listed
+            kind = _kind(info.st_mode)
+            size = None
+            if kind == "file" and (allow_hard_links or info.st_nlink <= 1):
+                size = info.st_size
+            found.append((name, kind, size))
+    found.sort(key=lambda item: item[0].encode("utf-8"))
+    return found, more

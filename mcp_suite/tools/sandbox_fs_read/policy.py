@@ -29,7 +29,9 @@ __all__ = [
     "cut_to_whole_character",
     "decode_text",
     "display_path",
+    "has_lone_surrogate",
     "split_caller_path",
+    "split_directory_path",
 ]
 
 PATH_PARAM: Final = "relative_path"
@@ -48,20 +50,27 @@ class Refusal(enum.Enum):
     BAD_UNICODE = (InvalidArgumentsError, "is not valid Unicode (lone surrogate)")
     TRAILING_SLASH = (
         AccessDeniedError,
-        "ends in '/', which names a directory; only files can be read",
+        "ends in '/', which names a directory; list it with sandbox_fs_list",
     )
-    ROOT_ITSELF = (AccessDeniedError, "names the sandbox root directory; only files can be read")
+    ROOT_ITSELF = (
+        AccessDeniedError,
+        "names the sandbox root directory; list it with sandbox_fs_list",
+    )
     OUTSIDE_ROOT = (AccessDeniedError, "resolves outside the sandbox root")
     SYMLINK_LOOP = (AccessDeniedError, "follows too many symbolic links (a loop or a long chain)")
     CHANGED = (AccessDeniedError, "changed while it was being opened (a component became a link)")
-    DIRECTORY = (AccessDeniedError, "is a directory; only regular files can be read")
+    DIRECTORY = (AccessDeniedError, "is a directory; list it with sandbox_fs_list")
+    NOT_DIRECTORY = (AccessDeniedError, "is not a directory; read a file with sandbox_fs_read")
     NOT_REGULAR = (AccessDeniedError, "is not a regular file (a FIFO, socket or device)")
     NO_PERMISSION = (AccessDeniedError, "cannot be read by the server (permission denied)")
     HARD_LINK = (
         AccessDeniedError,
         "is a file with more than one hard link; such files are refused by configuration",
     )
-    MISSING = (NotFoundError, "does not exist inside the sandbox root")
+    MISSING = (
+        NotFoundError,
+        "does not exist inside the sandbox root; sandbox_fs_list shows what does",
+    )
     NOT_UTF8 = (UnsupportedContentError, "is not UTF-8 text")
 
     @property
@@ -120,20 +129,41 @@ def split_caller_path(raw: str) -> tuple[str, ...]:
     Security: the result may still contain `'..'`; containment is decided by the resolver, which
     follows links and never lets the caller climb above the root.
     """
+    _check_spelling(raw)
+    if raw.endswith("/"):
+        raise RefusedError(Refusal.TRAILING_SLASH)
+    parts = _components(raw)
+    if not parts:
+        raise RefusedError(Refusal.ROOT_ITSELF)
+    return parts
+
+
+def split_directory_path(raw: str) -> tuple[str, ...]:
+    """A directory's path as components, like `split_caller_path`, except that a trailing `/` is
+    allowed and `''`, `'.'` or `'./'` name the root itself (the empty tuple)."""
+    _check_spelling(raw)
+    return _components(raw)
+
+
+def _check_spelling(raw: str) -> None:
     if "\x00" in raw:
         raise RefusedError(Refusal.NUL_BYTE)
     if raw.startswith("/"):
         raise RefusedError(Refusal.ABSOLUTE)
     if "\\" in raw:
         raise RefusedError(Refusal.BACKSLASH)
-    if not raw.isascii() and _LONE_SURROGATE.search(raw):
+    if has_lone_surrogate(raw):
         raise RefusedError(Refusal.BAD_UNICODE)
-    if raw.endswith("/"):
-        raise RefusedError(Refusal.TRAILING_SLASH)
-    parts = tuple(part for part in raw.split("/") if part not in ("", "."))
-    if not parts:
-        raise RefusedError(Refusal.ROOT_ITSELF)
-    return parts
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """True for text that is not valid Unicode: a file name that is not UTF-8 reads back from the
+    OS this way (surrogateescape)."""
+    return not text.isascii() and _LONE_SURROGATE.search(text) is not None
+
+
+def _components(raw: str) -> tuple[str, ...]:
+    return tuple(part for part in raw.split("/") if part not in ("", "."))
 
 
 def display_path(raw: str) -> str:

@@ -1,6 +1,7 @@
 """`sandbox_fs_read`: thin async glue — args -> path policy -> fd walk in a worker thread -> text.
 
-Owns the root directory fd, held open while the tool serves; the argument and result models live in
+Owns the root directory fd, held open while the tool serves, and serves `sandbox_fs_list` (the
+folder's other tool, `tools/sandbox_fs_list/`) from it; the argument and result models live in
 `models.py` and load on first use. Every file access goes through `fdwalk`; every refusal becomes a
 problem from `policy.Refusal`, whose detail never holds an absolute host path (SPEC §6.2).
 """
@@ -12,6 +13,7 @@ import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final
 
+import mcp_suite.tools.sandbox_fs_list.tool as fs_list
 from mcp_suite.runtime.threads import BatchedThreads
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import StartupRefusedError, Toolset, ToolSpec
@@ -24,6 +26,7 @@ from mcp_suite.tools.sandbox_fs_read.policy import (
 )
 
 if TYPE_CHECKING:
+    from mcp_suite.tools.sandbox_fs_list.models import SandboxFsListArgs, SandboxFsListResult
     from mcp_suite.tools.sandbox_fs_read.models import SandboxFsReadArgs, SandboxFsReadResult
 
 __all__ = ["TOOL_NAME", "open_sandbox_fs_read", "read_sync"]
@@ -35,12 +38,16 @@ READ_THREADS: Final = 2
 READ_BATCH: Final = 8
 READ_STALL_S: Final = 0.1
 
+GUIDANCE: Final = (
+    "Files below one sandbox folder: sandbox_fs_list shows what is there, then sandbox_fs_read "
+    "reads one text file."
+)
 DESCRIPTION: Final = (
-    "Read one UTF-8 text file below the server's sandbox folder. `relative_path` is relative to "
-    "that folder, with '/' between components (for example 'README.md' or 'data/cities.csv'). "
-    "Symbolic links are followed only while they stay inside the folder; anything that leads "
-    "outside it, a directory, a FIFO, a socket or a device is refused. At most `max_bytes` bytes "
-    "are returned (cut at a whole character); `truncated` says the file holds more."
+    "Read one UTF-8 text file below the server's sandbox folder (find it with sandbox_fs_list "
+    "first). `relative_path` is relative to that folder, '/' between components (e.g. "
+    "'data/cities.csv'). Links are followed only while they stay inside; anything outside, a "
+    "directory or a special file is refused. At most `max_bytes` bytes are returned; `truncated` "
+    "says the file holds more."
 )
 
 
@@ -98,17 +105,39 @@ def open_sandbox_fs_read(settings: Settings) -> Iterator[Toolset | None]:
                 read, threads=READ_THREADS, max_batch=READ_BATCH, stall_s=READ_STALL_S, name="fs-read"
             )
         )
-        yield _toolset(settings, reader)
+
+        def list_dir(args: SandboxFsListArgs) -> SandboxFsListResult:
+            return fs_list.list_sync(root, args, allow_hard_links=allow_hard_links)
+
+        # Listings have their own threads: a large directory does not hold up the reads.
+        lister = stack.enter_context(
+            BatchedThreads(
+                list_dir, threads=READ_THREADS, max_batch=READ_BATCH, stall_s=READ_STALL_S, name="fs-list"
+            )
+        )
+        yield _toolset(settings, reader, lister)
 
 
-def _toolset(settings: Settings, reader: BatchedThreads[SandboxFsReadArgs, SandboxFsReadResult]) -> Toolset:
+def _toolset(
+    settings: Settings,
+    reader: BatchedThreads[SandboxFsReadArgs, SandboxFsReadResult],
+    lister: BatchedThreads[SandboxFsListArgs, SandboxFsListResult],
+) -> Toolset:
     def models() -> tuple[type[SandboxFsReadArgs], type[SandboxFsReadResult]]:
         from mcp_suite.tools.sandbox_fs_read.models import args_model_for
 
         return args_model_for(settings), _result_model()
 
     return Toolset(
-        tools=(
+        guidance=GUIDANCE,
+        tools=(  # in the order of use: list, then read
+            ToolSpec(
+                name=fs_list.TOOL_NAME,
+                title=fs_list.TITLE,
+                description=fs_list.DESCRIPTION,
+                models=fs_list.models,
+                call=lister.run,  # the same bounds and cancellation as reads
+            ),
             ToolSpec(
                 name=TOOL_NAME,
                 title="Read a file from the sandbox folder",
@@ -118,5 +147,5 @@ def _toolset(settings: Settings, reader: BatchedThreads[SandboxFsReadArgs, Sandb
                 # is bounded: max_bytes, and no FIFO can block it), so nothing is left behind.
                 call=reader.run,
             ),
-        )
+        ),
     )

@@ -64,6 +64,7 @@ def open_system_metrics(settings: Settings) -> Iterator[Toolset | None]:
         return shape_sample(raw)
 
     yield Toolset(
+        guidance="system_metrics gives an aggregate snapshot of the host's CPU, memory and disk.",
         tools=(
             ToolSpec(
                 name="system_metrics",
@@ -72,5 +73,5 @@ def open_system_metrics(settings: Settings) -> Iterator[Toolset | None]:
                 models=_models,
                 call=call,
             ),
-        )
+        ),
     )

@@ -1,0 +1,50 @@
+"""The argument and result models of `explain_sql` (pydantic), loaded on first use.
+
+The arguments are `read_only_sql`'s (the same `sql` and `max_rows`, so the same rewrite) plus
+`analyze`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, cast
+
+from pydantic import Field
+
+from mcp_suite.tools.models import StrictModel
+from mcp_suite.tools.read_only_sql.models import ReadOnlySqlArgs, make_args_model
+
+__all__ = ["ExplainSqlArgs", "ExplainSqlResult", "make_explain_args_model"]
+
+
+class ExplainSqlArgs(ReadOnlySqlArgs):
+    """`read_only_sql`'s arguments plus `analyze`; `make_explain_args_model` binds `max_rows`."""
+
+    analyze: Annotated[
+        bool, Field(description="Run the query (EXPLAIN ANALYZE) for actual rows and time.")
+    ] = False
+
+
+def _absent(value: object) -> bool:
+    return value is None
+
+
+def _ms(description: str) -> Any:
+    return Field(default=None, exclude_if=_absent, description=description)
+
+
+class ExplainSqlResult(StrictModel):
+    """The plan PostgreSQL chose, and with analyze what running it took."""
+
+    plan: Annotated[dict[str, Any], Field(description="EXPLAIN (FORMAT JSON)'s top plan node")]
+    total_cost: float
+    estimated_rows: float
+    actual_rows: Annotated[float | None, _ms("analyze only")]
+    actual_time_ms: Annotated[float | None, _ms("analyze only")]
+    planning_time_ms: Annotated[float | None, _ms("analyze only")]
+    execution_time_ms: Annotated[float | None, _ms("analyze only")]
+
+
+def make_explain_args_model(max_rows_limit: int) -> type[ExplainSqlArgs]:
+    """`ExplainSqlArgs` whose `max_rows` maximum (and advertised schema) is `max_rows_limit`."""
+    model = make_args_model(max_rows_limit, ExplainSqlArgs, "Arguments of `explain_sql`.")
+    return cast("type[ExplainSqlArgs]", model)

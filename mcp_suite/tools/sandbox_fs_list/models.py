@@ -1,0 +1,50 @@
+"""The argument and result models of `sandbox_fs_list` (pydantic), loaded on first use."""
+
+from __future__ import annotations
+
+from typing import Annotated, Final, Literal
+
+from pydantic import Field
+
+from mcp_suite.tools.models import StrictModel
+from mcp_suite.tools.sandbox_fs_read.models import MAX_PATH_CHARS
+
+__all__ = ["MAX_DEPTH", "MAX_ENTRIES", "FsEntry", "SandboxFsListArgs", "SandboxFsListResult"]
+
+MAX_ENTRIES: Final = 1_000
+DEFAULT_MAX_ENTRIES: Final = 200
+MAX_DEPTH: Final = 8
+DEFAULT_DEPTH: Final = 3
+
+
+class SandboxFsListArgs(StrictModel):
+    """Which directory of the sandbox folder to list, and how much of it."""
+
+    relative_path: Annotated[
+        str,
+        Field(
+            max_length=MAX_PATH_CHARS,
+            description="Directory relative to the sandbox folder ('' or '.' for the folder itself).",
+        ),
+    ] = ""
+    max_entries: Annotated[int, Field(ge=1, le=MAX_ENTRIES, description="The most entries to return.")] = (
+        DEFAULT_MAX_ENTRIES
+    )
+    recursive: Annotated[bool, Field(description="Also list subdirectories, breadth first.")] = False
+    max_depth: Annotated[
+        int, Field(ge=1, le=MAX_DEPTH, description="With recursive: how many levels down to go.")
+    ] = DEFAULT_DEPTH
+
+
+class FsEntry(StrictModel):
+    name: Annotated[str, Field(description="Path relative to the listed directory.")]
+    kind: Literal["file", "directory", "symlink", "other"]
+    size: Annotated[int | None, Field(ge=0, description="Bytes, for files.")]
+
+
+class SandboxFsListResult(StrictModel):
+    """The entries of one directory of the sandbox folder."""
+
+    path: str = Field(description="The relative path as the caller gave it.")
+    entries: list[FsEntry]
+    truncated: bool = Field(description="True when more entries existed than were returned.")

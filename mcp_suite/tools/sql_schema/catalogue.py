@@ -1,0 +1,171 @@
+"""The catalogue reads of `sql_schema` (sync psycopg, worker threads only): fixed SQL text.
+
+Every query below is a constant; the caller's strings reach PostgreSQL only as bound parameters
+(`Lookup`), never as SQL text, so `%`, `_`, quotes and backslashes in them are data. Visibility is
+PostgreSQL's own: schemas with USAGE, objects with SELECT on the object or on one of its columns,
+columns with SELECT, constraints and indexes only when every column they use is selectable and,
+for a foreign key, when the referenced columns are too. The caller (`Executor.read_catalogue`)
+runs `read` inside a read-only transaction with the statement timeout.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import psycopg
+
+from mcp_suite.tools.read_only_sql.convert import json_size
+from mcp_suite.tools.sql_schema.policy import Lookup
+
+__all__ = ["KINDS", "read"]
+
+KINDS: Final = {
+    "r": "table",
+    "p": "partitioned table",
+    "v": "view",
+    "m": "materialized view",
+    "f": "foreign table",
+}
+
+_OBJECTS_SQL: Final = """
+SELECT c.oid::int8, n.nspname::text, c.relname::text, c.relkind::text,
+       pg_catalog.obj_description(c.oid, 'pg_class'),
+       CASE WHEN c.relkind IN ('r', 'm', 'f') AND c.reltuples >= 0 THEN c.reltuples::int8 END
+  FROM pg_catalog.pg_class c
+  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+ WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+   AND NOT c.relispartition
+   AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%%'
+   AND pg_catalog.has_schema_privilege(n.oid, 'USAGE')
+   AND pg_catalog.has_any_column_privilege(c.oid, 'SELECT')
+   AND (%(schema)s::text IS NULL OR n.nspname = %(schema)s::text)
+   AND (%(name_like)s::text IS NULL OR c.relname ILIKE %(name_like)s::text ESCAPE '\\')
+   AND (%(object_schema)s::text IS NULL
+        OR (n.nspname = %(object_schema)s::text AND c.relname = %(object_name)s::text))
+ ORDER BY n.nspname, c.relname
+ LIMIT %(limit)s
+"""
+
+_COLUMNS_SQL: Final = """
+SELECT a.attrelid::int8, a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod),
+       NOT a.attnotnull, pg_catalog.pg_get_expr(d.adbin, d.adrelid),
+       pg_catalog.col_description(a.attrelid, a.attnum)
+  FROM pg_catalog.pg_attribute a
+  LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+ WHERE a.attrelid = ANY(%(oids)s::oid[]) AND a.attnum > 0 AND NOT a.attisdropped
+   AND pg_catalog.has_column_privilege(a.attrelid, a.attnum, 'SELECT')
+ ORDER BY a.attrelid, a.attnum
+"""
+
+# Primary keys, unique constraints and foreign keys whose columns (and, for a foreign key, the
+# referenced object's schema and columns) the role may all read.
+_CONSTRAINTS_SQL: Final = """
+SELECT con.conrelid::int8, con.contype::text,
+       ARRAY(SELECT a.attname::text
+               FROM unnest(con.conkey) WITH ORDINALITY AS k(num, pos)
+               JOIN pg_catalog.pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.num
+              ORDER BY k.pos),
+       CASE WHEN con.contype = 'f'
+            THEN pg_catalog.quote_ident(fn.nspname) || '.' || pg_catalog.quote_ident(fc.relname) END,
+       ARRAY(SELECT a.attname::text
+               FROM unnest(con.confkey) WITH ORDINALITY AS k(num, pos)
+               JOIN pg_catalog.pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.num
+              ORDER BY k.pos)
+  FROM pg_catalog.pg_constraint con
+  LEFT JOIN pg_catalog.pg_class fc ON fc.oid = con.confrelid
+  LEFT JOIN pg_catalog.pg_namespace fn ON fn.oid = fc.relnamespace
+ WHERE con.conrelid = ANY(%(oids)s::oid[]) AND con.contype IN ('p', 'u', 'f')
+   AND NOT EXISTS (SELECT 1 FROM unnest(con.conkey) AS k(num)
+                    WHERE NOT pg_catalog.has_column_privilege(con.conrelid, k.num, 'SELECT'))
+   AND (con.contype <> 'f'
+        OR (pg_catalog.has_schema_privilege(fn.oid, 'USAGE')
+            AND NOT EXISTS (SELECT 1 FROM unnest(con.confkey) AS k(num)
+                             WHERE NOT pg_catalog.has_column_privilege(con.confrelid, k.num, 'SELECT'))))
+ ORDER BY con.conrelid, con.contype, con.conname
+"""
+
+# Indexes whose every column, in keys, expressions and predicates alike (pg_depend records each),
+# the role may read: a definition must not name a column the role cannot see.
+_INDEXES_SQL: Final = """
+SELECT i.indrelid::int8, ic.relname::text, i.indisunique, pg_catalog.pg_get_indexdef(i.indexrelid)
+  FROM pg_catalog.pg_index i
+  JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+ WHERE i.indrelid = ANY(%(oids)s::oid[])
+   AND NOT EXISTS (SELECT 1 FROM unnest(i.indkey::int2[]) AS k(num)
+                    WHERE k.num > 0 AND NOT pg_catalog.has_column_privilege(i.indrelid, k.num, 'SELECT'))
+   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend dep
+                    WHERE dep.classid = 'pg_catalog.pg_class'::regclass AND dep.objid = i.indexrelid
+                      AND dep.refclassid = 'pg_catalog.pg_class'::regclass
+                      AND dep.refobjid = i.indrelid AND dep.refobjsubid > 0
+                      AND NOT pg_catalog.has_column_privilege(i.indrelid, dep.refobjsubid::int2, 'SELECT'))
+ ORDER BY i.indrelid, ic.relname
+"""
+
+# Room kept for the envelope around the objects ({"database": ..., "objects": [], ...}).
+_ENVELOPE_BYTES: Final = 256
+
+
+def read(
+    conn: psycopg.Connection[Any], lookup: Lookup, *, detail: str, max_objects: int, max_bytes: int
+) -> dict[str, Any]:
+    """The `sql_schema` result as plain JSON values; blocking. Objects come in schema and name
+    order; `truncated` when more matched than `max_objects`, or than fit in `max_bytes` of JSON.
+
+    Limits: at most `max_objects + 1` objects are read; the answer never exceeds `max_bytes`.
+    """
+    (database,) = conn.execute("SELECT current_database()::text").fetchone() or ("",)
+    params = {
+        "schema": lookup.schema,
+        "name_like": lookup.name_like,
+        "object_schema": lookup.object_schema,
+        "object_name": lookup.object_name,
+        "limit": max_objects + 1,
+    }
+    rows = conn.execute(_OBJECTS_SQL, params).fetchall()
+    truncated = len(rows) > max_objects
+    objects: dict[int, dict[str, Any]] = {}
+    for oid, schema, name, kind, comment, estimate in rows[:max_objects]:
+        objects[oid] = {
+            "schema": schema,
+            "name": name,
+            "kind": KINDS[kind],
+            "comment": comment,
+            "estimated_rows": estimate,
+        }
+    if objects and detail != "names":
+        _add_details(conn, objects, full=detail == "full")
+    budget = max_bytes - _ENVELOPE_BYTES - json_size(database)
+    listed: list[dict[str, Any]] = []
+    for item in objects.values():
+        budget -= json_size(item) + 1
+        if budget < 0:
+            truncated = True
+            break
+        listed.append(item)
+    return {"database": database, "objects": listed, "truncated": truncated}
+
+
+def _add_details(conn: psycopg.Connection[Any], objects: dict[int, dict[str, Any]], *, full: bool) -> None:
+    oids = {"oids": list(objects)}
+    for item in objects.values():
+        item["columns"] = []
+        if full:
+            item.update(primary_key=[], unique=[], foreign_keys=[], indexes=[])  # [] = none
+    for oid, name, type_, nullable, default, comment in conn.execute(_COLUMNS_SQL, oids):
+        objects[oid]["columns"].append(
+            {"name": name, "type": type_, "nullable": nullable, "default": default, "comment": comment}
+        )
+    if not full:
+        return
+    for oid, kind, columns, references, referenced in conn.execute(_CONSTRAINTS_SQL, oids):
+        item = objects[oid]
+        if kind == "p":
+            item["primary_key"] = columns
+        elif kind == "u":
+            item["unique"].append(columns)
+        else:
+            item["foreign_keys"].append(
+                {"columns": columns, "references": references, "referenced_columns": referenced}
+            )
+    for oid, name, unique, definition in conn.execute(_INDEXES_SQL, oids):
+        objects[oid]["indexes"].append({"name": name, "unique": unique, "definition": definition})

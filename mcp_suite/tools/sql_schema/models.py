@@ -1,0 +1,108 @@
+"""The argument and result models of `sql_schema` (pydantic), loaded on first use."""
+
+from __future__ import annotations
+
+from typing import Annotated, Final, Literal
+
+from pydantic import ConfigDict, Field
+
+from mcp_suite.tools.models import StrictModel
+
+__all__ = [
+    "DEFAULT_MAX_OBJECTS",
+    "MAX_OBJECTS",
+    "ObjectKind",
+    "SqlForeignKey",
+    "SqlIndex",
+    "SqlObject",
+    "SqlObjectColumn",
+    "SqlSchemaArgs",
+    "SqlSchemaResult",
+]
+
+MAX_OBJECTS: Final = 500
+DEFAULT_MAX_OBJECTS: Final = 100
+# Longer than any PostgreSQL name (63 bytes) or "schema"."name" pair can be.
+_MAX_NAME_CHARS: Final = 300
+
+ObjectKind = Literal["table", "partitioned table", "view", "materialized view", "foreign table"]
+Detail = Literal["names", "columns", "full"]
+
+
+def _absent(value: object) -> bool:
+    return value is None
+
+
+class SqlSchemaArgs(StrictModel):
+    """Which tables and views to describe, and in how much detail. All filters are optional."""
+
+    schema_name: Annotated[
+        str | None,
+        Field(alias="schema", min_length=1, max_length=_MAX_NAME_CHARS, description="Exact schema name."),
+    ] = None
+    name_like: Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            max_length=_MAX_NAME_CHARS,
+            description="Case-insensitive name pattern: % any text, _ one character, \\ escapes.",
+        ),
+    ] = None
+    object: Annotated[
+        str | None,
+        Field(min_length=1, max_length=_MAX_NAME_CHARS, description="One object, as schema.name."),
+    ] = None
+    detail: Annotated[
+        Detail,
+        Field(description="names; columns; full = also keys, foreign keys and indexes."),
+    ] = "columns"
+    max_objects: Annotated[int, Field(ge=1, le=MAX_OBJECTS, description="The most objects to return.")] = (
+        DEFAULT_MAX_OBJECTS
+    )
+
+
+class SqlObjectColumn(StrictModel):
+    name: str
+    type: Annotated[str, Field(description="PostgreSQL type, e.g. integer, character varying(20)")]
+    nullable: bool
+    default: str | None
+    comment: str | None
+
+
+class SqlForeignKey(StrictModel):
+    columns: list[str]
+    references: Annotated[str, Field(description="schema.name of the referenced object")]
+    referenced_columns: list[str]
+
+
+class SqlIndex(StrictModel):
+    name: str
+    unique: bool
+    definition: str
+
+
+class SqlObject(StrictModel):
+    # `schema` would shadow a BaseModel method: the field has another name and is "schema" on the wire.
+    model_config = ConfigDict(serialize_by_alias=True)
+
+    schema_name: Annotated[str, Field(alias="schema")]
+    name: str
+    kind: ObjectKind
+    comment: str | None
+    estimated_rows: Annotated[int | None, Field(description="Planner estimate; null if unknown")]
+    # Present only at the detail that asks for them.
+    columns: Annotated[
+        list[SqlObjectColumn] | None, Field(exclude_if=_absent, description="Readable columns only")
+    ] = None
+    primary_key: Annotated[list[str] | None, Field(exclude_if=_absent)] = None
+    unique: Annotated[list[list[str]] | None, Field(exclude_if=_absent)] = None
+    foreign_keys: Annotated[list[SqlForeignKey] | None, Field(exclude_if=_absent)] = None
+    indexes: Annotated[list[SqlIndex] | None, Field(exclude_if=_absent)] = None
+
+
+class SqlSchemaResult(StrictModel):
+    """Tables and views the role may read, in schema and name order."""
+
+    database: str
+    objects: list[SqlObject]
+    truncated: bool = Field(description="True when more objects matched than were returned.")

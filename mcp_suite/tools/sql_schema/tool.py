@@ -1,0 +1,80 @@
+"""`sql_schema`: what the `read_only_sql` role may read — tables, views, columns, keys, indexes.
+
+Served by `read_only_sql`'s toolset (its executor, pool, database threads and cancellation): this
+module holds the tool's description and the sync work of one call, `read_sync`, which the schema
+resource uses too. The caller's strings go through `policy.lookup` and reach PostgreSQL only as
+bound parameters of the fixed queries in `catalogue`.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any, Final
+
+from mcp_suite.tools.sql_schema import catalogue
+from mcp_suite.tools.sql_schema.policy import lookup
+
+if TYPE_CHECKING:
+    from mcp_suite.tools.read_only_sql.executor import Executor
+    from mcp_suite.tools.read_only_sql.ticket import CallTicket
+    from mcp_suite.tools.sql_schema.models import SqlSchemaArgs, SqlSchemaResult
+
+__all__ = ["DESCRIPTION", "TITLE", "TOOL_NAME", "models", "read_dict", "read_sync"]
+
+TOOL_NAME: Final = "sql_schema"
+TITLE: Final = "Tables and columns the SQL role may read"
+DESCRIPTION: Final = (
+    "List the tables and views read_only_sql may query, in every schema the role can use, with "
+    "comments, estimated rows and readable columns (detail='full' adds keys, foreign keys and "
+    "indexes). Call it before writing SQL. Filter by `schema`, `name_like` (ILIKE pattern) or "
+    "`object` ('schema.name')."
+)
+
+
+def read_dict(
+    executor: Executor,
+    ticket: CallTicket,
+    *,
+    schema: str | None = None,
+    name_like: str | None = None,
+    obj: str | None = None,
+    detail: str = "columns",
+    max_objects: int,
+    max_bytes: int,
+) -> dict[str, Any]:
+    """The answer as JSON values (blocking): `{"database", "objects", "truncated"}`.
+
+    Raises `InvalidArgumentsError` for a malformed `object` or `name_like` before anything is sent.
+    """
+    params = lookup(schema, name_like, obj)
+    return executor.read_catalogue(
+        functools.partial(
+            catalogue.read, lookup=params, detail=detail, max_objects=max_objects, max_bytes=max_bytes
+        ),
+        ticket=ticket,
+    )
+
+
+def read_sync(
+    executor: Executor, args: SqlSchemaArgs, ticket: CallTicket, *, max_bytes: int
+) -> SqlSchemaResult:
+    """One `sql_schema` call, blocking (run it in a database worker thread)."""
+    from mcp_suite.tools.sql_schema.models import SqlSchemaResult
+
+    answer = read_dict(
+        executor,
+        ticket,
+        schema=args.schema_name,
+        name_like=args.name_like,
+        obj=args.object,
+        detail=args.detail,
+        max_objects=args.max_objects,
+        max_bytes=max_bytes,
+    )
+    return SqlSchemaResult.model_validate(answer)
+
+
+def models() -> tuple[type[SqlSchemaArgs], type[SqlSchemaResult]]:
+    from mcp_suite.tools.sql_schema.models import SqlSchemaArgs, SqlSchemaResult
+
+    return SqlSchemaArgs, SqlSchemaResult

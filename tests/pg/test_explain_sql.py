@@ -1,0 +1,158 @@
+"""`explain_sql` against the demo cluster, through the whole runtime (the in-memory harness).
+
+It is `read_only_sql`'s policy and execution path with EXPLAIN in place of the FETCH: every query
+the corpus refuses is refused with the very same problem, the rewrite (the outer LIMIT) shows in the
+plan, and `analyze` runs under the same statement timeout and cancellation.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import trio
+
+from mcp_suite.devdb.cluster import Cluster
+from tests.pg.conftest import sql_settings
+from tests.pg.test_sql_tool import LONG_QUERY, backends, wait_until_idle, wait_until_running
+from tests.support.harness import Harness, open_session
+from tests.unit.test_sql_policy_corpus import CORPUS, MAX_ROWS
+
+pytestmark = pytest.mark.pg
+
+
+async def result(h: Harness, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    answer: dict[str, Any] = (await h.response(await h.call(tool, arguments)))["result"]
+    return answer
+
+
+def problem(answer: dict[str, Any]) -> dict[str, Any]:
+    assert answer["isError"] is True, answer
+    assert "structuredContent" not in answer
+    document: dict[str, Any] = json.loads(answer["content"][0]["text"])
+    return document
+
+
+async def test_the_plan_shows_the_rewrite_cost_and_estimate(demo_cluster: Cluster) -> None:
+    sql = "SELECT slug FROM docs.pages WHERE section = 'guides' ORDER BY slug"
+    with trio.fail_after(30):
+        async with open_session(settings=sql_settings(demo_cluster.reader_dsn), builtins=True) as h:
+            await h.initialize()
+            plan = await result(h, "explain_sql", {"sql": sql, "max_rows": 3})
+            analyzed = await result(h, "explain_sql", {"sql": sql, "max_rows": 3, "analyze": True})
+    structured = plan["structuredContent"]
+    assert json.loads(plan["content"][0]["text"]) == structured
+    top = structured["plan"]
+    assert top["Node Type"] == "Limit"  # the outer LIMIT max_rows + 1, as read_only_sql runs it
+    assert structured["total_cost"] == top["Total Cost"] > 0
+    assert structured["estimated_rows"] == top["Plan Rows"] == 4
+    assert "Actual Rows" not in json.dumps(top)
+    assert not {"actual_rows", "actual_time_ms", "execution_time_ms"} & set(structured)
+    run = analyzed["structuredContent"]
+    assert run["actual_rows"] == 4  # min(10 guides pages, max_rows + 1)
+    assert run["plan"]["Actual Rows"] == 4
+    assert run["actual_time_ms"] >= 0
+    assert run["execution_time_ms"] >= 0
+    assert run["planning_time_ms"] >= 0
+
+
+async def test_every_refusal_of_read_only_sql_is_the_same_refusal(demo_cluster: Cluster) -> None:
+    refused = [case for case in CORPUS if not case.allowed]
+    checked = 0
+    with trio.fail_after(120):
+        async with open_session(settings=sql_settings(demo_cluster.reader_dsn), builtins=True) as h:
+            await h.initialize()
+            for case in refused:
+                arguments = {"sql": case.sql, "max_rows": MAX_ROWS}
+                query = problem(await result(h, "read_only_sql", arguments))
+                for analyze in (False, True):
+                    explained = problem(await result(h, "explain_sql", {**arguments, "analyze": analyze}))
+                    assert explained == query, case.why
+                checked += 1
+            # What the database refuses is refused alike too (and points to sql_schema).
+            for sql in ("SELECT * FROM docs.editors", "SELECT * FROM docs.no_such_table"):
+                query = problem(await result(h, "read_only_sql", {"sql": sql}))
+                assert "sql_schema" in query["detail"]
+                for analyze in (False, True):
+                    assert problem(await result(h, "explain_sql", {"sql": sql, "analyze": analyze})) == query
+    assert checked == len(refused) > 100
+
+
+async def test_an_explain_inside_the_query_is_refused_as_in_read_only_sql(demo_cluster: Cluster) -> None:
+    with trio.fail_after(30):
+        async with open_session(settings=sql_settings(demo_cluster.reader_dsn), builtins=True) as h:
+            await h.initialize()
+            for sql in ("EXPLAIN SELECT 1", "EXPLAIN ANALYZE SELECT 1", "SELECT 1; EXPLAIN SELECT 1"):
+                document = problem(await result(h, "explain_sql", {"sql": sql}))
+                assert document["type"] == "urn:mcp-suite:problem:query-violation"
+
+
+async def test_a_plain_explain_does_not_run_the_query(demo_cluster: Cluster) -> None:
+    settings = sql_settings(demo_cluster.reader_dsn, sql_statement_timeout_ms=500)
+    with trio.fail_after(30):
+        async with open_session(settings=settings, builtins=True) as h:
+            await h.initialize()
+            plan = await result(h, "explain_sql", {"sql": LONG_QUERY})
+    assert plan["isError"] is False
+    assert plan["structuredContent"]["estimated_rows"] == 1
+
+
+async def test_analyze_of_a_slow_query_hits_the_timeout_and_leaves_nothing_running(
+    demo_cluster: Cluster,
+) -> None:
+    settings = sql_settings(demo_cluster.reader_dsn, sql_statement_timeout_ms=500, sql_pool_max_size=1)
+    with trio.fail_after(30):
+        async with open_session(settings=settings, builtins=True) as h:
+            await h.initialize()
+            slow = await result(h, "explain_sql", {"sql": LONG_QUERY, "analyze": True})
+            document = problem(slow)
+            assert document["type"] == "urn:mcp-suite:problem:execution-timeout"
+            assert document["metadata"]["statement_timeout_ms"] == 500
+            sessions = await trio.to_thread.run_sync(backends, demo_cluster.admin_dsn)
+            assert [s for s in sessions if s[1] == "active"] == []
+            assert [s for s in sessions if "generate_series" in s[2] and s[1] != "idle"] == []
+            # The one pooled connection came back clean.
+            again = await result(h, "read_only_sql", {"sql": "SELECT 1 AS one"})
+            assert again["structuredContent"]["rows"] == [[1]]
+
+
+async def test_cancelling_an_analyze_stops_it_inside_postgres(demo_cluster: Cluster) -> None:
+    settings = sql_settings(demo_cluster.reader_dsn, sql_pool_min_size=1, sql_pool_max_size=1)
+    admin = demo_cluster.admin_dsn
+    with trio.fail_after(30):
+        async with open_session(settings=settings, builtins=True) as h:
+            await h.initialize()
+            call_id = await h.call("explain_sql", {"sql": LONG_QUERY, "analyze": True})
+            pid = await wait_until_running(admin, "EXPLAIN (ANALYZE")
+            await h.notify("notifications/cancelled", {"requestId": call_id, "reason": "test"})
+            with trio.fail_after(1.0):
+                await wait_until_idle(admin, pid)
+            after = await result(h, "read_only_sql", {"sql": "SELECT pg_backend_pid()"})
+            assert after["structuredContent"]["rows"] == [[pid]]
+            rest = await h.finish()
+    assert [m for m in rest if m.get("id") == call_id] == []
+
+
+async def test_a_plan_larger_than_the_byte_cap_is_refused(demo_cluster: Cluster) -> None:
+    settings = sql_settings(demo_cluster.reader_dsn, sql_max_result_bytes=1_024)
+    sql = " UNION ALL ".join(f"SELECT slug FROM docs.pages WHERE words > {n}" for n in range(20))
+    with trio.fail_after(30):
+        async with open_session(settings=settings, builtins=True) as h:
+            await h.initialize()
+            document = problem(await result(h, "explain_sql", {"sql": sql}))
+    assert document["type"] == "urn:mcp-suite:problem:result-too-large"
+
+
+async def test_arguments_are_read_only_sql_s_plus_analyze(demo_cluster: Cluster) -> None:
+    settings = sql_settings(demo_cluster.reader_dsn, sql_max_rows=120)
+    with trio.fail_after(30):
+        async with open_session(settings=settings, builtins=True) as h:
+            await h.initialize()
+            tools = {t["name"]: t for t in (await h.request("tools/list"))["result"]["tools"]}
+            wrong = await result(h, "explain_sql", {"sql": "SELECT 1", "analyze": "yes"})
+    explain = tools["explain_sql"]
+    assert set(explain["inputSchema"]["properties"]) == {"sql", "max_rows", "analyze"}
+    assert explain["inputSchema"]["properties"]["max_rows"]["maximum"] == 120
+    assert explain["annotations"]["readOnlyHint"] is True
+    assert problem(wrong)["invalid_params"] == ["analyze"]

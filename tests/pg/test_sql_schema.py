@@ -1,0 +1,236 @@
+"""`sql_schema` against the demo cluster, through the whole runtime (the in-memory harness).
+
+The reader sees `docs.pages` and not `docs.editors`, `reports.releases` only through a column-level
+grant (so `approved_by` and `internal_note` stay hidden, with the foreign key and the index that use
+them), the view `reports.words_per_section`, and the comments. Every string argument is data: the
+injection cases below would change the answer (or the database) if any reached the SQL text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import psycopg
+import pytest
+import trio
+
+from mcp_suite.devdb.cluster import Cluster
+from tests.pg.conftest import sql_settings
+from tests.support.harness import Harness, open_session
+
+pytestmark = pytest.mark.pg
+
+VISIBLE = [
+    ("docs", "pages", "table"),
+    ("reports", "releases", "table"),
+    ("reports", "words_per_section", "view"),
+]
+
+
+async def call(h: Harness, arguments: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = (await h.response(await h.call("sql_schema", arguments)))["result"]
+    if result.get("isError"):
+        problem: dict[str, Any] = json.loads(result["content"][0]["text"])
+        return {"problem": problem}
+    assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
+    structured: dict[str, Any] = result["structuredContent"]
+    return structured
+
+
+async def answers(cluster: Cluster, *calls: dict[str, Any], **overrides: Any) -> list[dict[str, Any]]:
+    """The answers to `sql_schema` calls, made in one session with the reader's settings."""
+    settings = sql_settings(cluster.reader_dsn, **overrides)
+    with trio.fail_after(30):
+        async with open_session(settings=settings, builtins=True, test_tools=False) as h:
+            await h.initialize()
+            return [await call(h, arguments) for arguments in calls]
+
+
+def listed(answer: dict[str, Any]) -> list[tuple[str, str, str]]:
+    return [(o["schema"], o["name"], o["kind"]) for o in answer["objects"]]
+
+
+def by_name(answer: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f"{o['schema']}.{o['name']}": o for o in answer["objects"]}
+
+
+async def test_the_role_sees_what_it_may_read_and_nothing_else(demo_cluster: Cluster) -> None:
+    (answer,) = await answers(demo_cluster, {})
+    assert answer["database"] == "mcp_demo"
+    assert listed(answer) == VISIBLE
+    assert answer["truncated"] is False
+    objects = by_name(answer)
+    pages = objects["docs.pages"]
+    assert pages["comment"] == "One page of the documentation site."
+    assert pages["estimated_rows"] == 30
+    assert [c["name"] for c in pages["columns"]] == ["slug", "editor_id", "section", "words"]
+    words = pages["columns"][3]
+    assert words == {
+        "name": "words",
+        "type": "integer",
+        "nullable": False,
+        "default": None,
+        "comment": "Words on the page, counted at publication.",
+    }
+    releases = objects["reports.releases"]
+    # The column-level grant: only the granted columns, never approved_by or internal_note.
+    assert [c["name"] for c in releases["columns"]] == ["version", "released_on", "page_slug"]
+    assert releases["columns"][0]["comment"] == "Semantic version, for example 1.2.0."
+    assert releases["columns"][1]["type"] == "date"
+    view = objects["reports.words_per_section"]
+    assert view["estimated_rows"] is None
+    assert [(c["name"], c["type"]) for c in view["columns"]] == [("section", "text"), ("words", "bigint")]
+    assert not {"primary_key", "unique", "foreign_keys", "indexes"} & set(pages)
+    text = json.dumps(answer)
+    for hidden in ("editors", "approved_by", "internal_note", "ana@example.com"):
+        assert hidden not in text
+
+
+async def test_full_detail_shows_keys_and_indexes_over_visible_columns_only(demo_cluster: Cluster) -> None:
+    (answer,) = await answers(demo_cluster, {"detail": "full"})
+    objects = by_name(answer)
+    pages = objects["docs.pages"]
+    assert pages["primary_key"] == ["slug"]
+    assert pages["unique"] == []
+    assert pages["foreign_keys"] == []  # its key points at docs.editors, which the role cannot see
+    assert [(i["name"], i["unique"]) for i in pages["indexes"]] == [
+        ("pages_pkey", True),
+        ("pages_section_idx", False),
+    ]
+    assert pages["indexes"][1]["definition"] == (
+        "CREATE INDEX pages_section_idx ON docs.pages USING btree (section)"
+    )
+    releases = objects["reports.releases"]
+    assert releases["primary_key"] == ["version"]
+    assert releases["unique"] == [["released_on", "version"]]
+    assert releases["foreign_keys"] == [
+        {"columns": ["page_slug"], "references": "docs.pages", "referenced_columns": ["slug"]}
+    ]
+    assert [i["name"] for i in releases["indexes"]] == ["releases_pkey", "releases_released_on_version_key"]
+    view = objects["reports.words_per_section"]
+    assert (view["primary_key"], view["indexes"]) == ([], [])
+    text = json.dumps(answer)
+    for hidden in ("editors", "approved_by", "internal_note"):
+        assert hidden not in text
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({"detail": "names"}, VISIBLE),
+        ({"schema": "reports"}, VISIBLE[1:]),
+        ({"schema": "docs"}, VISIBLE[:1]),
+        ({"schema": "Docs"}, []),  # exact: schema names are case-sensitive
+        ({"name_like": "PAGES"}, VISIBLE[:1]),
+        ({"name_like": "%e%"}, VISIBLE),
+        ({"name_like": "%s"}, VISIBLE[:2]),
+        ({"name_like": "pag_s"}, VISIBLE[:1]),  # `_` is one character, as documented
+        ({"name_like": "words\\_per%"}, VISIBLE[2:]),  # an escaped `_` is an underscore
+        ({"name_like": "words\\%"}, []),  # an escaped `%` is a percent sign
+        ({"name_like": "edit%"}, []),  # the hidden table does not match anything
+        ({"object": "docs.pages"}, VISIBLE[:1]),
+        ({"object": "Docs.PAGES"}, VISIBLE[:1]),  # unquoted names fold to lower case
+        ({"object": '"docs"."pages"'}, VISIBLE[:1]),
+        ({"object": '"Docs"."pages"'}, []),  # quoted names keep their case
+        ({"object": "docs.editors"}, []),
+        ({"object": "reports.words_per_section", "detail": "names"}, VISIBLE[2:]),
+        ({"schema": "docs", "name_like": "releases"}, []),
+        # Injection attempts through every string argument: data, never SQL.
+        ({"schema": "docs' OR '1'='1"}, []),
+        ({"schema": "docs'; DROP TABLE docs.pages; --"}, []),
+        ({"schema": 'docs" OR "1"="1'}, []),
+        ({"schema": "docs\\"}, []),
+        ({"name_like": "%' OR '1'='1"}, []),
+        ({"name_like": "x') OR true --"}, []),
+        ({"name_like": "pages'; SELECT pg_sleep(5); --"}, []),
+        ({"name_like": "%\\\\%"}, []),  # an escaped backslash: names with a backslash in them
+        ({"object": "docs.pages' OR '1'='1"}, []),
+        ({"object": 'docs."pages\'; DROP TABLE docs.pages; --"'}, []),
+        ({"object": '"docs"".pages"."x"'}, []),
+        ({"object": "docs.pa%"}, []),  # no pattern in `object`
+        ({"object": "docs.pag_s"}, []),
+        ({"object": "docs\\.pages\\"}, []),
+    ],
+)
+async def test_filters_and_injection_attempts(
+    demo_cluster: Cluster, arguments: dict[str, Any], expected: list[tuple[str, str, str]]
+) -> None:
+    (answer,) = await answers(demo_cluster, arguments)
+    assert "problem" not in answer, answer
+    assert listed(answer) == expected
+    if arguments.get("detail") == "names":
+        assert all("columns" not in o for o in answer["objects"])
+    with psycopg.connect(demo_cluster.admin_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM docs.pages").fetchone() == (30,)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "param"),
+    [
+        ({"name_like": "pages\\"}, "name_like"),  # a lone trailing escape
+        ({"object": "pages"}, "object"),
+        ({"object": "a.b.c"}, "object"),
+        ({"object": 'docs."pages'}, "object"),
+        ({"object": "docs."}, "object"),
+        ({"detail": "everything"}, "detail"),
+        ({"max_objects": 0}, "max_objects"),
+        ({"max_objects": 501}, "max_objects"),
+        ({"max_objects": "5"}, "max_objects"),
+        ({"schema": ""}, "schema"),
+        ({"table": "pages"}, "table"),
+    ],
+)
+async def test_bad_arguments_are_validation_errors(
+    demo_cluster: Cluster, arguments: dict[str, Any], param: str
+) -> None:
+    (answer,) = await answers(demo_cluster, arguments)
+    problem = answer["problem"]
+    assert problem["type"] == "urn:mcp-suite:problem:validation-error"
+    assert problem["invalid_params"] == [param]
+
+
+async def test_max_objects_and_the_byte_cap_say_truncated(demo_cluster: Cluster) -> None:
+    first, capped, names = await answers(
+        demo_cluster,
+        {"max_objects": 1, "detail": "names"},
+        {"detail": "full"},
+        {"detail": "names"},
+        sql_max_result_bytes=1_500,
+    )
+    assert (listed(first), first["truncated"]) == (VISIBLE[:1], True)
+    assert capped["truncated"] is True
+    assert 0 < len(capped["objects"]) < len(VISIBLE)
+    assert len(json.dumps(capped, separators=(",", ":"))) <= 1_500
+    assert (listed(names), names["truncated"]) == (VISIBLE, False)
+
+
+async def test_the_schema_resource_is_the_tool_s_answer(demo_cluster: Cluster) -> None:
+    with trio.fail_after(30):
+        async with open_session(
+            settings=sql_settings(demo_cluster.reader_dsn), builtins=True, test_tools=False
+        ) as h:
+            await h.initialize()
+            read = await h.request("resources/read", {"uri": "postgres://mcp_demo/schema"})
+            answer = await call(h, {"max_objects": 500})
+    (content,) = read["result"]["contents"]
+    assert json.loads(content["text"]) == answer
+
+
+async def test_it_is_listed_before_the_query_tool_with_all_annotations(demo_cluster: Cluster) -> None:
+    with trio.fail_after(30):
+        async with open_session(
+            settings=sql_settings(demo_cluster.reader_dsn), builtins=True, test_tools=False
+        ) as h:
+            await h.initialize()
+            tools = (await h.request("tools/list"))["result"]["tools"]
+    names = [t["name"] for t in tools]
+    assert names.index("sql_schema") < names.index("read_only_sql")
+    (tool,) = [t for t in tools if t["name"] == "sql_schema"]
+    hints = tool["annotations"]
+    assert (hints["readOnlyHint"], hints["idempotentHint"]) == (True, True)
+    assert (hints["destructiveHint"], hints["openWorldHint"]) == (False, False)
+    arguments = {"schema", "name_like", "object", "detail", "max_objects"}
+    assert set(tool["inputSchema"]["properties"]) == arguments
+    assert tool["inputSchema"]["additionalProperties"] is False
+    assert set(tool["outputSchema"]["properties"]) == {"database", "objects", "truncated"}

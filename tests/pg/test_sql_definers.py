@@ -8,6 +8,7 @@ can show the harm, the same call without the check shows it happening.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -21,6 +22,7 @@ from typing import Any
 
 import psycopg
 import pytest
+import trio
 
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.problems import QueryViolationError, ResourceLimitError
@@ -33,6 +35,7 @@ from mcp_suite.tools.read_only_sql.ticket import CallTicket
 from mcp_suite.tools.read_only_sql.tool import open_read_only_sql
 from tests.pg.conftest import open_executor, sql_settings
 from tests.support.client import ServerProcess, problem_of, server_env
+from tests.support.harness import open_session
 
 pytestmark = pytest.mark.pg
 
@@ -369,3 +372,24 @@ def test_a_query_past_the_demo_roles_temp_file_limit_is_refused_by_postgresql(
     assert caught.value.metadata == {"sqlstate": "53400"}
     assert "Aggregate or filter" in caught.value.detail
     assert reader_executor.run("SELECT 1 AS v", max_rows=1, ticket=CallTicket()).rows == [[1]]
+
+
+@pytest.mark.parametrize("analyze", [False, True])
+async def test_explain_sql_refuses_a_definer_wrapper_and_analyze_does_not_run_it(
+    demo_cluster: Cluster, admin: psycopg.Connection[Any], witness_dir: Path, analyze: bool
+) -> None:
+    probe = WRAPPERS["copy-to-program"]
+    settings = sql_settings(demo_cluster.reader_dsn)
+    with trio.fail_after(30):
+        async with open_session(settings=settings, builtins=True) as h:
+            await h.initialize()  # audited before the wrapper exists, as a server that runs on
+            _create(admin, probe, witness_dir, demo_cluster)
+            try:
+                arguments = {"sql": "SELECT docs.page_export()", "analyze": analyze}
+                answer = (await h.response(await h.call("explain_sql", arguments)))["result"]
+            finally:
+                _drop(admin, probe)
+    assert answer["isError"] is True
+    document = json.loads(answer["content"][0]["text"])
+    assert document["metadata"]["rule"] == "definer-function"
+    assert not (witness_dir / "copied").exists()

@@ -115,4 +115,5 @@ def test_without_verification_a_down_server_is_not_a_tls_refusal(tls_cluster: Tl
     with serve(tls_cluster.dsn(sslmode="require", port="1")) as server:
         server.initialize()
         assert server.stop() == 0
-    assert "no connection to the database at start-up" in server.stderr_text()
+    assert "at start-up" in server.stderr_text()
+    assert "calls get database-unavailable" in server.stderr_text()

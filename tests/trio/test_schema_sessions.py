@@ -94,7 +94,7 @@ def check_frame(method: str, version: str, message: dict[str, Any]) -> None:
 
 async def _script_tools_and_resources(s: SchemaSession) -> None:
     listed = await s.result("tools/list")
-    assert [tool["name"] for tool in listed["tools"]] == ["sleep", "echo", "deny", "boom"]
+    assert [tool["name"] for tool in listed["tools"]] == ["sleep", "echo", "deny", "boom", "down"]
     echoed = await s.result("tools/call", {"name": "echo", "arguments": {"text": "h\u00e9"}})
     assert echoed["structuredContent"] == {"text": "h\u00e9", "tags": []}
     refused = await s.result("tools/call", {"name": "deny", "arguments": {}})

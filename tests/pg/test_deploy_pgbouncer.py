@@ -7,6 +7,8 @@ PostgreSQL session, including one another client has left dirty on purpose.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -184,3 +186,44 @@ def test_the_role_audit_runs_through_the_pooler(bouncer: PgBouncer, demo_cluster
     with refused:
         assert refused.wait(timeout=30) == 78
     assert "refusing to start" in refused.stderr_text()
+
+
+def test_a_cancel_request_reaches_the_backend_through_the_pooler(
+    bouncer: PgBouncer, demo_cluster: Cluster
+) -> None:
+    executor = open_executor(reader_dsn(bouncer, demo_cluster), sql_statement_timeout_ms=20_000)
+    ticket = CallTicket()
+    outcome: list[object] = []
+
+    def call() -> None:
+        try:
+            outcome.append(
+                executor.run("SELECT count(*) FROM generate_series(1, 2000000000)", max_rows=1, ticket=ticket)
+            )
+        except Exception as exc:  # recorded for the assertion
+            outcome.append(exc)
+
+    try:
+        worker = threading.Thread(target=call)
+        worker.start()
+        with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
+            deadline = time.monotonic() + 10
+            while not admin.execute(
+                "SELECT 1 FROM pg_stat_activity"
+                " WHERE usename = %s AND state = 'active' AND query LIKE 'FETCH%%'",
+                (READER_USER,),
+            ).fetchall():
+                assert time.monotonic() < deadline, "the query never started"
+                time.sleep(0.01)
+            ticket.cancel()  # libpq's cancel request goes to PgBouncer, which forwards it
+            worker.join(timeout=10)
+            assert not worker.is_alive()
+            (problem,) = outcome
+            assert isinstance(problem, ExecutionTimeoutError)
+            states = admin.execute(
+                "SELECT state FROM pg_stat_activity WHERE usename = %s", (READER_USER,)
+            ).fetchall()
+        assert ("active",) not in states
+        assert executor.run("SELECT 1", max_rows=1, ticket=CallTicket()).rows == [[1]]
+    finally:
+        executor.close()

@@ -21,7 +21,7 @@ from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.devdb.tls import CertificateAuthority, enable_tls, ssl_pg_bin
 from mcp_suite.tools.read_only_sql.naming import APPLICATION_NAME
 from tests.support.client import ServerProcess
-from tests.support.deploy import with_params
+from tests.support.deploy import check_role, with_params
 
 pytestmark = pytest.mark.pg
 
@@ -117,3 +117,12 @@ def test_without_verification_a_down_server_is_not_a_tls_refusal(tls_cluster: Tl
         assert server.stop() == 0
     assert "at start-up" in server.stderr_text()
     assert "calls get database-unavailable" in server.stderr_text()
+
+
+def test_check_role_refuses_the_same_certificate_the_same_way(tls_cluster: TlsCluster) -> None:
+    dsn = tls_cluster.dsn(host="wrong-name.mcp-suite.test")
+    refused = check_role(dsn)
+    assert refused.returncode == EXIT_REFUSED
+    assert "not issued for the host name" in refused.stdout
+    assert "wrong-name" not in refused.stdout + refused.stderr
+    assert check_role(tls_cluster.dsn()).returncode == 0

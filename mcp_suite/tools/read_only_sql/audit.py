@@ -510,20 +510,27 @@ def audit_dsn(dsn: str, *, connect_timeout_s: float, accepted: Iterable[str] = (
 def check_role(settings: Settings, *, out: TextIO | None = None) -> int:
     """`mcp-suite check-role`: audit the role of MCP_SQL_DSN and print the findings.
 
-    Returns 0 when the role is fit to serve, 78 when it is not (or no DSN is set), 69 when the
-    database cannot be reached.
+    Returns 0 when the role is fit to serve, 78 when it is not (or no DSN is set, or the server's
+    TLS certificate is refused), 69 when the database cannot be reached.
     """
     stream = out or sys.stdout
     if settings.sql_dsn is None:
         stream.write("check-role: MCP_SQL_DSN is not set; nothing to check.\n")
         return EXIT_REFUSED
+    dsn = settings.sql_dsn.get_secret_value()
     try:
         findings = audit_dsn(
-            settings.sql_dsn.get_secret_value(),
+            dsn,
             connect_timeout_s=settings.sql_connect_timeout_s,
             accepted=settings.sql_accept_definer_functions,
         )
     except psycopg.Error as exc:
+        from mcp_suite.tools.read_only_sql.tls import tls_refusal  # only on this failure path
+
+        refusal = tls_refusal(dsn, timeout_s=settings.sql_connect_timeout_s)
+        if refusal is not None:  # as the server itself refuses to start
+            stream.write(f"check-role: {refusal}\n")
+            return EXIT_REFUSED
         stream.write(f"check-role: could not audit the role: {connection_failure(exc)}\n")
         return EXIT_UNAVAILABLE
     if refusals(findings):

@@ -24,7 +24,7 @@ endif
 # Sub-makes never print "Entering directory" either (read above: MAKEFLAGS as make was invoked).
 MAKEFLAGS += --no-print-directory
 
-.PHONY: help venv run demo test lint types pytest bench lock run-container smoke clean system-packages
+.PHONY: help venv run demo test lint types pytest bench lock run-container smoke clean system-packages mutate mutate-sample
 
 help:
 	@echo "make run            serve MCP on stdio (demo PostgreSQL + examples folder + metrics)"
@@ -33,6 +33,7 @@ help:
 	@echo "make demo           drive the server through the official MCP SDK client"
 	@echo "make run-container  build the hardened image if needed and serve it on stdio"
 	@echo "make lock           re-lock requirements/*.txt (name, version, hash)"
+	@echo "make mutate         mutation testing of the guardrails: hand checks, then mutmut with its table and floor"
 
 # Everything the install prints goes to stderr: `make run` serves MCP on stdout, which must carry
 # protocol frames only, even on the run that first creates the environment.
@@ -92,7 +93,15 @@ pytest: $(STAMP) system-packages
 	MCP_HERMETIC_CANARY=1 PGSERVICE=mcp-hermetic-canary $(BIN)/python -m pytest -p no:cacheprovider --cov=mcp_suite --cov-branch --cov-report= $(PYTEST_ARGS)
 	$(BIN)/python -m coverage report --include='$(GUARDRAIL_MODULES)' --show-missing --fail-under=100
 
-test: lint types pytest
+# The hand checks of `make mutate` (a fixed sample: six defences removed one at a time, each must
+# make its tests fail) run in `make test`; the full mutmut run is `make mutate`.
+mutate-sample: $(STAMP) system-packages
+	$(BIN)/python -m tests.mutation hand
+
+mutate: $(STAMP) system-packages
+	$(BIN)/python -m tests.mutation
+
+test: lint types pytest mutate-sample
 
 bench: $(STAMP) system-packages
 	$(BIN)/python -m bench
@@ -109,4 +118,4 @@ smoke:
 	@containers/smoke.sh
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .coverage
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .coverage mutants

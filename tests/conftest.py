@@ -22,6 +22,14 @@ settings.register_profile(
     derandomize=True,
 )
 settings.register_profile("dev", max_examples=100, deadline=None)
+# `make mutate` runs the guarding tests once per mutant: fewer examples, still the same ones each time.
+settings.register_profile(
+    "mutation",
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 pytest_plugins = ["tests.pgfixtures"]

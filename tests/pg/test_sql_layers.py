@@ -14,7 +14,7 @@ import pytest
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.problems import AccessDeniedError, InvalidArgumentsError, QueryViolationError
 from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor
-from tests.pg.conftest import WRITE_FUNCTION
+from tests.pg.conftest import WRITE_FUNCTION, open_executor
 
 pytestmark = pytest.mark.pg
 
@@ -123,3 +123,21 @@ def test_set_config_does_not_leak_into_the_next_call(reader_executor: Executor, 
         ticket=CallTicket(),
     )
     assert state.rows == [["on", "on"]]
+
+
+def test_the_executors_own_transaction_is_read_only_even_for_a_superuser(
+    demo_cluster: Cluster, untouched: None
+) -> None:
+    # A superuser has no role-level default and may write anything: only the executor's
+    # BEGIN READ ONLY stands between this write and the data.
+    executor = open_executor(demo_cluster.admin_dsn)
+    try:
+        state = executor.run(
+            "SELECT current_setting('transaction_read_only') AS ro", max_rows=1, ticket=CallTicket()
+        )
+        assert state.rows == [["on"]]
+        with pytest.raises(QueryViolationError) as caught:
+            executor.run(f"SELECT {WRITE_FUNCTION}()", max_rows=1, ticket=CallTicket())
+        assert caught.value.metadata["sqlstate"] == "25006"
+    finally:
+        executor.close()

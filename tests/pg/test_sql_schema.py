@@ -9,6 +9,7 @@ injection cases below would change the answer (or the database) if any reached t
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -234,3 +235,36 @@ async def test_it_is_listed_before_the_query_tool_with_all_annotations(demo_clus
     assert set(tool["inputSchema"]["properties"]) == arguments
     assert tool["inputSchema"]["additionalProperties"] is False
     assert set(tool["outputSchema"]["properties"]) == {"database", "objects", "truncated"}
+
+
+@pytest.fixture
+def forty_tables(demo_cluster: Cluster) -> Iterator[None]:
+    """A schema of 40 small tables the reader may read, dropped afterwards."""
+    with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA bulk AUTHORIZATION docs_owner")
+        for n in range(40):
+            conn.execute(f"CREATE TABLE bulk.t{n:02d} (id integer PRIMARY KEY)")
+        conn.execute("GRANT USAGE ON SCHEMA bulk TO mcp_reader")
+        conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA bulk TO mcp_reader")
+    try:
+        yield
+    finally:
+        with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as conn:
+            conn.execute("DROP SCHEMA bulk CASCADE")
+
+
+async def test_a_large_catalogue_is_cut_to_the_byte_cap_in_order(
+    demo_cluster: Cluster, forty_tables: None
+) -> None:
+    small, whole = await answers(
+        demo_cluster,
+        {"schema": "bulk", "detail": "names", "max_objects": 500},
+        {"object": "bulk.t39", "detail": "names"},
+        sql_max_result_bytes=1_024,
+    )
+    assert small["truncated"] is True
+    names = [o["name"] for o in small["objects"]]
+    assert names == [f"t{n:02d}" for n in range(len(names))]  # the first ones, in name order
+    assert 5 <= len(names) < 40
+    assert len(json.dumps(small, separators=(",", ":"))) <= 1_024
+    assert ([o["name"] for o in whole["objects"]], whole["truncated"]) == (["t39"], False)

@@ -54,8 +54,19 @@ async def test_sdk_client_discovers_explains_and_queries(demo_cluster: Cluster) 
                 "released_on",
                 "page_slug",
             ]
-            names = await client.call_tool("sql_schema", {"detail": "names", "name_like": "%'; --"})
-            assert names.structured_content == {"database": "mcp_demo", "objects": [], "truncated": False}
+            # Injection attempts through every string argument: data, never SQL.
+            for arguments in (
+                {"name_like": "%'; --"},
+                {"name_like": "x' OR '1'='1"},
+                {"schema": "docs' OR '1'='1"},
+                {"schema": 'docs"; DROP TABLE docs.pages; --'},
+                {"object": "docs.pages' OR '1'='1"},
+                {"object": '"docs"."pages""; --"'},
+            ):
+                none = await client.call_tool("sql_schema", {"detail": "names", **arguments})
+                assert none.structured_content == {"database": "mcp_demo", "objects": [], "truncated": False}
+            lone = _problem(await client.call_tool("sql_schema", {"name_like": "pages\\"}))
+            assert lone["invalid_params"] == ["name_like"]
             one = await client.call_tool("sql_schema", {"object": '"reports".words_per_section'})
             assert one.structured_content is not None
             assert [o["kind"] for o in one.structured_content["objects"]] == ["view"]

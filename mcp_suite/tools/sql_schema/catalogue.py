@@ -103,6 +103,9 @@ SELECT i.indrelid::int8, ic.relname::text, i.indisunique, pg_catalog.pg_get_inde
 
 # Room kept for the envelope around the objects ({"database": ..., "objects": [], ...}).
 _ENVELOPE_BYTES: Final = 256
+# No object's JSON is shorter ({"schema":"","name":"","kind":"view","comment":null,...} is 72
+# bytes): more objects than the byte cap holds at this size are never read.
+_MIN_OBJECT_BYTES: Final = 64
 
 
 def read(
@@ -111,20 +114,24 @@ def read(
     """The `sql_schema` result as plain JSON values; blocking. Objects come in schema and name
     order; `truncated` when more matched than `max_objects`, or than fit in `max_bytes` of JSON.
 
-    Limits: at most `max_objects + 1` objects are read; the answer never exceeds `max_bytes`.
+    Limits: at most `max_objects + 1` objects are read, and no more than could fit in `max_bytes`
+    (so neither a large `max_objects` of the resource nor a huge catalogue fills memory); the
+    answer never exceeds `max_bytes`.
     """
     (database,) = conn.execute("SELECT current_database()::text").fetchone() or ("",)
+    budget = max_bytes - _ENVELOPE_BYTES - json_size(database)
+    wanted = min(max_objects, max(0, budget) // (_MIN_OBJECT_BYTES + 1))
     params = {
         "schema": lookup.schema,
         "name_like": lookup.name_like,
         "object_schema": lookup.object_schema,
         "object_name": lookup.object_name,
-        "limit": max_objects + 1,
+        "limit": wanted + 1,
     }
     rows = conn.execute(_OBJECTS_SQL, params).fetchall()
-    truncated = len(rows) > max_objects
+    truncated = len(rows) > wanted
     objects: dict[int, dict[str, Any]] = {}
-    for oid, schema, name, kind, comment, estimate in rows[:max_objects]:
+    for oid, schema, name, kind, comment, estimate in rows[:wanted]:
         objects[oid] = {
             "schema": schema,
             "name": name,
@@ -134,7 +141,6 @@ def read(
         }
     if objects and detail != "names":
         _add_details(conn, objects, full=detail == "full")
-    budget = max_bytes - _ENVELOPE_BYTES - json_size(database)
     listed: list[dict[str, Any]] = []
     for item in objects.values():
         budget -= json_size(item) + 1

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any, Final
 
-from mcp_suite.tools.sql_schema import catalogue
 from mcp_suite.tools.sql_schema.policy import lookup
 
 if TYPE_CHECKING:
@@ -46,6 +45,8 @@ def read_dict(
 
     Raises `InvalidArgumentsError` for a malformed `object` or `name_like` before anything is sent.
     """
+    from mcp_suite.tools.sql_schema import catalogue  # with the executor: not needed for `initialize`
+
     params = lookup(schema, name_like, obj)
     return executor.read_catalogue(
         functools.partial(

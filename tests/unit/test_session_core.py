@@ -467,3 +467,10 @@ def test_the_first_answer_that_opens_the_session_asks_for_the_warm_up_once(first
     later = session.receive(modern("tools/list"))
     assert isinstance(later, core.Answer)
     assert not later.warm_up
+
+
+def test_events_compare_by_value_and_show_their_members() -> None:
+    assert core.CancelCall(("i", 1)) == core.CancelCall(("i", 1))
+    assert core.CancelCall(("i", 1)) != core.CancelCall(("s", "1"))
+    assert core.CallFailed(InternalServerError("x")) != core.InBandRefusal(InternalServerError("x"))
+    assert repr(core.CallInterrupted(deadline_passed=True)) == "CallInterrupted(deadline_passed=True)"

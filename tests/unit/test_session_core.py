@@ -39,7 +39,15 @@ def make_core(*, resources: bool = True) -> core.SessionCore:
         server_version="9.9",
         tool_names=[tool.name for tool in TOOLS],
         tools=lambda: TOOLS,
-        resources=[ResourceDescription(SCHEMA_URI, "schema", "Schema", "The schema.", "application/json")]
+        resources=[
+            ResourceDescription(
+                uri=SCHEMA_URI,
+                name="schema",
+                title="Schema",
+                description="The schema.",
+                mime_type="application/json",
+            )
+        ]
         if resources
         else [],
         max_frame_bytes=1_048_576,

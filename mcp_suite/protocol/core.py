@@ -14,7 +14,6 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 from mcp_suite.problems import (
@@ -94,44 +93,83 @@ class Era(enum.Enum):
 # -- what the core asks the runtime to do ---------------------------------------------------------
 
 
-# The events of every frame and call are plain slotted dataclasses, not frozen ones: a frozen
-# dataclass's __init__ sets each field through object.__setattr__, several times the cost of the
-# rest of a ping's answer (bench_runtime, ping round trips). Nobody changes them after creation.
+class _Event:
+    """Base of the events: compared and shown by their slots.
+
+    Plain slotted classes, not dataclasses: this module is imported before `initialize` is
+    answered, and a dataclass (or a typed named tuple) costs a few hundred microseconds to create
+    (the cold start, bench_runtime); an `Answer` is made for every frame (ping round trips). Nothing
+    changes an event after it is made.
+    """
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        names: tuple[str, ...] = self.__slots__
+        return type(other) is type(self) and all(getattr(self, n) == getattr(other, n) for n in names)
+
+    __hash__ = None  # type: ignore[assignment]  # compared by value, never used as a key
+
+    def __repr__(self) -> str:
+        names: tuple[str, ...] = self.__slots__
+        members = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        return f"{type(self).__name__}({members})"
 
 
-@dataclass(slots=True)
-class Answer:
-    """Write `frame` (None: write nothing, as for a cancelled call), then audit the request."""
+class Answer(_Event):
+    """Write `frame` (None: write nothing, as for a cancelled call), then audit the request.
 
-    frame: bytes | None
-    request_id: RequestId | None
-    method: str
-    outcome: str  # "ok", "error" or "cancelled"
-    problem: ProblemError | None = None
-    tool: str | None = None
-    arguments: Any = None
-    # True on the first answer that opens the session (initialize, or a modern request): once it
-    # is written, the runtime starts the warm-up.
-    warm_up: bool = False
+    `outcome` is "ok", "error" or "cancelled". `warm_up` is True on the first answer that opens the
+    session (initialize, or a modern request): once it is written, the runtime starts the warm-up.
+    """
+
+    __slots__ = ("arguments", "frame", "method", "outcome", "problem", "request_id", "tool", "warm_up")
+
+    def __init__(
+        self,
+        frame: bytes | None,
+        request_id: RequestId | None,
+        method: str,
+        outcome: str,
+        problem: ProblemError | None = None,
+        *,
+        tool: str | None = None,
+        arguments: Any = None,
+        warm_up: bool = False,
+    ) -> None:
+        self.frame = frame
+        self.request_id = request_id
+        self.method = method
+        self.outcome = outcome
+        self.problem = problem
+        self.tool = tool
+        self.arguments = arguments
+        self.warm_up = warm_up
 
 
-@dataclass(slots=True)
-class StartCall:
+class StartCall(_Event):
     """Run `method` (tools/call or resources/read) on `name` in its own task, registered by `key`.
     The runtime reports how it ended with `call_finished(key, outcome)`."""
 
-    key: IdKey
-    request_id: RequestId
-    method: str
-    name: str
-    arguments: dict[str, Any]
+    __slots__ = ("arguments", "key", "method", "name", "request_id")
+
+    def __init__(
+        self, key: IdKey, request_id: RequestId, method: str, name: str, arguments: dict[str, Any]
+    ) -> None:
+        self.key = key
+        self.request_id = request_id
+        self.method = method
+        self.name = name
+        self.arguments = arguments
 
 
-@dataclass(slots=True)
-class CancelCall:
+class CancelCall(_Event):
     """Cancel the task of `key`; it still reports its end, and the core sends nothing for it."""
 
-    key: IdKey
+    __slots__ = ("key",)
+
+    def __init__(self, key: IdKey) -> None:
+        self.key = key
 
 
 Event = Answer | StartCall | CancelCall
@@ -145,48 +183,64 @@ class Shutdown(enum.Enum):
 # -- how a call ended (reported by the runtime) ----------------------------------------------------
 
 
-@dataclass(slots=True)
-class ToolSucceeded:
-    structured_json: bytes  # compact ASCII JSON of the tool's result (`mcp.structured_json`)
+class ToolSucceeded(_Event):
+    """The tool returned: `structured_json` is its result as compact ASCII JSON."""
+
+    __slots__ = ("structured_json",)
+
+    def __init__(self, structured_json: bytes) -> None:
+        self.structured_json = structured_json
 
 
-@dataclass(slots=True)
-class ResourceRead:
-    text: str
+class ResourceRead(_Event):
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
 
 
-@dataclass(slots=True)
-class InBandRefusal:
+class InBandRefusal(_Event):
     """The tool ran or was refused because of what the caller asked: `isError: true`."""
 
-    problem: ProblemError
+    __slots__ = ("problem",)
+
+    def __init__(self, problem: ProblemError) -> None:
+        self.problem = problem
 
 
-@dataclass(slots=True)
-class CallFailed:
+class CallFailed(_Event):
     """A JSON-RPC error: an incident, or a resource read that failed."""
 
-    problem: ProblemError
+    __slots__ = ("problem",)
+
+    def __init__(self, problem: ProblemError) -> None:
+        self.problem = problem
 
 
-@dataclass(slots=True)
-class CallInterrupted:
+class CallInterrupted(_Event):
     """The call's cancel scope fired; `deadline_passed` tells whether its deadline had come."""
 
-    deadline_passed: bool
+    __slots__ = ("deadline_passed",)
+
+    def __init__(self, *, deadline_passed: bool) -> None:
+        self.deadline_passed = deadline_passed
 
 
 CallOutcome = ToolSucceeded | ResourceRead | InBandRefusal | CallFailed | CallInterrupted
 
 
-@dataclass(slots=True)
 class _Call:
-    request_id: RequestId
-    method: str
-    name: str
-    era: Era
-    arguments: Any
-    client_cancelled: bool = False
+    """The protocol side of one call in flight (the runtime keeps its task and cancel scope)."""
+
+    __slots__ = ("arguments", "client_cancelled", "era", "method", "name", "request_id")
+
+    def __init__(self, request_id: RequestId, method: str, name: str, era: Era, arguments: Any) -> None:
+        self.request_id = request_id
+        self.method = method
+        self.name = name
+        self.era = era
+        self.arguments = arguments
+        self.client_cancelled = False
 
 
 # Methods the 2026-07-28 revision removed (changelog, "Major changes" 2, 4 and 5): in a modern request

@@ -64,12 +64,14 @@ _SHUTDOWN_FLUSH_S: Final = 1.0
 Inbound = Frame | OversizedFrame
 
 
-@dataclass(eq=False, slots=True)
 class _Task:
     """The plumbing of one call: its cancel scope and its place at the limiter."""
 
-    scope: trio.CancelScope
-    ticket: Ticket | None = None
+    __slots__ = ("scope", "ticket")
+
+    def __init__(self, scope: trio.CancelScope, ticket: Ticket | None) -> None:
+        self.scope = scope
+        self.ticket = ticket
 
 
 @dataclass(slots=True)

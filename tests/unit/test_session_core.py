@@ -40,7 +40,15 @@ def make_core(*, resources: bool = True) -> core.SessionCore:
         tool_names=[tool.name for tool in TOOLS],
         tools=lambda: TOOLS,
         instructions="Use echo, then sleep.",
-        resources=[ResourceDescription(SCHEMA_URI, "schema", "Schema", "The schema.", "application/json")]
+        resources=[
+            ResourceDescription(
+                uri=SCHEMA_URI,
+                name="schema",
+                title="Schema",
+                description="The schema.",
+                mime_type="application/json",
+            )
+        ]
         if resources
         else [],
         max_frame_bytes=1_048_576,
@@ -468,3 +476,10 @@ def test_the_first_answer_that_opens_the_session_asks_for_the_warm_up_once(first
     later = session.receive(modern("tools/list"))
     assert isinstance(later, core.Answer)
     assert not later.warm_up
+
+
+def test_events_compare_by_value_and_show_their_members() -> None:
+    assert core.CancelCall(("i", 1)) == core.CancelCall(("i", 1))
+    assert core.CancelCall(("i", 1)) != core.CancelCall(("s", "1"))
+    assert core.CallFailed(InternalServerError("x")) != core.InBandRefusal(InternalServerError("x"))
+    assert repr(core.CallInterrupted(deadline_passed=True)) == "CallInterrupted(deadline_passed=True)"

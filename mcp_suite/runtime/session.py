@@ -60,6 +60,8 @@ _WRITE_BATCH_BYTES: Final = 262_144
 # The least time the final flush of stdout gets. Shutdown waits are bounded (STYLE habit 2): a client
 # that never reads stdout cannot hold the process after the drain, nor after a second signal.
 _SHUTDOWN_FLUSH_S: Final = 1.0
+# How long the end of a session waits for a warm-up thread still at work (see `wait_warm_up_thread`).
+_WARM_UP_JOIN_S: Final = 0.5
 
 Inbound = Frame | OversizedFrame
 
@@ -96,6 +98,9 @@ class Session:
     _warm_up_due: bool = False
     # Set when the warm-up has ended, failed, or was abandoned at shutdown (tests wait on it).
     warmed_up: trio.Event = field(default_factory=trio.Event)
+    # Set by the warm-up's thread itself when it returns (it may outlive an abandoned `warmed_up`).
+    _warm_up_thread_done: threading.Event = field(default_factory=threading.Event)
+    _warm_up_started: bool = False
     _served: bool = False
 
     def __post_init__(self) -> None:
@@ -153,12 +158,33 @@ class Session:
         policy's parsers). Nothing here is required: a call that comes first does its part itself.
         Cancellation: abandoned at shutdown (imports cannot be interrupted; nothing waits for them).
         """
+        self._warm_up_started = True
         try:
             await trio.to_thread.run_sync(self._warm_up_sync, abandon_on_cancel=True)
         finally:
             self.warmed_up.set()
 
+    async def wait_warm_up_thread(self) -> None:
+        """At the session's end, give a warm-up thread still at work at most `_WARM_UP_JOIN_S`.
+
+        It was abandoned when the session ended (imports cannot be interrupted). A thread still
+        inside a compiled extension (pydantic-core) when the interpreter exits is unwound there by
+        force, which aborts the process ("FATAL: exception not rethrown", exit -6) instead of exit 0.
+        """
+        if self._warm_up_started and not self._warm_up_thread_done.is_set():
+            await trio.to_thread.run_sync(
+                self._warm_up_thread_done.wait, _WARM_UP_JOIN_S, abandon_on_cancel=True
+            )
+        else:
+            await trio.lowlevel.checkpoint()
+
     def _warm_up_sync(self) -> None:
+        try:
+            self._warm_up_steps()
+        finally:
+            self._warm_up_thread_done.set()
+
+    def _warm_up_steps(self) -> None:
         started = time.perf_counter()
         try:
             for step in self.registry.warm_up:
@@ -487,3 +513,4 @@ async def serve_session(
     if on_ready is not None:
         on_ready(session)
     await session.serve(stdin, stdout)
+    await session.wait_warm_up_thread()

@@ -203,3 +203,31 @@ def test_concurrent_first_uses_build_the_models_once() -> None:
         thread.join(10)
     assert probe.loads == 1
     assert tool.args_model is LazyArgs
+
+
+async def test_the_session_end_waits_a_bounded_time_for_a_warm_up_thread_still_at_work() -> None:
+    # A warm-up thread still inside a compiled extension when the interpreter exits aborts the
+    # process; so serve_session gives it a bounded time to end before it returns.
+    probe = Probe()
+    probe.step_gate.clear()
+    with trio.fail_after(10):
+        async with open_session(test_tools=False, extra_tools=[probe.opener()]) as h:
+            await h.initialize()
+            await trio.to_thread.run_sync(probe.step_entered.wait, 5)
+            # The step ends a moment after the session has begun to close.
+            threading.Timer(0.1, probe.step_gate.set).start()
+    assert probe.step_left.is_set()  # serve_session returned only after the thread was done
+    assert probe.steps == 1
+
+
+async def test_a_warm_up_thread_that_never_ends_holds_the_session_end_only_for_the_bound() -> None:
+    probe = Probe()
+    probe.step_gate.clear()
+    try:
+        with trio.fail_after(10):
+            async with open_session(test_tools=False, extra_tools=[probe.opener()]) as h:
+                await h.initialize()
+                await trio.to_thread.run_sync(probe.step_entered.wait, 5)
+        assert not probe.step_left.is_set()  # the session ended without it
+    finally:
+        probe.step_gate.set()

@@ -365,7 +365,8 @@ def _conversation(label: str, peer: StdioPeer, report: Report, *, sql: bool) -> 
 
     listed, _ = peer.request("tools/list")
     names = sorted(tool["name"] for tool in listed.get("result", {}).get("tools", []))
-    expected = sorted(["sandbox_fs_read", "system_metrics", *(["read_only_sql"] if sql else [])])
+    sql_tools = ["sql_schema", "read_only_sql", "explain_sql"] if sql else []
+    expected = sorted(["sandbox_fs_list", "sandbox_fs_read", "system_metrics", *sql_tools])
     report.check(names == expected, f"{label}: tools/list = {', '.join(expected)}", names)
 
     metrics = peer.call_tool("system_metrics", {})
@@ -386,6 +387,13 @@ def _conversation(label: str, peer: StdioPeer, report: Report, *, sql: bool) -> 
         deep.get("isError") is False and deep.get("structuredContent", {}).get("content") == DEEP,
         f"{label}: sandbox_fs_read reads a nested file",
         deep,
+    )
+    listing = peer.call_tool("sandbox_fs_list", {"recursive": True})
+    names = sorted(e.get("name") for e in listing.get("structuredContent", {}).get("entries", []))
+    report.check(
+        listing.get("isError") is False and {"hello.txt", "deep.txt"} <= {n.rsplit("/", 1)[-1] for n in names},
+        f"{label}: tools/call sandbox_fs_list lists the mounted data",
+        listing,
     )
     for attempt in ("../../etc/passwd", "/etc/passwd", "escape/passwd", "notes/../../etc/passwd"):
         denied = peer.call_tool("sandbox_fs_read", {"relative_path": attempt})

@@ -389,9 +389,10 @@ def _conversation(label: str, peer: StdioPeer, report: Report, *, sql: bool) -> 
         deep,
     )
     listing = peer.call_tool("sandbox_fs_list", {"recursive": True})
-    names = sorted(e.get("name") for e in listing.get("structuredContent", {}).get("entries", []))
+    entries = listing.get("structuredContent", {}).get("entries", [])
+    leaves = {str(e.get("name")).rsplit("/", 1)[-1] for e in entries}
     report.check(
-        listing.get("isError") is False and {"hello.txt", "deep.txt"} <= {n.rsplit("/", 1)[-1] for n in names},
+        listing.get("isError") is False and {"hello.txt", "deep.txt"} <= leaves,
         f"{label}: tools/call sandbox_fs_list lists the mounted data",
         listing,
     )

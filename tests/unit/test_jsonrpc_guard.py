@@ -15,6 +15,8 @@ from mcp_suite.protocol.jsonrpc import (
     decode_message,
     encode_error,
     encode_result,
+    encode_tool_success,
+    sniff_id,
 )
 
 
@@ -119,3 +121,39 @@ def test_encoded_responses_are_one_ascii_line() -> None:
             },
         },
     }
+
+
+@pytest.mark.parametrize(
+    ("head", "found"),
+    [
+        (b'{"id":7,', 7),
+        (b'  {"jsonrpc":"2.0","id":"a"', "a"),
+        (b'{"a":[1,{"b":2}],"id":3,', 3),
+        (b'{"a":"x\\"y}","id":5,', 5),  # a quote and a brace inside a string are not structure
+        (b'{"id":7', None),  # the number may go on past the head: not read
+        (b"[1]", None),  # not an object
+        (b"{id:1}", None),  # a key that is not a string
+        (b'{"unterminated', None),  # a key that never ends
+        (b'{"id" 1}', None),  # no colon after the key
+        (b'{"a":1}', None),  # no id at all
+        (b'{"a":1 "id":2}', None),  # no comma between members
+        (b'{"a":]', None),  # a value that closes what it never opened
+        (b'{"a":[1,2', None),  # a value that never ends
+        (b'{"id":' + b"1" * 300 + b",", None),  # longer than any id worth matching
+        (b'{"id":tru,', None),  # not JSON
+        (b'{"id":null,', None),  # not a valid id
+        (b'{"id":1.5,', None),
+        (b'{"id":true,', None),
+    ],
+)
+def test_the_id_of_an_oversized_line_is_read_from_its_head_only_when_it_is_certain(
+    head: bytes, found: object
+) -> None:
+    assert sniff_id(head) == found
+
+
+def test_a_success_frame_whose_json_holds_a_raw_del_quotes_it_as_the_general_encoder_does() -> None:
+    structured = b'{"t":"a\x7fb"}'
+    frame = json.loads(encode_tool_success(1, structured))
+    assert frame["result"]["content"][0]["text"] == structured.decode("ascii")
+    assert frame["result"]["structuredContent"] == {"t": "a\x7fb"}

@@ -27,12 +27,20 @@ MAKEFLAGS += --no-print-directory
 .PHONY: help venv run demo test lint types pytest bench lock run-container smoke clean
 
 help:
-	@echo "make run            serve MCP on stdio (demo PostgreSQL + examples folder + metrics)"
-	@echo "make test           lint, types, architecture contracts and the whole test suite"
+	@echo "make run            serve MCP on stdio (demo PostgreSQL + examples folder + metrics);"
+	@echo "                    from another directory: make -s -C DIR run"
+	@echo "make demo           drive every tool through the official MCP SDK client; refusals are intended"
+	@echo "make test           lint, types and the whole test suite (= make lint types pytest)"
+	@echo "make lint           ruff, flake8-async, the architecture contracts, the offline container checks"
+	@echo "make types          mypy --strict"
+	@echo "make pytest         the test suite with the SQL policy's 100 % branch-coverage gate (PYTEST_ARGS=...)"
 	@echo "make bench          benchmarks (ratios against a floor measured in the same run)"
-	@echo "make demo           drive the server through the official MCP SDK client"
-	@echo "make run-container  build the hardened image if needed and serve it on stdio"
+	@echo "make venv           create .venv with every locked dependency (make run installs fewer)"
 	@echo "make lock           re-lock requirements/*.txt (name, version, hash)"
+	@echo "make run-container  build the hardened image if needed and serve it on stdio"
+	@echo "make smoke          build the image and prove its profile (podman)"
+	@echo "make clean          remove .venv and the tool caches"
+	@echo "make help           this list"
 
 # Everything the install prints goes to stderr: `make run` serves MCP on stdout, which must carry
 # protocol frames only, even on the run that first creates the environment.
@@ -74,7 +82,7 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy
 
-# The SQL policy (and its denylist) is the code whose every branch must be exercised (issue 3): the gate fails
+# The SQL policy (and its denylist) is the code whose every branch must be exercised: the gate fails
 # the run below 100 % branch coverage of it.
 POLICY_MODULES := mcp_suite/tools/read_only_sql/policy.py,mcp_suite/tools/read_only_sql/denylist.py
 

@@ -14,7 +14,6 @@ import argparse
 import contextlib
 import ctypes
 import fcntl
-import json
 import logging
 import os
 import signal
@@ -25,7 +24,6 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 from mcp_suite.devdb.cluster import (
     Cluster,
@@ -138,104 +136,19 @@ def serve(argv: Sequence[str]) -> int:
 
 # --- demo ------------------------------------------------------------------------------------
 
-# (label, tool arguments) — or a resource read / a sequence, see _demo_steps.
-_SQL_STEPS: list[tuple[str, dict[str, Any]]] = [
-    ("first five pages", {"sql": "SELECT slug, section, words FROM docs.pages ORDER BY slug LIMIT 5"}),
-    (
-        "pages per section",
-        {"sql": "SELECT section, count(*) AS pages FROM docs.pages GROUP BY section ORDER BY 1"},
-    ),
-    (
-        "one row of generate_series(1, 1000000)",
-        {"sql": "SELECT n FROM generate_series(1, 1000000) AS n", "max_rows": 1},
-    ),
-    ("INSERT", {"sql": "INSERT INTO docs.pages VALUES ('page-99', 'e-1', 'guides', 1)"}),
-    (
-        "DELETE inside WITH",
-        {"sql": "WITH d AS (DELETE FROM docs.pages RETURNING *) SELECT count(*) FROM d"},
-    ),
-    ("lo_create", {"sql": "SELECT lo_create(0)"}),
-    ("reading docs.editors", {"sql": "SELECT * FROM docs.editors"}),
-    ("pg_sleep(2)", {"sql": "SELECT pg_sleep(2)"}),
-    ("two statements", {"sql": "SELECT 1; SELECT 2"}),
-    (
-        "set_config: read-only off",
-        {"sql": "SELECT set_config('default_transaction_read_only', 'off', false)"},
-    ),
-    ("... then lo_create on the next call", {"sql": "SELECT lo_create(0)"}),
-    ("a 300,000-character value", {"sql": "SELECT repeat('x', 300000) AS big"}),
-    ("pg_notify", {"sql": "SELECT pg_notify('alerts', 'hello')"}),
-    ("1,000 rows requested", {"sql": "SELECT * FROM docs.pages", "max_rows": 1000}),
-]
-
-
-def _cut(text: str, limit: int = 90) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _outcome(result: Any) -> str:
-    if result.is_error:
-        text = result.content[0].text if result.content else "{}"
-        try:
-            problem = json.loads(text)
-        except ValueError:
-            return _cut("error: " + text)
-        slug = str(problem.get("type", "")).rsplit(":", 1)[-1]
-        return _cut(f"{slug}: {problem.get('detail', '')}")
-    data = result.structured_content or {}
-    rows = data.get("rows", [])
-    first = json.dumps(rows[0]) if rows else "-"
-    more = ", truncated" if data.get("truncated") else ""
-    return _cut(f"ok: {data.get('row_count', len(rows))} row(s){more}; first {first}")
-
-
-async def _run_demo(env: dict[str, str]) -> list[tuple[str, str]]:
-    from mcp import Client
-    from mcp.client.stdio import StdioServerParameters
-    from mcp.shared.exceptions import MCPError
-
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "mcp_suite"], env=env, cwd=str(checkout() or Path.home())
-    )
-    table: list[tuple[str, str]] = []
-    async with Client(params) as client:
-        tools = await client.list_tools()
-        table.append(("tools/list", "ok: " + ", ".join(t.name for t in tools.tools)))
-        resources = await client.list_resources()
-        uris = [str(r.uri) for r in resources.resources]
-        schema_uri = next((u for u in uris if u.startswith("postgres://")), None)
-        if schema_uri:
-            read = await client.read_resource(schema_uri)
-            schema = json.loads(getattr(read.contents[0], "text", "{}"))
-            tables = [f"{t['schema']}.{t['name']}" for t in schema.get("tables", [])]
-            table.append((f"resource {schema_uri}", "ok: tables " + ", ".join(tables)))
-        for label, arguments in _SQL_STEPS:
-            started = time.perf_counter()
-            try:
-                result = await client.call_tool("read_only_sql", arguments)
-                outcome = _outcome(result)
-            except MCPError as exc:
-                outcome = _cut(f"JSON-RPC error {exc.error.code}: {exc.error.message}")
-            elapsed = (time.perf_counter() - started) * 1000
-            table.append((label, f"{outcome}  [{elapsed:.0f} ms]"))
-    return table
-
 
 def demo() -> int:
+    """Every tool through the SDK client (`mcp_suite.devdb.demo`); 1 when a step was UNEXPECTED."""
     import anyio
+
+    from mcp_suite.devdb.demo import print_table, run_steps
 
     with _demo_cluster() as cluster:
         env = _server_env(cluster)
         env.setdefault("MCP_LOG_LEVEL", "WARNING")
-        rows = anyio.run(_run_demo, env)
-    width = max(len(label) for label, _ in rows)
-    out = sys.stdout
-    out.write(f"{'step':<{width}}  outcome\n{'-' * width}  {'-' * 60}\n")
-    for label, outcome in rows:
-        out.write(f"{label:<{width}}  {outcome}\n")
-    out.flush()
-    return 0
+        rows = anyio.run(run_steps, env, checkout() or Path.home())
+    print_table(rows, sys.stdout)
+    return 0 if all(as_expected for _, as_expected, _ in rows) else 1
 
 
 def destroy() -> int:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the local base image for containers/Containerfile from Debian's own packages, for machines
-# where no image registry is reachable (SPEC §9: "the base image is a build argument, so the image
+# where no image registry is reachable (docs/operations/: "the base image is a build argument, so the image
 # also builds where no registry is reachable").
 #
 #   containers/build-base.sh [--force]

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# The hardened run profile of SPEC §9, in one place for containers/run.sh and containers/smoke.sh
+# The hardened run profile of docs/operations/, in one place for containers/run.sh and containers/smoke.sh
 # (containers/compose.yaml repeats it; `containers/smoke.sh --offline` checks both). Sourced, not run.
 #
 #   --read-only            the image's root file system, the venv included, cannot be written

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Smoke test of the hardened container (SPEC §9, issue 5), on this machine, with no image registry:
+# Smoke test of the hardened container (docs/operations/), on this machine, with no image registry:
 #
 #   containers/smoke.sh            the full test: engine tools, local base image (debootstrap, cached),
 #                                  image build, then containers/smoke_driver.py (profile probe, MCP
@@ -66,7 +66,7 @@ say "image built in $((SECONDS - tb)) s; size: $("$engine" image inspect --forma
 
 status=0
 # The driver runs on the project's venv when there is one (`make venv`): it then starts the demo
-# PostgreSQL (SPEC §8) and exercises read_only_sql through a mounted Unix socket.
+# PostgreSQL (docs/tools/read_only_sql.md) and exercises read_only_sql through a mounted Unix socket.
 driver_py="$py"
 sql_flag=()
 [[ -x "$root/.venv/bin/python" ]] && driver_py="$root/.venv/bin/python"

@@ -95,7 +95,7 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def _child_death_signal() -> None:  # runs in the forked child before exec
-    # If this process dies (even SIGKILL), the server gets SIGTERM and drains (SPEC §3.4).
+    # If this process dies (even SIGKILL), the server gets SIGTERM and drains (docs/wire.md).
     with contextlib.suppress(Exception):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
 

@@ -1,4 +1,4 @@
--- The demo data (SPEC §8), run by mcp_suite.devdb as the bootstrap superuser in the demo database.
+-- The demo data (docs/tools/read_only_sql.md), run by mcp_suite.devdb as the bootstrap superuser in the demo database.
 -- Roles and database-level grants are made by cluster.py (they need the random reader password).
 SET ROLE docs_owner;
 
@@ -35,7 +35,7 @@ GRANT SELECT ON docs.pages TO mcp_reader;
 -- Server-side default for every session of the reader (the MCP server also asks for it).
 ALTER ROLE mcp_reader IN DATABASE mcp_demo SET default_transaction_read_only = on;
 
--- Defence in depth beyond SPEC §8 (see docs/tools/postgres-role-guide.sql): large objects are the
+-- Defence in depth beyond docs/tools/read_only_sql.md (see docs/tools/postgres-role-guide.sql): large objects are the
 -- one write a plain role may make by default, so PUBLIC loses EXECUTE on the functions that create,
 -- change or remove them. The read-only transaction refuses them too; each layer holds alone.
 REVOKE EXECUTE ON FUNCTION

@@ -1,4 +1,4 @@
-"""MCP messages and the session lifecycle table (SPEC §3.3). Pure data and decisions, no I/O.
+"""MCP messages and the session lifecycle table (docs/wire.md). Pure data and decisions, no I/O.
 
 The runtime asks `Lifecycle.route(method)` what to do with a request and builds results with the
 functions here; the rules (what is allowed before `initialize`, version negotiation, paging of
@@ -84,7 +84,7 @@ class Lifecycle:
         if method not in self._known:
             return Route.UNKNOWN
         if method == "ping":
-            return Route.INLINE  # ping works at any time (SPEC §3.3)
+            return Route.INLINE  # ping works at any time (docs/wire.md)
         if method == "initialize":
             return Route.INLINE
         if not self.initialized:
@@ -114,7 +114,7 @@ def unknown_method(method: str) -> MethodNotFoundError:
 
 
 def negotiate_version(requested: object) -> str:
-    """Echo a supported version; otherwise answer with the latest one (SPEC §3.3)."""
+    """Echo a supported version; otherwise answer with the latest one (docs/wire.md)."""
     if isinstance(requested, str) and requested in SUPPORTED_VERSIONS:
         return requested
     return LATEST_VERSION
@@ -233,7 +233,7 @@ def structured_json(result: BaseModel) -> bytes:
 
 
 def call_result(structured: dict[str, Any]) -> dict[str, Any]:
-    """Success: `structuredContent` plus one text block holding the identical JSON (SPEC §5)."""
+    """Success: `structuredContent` plus one text block holding the identical JSON (docs/wire.md)."""
     return {
         "content": [{"type": "text", "text": compact_json(structured)}],
         "structuredContent": structured,
@@ -242,5 +242,5 @@ def call_result(structured: dict[str, Any]) -> dict[str, Any]:
 
 
 def call_error_result(problem: ProblemError) -> dict[str, Any]:
-    """In-band failure: one text block with the problem document, no `structuredContent` (SPEC §4)."""
+    """In-band failure: one text block with the problem document, no `structuredContent` (docs/wire.md)."""
     return {"content": [{"type": "text", "text": compact_json(render_problem(problem))}], "isError": True}

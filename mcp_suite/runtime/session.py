@@ -8,7 +8,7 @@
 Both channels are bounded, so a flood, a client that never reads, or a never-ending line cannot
 grow memory: back-pressure stops the reader instead. The dispatcher is the one place where
 exceptions become wire messages. EOF, the first SIGINT/SIGTERM, or a failed write start the drain
-(SPEC §3.4); a second signal cancels in-flight calls at once.
+(docs/wire.md); a second signal cancels in-flight calls at once.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def _id_key(request_id: RequestId) -> IdKey:
 
 
 def _lenient_keys(request_id: object) -> list[IdKey]:
-    """`"7"` cancels 7 and 7 cancels `"7"` (SPEC §3.4): exact form first, then the other one."""
+    """`"7"` cancels 7 and 7 cancels `"7"` (docs/wire.md): exact form first, then the other one."""
     if isinstance(request_id, bool):
         return []
     if isinstance(request_id, int):
@@ -261,7 +261,7 @@ class Session:
             request_id=None,
         )
         error.metadata["max_frame_bytes"] = self.settings.max_frame_bytes
-        error.wire_data["max_frame_bytes"] = self.settings.max_frame_bytes  # SPEC §3.1
+        error.wire_data["max_frame_bytes"] = self.settings.max_frame_bytes  # docs/wire.md
         return error
 
     # ---------------------------------------------------------------------------------------
@@ -287,7 +287,7 @@ class Session:
                 try:
                     await stdout.send_all(b"".join(batch))
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    # The client is gone (SPEC §3.4): nobody can receive anything any more.
+                    # The client is gone (docs/wire.md): nobody can receive anything any more.
                     logger.info("stdout closed by the client; shutting down")
                     root_scope.cancel()
                     return
@@ -391,7 +391,7 @@ class Session:
                     entry.client_cancelled = True
                     entry.scope.cancel()
                     break
-        # notifications/initialized is accepted; unknown notifications are ignored (SPEC §3.3).
+        # notifications/initialized is accepted; unknown notifications are ignored (docs/wire.md).
 
     def _handle_request(self, request: Request, calls: trio.Nursery, started: float) -> bytes | None:
         route = self.lifecycle.route(request.method)
@@ -504,7 +504,7 @@ class Session:
         excerpt = call.arguments  # the audit cuts its own excerpt, only when it logs
         settings = self.settings
         try:
-            # 1. structural sanitizer, 2. a place in the FIFO line (SPEC §5, in this order)
+            # 1. structural sanitizer, 2. a place in the FIFO line (docs/wire.md, in this order)
             sanitize_arguments(
                 call.arguments, max_depth=settings.arg_max_depth, max_items=settings.arg_max_items
             )
@@ -522,7 +522,7 @@ class Session:
             except ProblemError as exc:
                 if exc.jsonrpc_code is not None:
                     raise  # a fault of the infrastructure (database-unavailable): a JSON-RPC error
-                # In-band: the tool ran or was refused because of what the caller asked (SPEC §4).
+                # In-band: the tool ran or was refused because of what the caller asked (docs/wire.md).
                 raise _InBand(exc) from None
 
         self._spawn(calls, key, request, tool.name, run_tool, excerpt, ticket, started)
@@ -601,9 +601,9 @@ class Session:
                     outcome = "error"
             if entry.scope.cancelled_caught and response is None:
                 if entry.client_cancelled:
-                    outcome = "cancelled"  # no response at all (SPEC §3.4)
+                    outcome = "cancelled"  # no response at all (docs/wire.md)
                 elif not self._stopping and trio.current_time() >= entry.scope.deadline:
-                    # The call's deadline (SPEC §5.3), set on this same scope by `_guarded_call`:
+                    # The call's deadline (docs/wire.md), set on this same scope by `_guarded_call`:
                     # in-band, like every refusal caused by what the caller asked for.
                     outcome = "error"
                     problem = self._timed_out()
@@ -648,7 +648,7 @@ class Session:
     async def _guarded_call(
         self, tool: ToolSpec, arguments: Any, ticket: Ticket, scope: trio.CancelScope
     ) -> bytes:
-        """The guardrails of SPEC §5 that wait: the slot (FIFO, bounded wait), the deadline, the schema.
+        """The guardrails of docs/wire.md that wait: the slot (FIFO, bounded wait), the deadline, the schema.
 
         The sanitizer and the place in line were taken synchronously by the dispatcher. `scope` is
         the call's own cancel scope: the deadline is set on it, so a call has exactly one scope, and

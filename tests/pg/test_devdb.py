@@ -1,4 +1,4 @@
-"""The throwaway cluster: seeded exactly per SPEC §8, loopback only, and careful with directories."""
+"""The throwaway cluster: seeded exactly as documented, loopback only, and careful with directories."""
 
 from __future__ import annotations
 

@@ -111,7 +111,7 @@ async def test_notifications_cancelled_stops_the_query_in_postgres(demo_cluster:
                 ]
             (pid, _, _) = running[0]
             await h.notify("notifications/cancelled", {"requestId": call_id, "reason": "test"})
-            # SPEC §3.4 / issue 6: the backend is idle again within 1 s of the cancellation.
+            # docs/wire.md: the backend is idle again within 1 s of the cancellation.
             with trio.fail_after(1.0):
                 while True:
                     states = {b[0]: b[1] for b in await trio.to_thread.run_sync(backends, admin)}

@@ -1,4 +1,4 @@
-"""The start-up role audit (SPEC §6.1): what could the DSN's role do besides reading?
+"""The start-up role audit (docs/tools/read_only_sql.md): what could the DSN's role do besides reading?
 
 `audit_connection(conn)` asks PostgreSQL (catalog functions evaluated for `current_user`, so grants
 to PUBLIC and inherited memberships count) and returns one `Finding` per problem, each with its fix.
@@ -62,7 +62,7 @@ def _listed(names: list[str]) -> str:
 
 
 def audit_connection(conn: psycopg.Connection[Any]) -> list[Finding]:
-    """Every capability of `current_user` that SPEC §6.1 forbids, as findings (empty: safe).
+    """Every capability of `current_user` that docs/tools/read_only_sql.md forbids, as findings (empty: safe).
 
     Runs a handful of catalog queries in one read-only transaction that is rolled back.
     """

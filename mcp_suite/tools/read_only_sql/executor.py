@@ -1,4 +1,4 @@
-"""The read-only executor: sync psycopg work for `read_only_sql` (SPEC §6.1 steps 5–7).
+"""The read-only executor: sync psycopg work for `read_only_sql` (docs/tools/read_only_sql.md).
 
 Owns the psycopg_pool pool (sessions default to read-only), one call's transaction (BEGIN READ ONLY,
 a transaction-local statement_timeout, the query through a server-side named cursor, at most
@@ -169,7 +169,7 @@ class CallCancelledError(Exception):
 def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemError | None:
     """The caller-facing problem for a database error, or None for a server/connection failure.
 
-    SPEC §6.1.7: 57014 → execution-timeout; 25006 → query-violation; 42501 → access-denied; classes
+    docs/tools/: 57014 → execution-timeout; 25006 → query-violation; 42501 → access-denied; classes
     21, 22, 42, 0A, 54 → validation-error; everything else is not the caller's to fix (-32603).
     Security: the detail holds PostgreSQL's primary message cut to 256 characters (it names the
     caller's own tables, columns and values), never str(exc), hints, context or positions.
@@ -190,7 +190,7 @@ def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemErro
             "The query waited too long for a lock held by another session.", metadata=meta
         )
     if state[:2] == "25":
-        # 25006 read_only_sql_transaction (SPEC), and the rest of class 25 (for example 25001 from
+        # 25006 read_only_sql_transaction (docs/), and the rest of class 25 (for example 25001 from
         # set_config('transaction_read_only', 'off', ...)): the query tried to change the
         # transaction it runs in, which is the caller's doing, not a server failure.
         return QueryViolationError(

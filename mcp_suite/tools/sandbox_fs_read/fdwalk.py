@@ -1,4 +1,4 @@
-"""The directory-fd walk: the ONLY module in mcp-suite that opens a path a caller chose (SPEC §6.2).
+"""The directory-fd walk: the ONLY module in mcp-suite that opens a path a caller chose (docs/tools/).
 
 Three steps, each assuming the one before it failed:
 1. `resolve`: canonical containment. The caller's components are resolved against the root the way

@@ -6,11 +6,11 @@
 #   containers/build-base.sh [--force]
 #
 # debootstrap a minimal Debian (minbase + python3 + python3-venv), bring it up to date with the
-# security suite, and `podman import` it as $MCP_LOCAL_BASE_IMAGE (default localhost/mcp-suite-base:bookworm).
+# security suite, and import it (`podman import` or `docker import`) as $MCP_LOCAL_BASE_IMAGE (default localhost/mcp-suite-base:bookworm).
 # The image is cached: if it already exists this does nothing (pass --force to rebuild).
 #
 # Environment: MCP_LOCAL_BASE_IMAGE, DEBIAN_SUITE (bookworm), DEBIAN_MIRROR (default: the first URI of the
-# host's apt sources, else debootstrap's own default), ENGINE (podman), CONTAINERS_CONF.
+# host's apt sources, else debootstrap's own default), ENGINE (podman or docker), CONTAINERS_CONF.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -24,7 +24,7 @@ force=0
 
 log() { printf 'build-base: %s\n' "$*" >&2; }
 
-if [[ $force -eq 0 ]] && "$engine" image exists "$image" 2>/dev/null; then
+if [[ $force -eq 0 ]] && "$engine" image inspect "$image" >/dev/null 2>&1; then
     log "$image exists (cached); pass --force to rebuild"
     exit 0
 fi

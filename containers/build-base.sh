@@ -85,6 +85,8 @@ rm -rf "$work/rootfs/var/lib/apt/lists/"* "$work/rootfs/var/cache/apt/"*.bin \
     "$work/rootfs/usr/share/locale/"* "$work/rootfs/tmp/"* "$work/rootfs/root"/.??* 2>/dev/null || true
 
 log "importing as $image"
+quiet=()
+[[ "$engine" == podman ]] && quiet=(--quiet) # docker import has no --quiet
 tar --numeric-owner -C "$work/rootfs" -c . |
-    "$engine" import --quiet --change 'CMD ["/bin/sh"]' --change 'ENV LANG=C.UTF-8' - "$image" >/dev/null
+    "$engine" import "${quiet[@]}" --change 'CMD ["/bin/sh"]' --change 'ENV LANG=C.UTF-8' - "$image" >/dev/null
 "$engine" image inspect --format '{{.Id}} {{.Size}}' "$image" >&2

@@ -83,6 +83,14 @@ mcp_stage_context() {
     )
 }
 
+# The CA bundle the builder's pip trusts, or nothing: the host's by default, so the builder trusts
+# exactly what the host trusts (needed behind a TLS-inspecting proxy; harmless elsewhere).
+mcp_ca_bundle() {
+    local ca="${MCP_BUILD_CA_BUNDLE:-${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}}"
+    [[ -n "$ca" && -s "$ca" ]] && printf '%s\n' "$ca"
+    return 0
+}
+
 # Build $MCP_SUITE_IMAGE from the checkout at $1 on base image $2 (logs to stderr only: stdout is the
 # MCP stream for run.sh). A CA bundle for a TLS-inspecting proxy goes in as a build secret where the
 # builder has secrets (podman, BuildKit); docker's legacy builder builds without it.
@@ -104,18 +112,23 @@ mcp_build_image() {
         if mcp_docker_buildkit; then
             docker buildx version >/dev/null 2>&1 || export DOCKER_BUILDKIT=1
         else
-            printf 'containers: docker has no BuildKit: the legacy builder, without the CA build secret\n' >&2
-            sed 's/^RUN --mount=type=secret,id=pip_cert /RUN /' "$file" >"$stage/Containerfile"
-            file="$stage/Containerfile"
+            # The legacy builder has no secret mounts: the CA bundle (public certificates) is copied
+            # into the builder stage where the mount would be, and removed by the strip step, so it
+            # is absent from the shipped image's one layer.
+            printf 'containers: docker has no BuildKit: the legacy builder\n' >&2
             secrets=0
+            local copy_ca=""
+            if [[ -n "$(mcp_ca_bundle)" ]]; then
+                cp "$(mcp_ca_bundle)" "$stage/pip_cert"
+                copy_ca='COPY pip_cert /run/secrets/pip_cert\n'
+            fi
+            sed "s|^RUN --mount=type=secret,id=pip_cert |${copy_ca}RUN |" "$file" >"$stage/Containerfile"
+            file="$stage/Containerfile"
         fi
     fi
     args+=(-f "$file")
     [[ -n "$base" ]] && args+=(--build-arg "BASE_IMAGE=$base")
-    # The host's CA bundle by default: the builder then trusts exactly what the host trusts (needed
-    # behind a TLS-inspecting proxy; harmless elsewhere).
-    local ca="${MCP_BUILD_CA_BUNDLE:-${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}}"
-    [[ $secrets -eq 1 && -n "$ca" && -s "$ca" ]] && args+=(--secret "id=pip_cert,src=$ca")
+    [[ $secrets -eq 1 && -n "$(mcp_ca_bundle)" ]] && args+=(--secret "id=pip_cert,src=$(mcp_ca_bundle)")
     "$engine" "${args[@]}" "$context" >&2 || status=$?
     [[ -n "$stage" ]] && rm -rf "$stage"
     return "$status"
@@ -140,7 +153,8 @@ mcp_base_image() {
         return 0
     fi
     if [[ $(id -u) -eq 0 ]] && command -v debootstrap >/dev/null; then
-        ENGINE="$(mcp_engine)" MCP_LOCAL_BASE_IMAGE="$MCP_LOCAL_BASE_IMAGE" "$root/containers/build-base.sh" >&2
+        ENGINE="$(mcp_engine)" MCP_LOCAL_BASE_IMAGE="$MCP_LOCAL_BASE_IMAGE" "$root/containers/build-base.sh" >&2 ||
+            return 1
         printf '%s\n' "$MCP_LOCAL_BASE_IMAGE"
     fi
 }

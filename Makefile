@@ -38,7 +38,7 @@ help:
 	@echo "make venv           create .venv with every locked dependency (make run installs fewer)"
 	@echo "make lock           re-lock requirements/*.txt (name, version, hash)"
 	@echo "make run-container  build the hardened image if needed and serve it on stdio"
-	@echo "make smoke          build the image and prove its profile (podman)"
+	@echo "make smoke          build the image and prove its profile (podman; ENGINE=docker for Docker)"
 	@echo "make clean          remove .venv and the tool caches"
 	@echo "make help           this list"
 

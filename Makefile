@@ -27,13 +27,23 @@ MAKEFLAGS += --no-print-directory
 .PHONY: help venv run demo test lint types pytest bench lock run-container smoke clean system-packages mutate mutate-sample
 
 help:
-	@echo "make run            serve MCP on stdio (demo PostgreSQL + examples folder + metrics)"
-	@echo "make test           lint, types, architecture contracts and the whole test suite"
-	@echo "make bench          benchmarks (ratios against a floor measured in the same run)"
-	@echo "make demo           drive the server through the official MCP SDK client"
-	@echo "make run-container  build the hardened image if needed and serve it on stdio"
-	@echo "make lock           re-lock requirements/*.txt (name, version, hash)"
+	@echo "make run            serve MCP on stdio (demo PostgreSQL + examples folder + metrics);"
+	@echo "                    from another directory: make -s -C DIR run"
+	@echo "make demo           drive every tool through the official MCP SDK client; refusals are intended"
+	@echo "make test           lint, types, the whole test suite and the mutation hand checks"
+	@echo "make lint           ruff, flake8-async, the architecture contracts, the offline container checks"
+	@echo "make types          mypy --strict"
+	@echo "make pytest         the test suite with the guardrails' 100 % branch-coverage gate (PYTEST_ARGS=...)"
 	@echo "make mutate         mutation testing of the guardrails: hand checks, then mutmut with its table and floor"
+	@echo "make mutate-sample  the hand checks alone (part of make test)"
+	@echo "make bench          benchmarks (ratios against a floor measured in the same run)"
+	@echo "make system-packages  the Debian packages the tests start (PgBouncer, PostgreSQL with TLS, Node.js), when missing"
+	@echo "make venv           create .venv with every locked dependency (make run installs fewer)"
+	@echo "make lock           re-lock requirements/*.txt (name, version, hash)"
+	@echo "make run-container  build the hardened image if needed and serve it on stdio"
+	@echo "make smoke          build the image and prove its profile (podman; ENGINE=docker for Docker)"
+	@echo "make clean          remove .venv and the tool caches"
+	@echo "make help           this list"
 
 # Everything the install prints goes to stderr: `make run` serves MCP on stdout, which must carry
 # protocol frames only, even on the run that first creates the environment.

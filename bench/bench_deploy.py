@@ -1,4 +1,4 @@
-"""Many clients on one database (issue: real deployments): 32 server processes, each a separate
+"""Many clients on one database (docs/operations/deployments.md): 32 server processes, each a separate
 client with 2 calls in flight, against PostgreSQL directly and through PgBouncer (transaction
 pooling, a server pool of 8), in the same run.
 

@@ -1,4 +1,4 @@
-"""`sandbox_fs_read` benchmarks (issue 4): 4 KiB reads through the full server, 8 in flight (the
+"""`sandbox_fs_read` benchmarks (docs/performance.md): 4 KiB reads through the full server, 8 in flight (the
 median of three runs of 10,000, each printed), and the server's open descriptors before and after
 10,000 reads.
 

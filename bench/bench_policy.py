@@ -1,4 +1,4 @@
-"""The SQL policy (issue 3): a typical 250-character analytical query, median over 10,000 runs.
+"""The SQL policy (docs/performance.md): a typical 250-character analytical query, median over 10,000 runs.
 
 Figures: the whole policy uncached (parse, walk, LIMIT rewrite, regenerate, check again, the pglast
 cross-checks; target <= 3 ms) against a floor of one bare sqlglot parse in the same run; cached

@@ -1,4 +1,4 @@
-"""Runtime benchmarks (issue 2): cold start, ping round trips with 32 in flight, idle RSS.
+"""Runtime benchmarks (docs/performance.md): cold start, ping round trips with 32 in flight, idle RSS.
 
 Floors measured in the same run: the bare interpreter's start-up, and a line-echo process driven by
 the same client loop (the cost of pipes and the client itself).

@@ -1,4 +1,4 @@
-"""read_only_sql benchmarks (issue 6), against the demo cluster (started here if not running).
+"""read_only_sql benchmarks (docs/performance.md), against the demo cluster (started here if not running).
 
 Through the whole server (`python -m mcp_suite` over pipes): the small aggregate's sequential p50 and
 its throughput with 32 calls in flight, the server's RSS under that load, and cold start with all

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Build the local base image for containers/Containerfile from Debian's own packages, for machines
-# where no image registry is reachable (SPEC §9: "the base image is a build argument, so the image
+# where no image registry is reachable (docs/operations/: "the base image is a build argument, so the image
 # also builds where no registry is reachable").
 #
 #   containers/build-base.sh [--force]
 #
 # debootstrap a minimal Debian (minbase + python3 + python3-venv), bring it up to date with the
-# security suite, and `podman import` it as $MCP_LOCAL_BASE_IMAGE (default localhost/mcp-suite-base:bookworm).
+# security suite, and import it (`podman import` or `docker import`) as $MCP_LOCAL_BASE_IMAGE (default localhost/mcp-suite-base:bookworm).
 # The image is cached: if it already exists this does nothing (pass --force to rebuild).
 #
 # Environment: MCP_LOCAL_BASE_IMAGE, DEBIAN_SUITE (bookworm), DEBIAN_MIRROR (default: the first URI of the
-# host's apt sources, else debootstrap's own default), ENGINE (podman), CONTAINERS_CONF.
+# host's apt sources, else debootstrap's own default), ENGINE (podman or docker), CONTAINERS_CONF.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -24,7 +24,7 @@ force=0
 
 log() { printf 'build-base: %s\n' "$*" >&2; }
 
-if [[ $force -eq 0 ]] && "$engine" image exists "$image" 2>/dev/null; then
+if [[ $force -eq 0 ]] && "$engine" image inspect "$image" >/dev/null 2>&1; then
     log "$image exists (cached); pass --force to rebuild"
     exit 0
 fi
@@ -85,6 +85,8 @@ rm -rf "$work/rootfs/var/lib/apt/lists/"* "$work/rootfs/var/cache/apt/"*.bin \
     "$work/rootfs/usr/share/locale/"* "$work/rootfs/tmp/"* "$work/rootfs/root"/.??* 2>/dev/null || true
 
 log "importing as $image"
+quiet=()
+[[ "$engine" == podman ]] && quiet=(--quiet) # docker import has no --quiet
 tar --numeric-owner -C "$work/rootfs" -c . |
-    "$engine" import --quiet --change 'CMD ["/bin/sh"]' --change 'ENV LANG=C.UTF-8' - "$image" >/dev/null
+    "$engine" import "${quiet[@]}" --change 'CMD ["/bin/sh"]' --change 'ENV LANG=C.UTF-8' - "$image" >/dev/null
 "$engine" image inspect --format '{{.Id}} {{.Size}}' "$image" >&2

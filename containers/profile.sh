@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# The hardened run profile of SPEC §9, in one place for containers/run.sh and containers/smoke.sh
+# The hardened run profile of docs/operations/, in one place for containers/run.sh and containers/smoke.sh
 # (containers/compose.yaml repeats it; `containers/smoke.sh --offline` checks both). Sourced, not run.
 #
 #   --read-only            the image's root file system, the venv included, cannot be written
@@ -63,21 +63,75 @@ mcp_source_digest() {
     )
 }
 
+# Docker builds with BuildKit when it can: buildx, or the BuildKit inside Docker 20.10 behind
+# DOCKER_BUILDKIT=1. Debian's docker.io CLI without either has only the legacy builder, which knows
+# neither `--secret`, nor `RUN --mount`, nor a Containerfile's own .dockerignore.
+mcp_docker_buildkit() {
+    docker buildx version >/dev/null 2>&1 && return 0
+    DOCKER_BUILDKIT=1 docker build --help 2>&1 | grep -q -- '--secret'
+}
+
+# Copy the build's allowlist (what Containerfile.dockerignore lets in) to the directory $2, so every
+# builder, docker's legacy one included, gets the same small context.
+mcp_stage_context() {
+    local root="$1" dest="$2"
+    (
+        cd "$root" &&
+            find pyproject.toml README* LICENSE* requirements/runtime.txt requirements/dev.txt mcp_suite \
+                -type f ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 2>/dev/null |
+            tar --null -T - -cf - | tar -xf - -C "$dest"
+    )
+}
+
+# The CA bundle the builder's pip trusts, or nothing: the host's by default, so the builder trusts
+# exactly what the host trusts (needed behind a TLS-inspecting proxy; harmless elsewhere).
+mcp_ca_bundle() {
+    local ca="${MCP_BUILD_CA_BUNDLE:-${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}}"
+    [[ -n "$ca" && -s "$ca" ]] && printf '%s\n' "$ca"
+    return 0
+}
+
 # Build $MCP_SUITE_IMAGE from the checkout at $1 on base image $2 (logs to stderr only: stdout is the
-# MCP stream for run.sh). A CA bundle for a TLS-inspecting proxy goes in as a build secret.
+# MCP stream for run.sh). A CA bundle for a TLS-inspecting proxy goes in as a build secret where the
+# builder has secrets (podman, BuildKit); docker's legacy builder builds without it.
 mcp_build_image() {
-    local root="$1" base="$2" engine digest
+    local root="$1" base="$2" engine digest stage status=0 secrets=1
     engine="$(mcp_engine)"
     digest="$(mcp_source_digest "$root")"
-    local args=(build -f "$root/containers/Containerfile" -t "$MCP_SUITE_IMAGE"
-        --label "org.mcp-suite.source-digest=$digest")
-    [[ "$engine" == podman ]] && args+=(--ignorefile "$root/containers/Containerfile.dockerignore")
+    local file="$root/containers/Containerfile" context="$root"
+    local args=(build -t "$MCP_SUITE_IMAGE" --label "org.mcp-suite.source-digest=$digest")
+    stage=""
+    if [[ "$engine" == podman ]]; then
+        args+=(--ignorefile "$root/containers/Containerfile.dockerignore")
+    else
+        stage="$(mktemp -d "${TMPDIR:-/tmp}/mcp-suite-context.XXXXXX")"
+        mcp_stage_context "$root" "$stage"
+        context="$stage"
+        # The build's pip reaches the package index even when the daemon runs without a bridge.
+        args+=(--network host)
+        if mcp_docker_buildkit; then
+            docker buildx version >/dev/null 2>&1 || export DOCKER_BUILDKIT=1
+        else
+            # The legacy builder has no secret mounts: the CA bundle (public certificates) is copied
+            # into the builder stage where the mount would be, and removed by the strip step, so it
+            # is absent from the shipped image's one layer.
+            printf 'containers: docker has no BuildKit: the legacy builder\n' >&2
+            secrets=0
+            local copy_ca=""
+            if [[ -n "$(mcp_ca_bundle)" ]]; then
+                cp "$(mcp_ca_bundle)" "$stage/pip_cert"
+                copy_ca='COPY pip_cert /run/secrets/pip_cert\n'
+            fi
+            sed "s|^RUN --mount=type=secret,id=pip_cert |${copy_ca}RUN |" "$file" >"$stage/Containerfile"
+            file="$stage/Containerfile"
+        fi
+    fi
+    args+=(-f "$file")
     [[ -n "$base" ]] && args+=(--build-arg "BASE_IMAGE=$base")
-    # The host's CA bundle by default: the builder then trusts exactly what the host trusts (needed
-    # behind a TLS-inspecting proxy; harmless elsewhere).
-    local ca="${MCP_BUILD_CA_BUNDLE:-${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}}"
-    [[ -n "$ca" && -s "$ca" ]] && args+=(--secret "id=pip_cert,src=$ca")
-    "$engine" "${args[@]}" "$root" >&2
+    [[ $secrets -eq 1 && -n "$(mcp_ca_bundle)" ]] && args+=(--secret "id=pip_cert,src=$(mcp_ca_bundle)")
+    "$engine" "${args[@]}" "$context" >&2 || status=$?
+    [[ -n "$stage" ]] && rm -rf "$stage"
+    return "$status"
 }
 
 # True when the image exists and was built from the current sources.
@@ -90,7 +144,7 @@ mcp_image_current() {
 }
 
 # The base image to build on: $MCP_BASE_IMAGE if set ("default" = the Containerfile's digest-pinned
-# official image); else, with podman as root and debootstrap available, the local Debian base (built
+# official image); else, as root with debootstrap available, the local Debian base (built
 # once, then cached); else the Containerfile's default.
 mcp_base_image() {
     local root="$1"
@@ -98,8 +152,9 @@ mcp_base_image() {
         [[ "$MCP_BASE_IMAGE" == default ]] || printf '%s\n' "$MCP_BASE_IMAGE"
         return 0
     fi
-    if [[ "$(mcp_engine)" == podman && $(id -u) -eq 0 ]] && command -v debootstrap >/dev/null; then
-        MCP_LOCAL_BASE_IMAGE="$MCP_LOCAL_BASE_IMAGE" "$root/containers/build-base.sh" >&2
+    if [[ $(id -u) -eq 0 ]] && command -v debootstrap >/dev/null; then
+        ENGINE="$(mcp_engine)" MCP_LOCAL_BASE_IMAGE="$MCP_LOCAL_BASE_IMAGE" "$root/containers/build-base.sh" >&2 ||
+            return 1
         printf '%s\n' "$MCP_LOCAL_BASE_IMAGE"
     fi
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Smoke test of the hardened container (SPEC §9, issue 5), on this machine, with no image registry:
+# Smoke test of the hardened container (docs/operations/), on this machine, with no image registry:
 #
 #   containers/smoke.sh            the full test: engine tools, local base image (debootstrap, cached),
 #                                  image build, then containers/smoke_driver.py (profile probe, MCP
@@ -27,24 +27,77 @@ source "$here/profile.sh"
 engine="$(mcp_engine)"
 t0=$SECONDS
 work="$(mktemp -d "${TMPDIR:-/tmp}/mcp-suite-smoke.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
+docker_daemon=""
+cleanup() {
+    if [[ -n "$docker_daemon" ]]; then
+        kill "$docker_daemon" 2>/dev/null || true
+        wait "$docker_daemon" 2>/dev/null || true
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
 say() { printf '\nsmoke: %s\n' "$*"; }
+
+# Docker, when asked (ENGINE=docker): a daemon must answer. As root with none running, this starts
+# Debian's (installing docker.io and docker-compose if dockerd is missing, as CI does for podman) on
+# a private socket, with no iptables rules and no bridge: the profile's --network none needs
+# neither, and the machine's network is left as it was. It is stopped at exit.
+start_docker() {
+    docker info >/dev/null 2>&1 && return 0
+    if [[ $(id -u) -ne 0 ]]; then
+        say "FAIL: no docker daemon answers; start one, or run this as root to start Debian's"
+        exit 1
+    fi
+    if ! command -v dockerd >/dev/null; then
+        say "installing Debian's docker.io and docker-compose"
+        apt-get update -q >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io docker-compose >/dev/null
+    fi
+    local run=/run/mcp-suite-docker
+    mkdir -p "$run"
+    export DOCKER_HOST="unix://$run/docker.sock"
+    dockerd --host "$DOCKER_HOST" --data-root /var/lib/mcp-suite-docker --exec-root "$run/exec" \
+        --pidfile "$run/dockerd.pid" --iptables=false --ip6tables=false --bridge=none \
+        >"$work/dockerd.log" 2>&1 &
+    docker_daemon=$!
+    for _ in $(seq 1 150); do
+        docker info >/dev/null 2>&1 && { say "started dockerd (pid $docker_daemon) on $DOCKER_HOST"; return 0; }
+        sleep 0.2
+    done
+    tail -n 20 "$work/dockerd.log"
+    say "FAIL: dockerd did not start (its log is above)"
+    exit 1
+}
+[[ "$engine" == docker ]] && start_docker
 
 say "$engine $("$engine" --version | awk '{print $NF}'), runtime $(command -v runc || echo '?')"
 
 # podman-compose from the hash-locked containers/tools.txt, in its own venv (Debian's 1.0.3 drops
 # pids_limit and ignores network_mode: none).
-tools="$root/.cache/container-tools"
-if [[ ! -x "$tools/bin/podman-compose" ]] || ! cmp -s "$here/tools.txt" "$tools/tools.txt"; then
-    say "installing podman-compose (containers/tools.txt) into .cache/container-tools"
-    rm -rf "$tools"
-    "$py" -m venv "$tools"
-    "$tools/bin/python" -m pip install --quiet --disable-pip-version-check --require-hashes \
-        --no-deps -r "$here/tools.txt"
-    cp "$here/tools.txt" "$tools/tools.txt"
+compose=()
+compose_missing=""
+if [[ "$engine" == podman ]]; then
+    tools="$root/.cache/container-tools"
+    if [[ ! -x "$tools/bin/podman-compose" ]] || ! cmp -s "$here/tools.txt" "$tools/tools.txt"; then
+        say "installing podman-compose (containers/tools.txt) into .cache/container-tools"
+        rm -rf "$tools"
+        "$py" -m venv "$tools"
+        "$tools/bin/python" -m pip install --quiet --disable-pip-version-check --require-hashes \
+            --no-deps -r "$here/tools.txt"
+        cp "$here/tools.txt" "$tools/tools.txt"
+    fi
+    compose=("$tools/bin/podman-compose")
 fi
-compose=("$tools/bin/podman-compose")
-[[ "$engine" == docker ]] && compose=(docker compose)
+if [[ "$engine" == docker ]]; then
+    if docker compose version >/dev/null 2>&1; then
+        compose=(docker compose)
+    elif command -v docker-compose >/dev/null; then
+        compose=(docker-compose)
+    else
+        compose=()
+        compose_missing="no compose for docker: neither the 'docker compose' plugin nor docker-compose is installed (Debian: apt-get install docker-compose)"
+    fi
+fi
 
 tb=$SECONDS
 base="$(mcp_base_image "$root")"
@@ -66,12 +119,16 @@ say "image built in $((SECONDS - tb)) s; size: $("$engine" image inspect --forma
 
 status=0
 # The driver runs on the project's venv when there is one (`make venv`): it then starts the demo
-# PostgreSQL (SPEC §8) and exercises read_only_sql through a mounted Unix socket.
+# PostgreSQL (docs/tools/read_only_sql.md) and exercises read_only_sql through a mounted Unix socket.
 driver_py="$py"
 sql_flag=()
 [[ -x "$root/.venv/bin/python" ]] && driver_py="$root/.venv/bin/python"
 [[ "${MCP_SMOKE_SQL:-1}" == 0 ]] && sql_flag=(--no-sql)
 "$driver_py" "$here/smoke_driver.py" --engine "$engine" --image "$MCP_SUITE_IMAGE" --work "$work" \
     "${sql_flag[@]}" --compose "${compose[@]}" -- "${MCP_PROFILE[@]}" || status=$?
+if [[ -n "$compose_missing" ]]; then
+    say "FAIL: the compose file was not tried: $compose_missing"
+    status=1
+fi
 say "total $((SECONDS - t0)) s"
 exit "$status"

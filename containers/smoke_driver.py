@@ -434,7 +434,7 @@ def _conversation(label: str, peer: StdioPeer, report: Report, *, sql: bool) -> 
 
 
 def _stop(label: str, engine: str, peer: StdioPeer, container: str, report: Report) -> None:
-    # A call in flight when SIGTERM arrives must still be answered (SPEC §3.4 drain). The ping sent
+    # A call in flight when SIGTERM arrives must still be answered (docs/wire.md drain). The ping sent
     # after it is answered inline in arrival order, so once its response is back the call has been
     # read and dispatched: whether it is still running or already done, its response must arrive.
     in_flight = peer.send_request("tools/call", {"name": "system_metrics", "arguments": {}})
@@ -551,7 +551,7 @@ class SocketRelay:
 
 @contextlib.contextmanager
 def demo_sql(work: Path, report: Report) -> Iterator[tuple[str, Path] | None]:
-    """A fresh demo cluster (SPEC §8) behind a Unix socket: (DSN for the container, socket folder).
+    """A fresh demo cluster (docs/tools/read_only_sql.md) behind a Unix socket: (DSN for the container, socket folder).
 
     None when this interpreter cannot run the demo cluster (no project venv): the smoke then checks
     that read_only_sql is not registered without a DSN.

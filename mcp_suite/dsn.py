@@ -3,7 +3,8 @@
 `dsn_problem(raw)` returns None for a string libpq accepts, else a sentence that names the position
 of the fault and the fix, never any text of the string (a fragment could be a word of a password).
 The key=value form is tokenised here by libpq's own rules; a `postgresql://` URI gets its
-percent-encoding and parameter names checked; libpq's parser has the last word, its message unseen.
+percent-encoding and parameter names checked; libpq's parser has the last word, its message unseen;
+then the values libpq would check only when connecting (sslmode, port, timeouts...) are checked.
 Imports psycopg (for libpq's keyword list) only when called. No I/O.
 """
 
@@ -12,13 +13,15 @@ from __future__ import annotations
 import difflib
 import functools
 import re
+from collections.abc import Mapping
+from typing import Final
 from urllib.parse import urlsplit
 
 __all__ = ["dsn_problem"]
 
-_URI_SCHEMES = ("postgresql://", "postgres://")
-_BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
-_QUOTING = "put a value holding spaces or quotes in single quotes, as in password='a b\\'c'"
+_URI_SCHEMES: Final = ("postgresql://", "postgres://")
+_BAD_PERCENT: Final = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_QUOTING: Final = "put a value holding spaces or quotes in single quotes, as in password='a b\\'c'"
 
 
 @functools.cache
@@ -100,8 +103,41 @@ def dsn_problem(raw: str) -> str | None:
     from psycopg.conninfo import conninfo_to_dict
 
     try:
-        conninfo_to_dict(raw)
+        options = conninfo_to_dict(raw)
     except psycopg.Error:
         form = "postgresql:// URI" if is_uri else "key=value connection string"
         return f"not a valid {form} (libpq refused it; see libpq's 'Connection Strings')"
+    return _value_problem(options)
+
+
+# Options whose values libpq checks only when it connects (and then quotes the value in its error):
+# checked here, so a wrong one stops the start-up (exit 78) instead of looking like a database down.
+_CHOICES: Final = {
+    "sslmode": ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
+    "gssencmode": ("disable", "prefer", "require"),
+    "channel_binding": ("disable", "prefer", "require"),
+    "sslnegotiation": ("postgres", "direct"),
+    "sslcertmode": ("disable", "allow", "require"),
+    "load_balance_hosts": ("disable", "random"),
+    "target_session_attrs": ("any", "read-write", "read-only", "primary", "standby", "prefer-standby"),
+}
+_INTEGERS: Final = (
+    "connect_timeout",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_count",
+)
+
+
+def _value_problem(options: Mapping[str, object]) -> str | None:
+    for key, allowed in _CHOICES.items():
+        if key in options and str(options[key]) not in allowed:
+            return f"the value of {key} is not one of {', '.join(allowed)}"
+    for key in _INTEGERS:
+        if key in options and not str(options[key]).strip().lstrip("-").isdigit():
+            return f"the value of {key} is not an integer"
+    ports = [port.strip() for port in str(options.get("port", "")).split(",")]
+    if any(port and not port.isdigit() for port in ports):  # an empty one means the default
+        return "the value of port is not a port number (or a comma-separated list of them)"
     return None

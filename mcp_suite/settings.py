@@ -1,4 +1,4 @@
-"""Every limit and option of the server, in one frozen model (SPEC §7).
+"""Every limit and option of the server, in one frozen model (docs/configuration.md).
 
 This is the only place numbers live: the protocol core, the runtime and the tools take their limits
 from a `Settings` instance. Values come from `MCP_*` environment variables and are validated strictly;
@@ -32,7 +32,7 @@ LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 _LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _AFFINITIES: Final = ("single", "off")
 
-# Wire limits fixed by the contract (SPEC §3, §5); they are settings so tests can read them from one
+# Wire limits fixed by the contract (docs/wire.md); they are settings so tests can read them from one
 # place, but they are not read from the environment.
 MAX_FRAME_BYTES = 1_048_576
 MAX_JSON_DEPTH = 64
@@ -172,7 +172,7 @@ class Settings:
 
     @property
     def max_queued_calls(self) -> int:
-        """Waiters beyond 4 x slots are refused at once (SPEC §5.2)."""
+        """Waiters beyond 4 x slots are refused at once (docs/wire.md)."""
         return 4 * self.max_concurrency
 
 

@@ -1,4 +1,4 @@
--- A least-privilege PostgreSQL role for mcp-suite's read_only_sql (SPEC §9).
+-- A least-privilege PostgreSQL role for mcp-suite's read_only_sql (docs/tools/read_only_sql.md, docs/operations/threat-model.md).
 --
 -- Run as a superuser (or a role with CREATEROLE and ownership of the objects involved), once per
 -- database. Replace the names in angle brackets. The server audits the role at start-up and refuses

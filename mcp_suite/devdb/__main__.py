@@ -14,7 +14,6 @@ import argparse
 import contextlib
 import ctypes
 import fcntl
-import json
 import logging
 import os
 import signal
@@ -25,7 +24,6 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 from mcp_suite.devdb.cluster import (
     Cluster,
@@ -97,7 +95,7 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def _child_death_signal() -> None:  # runs in the forked child before exec
-    # If this process dies (even SIGKILL), the server gets SIGTERM and drains (SPEC §3.4).
+    # If this process dies (even SIGKILL), the server gets SIGTERM and drains (docs/wire.md).
     with contextlib.suppress(Exception):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
 
@@ -138,149 +136,19 @@ def serve(argv: Sequence[str]) -> int:
 
 # --- demo ------------------------------------------------------------------------------------
 
-# (label, tool, arguments): the order a model would use them in (look first, then query or read).
-_DISCOVERY_STEPS: list[tuple[str, str, dict[str, Any]]] = [
-    ("sql_schema: what the role may read", "sql_schema", {"detail": "names"}),
-    ("sql_schema: reports.releases in full", "sql_schema", {"object": "reports.releases", "detail": "full"}),
-    ("sql_schema: name_like injection", "sql_schema", {"name_like": "%' OR '1'='1"}),
-    (
-        "explain_sql: plan of a filter",
-        "explain_sql",
-        {"sql": "SELECT slug FROM docs.pages WHERE section = 'guides'"},
-    ),
-    (
-        "explain_sql: analyze",
-        "explain_sql",
-        {"sql": "SELECT * FROM reports.words_per_section", "analyze": True},
-    ),
-    ("explain_sql: a DELETE", "explain_sql", {"sql": "DELETE FROM docs.pages"}),
-    ("sandbox_fs_list: the folder", "sandbox_fs_list", {"recursive": True}),
-    ("sandbox_fs_list: outside the folder", "sandbox_fs_list", {"relative_path": ".."}),
-    (
-        "sandbox_fs_read: a listed file",
-        "sandbox_fs_read",
-        {"relative_path": "data/cities.csv", "max_bytes": 60},
-    ),
-    ("sandbox_fs_read: a directory", "sandbox_fs_read", {"relative_path": "data"}),
-]
-
-# (label, read_only_sql arguments).
-_SQL_STEPS: list[tuple[str, dict[str, Any]]] = [
-    ("first five pages", {"sql": "SELECT slug, section, words FROM docs.pages ORDER BY slug LIMIT 5"}),
-    (
-        "pages per section",
-        {"sql": "SELECT section, count(*) AS pages FROM docs.pages GROUP BY section ORDER BY 1"},
-    ),
-    (
-        "one row of generate_series(1, 1000000)",
-        {"sql": "SELECT n FROM generate_series(1, 1000000) AS n", "max_rows": 1},
-    ),
-    ("INSERT", {"sql": "INSERT INTO docs.pages VALUES ('page-99', 'e-1', 'guides', 1)"}),
-    (
-        "DELETE inside WITH",
-        {"sql": "WITH d AS (DELETE FROM docs.pages RETURNING *) SELECT count(*) FROM d"},
-    ),
-    ("lo_create", {"sql": "SELECT lo_create(0)"}),
-    ("reading docs.editors", {"sql": "SELECT * FROM docs.editors"}),
-    ("pg_sleep(2)", {"sql": "SELECT pg_sleep(2)"}),
-    ("two statements", {"sql": "SELECT 1; SELECT 2"}),
-    (
-        "set_config: read-only off",
-        {"sql": "SELECT set_config('default_transaction_read_only', 'off', false)"},
-    ),
-    ("... then lo_create on the next call", {"sql": "SELECT lo_create(0)"}),
-    ("a 300,000-character value", {"sql": "SELECT repeat('x', 300000) AS big"}),
-    ("pg_notify", {"sql": "SELECT pg_notify('alerts', 'hello')"}),
-    ("1,000 rows requested", {"sql": "SELECT * FROM docs.pages", "max_rows": 1000}),
-]
-
-
-def _cut(text: str, limit: int = 90) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _outcome(result: Any) -> str:
-    if result.is_error:
-        text = result.content[0].text if result.content else "{}"
-        try:
-            problem = json.loads(text)
-        except ValueError:
-            return _cut("error: " + text)
-        slug = str(problem.get("type", "")).rsplit(":", 1)[-1]
-        return _cut(f"{slug}: {problem.get('detail', '')}")
-    data = result.structured_content or {}
-    if "objects" in data:  # sql_schema
-        names = ", ".join(f"{o['schema']}.{o['name']}" for o in data["objects"]) or "none"
-        keys = "".join(
-            f"; pk {o['primary_key']}, {len(o['foreign_keys'])} visible fk"
-            for o in data["objects"]
-            if "primary_key" in o
-        )
-        return _cut(f"ok: {names}{keys}")
-    if "plan" in data:  # explain_sql
-        actual = f", actual rows {data['actual_rows']:g}" if "actual_rows" in data else ""
-        top = data["plan"]["Node Type"]
-        return _cut(f"ok: {top}, cost {data['total_cost']}, est. rows {data['estimated_rows']:g}{actual}")
-    if "entries" in data:  # sandbox_fs_list
-        return _cut(f"ok: {len(data['entries'])} entries: " + ", ".join(e["name"] for e in data["entries"]))
-    if "content" in data:  # sandbox_fs_read
-        return _cut(f"ok: {data['size']} bytes: {data['content']!r}")
-    rows = data.get("rows", [])
-    first = json.dumps(rows[0]) if rows else "-"
-    more = ", truncated" if data.get("truncated") else ""
-    return _cut(f"ok: {data.get('row_count', len(rows))} row(s){more}; first {first}")
-
-
-async def _run_demo(env: dict[str, str]) -> list[tuple[str, str]]:
-    from mcp import Client
-    from mcp.client.stdio import StdioServerParameters
-    from mcp.shared.exceptions import MCPError
-
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "mcp_suite"], env=env, cwd=str(checkout() or Path.home())
-    )
-    table: list[tuple[str, str]] = []
-    async with Client(params) as client:
-        tools = await client.list_tools()
-        table.append(("tools/list", "ok: " + ", ".join(t.name for t in tools.tools)))
-        resources = await client.list_resources()
-        uris = [str(r.uri) for r in resources.resources]
-        schema_uri = next((u for u in uris if u.startswith("postgres://")), None)
-        if schema_uri:
-            read = await client.read_resource(schema_uri)
-            schema = json.loads(getattr(read.contents[0], "text", "{}"))
-            tables = [f"{t['schema']}.{t['name']}" for t in schema.get("objects", [])]
-            table.append((f"resource {schema_uri}", "ok: tables " + ", ".join(tables)))
-        served = {t.name for t in tools.tools}
-        steps = [step for step in _DISCOVERY_STEPS if step[1] in served]
-        steps += [(label, "read_only_sql", arguments) for label, arguments in _SQL_STEPS]
-        for label, tool, arguments in steps:
-            started = time.perf_counter()
-            try:
-                result = await client.call_tool(tool, arguments)
-                outcome = _outcome(result)
-            except MCPError as exc:
-                outcome = _cut(f"JSON-RPC error {exc.error.code}: {exc.error.message}")
-            elapsed = (time.perf_counter() - started) * 1000
-            table.append((label, f"{outcome}  [{elapsed:.0f} ms]"))
-    return table
-
 
 def demo() -> int:
+    """Every tool through the SDK client (`mcp_suite.devdb.demo`); 1 when a step was UNEXPECTED."""
     import anyio
+
+    from mcp_suite.devdb.demo import print_table, run_steps
 
     with _demo_cluster() as cluster:
         env = _server_env(cluster)
         env.setdefault("MCP_LOG_LEVEL", "WARNING")
-        rows = anyio.run(_run_demo, env)
-    width = max(len(label) for label, _ in rows)
-    out = sys.stdout
-    out.write(f"{'step':<{width}}  outcome\n{'-' * width}  {'-' * 60}\n")
-    for label, outcome in rows:
-        out.write(f"{label:<{width}}  {outcome}\n")
-    out.flush()
-    return 0
+        rows = anyio.run(run_steps, env, checkout() or Path.home())
+    print_table(rows, sys.stdout)
+    return 0 if all(as_expected for _, as_expected, _ in rows) else 1
 
 
 def destroy() -> int:

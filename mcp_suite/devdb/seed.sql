@@ -1,4 +1,4 @@
--- The demo data (SPEC §8), run by mcp_suite.devdb as the bootstrap superuser in the demo database.
+-- The demo data (docs/tools/read_only_sql.md), run by mcp_suite.devdb as the bootstrap superuser in the demo database.
 -- Roles and database-level grants are made by cluster.py (they need the random reader password).
 SET ROLE docs_owner;
 
@@ -32,7 +32,7 @@ CREATE INDEX pages_section_idx ON docs.pages (section);
 COMMENT ON TABLE docs.pages IS 'One page of the documentation site.';
 COMMENT ON COLUMN docs.pages.words IS 'Words on the page, counted at publication.';
 
--- Beyond SPEC §8, for schema discovery: a second schema, a column-level grant, a view, comments,
+-- Beyond the base demo data, for schema discovery: a second schema, a column-level grant, a view, comments,
 -- a foreign key to a visible table and one to a hidden table, an index on a hidden column.
 CREATE SCHEMA reports;
 COMMENT ON SCHEMA reports IS 'Release reporting.';
@@ -76,7 +76,7 @@ ALTER ROLE mcp_reader IN DATABASE mcp_demo SET default_transaction_read_only = o
 ALTER ROLE mcp_reader IN DATABASE mcp_demo SET temp_file_limit = '256MB';
 ALTER ROLE mcp_reader IN DATABASE mcp_demo SET statement_timeout = '10s';
 
--- Defence in depth beyond SPEC §8 (see docs/tools/postgres-role-guide.sql): large objects are the
+-- Defence in depth beyond docs/tools/read_only_sql.md (see docs/tools/postgres-role-guide.sql): large objects are the
 -- one write a plain role may make by default, so PUBLIC loses EXECUTE on the functions that create,
 -- change or remove them. The read-only transaction refuses them too; each layer holds alone.
 REVOKE EXECUTE ON FUNCTION

@@ -1,4 +1,4 @@
-"""RFC 9457 problem documents: one exception class per problem type, one render function (SPEC §4).
+"""RFC 9457 problem documents: one exception class per problem type, one render function (docs/wire.md).
 
 Tools and the protocol core raise these; only the dispatcher turns them into wire messages. Each class
 carries its slug, title, HTTP-like status, stable code and JSON-RPC error code as class attributes.
@@ -56,7 +56,7 @@ UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 
 
 def echo(value: str, limit: int = ECHO_MAX_CHARS) -> str:
-    """At most `limit` characters of caller input, marked when cut (SPEC §4: never more than 256)."""
+    """At most `limit` characters of caller input, marked when cut (docs/wire.md: never more than 256)."""
     if len(value) <= limit:
         return value
     return value[: max(0, limit - 1)] + "…"

@@ -1,4 +1,4 @@
-"""Newline framing of the stdio byte stream (SPEC §3.1). No I/O, no trio: bytes in, frames out.
+"""Newline framing of the stdio byte stream (docs/wire.md). No I/O, no trio: bytes in, frames out.
 
 `LineDecoder.feed()` turns any chunking of the input into the same sequence of events. A line longer
 than `max_frame_bytes` is never buffered whole: once the limit is passed, the decoder stops keeping
@@ -72,7 +72,7 @@ class LineDecoder:
         return events
 
     def feed_eof(self) -> list[FrameEvent]:
-        """EOF: a partial last line is dropped (SPEC §3.1), nothing is reported for it."""
+        """EOF: a partial last line is dropped (docs/wire.md), nothing is reported for it."""
         self._buffer.clear()
         self._discarding = False
         self._discarded = 0

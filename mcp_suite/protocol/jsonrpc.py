@@ -1,4 +1,4 @@
-"""Strict JSON decoding and JSON-RPC 2.0 envelope checks (SPEC §3.2), and response encoding (§3.5).
+"""Strict JSON decoding and JSON-RPC 2.0 envelope checks, and response encoding (docs/wire.md).
 
 `decode_message(frame)` returns a `Request`, a `Notification` or a `ClientResponse`, or raises
 `InvalidRequestError` carrying the JSON-RPC code (-32700 or -32600) and the request id when the line
@@ -36,7 +36,7 @@ __all__ = [
 
 RequestId = str | int
 _encode_string: Final = json.encoder.encode_basestring_ascii  # the C string escaper json.dumps uses
-# Compact, ASCII-only, no NaN (SPEC §3.5). Built once: `json.dumps` with options builds one per call.
+# Compact, ASCII-only, no NaN (docs/wire.md). Built once: `json.dumps` with options builds one per call.
 _WIRE_ENCODER: Final = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
 MAX_DEPTH_DEFAULT: Final = 64
 
@@ -200,7 +200,7 @@ def decode_message(frame: bytes, *, max_depth: int = MAX_DEPTH_DEFAULT) -> Messa
 
 
 def _dumps(payload: dict[str, Any]) -> bytes:
-    # ASCII-only, one line (SPEC §3.5). allow_nan=False: a NaN that slipped through is a bug, not JSON.
+    # ASCII-only, one line (docs/wire.md). allow_nan=False: a NaN that slipped through is a bug, not JSON.
     return (compact_json(payload) + "\n").encode("ascii")
 
 
@@ -214,7 +214,7 @@ def encode_result(request_id: RequestId, result: dict[str, Any]) -> bytes:
 
 
 def encode_tool_success(request_id: RequestId, structured_json: bytes, tail: bytes = b"") -> bytes:
-    """The frame of a successful `tools/call`, spliced from the result's JSON text (SPEC §5).
+    """The frame of a successful `tools/call`, spliced from the result's JSON text (docs/wire.md).
 
     `structured_json` must be compact ASCII JSON of an object (see `mcp.structured_json`). It is used
     twice, verbatim: as `structuredContent` and, string-escaped, as the one text block, so the two

@@ -248,7 +248,7 @@ def structured_json(result: BaseModel) -> bytes:
 
 
 def call_result(structured: dict[str, Any]) -> dict[str, Any]:
-    """Success: `structuredContent` plus one text block holding the identical JSON (SPEC §5)."""
+    """Success: `structuredContent` plus one text block holding the identical JSON (docs/wire.md)."""
     return {
         "content": [{"type": "text", "text": compact_json(structured)}],
         "structuredContent": structured,
@@ -257,5 +257,5 @@ def call_result(structured: dict[str, Any]) -> dict[str, Any]:
 
 
 def call_error_result(problem: ProblemError) -> dict[str, Any]:
-    """In-band failure: one text block with the problem document, no `structuredContent` (SPEC §4)."""
+    """In-band failure: one text block with the problem document, no `structuredContent` (docs/wire.md)."""
     return {"content": [{"type": "text", "text": compact_json(render_problem(problem))}], "isError": True}

@@ -1,4 +1,4 @@
-"""The structural sanitizer over raw `tools/call` arguments (SPEC §5.1). Pure, iterative, no I/O.
+"""The structural sanitizer over raw `tools/call` arguments (docs/wire.md). Pure, iterative, no I/O.
 
 Runs before any schema validation so a hostile shape (deep nesting, huge fan-out, odd keys, control or
 bidi characters, lone surrogates) is refused cheaply and uniformly, whatever the tool.

@@ -1,4 +1,4 @@
-"""The concurrency limiter around tool calls (SPEC §5.2): N slots, FIFO, bounded wait, bounded queue.
+"""The concurrency limiter around tool calls (docs/wire.md): N slots, FIFO, bounded wait, bounded queue.
 
 A place in line is reserved synchronously by the dispatcher, in arrival order (`reserve`), because
 trio deliberately randomises the order in which newly spawned tasks first run: a queue joined from

@@ -282,7 +282,7 @@ class Session:
                 try:
                     await stdout.send_all(b"".join(batch))
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    # The client is gone (SPEC §3.4): nobody can receive anything any more.
+                    # The client is gone (docs/wire.md): nobody can receive anything any more.
                     logger.info("stdout closed by the client; shutting down")
                     root_scope.cancel()
                     return

@@ -1,4 +1,4 @@
-"""The process's stdio, taken over for the protocol (SPEC §3.5).
+"""The process's stdio, taken over for the protocol (docs/wire.md).
 
 `take_over_stdio()` moves the real stdin and stdout to private descriptors, points fd 0 at /dev/null
 and fd 1 at stderr, and rebinds `sys.stdout` to stderr. After it, a stray `print`, a C library or a

@@ -33,7 +33,7 @@ class CompactJsonSchema(GenerateJsonSchema):
 
 
 class StrictModel(BaseModel):
-    """Base of every `<Tool>Args` and `<Tool>Result` model (SPEC §5.4).
+    """Base of every `<Tool>Args` and `<Tool>Result` model (docs/wire.md).
 
     Strict types (no "5" for 5, no bool for int), unknown keys refused, no NaN/Infinity. The same
     models produce the advertised `inputSchema` / `outputSchema` (compact: no derived titles,

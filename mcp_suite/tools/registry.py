@@ -1,6 +1,6 @@
 """The tool registry: which tools this process serves, opened and closed together.
 
-`open_registry(settings)` enters each enabled tool's `open_<tool>` context manager (SPEC §6: SQL only
+`open_registry(settings)` enters each enabled tool's `open_<tool>` context manager (docs/tools/: SQL only
 with `MCP_SQL_DSN`, files only with `MCP_SAFE_DATA_DIR`, metrics unless disabled) on one ExitStack and
 yields a `Registry`. Tool modules are imported only when enabled, so a disabled tool costs nothing at
 start-up. Must not import trio.

@@ -1,4 +1,4 @@
-"""`sandbox_fs_read` through the official `mcp` SDK client, a real third-party client (issue 4).
+"""`sandbox_fs_read` through the official `mcp` SDK client, a real third-party client (docs/tools/).
 
 The SDK launches `python -X dev -m mcp_suite` itself, negotiates the session, validates results
 against the advertised `outputSchema`, and must see reads, refusals and truncation as specified.

@@ -1,4 +1,4 @@
-"""Shutdown of the real process (SPEC §3.4): EOF and SIGTERM drain, a second signal cancels at once,
+"""Shutdown of the real process (docs/wire.md): EOF and SIGTERM drain, a second signal cancels at once,
 and a client that goes away ends it.
 
 The slow tool is the test entry point's `sleep` (tests/support/stray_server.py). Waits are bounded by

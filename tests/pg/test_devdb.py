@@ -1,4 +1,4 @@
-"""The throwaway cluster: seeded exactly per SPEC §8, loopback only, and careful with directories."""
+"""The throwaway cluster: seeded exactly as documented, loopback only, and careful with directories."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from mcp_suite.devdb.cluster import (
     reachable_cluster_dir,
     seed_digest,
 )
+from mcp_suite.devdb.demo import LEGEND, STEPS
 
 pytestmark = pytest.mark.pg
 
@@ -290,9 +291,7 @@ def test_serve_refuses_a_directory_it_did_not_create(tmp_path: Path) -> None:
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
-def test_demo_drives_the_server_through_the_sdk_and_prints_every_outcome(
-    demo_cluster: Cluster,
-) -> None:
+def test_demo_drives_every_tool_and_prints_each_refusal_whole_as_intended(demo_cluster: Cluster) -> None:
     env = {**os.environ, "MCP_DEVDB_DIR": str(demo_cluster.base)}
     proc = subprocess.run(
         [sys.executable, "-m", "mcp_suite.devdb", "demo"],
@@ -302,46 +301,38 @@ def test_demo_drives_the_server_through_the_sdk_and_prints_every_outcome(
         timeout=180,
         check=False,
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # no step UNEXPECTED
+    assert proc.stdout.startswith(LEGEND)
     outcomes = {
         line.split("  ", 1)[0].strip(): line.split("  ", 1)[1].strip()
-        for line in proc.stdout.splitlines()[2:]
-        if "  " in line
+        for line in proc.stdout.splitlines()
+        if "  " in line and not line.startswith(" ")
     }
-    expected = {
-        "first five pages": "ok: 5 row(s)",
-        "pages per section": "ok: 3 row(s)",
-        "one row of generate_series(1, 1000000)": "ok: 1 row(s), truncated",
-        "INSERT": "query-violation",
-        "DELETE inside WITH": "query-violation",
-        "lo_create": "query-violation",
-        "reading docs.editors": "access-denied",
-        "pg_sleep(2)": "query-violation",
-        "two statements": "query-violation",
-        "set_config: read-only off": "query-violation",
-        "... then lo_create on the next call": "query-violation",
-        "a 300,000-character value": "result-too-large",
-        "pg_notify": "query-violation",
-        "1,000 rows requested": "validation-error",
-        "tools/list": (
-            "ok: sql_schema, read_only_sql, explain_sql, sandbox_fs_list, sandbox_fs_read, system_metrics"
-        ),
-        "sql_schema: what the role may read": ("ok: docs.pages, reports.releases, reports.words_per_section"),
-        "sql_schema: reports.releases in full": "ok: reports.releases; pk ['version'], 1 visible fk",
-        "sql_schema: name_like injection": "ok: none",
-        "explain_sql: plan of a filter": "ok: Limit, cost",
-        "explain_sql: analyze": "ok: Limit, cost",
-        "explain_sql: a DELETE": "query-violation",
-        "sandbox_fs_list: the folder": "ok: ",
-        "sandbox_fs_list: outside the folder": "access-denied",
-        "sandbox_fs_read: a listed file": "ok: ",
-        "sandbox_fs_read: a directory": "access-denied: The path 'data' is a directory; list it with",
-        "resource postgres://mcp_demo/schema": (
-            "ok: tables docs.pages, reports.releases, reports.words_per_section"
-        ),
+    assert outcomes["tools/list"] == (
+        "ok: sql_schema, read_only_sql, explain_sql, sandbox_fs_list, sandbox_fs_read, system_metrics"
+    )
+    assert outcomes["resource postgres://mcp_demo/schema"].startswith("ok: tables docs.pages")
+    tools_seen = set()
+    for step in STEPS:
+        got = outcomes[f"{step.tool}: {step.label}"]
+        tools_seen.add(step.tool)
+        if step.expect == "ok":
+            assert got.startswith("ok: "), (step.label, got)
+        else:
+            assert got.startswith(f"refused (intended) {step.expect}: "), (step.label, got)
+            assert "…" not in got  # whole, never cut
+    assert tools_seen == {
+        "sql_schema",
+        "read_only_sql",
+        "explain_sql",
+        "sandbox_fs_list",
+        "sandbox_fs_read",
+        "system_metrics",
     }
-    for label, start in expected.items():
-        assert outcomes.get(label, "").startswith(start), (label, outcomes.get(label))
+    assert "docs.pages, reports.releases" in outcomes["sql_schema: what the role may read"]
+    assert outcomes["sql_schema: a name_like that tries SQL"].startswith("ok: none")
+    assert "permission denied for table editors" in outcomes["read_only_sql: reading docs.editors"]
+    assert '"rule": "multiple-statements"' in proc.stdout  # the problem's metadata, on its own line
     assert demo_cluster.is_running()
 
 

@@ -1,4 +1,4 @@
-"""The SQL policy against the real demo database (issue 3).
+"""The SQL policy against the real demo database (docs/tools/read_only_sql.md).
 
 - The denylist is audited against the catalogue: every volatile pg_catalog function `mcp_reader` may
   execute is denied or on the reviewed allow-list with a reason.

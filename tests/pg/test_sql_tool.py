@@ -121,7 +121,7 @@ async def test_notifications_cancelled_stops_the_query_in_postgres(demo_cluster:
             # The rows are produced by the cursor's FETCH (the DECLARE only plans).
             pid = await wait_until_running(admin, "FETCH")
             await h.notify("notifications/cancelled", {"requestId": call_id, "reason": "test"})
-            # SPEC §3.4 / issue 6: the backend is idle again within 1 s of the cancellation.
+            # docs/wire.md: the backend is idle again within 1 s of the cancellation.
             with trio.fail_after(1.0):
                 await wait_until_idle(admin, pid)
             # A cancelled request gets no response: the next message answers the next request.

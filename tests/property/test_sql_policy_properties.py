@@ -1,4 +1,4 @@
-"""Hypothesis properties of the SQL policy (issue 3).
+"""Hypothesis properties of the SQL policy (docs/tools/read_only_sql.md).
 
 (a) random compositions of allowed fragments with one forbidden construct injected anywhere are always
     refused (and, with nothing injected, the same compositions are accepted);

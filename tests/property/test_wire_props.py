@@ -1,4 +1,4 @@
-"""Properties of the success frame of `tools/call` (SPEC §3.5, §5).
+"""Properties of the success frame of `tools/call` (docs/wire.md).
 
 Whatever a tool returns, the frame is one ASCII line, its text block holds exactly the JSON of
 `structuredContent`, and the fast string quoting gives the very bytes the general escaper gives.

@@ -5,7 +5,7 @@
 Serves everything `mcp-suite` serves, plus the harness's test tools (`sleep`, `echo`, `deny`, `boom`)
 and:
 - `stray`: `print()`s junk, writes to fd 1 directly, and runs two child processes that write to
-  their inherited fd 1. None of it may reach the client (SPEC §3.5): it must land on stderr.
+  their inherited fd 1. None of it may reach the client (docs/wire.md): it must land on stderr.
 - `tasks`: how many trio tasks and threads the process has, for the leak test.
 """
 

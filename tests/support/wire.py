@@ -1,4 +1,4 @@
-"""Checks every response line the tests see against the wire contract (SPEC §3.5, §4).
+"""Checks every response line the tests see against the wire contract (docs/wire.md).
 
 `check_line(line)` is applied by both test clients (the in-memory harness and the subprocess client)
 to every line the server writes, so each test also checks, for free: ASCII-only JSON on one line, a
@@ -19,7 +19,7 @@ __all__ = ["PROBLEM_MEMBERS", "check_line", "check_problem", "initialize_request
 PROBLEM_MEMBERS: Final = frozenset(
     {"type", "title", "status", "detail", "code", "invalid_params", "metadata"}
 )
-# Problem types that travel only as JSON-RPC errors, never in-band (SPEC §4, the "surface" column).
+# Problem types that travel only as JSON-RPC errors, never in-band (docs/wire.md, the "surface" column).
 _WIRE_ONLY: Final = frozenset({"session-not-initialized", "invalid-request", "method-not-found"})
 _BY_SLUG: Final[dict[str, type[ProblemError]]] = {cls.slug: cls for cls in PROBLEM_TYPES}
 # A detail echoes at most 256 characters of caller input; with the fixed wording around it, a detail
@@ -75,7 +75,7 @@ def _check_error(message: Mapping[str, Any]) -> None:
     assert not isinstance(code, bool), message
     problem = check_problem(error["data"])
     slug = slug_of(problem)
-    # The one mapping table (SPEC §4): the code must be one the problem's type may travel under.
+    # The one mapping table (docs/wire.md): the code must be one the problem's type may travel under.
     assert slug in WIRE_CODES, f"{slug!r} may not travel as a JSON-RPC error: {message}"
     assert code in WIRE_CODES[slug], f"{slug!r} must not travel as {code}: {message}"
     assert error["message"] == problem["title"], message
@@ -93,13 +93,13 @@ def _check_result(message: Mapping[str, Any]) -> None:
     text = content[0]["text"]
     assert isinstance(text, str), message
     if result["isError"] is True:
-        # In-band (SPEC §4): one text block holding a problem document, no structuredContent.
+        # In-band (docs/wire.md): one text block holding a problem document, no structuredContent.
         assert "structuredContent" not in result, message
         problem = check_problem(json.loads(text))
         assert slug_of(problem) not in _WIRE_ONLY, message
     else:
         assert result["isError"] is False, message
-        # Success: structuredContent plus one text block holding the identical JSON (SPEC §5).
+        # Success: structuredContent plus one text block holding the identical JSON (docs/wire.md).
         assert json.loads(text) == result["structuredContent"], message
 
 

@@ -1,4 +1,4 @@
-"""Memory stays bounded whatever the client does (SPEC §3.4): a flood, a client that never reads.
+"""Memory stays bounded whatever the client does (docs/wire.md): a flood, a client that never reads.
 
 Both tests use the lockstep transport, which buffers nothing: like a pipe with no room, a send waits
 until the other side receives. So whatever the process holds beyond the test's own small bookkeeping

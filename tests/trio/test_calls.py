@@ -1,4 +1,4 @@
-"""tools/call as tasks: out-of-order answers, cancellation, duplicate ids, deadline, drain (SPEC §3.4, §5).
+"""tools/call as tasks: out-of-order answers, cancellation, duplicate ids, deadline, drain (docs/wire.md).
 
 Virtual time (autojump_clock): a tool "sleeping 60 s" costs nothing, and times are exact.
 """
@@ -36,7 +36,7 @@ async def test_concurrent_calls_are_answered_out_of_order(
             slow = await h.call("sleep", {"seconds": 3, "tag": 1})
             medium = await h.call("sleep", {"seconds": 2, "tag": 2})
             fast = await h.call("sleep", {"seconds": 1, "tag": 3})
-            # ping is answered inline while the calls run (SPEC §3.3).
+            # ping is answered inline while the calls run (docs/wire.md).
             ping = await h.send_request("ping")
             order = [(await h.recv())["id"] for _ in range(4)]
             assert order == [ping, fast, medium, slow]
@@ -173,7 +173,7 @@ async def test_a_call_cancelled_just_before_its_deadline_gets_no_answer_not_a_ti
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     # The deadline and the client's cancel act on the call's one scope. A cancel sent a second
-    # before the deadline gets no answer at all (SPEC §3.4), and no execution-timeout follows.
+    # before the deadline gets no answer at all (docs/wire.md), and no execution-timeout follows.
     settings = Settings(call_deadline_s=30)
     with trio.fail_after(120):
         async with open_session(settings=settings) as h:
@@ -273,4 +273,4 @@ async def test_nothing_after_eof_is_read_but_everything_before_is_answered() -> 
             await h.initialize()
             await h.send_raw(b'{"jsonrpc":"2.0","id":"a","method":"ping"}\n{"jsonrpc":"2.0","id":"b","met')
             rest = await h.finish()
-            assert [m["id"] for m in rest] == ["a"]  # the partial last line is dropped (SPEC §3.1)
+            assert [m["id"] for m in rest] == ["a"]  # the partial last line is dropped (docs/wire.md)

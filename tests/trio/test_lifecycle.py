@@ -1,4 +1,4 @@
-"""Handshake, version negotiation and the pre-initialize rules (SPEC §3.3), over every in-memory transport."""
+"""Handshake, version negotiation, the pre-initialize rules (docs/wire.md), over every in-memory transport."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The concurrency limiter seen by a client (SPEC §5.2): 16 slots, FIFO, 5 s of waiting, 4 x 16 waiters."""
+"""The concurrency limiter seen by a client (docs/wire.md): 16 slots, FIFO, 5 s of waiting, 4 x 16 waiters."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Signals in virtual time (SPEC §3.4): the first drains for exactly the grace, a second cancels at once.
+"""Signals in virtual time (docs/wire.md): the first drains for exactly the grace, a second cancels at once.
 
 The session runs in this process with `handle_signals=True`; the test signals its own process once
 the session's signal watcher is waiting (trio then owns SIGTERM/SIGINT, so nothing is killed).

@@ -1,4 +1,4 @@
-"""Lazy models and the warm-up (issue 2, cold start): nothing a call needs is built before `initialize`
+"""Lazy models and the warm-up (docs/architecture.md): nothing a call needs is built before `initialize`
 is answered; right after it, one worker thread builds every tool's models, the advertised schemas
 and each toolset's own warm-up steps, once; a call that comes first builds what it needs itself.
 """

@@ -126,7 +126,7 @@ async def test_oversized_line_is_dropped_while_streaming_and_the_next_line_is_se
             assert refused["error"]["code"] == INVALID_REQUEST
             data = refused["error"]["data"]
             assert slug_of(data) == "invalid-request"
-            assert data["max_frame_bytes"] == limit  # SPEC §3.1
+            assert data["max_frame_bytes"] == limit  # docs/wire.md
             assert (await h.recv()) == {"jsonrpc": "2.0", "id": "next", "result": {}}
 
 

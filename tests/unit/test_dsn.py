@@ -36,6 +36,9 @@ MALFORMED = [
     ("postgresql://reader:Zebra%zzQuokka@127.0.0.1/docs", "does not start a percent-encoding"),
     ("postgresql://reader:Lynx@127.0.0.1/docs?sslmod=require", "(did you mean sslmode?)"),
     ("postgresql://reader:Wombat@[::1/docs", "host part is malformed"),
+    ("host=127.0.0.1 password=Lynx sslmode=Zebra", "the value of sslmode is not one of disable, allow"),
+    ("host=127.0.0.1 password=Lynx port=Quokka", "the value of port is not a port number"),
+    ("postgresql://reader:Lynx@127.0.0.1/docs?connect_timeout=Wombat", "connect_timeout is not an integer"),
 ]
 
 
@@ -50,7 +53,14 @@ def test_a_malformed_dsn_is_refused_with_the_fault_and_no_fragment(dsn: str, say
 
 
 def test_dsn_problem_accepts_what_libpq_accepts() -> None:
-    for dsn in ("host=h port=5432", "host = h", "postgresql://u:p@h/d?ssl=true", "host=h\\ x"):
+    for dsn in (
+        "host=h port=5432",
+        "host = h",
+        "postgresql://u:p@h/d?ssl=true",
+        "host=h\\ x",
+        "host=a,b port=5432,5433 sslmode=verify-full connect_timeout=5",
+        "postgresql://u@h1:5432,h2:5433/d?target_session_attrs=read-write",
+    ):
         assert dsn_problem(dsn) is None, dsn
 
 

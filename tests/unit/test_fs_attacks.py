@@ -1,4 +1,4 @@
-"""The attack suite for `sandbox_fs_read`, table-driven, over a real temporary tree (issue 4).
+"""The attack suite for `sandbox_fs_read`, table-driven, over a real temporary tree (docs/tools/).
 
 Next to the root sit a canary file, a directory and a sibling whose name has the root's as a prefix,
 all holding the canary text; no response may ever contain it. Every problem is also checked for

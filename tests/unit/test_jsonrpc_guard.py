@@ -1,4 +1,4 @@
-"""The message guard (SPEC §3.2): strict UTF-8 and JSON, envelope rules, the right code for each."""
+"""The message guard (docs/wire.md): strict UTF-8 and JSON, envelope rules, the right code for each."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The problem registry (SPEC §4): one class per type, the code/status/JSON-RPC mapping enforced."""
+"""The problem registry (docs/wire.md): one class per type, the code/status/JSON-RPC mapping enforced."""
 
 from __future__ import annotations
 

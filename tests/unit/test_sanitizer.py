@@ -1,4 +1,4 @@
-"""The structural sanitizer (SPEC §5.1)."""
+"""The structural sanitizer (docs/wire.md)."""
 
 from __future__ import annotations
 

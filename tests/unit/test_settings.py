@@ -1,4 +1,4 @@
-"""Settings from the environment (SPEC §7): defaults, strict parsing, exit 78 on invalid values."""
+"""Settings from the environment (docs/configuration.md): defaults, strict parsing, exit 78 when invalid."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`system_metrics` (SPEC §6.3): its result matches its own outputSchema, readings are clamped, the disk
+"""`system_metrics` (docs/tools/): its result matches its own outputSchema, readings are clamped, the disk
 path is never echoed, and any argument is refused in-band."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""PostgreSQL values → JSON values (SPEC §6.1 step 6), as psycopg text-format loaders.
+"""PostgreSQL values → JSON values (docs/tools/read_only_sql.md), as psycopg text-format loaders.
 
 The loaders produce JSON-ready values directly, so arrays (whose element loaders psycopg looks up in
 the same adapters map) convert element by element. Numbers stay numbers; non-finite floats and every
@@ -51,7 +51,7 @@ class _FloatLoader(Loader):
     def load(self, data: Buffer) -> float | str:
         raw = bytes(data)
         if raw in _NON_FINITE:
-            return raw.decode("ascii")  # JSON has no NaN/Infinity (SPEC §6.1.6)
+            return raw.decode("ascii")  # JSON has no NaN/Infinity (docs/tools/read_only_sql.md)
         return float(raw)
 
 

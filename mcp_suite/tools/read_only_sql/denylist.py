@@ -1,4 +1,4 @@
-"""The function denylist of `read_only_sql` (SPEC §6.1 step 3) and the name normalisation it needs.
+"""The function denylist of `read_only_sql` (docs/tools/read_only_sql.md) and the name normalisation it needs.
 
 Owns: which PostgreSQL functions a caller may never name, and why (the reasons are the documentation,
 docs/tools/read_only_sql.md quotes them). Pure data and string work: no I/O, no parser imports.

@@ -1,4 +1,4 @@
-"""The read-only executor: sync psycopg work for `read_only_sql` (SPEC §6.1 steps 5–7).
+"""The read-only executor: sync psycopg work for `read_only_sql` (docs/tools/read_only_sql.md).
 
 Owns the psycopg_pool pool, one call's transaction (BEGIN READ ONLY, its settings and timeouts set
 inside it so that a transaction-pooling PgBouncer may sit in between, the query through a
@@ -201,9 +201,10 @@ _UNKNOWN_NAME_STATES: Final = frozenset({"42P01", "42703"})
 def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemError | None:
     """The caller-facing problem for a database error, or None for a server/connection failure.
 
-    SPEC §6.1.7: 57014 → execution-timeout; 25006 → query-violation; 42501 → access-denied; classes
-    21, 22, 42, 0A, 54 → validation-error; 40001, 40P01 → conflict (retryable); everything else is
-    not the caller's to fix (-32603).
+    The table is docs/tools/read_only_sql.md, "SQLSTATE → problem": 57014 → execution-timeout;
+    25006 → query-violation; 42501 → access-denied; classes 21, 22, 42, 0A, 54 → validation-error;
+    40001, 40P01 → conflict (retryable); 53400 → resource-limit; everything else is not the
+    caller's to fix (-32603).
     Security: the detail holds PostgreSQL's primary message cut to 256 characters (it names the
     caller's own tables, columns and values), never str(exc), hints, context or positions.
     """
@@ -238,7 +239,7 @@ def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemErro
             metadata={**meta, "retryable": True},
         )
     if state[:2] == "25":
-        # 25006 read_only_sql_transaction (SPEC), and the rest of class 25 (for example 25001 from
+        # 25006 read_only_sql_transaction, and the rest of class 25 (for example 25001 from
         # set_config('transaction_read_only', 'off', ...)): the query tried to change the
         # transaction it runs in, which is the caller's doing, not a server failure.
         return QueryViolationError(

@@ -1,4 +1,4 @@
-"""The SQL policy of `read_only_sql` (SPEC §6.1 steps 1–4): caller SQL in, a vetted query or a problem out.
+"""The SQL policy of `read_only_sql` (docs/tools/): caller SQL in, a vetted query or a problem out.
 
 Owns: parsing with two parsers (sqlglot, postgres dialect, for the tree that is rewritten and
 regenerated; pglast — libpg_query, PostgreSQL's own grammar — as the second opinion on both the caller's
@@ -8,7 +8,7 @@ PostgreSQL's grammar accepts and whose tree passes the walk, the text is rewritt
 from PostgreSQL's tree instead (pglast's deparser); where the two parsers read a text differently,
 the query is refused. Pure: no I/O, no trio, no psycopg; it raises
 only `InvalidArgumentsError` and `QueryViolationError`. The policy is a filter, not the boundary: the
-read-only transaction and the least-privilege role are (SPEC §6.1 step 5, §9).
+read-only transaction and the least-privilege role are (docs/tools/read_only_sql.md and docs/operations/).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from mcp_suite.tools.read_only_sql.denylist import denied_reason
 
 __all__ = ["SQL_MAX_CHARS", "QueryPolicy", "VettedQuery", "vet_sql"]
 
-# SPEC §6.1: `sql` is 1–10,000 characters (the argument model enforces it; the policy re-checks so that
+# docs/tools/: `sql` is 1–10,000 characters (the argument model enforces it; the policy re-checks so that
 # it is safe on its own).
 SQL_MAX_CHARS: Final = 10_000
 # Nesting bounds, far above honest SQL and far below what either parser or the generator can take.
@@ -162,7 +162,7 @@ def _denied_function(name: str, reason: str) -> QueryViolationError:
 
 
 def vet_sql(sql: str, *, max_rows: int) -> VettedQuery:
-    """The uncached policy (SPEC §6.1 steps 1–4). See `QueryPolicy.vet`."""
+    """The uncached policy (docs/tools/read_only_sql.md). See `QueryPolicy.vet`."""
     if not isinstance(max_rows, int) or isinstance(max_rows, bool) or max_rows < 1:
         raise InvalidArgumentsError("max_rows must be a positive integer.", invalid_params=("max_rows",))
     if not isinstance(sql, str):
@@ -610,7 +610,7 @@ _CLOSE: Final = frozenset({TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_B
 
 
 def _check_token_depth(tokens: list[Any]) -> None:
-    """Bound what makes sqlglot recurse or backtrack, before it parses (SPEC §6.1 step 2: no deep
+    """Bound what makes sqlglot recurse or backtrack, before it parses (docs/tools/read_only_sql.md: no deep
     nesting may reach Python's recursion limit; and no text may buy exponential parse time)."""
     depth = square = chain = subscripts = 0
     previous = None
@@ -768,7 +768,7 @@ def _sqlglot_verdict(kind: type[exp.Expr]) -> _Verdict:
     return verdict
 
 
-# --- the deterministic LIMIT (SPEC §6.1 step 4) ------------------------------------------------------
+# --- the deterministic LIMIT (docs/tools/read_only_sql.md) --------------------------------------
 
 
 def _literal_limit(clause: exp.Expr | None) -> int | None:

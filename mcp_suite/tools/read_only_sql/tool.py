@@ -1,4 +1,4 @@
-"""`read_only_sql`: thin async glue (SPEC §6.1). args → policy → executor in a worker thread → result.
+"""`read_only_sql`: thin async glue (docs/tools/). args → policy → executor in a worker thread → result.
 
 `open_read_only_sql(settings)` audits the role (refusing to start, exit 78, when it could do more than
 read) and yields the tool, `sql_schema` (`tools/sql_schema/`) and `explain_sql` (`tools/explain_sql/`,

@@ -37,7 +37,7 @@ _MAX_BYTES_DESCRIPTION: Final = (
 )
 
 
-# Arguments of `sandbox_fs_read` (SPEC §6.2); the server validates with `args_model_for(settings)`.
+# Arguments of `sandbox_fs_read` (docs/tools/); the server validates with `args_model_for(settings)`.
 # The docstrings of both models become the `description` of the advertised schemas.
 class SandboxFsReadArgs(StrictModel):
     """Which file to read, relative to the sandbox folder, and at most how many bytes of it."""

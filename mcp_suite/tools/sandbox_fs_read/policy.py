@@ -1,4 +1,4 @@
-"""Pure path and content decisions for `sandbox_fs_read` (SPEC §6.2): no I/O happens here.
+"""Pure path and content decisions for `sandbox_fs_read` (docs/tools/sandbox_fs_read.md): no I/O happens here.
 
 Owns: splitting the caller's path into components (and refusing absolute paths, NUL bytes,
 backslashes, lone surrogates and a trailing `/`), the refusal reasons the walk reports and the problem
@@ -85,7 +85,7 @@ class Refusal(enum.Enum):
 
     # Refusals that follow from where the path leads (not from its spelling). Their detail never
     # echoes the caller's text: a path such as `../../etc/passwd` would otherwise come back as an
-    # absolute host path inside the problem (SPEC §4).
+    # absolute host path inside the problem (docs/wire.md).
     @property
     def echoes_path(self) -> bool:
         return self not in _SILENT
@@ -211,7 +211,7 @@ def cut_to_whole_character(data: bytes) -> bytes:
 
 
 def decode_text(data: bytes, *, truncated: bool) -> str:
-    """Strict UTF-8 text of what was read (SPEC §6.2.4).
+    """Strict UTF-8 text of what was read (docs/tools/sandbox_fs_read.md).
 
     When the read was cut at `max_bytes`, a character split by the cut is dropped first; a file
     that itself ends inside a character is not UTF-8. Raises `RefusedError(NOT_UTF8)`.

@@ -3,7 +3,7 @@
 Owns the root directory fd, held open while the tool serves, and serves `sandbox_fs_list` (the
 folder's other tool, `tools/sandbox_fs_list/`) from it; the argument and result models live in
 `models.py` and load on first use. Every file access goes through `fdwalk`; every refusal becomes a
-problem from `policy.Refusal`, whose detail never holds an absolute host path (SPEC §6.2).
+problem from `policy.Refusal`, whose detail never holds an absolute host path (docs/tools/sandbox_fs_read.md).
 """
 
 from __future__ import annotations

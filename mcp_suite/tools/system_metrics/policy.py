@@ -1,7 +1,7 @@
 """Pure shaping of a metrics sample into the `system_metrics` result: clamping, rounding, no I/O.
 
 Readings from the OS can be odd (a percent above 100 on some kernels, negative deltas after a clock
-step, None where a platform lacks a counter): every value is clamped into its range here (SPEC §6.3).
+step, None where a platform lacks a counter): every value is clamped into its range here (docs/tools/).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The sync psutil reads behind `system_metrics`. Runs in a worker thread; returns a `RawSample`.
 
 Reads only aggregate, host-wide counters and this process's own figures: no process list, command
-lines, user names or network calls (SPEC §6.3). Any single failing counter becomes None (clamped to
+lines, user names or network calls (docs/tools/). Any single failing counter becomes None (clamped to
 0 by the policy) rather than failing the whole snapshot.
 """
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["open_system_metrics"]
 
 # The CPU sampling window: short enough for an interactive call, long enough to mean something
-# (SPEC §6.3 allows up to 2 s).
+# (docs/tools/system_metrics.md allows up to 2 s).
 SAMPLE_SECONDS: Final = 0.2
 
 DESCRIPTION: Final = (

@@ -10,6 +10,7 @@ The DSN is never printed.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -482,15 +483,29 @@ def format_warning(finding: Finding) -> str:
     return f"read_only_sql: warning: {finding.problem}\n    fix: {finding.fix}"
 
 
-def connection_failure(exc: psycopg.Error) -> str:
-    """Why a connection failed, for the operator's log: the first line of psycopg's message.
+# libpq (and psycopg's resolver) quote the host, socket, user and database names they failed with,
+# and write the address in parentheses and the port after "port": all of them are parts of the DSN.
+_DSN_PARTS: Final = (
+    (re.compile(r'"[^"]*"'), '"…"'),
+    (re.compile(r"'[^']*'"), "'…'"),
+    (re.compile(r"\([0-9A-Fa-f.:]+\)"), "(…)"),
+    (re.compile(r"\bport \d+"), "port …"),
+)
 
-    libpq names the host and port and the server's own reason (a refused password, a database that
-    does not exist, a connection limit reached), or the network's (refused, timed out); it never
-    repeats the password.
+
+def connection_failure(exc: psycopg.Error) -> str:
+    """Why a connection failed, for the operator's log: the first line of psycopg's message, with
+    every part of the DSN it names (host, address, port, socket, user, database) cut out.
+
+    What stays is the reason: the server's own (a refused password, a database that does not
+    exist, a connection limit reached) or the network's (refused, timed out). libpq never repeats
+    the password.
     """
     lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
+    line = lines[0] if lines else type(exc).__name__
+    for pattern, mark in _DSN_PARTS:
+        line = pattern.sub(mark, line)
+    return line
 
 
 def audit_dsn(dsn: str, *, connect_timeout_s: float, accepted: Iterable[str] = ()) -> list[Finding]:

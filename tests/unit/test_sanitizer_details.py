@@ -27,6 +27,7 @@ REFUSALS: list[tuple[Any, int, int, str, tuple[str, ...]]] = [
     ({"ok": 1, "a-b": 2}, 8, 100, f"The argument key 'a-b' {KEY_RULE}", ()),
     ({"outer": {"bad key": 1}}, 8, 100, f"The argument key 'bad key' {KEY_RULE}", ("outer",)),
     ({"o": {"p": {"": 1}}}, 8, 100, f"The argument key '' {KEY_RULE}", ("o",)),
+    ({"o": {"p": {"q": {"": 1}}}}, 8, 100, f"The argument key '' {KEY_RULE}", ("o",)),
     # repr escapes the bidi control: the detail never carries it back
     ({"o": [{"k\u202e": 1}]}, 8, 100, f"The argument key 'k\\u202e' {KEY_RULE}", ("o",)),
     ({"x" * 65: 1}, 8, 100, f"The argument key '{'x' * 65}' {KEY_RULE}", ()),
@@ -39,6 +40,7 @@ REFUSALS: list[tuple[Any, int, int, str, tuple[str, ...]]] = [
     ({"a": {"b": {"c": 1}}}, 2, 100, "The arguments nest deeper than 2 levels.", ("a",)),
     ({"a": [[1]]}, 2, 100, "The arguments nest deeper than 2 levels.", ("a",)),
     ({"a": {"b": [{"c": 1}]}}, 3, 100, "The arguments nest deeper than 3 levels.", ("a",)),
+    ({"a": {"b": {"c": {"d": 1}}}}, 3, 100, "The arguments nest deeper than 3 levels.", ("a",)),
     # items: every key, list element and scalar below the root
     ({"a": 1, "b": 2, "c": 3, "d": 4}, 8, 3, "The arguments hold more than 3 items in total.", ()),
     ({"k": [1, 2, 3]}, 8, 3, "The arguments hold more than 3 items in total.", ("k",)),
@@ -68,6 +70,7 @@ REFUSALS: list[tuple[Any, int, int, str, tuple[str, ...]]] = [
         ("o",),
     ),
     ({"o": ["\x00"]}, 8, 100, _char("o", "a control character (U+0000)"), ("o",)),
+    ({"o": {"p": {"q": "\x00"}}}, 8, 100, _char("o", "a control character (U+0000)"), ("o",)),
 ]
 
 

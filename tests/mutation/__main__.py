@@ -29,8 +29,19 @@ EQUIVALENTS_DOC = REPO / "docs" / "mutation.md"
 
 # module -> the tests that guard it (unit and property layers: fast enough to run per mutant)
 MODULES: dict[str, tuple[str, ...]] = {
-    "mcp_suite/protocol/sanitize.py": ("tests/unit/test_sanitizer.py", "tests/property/test_guard_props.py"),
+    "mcp_suite/protocol/sanitize.py": (
+        "tests/unit/test_sanitizer.py",
+        "tests/unit/test_sanitizer_details.py",
+        "tests/property/test_guard_props.py",
+    ),
     "mcp_suite/tools/read_only_sql/denylist.py": ("tests/unit/test_sql_policy.py",),
+    "mcp_suite/runtime/limiter.py": (
+        "tests/trio/test_limiter.py",
+        "tests/regressions/test_limiter_queue_bounded.py",
+    ),
+    "mcp_suite/tools/sandbox_fs_read/policy.py": ("tests/unit/test_fs_policy.py",),
+    # the PostgreSQL tests of the guard (tests/pg/test_sql_definers.py) are too slow to run per mutant
+    "mcp_suite/tools/read_only_sql/definers.py": ("tests/unit/test_definers_unit.py",),
 }
 
 

@@ -1,4 +1,5 @@
-"""The concurrency limiter seen by a client (docs/wire.md): 16 slots, FIFO, 5 s of waiting, 4 x 16 waiters."""
+"""The concurrency limiter (docs/wire.md): seen by a client (16 slots, FIFO, 5 s of waiting, 4 x 16
+waiters), then driven directly."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pytest
 import trio
 import trio.testing
 
+from mcp_suite.problems import ConcurrencyLimitError
+from mcp_suite.runtime.limiter import CallLimiter
 from mcp_suite.settings import Settings
 from tests.support.harness import Harness, open_session
 from tests.support.wire import slug_of
@@ -156,3 +159,66 @@ async def _drain_idle(h: Harness) -> list[dict[str, Any]]:
     while (message := await h.recv())["id"] != ping:
         extra.append(message)
     return extra
+
+
+# --- the limiter itself, driven directly ----------------------------------------------------------
+
+
+async def test_a_full_queue_is_refused_with_the_counts_in_detail_and_metadata() -> None:
+    limiter = CallLimiter(slots=2, max_waiters=3, wait_s=5)
+    held = [limiter.reserve() for _ in range(2)]
+    queued = [limiter.reserve() for _ in range(3)]
+    assert (limiter.running, limiter.waiting) == (2, 3)
+    with pytest.raises(ConcurrencyLimitError) as caught:
+        limiter.reserve()
+    assert caught.value.detail == "The server is busy: 2 calls are running and 3 are queued. Retry later."
+    assert caught.value.metadata == {"queued": 3, "slots": 2}
+    for ticket in queued + held:
+        limiter.release(ticket)
+    assert (limiter.running, limiter.waiting) == (0, 0)
+
+
+async def test_a_waiter_that_gets_no_slot_in_time_is_refused_with_the_wait_in_metadata(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    limiter = CallLimiter(slots=1, max_waiters=4, wait_s=2.5)
+    held = limiter.reserve()
+    late = limiter.reserve()
+    start = trio.current_time()
+    with pytest.raises(ConcurrencyLimitError) as caught:
+        await limiter.wait(late)
+    assert trio.current_time() - start == pytest.approx(2.5)
+    assert caught.value.detail == "No call slot became free within 2.5 s; retry later."
+    assert caught.value.metadata == {"waited_s": 2.5, "slots": 1}
+    limiter.release(late)
+    limiter.release(held)
+    assert (limiter.running, limiter.waiting) == (0, 0)
+
+
+async def test_releasing_a_held_ticket_twice_frees_one_slot_only() -> None:
+    limiter = CallLimiter(slots=2, max_waiters=4, wait_s=5)
+    first, second = limiter.reserve(), limiter.reserve()
+    limiter.release(first)
+    limiter.release(first)
+    assert (limiter.running, limiter.waiting) == (1, 0)
+    limiter.release(second)
+    limiter.release(second)
+    assert (limiter.running, limiter.waiting) == (0, 0)
+    again = [limiter.reserve() for _ in range(2)]
+    assert all(ticket.granted for ticket in again)
+    assert not limiter.reserve().granted  # still two slots, not more
+
+
+async def test_releasing_a_queued_ticket_twice_leaves_the_queue_once() -> None:
+    limiter = CallLimiter(slots=1, max_waiters=4, wait_s=5)
+    held = limiter.reserve()
+    queued, behind = limiter.reserve(), limiter.reserve()
+    limiter.release(queued)
+    limiter.release(queued)
+    assert (limiter.running, limiter.waiting) == (1, 1)
+    limiter.release(held)  # the slot goes to the ticket behind, not to the one that left
+    assert behind.granted
+    assert not queued.granted
+    assert (limiter.running, limiter.waiting) == (1, 0)
+    limiter.release(behind)
+    assert (limiter.running, limiter.waiting) == (0, 0)

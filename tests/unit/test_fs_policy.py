@@ -30,6 +30,7 @@ from mcp_suite.tools.sandbox_fs_read.policy import (
     decode_text,
     display_path,
     split_caller_path,
+    split_directory_path,
 )
 
 
@@ -211,3 +212,75 @@ def test_hard_links_are_refused_unless_the_environment_allows_them(tmp_path: Pat
     assert Settings().fs_allow_hard_links is False
     env = {"MCP_SAFE_DATA_DIR": str(tmp_path), "MCP_FS_ALLOW_HARD_LINKS": "true"}
     assert load_settings(env).fs_allow_hard_links is True
+
+
+@pytest.mark.parametrize(
+    ("raw", "parts"),
+    [
+        ("", ()),
+        (".", ()),
+        ("./", ()),
+        ("././/", ()),
+        ("sub/", ("sub",)),
+        ("a//b/./c/", ("a", "b", "c")),
+        ("a/../b", ("a", "..", "b")),
+    ],
+)
+def test_split_directory_allows_a_trailing_slash_and_the_root(raw: str, parts: tuple[str, ...]) -> None:
+    assert split_directory_path(raw) == parts
+
+
+@pytest.mark.parametrize(
+    ("raw", "refusal"),
+    [
+        ("/", Refusal.ABSOLUTE),
+        ("/etc/", Refusal.ABSOLUTE),
+        ("a\x00/", Refusal.NUL_BYTE),
+        ("a\\b/", Refusal.BACKSLASH),
+        ("a\ud800/", Refusal.BAD_UNICODE),
+    ],
+)
+def test_split_directory_refuses_the_same_spellings(raw: str, refusal: Refusal) -> None:
+    with pytest.raises(RefusedError) as info:
+        split_directory_path(raw)
+    assert info.value.refusal is refusal
+
+
+@pytest.mark.parametrize("refusal", list(Refusal))
+def test_a_refused_error_is_named_after_its_refusal(refusal: Refusal) -> None:
+    error = RefusedError(refusal)
+    assert error.refusal is refusal
+    assert str(error) == refusal.name  # what a log line or a traceback shows
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("XX/x.txt", "XX/x.txt"),  # letters next to the refused characters are not refused
+        ("a" + chr(0xD800), ""),  # the first and last lone surrogates
+        ("a" + chr(0xDFFF), ""),
+        ("a" + chr(0xD7FF), "a" + chr(0xD7FF)),  # the characters around them are valid Unicode
+        ("a" + chr(0xE000), "a" + chr(0xE000)),
+    ],
+)
+def test_display_refuses_exactly_the_unsafe_characters(raw: str, shown: str) -> None:
+    assert display_path(raw) == shown
+
+
+@pytest.mark.parametrize(
+    ("data", "kept"),
+    [
+        ("aé".encode(), "aé".encode()),  # complete sequences of each length stay
+        ("a€".encode(), "a€".encode()),
+        ("a😀".encode(), "a😀".encode()),
+        ("😀".encode(), "😀".encode()),
+        ("a😀".encode()[:-1], b"a"),
+        ("a😀".encode()[:-3], b"a"),
+        (b"a\x7f", b"a\x7f"),
+        (b"ab\xff", b"ab\xff"),  # an invalid lead byte is not a cut character: the decoder refuses it
+        (b"ab\xf8", b"ab\xf8"),
+        (b"ab\xf8\x80", b"ab\xf8\x80"),
+    ],
+)
+def test_cut_keeps_whole_sequences_and_invalid_bytes(data: bytes, kept: bytes) -> None:
+    assert cut_to_whole_character(data) == kept

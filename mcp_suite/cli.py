@@ -23,7 +23,7 @@ import trio
 from mcp_suite import SERVER_NAME, __version__
 from mcp_suite.runtime.affinity import pin_to_current_cpu
 from mcp_suite.runtime.audit import configure_logging, logger, shutdown_logging, write_line_now
-from mcp_suite.runtime.session import serve_session
+from mcp_suite.runtime.session import Session, serve_session
 from mcp_suite.runtime.stdio import open_fd_streams, take_over_stdio
 from mcp_suite.settings import ENV_VARIABLES, Settings, SettingsError, load_settings
 from mcp_suite.tools.base import StartupRefusedError, StartupUnavailableError
@@ -34,6 +34,8 @@ __all__ = ["EX_CONFIG", "main"]
 EX_UNAVAILABLE: Final = 69
 EX_SOFTWARE: Final = 70
 EX_CONFIG: Final = 78
+# How long the exit waits for a warm-up thread still at work (Session.join_warm_up).
+WARM_UP_JOIN_S: Final = 0.5
 EXIT_STATUSES: Final = (
     (0, "a clean shutdown (EOF, SIGINT or SIGTERM, then the drain); check-role: the role only reads"),
     (
@@ -150,7 +152,10 @@ def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
                 # collector's view, so a collection during a session scans only the session's own
                 # objects.
                 gc.freeze()
-                trio.run(_serve_stdio, settings, registry, fds)
+                session = trio.run(_serve_stdio, settings, registry, fds)
+                # Before the tools close and the interpreter exits: see Session.join_warm_up.
+                if not session.join_warm_up(WARM_UP_JOIN_S):
+                    logger.debug("the warm-up was still at work at exit")
         except (StartupRefusedError, SettingsError) as exc:
             shutdown_logging()
             return _refuse(f"refusing to start: {exc}", EX_CONFIG)
@@ -167,10 +172,10 @@ def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
         logging.shutdown()
 
 
-async def _serve_stdio(settings: Settings, registry: Registry, fds: object) -> None:
+async def _serve_stdio(settings: Settings, registry: Registry, fds: object) -> Session:
     from mcp_suite.runtime.stdio import ProtocolFds
 
     assert isinstance(fds, ProtocolFds)
     stdin, stdout = open_fd_streams(fds)
     async with stdin, stdout:
-        await serve_session(stdin, stdout, settings=settings, registry=registry, handle_signals=True)
+        return await serve_session(stdin, stdout, settings=settings, registry=registry, handle_signals=True)

@@ -60,8 +60,6 @@ _WRITE_BATCH_BYTES: Final = 262_144
 # The least time the final flush of stdout gets. Shutdown waits are bounded (STYLE habit 2): a client
 # that never reads stdout cannot hold the process after the drain, nor after a second signal.
 _SHUTDOWN_FLUSH_S: Final = 1.0
-# How long the end of a session waits for a warm-up thread still at work (see `wait_warm_up_thread`).
-_WARM_UP_JOIN_S: Final = 0.5
 
 Inbound = Frame | OversizedFrame
 
@@ -164,19 +162,13 @@ class Session:
         finally:
             self.warmed_up.set()
 
-    async def wait_warm_up_thread(self) -> None:
-        """At the session's end, give a warm-up thread still at work at most `_WARM_UP_JOIN_S`.
-
-        It was abandoned when the session ended (imports cannot be interrupted). A thread still
-        inside a compiled extension (pydantic-core) when the interpreter exits is unwound there by
-        force, which aborts the process ("FATAL: exception not rethrown", exit -6) instead of exit 0.
+    def join_warm_up(self, timeout_s: float) -> bool:
+        """Blocking, outside the event loop: wait at most `timeout_s` for a warm-up thread still at
+        work; True when none is. The CLI calls it after `trio.run` returns: a thread still inside a
+        compiled extension (pydantic-core) when the interpreter exits is unwound there by force,
+        which aborts the process ("FATAL: exception not rethrown", exit -6) instead of exit 0.
         """
-        if self._warm_up_started and not self._warm_up_thread_done.is_set():
-            await trio.to_thread.run_sync(
-                self._warm_up_thread_done.wait, _WARM_UP_JOIN_S, abandon_on_cancel=True
-            )
-        else:
-            await trio.lowlevel.checkpoint()
+        return not self._warm_up_started or self._warm_up_thread_done.wait(timeout_s)
 
     def _warm_up_sync(self) -> None:
         try:
@@ -507,10 +499,12 @@ async def serve_session(
     registry: Registry,
     handle_signals: bool = False,
     on_ready: Callable[[Session], None] | None = None,
-) -> None:
-    """Serve one MCP session over the two streams until EOF (or a signal) and the drain end."""
+) -> Session:
+    """Serve one MCP session over the two streams until EOF (or a signal) and the drain end.
+
+    Returns the session, whose warm-up thread may still be at work (`Session.join_warm_up`)."""
     session = Session(settings=settings, registry=registry, handle_signals=handle_signals)
     if on_ready is not None:
         on_ready(session)
     await session.serve(stdin, stdout)
-    await session.wait_warm_up_thread()
+    return session

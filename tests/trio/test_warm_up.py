@@ -205,29 +205,28 @@ def test_concurrent_first_uses_build_the_models_once() -> None:
     assert tool.args_model is LazyArgs
 
 
-async def test_the_session_end_waits_a_bounded_time_for_a_warm_up_thread_still_at_work() -> None:
+async def test_join_warm_up_waits_for_a_warm_up_thread_that_outlives_the_session() -> None:
     # A warm-up thread still inside a compiled extension when the interpreter exits aborts the
-    # process; so serve_session gives it a bounded time to end before it returns.
+    # process; so the CLI joins it (bounded) after the session: join_warm_up is that wait.
     probe = Probe()
     probe.step_gate.clear()
     with trio.fail_after(10):
         async with open_session(test_tools=False, extra_tools=[probe.opener()]) as h:
             await h.initialize()
             await trio.to_thread.run_sync(probe.step_entered.wait, 5)
-            # The step ends a moment after the session has begun to close.
-            threading.Timer(0.1, probe.step_gate.set).start()
-    assert probe.step_left.is_set()  # serve_session returned only after the thread was done
+    session = h.session
+    assert session is not None
+    assert not probe.step_left.is_set()  # the session ended while the warm-up was at work
+    assert not session.join_warm_up(0.01)  # bounded: it gives up
+    threading.Timer(0.05, probe.step_gate.set).start()
+    assert session.join_warm_up(5)  # and returns as soon as the thread is done
+    assert probe.step_left.is_set()
     assert probe.steps == 1
 
 
-async def test_a_warm_up_thread_that_never_ends_holds_the_session_end_only_for_the_bound() -> None:
-    probe = Probe()
-    probe.step_gate.clear()
-    try:
-        with trio.fail_after(10):
-            async with open_session(test_tools=False, extra_tools=[probe.opener()]) as h:
-                await h.initialize()
-                await trio.to_thread.run_sync(probe.step_entered.wait, 5)
-        assert not probe.step_left.is_set()  # the session ended without it
-    finally:
-        probe.step_gate.set()
+async def test_join_warm_up_is_immediate_when_no_warm_up_ran() -> None:
+    with trio.fail_after(10):
+        async with open_session() as h:
+            assert (await h.request("ping"))["result"] == {}
+    assert h.session is not None
+    assert h.session.join_warm_up(0)

@@ -128,6 +128,19 @@ def test_leaf_swapped_for_a_directory_after_resolving_is_refused(
     assert _refusal(root_dir, "swap/file.txt") is Refusal.DIRECTORY
 
 
+def test_directory_to_list_swapped_for_a_link_after_resolving_is_refused(
+    root: Path, root_dir: fdwalk.RootDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def swap() -> None:
+        os.rename(root / "swap", root / "swap-dir")
+        os.rename(root / "swap-link", root / "swap")
+
+    _swap_after_resolve(monkeypatch, swap)
+    with pytest.raises(RefusedError) as info:
+        fdwalk.list_directory(root_dir, ("swap",), max_entries=10, depth=2, allow_hard_links=False)
+    assert info.value.refusal is Refusal.CHANGED
+
+
 def test_leaf_removed_after_resolving_is_not_found(
     root: Path, root_dir: fdwalk.RootDir, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -106,13 +106,12 @@ class CallLimiter:
             self._queue.remove(ticket)
 
     def _hand_on(self) -> None:
-        while self._queue:
-            nxt = self._queue.popleft()
-            if nxt.abandoned:
-                continue
-            nxt.granted = True
-            self._waiting -= 1
-            assert nxt.event is not None
-            nxt.event.set()
+        # Every ticket in the queue still waits: `release` takes an abandoned one out at once.
+        if not self._queue:
+            self._free += 1
             return
-        self._free += 1
+        nxt = self._queue.popleft()
+        nxt.granted = True
+        self._waiting -= 1
+        assert nxt.event is not None
+        nxt.event.set()

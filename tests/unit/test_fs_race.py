@@ -62,6 +62,11 @@ def _swap_after_resolve(monkeypatch: pytest.MonkeyPatch, change: Callable[[], No
     return resolved
 
 
+def _swap_directory_for_link(root: Path) -> None:
+    os.rename(root / "swap", root / "swap-dir")
+    os.rename(root / "swap-link", root / "swap")
+
+
 def _refusal(root_dir: fdwalk.RootDir, path: str) -> Refusal:
     with pytest.raises(RefusedError) as info:
         fdwalk.read_file(root_dir, tuple(path.split("/")), 1_000, allow_hard_links=False)
@@ -71,11 +76,7 @@ def _refusal(root_dir: fdwalk.RootDir, path: str) -> Refusal:
 def test_directory_swapped_for_a_link_after_resolving_is_refused(
     root: Path, root_dir: fdwalk.RootDir, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def swap() -> None:
-        os.rename(root / "swap", root / "swap-dir")
-        os.rename(root / "swap-link", root / "swap")
-
-    resolved = _swap_after_resolve(monkeypatch, swap)
+    resolved = _swap_after_resolve(monkeypatch, lambda: _swap_directory_for_link(root))
     assert _refusal(root_dir, "swap/nested/file.txt") is Refusal.CHANGED
     assert resolved == [("swap", "nested", "file.txt")]
 
@@ -126,6 +127,15 @@ def test_leaf_swapped_for_a_directory_after_resolving_is_refused(
 
     _swap_after_resolve(monkeypatch, swap)
     assert _refusal(root_dir, "swap/file.txt") is Refusal.DIRECTORY
+
+
+def test_directory_to_list_swapped_for_a_link_after_resolving_is_refused(
+    root: Path, root_dir: fdwalk.RootDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _swap_after_resolve(monkeypatch, lambda: _swap_directory_for_link(root))
+    with pytest.raises(RefusedError) as info:
+        fdwalk.list_directory(root_dir, ("swap",), max_entries=10, depth=2, allow_hard_links=False)
+    assert info.value.refusal is Refusal.CHANGED
 
 
 def test_leaf_removed_after_resolving_is_not_found(

@@ -72,6 +72,26 @@ def test_guard_rejects_nesting_past_the_limit_without_recursion_error() -> None:
     assert _error(very_deep).jsonrpc_code == PARSE_ERROR
 
 
+def test_guard_counts_nesting_not_brackets() -> None:
+    # Many more brackets than the limit, side by side: shallow, so the message is accepted.
+    siblings = b",".join([b"[]"] * 100)
+    wide = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":[' + siblings + b"]}}"
+    assert decode_message(wide) == Request(1, "ping", {"a": [[]] * 100})
+    # Brackets inside a string are text: a bare string is refused for not being an object.
+    text = b'"' + b"[" * 100 + b'"'
+    error = _error(text)
+    assert error.jsonrpc_code == INVALID_REQUEST
+    assert "must be a JSON object" in str(error)
+
+
+def test_guard_nesting_limit_is_a_parameter() -> None:
+    frame = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":[[]]}}'  # four levels
+    assert decode_message(frame, max_depth=4) == Request(1, "ping", {"a": [[]]})
+    with pytest.raises(JsonRpcError, match="deeper than 3 levels") as info:
+        decode_message(frame, max_depth=3)
+    assert info.value.jsonrpc_code == PARSE_ERROR
+
+
 def test_guard_rejects_huge_integers_as_parse_errors() -> None:
     frame = b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"ping"}'
     assert _error(frame).jsonrpc_code == PARSE_ERROR

@@ -181,3 +181,11 @@ async def test_the_disk_path_is_never_echoed_and_arguments_are_refused_in_band(t
     assert seen
     assert marker.encode() not in seen
     assert str(tmp_path).encode() not in seen
+
+
+def test_a_disk_path_that_went_away_leaves_only_the_disk_readings_empty(tmp_path: Path) -> None:
+    sample = read_sample(tmp_path / "removed", 0.0)
+    assert (sample.disk_total, sample.disk_free, sample.disk_percent) == (None, None, None)
+    assert sample.mem_total is not None
+    assert sample.mem_total > 0
+    _check(shape_sample(sample))

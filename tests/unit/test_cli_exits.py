@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from tests.support.client import REPO, server_env
+from tests.unit.test_affinity import needs_two_cpus
 
 # The server with one extra tool whose opener raises what argv[1] names, before any session starts.
 PROGRAM = """
@@ -78,3 +79,12 @@ def test_a_demo_action_after_another_command_is_a_usage_error() -> None:
     assert proc.returncode == 2
     assert "'destroy' follows only demo" in proc.stderr
     assert proc.stdout == ""
+
+
+@needs_two_cpus
+@pytest.mark.parametrize(("affinity", "pinned"), [("single", True), ("off", False)])
+def test_the_debug_log_says_when_the_server_pinned_itself(affinity: str, pinned: bool) -> None:
+    proc = _run(["-c", PROGRAM, "refused"], {"MCP_LOG_LEVEL": "DEBUG", "MCP_CPU_AFFINITY": affinity})
+    assert proc.returncode == 78, proc.stderr
+    messages = [json.loads(line)["msg"] for line in proc.stderr.splitlines() if line.startswith("{")]
+    assert any(str(m).startswith("pinned to CPU ") for m in messages) is pinned, proc.stderr

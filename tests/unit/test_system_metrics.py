@@ -15,9 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcp_suite.protocol.mcp import model_json_schema
-from mcp_suite.settings import load_settings
+from mcp_suite.settings import Settings, load_settings
 from mcp_suite.tools.system_metrics.policy import RawSample, SystemMetricsResult, shape_sample
 from mcp_suite.tools.system_metrics.probe import read_sample
+from mcp_suite.tools.system_metrics.tool import open_system_metrics
 from tests.support.harness import open_session
 from tests.support.wire import slug_of
 
@@ -189,3 +190,11 @@ def test_a_disk_path_that_went_away_leaves_only_the_disk_readings_empty(tmp_path
     assert sample.mem_total is not None
     assert sample.mem_total > 0
     _check(shape_sample(sample))
+
+
+def test_the_metrics_opener_serves_nothing_when_metrics_are_disabled() -> None:
+    with open_system_metrics(Settings(metrics_enabled=False)) as disabled:
+        assert disabled is None
+    with open_system_metrics(Settings()) as enabled:
+        assert enabled is not None
+        assert [tool.name for tool in enabled.tools] == ["system_metrics"]

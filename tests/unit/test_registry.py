@@ -10,6 +10,7 @@ import pytest
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import Toolset
 from mcp_suite.tools.registry import open_registry
+from mcp_suite.tools.sandbox_fs_read.tool import open_sandbox_fs_read
 from tests.support.harness import NOTES_URI, ToolLog, resource_opener, tool_opener
 
 # Nothing built in: no database, no folder, no metrics.
@@ -43,3 +44,14 @@ def test_two_toolsets_serving_one_tool_name_are_refused() -> None:
     twice = open_registry(BARE, extra=[opener, opener], builtins=False)
     with pytest.raises(ValueError, match=f"duplicate tool name '{name}'"), twice:
         pass
+
+
+def test_a_tool_spec_shows_only_its_name() -> None:
+    with open_registry(BARE, extra=[tool_opener(ToolLog())], builtins=False) as registry:
+        for name, spec in registry.tools.items():
+            assert repr(spec) == f"ToolSpec(name={name!r})"
+
+
+def test_the_file_tool_serves_nothing_without_a_folder() -> None:
+    with open_sandbox_fs_read(BARE) as toolset:
+        assert toolset is None

@@ -75,3 +75,45 @@ def test_the_real_server_runs_pinned_by_default() -> None:
         assert len(os.sched_getaffinity(proc.pid)) == expected
     finally:
         proc.communicate(timeout=30)
+
+
+def test_a_process_already_on_one_cpu_is_left_as_it_is() -> None:
+    program = (
+        "import os\n"
+        "from mcp_suite.runtime.affinity import pin_to_current_cpu\n"
+        "cpu = min(os.sched_getaffinity(0))\n"
+        "os.sched_setaffinity(0, {cpu})\n"
+        "print(pin_to_current_cpu(), sorted(os.sched_getaffinity(0)) == [cpu])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, check=True, text=True, cwd=REPO
+    ).stdout
+    assert out == "None True\n"
+
+
+# The kernel's refusals, played in a child process by replacing the public `os` functions there:
+# the server must start unpinned, never fail.
+REFUSALS = """
+import os, sys
+from mcp_suite.runtime.affinity import pin_to_current_cpu
+
+def refuse(*args):
+    raise PermissionError("refused by the kernel")
+
+if sys.argv[1] == "get":
+    os.sched_getaffinity = refuse
+elif sys.argv[1] == "set":
+    os.sched_setaffinity = refuse
+else:
+    del os.sched_setaffinity
+print(pin_to_current_cpu())
+"""
+
+
+@needs_two_cpus
+@pytest.mark.parametrize("refusal", ["get", "set", "absent"])
+def test_a_kernel_that_refuses_or_lacks_affinity_leaves_the_process_unpinned(refusal: str) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", REFUSALS, refusal], capture_output=True, check=True, text=True, cwd=REPO
+    ).stdout
+    assert out == "None\n"

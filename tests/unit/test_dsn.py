@@ -82,3 +82,28 @@ def test_serve_and_check_role_exit_78_naming_the_variable(command: list[str], ds
     assert "Traceback" not in stderr
     assert not [word for word in SECRET_WORDS if word in stderr]
     assert proc.stdout == b""
+
+
+@pytest.mark.parametrize(
+    ("dsn", "says"),
+    [
+        ("", "must not be empty"),
+        ("  \t ", "must not be empty"),
+        ("=Zebra host=h", "option 1 has no name before '='"),
+        ("postgresql://h/d?sslmode", "URI parameter 1 is not a key=value pair"),
+        ("postgresql://h/d?&&sslmode=require", "not a valid postgresql:// URI (libpq refused it"),
+        ("host=h gssencmode=Quokka", "the value of gssencmode is not one of disable, prefer, require"),
+        ("postgres://h/d?sslmode=Wombat", "the value of sslmode is not one of disable, allow"),
+        ("postgresql://[::1]:Lynx/d", "the value of port is not a port number"),
+    ],
+)
+def test_dsn_problem_names_each_remaining_fault_without_a_fragment(dsn: str, says: str) -> None:
+    problem = dsn_problem(dsn)
+    assert problem is not None
+    assert says in problem
+    assert not [word for word in SECRET_WORDS if word in problem]
+
+
+def test_dsn_problem_accepts_an_empty_port_in_a_list_and_a_negative_integer() -> None:
+    for dsn in ("host=a,b port=5432,", "host=h keepalives=-1"):
+        assert dsn_problem(dsn) is None, dsn

@@ -9,6 +9,7 @@ from mcp_suite.problems import (
     PROBLEM_TYPES,
     PROBLEM_URN_PREFIX,
     WIRE_CODES,
+    ConflictError,
     ProblemError,
     echo,
     render_problem,
@@ -76,3 +77,7 @@ def test_echo_cuts_caller_input_to_256_characters() -> None:
     cut = echo("x" * 1_000)
     assert len(cut) == 256
     assert cut.endswith("…")
+
+
+def test_a_problem_shows_its_class_and_detail() -> None:
+    assert repr(ConflictError("the detail")) == "ConflictError('the detail')"

@@ -177,3 +177,54 @@ def test_the_tooling_variables_and_other_prefixes_are_not_settings_but_are_accep
 
 def test_a_misspelt_variable_exits_78_instead_of_keeping_the_default() -> None:
     assert b"did you mean MCP_SQL_MAX_ROWS?" in _start_refused({"MCP_SQL_MAX_ROW": "10"})
+
+
+NAMES_RULE = "expected schema.function names, separated by commas"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        ("MCP_QUEUE_WAIT_S", "soon", "expected a number"),
+        ("MCP_SAFE_DATA_DIR", "bad\x00path", "expected a path"),
+        ("MCP_SQL_ACCEPT_DEFINER_FUNCTIONS", "public.f, nodot", NAMES_RULE),
+        ("MCP_SQL_ACCEPT_DEFINER_FUNCTIONS", "a.b.c", NAMES_RULE),
+        ("MCP_SQL_ACCEPT_DEFINER_FUNCTIONS", "public.f()", NAMES_RULE),
+        ("MCP_CPU_AFFINITY", "all", "expected single or off"),
+        ("MCP_FS_ALLOW_HARD_LINKS", "perhaps", "expected true or false"),
+    ],
+)
+def test_each_parser_names_its_rule(name: str, value: str, says: str) -> None:
+    with pytest.raises(SettingsError) as info:
+        load_settings({name: value})
+    assert str(info.value) == f"{name}: {says}"
+
+
+def test_parsers_accept_every_documented_spelling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "data").mkdir()
+    monkeypatch.chdir(tmp_path)
+    settings = load_settings(
+        {
+            "MCP_SAFE_DATA_DIR": "data",  # relative: taken from the working directory
+            "MCP_METRICS_ENABLED": "Off",
+            "MCP_FS_ALLOW_HARD_LINKS": "Yes",
+            "MCP_LOG_LEVEL": "warn",
+            "MCP_CPU_AFFINITY": " OFF ",
+            "MCP_SQL_ACCEPT_DEFINER_FUNCTIONS": " public.f ,, audit.g ",
+        }
+    )
+    assert settings.safe_data_dir == tmp_path / "data"
+    assert settings.metrics_enabled is False
+    assert settings.fs_allow_hard_links is True
+    assert settings.log_level == "WARNING"
+    assert settings.cpu_affinity == "off"
+    assert settings.sql_accept_definer_functions == ("public.f", "audit.g")
+
+
+def test_secret_strings_compare_and_hash_by_value_without_showing_it() -> None:
+    a, b, c = SecretStr("pw-one"), SecretStr("pw-one"), SecretStr("pw-two")
+    assert a == b
+    assert a != c
+    assert a != "pw-one"
+    assert {a, b, c} == {a, c}
+    assert "pw-one" not in repr(a) + str(a)

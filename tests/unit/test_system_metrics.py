@@ -15,9 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcp_suite.protocol.mcp import model_json_schema
-from mcp_suite.settings import load_settings
+from mcp_suite.settings import Settings, load_settings
 from mcp_suite.tools.system_metrics.policy import RawSample, SystemMetricsResult, shape_sample
 from mcp_suite.tools.system_metrics.probe import read_sample
+from mcp_suite.tools.system_metrics.tool import open_system_metrics
 from tests.support.harness import open_session
 from tests.support.wire import slug_of
 
@@ -181,3 +182,19 @@ async def test_the_disk_path_is_never_echoed_and_arguments_are_refused_in_band(t
     assert seen
     assert marker.encode() not in seen
     assert str(tmp_path).encode() not in seen
+
+
+def test_a_disk_path_that_went_away_leaves_only_the_disk_readings_empty(tmp_path: Path) -> None:
+    sample = read_sample(tmp_path / "removed", 0.0)
+    assert (sample.disk_total, sample.disk_free, sample.disk_percent) == (None, None, None)
+    assert sample.mem_total is not None
+    assert sample.mem_total > 0
+    _check(shape_sample(sample))
+
+
+def test_the_metrics_opener_serves_nothing_when_metrics_are_disabled() -> None:
+    with open_system_metrics(Settings(metrics_enabled=False)) as disabled:
+        assert disabled is None
+    with open_system_metrics(Settings()) as enabled:
+        assert enabled is not None
+        assert [tool.name for tool in enabled.tools] == ["system_metrics"]

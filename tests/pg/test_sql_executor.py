@@ -371,3 +371,22 @@ def test_a_user_array_type_made_after_the_preload_is_looked_up_once(
         assert again.rows == [[["y", "x"]]]
     finally:
         admin.execute("DROP TYPE public.mcp_test_late")
+
+
+def test_a_call_that_finds_the_pool_busy_is_served_by_one_direct_connection(demo_cluster: Cluster) -> None:
+    # The pool's only connection is held: after MCP_SQL_POOL_WAIT_S the call connects directly,
+    # with the same session hygiene, and that connection is closed afterwards.
+    executor = open_executor(
+        demo_cluster.reader_dsn, sql_pool_min_size=1, sql_pool_max_size=1, sql_pool_wait_s=0.1
+    )
+    try:
+        with executor.pool.connection():
+            result = executor.run(
+                "SELECT 41 + 1 AS n, current_setting('transaction_read_only') AS ro",
+                max_rows=1,
+                ticket=CallTicket(),
+            )
+        assert result.rows == [[42, "on"]]
+        assert executor.pool.get_stats()["pool_size"] == 1  # the direct one never joined the pool
+    finally:
+        executor.close()

@@ -513,10 +513,10 @@ class SessionCore:
 
     def _inline(self, request: Request, era: Era) -> Answer:
         method = request.method
+        result: dict[str, Any]
         try:
-            if method == "ping":
-                result: dict[str, Any] = {}
-            elif method == "initialize":
+            # ping never comes here: the legacy era answers it directly, the modern one removed it.
+            if method == "initialize":
                 if self.legacy_version is not None:
                     raise InvalidRequestError("The session is already initialized.")
                 self.legacy_version = mcp.negotiate_version(request.params.get("protocolVersion"))

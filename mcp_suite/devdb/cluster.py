@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import dataclasses
 import hashlib
 import importlib.util
 import json
 import logging
 import os
-import pwd
 import secrets
 import shutil
 import signal
@@ -34,6 +32,15 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+
+from mcp_suite.devdb.process import (
+    SERVICE_USER,
+    DevDbError,
+    run_service,
+    service_account,
+    start_service,
+    stop_escalating,
+)
 
 __all__ = [
     "ADMIN_USER",
@@ -68,7 +75,6 @@ _COPIED_NAME: Final = ".mcp-suite-pg-copy"
 # Root's cache for the demo: what the service account must reach when root works in a private tree.
 ROOT_CACHE_DIR: Final = Path("/var/cache/mcp-suite")
 
-SERVICE_USER: Final = "mcp-devdb"  # the non-root account the server runs as when we are root
 ADMIN_USER: Final = "devdb_admin"  # bootstrap superuser (password, TCP only)
 OWNER_ROLE: Final = "docs_owner"  # NOLOGIN owner of the demo database, schema and tables
 READER_USER: Final = "mcp_reader"  # the login role the MCP server uses
@@ -77,7 +83,6 @@ HOST: Final = "127.0.0.1"
 
 _READY_TIMEOUT_S: Final = 30.0
 _STOP_TIMEOUT_S: Final = 15.0
-_PR_SET_PDEATHSIG: Final = 1
 
 # Appended to postgresql.conf: a throwaway cluster trades durability for start-up speed.
 _SERVER_CONF: Final = """
@@ -103,10 +108,6 @@ log_timezone = 'UTC'
 _PG_HBA: Final = """# mcp_suite.devdb: loopback TCP with scram-sha-256 only
 host    all    all    127.0.0.1/32    scram-sha-256
 """
-
-
-class DevDbError(Exception):
-    """The throwaway cluster could not be created, started or used."""
 
 
 def find_pg_bin() -> Path:
@@ -168,7 +169,7 @@ def default_cache_dir() -> Path:
     return reachable_cluster_dir(root / ".cache" / "devdb" if root else user_cache_dir() / "devdb")
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((HOST, 0))
         port: int = sock.getsockname()[1]
@@ -185,40 +186,6 @@ def _port_is_free(port: int) -> bool:
         except OSError:
             return False
         return True
-
-
-def _service_account() -> tuple[int, int] | None:
-    """(uid, gid) to run the server as, or None when we are not root (run as ourselves).
-
-    PostgreSQL refuses to run as root; the account is created (system user, no login shell, no
-    home) if missing.
-    """
-    if os.geteuid() != 0:
-        return None
-    try:
-        entry = pwd.getpwnam(SERVICE_USER)
-    except KeyError:
-        useradd = shutil.which("useradd", path="/usr/sbin:/sbin:/usr/bin:/bin") or "useradd"
-        subprocess.run(  # noqa: S603  # fixed argv, no shell; the name is a constant
-            [
-                useradd,
-                "--system",
-                "--user-group",
-                "--no-create-home",
-                "--home-dir",
-                "/nonexistent",
-                "--shell",
-                "/usr/sbin/nologin",
-                SERVICE_USER,
-            ],
-            check=False,
-            capture_output=True,
-        )
-        try:
-            entry = pwd.getpwnam(SERVICE_USER)
-        except KeyError:
-            raise DevDbError(f"could not create the system user {SERVICE_USER!r}") from None
-    return entry.pw_uid, entry.pw_gid
 
 
 def _blocked_ancestor(path: Path, account: tuple[int, int] | None) -> Path | None:
@@ -335,22 +302,10 @@ def reachable_cluster_dir(base: Path) -> Path:
     The directory is named after `base`, so each checkout keeps one demo cluster of its own.
     """
     base = base.absolute()
-    if _blocked_ancestor(base.parent, _service_account()) is None:
+    if _blocked_ancestor(base.parent, service_account()) is None:
         return base
     digest = hashlib.sha256(os.fsencode(base)).hexdigest()[:12]
     return _root_cache() / f"devdb-{digest}"
-
-
-def _child_env() -> dict[str, str]:
-    # The server gets a minimal environment: none of our MCP_* settings, DSNs or PG* variables.
-    return {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "LANG": "C", "TZ": "UTC"}
-
-
-def _set_parent_death_signal() -> None:  # runs in the forked child, before exec
-    # If the thread that started the server dies (process exit, even SIGKILL), the kernel sends
-    # SIGINT: PostgreSQL's fast shutdown. Never leave a server running behind us.
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGINT, 0, 0, 0)
 
 
 _LIVE: weakref.WeakSet[Cluster] = weakref.WeakSet()
@@ -405,7 +360,7 @@ class Cluster:
     def __init__(self, base: Path, state: _State, *, pg_bin: Path | None = None) -> None:
         self.base = base
         self._state = state
-        self._account = _service_account()
+        self._account = service_account()
         self._bin = _reachable_pg_bin(pg_bin or find_pg_bin(), self._account)
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.RLock()
@@ -430,7 +385,7 @@ class Cluster:
         state = _State(
             admin_password=secrets.token_urlsafe(24),
             reader_password=secrets.token_urlsafe(24),
-            port=_free_port(),
+            port=free_port(),
             seeded=False,
         )
         cluster = cls(base, state, pg_bin=pg_bin)
@@ -541,20 +496,7 @@ class Cluster:
             json.dump(self._state.dump(), fh)
 
     def _run_as_service(self, argv: list[str]) -> subprocess.CompletedProcess[bytes]:
-        uid, gid = self._account or (None, None)
-        try:
-            return subprocess.run(  # noqa: S603  # argv built from our own binary paths, no shell
-                argv,
-                check=False,
-                capture_output=True,
-                env=_child_env(),
-                cwd=self.base,
-                user=uid,
-                group=gid,
-                extra_groups=[] if uid is not None else None,
-            )
-        except OSError as exc:
-            raise DevDbError(f"could not run {Path(argv[0]).name}: {exc.strerror}") from None
+        return run_service(argv, cwd=self.base)
 
     def _initdb(self) -> None:
         data = self.data_dir
@@ -633,36 +575,13 @@ class Cluster:
         with self._lock:
             if self.is_running():
                 return
-            port = self._state.port if _port_is_free(self._state.port) else _free_port()
+            port = self._state.port if _port_is_free(self._state.port) else free_port()
             self._state = dataclasses.replace(self._state, port=port)
             self._write_state()
-            uid, gid = self._account or (None, None)
             logfile = open(self.base / _LOG_NAME, "ab")  # noqa: SIM115  # handed to the child
             try:
-                # The parent-death signal ties the server to the thread that starts it: only set it
-                # from the main thread (a worker thread may end long before the process).
-                on_main = threading.current_thread() is threading.main_thread()
-                self._proc = subprocess.Popen(  # noqa: S603  # our own binary, fixed argv, no shell
-                    [
-                        str(self._bin / "postgres"),
-                        "-D",
-                        str(self.data_dir),
-                        "-c",
-                        f"port={port}",
-                    ],
-                    stdin=subprocess.DEVNULL,
-                    stdout=logfile,
-                    stderr=logfile,
-                    env=_child_env(),
-                    cwd=self.base,
-                    user=uid,
-                    group=gid,
-                    extra_groups=[] if uid is not None else None,
-                    start_new_session=True,
-                    preexec_fn=_set_parent_death_signal if on_main else None,  # only calls prctl
-                )
-            except OSError as exc:
-                raise DevDbError(f"could not run postgres: {exc.strerror}") from None
+                argv = [str(self._bin / "postgres"), "-D", str(self.data_dir), "-c", f"port={port}"]
+                self._proc = start_service(argv, cwd=self.base, output=logfile)
             finally:
                 logfile.close()
             with _LIVE_LOCK:
@@ -699,17 +618,9 @@ class Cluster:
             proc = self._proc
             if proc is None:
                 return
-            for sig, wait_s in (
-                (signal.SIGINT, _STOP_TIMEOUT_S),
-                (signal.SIGQUIT, 5.0),
-                (signal.SIGKILL, 5.0),
-            ):
-                if proc.poll() is not None:
-                    break
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(sig)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=wait_s)
+            stop_escalating(
+                proc, ((signal.SIGINT, _STOP_TIMEOUT_S), (signal.SIGQUIT, 5.0), (signal.SIGKILL, 5.0))
+            )
             self._proc = None
             with _LIVE_LOCK:
                 _LIVE.discard(self)

@@ -23,8 +23,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Final
 
-from mcp_suite.devdb.cluster import HOST, Cluster, DevDbError, _free_port, _service_account
-from mcp_suite.devdb.process import start_service, stop_escalating
+from mcp_suite.devdb.cluster import HOST, Cluster, free_port
+from mcp_suite.devdb.process import DevDbError, service_account, start_service, stop_escalating
 
 __all__ = ["PgBouncer", "find_pgbouncer", "open_pgbouncer"]
 
@@ -144,10 +144,10 @@ def open_pgbouncer(
     """
     import secrets
 
-    account = _service_account()
+    account = service_account()
     base = Path(tempfile.mkdtemp(prefix="mcp-suite-pgbouncer-"))
     admin_password = secrets.token_urlsafe(18)
-    port = _free_port()
+    port = free_port()
     try:
         userlist = {**users, "pgbouncer_admin": admin_password}
         (base / "userlist.txt").write_text(

@@ -25,16 +25,15 @@ from typing import Final
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from mcp_suite.devdb.cluster import (
-    ADMIN_USER,
-    HOST,
-    Cluster,
+from mcp_suite.devdb.cluster import ADMIN_USER, HOST, Cluster, free_port
+from mcp_suite.devdb.process import (
     DevDbError,
-    _child_env,  # the cluster's own minimal environment, shared on purpose
-    _free_port,
-    _service_account,
+    child_env,
+    run_service,
+    service_account,
+    start_service,
+    stop_escalating,
 )
-from mcp_suite.devdb.process import start_service, stop_escalating
 
 __all__ = ["Standby", "open_primary", "open_standby"]
 
@@ -116,17 +115,7 @@ class Standby:
 
 
 def _run(argv: list[str], cwd: Path, env: Mapping[str, str]) -> None:
-    uid, gid = _service_account() or (None, None)
-    result = subprocess.run(  # noqa: S603  # our own binary, fixed argv, no shell
-        argv,
-        check=False,
-        capture_output=True,
-        cwd=cwd,
-        env=dict(env),
-        user=uid,
-        group=gid,
-        extra_groups=[] if uid is not None else None,
-    )
+    result = run_service(argv, cwd=cwd, env=env)
     if result.returncode != 0:
         raise DevDbError(f"{Path(argv[0]).name} failed:\n{result.stderr.decode(errors='replace')[-2000:]}")
 
@@ -138,7 +127,7 @@ def open_standby(primary: Cluster, settings: Mapping[str, str] | None = None) ->
     `settings` are extra `postgres -c` options (for example `max_standby_streaming_delay`).
     Cancellation: none; bounded by a 30 s readiness timeout.
     """
-    account = _service_account()
+    account = service_account()
     base = Path(tempfile.mkdtemp(prefix="mcp-suite-standby-"))
     base.chmod(0o711)
     data = base / "pgdata"
@@ -147,7 +136,7 @@ def open_standby(primary: Cluster, settings: Mapping[str, str] | None = None) ->
         os.chown(data, *account)
     pg_bin = primary.bin_dir
     admin = conninfo_to_dict(primary.admin_dsn)
-    env = {**_child_env(), "PGPASSWORD": str(admin["password"])}
+    env = {**child_env(), "PGPASSWORD": str(admin["password"])}
     proc: subprocess.Popen[bytes] | None = None
     try:
         _run(
@@ -170,7 +159,7 @@ def open_standby(primary: Cluster, settings: Mapping[str, str] | None = None) ->
             base,
             env,
         )
-        port = _free_port()
+        port = free_port()
         argv = [str(pg_bin / "postgres"), "-D", str(data), "-c", f"port={port}", "-c", "hot_standby=on"]
         for key, value in (settings or {}).items():
             argv += ["-c", f"{key}={value}"]

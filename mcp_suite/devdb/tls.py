@@ -25,7 +25,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from mcp_suite.devdb.cluster import Cluster, DevDbError, _service_account
+from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.devdb.process import DevDbError, service_account
 
 __all__ = ["CertificateAuthority", "ServerCertificate", "enable_tls", "ssl_pg_bin"]
 
@@ -141,7 +142,7 @@ def _write_private(path: Path, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
-    account = _service_account()
+    account = service_account()
     if account is not None:
         os.chown(path, *account)
 

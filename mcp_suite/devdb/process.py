@@ -117,21 +117,10 @@ def start_service(
 def run_service(
     argv: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[bytes]:
-    """`argv` run to its end as the service account (when root), its output captured."""
-    uid, gid = service_account() or (None, None)
-    try:
-        return subprocess.run(  # noqa: S603  # the harness's own binaries, fixed argv, no shell
-            list(argv),
-            check=False,
-            capture_output=True,
-            env=dict(env) if env is not None else child_env(),
-            cwd=cwd,
-            user=uid,
-            group=gid,
-            extra_groups=[] if uid is not None else None,
-        )
-    except OSError as exc:
-        raise DevDbError(f"could not run {Path(argv[0]).name}: {exc.strerror}") from None
+    """`argv` run to its end as `start_service` runs it, its stdout and stderr captured."""
+    proc = start_service(argv, cwd=cwd, output=subprocess.PIPE, env=env)
+    out, err = proc.communicate()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def stop_escalating(proc: subprocess.Popen[bytes], steps: Sequence[tuple[int, float]]) -> None:

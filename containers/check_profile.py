@@ -1,4 +1,6 @@
-"""Offline check of the container profile (docs/operations/): `containers/smoke.sh --offline`, no engine needed.
+"""Offline check of the container profile (docs/operations/), no engine needed.
+
+Run by `containers/smoke.sh --offline`.
 
 Parses containers/Containerfile, containers/compose.yaml and the shared flag list in
 containers/profile.sh with the standard library alone and asserts every element of the hardened

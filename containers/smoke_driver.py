@@ -12,7 +12,8 @@ Standard library only (it runs on the host's python3). Three parts:
 3. report  one line per check, then "smoke: N passed, N failed"; exit status 1 on any failure.
 """
 
-# ruff: noqa: S603, S108  # a test driver: it runs the container engine by design and probes /tmp inside the container
+# A test driver: it runs the container engine by design and probes /tmp inside the container.
+# ruff: noqa: S603, S108
 
 from __future__ import annotations
 
@@ -551,7 +552,9 @@ class SocketRelay:
 
 @contextlib.contextmanager
 def demo_sql(work: Path, report: Report) -> Iterator[tuple[str, Path] | None]:
-    """A fresh demo cluster (docs/tools/read_only_sql.md) behind a Unix socket: (DSN for the container, socket folder).
+    """A fresh demo cluster (docs/tools/read_only_sql.md) behind a Unix socket.
+
+    Yields (the DSN for the container, the socket folder).
 
     None when this interpreter cannot run the demo cluster (no project venv): the smoke then checks
     that read_only_sql is not registered without a DSN.

@@ -17,12 +17,13 @@ import contextlib
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
 from pglast.stream import RawStream
 from sqlglot.dialects.dialect import Dialect
 
 from mcp_suite.problems import InvalidArgumentsError, ProblemError, QueryViolationError
+from mcp_suite.settings import SQL_MAX_CHARS
 from mcp_suite.tools.read_only_sql.policy import refusals
 from mcp_suite.tools.read_only_sql.policy.postgres_walk import check_agreement, check_postgres
 from mcp_suite.tools.read_only_sql.policy.rewrite import (
@@ -41,10 +42,6 @@ from mcp_suite.tools.read_only_sql.policy.sqlglot_walk import (
 )
 
 __all__ = ["SQL_MAX_CHARS", "QueryPolicy", "VettedQuery", "vet_sql"]
-
-# docs/tools/: `sql` is 1–10,000 characters (the argument model enforces it; the policy re-checks so that
-# it is safe on its own).
-SQL_MAX_CHARS: Final = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +69,7 @@ def vet_sql(
         raise refusals.not_a_string()
     if not sql.strip():
         raise refusals.empty()
-    if len(sql) > SQL_MAX_CHARS:
+    if len(sql) > SQL_MAX_CHARS:  # the argument model checks it too; the policy is safe on its own
         raise refusals.too_long(len(sql), SQL_MAX_CHARS)
     if "\x00" in sql:
         raise refusals.nul()

@@ -34,7 +34,7 @@ DIALECT: Final = Dialect.get_or_raise("postgres")
 MAX_BRACKET_DEPTH: Final = 48  # ( [ { nesting in sqlglot's tokens
 MAX_SQUARE_DEPTH: Final = 4  # [ ] nesting (ARRAY[ARRAY[...]]): sqlglot backtracks exponentially
 MAX_SUBSCRIPT_CHAIN: Final = 6  # a[1][2]...: sqlglot's time grows with the square of the chain
-MAX_SUBSCRIPTS: Final = 64  # [ not after ARRAY: each subscript costs sqlglot time (bench_policy)
+MAX_SUBSCRIPTS: Final = 64  # [ not after ARRAY: each subscript adds to sqlglot's parse time (docs/tools/)
 
 _OPEN: Final = frozenset({TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE})
 _CLOSE: Final = frozenset({TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE})

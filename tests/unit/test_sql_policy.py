@@ -1,8 +1,10 @@
 """The SQL policy's LIMIT rewrite, cache, problems, and each line of defence on its own.
 
-The corpus (test_sql_policy_corpus.py) drives the public `vet`. Here the second opinions are also
-exercised alone: whatever PostgreSQL's grammar refuses first must still be refused by the sqlglot walk,
-so one parser's gap is never the only thing between a caller and the database.
+The corpus (tests/support/sql_corpus.py, run by test_sql_policy_corpus.py) drives the public `vet`.
+Here the second opinions are also exercised alone: whatever PostgreSQL's grammar refuses first must
+still be refused by the sqlglot walk, so one parser's gap is never the only thing between a caller
+and the database. Faults are injected through parameters: a failing sqlglot dialect or pglast
+deparser to `vet_sql`, a counting uncached policy to `QueryPolicy`.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ from mcp_suite.protocol.mcp import structured_json
 from mcp_suite.runtime import early_signals
 from mcp_suite.runtime.audit import AuditLog, logger
 from mcp_suite.runtime.limiter import CallLimiter, Ticket
-from mcp_suite.settings import Settings
+from mcp_suite.settings import NAME_ECHO_CHARS, Settings
 from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.registry import Registry
 
@@ -486,7 +486,7 @@ def _argument_problem(exc: pydantic.ValidationError) -> InvalidArgumentsError:
         message = err.get("msg", "is not valid")
         if err.get("type") == "extra_forbidden":
             message = "is not an argument of this tool"
-        parts.append(f"{echo(name, 64)}: {message}")
+        parts.append(f"{echo(name, NAME_ECHO_CHARS)}: {message}")
     detail = "The arguments do not match the tool's inputSchema: " + "; ".join(parts[:5])
     return InvalidArgumentsError(echo(detail, 512), invalid_params=names)
 

@@ -6,7 +6,7 @@ parent that never drains our stderr cannot block the event loop (when the buffer
 dropped and counted), and a busy session does not pay a thread hand-off per record. Libraries'
 records (psycopg_pool's, Python warnings) take the same path; a refusal before logging is set up is
 written as one JSON line too (`write_line_now`). No secrets are ever logged; arguments appear as an
-excerpt of `ECHO_MAX_CHARS`, and a SQL statement's text up to `AUDIT_SQL_MAX_CHARS`, marked when cut.
+excerpt of `ECHO_MAX_CHARS`; a tool's own audit events (`extra={"audit": fields}`) become audit lines.
 """
 
 from __future__ import annotations
@@ -20,12 +20,11 @@ import time
 from typing import Any, Final, TextIO
 
 from mcp_suite.protocol.jsonrpc import compact_json
-from mcp_suite.settings import AUDIT_SQL_MAX_CHARS, ECHO_MAX_CHARS, NAME_ECHO_CHARS
+from mcp_suite.settings import ECHO_MAX_CHARS, NAME_ECHO_CHARS
 
 __all__ = [
     "AuditLog",
     "StderrSink",
-    "audit_statement",
     "configure_logging",
     "logger",
     "shutdown_logging",
@@ -116,6 +115,10 @@ class StderrSink:
 
 
 def _line(record: logging.LogRecord) -> str:
+    audit = record.__dict__.get("audit")
+    if audit is not None:  # an audit event a tool logged with `extra={"audit": fields}`
+        event = {"ts": _timestamp(record.created), "level": "info", "logger": record.name}
+        return _dumps({**event, "event": record.getMessage(), **audit})
     payload: dict[str, Any] = {
         "ts": _timestamp(record.created),
         "level": record.levelname.lower(),
@@ -183,22 +186,6 @@ def shutdown_logging() -> None:
     if _sink is not None:
         _sink.close()
         _sink = None
-
-
-def audit_statement(*, tool: str, sql: str, outcome: str, started: float, rows: int | None) -> None:
-    """The audit record of one SQL statement: its text up to `AUDIT_SQL_MAX_CHARS` (then cut, with
-    `sql_truncated`), the rows returned, the duration and the outcome (`ok`, a problem slug,
-    `cancelled` or `error`). Never the rows themselves, never the DSN.
-    """
-    sink = _sink
-    if sink is None or not _audit_logger.isEnabledFor(logging.INFO):
-        return
-    event = _audit_event("statement", outcome, started)
-    event.update(tool=tool, rows=rows, sql=sql[:AUDIT_SQL_MAX_CHARS])
-    if len(sql) > AUDIT_SQL_MAX_CHARS:
-        event["sql_truncated"] = True
-        event["sql_chars"] = len(sql)
-    sink.write_line(_dumps(event))
 
 
 def _audit_event(kind: str, outcome: str, started: float) -> dict[str, Any]:

@@ -27,7 +27,6 @@ import trio
 import mcp_suite.tools.explain_sql.tool as explain_tool
 from mcp_suite.lazy import Lazy
 from mcp_suite.problems import ProblemError
-from mcp_suite.runtime.audit import audit_statement
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import (
     ResourceSpec,
@@ -45,6 +44,7 @@ from mcp_suite.tools.read_only_sql.audit import (
 )
 from mcp_suite.tools.read_only_sql.availability import Availability
 from mcp_suite.tools.read_only_sql.naming import schema_uri
+from mcp_suite.tools.read_only_sql.statement_log import log_statement
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
 from mcp_suite.tools.sql_schema import tool as schema_tool
 
@@ -166,7 +166,7 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
             outcome = "cancelled"
             raise
         finally:
-            audit_statement(tool=TOOL_NAME, sql=args.sql, outcome=outcome, started=started, rows=rows)
+            log_statement(tool=TOOL_NAME, sql=args.sql, outcome=outcome, started=started, rows=rows)
         from mcp_suite.tools.read_only_sql.models import result_from_rows  # loaded with the models
 
         columns = [(c.name, c.type) for c in result.columns]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Final
 
 import mcp_suite.tools.sandbox_fs_list.tool as fs_list
 from mcp_suite.lazy import Lazy
-from mcp_suite.runtime.threads import BatchedThreads
+from mcp_suite.offload import BatchedThreads
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import StartupRefusedError, Toolset, ToolSpec
 from mcp_suite.tools.sandbox_fs_read import fdwalk
@@ -33,7 +33,7 @@ __all__ = ["TOOL_NAME", "open_sandbox_fs_read", "read_sync"]
 
 TOOL_NAME: Final = "sandbox_fs_read"
 # Worker threads (one at work, one spare for a read that hangs), reads per batch, and how long the
-# one at work may spend on one read before the spare takes over the queue (see `runtime.threads`).
+# one at work may spend on one read before the spare takes over the queue (see `mcp_suite.offload`).
 READ_THREADS: Final = 2
 READ_BATCH: Final = 8
 READ_STALL_S: Final = 0.1

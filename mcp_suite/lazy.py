@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Final, Generic, TypeVar, cast
+from typing import Generic, TypeVar
 
 __all__ = ["Lazy"]
 
 T = TypeVar("T", covariant=True)  # a Lazy[Sub] serves where a Lazy[Base] is expected
-
-_UNSET: Final = object()
 
 
 class Lazy(Generic[T]):
@@ -27,31 +25,39 @@ class Lazy(Generic[T]):
     any later `get` raises `RuntimeError`.
     """
 
-    __slots__ = ("_build", "_lock", "_value")
+    __slots__ = ("_build", "_lock", "_value")  # `_value` is unset until built
+
+    _value: T
 
     def __init__(self, build: Callable[[], T]) -> None:
         self._build: Callable[[], T] | None = build
         self._lock = threading.Lock()
-        self._value: object = _UNSET
 
     @property
     def built(self) -> bool:
-        return self._value is not _UNSET
+        return hasattr(self, "_value")
 
     def get(self) -> T:
         """The value; the first call blocks on the build (or on another thread's)."""
-        value = self._value
-        if value is _UNSET:
-            with self._lock:
-                if self._value is _UNSET:
-                    if self._build is None:
-                        raise RuntimeError("used after close()")
-                    self._value = self._build()
-                value = self._value
-        return cast(T, value)
+        try:
+            return self._value  # built: one slot read, no lock
+        except AttributeError:
+            return self._build_once()
+
+    def _build_once(self) -> T:
+        with self._lock:
+            if not hasattr(self, "_value"):
+                if self._build is None:
+                    raise RuntimeError("used after close()")
+                self._value = self._build()
+            return self._value
 
     def close(self) -> T | None:
         """No more builds. Returns the value if one was built (waiting for a build under way)."""
         with self._lock:
-            value, self._value, self._build = self._value, _UNSET, None
-        return None if value is _UNSET else cast(T, value)
+            self._build = None
+            if not hasattr(self, "_value"):
+                return None
+            value = self._value
+            del self._value
+        return value

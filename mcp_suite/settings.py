@@ -149,8 +149,8 @@ class Settings:
     log_level: LogLevel = field(default="INFO", metadata={"choices": _LOG_LEVELS})
     # "single": pin the process (and so every thread it starts) to the CPU it started on. The GIL
     # lets one thread run Python at a time anyway; on one CPU the event loop and its worker
-    # threads hand the GIL over without cross-CPU wake-ups, which halves the cost of a tool call
-    # on a virtual machine (see docs/architecture.md). "off": leave scheduling to the kernel.
+    # threads hand the GIL over without cross-CPU wake-ups, much cheaper for a tool call on a
+    # virtual machine (bench_sql; docs/performance.md). "off": leave scheduling to the kernel.
     cpu_affinity: Literal["single", "off"] = field(default="single", metadata={"choices": _AFFINITIES})
     # Bounded channels (STYLE habit 1: start small). Frames waiting for the dispatcher, and responses
     # waiting for the writer. Back-pressure, not growth, is what a slow client gets.

@@ -45,7 +45,7 @@ class ToolSpec:
     """One MCP tool. `call` receives a validated arguments-model instance and returns a result model.
 
     `models` builds the two pydantic classes (arguments, result) on first use: opening a tool must
-    not import pydantic, which is a third of a cold start and not needed to answer `initialize`.
+    not import pydantic, a large share of a cold start (bench_runtime) not needed for `initialize`.
     The session's warm-up builds them after the handshake (or the first request that needs them).
 
     Cancellation: `call` runs in its own cancel scope; it must let `trio.Cancelled` propagate and

@@ -288,8 +288,8 @@ def _preload_type_names(database: Lazy[Executor], audited: bool) -> None:
 def _build_policy(cache_size: int) -> QueryPolicy:
     """The SQL policy, imported off the start-up path (built by a `Lazy`).
 
-    sqlglot and pglast are the largest imports of the server (a third of a cold start with every
-    tool enabled), and answering `initialize` does not need them. Building it is the tool's warm-up
+    sqlglot and pglast are the largest imports of the server (bench_sql's all-tools cold start),
+    and answering `initialize` does not need them. Building it is the tool's warm-up
     step: the session runs it in a worker thread right after the handshake; a call that needs the
     policy before that is done waits for it (in its worker thread), so no call is ever vetted by
     anything less.

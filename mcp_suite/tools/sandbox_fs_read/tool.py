@@ -99,9 +99,9 @@ def open_sandbox_fs_read(settings: Settings) -> Iterator[Toolset | None]:
         def read(args: SandboxFsReadArgs) -> SandboxFsReadResult:
             return read_sync(root, args, allow_hard_links=allow_hard_links)
 
-        # A 4 KiB read costs the fd walk ~40 µs, and `trio.to_thread` ~150 µs here: reads go to
-        # worker threads of the tool's own, and overlapping reads share one wake-up. Closed (after
-        # the reads under way) before the root fd.
+        # A small read costs less than a `trio.to_thread` hand-off (bench_fs; docs/performance.md):
+        # reads go to worker threads of the tool's own, and overlapping reads share one wake-up.
+        # Closed (after the reads under way) before the root fd.
         reader = stack.enter_context(
             BatchedThreads(
                 read, threads=READ_THREADS, max_batch=READ_BATCH, stall_s=READ_STALL_S, name="fs-read"

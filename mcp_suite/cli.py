@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Final
@@ -29,23 +30,20 @@ from mcp_suite.settings import ENV_VARIABLES, Settings, SettingsError, load_sett
 from mcp_suite.tools.base import StartupRefusedError, StartupUnavailableError
 from mcp_suite.tools.registry import Registry, ToolOpener, open_registry
 
-__all__ = ["EX_CONFIG", "main"]
+__all__ = ["EXIT_STATUSES", "main"]
 
-EX_UNAVAILABLE: Final = 69
-EX_SOFTWARE: Final = 70
-EX_CONFIG: Final = 78
 # How long the exit waits for a warm-up thread still at work (Session.join_warm_up).
 WARM_UP_JOIN_S: Final = 0.5
 EXIT_STATUSES: Final = (
-    (0, "a clean shutdown (EOF, SIGINT or SIGTERM, then the drain); check-role: the role only reads"),
+    (os.EX_OK, "a clean shutdown (EOF, SIGINT or SIGTERM, then the drain); check-role: the role only reads"),
     (
-        69,
+        os.EX_UNAVAILABLE,
         "the database cannot be reached or refuses the login: at start-up with "
         "MCP_SQL_REQUIRE_DATABASE=true, or for check-role; demo: the demo database cannot be started",
     ),
-    (70, "an unexpected failure (details on stderr only)"),
+    (os.EX_SOFTWARE, "an unexpected failure (details on stderr only)"),
     (
-        78,
+        os.EX_CONFIG,
         "an invalid configuration (a bad or unknown MCP_* variable, a malformed MCP_SQL_DSN), "
         "or a database role that can do more than read",
     ),
@@ -111,7 +109,7 @@ def main(argv: Sequence[str] | None = None, *, extra_tools: Iterable[ToolOpener]
     try:
         settings = load_settings()
     except SettingsError as exc:
-        return _refuse(f"invalid configuration: {exc}", EX_CONFIG)
+        return _refuse(f"invalid configuration: {exc}", os.EX_CONFIG)
     if command == "check-role":
         return _check_role(settings)
     if command == "demo":
@@ -125,7 +123,7 @@ def main(argv: Sequence[str] | None = None, *, extra_tools: Iterable[ToolOpener]
 
 def _check_role(settings: Settings) -> int:
     if settings.sql_dsn is None:
-        return _refuse("check-role needs MCP_SQL_DSN", EX_CONFIG)
+        return _refuse("check-role needs MCP_SQL_DSN", os.EX_CONFIG)
     from mcp_suite.tools.read_only_sql import audit  # imported only when asked for
 
     status: int = audit.check_role(settings)
@@ -158,15 +156,15 @@ def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
                     logger.debug("the warm-up was still at work at exit")
         except (StartupRefusedError, SettingsError) as exc:
             shutdown_logging()
-            return _refuse(f"refusing to start: {exc}", EX_CONFIG)
+            return _refuse(f"refusing to start: {exc}", os.EX_CONFIG)
         except StartupUnavailableError as exc:
             shutdown_logging()
-            return _refuse(f"refusing to start: {exc}", EX_UNAVAILABLE)
-        except Exception:  # noqa: BLE001  # last resort: log it on stderr, exit 70
+            return _refuse(f"refusing to start: {exc}", os.EX_UNAVAILABLE)
+        except Exception:  # noqa: BLE001  # last resort: log it on stderr, exit EX_SOFTWARE
             logger.critical("the server failed", exc_info=True)
-            return EX_SOFTWARE
+            return os.EX_SOFTWARE
         logger.info("shut down cleanly")
-        return 0
+        return os.EX_OK
     finally:
         shutdown_logging()
         logging.shutdown()

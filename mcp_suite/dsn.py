@@ -11,11 +11,12 @@ Imports psycopg (for libpq's keyword list) only when called. No I/O.
 from __future__ import annotations
 
 import difflib
-import functools
 import re
 from collections.abc import Mapping
 from typing import Final
 from urllib.parse import urlsplit
+
+from mcp_suite.lazy import Lazy
 
 __all__ = ["dsn_problem"]
 
@@ -24,16 +25,18 @@ _BAD_PERCENT: Final = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _QUOTING: Final = "put a value holding spaces or quotes in single quotes, as in password='a b\\'c'"
 
 
-@functools.cache
-def _keywords() -> frozenset[str]:
+def _libpq_keywords() -> frozenset[str]:
     from psycopg import pq
 
     return frozenset(opt.keyword.decode() for opt in pq.Conninfo.get_defaults())
 
 
+_KEYWORDS: Final = Lazy(_libpq_keywords)
+
+
 def _unknown(what: str, key: str) -> str:
     # The key itself is never echoed: in `password=a b=c` the "key" `b` is a word of the password.
-    close = difflib.get_close_matches(key.lower(), sorted(_keywords()), n=1, cutoff=0.75)
+    close = difflib.get_close_matches(key.lower(), sorted(_KEYWORDS.get()), n=1, cutoff=0.75)
     hint = f" (did you mean {close[0]}?)" if close else ""
     return f"{what} is not a libpq connection option{hint}"
 
@@ -55,7 +58,7 @@ def _keyword_value_problem(raw: str) -> str | None:
             i += 1
         if i >= n or raw[i] != "=":
             return f"word {number} is not a key=value pair; {_QUOTING}"
-        if key not in _keywords():
+        if key not in _KEYWORDS.get():
             return _unknown(f"option {number}", key) if key else f"option {number} has no name before '='"
         i += 1
         while i < n and raw[i].isspace():
@@ -83,7 +86,7 @@ def _uri_problem(raw: str) -> str | None:
         key, sep, _ = item.partition("=")
         if not sep:
             return f"URI parameter {number} is not a key=value pair"
-        if key not in _keywords() and key != "ssl":  # libpq's alias: ssl=true means sslmode=require
+        if key not in _KEYWORDS.get() and key != "ssl":  # libpq's alias: ssl=true means sslmode=require
             return _unknown(f"URI parameter {number}", key)
     return None
 

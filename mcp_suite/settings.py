@@ -1,9 +1,13 @@
-"""Every limit and option of the server, in one frozen model (docs/configuration.md).
+"""Every limit and option of the server, each defined once here (docs/configuration.md).
 
-This is the only place numbers live: the protocol core, the runtime and the tools take their limits
-from a `Settings` instance. Values come from `MCP_*` environment variables and are validated strictly;
-an invalid value is a `SettingsError` (the CLI exits with status 78), never silently replaced.
-Must not import trio or any tool module. The DSN is a secret: it never appears in a repr or message.
+The operator's options are the fields of one frozen `Settings`, read from `MCP_*` environment
+variables and validated strictly: an invalid value is a `SettingsError` (the CLI exits with
+`os.EX_CONFIG`, 78), never silently replaced. The limits fixed by the wire contract (frame size,
+JSON depth, argument shape, how much caller input a message or log line echoes) are the module
+constants below; `protocol/`, `problems/`, the runtime and the tools import them from here. A
+tool's own argument bounds (a listing's depth, a path's length) and internal sizes (worker threads,
+buffers) are named constants beside the code they bound. Must not import trio or any tool module,
+nor do I/O on import. The DSN is a secret: it never appears in a repr or message.
 """
 
 from __future__ import annotations
@@ -32,14 +36,17 @@ LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 _LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _AFFINITIES: Final = ("single", "off")
 
-# Wire limits fixed by the contract (docs/wire.md); they are settings so tests can read them from one
-# place, but they are not read from the environment.
+# Wire limits fixed by the contract (docs/wire.md): not read from the environment. The code that
+# enforces them, and the tests, import them from here.
 MAX_FRAME_BYTES = 1_048_576
 MAX_JSON_DEPTH = 64
 ARG_MAX_DEPTH = 8
 ARG_MAX_ITEMS = 1_000
 ARG_MAX_KEY_CHARS = 64
+# Caller input quoted in a problem's detail or the audit log: at most this many characters, and
+# a name the caller chose (a method, a tool, a protocol version) at most NAME_ECHO_CHARS.
 ECHO_MAX_CHARS = 256
+NAME_ECHO_CHARS = 64
 # The audit record of a SQL statement holds its text up to this many characters (then `sql_truncated`).
 AUDIT_SQL_MAX_CHARS = 4_096
 # A caller's SQL text (`read_only_sql`, `explain_sql`) holds at most this many characters.
@@ -144,8 +151,8 @@ class Settings:
     log_level: LogLevel = field(default="INFO", metadata={"choices": _LOG_LEVELS})
     # "single": pin the process (and so every thread it starts) to the CPU it started on. The GIL
     # lets one thread run Python at a time anyway; on one CPU the event loop and its worker
-    # threads hand the GIL over without cross-CPU wake-ups, which halves the cost of a tool call
-    # on a virtual machine (see docs/architecture.md). "off": leave scheduling to the kernel.
+    # threads hand the GIL over without cross-CPU wake-ups, much cheaper for a tool call on a
+    # virtual machine (bench_sql; docs/performance.md). "off": leave scheduling to the kernel.
     cpu_affinity: Literal["single", "off"] = field(default="single", metadata={"choices": _AFFINITIES})
     # Bounded channels (STYLE habit 1: start small). Frames waiting for the dispatcher, and responses
     # waiting for the writer. Back-pressure, not growth, is what a slow client gets.
@@ -275,14 +282,14 @@ def _parse_level(raw: str) -> str:
     level = raw.strip().upper()
     if level == "WARN":
         level = "WARNING"
-    if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+    if level not in _LOG_LEVELS:
         raise ValueError("expected DEBUG, INFO, WARNING, ERROR or CRITICAL")
     return level
 
 
 def _parse_affinity(raw: str) -> str:
     value = raw.strip().lower()
-    if value not in {"single", "off"}:
+    if value not in _AFFINITIES:
         raise ValueError("expected single or off")
     return value
 

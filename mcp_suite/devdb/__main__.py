@@ -37,7 +37,6 @@ from mcp_suite.runtime.audit import configure_logging, shutdown_logging
 
 log = logging.getLogger("mcp_suite.devdb")
 
-EX_UNAVAILABLE = 69  # the demo database could not be created, started or used (as the CLI's)
 _CHILD_STOP_S = 10.0  # how long `serve` waits for the child after forwarding a signal
 
 
@@ -190,7 +189,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return destroy()
     except DevDbError as exc:
         log.error("%s", exc)  # noqa: TRY400  # a one-line reason for the developer, no traceback
-        return EX_UNAVAILABLE
+        return os.EX_UNAVAILABLE  # the demo database could not be created, started or used
 
 
 if __name__ == "__main__":

@@ -2,13 +2,16 @@
 
 Tools and the protocol core raise these; only the dispatcher turns them into wire messages. Each class
 carries its slug, title, HTTP-like status, stable code and JSON-RPC error code as class attributes.
-Must not import trio, psycopg, psutil, sqlglot or anything that does I/O.
+Must not import trio, psycopg, psutil, sqlglot or anything that does I/O (from `settings`, only its
+constants).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Final
+
+from mcp_suite.settings import ECHO_MAX_CHARS
 
 __all__ = [
     "ECHO_MAX_CHARS",
@@ -43,7 +46,6 @@ __all__ = [
 ]
 
 PROBLEM_URN_PREFIX: Final = "urn:mcp-suite:problem:"
-ECHO_MAX_CHARS: Final = 256
 
 # JSON-RPC 2.0 codes used on the wire.
 PARSE_ERROR: Final = -32700

@@ -44,6 +44,7 @@ from mcp_suite.protocol.jsonrpc import (
     sniff_id,
 )
 from mcp_suite.protocol.sanitize import sanitize_arguments
+from mcp_suite.settings import NAME_ECHO_CHARS
 
 __all__ = [
     "Answer",
@@ -467,8 +468,9 @@ class SessionCore:
         if version != mcp.MODERN_VERSION:
             # versioning, "Protocol Version Negotiation": -32022 listing the versions served.
             unsupported = UnsupportedVersionError(
-                f"This server does not serve protocol version {echo(version, 64)!r} per request; it "
-                f"serves {mcp.MODERN_VERSION} so, and {', '.join(mcp.LEGACY_VERSIONS)} through initialize.",
+                f"This server does not serve protocol version {echo(version, NAME_ECHO_CHARS)!r} per "
+                f"request; it serves {mcp.MODERN_VERSION} so, and {', '.join(mcp.LEGACY_VERSIONS)} "
+                "through initialize.",
             )
             extra = {"supported": list(mcp.ALL_VERSIONS), "requested": version}
             return self._error(request.id, method, unsupported, -32022, extra)

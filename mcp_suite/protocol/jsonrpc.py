@@ -18,6 +18,7 @@ from mcp_suite.problems import (
     ProblemError,
     render_problem,
 )
+from mcp_suite.settings import MAX_JSON_DEPTH
 
 __all__ = [
     "ClientResponse",
@@ -38,7 +39,6 @@ RequestId = str | int
 _encode_string: Final = json.encoder.encode_basestring_ascii  # the C string escaper json.dumps uses
 # Compact, ASCII-only, no NaN (docs/wire.md). Built once: `json.dumps` with options builds one per call.
 _WIRE_ENCODER: Final = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
-MAX_DEPTH_DEFAULT: Final = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +121,7 @@ def _valid_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-def parse_json(frame: bytes, *, max_depth: int = MAX_DEPTH_DEFAULT) -> Any:
+def parse_json(frame: bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """Strict UTF-8, strict JSON: no BOM, no duplicate keys, no NaN/Infinity, bounded nesting."""
     if frame.startswith(b"\xef\xbb\xbf"):
         raise _parse_error("The message starts with a byte order mark; send plain UTF-8.")
@@ -155,7 +155,7 @@ def _skip_ws(text: str) -> int:
     return index
 
 
-def decode_message(frame: bytes, *, max_depth: int = MAX_DEPTH_DEFAULT) -> Message:
+def decode_message(frame: bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Message:
     value = parse_json(frame, max_depth=max_depth)
     if isinstance(value, list):
         raise JsonRpcError(

@@ -22,6 +22,7 @@ from mcp_suite.problems import (
     render_problem,
 )
 from mcp_suite.protocol.jsonrpc import compact_json
+from mcp_suite.settings import NAME_ECHO_CHARS
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -67,12 +68,12 @@ READ_TTL_MS: Final = 0
 
 def not_initialized(method: str) -> SessionNotInitializedError:
     return SessionNotInitializedError(
-        f"{echo(method, 64)!r} needs an initialized session; send 'initialize' first."
+        f"{echo(method, NAME_ECHO_CHARS)!r} needs an initialized session; send 'initialize' first."
     )
 
 
 def unknown_method(method: str) -> MethodNotFoundError:
-    return MethodNotFoundError(f"The method {echo(method, 64)!r} does not exist on this server.")
+    return MethodNotFoundError(f"The method {echo(method, NAME_ECHO_CHARS)!r} does not exist on this server.")
 
 
 def negotiate_version(requested: object) -> str:
@@ -232,7 +233,8 @@ def parse_call_params(params: dict[str, Any]) -> CallParams:
 
 def unknown_tool(name: str) -> InvalidArgumentsError:
     return InvalidArgumentsError(
-        f"There is no tool named {echo(name, 64)!r}; tools/list shows the tools this server has.",
+        f"There is no tool named {echo(name, NAME_ECHO_CHARS)!r}; "
+        "tools/list shows the tools this server has.",
         invalid_params=["name"],
         jsonrpc_code=INVALID_PARAMS,
     )

@@ -10,10 +10,11 @@ import re
 from typing import Any, Final
 
 from mcp_suite.problems import InvalidArgumentsError, echo
+from mcp_suite.settings import ARG_MAX_KEY_CHARS
 
 __all__ = ["sanitize_arguments"]
 
-_KEY: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
+_KEY: Final = re.compile(rf"[A-Za-z_][A-Za-z0-9_]{{0,{ARG_MAX_KEY_CHARS - 1}}}\Z")
 # C0 controls except tab (U+0009) and newline (U+000A); DEL and C1 controls; bidi controls;
 # lone surrogates (only possible through \uD800-style JSON escapes).
 _BAD_CHARS: Final = re.compile(
@@ -59,8 +60,8 @@ def _walk(arguments: dict[Any, Any], *, max_depth: int, max_items: int) -> None:
             for key, child in node.items():
                 if not _KEY.match(key):
                     raise InvalidArgumentsError(
-                        f"The argument key {echo(repr(key), 80)} is not an identifier "
-                        "(letters, digits and _, not starting with a digit, at most 64 characters).",
+                        f"The argument key {echo(repr(key), 80)} is not an identifier (letters, digits "
+                        f"and _, not starting with a digit, at most {ARG_MAX_KEY_CHARS} characters).",
                         invalid_params=[_root(path)] if path else [],
                     )
                 items += 1

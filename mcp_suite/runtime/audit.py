@@ -5,8 +5,8 @@ logged and appended to a bounded in-memory buffer; a flusher thread writes them 
 parent that never drains our stderr cannot block the event loop (when the buffer is full, lines are
 dropped and counted), and a busy session does not pay a thread hand-off per record. Libraries'
 records (psycopg_pool's, Python warnings) take the same path; a refusal before logging is set up is
-written as one JSON line too (`write_line_now`). No secrets are ever logged; arguments appear as a
-256-character excerpt, and a SQL statement's text up to `AUDIT_SQL_MAX_CHARS`, marked when cut.
+written as one JSON line too (`write_line_now`). No secrets are ever logged; arguments appear as an
+excerpt of `ECHO_MAX_CHARS`; a tool's own audit events (`extra={"audit": fields}`) become audit lines.
 """
 
 from __future__ import annotations
@@ -20,12 +20,11 @@ import time
 from typing import Any, Final, TextIO
 
 from mcp_suite.protocol.jsonrpc import compact_json
-from mcp_suite.settings import AUDIT_SQL_MAX_CHARS
+from mcp_suite.settings import ECHO_MAX_CHARS, NAME_ECHO_CHARS
 
 __all__ = [
     "AuditLog",
     "StderrSink",
-    "audit_statement",
     "configure_logging",
     "logger",
     "shutdown_logging",
@@ -116,6 +115,10 @@ class StderrSink:
 
 
 def _line(record: logging.LogRecord) -> str:
+    audit = record.__dict__.get("audit")
+    if audit is not None:  # an audit event a tool logged with `extra={"audit": fields}`
+        event = {"ts": _timestamp(record.created), "level": "info", "logger": record.name}
+        return _dumps({**event, "event": record.getMessage(), **audit})
     payload: dict[str, Any] = {
         "ts": _timestamp(record.created),
         "level": record.levelname.lower(),
@@ -185,22 +188,6 @@ def shutdown_logging() -> None:
         _sink = None
 
 
-def audit_statement(*, tool: str, sql: str, outcome: str, started: float, rows: int | None) -> None:
-    """The audit record of one SQL statement: its text up to `AUDIT_SQL_MAX_CHARS` (then cut, with
-    `sql_truncated`), the rows returned, the duration and the outcome (`ok`, a problem slug,
-    `cancelled` or `error`). Never the rows themselves, never the DSN.
-    """
-    sink = _sink
-    if sink is None or not _audit_logger.isEnabledFor(logging.INFO):
-        return
-    event = _audit_event("statement", outcome, started)
-    event.update(tool=tool, rows=rows, sql=sql[:AUDIT_SQL_MAX_CHARS])
-    if len(sql) > AUDIT_SQL_MAX_CHARS:
-        event["sql_truncated"] = True
-        event["sql_chars"] = len(sql)
-    sink.write_line(_dumps(event))
-
-
 def _audit_event(kind: str, outcome: str, started: float) -> dict[str, Any]:
     return {
         "ts": _timestamp(time.time()),
@@ -213,12 +200,12 @@ def _audit_event(kind: str, outcome: str, started: float) -> dict[str, Any]:
 
 
 def _excerpt(arguments: Any) -> str:
-    """At most 256 characters of the call's arguments, as JSON (never more, whatever they hold)."""
+    """At most `ECHO_MAX_CHARS` of the call's arguments, as JSON (never more, whatever they hold)."""
     try:
         text = compact_json(arguments)
     except (TypeError, ValueError):
         return ""
-    return text[:256]
+    return text[:ECHO_MAX_CHARS]
 
 
 class AuditLog:
@@ -245,9 +232,9 @@ class AuditLog:
         if sink is None or not _audit_logger.isEnabledFor(logging.INFO):
             return
         event = _audit_event("request", outcome, started)
-        event.update(id=request_id, method=method[:64])
+        event.update(id=request_id, method=method[:NAME_ECHO_CHARS])
         if tool is not None:
-            event["tool"] = tool[:64]
+            event["tool"] = tool[:NAME_ECHO_CHARS]
         if problem is not None:
             event["problem"] = problem
         if arguments is not None:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from mcp_suite import SERVER_NAME, __version__
+from mcp_suite.lazy import Lazy
 from mcp_suite.problems import InternalServerError, InvalidArgumentsError, ProblemError, echo
 from mcp_suite.protocol import mcp
 from mcp_suite.protocol.core import (
@@ -46,7 +47,7 @@ from mcp_suite.protocol.mcp import structured_json
 from mcp_suite.runtime import early_signals
 from mcp_suite.runtime.audit import AuditLog, logger
 from mcp_suite.runtime.limiter import CallLimiter, Ticket
-from mcp_suite.settings import Settings
+from mcp_suite.settings import NAME_ECHO_CHARS, Settings
 from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.registry import Registry
 
@@ -87,8 +88,7 @@ class Session:
     # The running calls' tasks, by the core's id key (the core keeps the protocol side of each).
     in_flight: dict[IdKey, _Task] = field(default_factory=dict)
     all_idle: trio.Event = field(default_factory=trio.Event)
-    _tool_descriptions: list[mcp.ToolDescription] = field(default_factory=list)
-    _descriptions_lock: threading.Lock = field(default_factory=threading.Lock)
+    _tool_descriptions: Lazy[list[mcp.ToolDescription]] = field(init=False)
     _reader_scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     _out_send: trio.MemorySendChannel[bytes] | None = None
     _root: trio.Nursery | None = None
@@ -103,6 +103,7 @@ class Session:
 
     def __post_init__(self) -> None:
         settings = self.settings
+        self._tool_descriptions = Lazy(self._describe_tools)
         self.core = SessionCore(
             server_name=SERVER_NAME,
             server_version=__version__,
@@ -131,20 +132,19 @@ class Session:
     def tool_descriptions(self) -> list[mcp.ToolDescription]:
         """The advertised tools, built once (by the warm-up, or by the first `tools/list`): the
         models and their JSON Schemas are not needed to answer `initialize`. Thread-safe."""
-        if not self._tool_descriptions:
-            with self._descriptions_lock:
-                if not self._tool_descriptions:
-                    self._tool_descriptions = [
-                        mcp.ToolDescription(
-                            name=tool.name,
-                            title=tool.title,
-                            description=tool.description,
-                            input_schema=mcp.model_json_schema(tool.args_model),
-                            output_schema=mcp.model_json_schema(tool.result_model),
-                        )
-                        for tool in self.registry.tools.values()
-                    ]
-        return self._tool_descriptions
+        return self._tool_descriptions.get()
+
+    def _describe_tools(self) -> list[mcp.ToolDescription]:
+        return [
+            mcp.ToolDescription(
+                name=tool.name,
+                title=tool.title,
+                description=tool.description,
+                input_schema=mcp.model_json_schema(tool.args_model),
+                output_schema=mcp.model_json_schema(tool.result_model),
+            )
+            for tool in self.registry.tools.values()
+        ]
 
     # ---------------------------------------------------------------------------------------
     # warm-up
@@ -448,8 +448,8 @@ class Session:
         # 3. deadline, counted from the moment the call holds a slot
         scope.deadline = trio.current_time() + self.settings.call_deadline_s
         # 4. strict argument schema (models not loaded yet: load them off the event loop)
-        if not tool.models_loaded:
-            await trio.to_thread.run_sync(tool.load_models)
+        if not tool.models.built:
+            await trio.to_thread.run_sync(tool.models.get)
         args = _validate(tool, arguments)
         result = await tool.call(args)
         return structured_json(result)
@@ -486,7 +486,7 @@ def _argument_problem(exc: pydantic.ValidationError) -> InvalidArgumentsError:
         message = err.get("msg", "is not valid")
         if err.get("type") == "extra_forbidden":
             message = "is not an argument of this tool"
-        parts.append(f"{echo(name, 64)}: {message}")
+        parts.append(f"{echo(name, NAME_ECHO_CHARS)}: {message}")
     detail = "The arguments do not match the tool's inputSchema: " + "; ".join(parts[:5])
     return InvalidArgumentsError(echo(detail, 512), invalid_params=names)
 

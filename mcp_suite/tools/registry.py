@@ -91,7 +91,7 @@ def open_registry(
                 resources[resource.uri] = resource
             warm_up.extend(toolset.warm_up)
             guidance.append(toolset.guidance)
-        models = [tool.load_models for tool in tools.values()]
+        models = [tool.models.get for tool in tools.values()]
         yield Registry(
             tools=tools,
             resources=resources,

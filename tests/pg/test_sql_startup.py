@@ -9,12 +9,13 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.settings import SecretStr, Settings
-from mcp_suite.tools.read_only_sql.tool import LazyExecutor, open_read_only_sql
+from mcp_suite.tools.read_only_sql.tool import open_read_only_sql
 from tests.support.client import REPO, server_env
 
 pytestmark = pytest.mark.pg
@@ -65,17 +66,22 @@ def test_opening_the_tool_audits_only_and_the_warm_up_builds_the_rest(demo_clust
     ]
 
 
-def test_the_lazy_executor_is_built_once_and_closed_with_the_tool(demo_cluster: Cluster) -> None:
+def test_the_warm_up_opens_the_pool_and_closing_the_tool_closes_it(demo_cluster: Cluster) -> None:
     settings = Settings(sql_dsn=SecretStr(demo_cluster.reader_dsn), metrics_enabled=False)
-    database = LazyExecutor(settings, demo_cluster.reader_dsn, audited=True)
-    executor = database.get()
-    assert database.get() is executor
-    database.preload_type_names()
-    assert executor.pool.get_stats()["pool_size"] >= 1
-    database.close()
-    assert executor.pool.closed
+    before = _pool_threads()
+    with open_read_only_sql(settings) as toolset:
+        assert toolset is not None
+        for step in (*toolset.warm_up, *toolset.warm_up):  # a repeated step builds nothing twice
+            step()
+        opened = _pool_threads()
+        assert len(opened) > len(before)
+    for _ in range(100):  # the pool's workers leave right after it is closed
+        if _pool_threads() == before:
+            break
+        time.sleep(0.05)
+    assert _pool_threads() == before
     with pytest.raises(RuntimeError):
-        database.get()
+        toolset.warm_up[0]()  # the executor is not rebuilt after the tool closed
 
 
 def _pool_threads() -> list[str]:
@@ -88,7 +94,4 @@ def test_a_tool_that_never_served_a_call_closes_without_opening_a_pool(demo_clus
     with open_read_only_sql(settings) as toolset:
         assert toolset is not None
         assert _pool_threads() == before  # opening the tool started no pool
-    database = LazyExecutor(settings, demo_cluster.reader_dsn, audited=True)
-    database.close()  # never built: nothing to close, no error
-    with pytest.raises(RuntimeError):
-        database.get()
+    assert _pool_threads() == before  # and closing it had none to close

@@ -25,6 +25,7 @@ import trio
 import trio.testing
 from pydantic import Field
 
+from mcp_suite.lazy import Lazy
 from mcp_suite.problems import AccessDeniedError, DatabaseUnavailableError
 from mcp_suite.runtime.session import Session, serve_session
 from mcp_suite.settings import Settings
@@ -90,6 +91,16 @@ class NoResult(StrictModel):
     pass
 
 
+def built_models(
+    args: type[StrictModel], result: type[StrictModel]
+) -> Lazy[tuple[type[StrictModel], type[StrictModel]]]:
+    """A test tool's models, built at once: its calls never wait for a thread to build them, which
+    under `autojump_clock` would let virtual time run on."""
+    models = Lazy(lambda: (args, result))
+    models.get()
+    return models
+
+
 def _tools(log: ToolLog) -> tuple[ToolSpec, ...]:
     async def sleep(args: SleepArgs) -> SleepResult:
         log.started.append(args.tag)
@@ -125,40 +136,35 @@ def _tools(log: ToolLog) -> tuple[ToolSpec, ...]:
             name="sleep",
             title="Sleep",
             description="Sleeps for `seconds` (virtual time in trio tests).",
-            args_model=SleepArgs,
-            result_model=SleepResult,
+            models=built_models(SleepArgs, SleepResult),
             call=sleep,
         ),
         ToolSpec(
             name="echo",
             title="Echo",
             description="Returns its text.",
-            args_model=EchoArgs,
-            result_model=EchoResult,
+            models=built_models(EchoArgs, EchoResult),
             call=echo,
         ),
         ToolSpec(
             name="deny",
             title="Deny",
             description="Always refused in-band.",
-            args_model=NoArgs,
-            result_model=NoResult,
+            models=built_models(NoArgs, NoResult),
             call=deny,
         ),
         ToolSpec(
             name="boom",
             title="Boom",
             description="Always crashes with a plain exception.",
-            args_model=NoArgs,
-            result_model=NoResult,
+            models=built_models(NoArgs, NoResult),
             call=boom,
         ),
         ToolSpec(
             name="down",
             title="Down",
             description="Always fails as an unavailable database does.",
-            args_model=NoArgs,
-            result_model=NoResult,
+            models=built_models(NoArgs, NoResult),
             call=down,
         ),
     )

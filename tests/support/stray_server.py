@@ -21,6 +21,7 @@ import trio
 from pydantic import Field
 
 from mcp_suite.cli import main as cli_main
+from mcp_suite.lazy import Lazy
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import Toolset, ToolSpec
 from mcp_suite.tools.models import StrictModel
@@ -81,16 +82,14 @@ def open_stray_tools(settings: Settings) -> Iterator[Toolset | None]:
                 name="stray",
                 title="Stray output",
                 description="Writes junk to fd 1 and runs children that do.",
-                args_model=NoArgs,
-                result_model=StrayResult,
+                models=Lazy(lambda: (NoArgs, StrayResult)),
                 call=_stray,
             ),
             ToolSpec(
                 name="tasks",
                 title="Task count",
                 description="Counts this process's trio tasks and threads.",
-                args_model=NoArgs,
-                result_model=TasksResult,
+                models=Lazy(lambda: (NoArgs, TasksResult)),
                 call=_tasks,
             ),
         )

@@ -1,4 +1,4 @@
-"""`runtime.threads.BatchedThreads`: blocking calls on worker threads of its own, in batches.
+"""`mcp_suite.offload.BatchedThreads`: blocking calls on worker threads of its own, in batches.
 
 Each caller gets its own call's result or exception; queued calls run in arrival order, at most
 `max_batch` per batch and on at most `threads` threads at once, and each batch wakes its callers with
@@ -20,8 +20,8 @@ import pytest
 import trio
 import trio.testing
 
-from mcp_suite.runtime import threads
-from mcp_suite.runtime.threads import BatchedThreads
+from mcp_suite import offload
+from mcp_suite.offload import BatchedThreads
 
 
 class Recorder:
@@ -78,13 +78,13 @@ def counting(runner: BatchedThreads[Any, str]) -> list[int]:
 def hand_backs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many callers each hand-back to trio woke."""
     sizes: list[int] = []
-    deliver = threads._deliver
+    deliver = offload._deliver
 
     def observed(jobs: list[Any]) -> None:
         sizes.append(len(jobs))
         deliver(jobs)
 
-    monkeypatch.setattr(threads, "_deliver", observed)
+    monkeypatch.setattr(offload, "_deliver", observed)
     return sizes
 
 

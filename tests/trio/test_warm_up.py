@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 import trio
 
+from mcp_suite.lazy import Lazy
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import Toolset, ToolSpec
 from mcp_suite.tools.models import StrictModel
@@ -69,7 +70,7 @@ class Probe:
                 return LazyResult(text=args.text.upper())
 
             tool = ToolSpec(
-                name="lazy", title="Lazy", description="Upper-cases.", models=self.load, call=call
+                name="lazy", title="Lazy", description="Upper-cases.", models=Lazy(self.load), call=call
             )
             yield Toolset(tools=(tool,), warm_up=(self.step,))
 
@@ -85,7 +86,7 @@ async def test_models_load_after_the_handshake_is_answered_once_with_the_warm_up
             assert h.session is not None
             await h.session.warmed_up.wait()
             assert (probe.loads, probe.steps) == (1, 1)
-            assert h.session.registry.tools["lazy"].models_loaded
+            assert h.session.registry.tools["lazy"].models.built
             listed = await h.request("tools/list")
             (tool,) = listed["result"]["tools"]
             assert tool["inputSchema"]["properties"]["text"]["type"] == "string"
@@ -162,47 +163,19 @@ async def test_a_warm_up_cut_short_by_the_end_of_the_session_does_not_warn(
     assert not any("warm-up failed" in message for message in messages)
 
 
-def test_a_tool_spec_needs_either_a_loader_or_both_models() -> None:
-    async def call(args: LazyArgs) -> LazyResult:
-        raise AssertionError("never called")
-
-    with pytest.raises(TypeError):
-        ToolSpec(name="x", title="X", description="", call=call)
-    with pytest.raises(TypeError):
-        ToolSpec(name="x", title="X", description="", call=call, args_model=LazyArgs)
-    with pytest.raises(TypeError):
-        ToolSpec(
-            name="x",
-            title="X",
-            description="",
-            call=call,
-            models=Probe().load,
-            args_model=LazyArgs,
-            result_model=LazyResult,
-        )
-    eager = ToolSpec(
-        name="x", title="X", description="", call=call, args_model=LazyArgs, result_model=LazyResult
-    )
-    assert eager.models_loaded
-    assert eager.result_model is LazyResult
-
-
 def test_concurrent_first_uses_build_the_models_once() -> None:
     probe = Probe()
     probe.gate.clear()
-
-    async def call(args: LazyArgs) -> LazyResult:
-        raise AssertionError("never called")
-
-    tool = ToolSpec(name="x", title="X", description="", call=call, models=probe.load)
-    threads = [threading.Thread(target=tool.load_models) for _ in range(8)]
+    models = Lazy(probe.load)
+    threads = [threading.Thread(target=models.get) for _ in range(8)]
     for thread in threads:
         thread.start()
     probe.gate.set()
     for thread in threads:
         thread.join(10)
     assert probe.loads == 1
-    assert tool.args_model is LazyArgs
+    assert models.built
+    assert models.get() == (LazyArgs, LazyResult)
 
 
 async def test_join_warm_up_waits_for_a_warm_up_thread_that_outlives_the_session() -> None:

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from tests.support.client import REPO, server_env
+from tests.support.markers import needs_two_cpus
 
 PROGRAM = """
 import os
@@ -17,10 +18,6 @@ before = os.sched_getaffinity(0)
 cpu = pin_to_current_cpu()
 print(len(before), cpu, sorted(os.sched_getaffinity(0)))
 """
-
-needs_two_cpus = pytest.mark.skipif(
-    len(os.sched_getaffinity(0)) < 2, reason="pinning is a no-op on a one-CPU machine"
-)
 
 
 @needs_two_cpus

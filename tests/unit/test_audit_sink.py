@@ -16,12 +16,12 @@ from mcp_suite.runtime.audit import (
     AuditLog,
     StderrSink,
     _timestamp,
-    audit_statement,
     configure_logging,
     shutdown_logging,
     write_line_now,
 )
 from mcp_suite.settings import AUDIT_SQL_MAX_CHARS
+from mcp_suite.tools.read_only_sql.statement_log import log_statement
 
 
 class BlockedStream(io.StringIO):
@@ -142,10 +142,8 @@ def test_a_statement_is_audited_with_its_text_up_to_the_bound_rows_duration_and_
     configure_logging("INFO", stream)
     long_sql = "SELECT " + ", ".join(f"{n} AS c{n}" for n in range(2_000))
     try:
-        audit_statement(
-            tool="read_only_sql", sql="SELECT 1", outcome="ok", started=time.perf_counter(), rows=1
-        )
-        audit_statement(
+        log_statement(tool="read_only_sql", sql="SELECT 1", outcome="ok", started=time.perf_counter(), rows=1)
+        log_statement(
             tool="read_only_sql",
             sql=long_sql,
             outcome="query-violation",
@@ -155,7 +153,7 @@ def test_a_statement_is_audited_with_its_text_up_to_the_bound_rows_duration_and_
     finally:
         shutdown_logging()
     short, cut = (json.loads(line) for line in stream.getvalue().splitlines())
-    assert short["event"] == "statement"
+    assert (short["event"], short["logger"], short["level"]) == ("statement", "mcp_suite.audit", "info")
     assert (short["sql"], short["rows"], short["outcome"]) == ("SELECT 1", 1, "ok")
     assert short["duration_ms"] >= 0
     assert "sql_truncated" not in short

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
 from tests.support.client import REPO, server_env
-from tests.unit.test_affinity import needs_two_cpus
+from tests.support.markers import needs_two_cpus
 
 # The server with one extra tool whose opener raises what argv[1] names, before any session starts.
 PROGRAM = """
@@ -53,9 +54,9 @@ def _critical_lines(stderr: str) -> list[dict[str, object]]:
 @pytest.mark.parametrize(
     ("fault", "status", "says"),
     [
-        ("refused", 78, "refusing to start: the role can write: grant it read access only"),
-        ("unavailable", 69, "refusing to start: the database cannot be reached"),
-        ("crash", 70, "the server failed"),
+        ("refused", os.EX_CONFIG, "refusing to start: the role can write: grant it read access only"),
+        ("unavailable", os.EX_UNAVAILABLE, "refusing to start: the database cannot be reached"),
+        ("crash", os.EX_SOFTWARE, "the server failed"),
     ],
 )
 def test_a_tool_failing_to_open_gives_its_exit_status_and_one_critical_line(
@@ -70,7 +71,7 @@ def test_a_tool_failing_to_open_gives_its_exit_status_and_one_critical_line(
 
 def test_check_role_without_a_dsn_exits_78_and_says_what_it_needs() -> None:
     proc = _run(["-m", "mcp_suite", "check-role"])
-    assert proc.returncode == 78, proc.stderr
+    assert proc.returncode == os.EX_CONFIG, proc.stderr
     assert [line["msg"] for line in _critical_lines(proc.stderr)] == ["check-role needs MCP_SQL_DSN"]
 
 
@@ -85,6 +86,6 @@ def test_a_demo_action_after_another_command_is_a_usage_error() -> None:
 @pytest.mark.parametrize(("affinity", "pinned"), [("single", True), ("off", False)])
 def test_the_debug_log_says_when_the_server_pinned_itself(affinity: str, pinned: bool) -> None:
     proc = _run(["-c", PROGRAM, "refused"], {"MCP_LOG_LEVEL": "DEBUG", "MCP_CPU_AFFINITY": affinity})
-    assert proc.returncode == 78, proc.stderr
+    assert proc.returncode == os.EX_CONFIG, proc.stderr
     messages = [json.loads(line)["msg"] for line in proc.stderr.splitlines() if line.startswith("{")]
     assert any(str(m).startswith("pinned to CPU ") for m in messages) is pinned, proc.stderr

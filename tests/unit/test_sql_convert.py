@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mcp_suite.settings import MAX_JSON_DEPTH
 from mcp_suite.tools.read_only_sql import convert
 
 
@@ -60,8 +61,8 @@ def test_timestamptz_text_becomes_iso_8601(text: str, expected: str) -> None:
 
 def test_json_deeper_than_the_limit_is_kept_as_text() -> None:
     loader = convert._JsonLoader(3802)
-    deep = "[" * (convert.JSON_MAX_DEPTH + 1) + "]" * (convert.JSON_MAX_DEPTH + 1)
-    ok = "[" * convert.JSON_MAX_DEPTH + "]" * convert.JSON_MAX_DEPTH
+    deep = "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1)
+    ok = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
     assert loader.load(deep.encode()) == deep
     assert isinstance(loader.load(ok.encode()), list)
     very_deep = "[" * 100_000 + "]" * 100_000  # beyond Python's recursion limit: no crash
@@ -82,7 +83,7 @@ def test_json_loader_round_trips_what_postgres_would_store(value: Any) -> None:
     text = json.dumps(value)
     loaded = convert._JsonLoader(114).load(text.encode())
     assert json.dumps(loaded, allow_nan=False)  # always valid JSON out
-    if convert._depth_within(value, convert.JSON_MAX_DEPTH):
+    if convert._depth_within(value, MAX_JSON_DEPTH):
         assert loaded == value
 
 

@@ -10,6 +10,7 @@ The DSN is never printed.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Iterable
@@ -24,8 +25,6 @@ from mcp_suite.tools.read_only_sql.naming import APPLICATION_NAME
 
 __all__ = [
     "DANGEROUS_PREDEFINED_ROLES",
-    "EXIT_REFUSED",
-    "EXIT_UNAVAILABLE",
     "Finding",
     "audit_connection",
     "audit_dsn",
@@ -35,8 +34,6 @@ __all__ = [
     "warnings",
 ]
 
-EXIT_REFUSED: Final = 78  # EX_CONFIG
-EXIT_UNAVAILABLE: Final = 69  # EX_UNAVAILABLE: the database could not be reached
 
 DANGEROUS_PREDEFINED_ROLES: Final = (
     "pg_write_all_data",
@@ -525,13 +522,13 @@ def audit_dsn(dsn: str, *, connect_timeout_s: float, accepted: Iterable[str] = (
 def check_role(settings: Settings, *, out: TextIO | None = None) -> int:
     """`mcp-suite check-role`: audit the role of MCP_SQL_DSN and print the findings.
 
-    Returns 0 when the role is fit to serve, 78 when it is not (or no DSN is set, or the server's
-    TLS certificate is refused), 69 when the database cannot be reached.
+    Returns EX_OK when the role is fit to serve, EX_CONFIG when it is not (or no DSN is set, or the
+    server's TLS certificate is refused), EX_UNAVAILABLE when the database cannot be reached.
     """
     stream = out or sys.stdout
     if settings.sql_dsn is None:
         stream.write("check-role: MCP_SQL_DSN is not set; nothing to check.\n")
-        return EXIT_REFUSED
+        return os.EX_CONFIG
     dsn = settings.sql_dsn.get_secret_value()
     try:
         findings = audit_dsn(
@@ -545,12 +542,12 @@ def check_role(settings: Settings, *, out: TextIO | None = None) -> int:
         refusal = tls_refusal(dsn, timeout_s=settings.sql_connect_timeout_s)
         if refusal is not None:  # as the server itself refuses to start
             stream.write(f"check-role: {refusal}\n")
-            return EXIT_REFUSED
+            return os.EX_CONFIG
         stream.write(f"check-role: could not audit the role: {connection_failure(exc)}\n")
-        return EXIT_UNAVAILABLE
+        return os.EX_UNAVAILABLE
     if refusals(findings):
         stream.write(format_findings(findings) + "\n")
-        return EXIT_REFUSED
+        return os.EX_CONFIG
     stream.writelines(format_warning(f) + "\n" for f in findings)
     stream.write("check-role: the role can only read; read_only_sql will serve.\n")
-    return 0
+    return os.EX_OK

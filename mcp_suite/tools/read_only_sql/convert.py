@@ -22,12 +22,13 @@ from psycopg.pq import Format
 from psycopg.types.array import ArrayLoader
 
 from mcp_suite.protocol.jsonrpc import compact_json
+from mcp_suite.settings import MAX_JSON_DEPTH
 
-__all__ = ["JSON_MAX_DEPTH", "array_loader", "json_size", "register_loaders", "to_json_value"]
+__all__ = ["array_loader", "json_size", "register_loaders", "to_json_value"]
 
-# Deeper json/jsonb values are returned as their text: the client and our own writer must never
-# meet a structure that recursion limits or the wire's depth guard would choke on.
-JSON_MAX_DEPTH: Final = 64
+# json/jsonb values deeper than the wire's own depth guard (MAX_JSON_DEPTH) are returned as their
+# text: the client and our own writer must never meet a structure that recursion limits or the
+# wire's depth guard would choke on.
 
 _NON_FINITE: Final = frozenset({b"NaN", b"Infinity", b"-Infinity"})
 
@@ -122,7 +123,7 @@ class _JsonLoader(Loader):
             value = json.loads(text, parse_float=_parse_json_float)
         except (RecursionError, ValueError):
             return text
-        return value if _depth_within(value, JSON_MAX_DEPTH) else text
+        return value if _depth_within(value, MAX_JSON_DEPTH) else text
 
 
 # Built-in type OIDs (stable across PostgreSQL versions; see pg_type.dat).

@@ -25,11 +25,10 @@ import psycopg
 import trio
 
 import mcp_suite.tools.explain_sql.tool as explain_tool
+from mcp_suite.lazy import Lazy
 from mcp_suite.problems import ProblemError
-from mcp_suite.runtime.audit import audit_statement
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import (
-    BuildOnce,
     ResourceSpec,
     StartupRefusedError,
     StartupUnavailableError,
@@ -45,6 +44,7 @@ from mcp_suite.tools.read_only_sql.audit import (
 )
 from mcp_suite.tools.read_only_sql.availability import Availability
 from mcp_suite.tools.read_only_sql.naming import schema_uri
+from mcp_suite.tools.read_only_sql.statement_log import log_statement
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
 from mcp_suite.tools.sql_schema import tool as schema_tool
 
@@ -140,16 +140,13 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
     dsn = settings.sql_dsn.get_secret_value()
     availability = Availability(max_backoff_s=settings.sql_reconnect_max_s)
     audited = _audit_at_start(dsn, settings, availability)
-    database = LazyExecutor(settings, dsn, audited=audited, availability=availability)
-    policy = BuildOnce(functools.partial(_build_policy, settings.sql_policy_cache_size))
-    limiter: trio.CapacityLimiter | None = None
+    database = Lazy(
+        functools.partial(_open_executor, settings, dsn, audited=audited, availability=availability)
+    )
+    policy = Lazy(functools.partial(_build_policy, settings.sql_policy_cache_size))
+    # Built on first use, inside `trio.run`: it must belong to the running trio loop.
+    db_limiter = Lazy(functools.partial(trio.CapacityLimiter, settings.sql_pool_max_size)).get
     grace = settings.sql_cancel_grace_s
-
-    def db_limiter() -> trio.CapacityLimiter:
-        nonlocal limiter
-        if limiter is None:  # created lazily: it must belong to the running trio loop
-            limiter = trio.CapacityLimiter(settings.sql_pool_max_size)
-        return limiter
 
     async def call(args: ReadOnlySqlArgs) -> ReadOnlySqlResult:
         started, outcome, rows = time.perf_counter(), "error", None
@@ -169,7 +166,7 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
             outcome = "cancelled"
             raise
         finally:
-            audit_statement(tool=TOOL_NAME, sql=args.sql, outcome=outcome, started=started, rows=rows)
+            log_statement(tool=TOOL_NAME, sql=args.sql, outcome=outcome, started=started, rows=rows)
         from mcp_suite.tools.read_only_sql.models import result_from_rows  # loaded with the models
 
         columns = [(c.name, c.type) for c in result.columns]
@@ -221,21 +218,21 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
         name=TOOL_NAME,
         title="Read-only SQL",
         description=DESCRIPTION,
-        models=models,
+        models=Lazy(models),
         call=call,
     )
     schema_spec = ToolSpec(
         name=schema_tool.TOOL_NAME,
         title=schema_tool.TITLE,
         description=schema_tool.DESCRIPTION,
-        models=schema_tool.models,
+        models=Lazy(schema_tool.models),
         call=describe,
     )
     explain_spec = ToolSpec(
         name=explain_tool.TOOL_NAME,
         title=explain_tool.TITLE,
         description=explain_tool.DESCRIPTION,
-        models=functools.partial(explain_tool.models, settings.sql_max_rows),
+        models=Lazy(functools.partial(explain_tool.models, settings.sql_max_rows)),
         call=explain,
     )
     resource = ResourceSpec(
@@ -248,7 +245,7 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
     )
     try:
         # The pool connects in the background while the policy's parsers load; then the type names.
-        warm_up = (database.get, policy.get, database.preload_type_names)
+        warm_up = (database.get, policy.get, functools.partial(_preload_type_names, database, audited))
         yield Toolset(
             tools=(schema_spec, tool, explain_spec),
             resources=(resource,),
@@ -256,69 +253,43 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
             guidance=GUIDANCE,
         )
     finally:
-        database.close()
-
-
-class LazyExecutor:
-    """The executor and its pool, built on first need (the warm-up, or the first call).
-
-    The executor module brings psycopg_pool and the type loaders, and opening the pool starts its
-    threads and a connection: none of it is needed to answer `initialize`. Thread-safe; `close`
-    closes a pool that was opened and does nothing otherwise.
-    """
-
-    def __init__(
-        self, settings: Settings, dsn: str, *, audited: bool, availability: Availability | None = None
-    ) -> None:
-        self._settings = settings
-        self._dsn = dsn
-        self._audited = audited
-        self._availability = availability
-        self._lock = threading.Lock()
-        self._closed = False
-        self._executor: Executor | None = None
-
-    def get(self) -> Executor:
-        """Blocking on first use: the executor, its pool open (connections come in the background)."""
-        executor = self._executor
-        if executor is not None:
-            return executor
-        with self._lock:
-            if self._executor is None:
-                if self._closed:
-                    raise RuntimeError("the SQL tool is closed")
-                from mcp_suite.tools.read_only_sql.executor import Executor  # deferred on purpose
-
-                built = Executor(self._settings, self._dsn, availability=self._availability)
-                if self._audited:
-                    built.mark_audited()
-                built.open()
-                self._executor = built
-            return self._executor
-
-    def preload_type_names(self) -> None:
-        """Every type name, read once on the pool's first connection (after a passed audit)."""
-        if not self._audited:
-            return
-        try:
-            self.get().preload_type_names()
-        except psycopg.Error:
-            # Not fatal: a call looks up the names it meets (the database may be back by then).
-            log.info("read_only_sql: type names not preloaded (the database did not answer)")
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            executor, self._executor = self._executor, None
+        executor = database.close()
         if executor is not None:
             executor.close()
 
 
-def _build_policy(cache_size: int) -> QueryPolicy:
-    """The SQL policy, imported off the start-up path (wrapped in `BuildOnce`).
+def _open_executor(settings: Settings, dsn: str, *, audited: bool, availability: Availability) -> Executor:
+    """The executor, its pool open (connections come in the background); blocking.
 
-    sqlglot and pglast are the largest imports of the server (a third of a cold start with every
-    tool enabled), and answering `initialize` does not need them. Building it is the tool's warm-up
+    Built on first need (the warm-up, or the first call): the executor module brings psycopg_pool
+    and the type loaders, and opening the pool starts its threads and a connection, none of which
+    is needed to answer `initialize`.
+    """
+    from mcp_suite.tools.read_only_sql.executor import Executor  # deferred on purpose
+
+    executor = Executor(settings, dsn, availability=availability)
+    if audited:
+        executor.mark_audited()
+    executor.open()
+    return executor
+
+
+def _preload_type_names(database: Lazy[Executor], audited: bool) -> None:
+    """Every type name, read once on the pool's first connection (after a passed audit)."""
+    if not audited:
+        return
+    try:
+        database.get().preload_type_names()
+    except psycopg.Error:
+        # Not fatal: a call looks up the names it meets (the database may be back by then).
+        log.info("read_only_sql: type names not preloaded (the database did not answer)")
+
+
+def _build_policy(cache_size: int) -> QueryPolicy:
+    """The SQL policy, imported off the start-up path (built by a `Lazy`).
+
+    sqlglot and pglast are the largest imports of the server (bench_sql's all-tools cold start),
+    and answering `initialize` does not need them. Building it is the tool's warm-up
     step: the session runs it in a worker thread right after the handshake; a call that needs the
     policy before that is done waits for it (in its worker thread), so no call is ever vetted by
     anything less.
@@ -329,8 +300,8 @@ def _build_policy(cache_size: int) -> QueryPolicy:
 
 
 def _vet_and_run(
-    database: LazyExecutor,
-    policy: BuildOnce[QueryPolicy],
+    database: Lazy[Executor],
+    policy: Lazy[QueryPolicy],
     sql: str,
     max_rows: int,
     ticket: CallTicket,
@@ -342,13 +313,13 @@ def _vet_and_run(
 
 
 def _read_schema(
-    database: LazyExecutor, ticket: CallTicket, *, max_objects: int, max_bytes: int
+    database: Lazy[Executor], ticket: CallTicket, *, max_objects: int, max_bytes: int
 ) -> dict[str, Any]:
     return schema_tool.read_dict(database.get(), ticket, max_objects=max_objects, max_bytes=max_bytes)
 
 
 def _describe(
-    database: LazyExecutor, args: SqlSchemaArgs, ticket: CallTicket, *, max_bytes: int
+    database: Lazy[Executor], args: SqlSchemaArgs, ticket: CallTicket, *, max_bytes: int
 ) -> SqlSchemaResult:
     return schema_tool.read_sync(database.get(), args, ticket, max_bytes=max_bytes)
 

@@ -7,9 +7,9 @@ refusal is a `Refusal` of that tool's policy, so nothing about anything outside 
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING, Final
 
+from mcp_suite.lazy import Lazy
 from mcp_suite.tools.sandbox_fs_read import fdwalk
 from mcp_suite.tools.sandbox_fs_read.policy import RefusedError, display_path, split_directory_path
 
@@ -43,7 +43,7 @@ def list_sync(
         )
     except RefusedError as exc:
         raise exc.refusal.problem(display_path(args.relative_path)) from None
-    result, entry = _result_models()
+    result, entry = _RESULT_MODELS.get()
     return result.model_construct(
         path=args.relative_path,
         entries=[entry.model_construct(name=e.name, kind=e.kind, size=e.size) for e in listing.entries],
@@ -54,11 +54,13 @@ def list_sync(
 def models() -> tuple[type[SandboxFsListArgs], type[SandboxFsListResult]]:
     from mcp_suite.tools.sandbox_fs_list.models import SandboxFsListArgs
 
-    return SandboxFsListArgs, _result_models()[0]
+    return SandboxFsListArgs, _RESULT_MODELS.get()[0]
 
 
-@functools.cache
-def _result_models() -> tuple[type[SandboxFsListResult], type[FsEntry]]:
+def _import_result_models() -> tuple[type[SandboxFsListResult], type[FsEntry]]:
     from mcp_suite.tools.sandbox_fs_list.models import FsEntry, SandboxFsListResult
 
     return SandboxFsListResult, FsEntry
+
+
+_RESULT_MODELS: Final = Lazy(_import_result_models)

@@ -9,12 +9,12 @@ problem from `policy.Refusal`, whose detail never holds an absolute host path (d
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final
 
 import mcp_suite.tools.sandbox_fs_list.tool as fs_list
-from mcp_suite.runtime.threads import BatchedThreads
+from mcp_suite.lazy import Lazy
+from mcp_suite.offload import BatchedThreads
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import StartupRefusedError, Toolset, ToolSpec
 from mcp_suite.tools.sandbox_fs_read import fdwalk
@@ -33,7 +33,7 @@ __all__ = ["TOOL_NAME", "open_sandbox_fs_read", "read_sync"]
 
 TOOL_NAME: Final = "sandbox_fs_read"
 # Worker threads (one at work, one spare for a read that hangs), reads per batch, and how long the
-# one at work may spend on one read before the spare takes over the queue (see `runtime.threads`).
+# one at work may spend on one read before the spare takes over the queue (see `mcp_suite.offload`).
 READ_THREADS: Final = 2
 READ_BATCH: Final = 8
 READ_STALL_S: Final = 0.1
@@ -61,17 +61,19 @@ def read_sync(
         content = decode_text(found.data, truncated=found.truncated)
     except RefusedError as exc:
         raise exc.refusal.problem(display_path(args.relative_path)) from None
-    return _result_model()(
+    return _RESULT_MODEL.get()(
         path=args.relative_path, size=found.size, content=content, truncated=found.truncated
     )
 
 
-@functools.cache
-def _result_model() -> type[SandboxFsReadResult]:
-    """The result model, imported on first use (with pydantic) and not again on every read."""
+def _import_result_model() -> type[SandboxFsReadResult]:
     from mcp_suite.tools.sandbox_fs_read.models import SandboxFsReadResult
 
     return SandboxFsReadResult
+
+
+# Imported on first use (with pydantic), and not looked up again on every read.
+_RESULT_MODEL: Final = Lazy(_import_result_model)
 
 
 @contextlib.contextmanager
@@ -97,9 +99,9 @@ def open_sandbox_fs_read(settings: Settings) -> Iterator[Toolset | None]:
         def read(args: SandboxFsReadArgs) -> SandboxFsReadResult:
             return read_sync(root, args, allow_hard_links=allow_hard_links)
 
-        # A 4 KiB read costs the fd walk ~40 µs, and `trio.to_thread` ~150 µs here: reads go to
-        # worker threads of the tool's own, and overlapping reads share one wake-up. Closed (after
-        # the reads under way) before the root fd.
+        # A small read costs less than a `trio.to_thread` hand-off (bench_fs; docs/performance.md):
+        # reads go to worker threads of the tool's own, and overlapping reads share one wake-up.
+        # Closed (after the reads under way) before the root fd.
         reader = stack.enter_context(
             BatchedThreads(
                 read, threads=READ_THREADS, max_batch=READ_BATCH, stall_s=READ_STALL_S, name="fs-read"
@@ -126,7 +128,7 @@ def _toolset(
     def models() -> tuple[type[SandboxFsReadArgs], type[SandboxFsReadResult]]:
         from mcp_suite.tools.sandbox_fs_read.models import args_model_for
 
-        return args_model_for(settings), _result_model()
+        return args_model_for(settings), _RESULT_MODEL.get()
 
     return Toolset(
         guidance=GUIDANCE,
@@ -135,14 +137,14 @@ def _toolset(
                 name=fs_list.TOOL_NAME,
                 title=fs_list.TITLE,
                 description=fs_list.DESCRIPTION,
-                models=fs_list.models,
+                models=Lazy(fs_list.models),
                 call=lister.run,  # the same bounds and cancellation as reads
             ),
             ToolSpec(
                 name=TOOL_NAME,
                 title="Read a file from the sandbox folder",
                 description=DESCRIPTION,
-                models=models,
+                models=Lazy(models),
                 # Cancellation: a read not yet started is dropped; a running one is waited for (it
                 # is bounded: max_bytes, and no FIFO can block it), so nothing is left behind.
                 call=reader.run,

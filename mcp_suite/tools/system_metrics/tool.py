@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
+from mcp_suite.lazy import Lazy
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import Toolset, ToolSpec
 
@@ -70,7 +71,7 @@ def open_system_metrics(settings: Settings) -> Iterator[Toolset | None]:
                 name="system_metrics",
                 title="System metrics",
                 description=DESCRIPTION,
-                models=_models,
+                models=Lazy(_models),
                 call=call,
             ),
         ),

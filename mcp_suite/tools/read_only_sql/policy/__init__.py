@@ -150,7 +150,7 @@ class QueryPolicy:
     def vet(self, sql: str, *, max_rows: int) -> VettedQuery:
         """The query to run for `sql`, or a raised `InvalidArgumentsError` / `QueryViolationError`.
 
-        Security: see the module docstring; the detail echoes at most 256 characters of `sql`.
+        Security: see the module docstring; the detail echoes at most `ECHO_MAX_CHARS` of `sql`.
         """
         key = (sql, max_rows)
         with self._lock:

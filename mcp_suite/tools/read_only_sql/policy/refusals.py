@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from mcp_suite.problems import InvalidArgumentsError, QueryViolationError, echo
+from mcp_suite.settings import NAME_ECHO_CHARS
 
 FIX_ONE_SELECT: Final = "Send one SELECT (or VALUES / UNION / INTERSECT / EXCEPT) statement"
 
@@ -236,9 +237,9 @@ def forbidden_construct(kind: str) -> QueryViolationError:
 def denied_function(name: str, reason: str) -> QueryViolationError:
     """`reason`: the denylist's, for `name` as the caller wrote it (schema included)."""
     return violation(
-        f"The function {echo(name, 64)}() is not allowed: {reason}. Remove it from the query.",
+        f"The function {echo(name, NAME_ECHO_CHARS)}() is not allowed: {reason}. Remove it from the query.",
         "denied-function",
-        function=echo(name, 64),
+        function=echo(name, NAME_ECHO_CHARS),
     )
 
 
@@ -247,5 +248,5 @@ def oversized_value(name: str, size: int, most: int) -> QueryViolationError:
         f"{name}() with a length of {size:,} would build a huge value in the "
         f"server's memory; use a length of at most {most:,}.",
         "oversized-value",
-        function=echo(name, 64),
+        function=echo(name, NAME_ECHO_CHARS),
     )

@@ -26,10 +26,13 @@ __all__ = [
     "cpu_seconds",
     "median_seconds",
     "off_the_cpus_of",
+    "process_tree",
     "read_lines",
     "rss_mb",
     "server_env",
     "spawn",
+    "tree_cpu_seconds",
+    "tree_rss_mb",
 ]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -161,3 +164,35 @@ def rss_mb(pid: int) -> float:
     except OSError:
         return 0.0
     return next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0) / 1024
+
+
+def process_tree(pid: int) -> list[int]:
+    """Process `pid` and every live descendant of it."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue  # gone meanwhile
+            children.setdefault(parent, []).append(int(entry.name))
+    tree, todo = [], [pid]
+    while todo:
+        tree.append(todo.pop())
+        todo += children.get(tree[-1], [])
+    return tree
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of `pid`'s process tree, with the children it has already reaped."""
+    total = 0.0
+    for member in process_tree(pid):
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+            total += sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of `pid`'s process tree now, in MB."""
+    return sum(rss_mb(member) for member in process_tree(pid))

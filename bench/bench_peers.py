@@ -15,7 +15,6 @@ one more row (the slope between the two workloads).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -24,8 +23,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -37,13 +35,16 @@ from bench.common import (
     SERVER_ARGV,
     Figure,
     cpu_seconds,
+    npm_ci_once,
     off_the_cpus_of,
+    peak_of,
+    process_tree,
     read_lines,
     rss_mb,
+    rss_mb_of,
     server_env,
     spawn,
     tree_cpu_seconds,
-    tree_rss_mb,
 )
 
 PEERS: Final = REPO / "bench" / "peers"
@@ -219,27 +220,7 @@ def lock_addresses(lock: dict[str, Any]) -> list[str]:
 
 def peers_home() -> Path:
     """The peers installed from the lock (`npm ci`, once per lock) into `.venv/npm/`."""
-    digest = hashlib.sha256(b"".join((PEERS / name).read_bytes() for name in LOCK_FILES)).hexdigest()[:16]
-    home = REPO / ".venv" / "npm" / f"bench-peers-{digest}"
-    if (home / "node_modules").is_dir():
-        return home
-    npm = shutil.which("npm")
-    if npm is None:
-        raise RuntimeError("the peer servers need Node.js and npm: `make system-packages` installs them")
-    home.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=home.parent) as staging:
-        for name in LOCK_FILES:
-            shutil.copy(PEERS / name, Path(staging) / name)
-        print(f"installing the peer servers from {PEERS.relative_to(REPO)} (npm ci, first use)", flush=True)
-        subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=staging,
-            check=True,
-            timeout=1_800,
-            env={**os.environ, "npm_config_update_notifier": "false"},
-        )
-        os.rename(staging, home)  # appears complete at once
-    return home
+    return npm_ci_once(PEERS, "bench-peers", LOCK_FILES)
 
 
 def url_dsn(dsn: str) -> str:
@@ -281,14 +262,16 @@ class StdioServer:
         self._fd = self.proc.stdout.fileno()
         self._buffer = bytearray()
         self.pid = self.proc.pid
+        self._tree = [self.pid]  # the server's processes, found again at each CPU reading
         self._in.write(INIT)
         read_lines(self._fd, self._buffer)
 
     def cpu_seconds(self) -> float:
+        self._tree = process_tree(self.pid)
         return tree_cpu_seconds(self.pid)
 
     def rss_mb(self) -> float:
-        return tree_rss_mb(self.pid)
+        return rss_mb_of(self._tree)
 
     def _call(self, workload: Workload) -> Callable[[int], bytes]:
         """The workload's `tools/call` line for a request id (encoded once, the id spliced in)."""
@@ -438,32 +421,13 @@ def contenders(dsn: str, scratch: Path) -> list[Contender]:
 # --- the run ------------------------------------------------------------------------------------
 
 
-@contextmanager
-def rss_peak(subject: Subject) -> Iterator[list[float]]:
-    """Samples the subject's RSS every 20 ms; the list's maximum is the peak."""
-    peak = [subject.rss_mb()]
-    stop = threading.Event()
-
-    def sample() -> None:
-        while not stop.wait(0.02):
-            peak.append(subject.rss_mb())
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    try:
-        yield peak
-    finally:
-        stop.set()
-        sampler.join()
-
-
 def measure(subject: Subject, workload: Workload) -> Sample:
     subject.sequential_ms(workload, WARM_UP_CALLS)
-    with rss_peak(subject) as peak, off_the_cpus_of(subject.pid):
-        cpu = subject.cpu_seconds()
+    cpu = subject.cpu_seconds()
+    with off_the_cpus_of(subject.pid), peak_of(subject.rss_mb) as peak:
         samples = subject.sequential_ms(workload, SEQUENTIAL_CALLS)
         rate = subject.rate(workload, workload.rate_calls)
-        cpu = subject.cpu_seconds() - cpu
+    cpu = subject.cpu_seconds() - cpu
     calls = SEQUENTIAL_CALLS + workload.rate_calls
     return Sample(percentile(samples, 50), percentile(samples, 99), rate, cpu / calls * 1000, max(peak))
 

@@ -7,13 +7,17 @@ absolute targets from the issues are printed beside the figure. Nothing here is 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import select
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,14 +29,16 @@ __all__ = [
     "cold_start_ms",
     "cpu_seconds",
     "median_seconds",
+    "npm_ci_once",
     "off_the_cpus_of",
+    "peak_of",
     "process_tree",
     "read_lines",
     "rss_mb",
+    "rss_mb_of",
     "server_env",
     "spawn",
     "tree_cpu_seconds",
-    "tree_rss_mb",
 ]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -193,6 +199,56 @@ def tree_cpu_seconds(pid: int) -> float:
     return total
 
 
-def tree_rss_mb(pid: int) -> float:
-    """Resident memory of `pid`'s process tree now, in MB."""
-    return sum(rss_mb(member) for member in process_tree(pid))
+def rss_mb_of(pids: Iterable[int]) -> float:
+    """Resident memory of the processes `pids` now, in MB (a process tree: `process_tree`, which
+    reads all of /proc and is too slow to call while sampling)."""
+    return sum(rss_mb(pid) for pid in pids)
+
+
+@contextlib.contextmanager
+def peak_of(measure: Callable[[], float], every: float = 0.02) -> Iterator[list[float]]:
+    """Samples `measure()` every `every` seconds while the block runs; the list's maximum is the peak."""
+    peak = [measure()]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(every):
+            peak.append(measure())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield peak
+    finally:
+        stop.set()
+        sampler.join()
+
+
+def npm_ci_once(
+    source: Path, name: str, files: tuple[str, ...] = ("package.json", "package-lock.json")
+) -> Path:
+    """The npm lock in `source` installed (`npm ci`) into `.venv/npm/<name>-<digest of the lock>`,
+    once per lock; returns that directory. Without npm it fails saying what to install."""
+    digest = hashlib.sha256(b"".join((source / f).read_bytes() for f in files)).hexdigest()[:16]
+    home = REPO / ".venv" / "npm" / f"{name}-{digest}"
+    if (home / "node_modules").is_dir():
+        return home
+    npm = shutil.which("npm")
+    if npm is None:
+        raise RuntimeError(
+            f"{name} needs Node.js and npm (`make system-packages`; Debian: apt-get install nodejs npm)"
+        )
+    home.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=home.parent) as staging:
+        for f in files:
+            shutil.copy(source / f, Path(staging) / f)
+        sys.stderr.write(f"installing {source.relative_to(REPO)} with npm ci (first use)\n")
+        env = {**os.environ, "npm_config_update_notifier": "false"}
+        cmd = [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"]
+        subprocess.run(cmd, cwd=staging, check=True, timeout=1_800, env=env)
+        # A finished install appears at once (another run may have finished first: keep that one).
+        with contextlib.suppress(OSError):
+            Path(staging).rename(home)
+    if not (home / "node_modules").is_dir():
+        raise RuntimeError(f"npm ci of {source} left no node_modules in {home}")
+    return home

@@ -19,7 +19,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import tempfile
 import threading
 import time
@@ -44,6 +43,7 @@ from bench.common import (
     rss_mb_of,
     server_env,
     spawn,
+    stop,
     tree_cpu_seconds,
 )
 
@@ -314,14 +314,7 @@ class StdioServer:
         return calls / (time.perf_counter() - start)
 
     def close(self) -> None:
-        self._in.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        assert self.proc.stdout is not None
-        self.proc.stdout.close()
+        stop(self.proc)
 
 
 def check_answer(server: str, workload: Workload, line: bytes) -> None:

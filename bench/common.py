@@ -38,6 +38,7 @@ __all__ = [
     "rss_mb_of",
     "server_env",
     "spawn",
+    "stop",
     "tree_cpu_seconds",
 ]
 
@@ -252,3 +253,15 @@ def npm_ci_once(
     if not (home / "node_modules").is_dir():
         raise RuntimeError(f"npm ci of {source} left no node_modules in {home}")
     return home
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """End a server started by `spawn` the way a client does (its input closed), killed after 10 s."""
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.close()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    proc.stdout.close()

@@ -70,11 +70,11 @@ def test_targets_compare_with_the_best_peer_of_each_figure() -> None:
     b = {"small": sample(p50=1.1, p99=5.0, rss=243), "wide": sample(p50=1.0, p99=5.0, rate=1_200)}
     verdicts = {t.name: (t.peer, t.met) for t in targets(results(ours, a, b), [PEER_A, PEER_B])}
     assert verdicts == {
-        "100 rows × 7 columns: sequential p50": (1.0, True),  # equal to the best (b) is enough
-        "100 rows × 7 columns: calls/s, 8 in flight": (1_200, True),  # the highest rate is the best
-        "3-row aggregate: sequential p50": (1.0, True),  # 1.29× is within 1.3×
-        "3-row aggregate: sequential p99": (4.0, True),
-        "100 rows × 7 columns: sequential p99": (4.0, True),
+        "100-row p50": (1.0, True),  # equal to the best (b) is enough
+        "100-row calls/s, 8 in flight": (1_200, True),  # the highest rate is the best
+        "3-row p50": (1.0, True),  # 1.29× is within 1.3×
+        "3-row p99": (4.0, True),
+        "100-row p99": (4.0, True),
         "peak RSS": (115, True),  # each server's peak over both workloads: a 115, b 243
     }
 

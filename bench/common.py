@@ -7,13 +7,17 @@ absolute targets from the issues are printed beside the figure. Nothing here is 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import select
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,11 +29,17 @@ __all__ = [
     "cold_start_ms",
     "cpu_seconds",
     "median_seconds",
+    "npm_ci_once",
     "off_the_cpus_of",
+    "peak_of",
+    "process_tree",
     "read_lines",
     "rss_mb",
+    "rss_mb_of",
     "server_env",
     "spawn",
+    "stop",
+    "tree_cpu_seconds",
 ]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -161,3 +171,97 @@ def rss_mb(pid: int) -> float:
     except OSError:
         return 0.0
     return next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0) / 1024
+
+
+def process_tree(pid: int) -> list[int]:
+    """Process `pid` and every live descendant of it."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue  # gone meanwhile
+            children.setdefault(parent, []).append(int(entry.name))
+    tree, todo = [], [pid]
+    while todo:
+        tree.append(todo.pop())
+        todo += children.get(tree[-1], [])
+    return tree
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of `pid`'s process tree, with the children it has already reaped."""
+    total = 0.0
+    for member in process_tree(pid):
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+            total += sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def rss_mb_of(pids: Iterable[int]) -> float:
+    """Resident memory of the processes `pids` now, in MB (a process tree: `process_tree`, which
+    reads all of /proc and is too slow to call while sampling)."""
+    return sum(rss_mb(pid) for pid in pids)
+
+
+@contextlib.contextmanager
+def peak_of(measure: Callable[[], float], every: float = 0.02) -> Iterator[list[float]]:
+    """Samples `measure()` every `every` seconds while the block runs; the list's maximum is the peak."""
+    peak = [measure()]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(every):
+            peak.append(measure())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield peak
+    finally:
+        stop.set()
+        sampler.join()
+
+
+def npm_ci_once(
+    source: Path, name: str, files: tuple[str, ...] = ("package.json", "package-lock.json")
+) -> Path:
+    """The npm lock in `source` installed (`npm ci`) into `.venv/npm/<name>-<digest of the lock>`,
+    once per lock; returns that directory. Without npm it fails saying what to install."""
+    digest = hashlib.sha256(b"".join((source / f).read_bytes() for f in files)).hexdigest()[:16]
+    home = REPO / ".venv" / "npm" / f"{name}-{digest}"
+    if (home / "node_modules").is_dir():
+        return home
+    npm = shutil.which("npm")
+    if npm is None:
+        raise RuntimeError(
+            f"{name} needs Node.js and npm (`make system-packages`; Debian: apt-get install nodejs npm)"
+        )
+    home.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=home.parent) as staging:
+        for f in files:
+            shutil.copy(source / f, Path(staging) / f)
+        sys.stderr.write(f"installing {source.relative_to(REPO)} with npm ci (first use)\n")
+        env = {**os.environ, "npm_config_update_notifier": "false"}
+        cmd = [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"]
+        subprocess.run(cmd, cwd=staging, check=True, timeout=1_800, env=env)
+        # A finished install appears at once (another run may have finished first: keep that one).
+        with contextlib.suppress(OSError):
+            Path(staging).rename(home)
+    if not (home / "node_modules").is_dir():
+        raise RuntimeError(f"npm ci of {source} left no node_modules in {home}")
+    return home
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """End a server started by `spawn` the way a client does (its input closed), killed after 10 s."""
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.close()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    proc.stdout.close()

@@ -9,45 +9,16 @@ a message saying what to install: these tests never skip.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Final
 
-from tests.support.client import REPO
+from bench.common import npm_ci_once
 
 __all__ = ["inspector_cli"]
 
 _SOURCE: Final = Path(__file__).with_name("inspector")
-_FILES: Final = ("package.json", "package-lock.json")
 
 
 def inspector_cli() -> Path:
     """The `mcp-inspector` executable of the pinned version, installed on first use."""
-    digest = hashlib.sha256(b"".join((_SOURCE / name).read_bytes() for name in _FILES)).hexdigest()[:16]
-    home = REPO / ".venv" / "npm" / f"inspector-{digest}"
-    cli = home / "node_modules" / ".bin" / "mcp-inspector"
-    if cli.exists():
-        return cli
-    npm = shutil.which("npm")
-    assert npm is not None, "the Inspector tests need Node.js and npm (Debian: apt-get install nodejs npm)"
-    home.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=home.parent) as staging:
-        for name in _FILES:
-            shutil.copy(_SOURCE / name, Path(staging) / name)
-        subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=staging,
-            check=True,
-            timeout=600,
-            env={**os.environ, "npm_config_update_notifier": "false"},
-        )
-        # A finished install appears at once (another run may have finished first: keep that one).
-        try:
-            Path(staging).rename(home)
-        except OSError:
-            assert cli.exists()
-    return cli
+    return npm_ci_once(_SOURCE, "inspector") / "node_modules" / ".bin" / "mcp-inspector"

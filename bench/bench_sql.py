@@ -211,13 +211,13 @@ def executor_figures(dsn: str, calls: int) -> tuple[float, float, float]:
     try:
         for _ in range(20):
             executor.run_vetted(vetted, max_rows=50, ticket=CallTicket())
-        before = executor.round_trips
+        before = executor.statistics().round_trips
         samples = []
         for _ in range(calls):
             start = time.perf_counter()
             executor.run_vetted(vetted, max_rows=50, ticket=CallTicket())
             samples.append(time.perf_counter() - start)
-        trips = (executor.round_trips - before) / calls
+        trips = (executor.statistics().round_trips - before) / calls
         with executor.pool.connection() as conn:
             check = executor.definers.check
             loops = 10_000

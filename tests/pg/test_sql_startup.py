@@ -71,7 +71,7 @@ def test_the_lazy_executor_is_built_once_and_closed_with_the_tool(demo_cluster: 
     executor = database.get()
     assert database.get() is executor
     database.preload_type_names()
-    assert executor.pool.get_stats()["pool_size"] >= 1
+    assert executor.statistics().pool_size >= 1
     database.close()
     assert executor.pool.closed
     with pytest.raises(RuntimeError):

@@ -215,7 +215,7 @@ class Executor:
 
     @staticmethod
     def _configure(conn: psycopg.Connection[Any]) -> None:
-        register_loaders(conn.adapters)
+        register_loaders(conn.adapters, encoding=conn.info.encoding)
 
     def _counted(self) -> None:
         with self._count_lock:
@@ -380,11 +380,14 @@ class Executor:
             # A cancel may have raced the end of the pipeline: make sure the reset really ran.
             self._restore(conn)
         columns = tuple(Column(name=name, type=self._types.name(conn, oid)) for name, oid in names_and_oids)
-        self._types.install_array_loaders(conn, [oid for _, oid in names_and_oids])
+        oids = [oid for _, oid in names_and_oids]
+        self._types.install_array_loaders(conn, oids)
         rows = load_rows(conn, chunks)
         return QueryResult(
             columns=columns,
-            rows=json_rows(rows[:max_rows], columns, max_bytes=self._max_bytes),
+            rows=json_rows(
+                rows[:max_rows], columns, oids, encoding=conn.info.encoding, max_bytes=self._max_bytes
+            ),
             truncated=len(rows) > max_rows,
         )
 

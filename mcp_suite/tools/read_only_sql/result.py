@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+import pydantic_core
 from psycopg.adapt import Transformer
 from psycopg.pq.abc import PGresult
 
 from mcp_suite.problems import ResultTooLargeError
-from mcp_suite.tools.read_only_sql.convert import json_size, to_json_value
+from mcp_suite.tools.read_only_sql.convert import JSON_READY_OIDS, json_size, to_json_value
 
 __all__ = ["Column", "QueryResult", "description", "json_rows", "load_rows", "too_large"]
 
@@ -60,18 +61,38 @@ def load_rows(conn: psycopg.Connection[Any], chunks: list[PGresult]) -> list[tup
     return rows
 
 
-def json_rows(rows: list[tuple[Any, ...]], columns: tuple[Column, ...], *, max_bytes: int) -> list[list[Any]]:
-    """JSON-ready rows, or ResultTooLargeError past the byte cap.
+def json_rows(
+    rows: list[tuple[Any, ...]],
+    columns: tuple[Column, ...],
+    oids: list[int],
+    *,
+    encoding: str,
+    max_bytes: int,
+) -> list[list[Any]]:
+    """JSON-ready rows (`oids`: each column's type; `encoding`: the connection's), or
+    ResultTooLargeError past the byte cap.
 
-    Limits: at most `max_rows` rows arrive here (already in memory); their compact ASCII JSON
-    plus the column list must fit `max_bytes` (`MCP_SQL_MAX_RESULT_BYTES`).
+    Only the columns of a type outside `JSON_READY_OIDS` go through `to_json_value`.
+    Limits: at most `max_rows` rows arrive here, already in memory, and their text is at most
+    twice the cap (the pipeline counted it while they streamed), so the one exact serialisation
+    below stays within a few times the cap. Their compact ASCII JSON plus the column list must fit
+    `max_bytes` (`MCP_SQL_MAX_RESULT_BYTES`).
     """
-    out = [[to_json_value(value) for value in row] for row in rows]
-    # A cheap lower bound first (string lengths): a huge result is refused before it is
-    # serialised, so the one exact json.dumps below stays within a few times the cap.
-    floor = sum(len(value) for row in out for value in row if isinstance(value, str))
-    if floor <= max_bytes:
-        size = json_size([{"name": c.name, "type": c.type} for c in columns]) + json_size(out)
-    if floor > max_bytes or size + 64 > max_bytes:
+    out = [list(row) for row in rows]
+    # On a SQL_ASCII database psycopg loads text as bytes: every column is converted there.
+    ready = JSON_READY_OIDS if encoding != "ascii" else frozenset()
+    for index, oid in enumerate(oids):
+        if oid not in ready:
+            for row in out:
+                row[index] = to_json_value(row[index])
+    size = _json_bytes([{"name": c.name, "type": c.type} for c in columns]) + _json_bytes(out)
+    if size + 64 > max_bytes:
         raise too_large(max_bytes)
     return out
+
+
+def _json_bytes(value: Any) -> int:
+    """Bytes of `value` as the wire carries it: pydantic's serializer (the result's own), or, when
+    that is not ASCII, the escaping encoder the wire then uses."""
+    data = pydantic_core.to_json(value)
+    return len(data) if data.isascii() else json_size(value)

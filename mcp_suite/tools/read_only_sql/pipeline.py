@@ -53,9 +53,11 @@ def _stream_rows(pg: PGconn) -> None:
 def _text_size(result: PGresult, rows: int) -> int:
     """Bytes of text in the first `rows` rows of `result` (NULLs count zero)."""
     size = 0
+    value_of = result.get_value
+    columns = range(result.nfields)
     for row in range(min(rows, result.ntuples)):
-        for column in range(result.nfields):
-            value = result.get_value(row, column)
+        for column in columns:
+            value = value_of(row, column)
             if value is not None:
                 size += len(value)
     return size

@@ -1,8 +1,10 @@
 """read_only_sql benchmarks (docs/performance.md), against the demo cluster (started here if not running).
 
-Through the whole server (`python -m mcp_suite` over pipes): the small aggregate's sequential p50 and
-its throughput with 32 calls in flight, the server's RSS under that load, and cold start with all
-three tools to the initialize response. Floors measured in the same run: the same query in a tight
+Through the whole server (`python -m mcp_suite` over pipes), two workloads: the small aggregate
+(3 rows) and 100 rows × 7 columns. For each, the sequential p50 and p99 and the throughput with
+calls in flight (32 for the aggregate, 8 for the rows); the cost of one extra row (the difference
+of the two p50s over the 97 extra rows); the server's RSS under load, and cold start with all three
+tools to the initialize response. Floors measured in the same run: the same query in a tight
 psycopg pool loop in one process (sequential p50 and pool-size threads). Round trips per call are
 counted twice: by the executor itself, and on the wire by a TCP proxy between server and PostgreSQL
 (a round trip = the client speaking again after the server has answered).
@@ -35,19 +37,27 @@ from bench.common import (
 )
 
 QUERY = "SELECT section, count(*) FROM docs.pages GROUP BY section"
+# 100 rows × 7 columns: text, integers, a numeric, a computed text (the workload of a typical answer).
+ROWS_QUERY = (
+    "SELECT p.slug, p.editor_id, p.section, p.words, p.words * 1.5 AS weighted, g AS copy,"
+    " 'text value ' || p.slug AS label FROM docs.pages p CROSS JOIN generate_series(1, 4) AS g"
+    " ORDER BY p.slug, g LIMIT 100"
+)
+ROWS = 100
 SEQUENTIAL_CALLS = 2_000
 THROUGHPUT_CALLS = 10_000
 IN_FLIGHT = 32
+ROWS_IN_FLIGHT = 8
 
 
-def _call_line(request_id: int) -> bytes:
+def _call_line(request_id: int, sql: str = QUERY, max_rows: int = ROWS) -> bytes:
     return (
         json.dumps(
             {
                 "jsonrpc": "2.0",
                 "id": request_id,
                 "method": "tools/call",
-                "params": {"name": "read_only_sql", "arguments": {"sql": QUERY}},
+                "params": {"name": "read_only_sql", "arguments": {"sql": sql, "max_rows": max_rows}},
             }
         ).encode()
         + b"\n"
@@ -105,23 +115,31 @@ def _server(env: dict[str, str]) -> Iterator[_Server]:
         server.close()
 
 
-def _check_ok(line: bytes) -> None:
+def _check_ok(line: bytes, rows: int | None = None) -> None:
     message = json.loads(line)
     result = message.get("result") or {}
     if "error" in message or result.get("isError"):
         raise RuntimeError(f"benchmark call failed: {line[:300]!r}")
+    if rows is not None and result["structuredContent"]["row_count"] != rows:
+        raise RuntimeError(f"the benchmark query returned other than {rows} rows")
 
 
-def server_sequential_p50_ms(server: _Server, calls: int) -> float:
+def server_sequential_ms(server: _Server, calls: int, sql: str = QUERY) -> tuple[float, float]:
+    """(p50, p99) milliseconds of `calls` calls one after the other."""
     samples = []
     for i in range(calls):
         start = time.perf_counter()
-        server.send(_call_line(i + 1))
+        server.send(_call_line(i + 1, sql))
         (line,) = server.read_lines(1)
         samples.append(time.perf_counter() - start)
         if i == 0:
-            _check_ok(line)
-    return statistics.median(samples) * 1000
+            _check_ok(line, rows=ROWS if sql == ROWS_QUERY else None)
+    cuts = statistics.quantiles(samples, n=100)
+    return statistics.median(samples) * 1000, cuts[98] * 1000
+
+
+def server_sequential_p50_ms(server: _Server, calls: int) -> float:
+    return server_sequential_ms(server, calls)[0]
 
 
 def server_ping_p50_ms(server: _Server, calls: int) -> float:
@@ -135,7 +153,7 @@ def server_ping_p50_ms(server: _Server, calls: int) -> float:
     return statistics.median(samples) * 1000
 
 
-def server_throughput(server: _Server, calls: int, in_flight: int) -> tuple[float, float]:
+def server_throughput(server: _Server, calls: int, in_flight: int, sql: str = QUERY) -> tuple[float, float]:
     """(calls per second, peak RSS MB) with `in_flight` calls outstanding."""
     peak = [server.rss_mb()]
     stop = threading.Event()
@@ -148,7 +166,7 @@ def server_throughput(server: _Server, calls: int, in_flight: int) -> tuple[floa
     sampler.start()
     next_id = 100_000
     start = time.perf_counter()
-    server.send(b"".join(_call_line(next_id + i) for i in range(in_flight)))
+    server.send(b"".join(_call_line(next_id + i, sql) for i in range(in_flight)))
     next_id += in_flight
     sent, received = in_flight, 0
     while received < calls:
@@ -158,7 +176,7 @@ def server_throughput(server: _Server, calls: int, in_flight: int) -> tuple[floa
             _check_ok(lines[0])
         more = min(len(lines), calls - sent)
         if more > 0:
-            server.send(b"".join(_call_line(next_id + i) for i in range(more)))
+            server.send(b"".join(_call_line(next_id + i, sql) for i in range(more)))
             next_id += more
             sent += more
     elapsed = time.perf_counter() - start
@@ -167,7 +185,7 @@ def server_throughput(server: _Server, calls: int, in_flight: int) -> tuple[floa
     return calls / elapsed, max(peak)
 
 
-def floor_psycopg(dsn: str, calls: int, threads: int) -> tuple[float, float]:
+def floor_psycopg(dsn: str, calls: int, threads: int, sql: str = QUERY) -> tuple[float, float]:
     """(sequential p50 ms, calls/s with `threads` threads) of the bare query on a psycopg pool."""
     from psycopg_pool import ConnectionPool
 
@@ -177,14 +195,14 @@ def floor_psycopg(dsn: str, calls: int, threads: int) -> tuple[float, float]:
         for _ in range(calls):
             start = time.perf_counter()
             with pool.connection() as conn:
-                conn.execute(QUERY).fetchall()
+                conn.execute(sql).fetchall()
             samples.append(time.perf_counter() - start)
         per_thread = calls // threads
 
         def loop() -> None:
             for _ in range(per_thread):
                 with pool.connection() as conn:
-                    conn.execute(QUERY).fetchall()
+                    conn.execute(sql).fetchall()
 
         workers = [threading.Thread(target=loop) for _ in range(threads)]
         start = time.perf_counter()
@@ -211,13 +229,13 @@ def executor_figures(dsn: str, calls: int) -> tuple[float, float, float]:
     try:
         for _ in range(20):
             executor.run_vetted(vetted, max_rows=50, ticket=CallTicket())
-        before = executor.round_trips
+        before = executor.statistics().round_trips
         samples = []
         for _ in range(calls):
             start = time.perf_counter()
             executor.run_vetted(vetted, max_rows=50, ticket=CallTicket())
             samples.append(time.perf_counter() - start)
-        trips = (executor.round_trips - before) / calls
+        trips = (executor.statistics().round_trips - before) / calls
         with executor.pool.connection() as conn:
             check = executor.definers.check
             loops = 10_000
@@ -308,15 +326,23 @@ def run() -> list[Figure]:
 def _figures(dsn: str, port: int) -> list[Figure]:
     figures: list[Figure] = []
     floor_p50, floor_rate = floor_psycopg(dsn, SEQUENTIAL_CALLS, threads=4)
+    rows_floor_p50, rows_floor_rate = floor_psycopg(dsn, SEQUENTIAL_CALLS, threads=4, sql=ROWS_QUERY)
     exec_p50, exec_trips, check_us = executor_figures(dsn, SEQUENTIAL_CALLS)
     env = server_env(MCP_SQL_DSN=dsn, MCP_METRICS_ENABLED="false")
     with _server(env) as server:
         server_sequential_p50_ms(server, 100)  # warm-up
         ping = server_ping_p50_ms(server, SEQUENTIAL_CALLS)
         cpu_before = cpu_seconds(server.proc.pid)
-        p50 = server_sequential_p50_ms(server, SEQUENTIAL_CALLS)
+        p50, p99 = server_sequential_ms(server, SEQUENTIAL_CALLS)
         cpu_per_call = (cpu_seconds(server.proc.pid) - cpu_before) / SEQUENTIAL_CALLS * 1000
         rate, rss = server_throughput(server, THROUGHPUT_CALLS, IN_FLIGHT)
+        server_sequential_ms(server, 100, ROWS_QUERY)  # warm-up
+        cpu_before = cpu_seconds(server.proc.pid)
+        rows_p50, rows_p99 = server_sequential_ms(server, SEQUENTIAL_CALLS, ROWS_QUERY)
+        rows_cpu = (cpu_seconds(server.proc.pid) - cpu_before) / SEQUENTIAL_CALLS * 1000
+        rows_rate, rows_rss = server_throughput(server, THROUGHPUT_CALLS // 4, ROWS_IN_FLIGHT, ROWS_QUERY)
+    per_row_us = (rows_p50 - p50) / (ROWS - 3) * 1000
+    floor_per_row_us = (rows_floor_p50 - floor_p50) / (ROWS - 3) * 1000
     wire_trips = wire_round_trips_per_call(dsn, port)
     all_tools = server_env(MCP_SQL_DSN=dsn)
     safe = REPO / "examples" / "safe_data"
@@ -344,6 +370,30 @@ def _figures(dsn: str, port: int) -> list[Figure]:
             note="floor: bare query, psycopg pool, 4 threads",
         )
     )
+    figures.append(Figure("sql: server sequential p99 (small aggregate)", p99, "ms"))
+    figures.append(
+        Figure("sql: server sequential p50 (100 rows × 7 columns)", rows_p50, "ms", floor=rows_floor_p50)
+    )
+    figures.append(Figure("sql: server sequential p99 (100 rows × 7 columns)", rows_p99, "ms"))
+    figures.append(
+        Figure(
+            f"sql: server throughput, 100 rows, {ROWS_IN_FLIGHT} in flight",
+            rows_rate,
+            "calls/s",
+            floor=rows_floor_rate,
+            note="floor: bare query, psycopg pool, 4 threads",
+        )
+    )
+    figures.append(
+        Figure(
+            "sql: cost of one more row (p50 slope, 3 → 100 rows)",
+            per_row_us,
+            "µs",
+            floor=floor_per_row_us,
+            note="floor: the same slope of the bare psycopg query",
+        )
+    )
+    figures.append(Figure("sql: server CPU per sequential call (100 rows)", rows_cpu, "ms"))
     figures.append(
         Figure("sql: executor sequential p50 (in-process, no server)", exec_p50, "ms", floor=floor_p50)
     )
@@ -376,7 +426,8 @@ def _figures(dsn: str, port: int) -> list[Figure]:
             ok=wire_trips <= 1.0,
         )
     )
-    figures.append(Figure("sql: server RSS under load", rss, "MB", target="<= 80 MB", ok=rss <= 80))
+    peak = max(rss, rows_rss)
+    figures.append(Figure("sql: server RSS under load", peak, "MB", target="<= 80 MB", ok=peak <= 80))
     figures.append(
         Figure(
             "sql: cold start, all three tools, to initialize response",

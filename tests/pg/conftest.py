@@ -10,25 +10,15 @@ import pytest
 from psycopg import sql
 
 from mcp_suite.devdb.cluster import Cluster
-from mcp_suite.settings import SecretStr, Settings
 from mcp_suite.tools.read_only_sql.executor import Executor
-
-WRITE_FUNCTION = "public.mcp_test_write"
-ENUM_TYPE = "public.mcp_test_mood"
-DOMAIN_TYPE = "public.mcp_test_positive"
-
-
-def sql_settings(dsn: str, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {
-        "sql_dsn": SecretStr(dsn),
-        "sql_pool_min_size": 1,
-        "sql_pool_max_size": 2,
-        "sql_connect_timeout_s": 2.0,
-        "sql_pool_wait_s": 0.5,
-        "metrics_enabled": False,
-    }
-    values.update(overrides)
-    return Settings(**values)
+from tests.support.pg import (
+    DOMAIN_TYPE,
+    ENUM_TYPE,
+    PROBE_PASSWORD,
+    PROBE_ROLE,
+    WRITE_FUNCTION,
+    open_executor,
+)
 
 
 @pytest.fixture(scope="session")
@@ -57,13 +47,6 @@ def admin(demo_cluster: Cluster) -> Iterator[psycopg.Connection[Any]]:
         yield conn
 
 
-def open_executor(dsn: str, **overrides: Any) -> Executor:
-    executor = Executor(sql_settings(dsn, **overrides), dsn)
-    executor.open()
-    executor.mark_audited()  # these tests bypass the start-up audit on purpose
-    return executor
-
-
 @pytest.fixture
 def reader_executor(demo_cluster: Cluster, pg_helpers: None) -> Iterator[Executor]:
     executor = open_executor(demo_cluster.reader_dsn)
@@ -76,8 +59,6 @@ def reader_executor(demo_cluster: Cluster, pg_helpers: None) -> Iterator[Executo
 
 
 # --- a probe role: set up like mcp_reader; a test gives it exactly one capability more ----------------
-PROBE_ROLE = "mcp_audit_probe"
-PROBE_PASSWORD = "probe-password-not-secret"
 # What probe tests may create besides grants to the role (DROP OWNED BY takes the role's own things).
 _PROBE_LEFTOVERS = (
     "DROP FUNCTION IF EXISTS docs.mcp_probe_definer()",
@@ -121,7 +102,3 @@ def probe(demo_cluster: Cluster) -> Iterator[psycopg.Connection[Any]]:
             yield conn
         finally:
             _drop_probe(conn)
-
-
-def probe_dsn(cluster: Cluster) -> str:
-    return cluster.dsn(PROBE_ROLE, PROBE_PASSWORD)

@@ -15,8 +15,8 @@ from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.problems import ExecutionTimeoutError
 from mcp_suite.tools.read_only_sql.executor import Executor
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
-from tests.pg.conftest import open_executor
 from tests.support.deploy import query_once, with_params
+from tests.support.pg import open_executor
 
 pytestmark = pytest.mark.pg
 

@@ -22,10 +22,10 @@ from mcp_suite.problems import AccessDeniedError, ExecutionTimeoutError, QueryVi
 from mcp_suite.tools.read_only_sql.executor import Executor
 from mcp_suite.tools.read_only_sql.naming import APPLICATION_NAME
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
-from tests.pg.conftest import open_executor, sql_settings
 from tests.support.client import ServerProcess
 from tests.support.deploy import check_role, password_of
 from tests.support.harness import open_session
+from tests.support.pg import open_executor, sql_settings
 
 pytestmark = pytest.mark.pg
 

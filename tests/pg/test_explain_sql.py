@@ -14,9 +14,8 @@ import pytest
 import trio
 
 from mcp_suite.devdb.cluster import Cluster
-from tests.pg.conftest import sql_settings
-from tests.pg.test_sql_tool import LONG_QUERY, backends, wait_until_idle, wait_until_running
 from tests.support.harness import Harness, open_session
+from tests.support.pg import LONG_QUERY, backends, sql_settings, wait_until_idle, wait_until_running
 from tests.support.sql_corpus import CORPUS, MAX_ROWS
 
 pytestmark = pytest.mark.pg

@@ -15,9 +15,9 @@ from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.tools.base import StartupRefusedError
 from mcp_suite.tools.read_only_sql.audit import audit_dsn, check_role
 from mcp_suite.tools.read_only_sql.tool import open_read_only_sql
-from tests.pg.conftest import PROBE_PASSWORD as PASSWORD
-from tests.pg.conftest import PROBE_ROLE as ROLE
-from tests.pg.conftest import probe_dsn, sql_settings
+from tests.support.pg import PROBE_PASSWORD as PASSWORD
+from tests.support.pg import PROBE_ROLE as ROLE
+from tests.support.pg import probe_dsn, sql_settings
 
 pytestmark = pytest.mark.pg
 

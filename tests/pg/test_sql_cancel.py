@@ -13,7 +13,7 @@ import trio
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor
 from mcp_suite.tools.read_only_sql.tool import run_in_db_thread
-from tests.pg.conftest import open_executor
+from tests.support.pg import open_executor
 
 pytestmark = pytest.mark.pg
 
@@ -57,8 +57,7 @@ async def test_a_cancelled_scope_stops_the_query_and_returns_the_connection(
             assert scope.cancelled_caught
             # The shielded wait is over: the query has stopped and the connection is back.
             assert await trio.to_thread.run_sync(_state_of, demo_cluster.admin_dsn, pid) == "idle"
-            stats = executor.pool.get_stats()
-            assert stats["pool_available"] == 1
+            assert executor.statistics().pool_available == 1
             again = await run_in_db_thread(
                 functools.partial(
                     _run, executor, "SELECT pg_backend_pid(), current_setting('transaction_read_only')"
@@ -80,7 +79,7 @@ async def test_a_call_cancelled_while_waiting_for_a_thread_never_reaches_the_dat
     try:
         with trio.fail_after(20):
             async with limiter:  # every DB thread slot is taken
-                before = executor.round_trips
+                before = executor.statistics().round_trips
                 with trio.move_on_after(0.2) as scope:
                     await run_in_db_thread(
                         functools.partial(_run, executor, "SELECT 1"),
@@ -88,6 +87,6 @@ async def test_a_call_cancelled_while_waiting_for_a_thread_never_reaches_the_dat
                         cancel_grace_s=5,
                     )
                 assert scope.cancelled_caught
-                assert executor.round_trips == before
+                assert executor.statistics().round_trips == before
     finally:
         executor.close()

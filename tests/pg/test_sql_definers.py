@@ -33,9 +33,9 @@ from mcp_suite.tools.read_only_sql.executor import Executor
 from mcp_suite.tools.read_only_sql.policy import vet_sql
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
 from mcp_suite.tools.read_only_sql.tool import open_read_only_sql
-from tests.pg.conftest import open_executor, sql_settings
 from tests.support.client import ServerProcess, problem_of, server_env
 from tests.support.harness import open_session
+from tests.support.pg import open_executor, sql_settings
 
 pytestmark = pytest.mark.pg
 

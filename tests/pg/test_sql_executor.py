@@ -25,7 +25,7 @@ from mcp_suite.tools.read_only_sql.executor import (
     DatabaseUnavailableError,
     Executor,
 )
-from tests.pg.conftest import DOMAIN_TYPE, ENUM_TYPE, WRITE_FUNCTION, open_executor
+from tests.support.pg import DOMAIN_TYPE, ENUM_TYPE, WRITE_FUNCTION, open_executor
 
 pytestmark = pytest.mark.pg
 
@@ -269,9 +269,9 @@ def test_statement_timeout_is_execution_timeout(demo_cluster: Cluster) -> None:
 def test_a_successful_call_is_one_round_trip(reader_executor: Executor) -> None:
     sql = "SELECT section, count(*) FROM docs.pages GROUP BY section ORDER BY 1"
     reader_executor.run(sql, max_rows=50, ticket=CallTicket())  # warm: pool connection exists
-    before = reader_executor.round_trips
+    before = reader_executor.statistics().round_trips
     result = reader_executor.run(sql, max_rows=50, ticket=CallTicket())
-    assert reader_executor.round_trips - before == 1
+    assert reader_executor.statistics().round_trips - before == 1
     assert result.rows == [["changelog", 10], ["guides", 10], ["reference", 10]]
 
 
@@ -315,10 +315,10 @@ def test_session_state_does_not_survive_into_the_next_call(
 def test_a_cancelled_ticket_never_reaches_the_database(reader_executor: Executor) -> None:
     ticket = CallTicket()
     ticket.cancel()
-    before = reader_executor.round_trips
+    before = reader_executor.statistics().round_trips
     with pytest.raises(CallCancelledError):
         reader_executor.run("SELECT 1", max_rows=1, ticket=ticket)
-    assert reader_executor.round_trips == before
+    assert reader_executor.statistics().round_trips == before
 
 
 def test_database_down_at_start_fails_fast_then_recovers(demo_cluster: Cluster) -> None:
@@ -360,14 +360,14 @@ def test_a_user_array_type_made_after_the_preload_is_looked_up_once(
     admin.execute("CREATE TYPE public.mcp_test_late AS ENUM ('x', 'y')")
     try:
         sql = "SELECT ARRAY['y', 'x']::public.mcp_test_late[] AS v"
-        before = reader_executor.round_trips
+        before = reader_executor.statistics().round_trips
         first = reader_executor.run(sql, max_rows=5, ticket=CallTicket())
-        assert reader_executor.round_trips - before == 2  # the query, then one type lookup
+        assert reader_executor.statistics().round_trips - before == 2  # the query, then one type lookup
         assert [(c.name, c.type) for c in first.columns] == [("v", "mcp_test_late[]")]
         assert first.rows == [[["y", "x"]]]
-        before = reader_executor.round_trips
+        before = reader_executor.statistics().round_trips
         again = reader_executor.run(sql, max_rows=5, ticket=CallTicket())
-        assert reader_executor.round_trips - before == 1
+        assert reader_executor.statistics().round_trips - before == 1
         assert again.rows == [[["y", "x"]]]
     finally:
         admin.execute("DROP TYPE public.mcp_test_late")
@@ -387,6 +387,6 @@ def test_a_call_that_finds_the_pool_busy_is_served_by_one_direct_connection(demo
                 ticket=CallTicket(),
             )
         assert result.rows == [[42, "on"]]
-        assert executor.pool.get_stats()["pool_size"] == 1  # the direct one never joined the pool
+        assert executor.statistics().pool_size == 1  # the direct one never joined the pool
     finally:
         executor.close()

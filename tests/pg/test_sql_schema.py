@@ -17,8 +17,8 @@ import pytest
 import trio
 
 from mcp_suite.devdb.cluster import Cluster
-from tests.pg.conftest import sql_settings
 from tests.support.harness import Harness, open_session
+from tests.support.pg import sql_settings
 
 pytestmark = pytest.mark.pg
 

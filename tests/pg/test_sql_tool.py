@@ -8,45 +8,19 @@ import json
 import re
 from typing import Any
 
-import psycopg
 import pytest
 import trio
 
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.settings import Settings
-from tests.pg.conftest import sql_settings
 from tests.support.harness import open_session
+from tests.support.pg import LONG_QUERY, sql_settings, wait_until_idle, wait_until_running
 
 pytestmark = pytest.mark.pg
-
-LONG_QUERY = "SELECT count(*) FROM generate_series(1, 2000000000)"
 
 
 def settings_for(cluster: Cluster, **overrides: Any) -> Settings:
     return sql_settings(cluster.reader_dsn, **overrides)
-
-
-def backends(admin_dsn: str) -> list[tuple[int, str, str]]:
-    """(pid, state, query) of the server's pooled sessions."""
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT pid, state, query FROM pg_stat_activity WHERE application_name LIKE 'mcp-suite/%'"
-        ).fetchall()
-    return [(int(pid), str(state), str(query)) for pid, state, query in rows]
-
-
-async def wait_until_running(admin_dsn: str, statement_prefix: str) -> int:
-    """The pid of the pooled session once PostgreSQL is executing a statement with this prefix."""
-    while True:
-        for pid, state, query in await trio.to_thread.run_sync(backends, admin_dsn):
-            if state == "active" and query.startswith(statement_prefix):
-                return pid
-        await trio.sleep(0.02)
-
-
-async def wait_until_idle(admin_dsn: str, pid: int) -> None:
-    while {b[0]: b[1] for b in await trio.to_thread.run_sync(backends, admin_dsn)}.get(pid) != "idle":
-        await trio.sleep(0.02)
 
 
 async def test_tools_list_binds_max_rows_to_the_settings(demo_cluster: Cluster) -> None:

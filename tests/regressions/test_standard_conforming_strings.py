@@ -15,7 +15,7 @@ import pytest
 
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.tools.read_only_sql.executor import CallTicket
-from tests.pg.conftest import open_executor
+from tests.support.pg import open_executor
 
 pytestmark = pytest.mark.pg
 

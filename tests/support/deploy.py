@@ -37,7 +37,7 @@ def our_backends(admin_dsn: str) -> list[tuple[int, str]]:
 
 def query_once(dsn: str, sql: str) -> list[list[Any]]:
     """The rows of one `read_only_sql` query through a fresh executor on `dsn` (closed after)."""
-    from tests.pg.conftest import open_executor
+    from tests.support.pg import open_executor
 
     executor = open_executor(dsn)
     try:

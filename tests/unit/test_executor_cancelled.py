@@ -24,7 +24,7 @@ def test_a_query_cancelled_before_it_starts_raises_call_cancelled() -> None:
     with pytest.raises(CallCancelledError):
         executor.run("SELECT 1", max_rows=1, ticket=ticket)
     assert ticket.started
-    assert executor.round_trips == 0
+    assert executor.statistics().round_trips == 0
 
 
 def test_a_catalogue_read_cancelled_before_it_starts_raises_call_cancelled() -> None:

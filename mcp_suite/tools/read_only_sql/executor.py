@@ -1,50 +1,31 @@
-"""The read-only executor: sync psycopg work for `read_only_sql` (docs/tools/read_only_sql.md).
+"""The read-only executor: the pool and one call's transaction for `read_only_sql` (docs/tools/).
 
-Owns the psycopg_pool pool, one call's transaction (BEGIN READ ONLY, its settings and timeouts set
-inside it so that a transaction-pooling PgBouncer may sit in between, the query through a
-server-side named cursor, at most `max_rows + 1` rows, always rolled back, session state reset)
-sent as ONE pipelined round trip, the result byte cap (on the rows' text as they arrive in chunks,
-then exactly on the JSON), JSON arrays for user-defined array types, the SQLSTATE → problem mapping
-and the `CallTicket` that lets another thread cancel the running query (`cancel_safe`). Runs in
-worker threads only: no trio here.
+Owns the psycopg_pool pool and its hygiene (the pool's `reset` hook cleans a connection a call
+could not clean itself), the role-audit gate, and one call: BEGIN READ ONLY, its settings and
+timeouts set inside it (so that a transaction-pooling PgBouncer may sit in between), the query
+through a server-side named cursor, at most `max_rows + 1` rows, always rolled back, session state
+reset, sent as one round trip (`pipeline.py`); `result.py` shapes the rows, `type_names.py` names
+the types, `sqlstate.py` maps errors. Runs in worker threads only: no trio here.
 Connection and server failures raise the `database-unavailable` problem (-32603), through
 `Availability` (one log line per change of state, a bounded back-off between attempts).
 """
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import math
-import select
-import struct
-import termios
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn, TypeVar
 
 import psycopg
 from psycopg import pq
-from psycopg.adapt import Transformer
 from psycopg.conninfo import conninfo_to_dict
-from psycopg.pq.abc import PGconn, PGresult
 from psycopg.sql import quote as sql_quote
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from mcp_suite.problems import (
-    AccessDeniedError,
-    ConflictError,
-    DatabaseUnavailableError,
-    ExecutionTimeoutError,
-    InvalidArgumentsError,
-    ProblemError,
-    QueryViolationError,
-    ResourceLimitError,
-    ResultTooLargeError,
-    echo,
-)
+from mcp_suite.problems import DatabaseUnavailableError
 from mcp_suite.settings import Settings
 from mcp_suite.tools.read_only_sql.audit import (
     audit_connection,
@@ -53,10 +34,14 @@ from mcp_suite.tools.read_only_sql.audit import (
     refusals,
 )
 from mcp_suite.tools.read_only_sql.availability import Availability
-from mcp_suite.tools.read_only_sql.convert import array_loader, json_size, register_loaders, to_json_value
+from mcp_suite.tools.read_only_sql.convert import register_loaders
 from mcp_suite.tools.read_only_sql.definers import DefinerGuard
 from mcp_suite.tools.read_only_sql.naming import APPLICATION_NAME
+from mcp_suite.tools.read_only_sql.pipeline import run_pipeline
+from mcp_suite.tools.read_only_sql.result import Column, QueryResult, description, json_rows, load_rows
+from mcp_suite.tools.read_only_sql.sqlstate import problem_from_sqlstate
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
+from mcp_suite.tools.read_only_sql.type_names import TypeNames
 
 if TYPE_CHECKING:
     from mcp_suite.tools.read_only_sql.policy import VettedQuery
@@ -68,6 +53,7 @@ __all__ = [
     "Column",
     "DatabaseUnavailableError",
     "Executor",
+    "ExecutorStatistics",
     "ExplainMode",
     "QueryResult",
     "problem_from_sqlstate",
@@ -80,12 +66,12 @@ logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 T = TypeVar("T")
 
 CURSOR_NAME: Final = "mcp_suite_query"
-_IDLE: Final = pq.TransactionStatus.IDLE
 
 # After ROLLBACK, what could still survive into the next call: session advisory locks (the only
 # session state a single read-only cursor query can leave behind; GUC changes, even set_config(...,
 # false), roll back with the transaction, and LISTEN/PREPARE/temp tables cannot be reached through
-# DECLARE). UNLISTEN is cheap belt and braces; both travel in the same pipeline as the query.
+# DECLARE). UNLISTEN is cheap belt and braces. A call sends them in its own pipeline; the pool's
+# reset hook sends them when that pipeline did not get that far.
 _RESET_STATEMENTS: Final = (b"SELECT pg_advisory_unlock_all()", b"UNLISTEN *")
 
 # What every transaction of ours runs with, set inside it: RESET ALL first (what another client of
@@ -105,18 +91,6 @@ _TRANSACTION_SETTINGS: Final = (
     ("standard_conforming_strings", "on"),
 )
 
-
-# Every type's display name and, for an array of a user-defined type (oid >= FirstNormalObjectId),
-# its element type (a domain's base type) and delimiter: psycopg has array loaders only for the
-# built-in types, so the executor adds one per user-defined array type it meets.
-_TYPE_INFO_SQL: Final = (
-    "SELECT t.oid::int8, format_type(t.oid, NULL),"
-    " CASE WHEN t.oid >= 16384 AND t.typcategory = 'A' AND t.typelem <> 0"
-    " THEN (CASE WHEN e.typtype = 'd' THEN e.typbasetype ELSE e.oid END)::int8 END,"
-    " t.typdelim::text"
-    " FROM pg_catalog.pg_type t LEFT JOIN pg_catalog.pg_type e ON e.oid = t.typelem"
-)
-
 # `explain_sql`: what replaces the FETCH (the statement is the vetted text, after the cursor's DECLARE).
 ExplainMode = Literal["plan", "analyze"]
 _EXPLAIN: Final[dict[str, bytes]] = {
@@ -125,139 +99,21 @@ _EXPLAIN: Final[dict[str, bytes]] = {
 }
 
 _FATAL_ERROR: Final = pq.ExecStatus.FATAL_ERROR
-_PIPELINE_SYNC: Final = pq.ExecStatus.PIPELINE_SYNC
-_ROW_CHUNKS: Final = (pq.ExecStatus.TUPLES_CHUNK, pq.ExecStatus.SINGLE_TUPLE)
 _FETCH: Final = 4  # the FETCH's place in a call's pipeline: its rows arrive in chunks
-_CHUNK_ROWS: Final = 16
-# The rows' text may reach this many times the result byte cap before the call is refused (JSON is
-# never less than two thirds of it: jsonb loses its spaces, nothing loses more).
-_TEXT_FACTOR: Final = 2
-# Bytes read from the socket for one call before it is refused: libpq reads a long row whole before
-# it hands over even a chunk, so the arriving bytes are counted too. A row's wire form is at most
-# about 2.5 times its JSON (4-byte length words on tiny values); the slack covers the replies of
-# the transaction statements.
-_WIRE_FACTOR: Final = 4
-_WIRE_SLACK: Final = 1 << 20
-
-
-def _pending_bytes(fd: int) -> int:
-    """Bytes waiting in the socket's receive queue (what the next read will take, at least)."""
-    return int(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0])
-
-
-def _stream_rows(pg: PGconn) -> None:
-    """Have the next command's rows arrive in chunks (libpq 17+), or row by row (older libpq)."""
-    try:
-        pg.set_chunked_rows_mode(_CHUNK_ROWS)
-    except psycopg.NotSupportedError:
-        pg.set_single_row_mode()
-
-
-def _text_size(result: PGresult, rows: int) -> int:
-    """Bytes of text in the first `rows` rows of `result` (NULLs count zero)."""
-    size = 0
-    for row in range(min(rows, result.ntuples)):
-        for column in range(result.nfields):
-            value = result.get_value(row, column)
-            if value is not None:
-                size += len(value)
-    return size
-
-
-def _wait_socket(conn: psycopg.Connection[Any], deadline: float, *, write: bool) -> None:
-    """Block until the connection's socket is ready, at most until `deadline` (monotonic)."""
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise psycopg.OperationalError("the database did not answer in time")
-    poller = select.poll()
-    poller.register(conn.pgconn.socket, select.POLLOUT if write else select.POLLIN)
-    poller.poll(remaining * 1000)
-
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    name: str
-    type: str
-
-
-@dataclass(frozen=True, slots=True)
-class QueryResult:
-    columns: tuple[Column, ...]
-    rows: list[list[Any]]
-    truncated: bool
 
 
 class CallCancelledError(Exception):
     """The call was cancelled before it reached the database (its result is discarded)."""
 
 
-# A denied or unknown table, column or schema: the next step is to look at what the role may read
-# (`sql_schema` is served with every SQL tool). 42P01 undefined_table (also for an unknown schema
-# in a table name), 42703 undefined_column.
-_SCHEMA_HINT: Final = " sql_schema lists the tables and columns this role may read."
-_UNKNOWN_NAME_STATES: Final = frozenset({"42P01", "42703"})
+@dataclass(frozen=True, slots=True)
+class ExecutorStatistics:
+    """What `Executor.statistics()` returns: counts since the executor was made."""
 
-
-def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemError | None:
-    """The caller-facing problem for a database error, or None for a server/connection failure.
-
-    The table is docs/tools/read_only_sql.md, "SQLSTATE → problem": 57014 → execution-timeout;
-    25006 → query-violation; 42501 → access-denied; classes 21, 22, 42, 0A, 54 → validation-error;
-    40001, 40P01 → conflict (retryable); 53400 → resource-limit; everything else is not the
-    caller's to fix (-32603).
-    Security: the detail holds PostgreSQL's primary message cut to 256 characters (it names the
-    caller's own tables, columns and values), never str(exc), hints, context or positions.
-    """
-    state = exc.sqlstate
-    if not state:
-        return None
-    message = echo(exc.diag.message_primary or "")
-    meta = {"sqlstate": state}
-    if state == "57014":
-        return ExecutionTimeoutError(
-            f"The query was stopped in the database after the statement timeout ({timeout_ms} ms)"
-            " or by a cancel request; ask for less work (filter, aggregate, fewer rows).",
-            metadata={**meta, "statement_timeout_ms": timeout_ms},
-        )
-    if state == "55P03":  # lock_not_available: waited too long for a lock (decision in docs/)
-        return ExecutionTimeoutError(
-            "The query waited too long for a lock held by another session.", metadata=meta
-        )
-    if state == "53400":  # configuration_limit_exceeded: temp_file_limit, set for the role
-        return ResourceLimitError(
-            "The query needed more temporary disk space than the database allows this role"
-            " (temp_file_limit): it sorts, hashes or materialises too much. Aggregate or filter"
-            " first (WHERE, GROUP BY, a LIMIT inside a subquery) so less data is sorted.",
-            metadata=meta,
-        )
-    if state in {"40001", "40P01"}:
-        # serialization_failure (on a hot standby: a recovery conflict, the query was in the way of
-        # replaying the primary's changes) and deadlock_detected: the call itself is fine.
-        return ConflictError(
-            "The database cancelled the query because of a conflict with other work (on a"
-            " replica: with replaying the primary's changes). Send the same call again.",
-            metadata={**meta, "retryable": True},
-        )
-    if state[:2] == "25":
-        # 25006 read_only_sql_transaction, and the rest of class 25 (for example 25001 from
-        # set_config('transaction_read_only', 'off', ...)): the query tried to change the
-        # transaction it runs in, which is the caller's doing, not a server failure.
-        return QueryViolationError(
-            "The database refused this inside the read-only transaction: " + message,
-            metadata=meta,
-        )
-    if state == "42501":
-        return AccessDeniedError(
-            f"The database role may not do this: {message}.{_SCHEMA_HINT}", metadata=meta
-        )
-    if state[:2] in {"21", "22", "42", "0A", "54"}:
-        hint = _SCHEMA_HINT if state in _UNKNOWN_NAME_STATES else ""
-        return InvalidArgumentsError(
-            f"The database rejected the query: {message}{'.' if hint else ''}{hint}",
-            invalid_params=("sql",),
-            metadata=meta,
-        )
-    return None
+    round_trips: int  # network exchanges made for calls: pipelines, type lookups, resets
+    type_names: int  # column type names cached
+    pool_size: int  # connections the pool holds now (in use or idle)
+    pool_available: int  # idle connections in the pool
 
 
 def _transaction_settings(settings: Settings, dsn: str) -> bytes:
@@ -281,6 +137,12 @@ class Executor:
     """A pool plus the per-call transaction. Thread-safe; every public method blocks (run it in a
     worker thread). Limits: pool min/max, connect timeout, statement timeout, max rows, max bytes,
     all from `Settings`.
+
+    Connection hygiene: a call's own pipeline ends with ROLLBACK and the reset statements; after a
+    failure or a cancel, `_restore` sends them before the connection goes back. The pool's `reset`
+    hook is not used for it: with one, psycopg_pool hands every returned connection to a worker
+    thread (a thread hand-off per call, on the success path too). Its `check` hook costs a round
+    trip per checkout; a call that meets a broken connection runs `pool.check()` instead.
     """
 
     def __init__(self, settings: Settings, dsn: str, *, availability: Availability | None = None) -> None:
@@ -289,16 +151,15 @@ class Executor:
         self._dsn = dsn
         self._timeout_ms = settings.sql_statement_timeout_ms
         self._max_bytes = settings.sql_max_result_bytes
-        self._type_names: dict[int, str] = {}
-        self._array_elements: dict[int, tuple[int, str]] = {}  # array oid -> (element oid, delimiter)
-        self._type_lock = threading.Lock()
+        self._types = TypeNames()
         self._audit_lock = threading.Lock()
         self._audited = False
         self._refusal: str | None = None
         self._definers = DefinerGuard(
             accepted=settings.sql_accept_definer_functions, cache_s=settings.sql_function_cache_s
         )
-        self.round_trips = 0  # network exchanges made by calls (read by tests and the benchmark)
+        self._round_trips = 0
+        self._count_lock = threading.Lock()
         self._set_local = _transaction_settings(settings, dsn)
         # The whole exchange of one call: the statement timeout, plus time for the server to
         # notice it, plus a connect timeout's worth of network slack.
@@ -334,6 +195,17 @@ class Executor:
     def pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
         return self._pool
 
+    def statistics(self) -> ExecutorStatistics:
+        """Counts since the executor was made (like trio's `statistics()`: a frozen record)."""
+        types = self._types.statistics()
+        pool = self._pool.get_stats()
+        return ExecutorStatistics(
+            round_trips=self._round_trips + types.lookups,
+            type_names=types.names,
+            pool_size=pool.get("pool_size", 0),
+            pool_available=pool.get("pool_available", 0),
+        )
+
     def open(self) -> None:
         """Start the pool; connections are made in the background (a down database is no error)."""
         self._pool.open(wait=False)
@@ -343,7 +215,11 @@ class Executor:
 
     @staticmethod
     def _configure(conn: psycopg.Connection[Any]) -> None:
-        register_loaders(conn.adapters)
+        register_loaders(conn.adapters, encoding=conn.info.encoding)
+
+    def _counted(self) -> None:
+        with self._count_lock:
+            self._round_trips += 1
 
     # --- the role audit gate ------------------------------------------------------------------
     def mark_audited(self) -> None:
@@ -472,8 +348,6 @@ class Executor:
         ticket: CallTicket,
         explain: ExplainMode | None = None,
     ) -> QueryResult:
-        if conn.info.transaction_status != _IDLE:  # never expected: the pool returns clean ones
-            self._exchange(conn, b"ROLLBACK")
         if not ticket.attach(conn):
             raise CallCancelledError
         fetch = f'FETCH FORWARD {int(max_rows) + 1} FROM "{CURSOR_NAME}"'.encode()
@@ -485,12 +359,19 @@ class Executor:
         try:
             # One pipeline, one Sync, one round trip. Every statement uses the extended protocol,
             # so PostgreSQL itself accepts exactly one statement in DECLARE ... FOR <query>.
-            results, chunks = self._pipeline(conn, commands, max_rows=max_rows)
-            self.round_trips += 1
+            results, chunks = run_pipeline(
+                conn,
+                commands,
+                rows_at=_FETCH,
+                max_rows=max_rows,
+                max_bytes=self._max_bytes,
+                timeout_s=self._exchange_timeout_s,
+            )
+            self._counted()
             failed = next((r for r in results if r.status == _FATAL_ERROR), None)
             if failed is not None:
                 raise psycopg.errors.error_from_result(failed, encoding=conn.info.encoding)
-            description = self._description(conn, results[_FETCH])
+            names_and_oids = description(conn, results[_FETCH])
         except psycopg.Error as exc:
             self._fail(conn, exc, ticket)
         finally:
@@ -498,120 +379,17 @@ class Executor:
         if ticket.cancelled:
             # A cancel may have raced the end of the pipeline: make sure the reset really ran.
             self._restore(conn)
-        columns = tuple(Column(name=name, type=self._type_name(conn, oid)) for name, oid in description)
-        rows = self._load_rows(conn, chunks, [oid for _, oid in description])
-        truncated = len(rows) > max_rows
+        columns = tuple(Column(name=name, type=self._types.name(conn, oid)) for name, oid in names_and_oids)
+        oids = [oid for _, oid in names_and_oids]
+        self._types.install_array_loaders(conn, oids)
+        rows = load_rows(conn, chunks)
         return QueryResult(
-            columns=columns, rows=self._json_rows(rows[:max_rows], columns), truncated=truncated
+            columns=columns,
+            rows=json_rows(
+                rows[:max_rows], columns, oids, encoding=conn.info.encoding, max_bytes=self._max_bytes
+            ),
+            truncated=len(rows) > max_rows,
         )
-
-    def _pipeline(
-        self, conn: psycopg.Connection[Any], commands: list[bytes], *, max_rows: int
-    ) -> tuple[list[PGresult], list[PGresult]]:
-        """Send `commands` in one pipeline with one Sync; return one result per command, and the
-        FETCH's rows, which arrive in chunks.
-
-        libpq directly (psycopg's Pipeline object waits on the socket after every statement,
-        which costs four times the CPU). Limits: the whole exchange is bounded in time (statement
-        timeout plus margins) and in size: libpq hands over a result only when all of it has
-        arrived, so the rows come in chunks of `_CHUNK_ROWS`, and once the text of the first
-        `max_rows` rows (the extra row only says `truncated`) passes `_TEXT_FACTOR` times the
-        result byte cap, or the bytes seen waiting on the socket pass `_WIRE_FACTOR` times it
-        (plus slack), the connection is closed (the query dies with it) and the call gets
-        `result-too-large`. The socket count is a lower bound (libpq may read more than was
-        waiting), so one value of hundreds of MB, which libpq reads whole, is stopped late.
-        """
-        pg = conn.pgconn
-        deadline = time.monotonic() + self._exchange_timeout_s
-        text_limit = _TEXT_FACTOR * self._max_bytes
-        wire_limit = _WIRE_FACTOR * self._max_bytes + _WIRE_SLACK
-        received = 0
-        text = 0
-        counted = 0  # rows whose text has been counted
-        results: list[PGresult] = []
-        chunks: list[PGresult] = []
-        with conn.lock:
-            pg.enter_pipeline_mode()
-            try:
-                for command in commands:
-                    pg.send_query_params(command, None)
-                pg.pipeline_sync()
-                while pg.flush():
-                    _wait_socket(conn, deadline, write=True)
-                ended = 0  # commands whose results are complete (libpq returned None after them)
-                while True:
-                    while pg.is_busy():
-                        _wait_socket(conn, deadline, write=False)
-                        received = self._within_limit(received + _pending_bytes(pg.socket), wire_limit)
-                        pg.consume_input()
-                    result = pg.get_result()
-                    if result is None:  # the end of one command's results
-                        ended += 1
-                        if ended == _FETCH and all(r.status != _FATAL_ERROR for r in results):
-                            _stream_rows(pg)  # before the FETCH's first result
-                        continue
-                    if result.status == _PIPELINE_SYNC:
-                        break
-                    if result.status in _ROW_CHUNKS:
-                        size = _text_size(result, max_rows - counted)
-                        text = self._within_limit(text + size, text_limit)
-                        counted += result.ntuples
-                        chunks.append(result)
-                        continue
-                    results.append(result)
-                pg.exit_pipeline_mode()
-            except BaseException:
-                conn.close()  # a half-read pipeline cannot be reused: the pool discards it
-                raise
-        if len(results) != len(commands):  # pragma: no cover  # libpq returns one per command
-            conn.close()
-            raise psycopg.OperationalError("unexpected pipeline results")
-        return results, chunks
-
-    @staticmethod
-    def _description(conn: psycopg.Connection[Any], result: PGresult) -> list[tuple[str, int]]:
-        encoding = conn.info.encoding
-        return [
-            ((result.fname(i) or b"").decode(encoding, "replace"), result.ftype(i))
-            for i in range(result.nfields)
-        ]
-
-    def _load_rows(
-        self, conn: psycopg.Connection[Any], chunks: list[PGresult], oids: list[int]
-    ) -> list[tuple[Any, ...]]:
-        """The fetched rows as Python values (no I/O: the chunks are in memory). Columns of a
-        user-defined array type first get that type's array loader on this connection."""
-        adapters = conn.adapters
-        for oid in oids:
-            element = self._array_elements.get(oid)
-            if element is not None and adapters.get_loader(oid, pq.Format.TEXT) is None:
-                loader = array_loader(*element)
-                if loader is not None:
-                    adapters.register_loader(oid, loader)
-        rows: list[tuple[Any, ...]] = []
-        transformer = Transformer(conn)
-        for chunk in chunks:
-            transformer.set_pgresult(chunk)
-            rows.extend(transformer.load_rows(0, chunk.ntuples, tuple))
-        return rows
-
-    def _within_limit(self, size: int, limit: int) -> int:
-        """`size`, or `result-too-large` once it passes `limit` bytes."""
-        if size > limit:
-            raise self._too_large()
-        return size
-
-    def _too_large(self) -> ResultTooLargeError:
-        return ResultTooLargeError(
-            f"The result is larger than {self._max_bytes} bytes of JSON. Select fewer or"
-            " shorter values: fewer columns, a smaller max_rows, left(col, 200) for long"
-            " text, or an aggregate.",
-            metadata={"max_result_bytes": self._max_bytes},
-        )
-
-    def _exchange(self, conn: psycopg.Connection[Any], statement: bytes) -> None:
-        self.round_trips += 1
-        conn.execute(statement)
 
     def _fail(self, conn: psycopg.Connection[Any], exc: psycopg.Error, ticket: CallTicket) -> NoReturn:
         """After a failed statement: clean the connection, then raise the caller's problem (for
@@ -631,63 +409,23 @@ class Executor:
         try:
             # One simple-query message: ROLLBACK (when a transaction is open) and the reset.
             statements = list(_RESET_STATEMENTS)
-            if conn.info.transaction_status != _IDLE:
+            if conn.info.transaction_status != pq.TransactionStatus.IDLE:
                 statements.insert(0, b"ROLLBACK")
-            self._exchange(conn, b"; ".join(statements))
+            self._counted()
+            conn.execute(b"; ".join(statements))
         except psycopg.Error:
             log.warning("could not reset a database connection; closing it", exc_info=True)
             conn.close()
 
-    def _json_rows(self, rows: list[tuple[Any, ...]], columns: tuple[Column, ...]) -> list[list[Any]]:
-        """JSON-ready rows, or ResultTooLargeError past the byte cap.
-
-        Limits: at most `max_rows` rows arrive here (already in memory); their compact ASCII JSON
-        plus the column list must fit `MCP_SQL_MAX_RESULT_BYTES`.
-        """
-        out = [[to_json_value(value) for value in row] for row in rows]
-        # A cheap lower bound first (string lengths): a huge result is refused before it is
-        # serialised, so the one exact json.dumps below stays within a few times the cap.
-        floor = sum(len(value) for row in out for value in row if isinstance(value, str))
-        if floor <= self._max_bytes:
-            size = json_size([{"name": c.name, "type": c.type} for c in columns]) + json_size(out)
-        if floor > self._max_bytes or size + 64 > self._max_bytes:
-            raise self._too_large()
-        return out
-
     # --- column type names ---------------------------------------------------------------------
-    def _type_name(self, conn: psycopg.Connection[Any], oid: int) -> str:
-        name = self._type_names.get(oid)
-        if name is not None:
-            return name
-        with self._type_lock:
-            if oid not in self._type_names:
-                self.round_trips += 1
-                row = conn.execute(_TYPE_INFO_SQL + " WHERE t.oid = %s::oid", (oid,)).fetchone()
-                name = str(row[1]) if row and row[1] else f"oid {oid}"
-                if len(self._type_names) >= 10_000:  # bounded cache
-                    return name
-                self._type_names[oid] = name
-                if row and row[2] is not None:
-                    self._array_elements[oid] = (int(row[2]), str(row[3]))
-            return self._type_names[oid]
-
     def load_type_names(self, conn: psycopg.Connection[Any]) -> None:
         """Preload every type's name and array element (one query): no extra round trip later."""
-        rows = conn.execute(_TYPE_INFO_SQL).fetchall()
-        with self._type_lock:
-            self._type_names.update({int(oid): str(name) for oid, name, _, _ in rows if name})
-            self._array_elements.update(
-                {
-                    int(oid): (int(element), str(delim))
-                    for oid, _, element, delim in rows
-                    if element is not None
-                }
-            )
+        self._types.load(conn)
 
     def preload_type_names(self) -> None:
         """`load_type_names` on a pooled connection (blocking: waits for the pool's first one)."""
         with self._pool.connection(timeout=self._settings.sql_connect_timeout_s) as conn:
-            self.load_type_names(conn)
+            self._types.load(conn)
 
     # --- catalogue reads (sql_schema and the schema resource) ---------------------------------
     def read_catalogue(self, work: Callable[[psycopg.Connection[Any]], T], *, ticket: CallTicket) -> T:

@@ -1,0 +1,75 @@
+"""Shared data and helpers of the PostgreSQL tests (fixtures stay in tests/pg/conftest.py).
+
+Names of the objects `pg_helpers` makes, the settings and executor a test opens on the throwaway
+cluster, the probe role's name and DSN, and the helpers that watch the server's sessions in
+pg_stat_activity.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import trio
+
+from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.settings import SecretStr, Settings
+from mcp_suite.tools.read_only_sql.executor import Executor
+
+WRITE_FUNCTION = "public.mcp_test_write"
+ENUM_TYPE = "public.mcp_test_mood"
+DOMAIN_TYPE = "public.mcp_test_positive"
+
+# A login role set up like mcp_reader; a test gives it exactly one capability more.
+PROBE_ROLE = "mcp_audit_probe"
+PROBE_PASSWORD = "probe-password-not-secret"
+
+# A query that runs until it is cancelled (minutes).
+LONG_QUERY = "SELECT count(*) FROM generate_series(1, 2000000000)"
+
+
+def sql_settings(dsn: str, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "sql_dsn": SecretStr(dsn),
+        "sql_pool_min_size": 1,
+        "sql_pool_max_size": 2,
+        "sql_connect_timeout_s": 2.0,
+        "sql_pool_wait_s": 0.5,
+        "metrics_enabled": False,
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+def open_executor(dsn: str, **overrides: Any) -> Executor:
+    executor = Executor(sql_settings(dsn, **overrides), dsn)
+    executor.open()
+    executor.mark_audited()  # these tests bypass the start-up audit on purpose
+    return executor
+
+
+def probe_dsn(cluster: Cluster) -> str:
+    return cluster.dsn(PROBE_ROLE, PROBE_PASSWORD)
+
+
+def backends(admin_dsn: str) -> list[tuple[int, str, str]]:
+    """(pid, state, query) of the server's pooled sessions."""
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid, state, query FROM pg_stat_activity WHERE application_name LIKE 'mcp-suite/%'"
+        ).fetchall()
+    return [(int(pid), str(state), str(query)) for pid, state, query in rows]
+
+
+async def wait_until_running(admin_dsn: str, statement_prefix: str) -> int:
+    """The pid of the pooled session once PostgreSQL is executing a statement with this prefix."""
+    while True:
+        for pid, state, query in await trio.to_thread.run_sync(backends, admin_dsn):
+            if state == "active" and query.startswith(statement_prefix):
+                return pid
+        await trio.sleep(0.02)
+
+
+async def wait_until_idle(admin_dsn: str, pid: int) -> None:
+    while {b[0]: b[1] for b in await trio.to_thread.run_sync(backends, admin_dsn)}.get(pid) != "idle":
+        await trio.sleep(0.02)

@@ -1,22 +1,16 @@
 """Blocking work on a few worker threads of our own, several calls per wake-up (`BatchedThreads`).
 
-`trio.to_thread.run_sync` costs the event loop far more than a short blocking call: on the reference
-VM about 150 µs of CPU (a capacity limiter, a context copy, a thread-cache hand-off that renames the
-OS thread, outcome wrappers and an extra schedule point) against about 40 µs for a 4 KiB read
-through the fd walk. Here a call is a queue entry instead: its caller appends it and sleeps in
-`trio.lowlevel.wait_task_rescheduled`; a worker thread takes every queued call (up to `max_batch`),
-runs them one after another, and wakes all their callers with one `TrioToken.run_sync_soon`. Calls
-that arrive while a worker is busy ride along with its next batch at no extra cost.
+A call is a queue entry: its caller appends it and sleeps in `trio.lowlevel.wait_task_rescheduled`;
+a worker thread takes every queued call (up to `max_batch`), runs them one after another, and wakes
+all their callers with one `TrioToken.run_sync_soon`. Calls that arrive while every worker is busy
+ride along with a next batch. For short calls this costs the event loop much less than a
+`trio.to_thread.run_sync` per call (bench_fs; docs/performance.md).
 
-One worker is at work at a time: the others are spares. A spare takes queued calls only when every
-worker at work has spent `stall_s` on one call (a read that hangs on a wedged network file
-system, say), so a hung call holds up the calls behind it for `stall_s`, not for ever. Two workers
-taking turns would cost more than one: each turn is another wake-up, and smaller batches.
-
-Limits: at most `threads` worker threads, started on demand (a spare when calls queue up behind a
-busy worker); one ends after `idle_s` without work, and all end once `close` has been called and
-the queue is empty. At most `max_batch` calls per batch, so a slow call delays at most the calls of
-its own batch (and, until `stall_s` has passed, the queue), and those can still leave.
+Limits: at most `threads` worker threads, started on demand; a new call wakes the most recently idle
+worker, or starts one, so a call that hangs (a wedged network file system) holds up only the calls
+of its own batch, while the other workers serve the rest. One worker ends after `idle_s` without
+work, and all end once `close` has been called and the queue is empty. At most `max_batch` calls per
+batch, and those can still leave.
 Cancellation: a caller cancelled before its call has started (queued, or in a batch behind a slow
 call) leaves at once and the call never runs; one whose call has ended but whose batch has not
 leaves at once too. A caller whose call is running waits for it to end and then raises `Cancelled`
@@ -30,17 +24,29 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import outcome
 import trio
 
-__all__ = ["BatchedThreads"]
+__all__ = ["BatchedThreads", "BatchedThreadsStatistics"]
 
 A = TypeVar("A")
 R = TypeVar("R")
 
 _INTERRUPTED = "the call was interrupted in its worker thread"
+
+
+@dataclass(frozen=True, slots=True)
+class BatchedThreadsStatistics:
+    """What `BatchedThreads.statistics()` returns (counts since the runner was made)."""
+
+    worker_threads: int  # alive now
+    queued: int  # calls waiting for a worker now
+    batches: int  # batches taken by the workers
+    largest_batch: int  # calls in the largest of them
+    hand_backs: int  # wake-ups of trio, each for every caller of one batch in one trio run
 
 
 class _Job(Generic[A, R]):
@@ -88,7 +94,6 @@ class BatchedThreads(Generic[A, R]):
         max_batch: int,
         name: str = "batched-worker",
         idle_s: float = 10.0,
-        stall_s: float = 0.1,
     ) -> None:
         if threads < 1 or max_batch < 1:
             raise ValueError("threads and max_batch must be at least 1")
@@ -97,18 +102,17 @@ class BatchedThreads(Generic[A, R]):
         self._max_batch = max_batch
         self._name = name
         self._idle_s = idle_s
-        self._stall_s = stall_s
         self._lock = threading.Lock()
         self._pending: collections.deque[_Job[A, R]] = collections.deque()
         self._workers: set[threading.Thread] = set()  # alive
-        # The wake-ups of waiting workers (for work, or as spares), the most recently idle last:
-        # that one is woken first, so one worker, its caches warm, does the work and the others
-        # stay asleep (and end after idle_s).
+        # The wake-ups of idle workers, the most recently idle last: it is woken first, so the
+        # others stay asleep and end after idle_s.
         self._waiting: list[threading.Condition] = []
-        # Workers running a batch -> when their current call started (time.monotonic()).
-        self._running: dict[threading.Thread, float] = {}
         self._serial = 0  # names the next worker
         self._closed = False
+        self._batches = 0
+        self._largest_batch = 0
+        self._hand_backs = 0
 
     def __enter__(self) -> BatchedThreads[A, R]:
         return self
@@ -116,11 +120,16 @@ class BatchedThreads(Generic[A, R]):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    @property
-    def worker_threads(self) -> int:
-        """Worker threads alive now."""
+    def statistics(self) -> BatchedThreadsStatistics:
+        """The runner's threads, queue and batches now (a consistent snapshot)."""
         with self._lock:
-            return len(self._workers)
+            return BatchedThreadsStatistics(
+                worker_threads=len(self._workers),
+                queued=len(self._pending),
+                batches=self._batches,
+                largest_batch=self._largest_batch,
+                hand_backs=self._hand_backs,
+            )
 
     def close(self, timeout: float = 2.0) -> None:
         """Refuse new calls, let the workers finish the queue, and wait up to `timeout` s in all.
@@ -144,15 +153,13 @@ class BatchedThreads(Generic[A, R]):
         with self._lock:
             if self._closed:
                 raise RuntimeError("the worker threads have been closed")
-            # A worker is started before the job is queued: if that fails, no job waits for a dead
-            # caller. Nobody at work: wake an idle worker, or start one. Somebody at work: it takes
-            # this job with its next batch, and a spare stands by in case it stalls.
-            at_work = len(self._workers) - len(self._waiting)
-            if (at_work == 0 and not self._waiting) or (at_work and len(self._workers) < self._threads):
+            # Wake an idle worker, or start one (before the job is queued: if that fails, no job
+            # waits for a dead caller); with every worker busy, the first to finish takes it.
+            if self._waiting:
+                self._waiting[-1].notify()
+            elif len(self._workers) < self._threads:
                 self._start_worker()
             self._pending.append(job)
-            if at_work == 0 and self._waiting:
-                self._waiting[-1].notify()
 
         def abort(raise_cancel: Callable[[], BaseException]) -> trio.lowlevel.Abort:
             with self._lock:
@@ -189,27 +196,14 @@ class BatchedThreads(Generic[A, R]):
 
     def _next_batch(self, wake: threading.Condition) -> list[_Job[A, R]] | None:
         """Worker thread: the next batch, or None when this worker is to end (closed, or `idle_s`
-        without taking work). While another worker is at work, a waiting worker looks again every
-        `stall_s`, so it takes over the queue within about `stall_s` of that worker stalling."""
-        me = threading.current_thread()
+        without work)."""
         with self._lock:
-            self._running.pop(me, None)
             idle_since = time.monotonic()
-            while True:
-                if self._pending:
-                    timeout = self._spare_wait()
-                    if timeout <= 0:
-                        break
-                elif self._closed:
-                    self._workers.discard(me)
+            while not self._pending:
+                timeout = idle_since + self._idle_s - time.monotonic()
+                if self._closed or timeout <= 0:
+                    self._workers.discard(threading.current_thread())
                     return None
-                else:
-                    timeout = idle_since + self._idle_s - time.monotonic()
-                    if timeout <= 0:
-                        self._workers.discard(me)
-                        return None
-                    if self._running:
-                        timeout = min(timeout, self._stall_s)
                 self._waiting.append(wake)
                 try:
                     wake.wait(timeout)
@@ -220,27 +214,19 @@ class BatchedThreads(Generic[A, R]):
                 job = self._pending.popleft()
                 job.queued = False
                 batch.append(job)
-            self._running[me] = time.monotonic()
+            self._batches += 1
+            self._largest_batch = max(self._largest_batch, len(batch))
             return batch
-
-    def _spare_wait(self) -> float:
-        """Under the lock, with calls queued: 0 when the calling worker may take them now (nobody
-        else is at work, or all at work have stalled), else how long to stand by first."""
-        if not self._running:
-            return 0.0
-        return max(self._running.values()) + self._stall_s - time.monotonic()
 
     def _run_batch(self, batch: list[_Job[A, R]]) -> None:
         """Run each job not cancelled meanwhile (one at a time: a job held up by a slow call can
         still be cancelled), then hand the batch back to trio."""
-        me = threading.current_thread()
         ran: list[_Job[A, R]] = []
         for job in batch:
             with self._lock:
                 if job.cancelled:
                     continue
                 job.started = True
-                self._running[me] = time.monotonic()
             ran.append(job)
             try:
                 job.result = outcome.Value(self._fn(job.item))
@@ -250,7 +236,10 @@ class BatchedThreads(Generic[A, R]):
                 interrupted = RuntimeError(_INTERRUPTED)
                 interrupted.__cause__ = exc
                 job.result = outcome.Error(interrupted)
-        for token in {job.token for job in ran}:
+        tokens = {job.token for job in ran}
+        with self._lock:
+            self._hand_backs += len(tokens)
+        for token in tokens:
             # A run cannot end while one of its tasks waits here; suppressed only to be safe.
             with contextlib.suppress(trio.RunFinishedError):
                 token.run_sync_soon(_deliver, [job for job in ran if job.token is token])

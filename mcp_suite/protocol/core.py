@@ -98,8 +98,8 @@ class _Event:
     """Base of the events: compared and shown by their slots.
 
     Plain slotted classes, not dataclasses: this module is imported before `initialize` is
-    answered, and a dataclass (or a typed named tuple) costs a few hundred microseconds to create
-    (the cold start, bench_runtime); an `Answer` is made for every frame (ping round trips). Nothing
+    answered, and creating a dataclass (or a typed named tuple) class adds to the cold start
+    (bench_runtime); an `Answer` is made for every frame (ping round trips). Nothing
     changes an event after it is made.
     """
 

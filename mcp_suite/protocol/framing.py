@@ -71,13 +71,12 @@ class LineDecoder:
             start = newline + 1
         return events
 
-    def feed_eof(self) -> list[FrameEvent]:
+    def feed_eof(self) -> None:
         """EOF: a partial last line is dropped (docs/wire.md), nothing is reported for it."""
         self._buffer.clear()
         self._discarding = False
         self._discarded = 0
         self._head = b""
-        return []
 
     # -- internals ----------------------------------------------------------------------------
 

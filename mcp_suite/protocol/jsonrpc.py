@@ -218,8 +218,9 @@ def encode_tool_success(request_id: RequestId, structured_json: bytes, tail: byt
 
     `structured_json` must be compact ASCII JSON of an object (see `mcp.structured_json`). It is used
     twice, verbatim: as `structuredContent` and, string-escaped, as the one text block, so the two
-    are identical by construction and the result is encoded once, not twice. `tail` is compact JSON
-    of more result members, each preceded by a comma (the modern era's `resultType` and `_meta`).
+    are identical by construction. Spliced, not encoded from a dict: encoding the result (a file's
+    text, say) once instead of twice pays on every tool call (bench_fs). `tail` is compact JSON of
+    more result members, each preceded by a comma (the modern era's `resultType` and `_meta`).
     """
     return b"".join(
         (
@@ -240,7 +241,7 @@ def _quote_json_text(text: bytes) -> bytes:
     """Compact ASCII JSON `text` as a JSON string literal, exactly as `_encode_string` writes it.
 
     JSON text holds no raw control character (strings escape them), so only backslash and quote
-    need escaping, which two `bytes.replace` do in a third of the general escaper's time. A raw
+    need escaping: two `bytes.replace` do it, much faster than the general escaper (bench_fs). A raw
     DEL, which JSON allows and the general escaper writes as \\u007f, takes the general path.
     """
     if b"\x7f" in text:

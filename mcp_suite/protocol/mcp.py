@@ -37,7 +37,6 @@ __all__ = [
     "ResourceDescription",
     "ToolDescription",
     "call_error_result",
-    "call_result",
     "discover_result",
     "initialize_result",
     "model_json_schema",
@@ -168,8 +167,8 @@ def tool_entry(tool: ToolDescription) -> dict[str, Any]:
 
 
 class ResourceDescription:
-    """What `resources/list` shows of one resource. A plain slotted class: a dataclass costs a few
-    hundred microseconds to create, and this module is imported before `initialize` is answered."""
+    """What `resources/list` shows of one resource. A plain slotted class: creating a dataclass adds
+    to the cold start (bench_runtime), and this module is imported before `initialize` is answered."""
 
     __slots__ = ("description", "mime_type", "name", "title", "uri")
 
@@ -247,15 +246,6 @@ def structured_json(result: BaseModel) -> bytes:
         text = compact_json(json.loads(data))
         data = text.encode("ascii")
     return data
-
-
-def call_result(structured: dict[str, Any]) -> dict[str, Any]:
-    """Success: `structuredContent` plus one text block holding the identical JSON (docs/wire.md)."""
-    return {
-        "content": [{"type": "text", "text": compact_json(structured)}],
-        "structuredContent": structured,
-        "isError": False,
-    }
 
 
 def call_error_result(problem: ProblemError) -> dict[str, Any]:

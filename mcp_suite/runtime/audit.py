@@ -37,21 +37,13 @@ _BUFFER_LINES: Final = 10_000
 _FLUSH_INTERVAL_S: Final = 0.02
 
 
-# The formatted second of the last timestamp: a busy session logs many lines per second. Replaced
-# as one tuple, so a thread never pairs one second with another's text.
-_second: tuple[int, str] = (-1, "")
 # Built once: `json.dumps` with options builds a new encoder on every call.
 _ENCODER: Final = json.JSONEncoder(ensure_ascii=True, default=str, separators=(",", ":"))
 
 
 def _timestamp(created: float) -> str:
-    global _second  # a cache of one entry, see above
-    whole = int(created)
-    cached = _second
-    if cached[0] != whole:
-        cached = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
-        _second = cached
-    return f"{cached[1]}.{int(created % 1 * 1000):03d}Z"
+    """UTC, ISO 8601, to the millisecond: `2023-11-14T22:13:20.500Z`."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created)) + f".{int(created % 1 * 1000):03d}Z"
 
 
 def _dumps(payload: dict[str, Any]) -> str:

@@ -10,12 +10,13 @@ are already queued, the next one is refused at once, so a flood cannot grow memo
 from __future__ import annotations
 
 import collections
+from dataclasses import dataclass
 
 import trio
 
 from mcp_suite.problems import ConcurrencyLimitError
 
-__all__ = ["CallLimiter", "Ticket"]
+__all__ = ["CallLimiter", "CallLimiterStatistics", "Ticket"]
 
 
 class Ticket:
@@ -30,24 +31,28 @@ class Ticket:
         self.event: trio.Event | None = None  # made only for a ticket that has to wait
 
 
+@dataclass(frozen=True, slots=True)
+class CallLimiterStatistics:
+    """What `CallLimiter.statistics()` returns: the calls holding a slot and those in line, now."""
+
+    running: int
+    waiting: int
+
+
 class CallLimiter:
-    __slots__ = ("_free", "_max_waiters", "_queue", "_slots", "_wait_s", "_waiting")
+    __slots__ = ("_free", "_max_waiters", "_queue", "_slots", "_wait_s")
 
     def __init__(self, *, slots: int, max_waiters: int, wait_s: float) -> None:
         self._slots = slots
         self._free = slots
         self._max_waiters = max_waiters
         self._wait_s = wait_s
+        # Every ticket in the queue still waits: `release` takes an abandoned one out at once, so the
+        # line is the queue itself.
         self._queue: collections.deque[Ticket] = collections.deque()
-        self._waiting = 0  # queued tickets not yet granted nor abandoned
 
-    @property
-    def running(self) -> int:
-        return self._slots - self._free
-
-    @property
-    def waiting(self) -> int:
-        return self._waiting
+    def statistics(self) -> CallLimiterStatistics:
+        return CallLimiterStatistics(running=self._slots - self._free, waiting=len(self._queue))
 
     def reserve(self) -> Ticket:
         """Take a slot now or a place at the end of the queue. Not a checkpoint.
@@ -59,7 +64,7 @@ class CallLimiter:
             self._free -= 1
             ticket.granted = True
             return ticket
-        waiting = self.waiting
+        waiting = len(self._queue)
         if waiting >= self._max_waiters:
             raise ConcurrencyLimitError(
                 f"The server is busy: {self._slots} calls are running and {waiting} are queued. Retry later.",
@@ -67,7 +72,6 @@ class CallLimiter:
             )
         ticket.event = trio.Event()
         self._queue.append(ticket)
-        self._waiting += 1
         return ticket
 
     async def wait(self, ticket: Ticket) -> None:
@@ -76,12 +80,9 @@ class CallLimiter:
         Raises `ConcurrencyLimitError` when the slot did not come within `wait_s` of arrival.
         Cancellation: a cancelled waiter must still be released; `release` then leaves the queue
         (or, if a slot was granted at the same moment, passes it on), so no slot is ever lost.
-        A ticket granted at once returns without a schedule point (it still raises if the caller
-        is already cancelled): the call it guards yields soon enough, and a yield costs the
-        event loop a whole pass per call.
         """
         if ticket.granted:
-            await trio.lowlevel.checkpoint_if_cancelled()
+            await trio.lowlevel.checkpoint()
             return
         with trio.move_on_at(ticket.deadline):
             assert ticket.event is not None  # queued tickets have one
@@ -102,16 +103,13 @@ class CallLimiter:
             # Leave the line now (not when it reaches the front): a client that queues and
             # cancels calls over and over must not grow the queue beyond `max_waiters`.
             ticket.abandoned = True
-            self._waiting -= 1
             self._queue.remove(ticket)
 
     def _hand_on(self) -> None:
-        # Every ticket in the queue still waits: `release` takes an abandoned one out at once.
         if not self._queue:
             self._free += 1
             return
         nxt = self._queue.popleft()
         nxt.granted = True
-        self._waiting -= 1
         assert nxt.event is not None
         nxt.event.set()

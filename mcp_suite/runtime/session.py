@@ -283,15 +283,11 @@ class Session:
                     self._warm_up_due = False
                     self._root.start_soon(self._warm_up)
 
-    async def _send(self, frame: bytes) -> None:  # noqa: ASYNC910  # yields only when it must wait
-        """Queue `frame` for the writer; waits only while the outbound channel is full."""
+    async def _send(self, frame: bytes) -> None:
+        """Queue `frame` for the writer; waits while the outbound channel is full (back-pressure)."""
         assert self._out_send is not None
         try:
-            try:
-                # Most of the time there is room: no schedule point (a whole loop pass per call).
-                self._out_send.send_nowait(frame)
-            except trio.WouldBlock:
-                await self._out_send.send(frame)  # back-pressure from a slow client
+            await self._out_send.send(frame)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             # The writer is gone and the session is ending; nobody can receive this.
             await trio.lowlevel.checkpoint()

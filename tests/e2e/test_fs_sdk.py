@@ -16,7 +16,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from tests.support.client import REPO
-from tests.unit.test_fs_attacks import CANARY, HELLO, INNER, attack_tree
+from tests.support.fs_attacks import CANARY, HELLO, INNER, attack_tree
 
 pytestmark = pytest.mark.e2e
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.support.client import ServerProcess, problem_of
-from tests.unit.test_fs_attacks import (
+from tests.support.fs_attacks import (
     CANARY,
     CASES,
     DENIED,

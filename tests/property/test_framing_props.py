@@ -26,7 +26,7 @@ def _decode(stream: bytes, cuts: list[int], limit: int) -> list[FrameEvent]:
         events += decoder.feed(stream[previous:cut])
         assert decoder.buffered <= limit + 1
         previous = cut
-    events += decoder.feed_eof()
+    decoder.feed_eof()
     return events
 
 

@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from mcp_suite.problems import ConcurrencyLimitError
-from mcp_suite.runtime.limiter import CallLimiter
+from mcp_suite.runtime.limiter import CallLimiter, CallLimiterStatistics
 from mcp_suite.settings import Settings
 from tests.support.harness import Harness, open_session
 from tests.support.wire import slug_of
@@ -52,11 +52,11 @@ async def test_waiters_get_slots_in_arrival_order_and_late_ones_get_concurrency_
             await _pipeline(h, holders)
             await trio.testing.wait_all_tasks_blocked()
             assert h.session is not None
-            assert h.session.limiter.running == 16
+            assert h.session.limiter.statistics().running == 16
             # 20 waiters arrive together (one write); each would hold its slot for 10 s.
             await _pipeline(h, [(n, 10) for n in range(1, 21)])
             await trio.testing.wait_all_tasks_blocked()
-            assert h.session.limiter.waiting == 20
+            assert h.session.limiter.statistics().waiting == 20
             assert trio.current_time() == start
 
             responses: dict[int, dict[str, Any]] = {}
@@ -77,7 +77,7 @@ async def test_waiters_get_slots_in_arrival_order_and_late_ones_get_concurrency_
                 assert arrived[n] == pytest.approx(5)
                 assert n not in h.log.started
             assert all(responses[k]["result"]["isError"] is False for k, _ in holders)
-            assert h.session.limiter.waiting == 0
+            assert h.session.limiter.statistics().waiting == 0
 
 
 async def test_waiters_beyond_four_times_the_slots_are_refused_at_once(
@@ -91,7 +91,7 @@ async def test_waiters_beyond_four_times_the_slots_are_refused_at_once(
             await _pipeline(h, [(n, 1) for n in range(1, 65)])  # exactly 4 x 16 waiters
             await trio.testing.wait_all_tasks_blocked()
             assert h.session is not None
-            assert h.session.limiter.waiting == 64
+            assert h.session.limiter.statistics().waiting == 64
             start = trio.current_time()
             await _pipeline(h, [(n, 1) for n in range(65, 70)])  # one too many, five times
             refused = [await h.recv() for _ in range(5)]
@@ -99,7 +99,7 @@ async def test_waiters_beyond_four_times_the_slots_are_refused_at_once(
             assert sorted(r["id"] for r in refused) == list(range(65, 70))
             for response in refused:
                 assert _slug(response) == "concurrency-limit"
-            assert h.session.limiter.waiting == 64
+            assert h.session.limiter.statistics().waiting == 64
             # The queued ones give up at t=5; the holders finish at t=20, undisturbed.
             timed_out = [await h.recv() for _ in range(64)]
             assert trio.current_time() - start == pytest.approx(5)
@@ -122,10 +122,10 @@ async def test_a_cancelled_waiter_leaves_the_queue_and_no_slot_is_lost(
             await _pipeline(h, [(1, 2), (2, 2), (3, 2)])
             await trio.testing.wait_all_tasks_blocked()
             assert h.session is not None
-            assert h.session.limiter.waiting == 3
+            assert h.session.limiter.statistics().waiting == 3
             await h.notify("notifications/cancelled", {"requestId": 2})
             await trio.testing.wait_all_tasks_blocked()
-            assert h.session.limiter.waiting == 2
+            assert h.session.limiter.statistics().waiting == 2
             # Cancel another waiter at the very moment the slots are handed out.
             await trio.sleep(1 - (trio.current_time() - start))
             await h.notify("notifications/cancelled", {"requestId": "3"})
@@ -139,8 +139,8 @@ async def test_a_cancelled_waiter_leaves_the_queue_and_no_slot_is_lost(
             leftovers = await _drain_idle(h)
             assert 3 not in answered
             assert leftovers == []
-            assert h.session.limiter.running == 0
-            assert h.session.limiter.waiting == 0
+            assert h.session.limiter.statistics().running == 0
+            assert h.session.limiter.statistics().waiting == 0
             # Every slot is still there: 16 new calls all start at once.
             now = trio.current_time()
             await _pipeline(h, [(200 + k, 1) for k in range(16)])
@@ -168,14 +168,14 @@ async def test_a_full_queue_is_refused_with_the_counts_in_detail_and_metadata() 
     limiter = CallLimiter(slots=2, max_waiters=3, wait_s=5)
     held = [limiter.reserve() for _ in range(2)]
     queued = [limiter.reserve() for _ in range(3)]
-    assert (limiter.running, limiter.waiting) == (2, 3)
+    assert limiter.statistics() == CallLimiterStatistics(running=2, waiting=3)
     with pytest.raises(ConcurrencyLimitError) as caught:
         limiter.reserve()
     assert caught.value.detail == "The server is busy: 2 calls are running and 3 are queued. Retry later."
     assert caught.value.metadata == {"queued": 3, "slots": 2}
     for ticket in queued + held:
         limiter.release(ticket)
-    assert (limiter.running, limiter.waiting) == (0, 0)
+    assert limiter.statistics() == CallLimiterStatistics(running=0, waiting=0)
 
 
 async def test_a_waiter_that_gets_no_slot_in_time_is_refused_with_the_wait_in_metadata(
@@ -192,7 +192,7 @@ async def test_a_waiter_that_gets_no_slot_in_time_is_refused_with_the_wait_in_me
     assert caught.value.metadata == {"waited_s": 2.5, "slots": 1}
     limiter.release(late)
     limiter.release(held)
-    assert (limiter.running, limiter.waiting) == (0, 0)
+    assert limiter.statistics() == CallLimiterStatistics(running=0, waiting=0)
 
 
 async def test_releasing_a_held_ticket_twice_frees_one_slot_only() -> None:
@@ -200,10 +200,10 @@ async def test_releasing_a_held_ticket_twice_frees_one_slot_only() -> None:
     first, second = limiter.reserve(), limiter.reserve()
     limiter.release(first)
     limiter.release(first)
-    assert (limiter.running, limiter.waiting) == (1, 0)
+    assert limiter.statistics() == CallLimiterStatistics(running=1, waiting=0)
     limiter.release(second)
     limiter.release(second)
-    assert (limiter.running, limiter.waiting) == (0, 0)
+    assert limiter.statistics() == CallLimiterStatistics(running=0, waiting=0)
     again = [limiter.reserve() for _ in range(2)]
     assert all(ticket.granted for ticket in again)
     assert not limiter.reserve().granted  # still two slots, not more
@@ -215,10 +215,10 @@ async def test_releasing_a_queued_ticket_twice_leaves_the_queue_once() -> None:
     queued, behind = limiter.reserve(), limiter.reserve()
     limiter.release(queued)
     limiter.release(queued)
-    assert (limiter.running, limiter.waiting) == (1, 1)
+    assert limiter.statistics() == CallLimiterStatistics(running=1, waiting=1)
     limiter.release(held)  # the slot goes to the ticket behind, not to the one that left
     assert behind.granted
     assert not queued.granted
-    assert (limiter.running, limiter.waiting) == (1, 0)
+    assert limiter.statistics() == CallLimiterStatistics(running=1, waiting=0)
     limiter.release(behind)
-    assert (limiter.running, limiter.waiting) == (0, 0)
+    assert limiter.statistics() == CallLimiterStatistics(running=0, waiting=0)

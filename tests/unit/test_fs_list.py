@@ -21,9 +21,9 @@ from mcp_suite.tools.sandbox_fs_list.models import SandboxFsListArgs, SandboxFsL
 from mcp_suite.tools.sandbox_fs_list.tool import list_sync
 from mcp_suite.tools.sandbox_fs_read import fdwalk
 from mcp_suite.tools.sandbox_fs_read.tool import open_sandbox_fs_read
-from tests.unit.test_fs_attacks import CANARY, CASES, AttackTree, checked_problem, root_dir, tree
+from tests.support.fs_attacks import CANARY, CASES, AttackTree, checked_problem, root_dir, tree
 
-__all__ = ["root_dir", "tree"]  # the fixtures, shared with the read tests
+__all__ = ["root_dir", "tree"]  # the fixtures this module's tests take
 
 
 def listing(

@@ -32,11 +32,9 @@ if TYPE_CHECKING:
 __all__ = ["TOOL_NAME", "open_sandbox_fs_read", "read_sync"]
 
 TOOL_NAME: Final = "sandbox_fs_read"
-# Worker threads (one at work, one spare for a read that hangs), reads per batch, and how long the
-# one at work may spend on one read before the spare takes over the queue (see `mcp_suite.offload`).
+# Worker threads (two: a read that hangs holds up only its own batch) and reads per batch.
 READ_THREADS: Final = 2
 READ_BATCH: Final = 8
-READ_STALL_S: Final = 0.1
 
 GUIDANCE: Final = (
     "Files below one sandbox folder: sandbox_fs_list shows what is there, then sandbox_fs_read "
@@ -99,13 +97,10 @@ def open_sandbox_fs_read(settings: Settings) -> Iterator[Toolset | None]:
         def read(args: SandboxFsReadArgs) -> SandboxFsReadResult:
             return read_sync(root, args, allow_hard_links=allow_hard_links)
 
-        # A small read costs less than a `trio.to_thread` hand-off (bench_fs; docs/performance.md):
-        # reads go to worker threads of the tool's own, and overlapping reads share one wake-up.
-        # Closed (after the reads under way) before the root fd.
+        # Batched worker threads, not `trio.to_thread` per read: a short read costs the event loop
+        # far less so (bench_fs). Closed (after the reads under way) before the root fd.
         reader = stack.enter_context(
-            BatchedThreads(
-                read, threads=READ_THREADS, max_batch=READ_BATCH, stall_s=READ_STALL_S, name="fs-read"
-            )
+            BatchedThreads(read, threads=READ_THREADS, max_batch=READ_BATCH, name="fs-read")
         )
 
         def list_dir(args: SandboxFsListArgs) -> SandboxFsListResult:
@@ -113,9 +108,7 @@ def open_sandbox_fs_read(settings: Settings) -> Iterator[Toolset | None]:
 
         # Listings have their own threads: a large directory does not hold up the reads.
         lister = stack.enter_context(
-            BatchedThreads(
-                list_dir, threads=READ_THREADS, max_batch=READ_BATCH, stall_s=READ_STALL_S, name="fs-list"
-            )
+            BatchedThreads(list_dir, threads=READ_THREADS, max_batch=READ_BATCH, name="fs-list")
         )
         yield _toolset(settings, reader, lister)
 

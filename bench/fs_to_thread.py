@@ -16,6 +16,7 @@ from pathlib import Path
 import trio
 
 from mcp_suite import cli
+from mcp_suite.lazy import Lazy
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import Toolset, ToolSpec
 from mcp_suite.tools.sandbox_fs_read import fdwalk
@@ -41,8 +42,7 @@ def open_to_thread_fs_read(settings: Settings) -> Iterator[Toolset]:
                     name=TOOL_NAME,
                     title="Read a file (trio.to_thread)",
                     description=DESCRIPTION,
-                    args_model=args_model_for(settings),
-                    result_model=SandboxFsReadResult,
+                    models=Lazy(lambda: (args_model_for(settings), SandboxFsReadResult)),
                     call=call,
                 ),
             ),

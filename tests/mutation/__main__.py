@@ -42,6 +42,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "mcp_suite/tools/sandbox_fs_read/policy.py": ("tests/unit/test_fs_policy.py",),
     # the PostgreSQL tests of the guard (tests/pg/test_sql_definers.py) are too slow to run per mutant
     "mcp_suite/tools/read_only_sql/definers.py": ("tests/unit/test_definers_unit.py",),
+    "mcp_suite/protocol/framing.py": ("tests/unit/test_framing.py", "tests/property/test_framing_props.py"),
 }
 
 

@@ -43,6 +43,12 @@ MODULES: dict[str, tuple[str, ...]] = {
     # the PostgreSQL tests of the guard (tests/pg/test_sql_definers.py) are too slow to run per mutant
     "mcp_suite/tools/read_only_sql/definers.py": ("tests/unit/test_definers_unit.py",),
     "mcp_suite/protocol/framing.py": ("tests/unit/test_framing.py", "tests/property/test_framing_props.py"),
+    "mcp_suite/protocol/jsonrpc.py": (
+        "tests/unit/test_jsonrpc_guard.py",
+        "tests/unit/test_jsonrpc_details.py",
+        "tests/property/test_wire_props.py",
+        "tests/property/test_guard_props.py",
+    ),
 }
 
 

@@ -42,6 +42,8 @@ ARG_MAX_KEY_CHARS = 64
 ECHO_MAX_CHARS = 256
 # The audit record of a SQL statement holds its text up to this many characters (then `sql_truncated`).
 AUDIT_SQL_MAX_CHARS = 4_096
+# A caller's SQL text (`read_only_sql`, `explain_sql`) holds at most this many characters.
+SQL_MAX_CHARS = 10_000
 
 
 class SettingsError(Exception):

@@ -73,8 +73,8 @@ HAND_CHECKS = (
     ),
     HandCheck(
         "skip the LIMIT rewrite",
-        "mcp_suite/tools/read_only_sql/policy.py",
-        "tree, limit = _apply_limit(tree, cap)",
+        "mcp_suite/tools/read_only_sql/policy/__init__.py",
+        "tree, limit = apply_limit(tree, cap)",
         "limit = cap",
         ("tests/unit/test_sql_policy.py",),
     ),

@@ -17,7 +17,7 @@ from mcp_suite.devdb.cluster import Cluster
 from tests.pg.conftest import sql_settings
 from tests.pg.test_sql_tool import LONG_QUERY, backends, wait_until_idle, wait_until_running
 from tests.support.harness import Harness, open_session
-from tests.unit.test_sql_policy_corpus import CORPUS, MAX_ROWS
+from tests.support.sql_corpus import CORPUS, MAX_ROWS
 
 pytestmark = pytest.mark.pg
 

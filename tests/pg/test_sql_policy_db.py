@@ -21,7 +21,7 @@ from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.tools.read_only_sql.denylist import REVIEWED_VOLATILE, denied_reason
 from mcp_suite.tools.read_only_sql.policy import QueryPolicy
 from tests.support.client import ServerProcess, problem_of
-from tests.unit.test_sql_policy_corpus import CORPUS, HONEST, MAX_ROWS, Case
+from tests.support.sql_corpus import CORPUS, HONEST, MAX_ROWS, Case
 
 pytestmark = pytest.mark.pg
 

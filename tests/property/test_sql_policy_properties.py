@@ -16,15 +16,13 @@ from typing import Any
 
 from hypothesis import example, given
 from hypothesis import strategies as st
-from pglast import ast as pg_ast
-from pglast import parse_sql
 from pglast import parser as pg_parser
-from pglast.visitors import Visitor
 
 from mcp_suite.problems import InvalidArgumentsError, QueryViolationError
-from mcp_suite.tools.read_only_sql.denylist import DENIED_FUNCTIONS, DENIED_PREFIXES, denied_reason
+from mcp_suite.tools.read_only_sql.denylist import DENIED_FUNCTIONS, DENIED_PREFIXES
 from mcp_suite.tools.read_only_sql.policy import QueryPolicy, VettedQuery
 from tests.support.properties import security_property
+from tests.support.sql_corpus import HONEST, assert_safe
 
 POLICY = QueryPolicy(cache_size=0)
 
@@ -185,53 +183,6 @@ def honest(draw: st.DrawFn) -> str:
     return _fill(draw(query()), draw, hole=None, forbidden="")
 
 
-def _outer_limit(executed: str) -> tuple[str, int | None]:
-    (statement,) = json.loads(pg_parser.parse_sql_json(executed))["stmts"]
-    root: dict[str, Any] = statement["stmt"]["SelectStmt"]
-    const = root.get("limitCount", {}).get("A_Const", {})
-    value = const.get("ival", {}).get("ival", 0) if "ival" in const else None
-    return root.get("limitOption", ""), value
-
-
-class _Census(Visitor):
-    """An independent oracle: pglast's Python AST and its own visitor, not the policy's JSON walk."""
-
-    def __init__(self) -> None:
-        self.kinds: set[str] = set()
-        self.functions: set[str] = set()
-
-    def visit(self, ancestors: Any, node: Any) -> None:
-        self.kinds.add(type(node).__name__)
-        if isinstance(node, pg_ast.FuncCall):
-            names = node.funcname or ()
-            self.functions.add(names[-1].sval)
-
-
-FORBIDDEN_KINDS = {
-    "InsertStmt",
-    "UpdateStmt",
-    "DeleteStmt",
-    "MergeStmt",
-    "LockingClause",
-    "IntoClause",
-    "ParamRef",
-}
-
-
-def _assert_safe(vetted: VettedQuery, max_rows: int) -> None:
-    """What an accepted query's executed form must be, checked without the policy's code."""
-    statements = parse_sql(vetted.sql)
-    assert len(statements) == 1
-    assert isinstance(statements[0].stmt, pg_ast.SelectStmt)
-    census = _Census()
-    census(statements)
-    assert not census.kinds & FORBIDDEN_KINDS, vetted.sql
-    assert [f for f in census.functions if denied_reason(f) is not None] == [], vetted.sql
-    option, value = _outer_limit(vetted.sql)
-    assert option == "LIMIT_OPTION_COUNT"
-    assert value == vetted.limit <= max_rows + 1
-
-
 # --- (a) ------------------------------------------------------------------------------------------
 
 
@@ -251,7 +202,7 @@ def test_one_forbidden_construct_anywhere_is_always_refused(sql: str) -> None:
 def test_the_same_compositions_without_the_injection_are_accepted_and_limited(
     sql: str, max_rows: int
 ) -> None:
-    _assert_safe(POLICY.vet(sql, max_rows=max_rows), max_rows)
+    assert_safe(POLICY.vet(sql, max_rows=max_rows), max_rows)
 
 
 # --- (b) ------------------------------------------------------------------------------------------
@@ -279,7 +230,7 @@ def test_arbitrary_text_gives_a_vetted_query_or_a_problem_and_nothing_else(sql: 
         return
     # (c) for whatever arbitrary text got through.
     assert isinstance(vetted, VettedQuery)
-    _assert_safe(vetted, 20)
+    assert_safe(vetted, 20)
 
 
 # --- (d) ------------------------------------------------------------------------------------------
@@ -303,8 +254,6 @@ def _tree(sql: str) -> Any:
 
 @st.composite
 def lexical_variant(draw: st.DrawFn) -> tuple[str, str]:
-    from tests.unit.test_sql_policy_corpus import HONEST
-
     sql = draw(st.sampled_from([case.sql for case in HONEST]))
     tokens = [t for t in pg_parser.scan(sql) if t.name not in ("SQL_COMMENT", "C_COMMENT")]
     out: list[str] = []

@@ -1,8 +1,10 @@
 """The SQL policy's LIMIT rewrite, cache, problems, and each line of defence on its own.
 
-The corpus (test_sql_policy_corpus.py) drives the public `vet`. Here the second opinions are also
-exercised alone: whatever PostgreSQL's grammar refuses first must still be refused by the sqlglot walk,
-so one parser's gap is never the only thing between a caller and the database.
+The corpus (tests/support/sql_corpus.py, run by test_sql_policy_corpus.py) drives the public `vet`.
+Here the second opinions are also exercised alone: whatever PostgreSQL's grammar refuses first must
+still be refused by the sqlglot walk, so one parser's gap is never the only thing between a caller
+and the database. Faults are injected through parameters: a failing sqlglot dialect or pglast
+deparser to `vet_sql`, a counting uncached policy to `QueryPolicy`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from typing import Any
 
 import pytest
 import sqlglot
+from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import ParseError
+from sqlglot.parser import Parser
 
 from mcp_suite.problems import (
     ECHO_MAX_CHARS,
@@ -23,12 +27,20 @@ from mcp_suite.problems import (
 )
 from mcp_suite.tools.read_only_sql import policy
 from mcp_suite.tools.read_only_sql.denylist import denied_reason, normalize_function_name
-from mcp_suite.tools.read_only_sql.policy import QueryPolicy, VettedQuery, vet_sql
+from mcp_suite.tools.read_only_sql.policy import (
+    QueryPolicy,
+    VettedQuery,
+    postgres_walk,
+    rewrite,
+    sqlglot_walk,
+    vet_sql,
+)
 
 
-def _rule(sql: str, max_rows: int = 50) -> str:
+def _rule(sql: str, max_rows: int = 50, **parts: Any) -> str:
+    """The `rule` of the problem `sql` is refused with; `parts`: the parsers' parts to use instead."""
     with pytest.raises(ProblemError) as caught:
-        vet_sql(sql, max_rows=max_rows)
+        vet_sql(sql, max_rows=max_rows, **parts)
     rule = caught.value.metadata.get("rule")
     assert isinstance(rule, str)
     return rule
@@ -103,31 +115,46 @@ def test_comments_are_dropped_from_the_executed_text() -> None:
     assert vetted.sql == "SELECT 1 AS one LIMIT 6"
 
 
-def test_literal_limit_reads_only_plain_integers() -> None:
-    parse = sqlglot.parse_one
-    assert policy._literal_limit(None) is None
-    assert policy._literal_limit(parse("SELECT 1 LIMIT 4", read="postgres").args["limit"]) == 4
-    percent = parse("SELECT 1 FETCH FIRST 10 PERCENT ROWS ONLY", read="postgres").args["limit"]
-    assert policy._literal_limit(percent) is None
-    ties = parse("SELECT 1 ORDER BY 1 FETCH FIRST 3 ROWS WITH TIES", read="postgres").args["limit"]
-    assert policy._literal_limit(ties) is None
-    negative = parse("SELECT 1 LIMIT -1", read="postgres").args["limit"]
-    assert policy._literal_limit(negative) is None
-    assert policy._literal_limit(sqlglot.exp.Limit(expression=sqlglot.exp.Literal.number("1e3"))) is None
+def _limit_clause(sql: str) -> Any:
+    return sqlglot.parse_one(sql, read="postgres").args["limit"]
 
 
-def test_limit_proof_refuses_a_root_without_the_expected_limit() -> None:
-    facts = policy._check_postgres("SELECT 1 LIMIT 7", executed=True)
-    policy._check_postgres_limit(facts.root, 7, 51)
-    for limit, cap in ((6, 51), (7, 6)):
-        with pytest.raises(InvalidArgumentsError) as caught:
-            policy._check_postgres_limit(facts.root, limit, cap)
-        assert caught.value.metadata["rule"] == "limit-rewrite"
-    zero = policy._check_postgres("SELECT 1 LIMIT 0", executed=True)
-    policy._check_postgres_limit(zero.root, 0, 51)
-    bare = policy._check_postgres("SELECT 1", executed=True)
-    with pytest.raises(InvalidArgumentsError):
-        policy._check_postgres_limit(bare.root, 51, 51)
+@pytest.mark.parametrize(
+    ("clause", "literal"),
+    [
+        (None, None),
+        (_limit_clause("SELECT 1 LIMIT 4"), 4),
+        (_limit_clause("SELECT 1 FETCH FIRST 10 PERCENT ROWS ONLY"), None),
+        (_limit_clause("SELECT 1 ORDER BY 1 FETCH FIRST 3 ROWS WITH TIES"), None),
+        (_limit_clause("SELECT 1 LIMIT -1"), None),
+        (sqlglot.exp.Limit(expression=sqlglot.exp.Literal.number("1e3")), None),
+    ],
+    ids=["none", "integer", "percent", "with-ties", "negative", "exponent"],
+)
+def test_literal_limit_reads_only_plain_integers(clause: Any, literal: int | None) -> None:
+    assert rewrite.literal_limit(clause) == literal
+
+
+@pytest.mark.parametrize(
+    ("executed", "limit", "cap", "proven"),
+    [
+        ("SELECT 1 LIMIT 7", 7, 51, True),
+        ("SELECT 1 LIMIT 7", 6, 51, False),  # another limit than the one applied
+        ("SELECT 1 LIMIT 7", 7, 6, False),  # a limit past the cap
+        ("SELECT 1 LIMIT 0", 0, 51, True),
+        ("SELECT 1", 51, 51, False),  # no limit at all
+    ],
+)
+def test_limit_proof_refuses_a_root_without_the_expected_limit(
+    executed: str, limit: int, cap: int, proven: bool
+) -> None:
+    facts = postgres_walk.check_postgres(executed, executed=True)
+    if proven:
+        rewrite.check_postgres_limit(facts.root, limit, cap)
+        return
+    with pytest.raises(InvalidArgumentsError) as caught:
+        rewrite.check_postgres_limit(facts.root, limit, cap)
+    assert caught.value.metadata["rule"] == "limit-rewrite"
 
 
 # --- arguments, problems and details -------------------------------------------------------------
@@ -153,27 +180,38 @@ def test_sql_at_the_length_cap_is_read_and_one_past_is_refused() -> None:
     assert _rule(fits + " ") == "too-long"
 
 
-def test_detail_echoes_at_most_256_characters_of_the_callers_sql() -> None:
-    name = "f" * 5_000
+_LONG_NAME = "f" * 5_000
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [f"SELECT pg_sleep_{_LONG_NAME}(1)", f"SELECT 1 {_LONG_NAME} {_LONG_NAME}"],
+    ids=["denied-function", "syntax"],
+)
+def test_detail_echoes_at_most_256_characters_of_the_callers_sql(sql: str) -> None:
     with pytest.raises(ProblemError) as caught:
-        vet_sql(f"SELECT pg_sleep_{name}(1)", max_rows=5)
+        vet_sql(sql, max_rows=5)
     assert len(caught.value.detail) < 2 * ECHO_MAX_CHARS
-    assert name not in caught.value.detail
-    with pytest.raises(ProblemError) as caught:
-        vet_sql(f"SELECT 1 {name} {name}", max_rows=5)
-    assert name not in caught.value.detail
+    assert _LONG_NAME not in caught.value.detail
 
 
-def test_detail_names_the_fix() -> None:
+@pytest.mark.parametrize(
+    ("sql", "fix"),
+    [
+        ("SELECT 1; SELECT 2", "only one is allowed"),
+        ("SELECT $1", "inline"),
+        ("SELECT pg_catalog.pg_sleep(1)", "pg_catalog.pg_sleep()"),
+    ],
+)
+def test_detail_names_the_fix(sql: str, fix: str) -> None:
     with pytest.raises(QueryViolationError) as caught:
-        vet_sql("SELECT 1; SELECT 2", max_rows=5)
-    assert "only one is allowed" in caught.value.detail
-    with pytest.raises(QueryViolationError) as caught:
-        vet_sql("SELECT $1", max_rows=5)
-    assert "inline" in caught.value.detail
+        vet_sql(sql, max_rows=5)
+    assert fix in caught.value.detail
+
+
+def test_a_denied_function_is_named_as_written_in_the_metadata() -> None:
     with pytest.raises(QueryViolationError) as caught:
         vet_sql("SELECT pg_catalog.pg_sleep(1)", max_rows=5)
-    assert "pg_catalog.pg_sleep()" in caught.value.detail
     assert caught.value.metadata == {"rule": "denied-function", "function": "pg_catalog.pg_sleep"}
 
 
@@ -185,7 +223,7 @@ def test_detail_names_the_fix() -> None:
         "SELECT " + "(" * 60 + "1" + ")" * 60,  # sqlglot's bracket depth
         "SELECT " + "ARRAY[" * 5 + "1" + "]" * 5,  # sqlglot's exponential case
         "SELECT (ARRAY[1])" + "[1]" * 7,  # sqlglot's quadratic case
-        "SELECT " + ", ".join(["(ARRAY[1])[1]"] * 65),  # each subscript costs sqlglot 0.5 ms
+        "SELECT " + ", ".join(["(ARRAY[1])[1]"] * 65),  # each subscript adds to sqlglot's parse time
     ],
 )
 def test_deep_nesting_is_a_clean_validation_error(sql: str) -> None:
@@ -195,33 +233,48 @@ def test_deep_nesting_is_a_clean_validation_error(sql: str) -> None:
 def test_postgres_parser_stack_exhaustion_is_too_deep() -> None:
     # Past the length cap of `vet`, so the internal check is called directly.
     with pytest.raises(InvalidArgumentsError) as caught:
-        policy._check_postgres("SELECT " + "(" * 10_050, executed=False)
+        postgres_walk.check_postgres("SELECT " + "(" * 10_050, executed=False)
     assert caught.value.metadata["rule"] == "too-deep"
 
 
-def test_recursion_anywhere_in_the_pipeline_becomes_a_problem(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    def explode(tree: Any) -> str:
+class _GeneratorBug(Postgres):
+    """The postgres dialect whose generator fails with a foreign exception."""
+
+    def generate(self, expression: sqlglot.exp.Expr, copy: bool = True, **opts: Any) -> str:
+        raise KeyError("sqlglot bug")
+
+
+class _GeneratorRecursion(Postgres):
+    """The postgres dialect whose generator runs out of stack."""
+
+    def generate(self, expression: sqlglot.exp.Expr, copy: bool = True, **opts: Any) -> str:
         raise RecursionError
 
-    monkeypatch.setattr(policy, "_generate", explode)
-    assert _rule("SELECT 1") == "too-deep"
+
+def test_recursion_anywhere_in_the_pipeline_becomes_a_problem() -> None:
+    assert _rule("SELECT 1", dialect=_GeneratorRecursion()) == "too-deep"
 
 
-def test_bracket_depth_within_the_bounds_is_read() -> None:
-    assert vet_sql("SELECT " + "(" * 40 + "1" + ")" * 40, max_rows=5).limit == 6
-    assert vet_sql("SELECT " + "ARRAY[" * 4 + "1" + "]" * 4, max_rows=5).limit == 6
-    assert vet_sql("SELECT (ARRAY[1])" + "[1]" * 5, max_rows=5).limit == 6
-    assert vet_sql("SELECT " + ", ".join(["(ARRAY[1])[1]"] * 64), max_rows=5).limit == 6
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT " + "(" * 40 + "1" + ")" * 40,
+        "SELECT " + "ARRAY[" * 4 + "1" + "]" * 4,
+        "SELECT (ARRAY[1])" + "[1]" * 5,
+        "SELECT " + ", ".join(["(ARRAY[1])[1]"] * 64),
+    ],
+    ids=["brackets", "square", "subscript-chain", "subscripts"],
+)
+def test_bracket_depth_within_the_bounds_is_read(sql: str) -> None:
+    assert vet_sql(sql, max_rows=5).limit == 6
 
 
 def test_comments_are_blanked_where_postgres_finds_them() -> None:
     text = "SELECT '--' AS a, $$/*$$ /* x /* nested */ y */ -- tail\nFROM t"
-    blanked = policy._without_comments(text)
+    blanked = sqlglot_walk.without_comments(text)
     assert blanked == "SELECT '--' AS a, $$/*$$" + " " * 31 + "\nFROM t"
     assert len(blanked) == len(text)
-    assert policy._without_comments("SELECT 1") == "SELECT 1"
+    assert sqlglot_walk.without_comments("SELECT 1") == "SELECT 1"
 
 
 def test_a_comment_inside_a_keyword_pair_is_read_like_postgres_does() -> None:
@@ -232,23 +285,25 @@ def test_a_comment_inside_a_keyword_pair_is_read_like_postgres_does() -> None:
 # --- the cache -------------------------------------------------------------------------------------
 
 
-def test_cache_returns_the_same_verdict_without_parsing_again(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    calls: list[str] = []
-    real = policy.vet_sql
+class _Counting:
+    """The uncached policy, counting what it is asked to vet."""
 
-    def counting(sql: str, *, max_rows: int) -> VettedQuery:
-        calls.append(sql)
-        return real(sql, max_rows=max_rows)
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int]] = []
 
-    monkeypatch.setattr(policy, "vet_sql", counting)
-    cache = QueryPolicy(cache_size=2)
+    def __call__(self, sql: str, *, max_rows: int) -> VettedQuery:
+        self.calls.append((sql, max_rows))
+        return vet_sql(sql, max_rows=max_rows)
+
+
+def test_cache_returns_the_same_verdict_without_parsing_again() -> None:
+    counting = _Counting()
+    cache = QueryPolicy(cache_size=2, vet=counting)
     first = cache.vet("SELECT 1", max_rows=5)
     assert cache.vet("SELECT 1", max_rows=5) is first
-    assert calls == ["SELECT 1"]
+    assert counting.calls == [("SELECT 1", 5)]
     cache.vet("SELECT 1", max_rows=6)  # another max_rows is another verdict
-    assert len(calls) == 2
+    assert len(counting.calls) == 2
 
 
 def test_cached_refusal_raises_a_fresh_equal_problem_each_time() -> None:
@@ -265,24 +320,33 @@ def test_cached_refusal_raises_a_fresh_equal_problem_each_time() -> None:
 
 
 def test_cache_is_bounded_and_evicts_the_least_recently_used() -> None:
-    cache = QueryPolicy(cache_size=2)
+    counting = _Counting()
+    cache = QueryPolicy(cache_size=2, vet=counting)
     cache.vet("SELECT 1", max_rows=5)
     cache.vet("SELECT 2", max_rows=5)
     cache.vet("SELECT 1", max_rows=5)  # 1 is now the most recent
     cache.vet("SELECT 3", max_rows=5)  # evicts 2
-    assert list(cache._cache) == [("SELECT 1", 5), ("SELECT 3", 5)]
+    assert counting.calls == [("SELECT 1", 5), ("SELECT 2", 5), ("SELECT 3", 5)]
+    cache.vet("SELECT 3", max_rows=5)
+    cache.vet("SELECT 1", max_rows=5)  # both still kept
+    assert len(counting.calls) == 3
+    cache.vet("SELECT 2", max_rows=5)  # vetted again: it was evicted
+    assert counting.calls[3:] == [("SELECT 2", 5)]
 
 
 def test_cache_size_zero_keeps_nothing_and_negative_is_refused() -> None:
-    cache = QueryPolicy(cache_size=0)
+    counting = _Counting()
+    cache = QueryPolicy(cache_size=0, vet=counting)
     cache.vet("SELECT 1", max_rows=5)
-    assert not cache._cache
+    cache.vet("SELECT 1", max_rows=5)
+    assert len(counting.calls) == 2
     with pytest.raises(ValueError, match="cache_size"):
         QueryPolicy(cache_size=-1)
 
 
 def test_cache_is_safe_under_threads() -> None:
-    cache = QueryPolicy(cache_size=8)
+    counting = _Counting()
+    cache = QueryPolicy(cache_size=8, vet=counting)
     errors: list[BaseException] = []
 
     def work(offset: int) -> None:
@@ -298,7 +362,11 @@ def test_cache_is_safe_under_threads() -> None:
     for thread in threads:
         thread.join()
     assert not errors
-    assert len(cache._cache) <= 8
+    # Bounded: after the storm, the 20 texts cannot all still be kept (at most 8 are).
+    before = len(counting.calls)
+    for i in range(20):
+        cache.vet(f"SELECT {i}", max_rows=5)
+    assert len(counting.calls) - before >= 12
 
 
 # --- each line of defence alone --------------------------------------------------------------------
@@ -307,7 +375,7 @@ def test_cache_is_safe_under_threads() -> None:
 def _sqlglot_rule(sql: str) -> str:
     tree = sqlglot.parse_one(sql, read="postgres")
     with pytest.raises(QueryViolationError) as caught:
-        policy._check_sqlglot(tree)
+        sqlglot_walk.check_sqlglot(tree)
     rule = caught.value.metadata["rule"]
     assert isinstance(rule, str)
     return rule
@@ -364,7 +432,7 @@ def test_sqlglot_statement_nodes_are_refused_wherever_they_appear(sql: str, rule
     tree = sqlglot.parse_one("SELECT 1", read="postgres")
     tree.set("where", sqlglot.parse_one(sql, read="postgres"))
     with pytest.raises(QueryViolationError) as caught:
-        policy._check_sqlglot(tree)
+        sqlglot_walk.check_sqlglot(tree)
     assert caught.value.metadata["rule"] == rule
 
 
@@ -380,10 +448,10 @@ def test_sqlglot_statement_nodes_are_refused_wherever_they_appear(sql: str, rule
     ],
 )
 def test_postgres_walk_refuses_any_node_kind_outside_the_allowlist(kind: str, rule: str) -> None:
-    facts = policy._PgFacts(root={})
+    facts = postgres_walk.PgFacts(root={})
     tree: dict[str, Any] = {"SelectStmt": {"targetList": [{"ResTarget": {"val": {kind: {}}}}]}}
     with pytest.raises(QueryViolationError) as caught:
-        policy._walk_postgres(tree, facts)
+        postgres_walk.walk(tree, facts)
     assert caught.value.metadata["rule"] == rule
 
 
@@ -397,129 +465,102 @@ def test_postgres_walk_refuses_any_node_kind_outside_the_allowlist(kind: str, ru
 )
 def test_postgres_root_must_be_a_select(sql: str, node: str) -> None:
     with pytest.raises(QueryViolationError) as caught:
-        policy._check_postgres(sql, executed=False)
+        postgres_walk.check_postgres(sql, executed=False)
     assert caught.value.metadata["node"] == node
 
 
 def test_a_text_the_generator_made_unparsable_is_the_validators_limit_not_a_syntax_error() -> None:
     with pytest.raises(InvalidArgumentsError) as caught:
-        policy._check_postgres("SELECT (", executed=True)
+        postgres_walk.check_postgres("SELECT (", executed=True)
     assert caught.value.metadata["rule"] == "unsupported-syntax"
 
 
 def test_sqlglot_disagreeing_on_the_statement_count_refuses() -> None:
     with pytest.raises(QueryViolationError) as caught:
-        policy._parse_sqlglot("SELECT 1; SELECT 2")
+        sqlglot_walk.parse_sqlglot("SELECT 1; SELECT 2")
     assert caught.value.metadata["rule"] == "multiple-statements"
 
 
 def test_sqlglot_tokenizer_failure_refuses() -> None:
     with pytest.raises(InvalidArgumentsError) as caught:
-        policy._parse_sqlglot("SELECT 'open")
+        sqlglot_walk.parse_sqlglot("SELECT 'open")
     assert caught.value.metadata["rule"] == "unsupported-syntax"
 
 
-class _Boom:
-    """A stand-in dialect whose parser fails with a foreign exception."""
+class _ParserBug(Postgres):
+    """The postgres dialect whose parser fails with a foreign exception."""
 
-    def __init__(self, real: Any) -> None:
-        self._real = real
-
-    def tokenize(self, sql: str) -> Any:
-        return self._real.tokenize(sql)
-
-    def parser(self) -> Any:
+    def parser(self, **opts: Any) -> Parser:
         raise KeyError("sqlglot bug")
 
 
-def test_a_foreign_exception_from_sqlglot_parsing_fails_closed(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(policy, "_DIALECT", _Boom(policy._DIALECT))
-    assert _rule("SELECT 1") == "unsupported-syntax"
+class _ParserRecursion(Postgres):
+    """The postgres dialect whose parser runs out of stack."""
+
+    def parser(self, **opts: Any) -> Parser:
+        raise RecursionError
 
 
-class _FailingGenerator:
-    def __init__(self, error: type[BaseException]) -> None:
-        self._error = error
-
-    def generate(self, tree: Any, **kwargs: Any) -> str:
-        raise self._error
+def test_a_foreign_exception_from_sqlglot_parsing_fails_closed() -> None:
+    assert _rule("SELECT 1", dialect=_ParserBug()) == "unsupported-syntax"
 
 
-def test_a_foreign_exception_from_sqlglot_generating_fails_closed(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_foreign_exception_from_sqlglot_generating_fails_closed() -> None:
     tree = sqlglot.parse_one("SELECT 1", read="postgres")
-    monkeypatch.setattr(policy, "_DIALECT", _FailingGenerator(KeyError))
     with pytest.raises(InvalidArgumentsError) as caught:
-        policy._generate(tree)
+        rewrite.generate(tree, _GeneratorBug())
     assert caught.value.metadata["rule"] == "unsupported-syntax"
 
 
-def test_recursion_in_the_generator_is_passed_up_to_become_too_deep(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_recursion_in_the_generator_is_passed_up_to_become_too_deep() -> None:
     tree = sqlglot.parse_one("SELECT 1", read="postgres")
-    monkeypatch.setattr(policy, "_DIALECT", _FailingGenerator(RecursionError))
     with pytest.raises(RecursionError):
-        policy._generate(tree)
+        rewrite.generate(tree, _GeneratorRecursion())
 
 
-def test_recursion_in_the_sqlglot_parser_is_passed_up(monkeypatch: pytest.MonkeyPatch) -> None:
-    class Parser:
-        def parse(self, tokens: Any, sql: str) -> Any:
-            raise RecursionError
-
-    class Dialect:
-        def tokenize(self, sql: str) -> Any:
-            return []
-
-        def parser(self) -> Parser:
-            return Parser()
-
-    monkeypatch.setattr(policy, "_DIALECT", Dialect())
+def test_recursion_in_the_sqlglot_parser_is_passed_up() -> None:
     with pytest.raises(RecursionError):
-        policy._parse_sqlglot("SELECT 1")
+        sqlglot_walk.parse_sqlglot("SELECT 1", _ParserRecursion())
 
 
 def test_parse_error_place_is_plain_text() -> None:
     with pytest.raises(ParseError) as caught:
         sqlglot.parse_one("SELECT * FROM t WHERE a = = 1", read="postgres")
-    place = policy._parse_error_place(caught.value)
+    place = sqlglot_walk.parse_error_place(caught.value)
     assert place.startswith(" (near line 1, column ")
     assert "\x1b" not in place
-    assert policy._parse_error_place(ParseError("no structure")) == ""
+    assert sqlglot_walk.parse_error_place(ParseError("no structure")) == ""
     hidden = ParseError("x", errors=[{"line": 1, "col": 2, "highlight": "\x1b[4m"}])
-    assert policy._parse_error_place(hidden) == " (near line 1, column 2)"
+    assert sqlglot_walk.parse_error_place(hidden) == " (near line 1, column 2)"
 
 
-def test_agreement_refuses_names_gained_or_lost() -> None:
-    original = policy._check_postgres("SELECT a, b FROM t LIMIT 3", executed=False)
-    same = policy._check_postgres("SELECT a, b FROM t LIMIT 3", executed=True)
-    policy._check_agreement(original, same, 3)
-    for other in (
-        "SELECT c, a, b FROM t LIMIT 3",  # a column gained
-        "SELECT a FROM t LIMIT 3",  # a column lost (a dropped clause changes the result)
-        "SELECT a, b FROM t, u LIMIT 3",  # a relation gained
-        "SELECT a, b LIMIT 3",  # a relation lost
-        "SELECT a, b, 'x' FROM t LIMIT 3",  # a constant gained
-    ):
-        final = policy._check_postgres(other, executed=True)
-        with pytest.raises(InvalidArgumentsError) as caught:
-            policy._check_agreement(original, final, 3)
-        assert caught.value.metadata["rule"] == "parser-disagreement"
-
-
-def test_agreement_compares_resolved_names_exactly() -> None:
-    # PostgreSQL folds unquoted names itself; a quoted "A" is another column than a.
-    original = policy._check_postgres('SELECT "A" FROM "T" LIMIT 3', executed=False)
-    for other in ('SELECT a FROM "T" LIMIT 3', 'SELECT "A" FROM t LIMIT 3'):
-        final = policy._check_postgres(other, executed=True)
-        with pytest.raises(InvalidArgumentsError):
-            policy._check_agreement(original, final, 3)
-    folded = policy._check_postgres("SELECT A FROM T LIMIT 3", executed=True)
-    policy._check_agreement(policy._check_postgres("SELECT a FROM t", executed=False), folded, 3)
+@pytest.mark.parametrize(
+    ("written", "executed", "agree"),
+    [
+        ("SELECT a, b FROM t LIMIT 3", "SELECT a, b FROM t LIMIT 3", True),
+        ("SELECT a, b FROM t LIMIT 3", "SELECT c, a, b FROM t LIMIT 3", False),  # a column gained
+        # a column lost (a dropped clause changes the result)
+        ("SELECT a, b FROM t LIMIT 3", "SELECT a FROM t LIMIT 3", False),
+        ("SELECT a, b FROM t LIMIT 3", "SELECT a, b FROM t, u LIMIT 3", False),  # a relation gained
+        ("SELECT a, b FROM t LIMIT 3", "SELECT a, b LIMIT 3", False),  # a relation lost
+        ("SELECT a, b FROM t LIMIT 3", "SELECT a, b, 'x' FROM t LIMIT 3", False),  # a constant gained
+        # PostgreSQL folds unquoted names itself; a quoted "A" is another column than a.
+        ('SELECT "A" FROM "T" LIMIT 3', 'SELECT a FROM "T" LIMIT 3', False),
+        ('SELECT "A" FROM "T" LIMIT 3', 'SELECT "A" FROM t LIMIT 3', False),
+        ("SELECT a FROM t", "SELECT A FROM T LIMIT 3", True),
+    ],
+)
+def test_agreement_refuses_names_gained_or_lost_and_compares_resolved_names(
+    written: str, executed: str, agree: bool
+) -> None:
+    original = postgres_walk.check_postgres(written, executed=False)
+    final = postgres_walk.check_postgres(executed, executed=True)
+    if agree:
+        postgres_walk.check_agreement(original, final, 3)
+        return
+    with pytest.raises(InvalidArgumentsError) as caught:
+        postgres_walk.check_agreement(original, final, 3)
+    assert caught.value.metadata["rule"] == "parser-disagreement"
 
 
 def test_agreement_lets_the_replaced_outer_limit_go() -> None:
@@ -528,7 +569,7 @@ def test_agreement_lets_the_replaced_outer_limit_go() -> None:
 
 
 def test_constants_compare_by_value() -> None:
-    facts = policy._check_postgres(
+    facts = postgres_walk.check_postgres(
         "SELECT 0, 1.50, 'MONTH', B'101', true, false, NULL LIMIT 1", executed=False
     )
     assert set(facts.constants) >= {
@@ -614,52 +655,42 @@ def test_the_vetted_query_names_every_function_and_operator_it_calls(
     ],
 )
 def test_the_outer_limit_on_postgres_s_tree_is_the_same_rule(sql: str, limit: int) -> None:
-    vetted = policy.vet_sql(sql, max_rows=50)
+    vetted = vet_sql(sql, max_rows=50)
     assert vetted.limit == limit
     assert vetted.sql.endswith(f"LIMIT {limit}")
 
 
-def test_a_deparser_failure_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
-    class Broken:
-        def __call__(self, node: Any) -> str:
-            raise KeyError("deparser gap")
-
-    monkeypatch.setattr(policy, "RawStream", Broken)
-    assert _rule("VALUES (1) ORDER BY 1") == "unsupported-syntax"
+class _BrokenDeparser:
+    def __call__(self, node: Any) -> str:
+        raise KeyError("deparser gap")
 
 
-def test_recursion_in_the_deparser_becomes_too_deep(monkeypatch: pytest.MonkeyPatch) -> None:
-    class Deep:
-        def __call__(self, node: Any) -> str:
-            raise RecursionError
-
-    monkeypatch.setattr(policy, "RawStream", Deep)
-    assert _rule("VALUES (1) ORDER BY 1") == "too-deep"
+class _DeepDeparser:
+    def __call__(self, node: Any) -> str:
+        raise RecursionError
 
 
-def test_what_postgres_regenerates_gets_sqlglot_s_checks_when_sqlglot_can_read_it(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # A deparser that slipped in a denied function: sqlglot's second opinion refuses it too (the
-    # PostgreSQL walk of the same text would as well; each layer holds alone).
-    class Sneaky:
-        def __call__(self, node: Any) -> str:
-            return "SELECT pg_sleep(1) LIMIT 51"
+class _SneakyDeparser:
+    """A deparser that slips a denied function into the text that will run."""
 
-    monkeypatch.setattr(policy, "RawStream", Sneaky)
-    monkeypatch.setattr(policy, "_check_postgres", _only_the_first_check(policy._check_postgres))
+    def __call__(self, node: Any) -> str:
+        return "SELECT pg_catalog.pg_sleep(1) LIMIT 51"
+
+
+def test_a_deparser_failure_refuses() -> None:
+    assert _rule("VALUES (1) ORDER BY 1", deparser=_BrokenDeparser) == "unsupported-syntax"
+
+
+def test_recursion_in_the_deparser_becomes_too_deep() -> None:
+    assert _rule("VALUES (1) ORDER BY 1", deparser=_DeepDeparser) == "too-deep"
+
+
+def test_what_postgres_regenerates_gets_sqlglot_s_checks_when_sqlglot_can_read_it() -> None:
+    # sqlglot's second opinion refuses first: it names the function without its schema, where the
+    # PostgreSQL walk of the same text (which would refuse it too) names `pg_catalog.pg_sleep`.
     with pytest.raises(QueryViolationError) as caught:
-        policy.vet_sql("VALUES (1) ORDER BY 1", max_rows=50)
-    assert caught.value.metadata["rule"] == "denied-function"
-
-
-def _only_the_first_check(real: Any) -> Any:
-    def check(sql: str, *, executed: bool) -> Any:
-        if executed:
-            return real("VALUES (1) ORDER BY 1 LIMIT 51", executed=True)
-        return real(sql, executed=executed)
-
-    return check
+        vet_sql("VALUES (1) ORDER BY 1", max_rows=50, deparser=_SneakyDeparser)
+    assert caught.value.metadata == {"rule": "denied-function", "function": "pg_sleep"}
 
 
 @pytest.mark.parametrize(
@@ -674,4 +705,4 @@ def _only_the_first_check(real: Any) -> Any:
     ],
 )
 def test_adjacent_plain_literals_are_joined_for_sqlglot(sql: str, merged: str) -> None:
-    assert policy._merge_string_continuations(sql) == merged
+    assert sqlglot_walk.merge_string_continuations(sql) == merged

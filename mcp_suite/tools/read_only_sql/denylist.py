@@ -19,28 +19,39 @@ __all__ = [
     "normalize_function_name",
 ]
 
+# The reasons more than one name shares, each written once (the caller reads them in the refusal).
 _SERVER_FILES = "it reads or lists files on the database server"
 _QUERY_STRING = "it runs a query given as a string, which the policy cannot inspect"
 _WAL = "it controls replication, WAL or backups, or writes WAL that survives the rollback"
+_WAITS = "it only waits, holding a connection"
+_LOCK_OUTLIVES = "advisory locks can outlive the call and block other sessions"
+_LOCK_BLOCKS = "advisory locks can block other sessions"
+_LOCK_STATE = "advisory locks are session state"
+_LOG_ROTATION = "it rotates the server log"
+_STATISTICS = "it resets server statistics"
+_PLANNER_STATISTICS = "it changes the planner statistics other sessions rely on"
+_XACT_ID = "it assigns a transaction id, which writes WAL and survives the rollback"
+_LARGE_OBJECTS = "large objects bypass table grants, and lo_import/lo_export touch server files"
+_INDEX_SUMMARIES = "it writes index summaries even from a SELECT"
 
 # Exact names (lower case). The reason is written for the caller and for the docs.
 DENIED_FUNCTIONS: Final[Mapping[str, str]] = {
     # Sleeping and waiting hold a pool connection and a worker thread.
-    "pg_sleep": "it only waits, holding a connection",
-    "pg_sleep_for": "it only waits, holding a connection",
-    "pg_sleep_until": "it only waits, holding a connection",
+    "pg_sleep": _WAITS,
+    "pg_sleep_for": _WAITS,
+    "pg_sleep_until": _WAITS,
     # Session-level advisory locks outlive the transaction; the xact ones can still block others.
-    "pg_advisory_lock": "advisory locks can outlive the call and block other sessions",
-    "pg_advisory_lock_shared": "advisory locks can outlive the call and block other sessions",
-    "pg_advisory_xact_lock": "advisory locks can block other sessions",
-    "pg_advisory_xact_lock_shared": "advisory locks can block other sessions",
-    "pg_advisory_unlock": "advisory locks are session state",
-    "pg_advisory_unlock_shared": "advisory locks are session state",
-    "pg_advisory_unlock_all": "advisory locks are session state",
-    "pg_try_advisory_lock": "advisory locks can outlive the call and block other sessions",
-    "pg_try_advisory_lock_shared": "advisory locks can outlive the call and block other sessions",
-    "pg_try_advisory_xact_lock": "advisory locks can block other sessions",
-    "pg_try_advisory_xact_lock_shared": "advisory locks can block other sessions",
+    "pg_advisory_lock": _LOCK_OUTLIVES,
+    "pg_advisory_lock_shared": _LOCK_OUTLIVES,
+    "pg_advisory_xact_lock": _LOCK_BLOCKS,
+    "pg_advisory_xact_lock_shared": _LOCK_BLOCKS,
+    "pg_advisory_unlock": _LOCK_STATE,
+    "pg_advisory_unlock_shared": _LOCK_STATE,
+    "pg_advisory_unlock_all": _LOCK_STATE,
+    "pg_try_advisory_lock": _LOCK_OUTLIVES,
+    "pg_try_advisory_lock_shared": _LOCK_OUTLIVES,
+    "pg_try_advisory_xact_lock": _LOCK_BLOCKS,
+    "pg_try_advisory_xact_lock_shared": _LOCK_BLOCKS,
     # Server files.
     "pg_read_file": _SERVER_FILES,
     "pg_read_binary_file": _SERVER_FILES,
@@ -50,33 +61,33 @@ DENIED_FUNCTIONS: Final[Mapping[str, str]] = {
     "pg_terminate_backend": "it ends other sessions (the role's own need no privilege)",
     "pg_cancel_backend": "it cancels other sessions' queries (the role's own need no privilege)",
     "pg_reload_conf": "it reloads the server configuration",
-    "pg_rotate_logfile": "it rotates the server log",
-    "pg_rotate_logfile_old": "it rotates the server log",
+    "pg_rotate_logfile": _LOG_ROTATION,
+    "pg_rotate_logfile_old": _LOG_ROTATION,
     "pg_log_backend_memory_contexts": "it writes to the server log",
     "pg_promote": "it promotes a standby",
-    "pg_stat_reset": "it resets server statistics",
-    "pg_stat_reset_shared": "it resets server statistics",
-    "pg_stat_reset_single_table_counters": "it resets server statistics",
-    "pg_stat_reset_single_function_counters": "it resets server statistics",
-    "pg_stat_reset_slru": "it resets server statistics",
-    "pg_stat_reset_replication_slot": "it resets server statistics",
-    "pg_stat_reset_subscription_stats": "it resets server statistics",
-    "pg_stat_reset_backend_stats": "it resets server statistics",
+    "pg_stat_reset": _STATISTICS,
+    "pg_stat_reset_shared": _STATISTICS,
+    "pg_stat_reset_single_table_counters": _STATISTICS,
+    "pg_stat_reset_single_function_counters": _STATISTICS,
+    "pg_stat_reset_slru": _STATISTICS,
+    "pg_stat_reset_replication_slot": _STATISTICS,
+    "pg_stat_reset_subscription_stats": _STATISTICS,
+    "pg_stat_reset_backend_stats": _STATISTICS,
     "pg_nextoid": "it consumes object identifiers",
     "pg_import_system_collations": "it creates collations",
     "pg_extension_config_dump": "it changes an extension's catalogue entry",
     "pg_stop_making_pinned_objects": "it changes how the catalogue treats new objects",
-    "pg_clear_attribute_stats": "it changes the planner statistics other sessions rely on",
-    "pg_clear_relation_stats": "it changes the planner statistics other sessions rely on",
-    "pg_restore_attribute_stats": "it changes the planner statistics other sessions rely on",
-    "pg_restore_relation_stats": "it changes the planner statistics other sessions rely on",
+    "pg_clear_attribute_stats": _PLANNER_STATISTICS,
+    "pg_clear_relation_stats": _PLANNER_STATISTICS,
+    "pg_restore_attribute_stats": _PLANNER_STATISTICS,
+    "pg_restore_relation_stats": _PLANNER_STATISTICS,
     "setseed": "it changes the session's random seed, which outlives the call on a pooled connection",
     # Settings and notifications.
     "set_config": "it changes settings (session-level changes outlive the call)",
     "pg_notify": "notifications reach other sessions",
     # Transaction identifiers and snapshots.
-    "txid_current": "it assigns a transaction id, which writes WAL and survives the rollback",
-    "pg_current_xact_id": "it assigns a transaction id, which writes WAL and survives the rollback",
+    "txid_current": _XACT_ID,
+    "pg_current_xact_id": _XACT_ID,
     "pg_export_snapshot": "it exports a snapshot to other sessions",
     "pg_log_standby_snapshot": _WAL,
     "pg_logical_emit_message": "it writes WAL messages that survive the rollback and fill the disk",
@@ -91,13 +102,13 @@ DENIED_FUNCTIONS: Final[Mapping[str, str]] = {
     "nextval": "sequence increments survive the rollback",
     "setval": "sequence changes survive the rollback",
     # Large objects (also reachable without the lo_ prefix).
-    "loread": "large objects bypass table grants, and lo_import/lo_export touch server files",
-    "lowrite": "large objects bypass table grants, and lo_import/lo_export touch server files",
+    "loread": _LARGE_OBJECTS,
+    "lowrite": _LARGE_OBJECTS,
     # Index maintenance that writes even from a SELECT.
     "gin_clean_pending_list": "it moves index entries (writes) even from a SELECT",
-    "brin_summarize_new_values": "it writes index summaries even from a SELECT",
-    "brin_summarize_range": "it writes index summaries even from a SELECT",
-    "brin_desummarize_range": "it writes index summaries even from a SELECT",
+    "brin_summarize_new_values": _INDEX_SUMMARIES,
+    "brin_summarize_range": _INDEX_SUMMARIES,
+    "brin_desummarize_range": _INDEX_SUMMARIES,
     # Queries hidden in strings.
     "ts_stat": _QUERY_STRING,
     "ts_rewrite": _QUERY_STRING,
@@ -117,7 +128,7 @@ DENIED_FUNCTIONS: Final[Mapping[str, str]] = {
     "database_to_xml_and_xmlschema": _QUERY_STRING,
     # Extensions that are commonly installed and act outside the transaction.
     "pg_prewarm": "it loads relations into memory",
-    "pg_stat_statements_reset": "it resets server statistics",
+    "pg_stat_statements_reset": _STATISTICS,
     "pg_file_write": _SERVER_FILES,
     "pg_file_rename": _SERVER_FILES,
     "pg_file_unlink": _SERVER_FILES,
@@ -131,13 +142,13 @@ DENIED_FUNCTIONS: Final[Mapping[str, str]] = {
 # Families (lower-case prefixes). Checked after the exact names.
 DENIED_PREFIXES: Final[tuple[tuple[str, str], ...]] = (
     ("dblink", "it connects to other servers, outside the read-only transaction"),
-    ("lo_", "large objects bypass table grants, and lo_import/lo_export touch server files"),
+    ("lo_", _LARGE_OBJECTS),
     ("pg_ls_", _SERVER_FILES),
-    ("pg_sleep", "it only waits, holding a connection"),
-    ("pg_advisory", "advisory locks can outlive the call and block other sessions"),
-    ("pg_try_advisory", "advisory locks can outlive the call and block other sessions"),
+    ("pg_sleep", _WAITS),
+    ("pg_advisory", _LOCK_OUTLIVES),
+    ("pg_try_advisory", _LOCK_OUTLIVES),
     ("pg_read_", _SERVER_FILES),
-    ("pg_stat_reset", "it resets server statistics"),
+    ("pg_stat_reset", _STATISTICS),
     ("pg_replication_", _WAL),
     ("pg_logical_", _WAL),
     ("pg_create_", _WAL),

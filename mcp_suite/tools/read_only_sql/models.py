@@ -9,11 +9,11 @@ from typing import Annotated, Any, Final
 
 from pydantic import Field, create_model
 
+from mcp_suite.settings import SQL_MAX_CHARS
 from mcp_suite.tools.models import StrictModel
 
 __all__ = [
     "DEFAULT_MAX_ROWS",
-    "MAX_SQL_CHARS",
     "ReadOnlySqlArgs",
     "ReadOnlySqlResult",
     "SqlColumn",
@@ -22,7 +22,6 @@ __all__ = [
 ]
 
 DEFAULT_MAX_ROWS: Final = 50
-MAX_SQL_CHARS: Final = 10_000
 
 
 class ReadOnlySqlArgs(StrictModel):
@@ -32,7 +31,7 @@ class ReadOnlySqlArgs(StrictModel):
         str,
         Field(
             min_length=1,
-            max_length=MAX_SQL_CHARS,
+            max_length=SQL_MAX_CHARS,
             description="One read-only query (SELECT / VALUES / set operation), no trailing "
             "statements, literals inline (no $1 parameters).",
         ),

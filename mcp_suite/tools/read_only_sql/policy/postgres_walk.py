@@ -1,0 +1,263 @@
+"""PostgreSQL's own reading of a text (pglast, libpg_query): the first and the last opinion.
+
+Owns: parsing with PostgreSQL's grammar, the iterative walk of its JSON tree against an allowlist of
+node kinds, the function denylist and the size bound on the functions that build values, the facts
+the walk notes (names, constants, the functions and operators called), and the agreement check
+between the caller's text and the text that will run. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Final
+
+from pglast import parser as pg_parser
+
+from mcp_suite.tools.read_only_sql.denylist import denied_reason
+from mcp_suite.tools.read_only_sql.policy import refusals
+
+__all__ = ["MAX_LITERAL_LENGTH", "MAX_TREE_DEPTH", "PgFacts", "check_agreement", "check_postgres", "walk"]
+
+MAX_TREE_DEPTH: Final = 320  # depth of PostgreSQL's parse tree (JSON levels)
+# A literal length above this for repeat()/lpad()/rpad() is refused (a computed one is bounded only by
+# the statement timeout and the result-size cap: see the residual risks in the docs).
+MAX_LITERAL_LENGTH: Final = 1_000_000
+
+# Node kinds allowed anywhere in a query tree (deny by default: a kind not listed is refused).
+_ALLOWED_NODES: Final = frozenset(
+    {
+        "A_ArrayExpr",
+        "A_Const",
+        "A_Expr",
+        "A_Indices",
+        "A_Indirection",
+        "A_Star",
+        "Alias",
+        "BitString",
+        "BoolExpr",
+        "Boolean",
+        "BooleanTest",
+        "CaseExpr",
+        "CaseWhen",
+        "CoalesceExpr",
+        "CollateClause",
+        "ColumnDef",
+        "ColumnRef",
+        "CommonTableExpr",
+        "CTECycleClause",
+        "CTESearchClause",
+        "Float",
+        "FuncCall",
+        "GroupingFunc",
+        "GroupingSet",
+        "Integer",
+        "JoinExpr",
+        "JsonAggConstructor",
+        "JsonArgument",
+        "JsonArrayAgg",
+        "JsonArrayConstructor",
+        "JsonArrayQueryConstructor",
+        "JsonBehavior",
+        "JsonFormat",
+        "JsonFuncExpr",
+        "JsonIsPredicate",
+        "JsonKeyValue",
+        "JsonObjectAgg",
+        "JsonObjectConstructor",
+        "JsonOutput",
+        "JsonParseExpr",
+        "JsonReturning",
+        "JsonScalarExpr",
+        "JsonSerializeExpr",
+        "JsonTable",
+        "JsonTableColumn",
+        "JsonTablePathSpec",
+        "JsonValueExpr",
+        "List",
+        "MinMaxExpr",
+        "NamedArgExpr",
+        "NullTest",
+        "RangeFunction",
+        "RangeSubselect",
+        "RangeTableFunc",
+        "RangeTableFuncCol",
+        "RangeTableSample",
+        "RangeVar",
+        "ResTarget",
+        "RowExpr",
+        "SelectStmt",
+        "SortBy",
+        "SQLValueFunction",
+        "String",
+        "SubLink",
+        "TypeCast",
+        "TypeName",
+        "WindowDef",
+        "WithClause",
+        "XmlExpr",
+        "XmlSerialize",
+    }
+)
+
+_NOTED_NODES: Final = frozenset(
+    {"FuncCall", "RangeTableSample", "ColumnRef", "RangeVar", "A_Const", "A_Expr", "SortBy", "SubLink"}
+)
+# Where an operator's name sits in the nodes that name one (`OPERATOR(s.op)` gives two parts).
+_OPERATOR_FIELDS: Final = {"A_Expr": "name", "SortBy": "useOp", "SubLink": "operName"}
+# Typed (unwrapped) fields that carry a refused construct.
+_REFUSED_FIELDS: Final = {"intoClause": "IntoClause", "lockingClause": "LockingClause"}
+# Functions whose second argument is the length of the value they build.
+_SIZED_FUNCTIONS: Final = frozenset({"repeat", "lpad", "rpad"})
+
+
+@dataclass(slots=True)
+class PgFacts:
+    """What PostgreSQL's reading of a text refers to: the root SELECT, names and constants."""
+
+    root: dict[str, Any]
+    columns: set[tuple[str, ...]] = field(default_factory=set)
+    relations: set[tuple[str, str]] = field(default_factory=set)
+    constants: Counter[tuple[Any, ...]] = field(default_factory=Counter)
+    functions: set[str] = field(default_factory=set)
+    operators: set[str] = field(default_factory=set)
+
+
+def check_postgres(sql: str, *, executed: bool) -> PgFacts:
+    """PostgreSQL's grammar: one statement, a SelectStmt root, allowed nodes only, no denied function.
+
+    `executed`: `sql` is the regenerated text; a parse failure there is the validator's limit, not a
+    syntax error of the caller's.
+    """
+    try:
+        document = json.loads(pg_parser.parse_sql_json(sql))
+    except pg_parser.ParseError as error:
+        message = str(error.args[0]) if error.args else "syntax error"
+        if "memory exhausted" in message or "stack depth" in message:
+            raise refusals.too_deep() from None
+        if executed:
+            raise refusals.UnreadableError(refusals.unsupported()) from None
+        raise refusals.syntax_error(message) from None
+    statements = document.get("stmts", [])
+    if not statements:
+        raise refusals.no_statement()
+    if len(statements) > 1:
+        raise refusals.multiple_statements(len(statements))
+    root_node = statements[0]["stmt"]
+    (root_kind,) = root_node
+    if root_kind != "SelectStmt":
+        if root_kind in refusals.DATA_MODIFYING:
+            raise refusals.refused_node(root_kind)
+        raise refusals.not_a_query(root_kind)
+    facts = PgFacts(root=root_node["SelectStmt"])
+    walk(root_node, facts)
+    return facts
+
+
+def walk(root: dict[str, Any], facts: PgFacts) -> None:
+    """Iterative walk over the whole JSON parse tree, one level at a time (no recursion; the depth is
+    bounded explicitly). In pglast's JSON a key starting with a capital letter is a node kind; every
+    other key is a field."""
+    level: list[Any] = [root]
+    depth = 0
+    while level:
+        depth += 1
+        if depth > MAX_TREE_DEPTH:
+            raise refusals.too_deep()
+        below: list[Any] = []
+        more = below.append
+        for node in level:
+            if type(node) is list:
+                below.extend(item for item in node if type(item) is dict or type(item) is list)
+                continue
+            for key, value in node.items():
+                if key[0].isupper():
+                    if key not in _ALLOWED_NODES:
+                        raise refusals.refused_node(key)
+                    if key in _NOTED_NODES:
+                        _note(key, value, facts)
+                elif key in _REFUSED_FIELDS:
+                    raise refusals.refused_node(_REFUSED_FIELDS[key])
+                if type(value) is dict or type(value) is list:
+                    more(value)
+        level = below
+
+
+def _note(kind: str, value: dict[str, Any], facts: PgFacts) -> None:
+    if kind == "FuncCall":
+        _check_function(value)
+        facts.functions.add(_last_name(value["funcname"]))
+    elif kind == "RangeTableSample":
+        # TABLESAMPLE <method> names a function too (a tsm_handler): the same denylist applies.
+        _check_function({"funcname": value["method"]})
+        facts.functions.add(_last_name(value["method"]))
+    elif kind in _OPERATOR_FIELDS:
+        names = value.get(_OPERATOR_FIELDS[kind])
+        if names:
+            facts.operators.add(_last_name(names))
+    elif kind == "ColumnRef":
+        # A bare `*` names nothing (the wrapper of a VALUES root adds one).
+        names = tuple(part["String"]["sval"] for part in value["fields"] if "String" in part)
+        if names:
+            facts.columns.add(names)
+    elif kind == "RangeVar":
+        facts.relations.add((value.get("schemaname", ""), value["relname"]))
+    else:  # A_Const
+        facts.constants[_constant(value)] += 1
+
+
+def _last_name(parts: list[dict[str, Any]]) -> str:
+    """The case-folded last component of a qualified name list (`[{"String": {"sval": ...}}, ...]`)."""
+    return str(parts[-1]["String"]["sval"]).casefold()
+
+
+def _constant(const: dict[str, Any]) -> tuple[Any, ...]:
+    """A comparable value for a constant: numbers by value, strings case-folded (sqlglot upper-cases
+    some keywords it reads as strings, such as interval units)."""
+    if "ival" in const:
+        return ("number", Decimal(const["ival"].get("ival", 0)))
+    if "fval" in const:
+        return ("number", Decimal(const["fval"]["fval"]))
+    if "sval" in const:
+        return ("string", const["sval"].get("sval", "").casefold())
+    if "bsval" in const:
+        return ("bits", const["bsval"]["bsval"].casefold())
+    if "boolval" in const:
+        return ("bool", bool(const["boolval"].get("boolval", False)))
+    return ("null",)
+
+
+def _check_function(call: dict[str, Any]) -> None:
+    parts = [part["String"]["sval"] for part in call["funcname"]]
+    name = parts[-1]
+    reason = denied_reason(name)
+    if reason is not None:
+        raise refusals.denied_function(".".join(parts), reason)
+    if name.casefold() in _SIZED_FUNCTIONS:
+        args = call.get("args", [])
+        size = args[1].get("A_Const", {}).get("ival") if len(args) > 1 else None
+        if isinstance(size, dict) and size.get("ival", 0) > MAX_LITERAL_LENGTH:
+            raise refusals.oversized_value(name, size["ival"], MAX_LITERAL_LENGTH)
+
+
+def check_agreement(original: PgFacts, final: PgFacts, limit: int) -> None:
+    """The executed text names exactly the columns and relations the caller wrote, and no constant
+    the caller did not write (parser differentials: sqlglot reads `U&"..."` identifiers, `0x1F`,
+    `1_000` or adjacent strings differently from PostgreSQL, and a clause it silently dropped would
+    change the result). Only the caller's outer LIMIT may go: it is replaced by ours."""
+    added = final.constants.copy()
+    added[("number", Decimal(limit))] -= 1  # the outer LIMIT is ours
+    added -= original.constants
+    replaced = PgFacts(root={})
+    if "limitCount" in original.root:
+        walk(original.root["limitCount"], replaced)
+    if (
+        added
+        or not final.columns <= original.columns
+        or not final.relations <= original.relations
+        or not original.columns <= final.columns | replaced.columns
+        or not original.relations <= final.relations | replaced.relations
+    ):
+        raise refusals.parser_disagreement()

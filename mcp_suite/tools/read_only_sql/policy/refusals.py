@@ -1,0 +1,251 @@
+"""Every sentence the SQL policy refuses a query with, each written once (docs/tools/read_only_sql.md).
+
+Owns: the problems the policy raises (`InvalidArgumentsError`, `QueryViolationError`), their `rule`
+metadata and their details, which name the fix. The walks decide; this module only words the answer.
+The reasons a denied function is denied are the denylist's (`denylist.py`). Pure: no I/O, no parsers.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from mcp_suite.problems import InvalidArgumentsError, QueryViolationError, echo
+
+FIX_ONE_SELECT: Final = "Send one SELECT (or VALUES / UNION / INTERSECT / EXCEPT) statement"
+
+# PostgreSQL's data-modifying statement kinds (refused wherever they appear, also inside a CTE).
+DATA_MODIFYING: Final = frozenset({"InsertStmt", "UpdateStmt", "DeleteStmt", "MergeStmt"})
+
+# The fix for a PostgreSQL statement that is not a query.
+_STATEMENT_FIX: Final = {
+    "ExplainStmt": "EXPLAIN is not run as a query; send the SELECT itself to explain_sql",
+    "TransactionStmt": "transaction control is not needed (every call is one read-only "
+    "transaction); send only the SELECT",
+    "VariableSetStmt": "SET / RESET are not allowed; settings are fixed by the server",
+    "VariableShowStmt": "SHOW is not available; use current_setting('name') in a SELECT",
+    "CopyStmt": "COPY is not allowed; use a SELECT",
+    "DoStmt": "DO blocks are not allowed; use a SELECT",
+    "CallStmt": "CALL is not allowed; use a SELECT",
+    "DeclareCursorStmt": "cursors are not allowed; use a SELECT",
+}
+
+
+def invalid(detail: str, rule: str) -> InvalidArgumentsError:
+    return InvalidArgumentsError(detail, invalid_params=("sql",), metadata={"rule": rule})
+
+
+def violation(detail: str, rule: str, **extra: str) -> QueryViolationError:
+    return QueryViolationError(detail, invalid_params=("sql",), metadata={"rule": rule, **extra})
+
+
+class UnreadableError(InvalidArgumentsError):
+    """sqlglot cannot read the text, or cannot write back what it read (an `unsupported-syntax`
+    refusal, unless PostgreSQL's own tree can stand in for sqlglot's)."""
+
+    def __init__(self, problem: InvalidArgumentsError) -> None:
+        super().__init__(problem.detail, invalid_params=problem.invalid_params, metadata=problem.metadata)
+
+
+# --- the arguments ----------------------------------------------------------------------------------
+
+
+def bad_max_rows() -> InvalidArgumentsError:
+    return InvalidArgumentsError("max_rows must be a positive integer.", invalid_params=("max_rows",))
+
+
+def not_a_string() -> InvalidArgumentsError:
+    return invalid("sql must be a string holding one SELECT statement.", "type")
+
+
+def empty() -> InvalidArgumentsError:
+    return invalid(f"The query is empty. {FIX_ONE_SELECT}.", "empty")
+
+
+def too_long(length: int, most: int) -> InvalidArgumentsError:
+    return invalid(f"The query has {length:,} characters; at most {most:,} are allowed.", "too-long")
+
+
+def nul() -> InvalidArgumentsError:
+    return invalid("The query contains a NUL character; remove it.", "nul")
+
+
+def too_deep() -> InvalidArgumentsError:
+    return invalid(
+        "The query is nested too deeply to be checked; flatten it (fewer nested parentheses, "
+        "brackets, NOTs, CASEs or casts, at most 64 array subscripts), for example with a CTE "
+        "(WITH ...).",
+        "too-deep",
+    )
+
+
+# --- reading the text -------------------------------------------------------------------------------
+
+
+def syntax_error(message: str) -> InvalidArgumentsError:
+    """PostgreSQL's own parser refused the caller's text with `message`."""
+    return invalid(
+        f"PostgreSQL cannot parse the query: {echo(message, 160)}. Fix the syntax; "
+        f"{FIX_ONE_SELECT[0].lower()}{FIX_ONE_SELECT[1:]}.",
+        "syntax",
+    )
+
+
+def no_statement() -> InvalidArgumentsError:
+    return invalid(f"The query holds no statement, only comments or semicolons. {FIX_ONE_SELECT}.", "empty")
+
+
+def multiple_statements(count: int) -> QueryViolationError:
+    return violation(
+        f"The query holds {count} statements; only one is allowed. "
+        "Remove the extra statements (and the semicolons between them).",
+        "multiple-statements",
+    )
+
+
+def multiple_statements_as_read(count: int) -> QueryViolationError:
+    """sqlglot counted `count` statements where PostgreSQL counted one (fail closed)."""
+    return violation(
+        f"The query holds {count} statements as read by the validator; only one is "
+        "allowed. Remove semicolons and any text after the statement.",
+        "multiple-statements",
+    )
+
+
+def unsupported(place: str = "") -> InvalidArgumentsError:
+    """sqlglot cannot read the text; `place` is ' (near line L, column C...)' or empty."""
+    return invalid(
+        f"The query uses syntax the validator does not support{place}. Rewrite that part in "
+        "plain PostgreSQL syntax: a function call instead of special syntax, or VALUES with "
+        "ORDER BY / LIMIT wrapped in a subquery (FROM (VALUES ...) AS v(x)).",
+        "unsupported-syntax",
+    )
+
+
+def cannot_reproduce() -> UnreadableError:
+    """sqlglot's generator failed on a tree it read."""
+    return UnreadableError(
+        invalid(
+            f"The query uses syntax the validator cannot reproduce safely. {FIX_ONE_SELECT} "
+            "in plain PostgreSQL syntax.",
+            "unsupported-syntax",
+        )
+    )
+
+
+def parser_disagreement() -> InvalidArgumentsError:
+    return invalid(
+        "The validator reads part of this query differently from PostgreSQL. Write it in "
+        'plainer syntax: no Unicode-escaped identifiers (U&"..."), no 0x/0o/0b or '
+        "underscored number literals, one string literal instead of adjacent ones, "
+        "INTERVAL '1 day' instead of INTERVAL '1' DAY.",
+        "parser-disagreement",
+    )
+
+
+def limit_rewrite() -> InvalidArgumentsError:
+    return invalid(
+        "The query's row limit could not be applied safely; put the LIMIT on the outermost "
+        "SELECT, or wrap the query: SELECT * FROM (<query>) AS q.",
+        "limit-rewrite",
+    )
+
+
+# --- what the query does ----------------------------------------------------------------------------
+
+
+def not_a_query(kind: str | None = None) -> QueryViolationError:
+    """The root is not a SELECT, VALUES or set operation; `kind` is PostgreSQL's statement kind."""
+    lead = "Only SELECT, VALUES and set operations are allowed"
+    if kind is None:
+        return violation(f"{lead}. {FIX_ONE_SELECT}.", "root-not-select")
+    fix = _STATEMENT_FIX.get(kind, FIX_ONE_SELECT)
+    return violation(
+        f"{lead}, not {kind.removesuffix('Stmt')} statements. {fix}.", "root-not-select", node=kind
+    )
+
+
+def data_modifying(statement: str, **extra: str) -> QueryViolationError:
+    return violation(
+        f"The query is not allowed: data-modifying statements ({statement}) are not allowed, "
+        "also not inside a CTE.",
+        "data-modifying",
+        **extra,
+    )
+
+
+def select_into(**extra: str) -> QueryViolationError:
+    return violation(
+        "The query is not allowed: SELECT ... INTO creates a table; remove the INTO clause.",
+        "select-into",
+        **extra,
+    )
+
+
+def row_lock(**extra: str) -> QueryViolationError:
+    return violation(
+        "The query is not allowed: row locks (FOR UPDATE / FOR SHARE) are not allowed; remove them.",
+        "row-lock",
+        **extra,
+    )
+
+
+def bind_parameter(forms: str, **extra: str) -> QueryViolationError:
+    """`forms`: the spellings of a parameter the parser that found it reads ("$1", ...)."""
+    return violation(
+        f"The query is not allowed: bind parameters ({forms}) are not supported; "
+        "write the values inline as literals.",
+        "bind-parameter",
+        **extra,
+    )
+
+
+def opaque_command(command: str) -> QueryViolationError:
+    return violation(
+        f"The query is not allowed: {echo(command.upper(), 32)} is a command the "
+        f"validator cannot inspect. {FIX_ONE_SELECT}.",
+        "opaque-command",
+    )
+
+
+def refused_node(kind: str) -> QueryViolationError:
+    """PostgreSQL's node `kind`, outside the allowlist: with its own reason when it has one."""
+    if kind in DATA_MODIFYING:
+        return data_modifying(kind.removesuffix("Stmt").upper(), node=kind)
+    if kind == "ParamRef":
+        return bind_parameter("$1", node=kind)
+    if kind == "IntoClause":
+        return select_into(node=kind)
+    if kind == "LockingClause":
+        return row_lock(node=kind)
+    return violation(
+        f"The query contains a construct that is not allowed ({kind}). {FIX_ONE_SELECT} that only reads.",
+        "forbidden-node",
+        node=kind,
+    )
+
+
+def forbidden_construct(kind: str) -> QueryViolationError:
+    """sqlglot's expression class `kind` is refused."""
+    return violation(
+        f"The query is not allowed: it contains a {kind.upper()} construct. "
+        f"{FIX_ONE_SELECT} that only reads.",
+        "forbidden-node",
+    )
+
+
+def denied_function(name: str, reason: str) -> QueryViolationError:
+    """`reason`: the denylist's, for `name` as the caller wrote it (schema included)."""
+    return violation(
+        f"The function {echo(name, 64)}() is not allowed: {reason}. Remove it from the query.",
+        "denied-function",
+        function=echo(name, 64),
+    )
+
+
+def oversized_value(name: str, size: int, most: int) -> QueryViolationError:
+    return violation(
+        f"{name}() with a length of {size:,} would build a huge value in the "
+        f"server's memory; use a length of at most {most:,}.",
+        "oversized-value",
+        function=echo(name, 64),
+    )

@@ -165,7 +165,8 @@ def test_the_callers_dot_dot_never_climbs_above_the_root_even_after_a_link(
 ) -> None:
     (root / "to-a").symlink_to("a")
     (root / "to-a-abs").symlink_to(root / "a")
-    for link in ("to-a", "to-a-abs"):
+    (root / "to-to-a").symlink_to("to-a")  # a link in a link's target
+    for link in ("to-a", "to-a-abs", "to-to-a"):
         with pytest.raises(RefusedError) as info:
             fdwalk.resolve(root_dir, (link, "..", "..", root.name, "z.txt"))
         assert info.value.refusal is Refusal.OUTSIDE_ROOT
@@ -185,6 +186,8 @@ def test_a_link_may_not_detour_through_another_directory_above_the_root(
         assert info.value.refusal is Refusal.OUTSIDE_ROOT
     (root / "straight").symlink_to(root / "z.txt")
     assert fdwalk.resolve(root_dir, ("straight",))[0] == ("z.txt",)
+    (root / "dotted").symlink_to("./a/./f0")
+    assert fdwalk.resolve(root_dir, ("dotted",))[0] == ("a", "f0")  # canonical: no "." left
 
 
 def test_dot_dot_after_missing_names_is_lexical_however_deep(root_dir: fdwalk.RootDir) -> None:

@@ -57,6 +57,11 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_fs_list.py",
         "tests/unit/test_fdwalk_edges.py",
     ),
+    "mcp_suite/tools/read_only_sql/policy/rewrite.py": (
+        "tests/unit/test_sql_policy.py",
+        "tests/unit/test_sql_policy_corpus.py",
+        "tests/unit/test_sql_rewrite.py",
+    ),
 }
 
 

@@ -49,6 +49,7 @@ class LineDecoder:
         self._max = max_frame_bytes
         self._buffer = bytearray()
         self._discarding = False
+        # Set when discarding starts and read only while it lasts, so never reset.
         self._discarded = 0
         self._head = b""
 
@@ -75,8 +76,6 @@ class LineDecoder:
         """EOF: a partial last line is dropped (docs/wire.md), nothing is reported for it."""
         self._buffer.clear()
         self._discarding = False
-        self._discarded = 0
-        self._head = b""
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -101,8 +100,6 @@ class LineDecoder:
         if self._discarding:
             events.append(OversizedFrame(self._discarded, self._head))
             self._discarding = False
-            self._discarded = 0
-            self._head = b""
             return
         line = bytes(self._buffer)
         self._buffer.clear()

@@ -42,6 +42,26 @@ MODULES: dict[str, tuple[str, ...]] = {
     "mcp_suite/tools/sandbox_fs_read/policy.py": ("tests/unit/test_fs_policy.py",),
     # the PostgreSQL tests of the guard (tests/pg/test_sql_definers.py) are too slow to run per mutant
     "mcp_suite/tools/read_only_sql/definers.py": ("tests/unit/test_definers_unit.py",),
+    "mcp_suite/protocol/framing.py": ("tests/unit/test_framing.py", "tests/property/test_framing_props.py"),
+    "mcp_suite/protocol/jsonrpc.py": (
+        "tests/unit/test_jsonrpc_guard.py",
+        "tests/unit/test_jsonrpc_details.py",
+        "tests/property/test_wire_props.py",
+        "tests/property/test_guard_props.py",
+    ),
+    # the canary property (tests/property/test_fs_property.py) is too slow to run per mutant
+    "mcp_suite/tools/sandbox_fs_read/fdwalk.py": (
+        "tests/unit/test_fdwalk_faults.py",
+        "tests/unit/test_fs_attacks.py",
+        "tests/unit/test_fs_race.py",
+        "tests/unit/test_fs_list.py",
+        "tests/unit/test_fdwalk_edges.py",
+    ),
+    "mcp_suite/tools/read_only_sql/policy/rewrite.py": (
+        "tests/unit/test_sql_policy.py",
+        "tests/unit/test_sql_policy_corpus.py",
+        "tests/unit/test_sql_rewrite.py",
+    ),
 }
 
 

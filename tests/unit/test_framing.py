@@ -71,3 +71,33 @@ def test_decoder_keeps_only_the_head_of_an_oversized_line_fed_in_small_pieces() 
         assert decoder.buffered <= 4097
     events += decoder.feed(b"\n")
     assert events == [OversizedFrame(len(line), line[:HEAD_BYTES])]
+
+
+def test_the_head_of_a_line_that_passed_a_small_limit_early_stops_at_head_bytes() -> None:
+    decoder = LineDecoder(8)
+    line = bytes(range(48, 58)) * 300  # 3,000 bytes: over the limit in the first piece
+    events = []
+    for start in range(0, len(line), 500):
+        events += decoder.feed(line[start : start + 500])
+    events += decoder.feed(b"\n")
+    assert events == [OversizedFrame(len(line), line[:HEAD_BYTES])]
+
+
+def test_each_oversized_line_reports_its_own_size_and_head() -> None:
+    decoder = LineDecoder(8)
+    first, second = b"a" * 2000, b"b" * 20
+    events = decoder.feed(first[:1000]) + decoder.feed(first[1000:] + b"\n" + second[:10])
+    events += decoder.feed(second[10:] + b"\n")
+    assert events == [OversizedFrame(2000, b"a" * HEAD_BYTES), OversizedFrame(20, second)]
+    decoder.feed(b"c" * 30)
+    decoder.feed_eof()  # the partial oversized line is dropped, and forgotten
+    assert decoder.feed(b"d" * 12 + b"\n") == [OversizedFrame(12, b"d" * 12)]
+
+
+def test_only_spaces_tabs_and_carriage_returns_make_a_line_blank() -> None:
+    # The JSON whitespace, less the newline that ends the line: a line of anything else (a form
+    # feed, a vertical tab, a letter) is a frame, which the message guard then judges.
+    decoder = LineDecoder(LIMIT)
+    for byte in (bytes([value]) for value in range(256) if value != 0x0A):
+        expected = [] if byte in (b" ", b"\t", b"\r") else [Frame(byte)]
+        assert decoder.feed(byte + b"\n") == expected, byte

@@ -1,0 +1,173 @@
+"""The session core's answers, exactly: each refusal's detail and the members the audit reads
+(id, method, outcome, problem), the line that was too long, the call deadline's words, and which
+ids a cancellation matches."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+import pytest
+
+from mcp_suite.problems import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, InternalServerError
+from mcp_suite.protocol import core
+from mcp_suite.protocol.framing import OversizedFrame
+from mcp_suite.protocol.jsonrpc import JsonRpcError, Request, decode_message
+from tests.unit.test_session_core import CALL, CC, ERROR_CASES, MODERN, PV, answer_of, line, make_core, modern
+
+KEYS: Final = f"every request carries {PV!r} and {CC!r} in params._meta."
+
+
+def _answer(session: core.SessionCore, frame: bytes) -> tuple[core.Answer, dict[str, Any]]:
+    event = session.receive(frame)
+    assert isinstance(event, core.Answer), event
+    return event, answer_of(event)
+
+
+@pytest.mark.parametrize(("state", "frame", "code"), ERROR_CASES)
+def test_every_error_answer_names_its_request_for_the_client_and_for_the_audit(
+    state: str, frame: bytes, code: int
+) -> None:
+    session = make_core()
+    if state == "initialized":
+        _answer(session, line("initialize", {"protocolVersion": "2025-11-25"}))
+    answer, message = _answer(session, frame)
+    try:
+        request = decode_message(frame)
+    except JsonRpcError as exc:  # refused by the guard: no method to name, the id if it found one
+        assert (answer.request_id, answer.method) == (exc.request_id, "")
+    else:
+        assert isinstance(request, Request)
+        assert message["id"] == request.id == answer.request_id
+        assert answer.method == request.method
+    assert answer.outcome == "error"
+    assert answer.problem is not None
+    assert message["error"]["data"]["detail"] == answer.problem.detail
+    assert message["error"]["code"] == code
+
+
+@pytest.mark.parametrize(
+    ("meta", "detail"),
+    [
+        ("x", f"A {MODERN} request needs params._meta with the per-request protocol fields: {KEYS}"),
+        ({PV: MODERN}, f"A {MODERN} request lacks {CC!r}: {KEYS}"),
+        ({PV: 1, CC: {}}, f"A {MODERN} request has {PV!r} that is not a string: {KEYS}"),
+        ({PV: MODERN, CC: []}, f"A {MODERN} request has {CC!r} that is not an object: {KEYS}"),
+    ],
+)
+def test_a_malformed_modern_request_says_what_its_meta_lacks(meta: Any, detail: str) -> None:
+    answer, message = _answer(make_core(), line("server/discover", {"_meta": meta}, 4))
+    assert message["id"] == 4
+    error = message["error"]
+    assert (error["code"], error["data"]["detail"], error["data"]["invalid_params"]) == (
+        INVALID_PARAMS,
+        detail,
+        ["_meta"],
+    )
+    assert answer.problem is not None
+    assert answer.problem.jsonrpc_code == INVALID_PARAMS
+
+
+def test_a_modern_request_lacking_both_fields_names_both() -> None:
+    _, message = _answer(make_core(), line("tools/list", {"_meta": {CC: {}, "other": 1}}))
+    assert message["error"]["data"]["detail"] == f"A {MODERN} request lacks {PV!r}: {KEYS}"
+    both = {"_meta": {"io.modelcontextprotocol/other": 1}}
+    _, message = _answer(make_core(), line("server/discover", both))
+    assert message["error"]["data"]["detail"] == f"A {MODERN} request lacks {PV!r} and {CC!r}: {KEYS}"
+
+
+def test_an_unsupported_version_is_echoed_cut_to_64_characters() -> None:
+    version = "9" * 100
+    _, message = _answer(make_core(), line("tools/list", {"_meta": {PV: version, CC: {}}}))
+    assert message["error"]["data"]["detail"] == (
+        f"This server does not serve protocol version {'9' * 63 + '…'!r} per request; it serves "
+        f"{MODERN} so, and 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05 through initialize."
+    )
+
+
+def test_an_oversized_line_says_the_limit_and_what_to_do() -> None:
+    answer = make_core().receive_oversized(OversizedFrame(2_000_000, b'{"id":5,'))
+    message = answer_of(answer)
+    data = message["error"]["data"]
+    assert data["detail"] == (
+        "The message is longer than 1048576 bytes and was discarded; "
+        "send one JSON-RPC message per line, each at most that long."
+    )
+    assert data["metadata"] == {"max_frame_bytes": 1_048_576}
+    assert (answer.request_id, answer.method, answer.outcome) == (5, "", "error")
+    assert answer.problem is not None
+    assert answer.problem.jsonrpc_code == INVALID_REQUEST
+
+
+def _with_deadline(deadline_s: float) -> core.SessionCore:
+    session = core.SessionCore(
+        server_name="s",
+        server_version="1",
+        tool_names=["echo"],
+        tools=list,
+        instructions="",
+        max_frame_bytes=1_000,
+        max_json_depth=64,
+        arg_max_depth=8,
+        arg_max_items=100,
+        call_deadline_s=deadline_s,
+    )
+    _answer(session, line("initialize", {"protocolVersion": "2025-11-25"}))
+    return session
+
+
+# (settings refuse a deadline that is not finite, so the words for one are never sent)
+@pytest.mark.parametrize(("deadline_s", "within"), [(2.5, "2.5 s"), (30, "30 s"), (0.001, "0.001 s")])
+def test_a_call_past_its_deadline_says_the_deadline(deadline_s: float, within: str) -> None:
+    session = _with_deadline(deadline_s)
+    started = session.receive(line("tools/call", CALL, 8))
+    assert isinstance(started, core.StartCall)
+    answer = session.call_finished(started.key, core.CallInterrupted(deadline_passed=True))
+    problem = json.loads(answer_of(answer)["result"]["content"][0]["text"])
+    assert problem["detail"] == f"The call did not finish within {within}; ask for less work."
+    assert problem["metadata"] == {"deadline_s": deadline_s}
+    assert answer.problem is not None
+    assert answer.problem.detail == problem["detail"]
+
+
+def test_a_failed_call_answers_with_its_own_problem() -> None:
+    session = _with_deadline(30)
+    started = session.receive(line("tools/call", CALL, 8))
+    assert isinstance(started, core.StartCall)
+    failure = InternalServerError("The tool broke.")
+    answer = session.call_finished(started.key, core.CallFailed(failure))
+    assert answer_of(answer)["error"]["code"] == INTERNAL_ERROR
+    assert answer.problem is failure
+
+
+@pytest.mark.parametrize(
+    ("call_id", "cancel_id", "cancels"),
+    [
+        ("7", 7, True),
+        ("abc", "abc", True),
+        (-7, "-7", True),
+        (7, " 7 ", True),
+        (1_234_567_890_123_456_789, "1234567890123456789", True),  # 19 digits: still read
+        (10**19, "10000000000000000000", False),  # 20 digits: not read as a number
+        ("ab", "abc", False),
+        (7, "x7", False),
+        (7, "-", False),
+        (7, "a", False),
+        (7, "", False),
+        (1, True, False),
+    ],
+)
+def test_a_cancellation_matches_an_id_in_either_form(call_id: Any, cancel_id: Any, cancels: bool) -> None:
+    session = _with_deadline(30)
+    started = session.receive(line("tools/call", CALL, call_id))
+    assert isinstance(started, core.StartCall)
+    note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": cancel_id}}
+    expected = core.CancelCall(started.key) if cancels else None
+    assert session.receive(json.dumps(note).encode()) == expected
+
+
+def test_an_event_shows_every_member_in_order() -> None:
+    started = _with_deadline(30).receive(modern("tools/call", CALL, 3))
+    assert repr(started) == (
+        "StartCall(arguments={'text': 'hi'}, key=('i', 3), method='tools/call', name='echo', request_id=3)"
+    )

@@ -26,8 +26,10 @@ from mcp_suite.tools.read_only_sql.naming import APPLICATION_NAME
 __all__ = [
     "DANGEROUS_PREDEFINED_ROLES",
     "Finding",
+    "TlsRefusedError",
     "audit_connection",
     "audit_dsn",
+    "audit_role",
     "check_role",
     "format_findings",
     "refusals",
@@ -519,6 +521,32 @@ def audit_dsn(dsn: str, *, connect_timeout_s: float, accepted: Iterable[str] = (
         return audit_connection(conn, accepted=accepted)
 
 
+class TlsRefusedError(Exception):
+    """No connection because TLS verification refused the server's certificate; `str()` is the
+    operator's message (the cause and the fix, no DSN part)."""
+
+
+def audit_role(dsn: str, settings: Settings) -> list[Finding]:
+    """`audit_dsn` with the settings' connect timeout and accepted definer functions.
+
+    Raises TlsRefusedError when the server's certificate is why no connection could be made (that
+    will not fix itself), else psycopg.OperationalError when none could be made.
+    """
+    try:
+        return audit_dsn(
+            dsn,
+            connect_timeout_s=settings.sql_connect_timeout_s,
+            accepted=settings.sql_accept_definer_functions,
+        )
+    except psycopg.OperationalError:
+        from mcp_suite.tools.read_only_sql.tls import tls_refusal  # only on this failure path
+
+        refusal = tls_refusal(dsn, timeout_s=settings.sql_connect_timeout_s)
+        if refusal is not None:
+            raise TlsRefusedError(refusal) from None
+        raise
+
+
 def check_role(settings: Settings, *, out: TextIO | None = None) -> int:
     """`mcp-suite check-role`: audit the role of MCP_SQL_DSN and print the findings.
 
@@ -529,20 +557,12 @@ def check_role(settings: Settings, *, out: TextIO | None = None) -> int:
     if settings.sql_dsn is None:
         stream.write("check-role: MCP_SQL_DSN is not set; nothing to check.\n")
         return os.EX_CONFIG
-    dsn = settings.sql_dsn.get_secret_value()
     try:
-        findings = audit_dsn(
-            dsn,
-            connect_timeout_s=settings.sql_connect_timeout_s,
-            accepted=settings.sql_accept_definer_functions,
-        )
+        findings = audit_role(settings.sql_dsn.get_secret_value(), settings)
+    except TlsRefusedError as exc:  # as the server itself refuses to start
+        stream.write(f"check-role: {exc}\n")
+        return os.EX_CONFIG
     except psycopg.Error as exc:
-        from mcp_suite.tools.read_only_sql.tls import tls_refusal  # only on this failure path
-
-        refusal = tls_refusal(dsn, timeout_s=settings.sql_connect_timeout_s)
-        if refusal is not None:  # as the server itself refuses to start
-            stream.write(f"check-role: {refusal}\n")
-            return os.EX_CONFIG
         stream.write(f"check-role: could not audit the role: {connection_failure(exc)}\n")
         return os.EX_UNAVAILABLE
     if refusals(findings):

@@ -36,7 +36,8 @@ from mcp_suite.tools.base import (
     ToolSpec,
 )
 from mcp_suite.tools.read_only_sql.audit import (
-    audit_dsn,
+    TlsRefusedError,
+    audit_role,
     connection_failure,
     format_findings,
     format_warning,
@@ -333,18 +334,10 @@ def _audit_at_start(dsn: str, settings: Settings, availability: Availability) ->
     StartupUnavailableError when no connection could be made and the operator requires one.
     """
     try:
-        findings = audit_dsn(
-            dsn,
-            connect_timeout_s=settings.sql_connect_timeout_s,
-            accepted=settings.sql_accept_definer_functions,
-        )
+        findings = audit_role(dsn, settings)
+    except TlsRefusedError as exc:
+        raise StartupRefusedError(str(exc)) from None
     except psycopg.OperationalError as exc:
-        from mcp_suite.tools.read_only_sql.tls import tls_refusal  # only on this failure path
-
-        # A server certificate refused will not fix itself: refuse to start, naming no DSN part.
-        refusal = tls_refusal(dsn, timeout_s=settings.sql_connect_timeout_s)
-        if refusal is not None:
-            raise StartupRefusedError(refusal) from None
         if settings.sql_require_database:
             raise StartupUnavailableError(
                 f"no connection to the database ({connection_failure(exc)}) and "

@@ -118,7 +118,8 @@ def test_an_open_error_without_an_errno_propagates_from_a_listing(
     def broken(*args: object, **kwargs: object) -> int:
         raise OSError("no errno")
 
-    monkeypatch.setattr(fdwalk, "_open_leaf", broken)
+    # step 1 only lstats; the first open is the leaf's (step 2)
+    monkeypatch.setattr(os, "open", broken)
     with pytest.raises(OSError, match="no errno") as info:
         _list(root_dir)
     assert not isinstance(info.value, RefusedError)
@@ -130,7 +131,8 @@ def test_an_open_error_without_an_errno_propagates_from_a_read(
     def broken(*args: object, **kwargs: object) -> int:
         raise OSError("no errno")
 
-    monkeypatch.setattr(fdwalk, "_open_leaf", broken)
+    # step 1 only lstats; the first open is the leaf's (step 2)
+    monkeypatch.setattr(os, "open", broken)
     with pytest.raises(OSError, match="no errno") as info:
         fdwalk.read_file(root_dir, ("z.txt",), 10, allow_hard_links=False)
     assert not isinstance(info.value, RefusedError)

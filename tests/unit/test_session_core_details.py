@@ -13,7 +13,7 @@ from mcp_suite.problems import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, 
 from mcp_suite.protocol import core
 from mcp_suite.protocol.framing import OversizedFrame
 from mcp_suite.protocol.jsonrpc import JsonRpcError, Request, decode_message
-from tests.unit.test_session_core import CALL, CC, ERROR_CASES, MODERN, PV, answer_of, line, make_core, modern
+from tests.support.session_core import CALL, CC, ERROR_CASES, MODERN, PV, answer_of, line, make_core, modern
 
 KEYS: Final = f"every request carries {PV!r} and {CC!r} in params._meta."
 

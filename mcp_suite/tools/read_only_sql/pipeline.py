@@ -1,8 +1,8 @@
 """One call's statements as ONE pipelined round trip on libpq, with its memory bound.
 
-libpq directly (psycopg's Pipeline object waits on the socket after every statement, which costs
-four times the CPU). The FETCH's rows arrive in chunks, and the exchange is bounded in time and in
-bytes while they stream. Blocking (sync libpq); run in worker threads only.
+libpq directly: psycopg's Pipeline object waits on the socket after every statement (bench_sql;
+the figure is in docs/performance.md). The FETCH's rows arrive in chunks, and the exchange is
+bounded in time and in bytes while they stream. Blocking (sync libpq); run in worker threads only.
 """
 
 from __future__ import annotations

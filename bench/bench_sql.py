@@ -217,6 +217,8 @@ def floor_psycopg(dsn: str, calls: int, threads: int, sql: str = QUERY) -> tuple
 def executor_figures(dsn: str, calls: int) -> tuple[float, float, float]:
     """(sequential p50 ms, round trips per call, definer check µs per call) of our executor in this
     process (no server), on the tool's path: a vetted query, the definer check, the query."""
+    import psycopg
+
     from mcp_suite.settings import SecretStr, Settings
     from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor
     from mcp_suite.tools.read_only_sql.policy import vet_sql
@@ -236,7 +238,7 @@ def executor_figures(dsn: str, calls: int) -> tuple[float, float, float]:
             executor.run_vetted(vetted, max_rows=50, ticket=CallTicket())
             samples.append(time.perf_counter() - start)
         trips = (executor.statistics().round_trips - before) / calls
-        with executor.pool.connection() as conn:
+        with psycopg.connect(dsn, autocommit=True) as conn:  # the check's reads, on a connection of its own
             check = executor.definers.check
             loops = 10_000
             seconds = median_seconds(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -379,14 +380,23 @@ def test_a_call_that_finds_the_pool_busy_is_served_by_one_direct_connection(demo
     executor = open_executor(
         demo_cluster.reader_dsn, sql_pool_min_size=1, sql_pool_max_size=1, sql_pool_wait_s=0.1
     )
+    held = threading.Thread(  # a slow call holds the pool's only connection
+        target=executor.run, args=("SELECT pg_sleep(1.5)",), kwargs={"max_rows": 1, "ticket": CallTicket()}
+    )
     try:
-        with executor.pool.connection():
-            result = executor.run(
-                "SELECT 41 + 1 AS n, current_setting('transaction_read_only') AS ro",
-                max_rows=1,
-                ticket=CallTicket(),
-            )
+        held.start()
+        deadline = time.monotonic() + 10
+        while executor.statistics().pool_available and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert executor.statistics().pool_available == 0
+        result = executor.run(
+            "SELECT 41 + 1 AS n, current_setting('transaction_read_only') AS ro",
+            max_rows=1,
+            ticket=CallTicket(),
+        )
         assert result.rows == [[42, "on"]]
+        assert held.is_alive()  # served while the pool's connection was still busy
         assert executor.statistics().pool_size == 1  # the direct one never joined the pool
     finally:
+        held.join()
         executor.close()

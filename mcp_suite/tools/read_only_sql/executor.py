@@ -187,14 +187,6 @@ class Executor:
             name="mcp-suite-sql",
         )
 
-    @property
-    def pool_size(self) -> int:
-        return self._settings.sql_pool_max_size
-
-    @property
-    def pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
-        return self._pool
-
     def statistics(self) -> ExecutorStatistics:
         """Counts since the executor was made (like trio's `statistics()`: a frozen record)."""
         types = self._types.statistics()

@@ -101,8 +101,8 @@ HAND_CHECKS = (
     HandCheck(
         "skip the start-up role audit",
         "mcp_suite/tools/read_only_sql/tool.py",
-        "    try:\n        findings = audit_dsn(",
-        "    return True\n    try:\n        findings = audit_dsn(",
+        "    try:\n        findings = audit_role(dsn, settings)",
+        "    return True\n    try:\n        findings = audit_role(dsn, settings)",
         ("tests/pg/test_sql_audit.py",),
     ),
     HandCheck(

@@ -9,11 +9,29 @@ from typing import Any, Final
 
 import pytest
 
-from mcp_suite.problems import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, InternalServerError
+from mcp_suite.problems import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    AccessDeniedError,
+    InternalServerError,
+)
 from mcp_suite.protocol import core
 from mcp_suite.protocol.framing import OversizedFrame
 from mcp_suite.protocol.jsonrpc import JsonRpcError, Request, decode_message
-from tests.support.session_core import CALL, CC, ERROR_CASES, MODERN, PV, answer_of, line, make_core, modern
+from tests.support.session_core import (
+    CALL,
+    CC,
+    ERROR_CASES,
+    MODERN,
+    PV,
+    SCHEMA_URI,
+    answer_of,
+    initialized,
+    line,
+    make_core,
+    modern,
+)
 
 KEYS: Final = f"every request carries {PV!r} and {CC!r} in params._meta."
 
@@ -171,3 +189,101 @@ def test_an_event_shows_every_member_in_order() -> None:
     assert repr(started) == (
         "StartCall(arguments={'text': 'hi'}, key=('i', 3), method='tools/call', name='echo', request_id=3)"
     )
+
+
+# -- what each finished call answers and hands the audit ---------------------------------------
+
+_SHUTDOWN = "The server shut down before this call finished; it was cancelled."
+_READ_LATE = "The resource could not be read within the call deadline."
+
+
+@pytest.mark.parametrize(
+    ("method", "outcome", "stopping", "expect"),
+    [
+        ("tools/call", core.ToolSucceeded(b'{"text":"hi"}'), False, ("ok", "result", None)),
+        ("resources/read", core.ResourceRead("{}"), False, ("ok", "result", None)),
+        (
+            "tools/call",
+            core.InBandRefusal(AccessDeniedError("refused")),
+            False,
+            ("error", "isError", "refused"),
+        ),
+        (
+            "tools/call",
+            core.CallFailed(InternalServerError("broke")),
+            False,
+            ("error", INTERNAL_ERROR, "broke"),
+        ),
+        ("tools/call", core.CallInterrupted(deadline_passed=True), False, ("error", "isError", None)),
+        (
+            "resources/read",
+            core.CallInterrupted(deadline_passed=True),
+            False,
+            ("error", INTERNAL_ERROR, _READ_LATE),
+        ),
+        (
+            "tools/call",
+            core.CallInterrupted(deadline_passed=True),
+            True,
+            ("error", INTERNAL_ERROR, _SHUTDOWN),
+        ),
+        (
+            "tools/call",
+            core.CallInterrupted(deadline_passed=False),
+            True,
+            ("error", INTERNAL_ERROR, _SHUTDOWN),
+        ),
+        (
+            "resources/read",
+            core.CallInterrupted(deadline_passed=False),
+            True,
+            ("error", INTERNAL_ERROR, _SHUTDOWN),
+        ),
+    ],
+)
+def test_each_finished_call_answers_and_hands_the_audit_its_id_method_tool_and_arguments(
+    method: str, outcome: core.CallOutcome, stopping: bool, expect: tuple[str, Any, str | None]
+) -> None:
+    session = initialized()
+    params = CALL if method == "tools/call" else {"uri": SCHEMA_URI}
+    started = session.receive(line(method, params, 7))
+    assert isinstance(started, core.StartCall)
+    if stopping:
+        session.signal_received()
+        session.signal_received()
+    answer = session.call_finished(started.key, outcome)
+    status, where, detail = expect
+    assert (answer.request_id, answer.method, answer.outcome) == (7, method, status)
+    assert answer.tool == ("echo" if method == "tools/call" else None)
+    assert answer.arguments == (CALL["arguments"] if method == "tools/call" else None)
+    message = answer_of(answer)
+    assert message["id"] == 7
+    if where == "result":
+        assert answer.problem is None
+        assert "result" in message
+    elif where == "isError":
+        assert message["result"]["isError"] is True
+        assert answer.problem is not None
+    else:
+        assert message["error"]["code"] == where
+        assert answer.problem is not None
+    if detail is not None:
+        assert answer.problem is not None
+        assert answer.problem.detail == detail
+
+
+def test_a_cancelled_call_hands_the_audit_its_id_method_tool_and_arguments() -> None:
+    session = initialized()
+    started = session.receive(line("tools/call", CALL, 7))
+    assert isinstance(started, core.StartCall)
+    cancel = json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})
+    session.receive(cancel.encode())
+    answer = session.call_finished(started.key, core.CallInterrupted(deadline_passed=False))
+    assert answer.frame is None
+    assert (answer.request_id, answer.method, answer.outcome, answer.problem) == (
+        7,
+        "tools/call",
+        "cancelled",
+        None,
+    )
+    assert (answer.tool, answer.arguments) == ("echo", CALL["arguments"])

@@ -4,12 +4,13 @@ In one process (no server), each stage of the tool's result path is timed on eve
 time of the thread that runs it (steady on a shared machine, unlike wall time): the executor's
 round trip (`pipeline.run_pipeline`; its wall time too, the rest of which is waiting for
 PostgreSQL), the rows through psycopg's loaders (`result.load_rows`), the JSON rows and their exact
-size check (`result.json_rows`), the rest of the executor (pool, definer check, type names,
-ticket), the result model, its JSON (pydantic's serializer), the frame with the text copy, and the
-audit record. Then the whole server over pipes, sequential: its CPU per call, less those stages, is
-the runtime (reading, the session, the thread hand-off, writing). The floor is the bare query on a
-psycopg pool (`execute().fetchall()`), its CPU per call and its p50. Medians of per-call
-microseconds; the per-row figures are (100-row − 3-row) / 97.
+size check (`result.json_rows`, which writes the rows' JSON once), the rest of the executor (pool,
+definer check, type names, ticket), the `structuredContent` spliced around the rows' JSON
+(`models.result_json`), the frame with the text copy, and the audit record. Then the whole server
+over pipes, sequential: its CPU per call, less those stages, is the runtime (reading, the session,
+the thread hand-off, writing). The floor is the bare query on a psycopg pool
+(`execute().fetchall()`), its CPU per call and its p50. Medians of per-call microseconds; the
+per-row figures are (100-row − 3-row) / 97.
 """
 
 from __future__ import annotations
@@ -51,10 +52,9 @@ def _stages(dsn: str, sql: str) -> dict[str, float]:
     """Median µs per call of each in-process stage of one workload."""
     import mcp_suite.tools.read_only_sql.executor as executor_module
     from mcp_suite.protocol.jsonrpc import encode_tool_success
-    from mcp_suite.protocol.mcp import structured_json
     from mcp_suite.runtime import audit
     from mcp_suite.settings import SecretStr, Settings
-    from mcp_suite.tools.read_only_sql.models import result_from_rows
+    from mcp_suite.tools.read_only_sql.models import result_json
     from mcp_suite.tools.read_only_sql.policy import vet_sql
     from mcp_suite.tools.read_only_sql.statement_log import log_statement
 
@@ -64,7 +64,7 @@ def _stages(dsn: str, sql: str) -> dict[str, float]:
     vetted = vet_sql(sql, max_rows=ROWS)
     names = ("run_pipeline", "load_rows", "json_rows")
     inner: dict[str, list[float]] = {name: [] for name in names}
-    outer: dict[str, list[float]] = {"call": [], "model": [], "json": [], "frame": [], "audit": []}
+    outer: dict[str, list[float]] = {"call": [], "json": [], "frame": [], "audit": []}
     waits: list[float] = []
     with open(os.devnull, "w") as devnull, contextlib.ExitStack() as stack:
         audit.configure_logging("INFO", devnull)
@@ -78,11 +78,12 @@ def _stages(dsn: str, sql: str) -> dict[str, float]:
             result = executor.run_vetted(vetted, max_rows=ROWS, ticket=executor_module.CallTicket())
             t_call = time.thread_time()
             waits.append(time.perf_counter() - wall - (t_call - start))
-            model = result_from_rows(
-                [(c.name, c.type) for c in result.columns], result.rows, truncated=result.truncated
+            data = result_json(
+                [(c.name, c.type) for c in result.columns],
+                result.rows_json,
+                row_count=len(result.rows),
+                truncated=result.truncated,
             )
-            t_model = time.thread_time()
-            data = structured_json(model)
             t_json = time.thread_time()
             encode_tool_success(i, data)
             t_frame = time.thread_time()
@@ -90,8 +91,7 @@ def _stages(dsn: str, sql: str) -> dict[str, float]:
             t_audit = time.thread_time()
             for key, seconds in (
                 ("call", t_call - start),
-                ("model", t_model - t_call),
-                ("json", t_json - t_model),
+                ("json", t_json - t_call),
                 ("frame", t_frame - t_json),
                 ("audit", t_audit - t_frame),
             ):
@@ -102,7 +102,7 @@ def _stages(dsn: str, sql: str) -> dict[str, float]:
 
     stages = {name: median_us(samples) for name, samples in inner.items()}
     stages["rest of the executor"] = median_us(outer["call"]) - sum(stages.values())
-    stages.update({key: median_us(outer[key]) for key in ("model", "json", "frame", "audit")})
+    stages.update({key: median_us(outer[key]) for key in ("json", "frame", "audit")})
     stages["waiting"] = median_us(waits)
     return stages
 
@@ -125,12 +125,11 @@ def _floor(dsn: str, sql: str) -> tuple[float, float]:
 
 
 _LABELS = {
-    "run_pipeline": "the round trip (libpq pipeline, rows streamed, text counted)",
+    "run_pipeline": "the round trip (libpq pipeline, its bytes counted as they arrive)",
     "load_rows": "rows through psycopg's loaders",
     "json_rows": "JSON rows and their exact size check",
     "rest of the executor": "rest of the executor (pool, definer check, type names)",
-    "model": "result model (no validation)",
-    "json": "structuredContent JSON (pydantic serializer)",
+    "json": "structuredContent spliced around the rows' JSON (no model, no validation)",
     "frame": "frame with the text copy",
     "audit": "audit record (when the audit trail is on)",
     "waiting": "waiting for PostgreSQL (the round trip's wall time less CPU)",

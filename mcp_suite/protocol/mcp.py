@@ -34,6 +34,7 @@ __all__ = [
     "LEGACY_VERSIONS",
     "MODERN_VERSION",
     "PROTOCOL_VERSION_KEY",
+    "EncodedResult",
     "ResourceDescription",
     "ToolDescription",
     "call_error_result",
@@ -239,8 +240,20 @@ def unknown_tool(name: str) -> InvalidArgumentsError:
     )
 
 
-def structured_json(result: BaseModel) -> bytes:
+@dataclass(frozen=True, slots=True)
+class EncodedResult:
+    """A tool's result already written as compact, ASCII-only JSON of its result model (what
+    `structured_json` would give), for a tool whose result is built from JSON it had to write anyway
+    (`read_only_sql` writes its rows once, for the byte cap). Its tests prove the bytes validate
+    against the tool's `outputSchema`."""
+
+    json: bytes
+
+
+def structured_json(result: BaseModel | EncodedResult) -> bytes:
     """Compact, ASCII-only JSON of a tool's result model (pydantic's serializer, escaped if needed)."""
+    if isinstance(result, EncodedResult):
+        return result.json
     data: bytes = type(result).__pydantic_serializer__.to_json(result)
     if not data.isascii():
         text = compact_json(json.loads(data))

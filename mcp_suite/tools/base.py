@@ -17,6 +17,8 @@ from mcp_suite.lazy import Lazy
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from mcp_suite.protocol.mcp import EncodedResult
+
 __all__ = [
     "ResourceSpec",
     "StartupRefusedError",
@@ -42,7 +44,8 @@ class StartupUnavailableError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """One MCP tool. `call` receives a validated arguments-model instance and returns a result model.
+    """One MCP tool. `call` receives a validated arguments-model instance and returns a result model
+    (or the same already written as JSON, `EncodedResult`).
 
     `models` builds the two pydantic classes (arguments, result) on first use: opening a tool must
     not import pydantic, a large share of a cold start (bench_runtime) not needed for `initialize`.
@@ -56,7 +59,7 @@ class ToolSpec:
     title: str
     description: str
     models: Lazy[tuple[type[BaseModel], type[BaseModel]]]
-    call: Callable[[Any], Awaitable[BaseModel]]
+    call: Callable[[Any], Awaitable[BaseModel | EncodedResult]]
 
     @property
     def args_model(self) -> type[BaseModel]:

@@ -1,9 +1,10 @@
 """What the executor returns is JSON the advertised outputSchema accepts, for every kind of column.
 
-The executor converts only the columns of a type outside `JSON_READY_OIDS` and the server does not
+The executor converts only the columns of a type outside `JSON_READY_OIDS`, writes the rows' JSON
+once (for the byte cap), and the tool splices its `structuredContent` around it; the server does not
 validate results at run time, so these tables prove both: each type the executor trusts loads as a
-JSON value already, and results of every column type, serialised as the wire carries them,
-validate against the tool's `outputSchema` and its result model.
+JSON value already, and the very bytes the tool sends for results of every column type validate
+against the tool's `outputSchema` and its result model, and say what a model of the rows would.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 from mcp_suite.protocol.mcp import model_json_schema, structured_json
 from mcp_suite.tools.read_only_sql.convert import JSON_READY_OIDS, to_json_value
 from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor, QueryResult
-from mcp_suite.tools.read_only_sql.models import ReadOnlySqlResult, result_from_rows
+from mcp_suite.tools.read_only_sql.models import ReadOnlySqlResult, SqlColumn, result_json
 from tests.support.pg import DOMAIN_TYPE, ENUM_TYPE
 
 pytestmark = pytest.mark.pg
@@ -110,14 +111,21 @@ def _is_json(value: Any) -> bool:
 
 
 def _assert_valid_on_the_wire(result: QueryResult) -> None:
-    model = result_from_rows(
-        [(c.name, c.type) for c in result.columns], result.rows, truncated=result.truncated
-    )
-    data = structured_json(model)
+    columns = [(c.name, c.type) for c in result.columns]
+    data = result_json(columns, result.rows_json, row_count=len(result.rows), truncated=result.truncated)
     assert data.isascii()
     document = _strict_json(data)
     VALIDATOR.validate(document)
-    assert ReadOnlySqlResult.model_validate_json(data, strict=True).rows == result.rows
+    model = ReadOnlySqlResult.model_validate_json(data, strict=True)
+    assert (model.rows, model.row_count, model.truncated) == (result.rows, len(result.rows), result.truncated)
+    # The same document a result model of these rows serialises to (the path of every other tool).
+    built = ReadOnlySqlResult(
+        columns=[SqlColumn(name=name, type=type_) for name, type_ in columns],
+        rows=result.rows,
+        row_count=len(result.rows),
+        truncated=result.truncated,
+    )
+    assert _strict_json(structured_json(built)) == document
 
 
 def test_every_trusted_type_has_a_sample() -> None:

@@ -33,13 +33,17 @@ def _size(columns: tuple[Column, ...], rows: list[list[Any]]) -> int:
 def test_only_untrusted_columns_are_converted(
     encoding: str, oids: list[int], rows: list[tuple[Any, ...]], expected: list[list[Any]]
 ) -> None:
-    assert json_rows(rows, COLUMNS, oids, encoding=encoding, max_bytes=10_000) == expected
+    values, data = json_rows(rows, COLUMNS, oids, encoding=encoding, max_bytes=10_000)
+    assert values == expected
+    assert data == compact_json(expected).encode("ascii")
 
 
 @pytest.mark.parametrize("text", ["plain ascii", "non-ascii: é ✓ 𝄞"])
 def test_the_cap_counts_the_compact_ascii_json_exactly(text: str) -> None:
     rows = [(text, 7)] * 3
     needed = _size(COLUMNS, [[text, 7]] * 3) + 64
-    assert json_rows(rows, COLUMNS, [TEXT, INT4], encoding="utf-8", max_bytes=needed) == [[text, 7]] * 3
+    values, data = json_rows(rows, COLUMNS, [TEXT, INT4], encoding="utf-8", max_bytes=needed)
+    assert values == [[text, 7]] * 3
+    assert data == compact_json(values).encode("ascii")  # the wire's bytes: ASCII, escaped
     with pytest.raises(ResultTooLargeError):
         json_rows(rows, COLUMNS, [TEXT, INT4], encoding="utf-8", max_bytes=needed - 1)

@@ -99,7 +99,7 @@ _EXPLAIN: Final[dict[str, bytes]] = {
 }
 
 _FATAL_ERROR: Final = pq.ExecStatus.FATAL_ERROR
-_FETCH: Final = 4  # the FETCH's place in a call's pipeline: its rows arrive in chunks
+_FETCH: Final = 4  # the FETCH's place in a call's pipeline
 
 
 class CallCancelledError(Exception):
@@ -351,11 +351,9 @@ class Executor:
         try:
             # One pipeline, one Sync, one round trip. Every statement uses the extended protocol,
             # so PostgreSQL itself accepts exactly one statement in DECLARE ... FOR <query>.
-            results, chunks = run_pipeline(
+            results = run_pipeline(
                 conn,
                 commands,
-                rows_at=_FETCH,
-                max_rows=max_rows,
                 max_bytes=self._max_bytes,
                 timeout_s=self._exchange_timeout_s,
             )
@@ -374,14 +372,11 @@ class Executor:
         columns = tuple(Column(name=name, type=self._types.name(conn, oid)) for name, oid in names_and_oids)
         oids = [oid for _, oid in names_and_oids]
         self._types.install_array_loaders(conn, oids)
-        rows = load_rows(conn, chunks)
-        return QueryResult(
-            columns=columns,
-            rows=json_rows(
-                rows[:max_rows], columns, oids, encoding=conn.info.encoding, max_bytes=self._max_bytes
-            ),
-            truncated=len(rows) > max_rows,
+        rows = load_rows(conn, results[_FETCH])
+        values, data = json_rows(
+            rows[:max_rows], columns, oids, encoding=conn.info.encoding, max_bytes=self._max_bytes
         )
+        return QueryResult(columns=columns, rows=values, truncated=len(rows) > max_rows, rows_json=data)
 
     def _fail(self, conn: psycopg.Connection[Any], exc: psycopg.Error, ticket: CallTicket) -> NoReturn:
         """After a failed statement: clean the connection, then raise the caller's problem (for

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Final
 
 from pydantic import Field, create_model
 
+from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.settings import SQL_MAX_CHARS
 from mcp_suite.tools.models import StrictModel
 
@@ -18,7 +19,7 @@ __all__ = [
     "ReadOnlySqlResult",
     "SqlColumn",
     "make_args_model",
-    "result_from_rows",
+    "result_json",
 ]
 
 DEFAULT_MAX_ROWS: Final = 50
@@ -83,13 +84,12 @@ def make_args_model(
     return model
 
 
-def result_from_rows(
-    columns: list[tuple[str, str]], rows: list[list[Any]], *, truncated: bool
-) -> ReadOnlySqlResult:
-    """The result model around rows the executor has already converted (no re-validation)."""
-    return ReadOnlySqlResult.model_construct(
-        columns=[SqlColumn.model_construct(name=name, type=type_) for name, type_ in columns],
-        rows=rows,
-        row_count=len(rows),
-        truncated=truncated,
-    )
+def result_json(
+    columns: list[tuple[str, str]], rows_json: bytes, *, row_count: int, truncated: bool
+) -> bytes:
+    """A `ReadOnlySqlResult` as compact, ASCII-only JSON, around rows the executor has already
+    converted and written (`rows_json`); no model is built and nothing is validated again
+    (tests/pg/test_sql_result.py proves the bytes against the outputSchema)."""
+    names = compact_json([{"name": name, "type": type_} for name, type_ in columns]).encode("ascii")
+    flag = b"true" if truncated else b"false"
+    return b'{"columns":%s,"rows":%s,"row_count":%d,"truncated":%s}' % (names, rows_json, row_count, flag)

@@ -16,7 +16,8 @@ from psycopg.adapt import Transformer
 from psycopg.pq.abc import PGresult
 
 from mcp_suite.problems import ResultTooLargeError
-from mcp_suite.tools.read_only_sql.convert import JSON_READY_OIDS, json_size, to_json_value
+from mcp_suite.protocol.jsonrpc import compact_json
+from mcp_suite.tools.read_only_sql.convert import JSON_READY_OIDS, to_json_value
 
 __all__ = ["Column", "QueryResult", "description", "json_rows", "load_rows", "too_large"]
 
@@ -32,6 +33,7 @@ class QueryResult:
     columns: tuple[Column, ...]
     rows: list[list[Any]]
     truncated: bool
+    rows_json: bytes  # `rows` as compact, ASCII-only JSON: written once, for the byte cap
 
 
 def too_large(max_bytes: int) -> ResultTooLargeError:
@@ -51,14 +53,11 @@ def description(conn: psycopg.Connection[Any], result: PGresult) -> list[tuple[s
     ]
 
 
-def load_rows(conn: psycopg.Connection[Any], chunks: list[PGresult]) -> list[tuple[Any, ...]]:
+def load_rows(conn: psycopg.Connection[Any], result: PGresult) -> list[tuple[Any, ...]]:
     """The fetched rows as Python values, through the connection's loaders (no I/O)."""
-    rows: list[tuple[Any, ...]] = []
     transformer = Transformer(conn)
-    for chunk in chunks:
-        transformer.set_pgresult(chunk)
-        rows.extend(transformer.load_rows(0, chunk.ntuples, tuple))
-    return rows
+    transformer.set_pgresult(result)
+    return transformer.load_rows(0, result.ntuples, tuple)
 
 
 def json_rows(
@@ -68,14 +67,14 @@ def json_rows(
     *,
     encoding: str,
     max_bytes: int,
-) -> list[list[Any]]:
-    """JSON-ready rows (`oids`: each column's type; `encoding`: the connection's), or
-    ResultTooLargeError past the byte cap.
+) -> tuple[list[list[Any]], bytes]:
+    """JSON-ready rows (`oids`: each column's type; `encoding`: the connection's) and their
+    compact, ASCII-only JSON, or ResultTooLargeError past the byte cap.
 
     Only the columns of a type outside `JSON_READY_OIDS` go through `to_json_value`.
-    Limits: at most `max_rows` rows arrive here, already in memory, and their text is at most
-    twice the cap (the pipeline counted it while they streamed), so the one exact serialisation
-    below stays within a few times the cap. Their compact ASCII JSON plus the column list must fit
+    Limits: at most `max_rows` rows arrive here, already in memory, and their wire form was at
+    most four times the cap (the pipeline counted it while they arrived), so the one exact
+    serialisation below stays within a few times the cap. Their JSON plus the column list must fit
     `max_bytes` (`MCP_SQL_MAX_RESULT_BYTES`).
     """
     out = [list(row) for row in rows]
@@ -85,14 +84,14 @@ def json_rows(
         if oid not in ready:
             for row in out:
                 row[index] = to_json_value(row[index])
-    size = _json_bytes([{"name": c.name, "type": c.type} for c in columns]) + _json_bytes(out)
-    if size + 64 > max_bytes:
+    data = _wire_json(out)
+    if len(_wire_json([{"name": c.name, "type": c.type} for c in columns])) + len(data) + 64 > max_bytes:
         raise too_large(max_bytes)
-    return out
+    return out, data
 
 
-def _json_bytes(value: Any) -> int:
-    """Bytes of `value` as the wire carries it: pydantic's serializer (the result's own), or, when
+def _wire_json(value: Any) -> bytes:
+    """`value` as the wire carries it: pydantic's serializer (the result model's own), or, when
     that is not ASCII, the escaping encoder the wire then uses."""
     data = pydantic_core.to_json(value)
-    return len(data) if data.isascii() else json_size(value)
+    return data if data.isascii() else compact_json(value).encode("ascii")

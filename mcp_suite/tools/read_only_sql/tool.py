@@ -27,6 +27,7 @@ import trio
 import mcp_suite.tools.explain_sql.tool as explain_tool
 from mcp_suite.lazy import Lazy
 from mcp_suite.problems import ProblemError
+from mcp_suite.protocol.mcp import EncodedResult
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import (
     ResourceSpec,
@@ -149,7 +150,7 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
     db_limiter = Lazy(functools.partial(trio.CapacityLimiter, settings.sql_pool_max_size)).get
     grace = settings.sql_cancel_grace_s
 
-    async def call(args: ReadOnlySqlArgs) -> ReadOnlySqlResult:
+    async def call(args: ReadOnlySqlArgs) -> EncodedResult:
         started, outcome, rows = time.perf_counter(), "error", None
         try:
             # The policy runs in the worker thread too: an uncached verdict costs milliseconds of
@@ -168,10 +169,12 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
             raise
         finally:
             log_statement(tool=TOOL_NAME, sql=args.sql, outcome=outcome, started=started, rows=rows)
-        from mcp_suite.tools.read_only_sql.models import result_from_rows  # loaded with the models
+        from mcp_suite.tools.read_only_sql.models import result_json  # loaded with the models
 
         columns = [(c.name, c.type) for c in result.columns]
-        return result_from_rows(columns, result.rows, truncated=result.truncated)
+        return EncodedResult(
+            result_json(columns, result.rows_json, row_count=len(result.rows), truncated=result.truncated)
+        )
 
     async def explain(args: ExplainSqlArgs) -> ExplainSqlResult:
         # read_only_sql's own path: the same policy verdict and rewrite, the same execution.

@@ -12,13 +12,13 @@ Both eras live here: a request whose `_meta` carries the modern protocol fields 
 from __future__ import annotations
 
 import enum
-import math
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from mcp_suite.problems import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    METHOD_NOT_FOUND,
     ExecutionTimeoutError,
     InternalServerError,
     InvalidArgumentsError,
@@ -432,10 +432,8 @@ class SessionCore:
             return Answer(
                 frame, call.request_id, call.method, "error", problem, tool=tool, arguments=call.arguments
             )
-        answer = self._error(call.request_id, call.method, problem, problem.jsonrpc_code or INTERNAL_ERROR)
-        return Answer(
-            answer.frame, call.request_id, call.method, "error", problem, tool=tool, arguments=call.arguments
-        )
+        code = problem.jsonrpc_code or INTERNAL_ERROR
+        return self._error(call.request_id, call.method, problem, code, tool=tool, arguments=call.arguments)
 
     # -- requests --------------------------------------------------------------------------------
 
@@ -482,7 +480,7 @@ class SessionCore:
                 )
             else:
                 problem = mcp.unknown_method(method)
-            return self._error(request.id, method, problem, problem.jsonrpc_code or -32601)
+            return self._error(request.id, method, problem, METHOD_NOT_FOUND)
         if method in _CALL_METHODS:
             return self._start_call(request, Era.MODERN)
         return self._inline(request, Era.MODERN)
@@ -577,8 +575,7 @@ class SessionCore:
             return self._error(request.id, method, exc, INVALID_PARAMS)
         if call.name not in self._tool_names:
             problem = mcp.unknown_tool(call.name)
-            answer = self._error(request.id, method, problem, INVALID_PARAMS)
-            return Answer(answer.frame, request.id, method, "error", problem, tool=call.name)
+            return self._error(request.id, method, problem, INVALID_PARAMS, tool=call.name)
         try:
             # 1. the structural sanitizer, before anything else looks at the arguments
             sanitize_arguments(call.arguments, max_depth=self._max_depth_args, max_items=self._max_items)
@@ -621,17 +618,19 @@ class SessionCore:
         problem: ProblemError,
         code: int,
         extra: dict[str, Any] | None = None,
+        *,
+        tool: str | None = None,
+        arguments: Any = None,
     ) -> Answer:
         """An error has the same shape in both eras (the modern result members are for results)."""
         frame = encode_error(
             request_id, problem, code=code, omit_unknown_id=self.omits_unknown_id, data_extra=extra
         )
-        return Answer(frame, request_id, method, "error", problem)
+        return Answer(frame, request_id, method, "error", problem, tool=tool, arguments=arguments)
 
     def _timed_out(self) -> ExecutionTimeoutError:
-        deadline_s = self._deadline_s
-        within = f"{deadline_s:g} s" if math.isfinite(deadline_s) else "the deadline"
+        deadline_s = self._deadline_s  # finite: settings refuse any other
         return ExecutionTimeoutError(
-            f"The call did not finish within {within}; ask for less work.",
+            f"The call did not finish within {deadline_s:g} s; ask for less work.",
             metadata={"deadline_s": deadline_s},
         )

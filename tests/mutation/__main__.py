@@ -62,6 +62,10 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_sql_policy_corpus.py",
         "tests/unit/test_sql_rewrite.py",
     ),
+    "mcp_suite/protocol/core.py": (
+        "tests/unit/test_session_core.py",
+        "tests/unit/test_session_core_details.py",
+    ),
 }
 
 

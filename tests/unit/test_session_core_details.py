@@ -13,8 +13,13 @@ from mcp_suite.problems import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
     AccessDeniedError,
+    DatabaseUnavailableError,
     InternalServerError,
+    InvalidArgumentsError,
+    ProblemError,
 )
 from mcp_suite.protocol import core
 from mcp_suite.protocol.framing import OversizedFrame
@@ -32,6 +37,7 @@ from tests.support.session_core import (
     make_core,
     modern,
 )
+from tests.support.wire import slug_of
 
 KEYS: Final = f"every request carries {PV!r} and {CC!r} in params._meta."
 
@@ -117,7 +123,7 @@ def test_an_oversized_line_says_the_limit_and_what_to_do() -> None:
     assert answer.problem.jsonrpc_code == INVALID_REQUEST
 
 
-def _with_deadline(deadline_s: float) -> core.SessionCore:
+def _core(deadline_s: float = 30, *, max_json_depth: int = 64) -> core.SessionCore:
     session = core.SessionCore(
         server_name="s",
         server_version="1",
@@ -125,7 +131,7 @@ def _with_deadline(deadline_s: float) -> core.SessionCore:
         tools=list,
         instructions="",
         max_frame_bytes=1_000,
-        max_json_depth=64,
+        max_json_depth=max_json_depth,
         arg_max_depth=8,
         arg_max_items=100,
         call_deadline_s=deadline_s,
@@ -134,10 +140,10 @@ def _with_deadline(deadline_s: float) -> core.SessionCore:
     return session
 
 
-# (settings refuse a deadline that is not finite, so the words for one are never sent)
+# (settings refuse a deadline that is not finite: the core is only ever given a finite one)
 @pytest.mark.parametrize(("deadline_s", "within"), [(2.5, "2.5 s"), (30, "30 s"), (0.001, "0.001 s")])
 def test_a_call_past_its_deadline_says_the_deadline(deadline_s: float, within: str) -> None:
-    session = _with_deadline(deadline_s)
+    session = _core(deadline_s)
     started = session.receive(line("tools/call", CALL, 8))
     assert isinstance(started, core.StartCall)
     answer = session.call_finished(started.key, core.CallInterrupted(deadline_passed=True))
@@ -149,7 +155,7 @@ def test_a_call_past_its_deadline_says_the_deadline(deadline_s: float, within: s
 
 
 def test_a_failed_call_answers_with_its_own_problem() -> None:
-    session = _with_deadline(30)
+    session = _core(30)
     started = session.receive(line("tools/call", CALL, 8))
     assert isinstance(started, core.StartCall)
     failure = InternalServerError("The tool broke.")
@@ -176,7 +182,7 @@ def test_a_failed_call_answers_with_its_own_problem() -> None:
     ],
 )
 def test_a_cancellation_matches_an_id_in_either_form(call_id: Any, cancel_id: Any, cancels: bool) -> None:
-    session = _with_deadline(30)
+    session = _core(30)
     started = session.receive(line("tools/call", CALL, call_id))
     assert isinstance(started, core.StartCall)
     note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": cancel_id}}
@@ -185,7 +191,7 @@ def test_a_cancellation_matches_an_id_in_either_form(call_id: Any, cancel_id: An
 
 
 def test_an_event_shows_every_member_in_order() -> None:
-    started = _with_deadline(30).receive(modern("tools/call", CALL, 3))
+    started = _core(30).receive(modern("tools/call", CALL, 3))
     assert repr(started) == (
         "StartCall(arguments={'text': 'hi'}, key=('i', 3), method='tools/call', name='echo', request_id=3)"
     )
@@ -287,3 +293,165 @@ def test_a_cancelled_call_hands_the_audit_its_id_method_tool_and_arguments() -> 
         None,
     )
     assert (answer.tool, answer.arguments) == ("echo", CALL["arguments"])
+
+
+# -- the answers given at once, their words and the members the audit reads ----------------------
+
+_CAPABILITIES: Final = {"tools": {"listChanged": False}}
+_RESOURCES: Final = {"resources": {"listChanged": False, "subscribe": False}}
+
+
+@pytest.mark.parametrize("resources", [True, False])
+def test_initialize_and_discover_give_the_server_s_name_instructions_and_capabilities(
+    resources: bool,
+) -> None:
+    session = make_core(resources=resources)
+    capabilities = {**_CAPABILITIES, **(_RESOURCES if resources else {})}
+    _, message = _answer(session, line("initialize", {"protocolVersion": "2025-06-18"}))
+    assert message["result"] == {
+        "protocolVersion": "2025-06-18",
+        "capabilities": capabilities,
+        "serverInfo": {"name": "mcp-suite", "version": "9.9"},
+        "instructions": "Use echo, then sleep.",
+    }
+    result = answer_of(session.receive(modern("server/discover")))["result"]
+    assert (result["capabilities"], result["instructions"]) == (capabilities, "Use echo, then sleep.")
+
+
+def test_each_answer_given_at_once_hands_the_audit_its_id_method_and_outcome() -> None:
+    session = make_core()
+    for frame, method, warm_up in [
+        (line("ping", request_id="a"), "ping", False),
+        (modern("tools/list", request_id="b"), "tools/list", True),  # the first that opens the session
+        (line("initialize", {"protocolVersion": "2025-11-25"}, "c"), "initialize", False),
+        (line("tools/list", request_id="d"), "tools/list", False),
+        (modern("resources/templates/list", request_id="e"), "resources/templates/list", False),
+    ]:
+        answer, message = _answer(session, frame)
+        assert "result" in message
+        assert message["id"] == answer.request_id == json.loads(frame)["id"]
+        assert (answer.method, answer.outcome, answer.problem) == (method, "ok", None)
+        assert (answer.tool, answer.arguments, answer.warm_up) == (None, None, warm_up)
+
+
+def test_a_second_initialize_is_refused_and_the_first_version_stays() -> None:
+    session = initialized("2025-06-18")
+    answer, message = _answer(session, line("initialize", {"protocolVersion": "2025-11-25"}, 2))
+    assert (message["error"]["code"], message["error"]["data"]["detail"]) == (
+        INVALID_REQUEST,
+        "The session is already initialized.",
+    )
+    assert (answer.request_id, answer.method) == (2, "initialize")
+    assert session.legacy_version == "2025-06-18"
+
+
+@pytest.mark.parametrize("method", ["resources/list", "resources/templates/list", "resources/read"])
+def test_a_server_without_resources_knows_no_resource_method_in_either_era(method: str) -> None:
+    session = make_core(resources=False)
+    _answer(session, line("initialize", {"protocolVersion": "2025-11-25"}))
+    for frame in (line(method, {"uri": SCHEMA_URI}), modern(method, {"uri": SCHEMA_URI})):
+        _, message = _answer(session, frame)
+        assert (message["error"]["code"], message["error"]["data"]["detail"]) == (
+            METHOD_NOT_FOUND,
+            f"The method {method!r} does not exist on this server.",
+        )
+
+
+def test_the_nesting_limit_is_the_session_s_own() -> None:
+    session = _core(max_json_depth=4)
+    # the message, params, and three lists: five levels
+    answer, message = _answer(session, line("ping", {"a": [[[1]]]}, 3))
+    assert (message["error"]["code"], message["error"]["data"]["detail"]) == (
+        PARSE_ERROR,
+        "The message nests deeper than 4 levels.",
+    )
+    assert answer.method == ""
+    assert _answer(session, line("ping", {"a": [[1]]}))[1]["result"] == {}
+
+
+def test_a_call_whose_id_is_in_flight_is_refused_with_its_id_and_what_to_do() -> None:
+    session = initialized()
+    assert isinstance(session.receive(line("tools/call", CALL, 3)), core.StartCall)
+    answer, message = _answer(session, modern("tools/call", CALL, 3))
+    assert message["id"] == 3
+    assert message["error"]["data"]["detail"] == (
+        "A call with this id is still running; use a new id for each request."
+    )
+    assert (answer.request_id, answer.method, answer.outcome) == (3, "tools/call", "error")
+
+
+@pytest.mark.parametrize("params", [{"uri": "postgres://db/other"}, {"uri": 5}, {}])
+def test_a_read_of_an_unknown_resource_names_the_uri_parameter(params: dict[str, Any]) -> None:
+    answer, message = _answer(initialized(), line("resources/read", params, 6))
+    error = message["error"]
+    assert (error["code"], error["data"]["detail"], error["data"]["invalid_params"]) == (
+        INVALID_PARAMS,
+        'resources/read needs the "uri" of a resource that resources/list shows.',
+        ["uri"],
+    )
+    assert answer.problem is not None
+    assert answer.problem.jsonrpc_code == INVALID_PARAMS
+    assert (answer.request_id, answer.method, answer.tool) == (6, "resources/read", None)
+
+
+def test_a_resource_read_starts_with_its_uri_and_no_arguments() -> None:
+    started = initialized().receive(modern("resources/read", {"uri": SCHEMA_URI}, 5))
+    assert started == core.StartCall(("i", 5), 5, "resources/read", SCHEMA_URI, {})
+
+
+def test_an_unknown_tool_hands_the_audit_its_name() -> None:
+    answer, message = _answer(initialized(), line("tools/call", {"name": "nope", "arguments": {}}, 2))
+    assert (message["id"], message["error"]["code"]) == (2, INVALID_PARAMS)
+    assert (answer.request_id, answer.method, answer.outcome, answer.tool) == (
+        2,
+        "tools/call",
+        "error",
+        "nope",
+    )
+    assert answer.problem is not None
+    assert answer.problem.slug == slug_of(message["error"]["data"])
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_arguments_the_sanitizer_refuses_are_answered_in_the_era_and_audited_with_the_call(era: str) -> None:
+    params = {"name": "echo", "arguments": {"bad key": 1}}
+    frame = modern("tools/call", params, 4) if era == "modern" else line("tools/call", params, 4)
+    answer, message = _answer(initialized(), frame)
+    result = message["result"]
+    assert (message["id"], result["isError"]) == (4, True)
+    assert answer.problem is not None
+    assert json.loads(result["content"][0]["text"])["detail"] == answer.problem.detail
+    assert (answer.request_id, answer.method, answer.outcome) == (4, "tools/call", "error")
+    assert (answer.tool, answer.arguments) == ("echo", {"bad key": 1})
+    if era == "modern":
+        assert (result["resultType"], result["_meta"]) == (
+            "complete",
+            {"io.modelcontextprotocol/serverInfo": {"name": "mcp-suite", "version": "9.9"}},
+        )
+    else:
+        assert "resultType" not in result
+        assert "_meta" not in result
+
+
+@pytest.mark.parametrize(
+    ("outcome", "code"),
+    [
+        (
+            core.CallFailed(InvalidArgumentsError("Asked wrongly.", jsonrpc_code=INVALID_PARAMS)),
+            INVALID_PARAMS,
+        ),
+        (core.InBandRefusal(DatabaseUnavailableError("The database is down.")), INTERNAL_ERROR),
+    ],
+)
+def test_a_call_that_fails_travels_with_its_problem_s_own_json_rpc_code(
+    outcome: core.CallFailed | core.InBandRefusal, code: int
+) -> None:
+    session = _core()
+    started = session.receive(line("tools/call", CALL, 8))
+    assert isinstance(started, core.StartCall)
+    answer = session.call_finished(started.key, outcome)
+    message = answer_of(answer)
+    assert (message["id"], message["error"]["code"]) == (8, code)
+    problem: ProblemError = outcome.problem
+    assert answer.problem is problem
+    assert message["error"]["data"]["detail"] == problem.detail

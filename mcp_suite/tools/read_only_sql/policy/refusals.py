@@ -123,14 +123,9 @@ def unsupported(place: str = "") -> InvalidArgumentsError:
 
 
 def cannot_reproduce() -> UnreadableError:
-    """sqlglot's generator failed on a tree it read."""
-    return UnreadableError(
-        invalid(
-            f"The query uses syntax the validator cannot reproduce safely. {FIX_ONE_SELECT} "
-            "in plain PostgreSQL syntax.",
-            "unsupported-syntax",
-        )
-    )
+    """sqlglot's generator failed on a tree it read: `vet_sql` then regenerates the text from
+    PostgreSQL's tree, so no caller reads these words; a failure there is worded on its own."""
+    return UnreadableError(unsupported())
 
 
 def parser_disagreement() -> InvalidArgumentsError:

@@ -62,6 +62,21 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_sql_policy_corpus.py",
         "tests/unit/test_sql_rewrite.py",
     ),
+    "mcp_suite/tools/read_only_sql/policy/refusals.py": (
+        "tests/unit/test_sql_refusal_details.py",
+        "tests/unit/test_sql_policy.py",
+        "tests/unit/test_sql_policy_corpus.py",
+        "tests/unit/test_sql_rewrite.py",
+        "tests/property/test_sql_policy_properties.py",
+    ),
+    "mcp_suite/tools/read_only_sql/policy/__init__.py": (
+        "tests/unit/test_sql_pipeline.py",
+        "tests/unit/test_sql_refusal_details.py",
+        "tests/unit/test_sql_policy.py",
+        "tests/unit/test_sql_policy_corpus.py",
+        "tests/unit/test_sql_rewrite.py",
+        "tests/property/test_sql_policy_properties.py",
+    ),
 }
 
 
@@ -181,6 +196,12 @@ def _equivalents() -> set[str]:
     return set(re.findall(r"^\| `([^`]+)` \|", EQUIVALENTS_DOC.read_text(), flags=re.M))
 
 
+def _module_of(mutant: str) -> str | None:
+    """The module of MODULES a mutant's name (`package.module.x_function__mutmut_N`) belongs to."""
+    dotted = mutant.rpartition(".")[0]
+    return next((m for m in MODULES if m[:-3].replace("/", ".").removesuffix(".__init__") == dotted), None)
+
+
 def run_mutmut() -> bool:
     mutmut = Path(sys.executable).with_name("mutmut")
     env = {**os.environ, "HYPOTHESIS_PROFILE": "mutation"}
@@ -193,7 +214,7 @@ def run_mutmut() -> bool:
     unlisted: list[str] = []
     equivalent = _equivalents()
     for name, status in re.findall(r"^\s*(\S+): (\S+)$", listed, flags=re.M):
-        module = next((m for m in MODULES if name.startswith(m[:-3].replace("/", ".") + ".")), None)
+        module = _module_of(name)
         if module is None:
             continue
         if status in ("killed", "timeout"):

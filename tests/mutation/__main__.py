@@ -85,6 +85,15 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_sql_rewrite.py",
         "tests/property/test_sql_policy_properties.py",
     ),
+    "mcp_suite/tools/read_only_sql/policy/sqlglot_walk.py": (
+        "tests/unit/test_sql_sqlglot_walk.py",
+        "tests/unit/test_sql_refusal_details.py",
+        "tests/unit/test_sql_pipeline.py",
+        "tests/unit/test_sql_policy.py",
+        "tests/unit/test_sql_policy_corpus.py",
+        "tests/unit/test_sql_rewrite.py",
+        "tests/property/test_sql_policy_properties.py",
+    ),
 }
 
 

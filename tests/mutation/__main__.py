@@ -66,6 +66,38 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_session_core.py",
         "tests/unit/test_session_core_details.py",
     ),
+    "mcp_suite/tools/read_only_sql/policy/refusals.py": (
+        "tests/unit/test_sql_refusal_details.py",
+        "tests/unit/test_sql_policy.py",
+        "tests/unit/test_sql_policy_corpus.py",
+        "tests/unit/test_sql_rewrite.py",
+        "tests/property/test_sql_policy_properties.py",
+    ),
+    "mcp_suite/tools/read_only_sql/policy/__init__.py": (
+        "tests/unit/test_sql_pipeline.py",
+        "tests/unit/test_sql_refusal_details.py",
+        "tests/unit/test_sql_policy.py",
+        "tests/unit/test_sql_policy_corpus.py",
+        "tests/unit/test_sql_rewrite.py",
+        "tests/property/test_sql_policy_properties.py",
+    ),
+    "mcp_suite/tools/read_only_sql/policy/postgres_walk.py": (
+        "tests/unit/test_sql_postgres_walk.py",
+        "tests/unit/test_sql_refusal_details.py",
+        "tests/unit/test_sql_policy.py",
+        "tests/unit/test_sql_policy_corpus.py",
+        "tests/unit/test_sql_rewrite.py",
+        "tests/property/test_sql_policy_properties.py",
+    ),
+    "mcp_suite/tools/read_only_sql/policy/sqlglot_walk.py": (
+        "tests/unit/test_sql_sqlglot_walk.py",
+        "tests/unit/test_sql_refusal_details.py",
+        "tests/unit/test_sql_pipeline.py",
+        "tests/unit/test_sql_policy.py",
+        "tests/unit/test_sql_policy_corpus.py",
+        "tests/unit/test_sql_rewrite.py",
+        "tests/property/test_sql_policy_properties.py",
+    ),
 }
 
 
@@ -185,6 +217,12 @@ def _equivalents() -> set[str]:
     return set(re.findall(r"^\| `([^`]+)` \|", EQUIVALENTS_DOC.read_text(), flags=re.M))
 
 
+def _module_of(mutant: str) -> str | None:
+    """The module of MODULES a mutant's name (`package.module.x_function__mutmut_N`) belongs to."""
+    dotted = mutant.rpartition(".")[0]
+    return next((m for m in MODULES if m[:-3].replace("/", ".").removesuffix(".__init__") == dotted), None)
+
+
 def run_mutmut() -> bool:
     mutmut = Path(sys.executable).with_name("mutmut")
     env = {**os.environ, "HYPOTHESIS_PROFILE": "mutation"}
@@ -197,7 +235,7 @@ def run_mutmut() -> bool:
     unlisted: list[str] = []
     equivalent = _equivalents()
     for name, status in re.findall(r"^\s*(\S+): (\S+)$", listed, flags=re.M):
-        module = next((m for m in MODULES if name.startswith(m[:-3].replace("/", ".") + ".")), None)
+        module = _module_of(name)
         if module is None:
             continue
         if status in ("killed", "timeout"):
@@ -208,13 +246,14 @@ def run_mutmut() -> bool:
             outcomes[module]["survived"] += 1
             unlisted.append(f"{name}: {status}")
     ok = True
-    _say(f"{'module':<48} {'mutants':>8} {'killed':>7} {'equiv.':>7} {'survived':>9} {'kill rate':>10}")
+    width = max(len(module) for module in MODULES)
+    _say(f"{'module':<{width}} {'mutants':>8} {'killed':>7} {'equiv.':>7} {'survived':>9} {'kill rate':>10}")
     for module, counts in outcomes.items():
         total = sum(counts.values())
         rate = counts["killed"] / total if total else 0.0
         ok &= total > 0 and rate >= FLOOR and counts["survived"] == 0
         _say(
-            f"{module:<48} {total:>8} {counts['killed']:>7} {counts['equivalent']:>7}"
+            f"{module:<{width}} {total:>8} {counts['killed']:>7} {counts['equivalent']:>7}"
             f" {counts['survived']:>9} {rate:>9.1%}"
         )
     for line in unlisted:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tomllib
 
-from tests.mutation.__main__ import MODULES, REPO
+from tests.mutation.__main__ import MODULES, REPO, _module_of
 
 
 def test_the_mutmut_configuration_matches_the_modules_of_the_table() -> None:
@@ -16,3 +16,16 @@ def test_the_mutmut_configuration_matches_the_modules_of_the_table() -> None:
     assert sorted(selection) == sorted(set(guarding))
     for path in [*MODULES, *guarding]:
         assert (REPO / path).is_file(), path
+
+
+def test_each_mutant_is_counted_for_its_own_module_also_a_package_s() -> None:
+    policy = "mcp_suite/tools/read_only_sql/policy/"
+    assert _module_of("mcp_suite.tools.read_only_sql.policy.x_vet_sql__mutmut_1") == policy + "__init__.py"
+    assert (
+        _module_of("mcp_suite.tools.read_only_sql.policy.rewrite.x_generate__mutmut_6")
+        == policy + "rewrite.py"
+    )
+    assert (
+        _module_of("mcp_suite.runtime.limiter.xǁTicketǁ__init____mutmut_1") == "mcp_suite/runtime/limiter.py"
+    )
+    assert _module_of("mcp_suite.tools.read_only_sql.x_other__mutmut_1") is None

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 import sqlglot
 from sqlglot.dialects.postgres import Postgres
-from sqlglot.errors import ParseError
 from sqlglot.parser import Parser
 
 from mcp_suite.problems import (
@@ -521,17 +520,6 @@ def test_recursion_in_the_generator_is_passed_up_to_become_too_deep() -> None:
 def test_recursion_in_the_sqlglot_parser_is_passed_up() -> None:
     with pytest.raises(RecursionError):
         sqlglot_walk.parse_sqlglot("SELECT 1", _ParserRecursion())
-
-
-def test_parse_error_place_is_plain_text() -> None:
-    with pytest.raises(ParseError) as caught:
-        sqlglot.parse_one("SELECT * FROM t WHERE a = = 1", read="postgres")
-    place = sqlglot_walk.parse_error_place(caught.value)
-    assert place.startswith(" (near line 1, column ")
-    assert "\x1b" not in place
-    assert sqlglot_walk.parse_error_place(ParseError("no structure")) == ""
-    hidden = ParseError("x", errors=[{"line": 1, "col": 2, "highlight": "\x1b[4m"}])
-    assert sqlglot_walk.parse_error_place(hidden) == " (near line 1, column 2)"
 
 
 @pytest.mark.parametrize(

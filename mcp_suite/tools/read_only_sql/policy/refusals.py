@@ -112,10 +112,10 @@ def multiple_statements_as_read(count: int) -> QueryViolationError:
     )
 
 
-def unsupported(place: str = "") -> InvalidArgumentsError:
-    """sqlglot cannot read the text; `place` is ' (near line L, column C...)' or empty."""
+def unsupported() -> InvalidArgumentsError:
+    """sqlglot cannot read the text, or cannot write it back, and PostgreSQL's tree cannot stand in."""
     return invalid(
-        f"The query uses syntax the validator does not support{place}. Rewrite that part in "
+        "The query uses syntax the validator does not support. Rewrite that part in "
         "plain PostgreSQL syntax: a function call instead of special syntax, or VALUES with "
         "ORDER BY / LIMIT wrapped in a subquery (FROM (VALUES ...) AS v(x)).",
         "unsupported-syntax",
@@ -123,14 +123,9 @@ def unsupported(place: str = "") -> InvalidArgumentsError:
 
 
 def cannot_reproduce() -> UnreadableError:
-    """sqlglot's generator failed on a tree it read."""
-    return UnreadableError(
-        invalid(
-            f"The query uses syntax the validator cannot reproduce safely. {FIX_ONE_SELECT} "
-            "in plain PostgreSQL syntax.",
-            "unsupported-syntax",
-        )
-    )
+    """sqlglot's generator failed on a tree it read: `vet_sql` then regenerates the text from
+    PostgreSQL's tree, so no caller reads these words; a failure there is worded on its own."""
+    return UnreadableError(unsupported())
 
 
 def parser_disagreement() -> InvalidArgumentsError:

@@ -19,7 +19,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError
 from sqlglot.tokenizer_core import TokenType
 
-from mcp_suite.problems import QueryViolationError, echo
+from mcp_suite.problems import QueryViolationError
 from mcp_suite.tools.read_only_sql.denylist import denied_reason
 from mcp_suite.tools.read_only_sql.policy import refusals
 
@@ -106,8 +106,9 @@ def parse_sqlglot(sql: str, dialect: Dialect = DIALECT) -> exp.Expr:
     _check_token_depth(tokens)
     try:
         statements = dialect.parser().parse(tokens, sql)
-    except ParseError as error:
-        raise refusals.UnreadableError(refusals.unsupported(parse_error_place(error))) from None
+    except ParseError:
+        # PostgreSQL's tree then stands in (vet_sql): these words never reach a caller.
+        raise refusals.UnreadableError(refusals.unsupported()) from None
     except RecursionError:
         raise
     except Exception:  # noqa: BLE001  # a parser bug on caller text refuses (fail closed)
@@ -117,16 +118,6 @@ def parse_sqlglot(sql: str, dialect: Dialect = DIALECT) -> exp.Expr:
         # PostgreSQL counted exactly one statement; a disagreement refuses (fail closed).
         raise refusals.multiple_statements_as_read(len(real))
     return real[0]
-
-
-def parse_error_place(error: ParseError) -> str:
-    """' (near line L, column C: "text")' from sqlglot's structured error, without its escapes."""
-    first = error.errors[0] if error.errors else {}
-    line, col, near = first.get("line"), first.get("col"), first.get("highlight")
-    if not isinstance(line, int) or not isinstance(col, int):
-        return ""
-    shown = f': "{echo(near, 40)}"' if isinstance(near, str) and near.isprintable() else ""
-    return f" (near line {line}, column {col}{shown})"
 
 
 def _check_token_depth(tokens: list[Any]) -> None:

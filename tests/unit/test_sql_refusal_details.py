@@ -1,0 +1,317 @@
+"""The SQL policy's refusals, exactly: each query and the problem it becomes (its class, so its code,
+the detail, `invalid_params` and the metadata). A caller (or a model) fixes its query from these words.
+
+Most are reached through `vet_sql`; the sqlglot walk's own words, which a caller sees only where
+PostgreSQL's walk has a gap, are reached by giving the walk a tree with the construct smuggled in,
+or a deparser that writes it into the text that will run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.postgres import Postgres
+
+from mcp_suite.problems import InvalidArgumentsError, ProblemError, QueryViolationError
+from mcp_suite.tools.read_only_sql.policy import QueryPolicy, VettedQuery, sqlglot_walk, vet_sql
+from mcp_suite.tools.read_only_sql.policy.rewrite import Deparser
+
+SEND = "Send one SELECT (or VALUES / UNION / INTERSECT / EXCEPT) statement"
+ONLY = "Only SELECT, VALUES and set operations are allowed"
+UNSUPPORTED = (
+    "The query uses syntax the validator does not support. Rewrite that part in plain PostgreSQL "
+    "syntax: a function call instead of special syntax, or VALUES with ORDER BY / LIMIT wrapped in "
+    "a subquery (FROM (VALUES ...) AS v(x))."
+)
+DISAGREEMENT = (
+    "The validator reads part of this query differently from PostgreSQL. Write it in plainer "
+    'syntax: no Unicode-escaped identifiers (U&"..."), no 0x/0o/0b or underscored number literals, '
+    "one string literal instead of adjacent ones, INTERVAL '1 day' instead of INTERVAL '1' DAY."
+)
+TOO_DEEP = (
+    "The query is nested too deeply to be checked; flatten it (fewer nested parentheses, brackets, "
+    "NOTs, CASEs or casts, at most 64 array subscripts), for example with a CTE (WITH ...)."
+)
+LIMIT_REWRITE = (
+    "The query's row limit could not be applied safely; put the LIMIT on the outermost SELECT, "
+    "or wrap the query: SELECT * FROM (<query>) AS q."
+)
+NOT_ALLOWED = "The query is not allowed:"
+DATA_MODIFYING = NOT_ALLOWED + " data-modifying statements ({}) are not allowed, also not inside a CTE."
+INTO = NOT_ALLOWED + " SELECT ... INTO creates a table; remove the INTO clause."
+LOCK = NOT_ALLOWED + " row locks (FOR UPDATE / FOR SHARE) are not allowed; remove them."
+BIND = NOT_ALLOWED + " bind parameters ({}) are not supported; write the values inline as literals."
+BAD = InvalidArgumentsError
+VIOLATION = QueryViolationError
+LONG_DENIED = "binary_upgrade_" + "x" * 80  # a denied family's member, longer than a name is echoed
+UPGRADE = "it is for pg_upgrade only and changes catalogue state"
+LONG_SYNTAX = "SELECT 'x' || '" + "y" * 300  # PostgreSQL's message quotes the text near the fault
+
+
+def _root(kind: str, fix: str) -> tuple[type[ProblemError], str, dict[str, str]]:
+    shown = kind.removesuffix("Stmt")
+    return VIOLATION, f"{ONLY}, not {shown} statements. {fix}.", {"rule": "root-not-select", "node": kind}
+
+
+def _modifying(kind: str, shown: str) -> tuple[type[ProblemError], str, dict[str, str]]:
+    return VIOLATION, DATA_MODIFYING.format(shown), {"rule": "data-modifying", "node": kind}
+
+
+# (sql, problem class, detail, metadata); every one is against `sql`
+REFUSALS: list[tuple[Any, type[ProblemError], str, dict[str, str]]] = [
+    (5, BAD, "sql must be a string holding one SELECT statement.", {"rule": "type"}),
+    (" \n\t", BAD, f"The query is empty. {SEND}.", {"rule": "empty"}),
+    (
+        "SELECT 1" + " " * 10_000,
+        BAD,
+        "The query has 10,008 characters; at most 10,000 are allowed.",
+        {"rule": "too-long"},
+    ),
+    ("SELECT 1\x00", BAD, "The query contains a NUL character; remove it.", {"rule": "nul"}),
+    ("SELECT " + "(" * 300 + "1" + ")" * 300, BAD, TOO_DEEP, {"rule": "too-deep"}),
+    (
+        "SELEC 1",
+        BAD,
+        f'PostgreSQL cannot parse the query: syntax error at or near "SELEC". Fix the syntax; s{SEND[1:]}.',
+        {"rule": "syntax"},
+    ),
+    (
+        LONG_SYNTAX,
+        BAD,
+        # PostgreSQL's message is echoed to 160 characters at most, the last one an ellipsis
+        "PostgreSQL cannot parse the query: unterminated quoted string at or near \"'"
+        + "y" * (160 - len("unterminated quoted string at or near \"'") - 1)
+        + f"…. Fix the syntax; s{SEND[1:]}.",
+        {"rule": "syntax"},
+    ),
+    (";", BAD, f"The query holds no statement, only comments or semicolons. {SEND}.", {"rule": "empty"}),
+    (
+        "SELECT 1; SELECT 2; SELECT 3",
+        VIOLATION,
+        "The query holds 3 statements; only one is allowed. Remove the extra statements (and the "
+        "semicolons between them).",
+        {"rule": "multiple-statements"},
+    ),
+    ('SELECT U&"d\\0061ta" FROM t', BAD, DISAGREEMENT, {"rule": "parser-disagreement"}),
+    ("SELECT 0x1F", BAD, DISAGREEMENT, {"rule": "parser-disagreement"}),
+    # a statement that is not a query: its kind, and the fix for it
+    (
+        "EXPLAIN SELECT 1",
+        *_root("ExplainStmt", "EXPLAIN is not run as a query; send the SELECT itself to explain_sql"),
+    ),
+    (
+        "BEGIN",
+        *_root(
+            "TransactionStmt",
+            "transaction control is not needed (every call is one read-only transaction); "
+            "send only the SELECT",
+        ),
+    ),
+    (
+        "SET work_mem = '1MB'",
+        *_root("VariableSetStmt", "SET / RESET are not allowed; settings are fixed by the server"),
+    ),
+    (
+        "SHOW work_mem",
+        *_root("VariableShowStmt", "SHOW is not available; use current_setting('name') in a SELECT"),
+    ),
+    ("COPY t TO STDOUT", *_root("CopyStmt", "COPY is not allowed; use a SELECT")),
+    ("DO $$ BEGIN END $$", *_root("DoStmt", "DO blocks are not allowed; use a SELECT")),
+    ("CALL p()", *_root("CallStmt", "CALL is not allowed; use a SELECT")),
+    (
+        "DECLARE c CURSOR FOR SELECT 1",
+        *_root("DeclareCursorStmt", "cursors are not allowed; use a SELECT"),
+    ),
+    ("CREATE TABLE x (a int)", *_root("CreateStmt", SEND)),  # no fix of its own
+    ("LISTEN ch", *_root("ListenStmt", SEND)),
+    # what the query does, named by PostgreSQL's node
+    ("INSERT INTO t VALUES (1)", *_modifying("InsertStmt", "INSERT")),
+    ("UPDATE t SET a = 1", *_modifying("UpdateStmt", "UPDATE")),
+    ("MERGE INTO t USING u ON true WHEN MATCHED THEN DELETE", *_modifying("MergeStmt", "MERGE")),
+    ("WITH x AS (DELETE FROM t RETURNING *) SELECT * FROM x", *_modifying("DeleteStmt", "DELETE")),
+    ("SELECT 1 INTO t", VIOLATION, INTO, {"rule": "select-into", "node": "IntoClause"}),
+    ("SELECT 1 FROM t FOR UPDATE", VIOLATION, LOCK, {"rule": "row-lock", "node": "LockingClause"}),
+    ("SELECT $1", VIOLATION, BIND.format("$1"), {"rule": "bind-parameter", "node": "ParamRef"}),
+    (
+        "SELECT merge_action()",  # a node kind outside the allowlist, named
+        VIOLATION,
+        f"The query contains a construct that is not allowed (MergeSupportFunc). {SEND} that only reads.",
+        {"rule": "forbidden-node", "node": "MergeSupportFunc"},
+    ),
+    (
+        "SELECT pg_catalog.pg_sleep(1)",
+        VIOLATION,
+        "The function pg_catalog.pg_sleep() is not allowed: it only waits, holding a connection. "
+        "Remove it from the query.",
+        {"rule": "denied-function", "function": "pg_catalog.pg_sleep"},
+    ),
+    (
+        f"SELECT {LONG_DENIED}()",
+        VIOLATION,
+        # PostgreSQL cuts a name to 63 bytes, as it would to look the function up
+        f"The function {LONG_DENIED[:63]}() is not allowed: {UPGRADE}. Remove it from the query.",
+        {"rule": "denied-function", "function": LONG_DENIED[:63]},
+    ),
+    (
+        "SELECT pg_catalog.lpad('x', 2000000)",
+        VIOLATION,
+        "lpad() with a length of 2,000,000 would build a huge value in the server's memory; use a "
+        "length of at most 1,000,000.",
+        {"rule": "oversized-value", "function": "lpad"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("sql", "kind", "detail", "metadata"), REFUSALS)
+def test_each_refusal_has_its_exact_problem(
+    sql: Any, kind: type[ProblemError], detail: str, metadata: dict[str, str]
+) -> None:
+    with pytest.raises(ProblemError) as caught:
+        vet_sql(sql, max_rows=10)
+    assert type(caught.value) is kind
+    assert caught.value.detail == detail
+    assert caught.value.invalid_params == ("sql",)
+    assert caught.value.metadata == metadata
+
+
+@pytest.mark.parametrize("max_rows", [0, -1, True, 2.0, "5"])
+def test_a_bad_max_rows_is_refused_against_max_rows(max_rows: Any) -> None:
+    with pytest.raises(ProblemError) as caught:
+        vet_sql("SELECT 1", max_rows=max_rows)
+    assert type(caught.value) is InvalidArgumentsError
+    assert caught.value.detail == "max_rows must be a positive integer."
+    assert caught.value.invalid_params == ("max_rows",)
+    assert caught.value.metadata == {}
+
+
+# --- the sqlglot walk's own words ----------------------------------------------------------------
+
+
+def _smuggled(child: exp.Expr) -> exp.Expr:
+    tree = sqlglot.parse_one("SELECT 1", read="postgres")
+    tree.set("where", child)
+    return tree
+
+
+def _parsed(sql: str) -> exp.Expr:
+    return sqlglot.parse_one(sql, read="postgres")
+
+
+COMMAND = "The query is not allowed: {} is a command the validator cannot inspect. " + SEND + "."
+CONSTRUCT = "The query is not allowed: it contains a {} construct. " + SEND + " that only reads."
+
+# (the tree the walk is given, detail, rule); every one a QueryViolationError against `sql`
+SQLGLOT_REFUSALS: list[tuple[exp.Expr, str, str | dict[str, str]]] = [
+    # sqlglot keeps the whole name: it is echoed to 64 characters at most, the last one an ellipsis
+    (
+        _parsed(f"SELECT {LONG_DENIED}()"),
+        f"The function {LONG_DENIED[:63]}…() is not allowed: {UPGRADE}. Remove it from the query.",
+        {"rule": "denied-function", "function": f"{LONG_DENIED[:63]}…"},
+    ),
+    (_parsed("DELETE FROM t"), f"{ONLY}. {SEND}.", "root-not-select"),
+    (_smuggled(_parsed("UPDATE t SET a = 1")), DATA_MODIFYING.format("UPDATE"), "data-modifying"),
+    (_smuggled(_parsed("SELECT 1 INTO t")), INTO, "select-into"),
+    (_smuggled(_parsed("SELECT 1 FROM t FOR UPDATE")), LOCK, "row-lock"),
+    (_smuggled(_parsed("SELECT :name")), BIND.format("$1, %s, :name, ?"), "bind-parameter"),
+    (_smuggled(_parsed("VACUUM t")), COMMAND.format("VACUUM"), "opaque-command"),
+    # a command's name is echoed to 32 characters at most, the last one an ellipsis
+    (_smuggled(exp.Command(this="vacuum" * 7)), COMMAND.format("VACUUM" * 5 + "V…"), "opaque-command"),
+    (_smuggled(_parsed("GRANT SELECT ON t TO r")), CONSTRUCT.format("GRANT"), "forbidden-node"),
+]
+
+
+@pytest.mark.parametrize(("tree", "detail", "rule"), SQLGLOT_REFUSALS)
+def test_each_refusal_of_the_sqlglot_walk_has_its_exact_problem(
+    tree: exp.Expr, detail: str, rule: str | dict[str, str]
+) -> None:
+    with pytest.raises(ProblemError) as caught:
+        sqlglot_walk.check_sqlglot(tree)
+    assert type(caught.value) is QueryViolationError
+    assert caught.value.detail == detail
+    assert caught.value.invalid_params == ("sql",)
+    assert caught.value.metadata == (rule if isinstance(rule, dict) else {"rule": rule})
+
+
+def test_sqlglot_counting_more_statements_than_postgres_is_refused_in_its_own_words() -> None:
+    with pytest.raises(ProblemError) as caught:
+        sqlglot_walk.parse_sqlglot("SELECT 1; SELECT 2")
+    assert type(caught.value) is QueryViolationError
+    assert caught.value.detail == (
+        "The query holds 2 statements as read by the validator; only one is allowed. Remove "
+        "semicolons and any text after the statement."
+    )
+    assert caught.value.invalid_params == ("sql",)
+    assert caught.value.metadata == {"rule": "multiple-statements"}
+
+
+# --- PostgreSQL's tree standing in: what its deparser writes is checked again ------------------------
+
+
+def _deparser(text: str | None) -> Deparser:
+    """A deparser that writes `text` for any tree, or fails when `text` is None."""
+
+    def deparse(node: Any) -> str:
+        if text is None:
+            raise KeyError("deparser gap")
+        return text
+
+    return lambda: deparse
+
+
+# (what the deparser writes, or None when it fails; problem class, detail, metadata)
+DEPARSED: list[tuple[str | None, type[ProblemError], str, dict[str, str]]] = [
+    (None, BAD, UNSUPPORTED, {"rule": "unsupported-syntax"}),
+    ("SELECT (", BAD, UNSUPPORTED, {"rule": "unsupported-syntax"}),  # PostgreSQL cannot read it back
+    ("SELECT 1", BAD, LIMIT_REWRITE, {"rule": "limit-rewrite"}),  # the outer LIMIT is gone
+    ("SELECT 1 LIMIT 10", BAD, LIMIT_REWRITE, {"rule": "limit-rewrite"}),  # another one than applied
+    (
+        "WITH x AS (INSERT INTO t VALUES (1) RETURNING *) SELECT * FROM x LIMIT 11",
+        VIOLATION,
+        DATA_MODIFYING.format("INSERT"),  # sqlglot's walk names it first, without PostgreSQL's node
+        {"rule": "data-modifying"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "kind", "detail", "metadata"), DEPARSED)
+def test_what_postgres_regenerates_is_refused_with_its_exact_problem(
+    text: str | None, kind: type[ProblemError], detail: str, metadata: dict[str, str]
+) -> None:
+    with pytest.raises(ProblemError) as caught:
+        vet_sql("VALUES (1) ORDER BY 1", max_rows=10, deparser=_deparser(text))
+    assert isinstance(caught.value, kind)
+    assert caught.value.detail == detail
+    assert caught.value.invalid_params == ("sql",)
+    assert caught.value.metadata == metadata
+
+
+class _GeneratorBug(Postgres):
+    """The postgres dialect whose generator fails with a foreign exception."""
+
+    def generate(self, expression: exp.Expr, copy: bool = True, **opts: Any) -> str:
+        raise KeyError("sqlglot bug")
+
+
+def test_a_text_sqlglot_cannot_write_back_is_regenerated_from_postgres_s_tree() -> None:
+    vetted = vet_sql("SELECT a FROM t LIMIT 500", max_rows=10, dialect=_GeneratorBug())
+    assert vetted == VettedQuery(sql="SELECT a FROM t LIMIT 11", limit=11)
+
+
+# --- the cache ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("sql", "kind", "detail", "metadata"), REFUSALS[:3] + REFUSALS[-4:])
+def test_a_cached_refusal_is_the_same_problem_each_time(
+    sql: Any, kind: type[ProblemError], detail: str, metadata: dict[str, str]
+) -> None:
+    policy = QueryPolicy(cache_size=4)
+    for _ in range(3):
+        with pytest.raises(ProblemError) as caught:
+            policy.vet(sql, max_rows=10)
+        assert type(caught.value) is kind
+        assert caught.value.detail == detail
+        assert caught.value.invalid_params == ("sql",)
+        assert caught.value.metadata == metadata

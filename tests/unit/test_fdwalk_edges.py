@@ -150,6 +150,24 @@ def test_a_read_of_a_file_larger_than_a_chunk_takes_at_most_max_bytes_plus_one(
     assert (read.size, read.data, read.truncated) == (len(content), content[:max_bytes], True)
 
 
+@pytest.mark.parametrize("max_bytes", [1, 4095, (1 << 20) + 3])
+def test_a_read_takes_no_more_than_max_bytes_plus_one_from_the_file(
+    root_dir: fdwalk.RootDir, root: Path, max_bytes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (root / "big.bin").write_bytes(b"x" * (3 << 20))
+    real, taken = os.read, []
+
+    def read(fd: int, size: int) -> bytes:
+        data = real(fd, size)
+        taken.append(len(data))
+        return data
+
+    monkeypatch.setattr(os, "read", read)
+    result = fdwalk.read_file(root_dir, ("big.bin",), max_bytes, allow_hard_links=False)
+    assert (len(result.data), result.truncated) == (max_bytes, True)
+    assert sum(taken) == max_bytes + 1  # the extra byte only says `truncated`
+
+
 def test_a_chain_of_max_symlink_hops_links_resolves_and_one_more_is_a_loop(
     root_dir: fdwalk.RootDir, root: Path
 ) -> None:

@@ -340,50 +340,44 @@ def list_directory(
             raise
         raise RefusedError(refusal) from None
     entries: list[DirEntry] = []
-    truncated = False
     try:
         pending: list[tuple[str, ...]] = [()]  # directories still to list, relative to `top`
-        for level in range(depth):
-            below: list[tuple[str, ...]] = []
+        for _ in range(depth):
+            below: list[tuple[str, ...]] = []  # listed on the next level, if there is one
             for relative in pending:
                 fd = top if not relative else _open_below(top, relative)
                 if fd is None:
                     continue
                 try:
-                    room = max_entries + 1 - len(entries)
-                    found, more = _scan(fd, room, allow_hard_links=allow_hard_links)
+                    found = _scan(fd, max_entries + 1 - len(entries), allow_hard_links=allow_hard_links)
                 finally:
                     if fd != top:
                         os.close(fd)
-                truncated = truncated or more
                 for name, kind, size in found:
                     entries.append(DirEntry("/".join((*relative, name)), kind, size))
-                    if kind == "directory" and level + 1 < depth:
+                    if kind == "directory":
                         below.append((*relative, name))
                 if len(entries) > max_entries:
                     return Listing(tuple(entries[:max_entries]), truncated=True)
             pending = below
     finally:
         os.close(top)
-    return Listing(tuple(entries), truncated=truncated)
+    return Listing(tuple(entries), truncated=False)
 
 
-def _scan(
-    fd: int, room: int, *, allow_hard_links: bool
-) -> tuple[list[tuple[str, EntryKind, int | None]], bool]:
-    """At most `room` entries of the open directory `fd`, sorted by name, and whether it holds more.
+def _scan(fd: int, room: int, *, allow_hard_links: bool) -> list[tuple[str, EntryKind, int | None]]:
+    """At most `room` entries of the open directory `fd`, sorted by name (the listing asks for one
+    more than it returns: that one says `truncated`).
 
     `os.scandir` on a descriptor works on a duplicate of it and stats relative to it (fstatat,
     no symlink followed)."""
     found: list[tuple[str, EntryKind, int | None]] = []
-    more = False
     with os.scandir(fd) as scan:
         for entry in scan:
             name = entry.name
             if has_lone_surrogate(name):
                 continue  # not UTF-8 (surrogateescape): no caller could name it, nor read it
             if len(found) >= room:
-                more = True
                 break
             try:
                 info = entry.stat(follow_symlinks=False)
@@ -395,4 +389,4 @@ def _scan(
                 size = info.st_size
             found.append((name, kind, size))
     found.sort(key=lambda item: item[0].encode("utf-8"))
-    return found, more
+    return found

@@ -313,6 +313,34 @@ def test_session_state_does_not_survive_into_the_next_call(
     assert after.rows == [[pid, '"$user", public', "on"]]
 
 
+def test_a_listen_run_by_a_function_does_not_survive_the_call(
+    reader_executor: Executor, admin: psycopg.Connection[Any]
+) -> None:
+    # No UNLISTEN is sent after a call: a LISTEN takes effect at commit, and every call rolls back.
+    admin.execute(
+        "CREATE FUNCTION docs.page_tune_in() RETURNS integer LANGUAGE plpgsql"
+        " AS $$ BEGIN EXECUTE 'LISTEN mcp_suite_probe'; RETURN 1; END $$"
+    )
+    try:
+        run = reader_executor.run
+        pid = run("SELECT pg_backend_pid()", max_rows=1, ticket=CallTicket()).rows[0][0]
+        tuned = run(
+            "SELECT docs.page_tune_in(), (SELECT count(*) FROM pg_listening_channels()),"
+            " pg_backend_pid()",
+            max_rows=1,
+            ticket=CallTicket(),
+        )
+        after = run(
+            "SELECT (SELECT count(*) FROM pg_listening_channels()), pg_backend_pid()",
+            max_rows=1,
+            ticket=CallTicket(),
+        )
+    finally:
+        admin.execute("DROP FUNCTION docs.page_tune_in()")
+    assert tuned.rows == [[1, 0, pid]]  # not yet listening inside the transaction either
+    assert after.rows == [[0, pid]]  # the same backend, listening to nothing
+
+
 def test_a_cancelled_ticket_never_reaches_the_database(reader_executor: Executor) -> None:
     ticket = CallTicket()
     ticket.cancel()

@@ -67,12 +67,12 @@ T = TypeVar("T")
 
 CURSOR_NAME: Final = "mcp_suite_query"
 
-# After ROLLBACK, what could still survive into the next call: session advisory locks (the only
-# session state a single read-only cursor query can leave behind; GUC changes, even set_config(...,
-# false), roll back with the transaction, and LISTEN/PREPARE/temp tables cannot be reached through
-# DECLARE). UNLISTEN is cheap belt and braces. A call sends them in its own pipeline; the pool's
-# reset hook sends them when that pipeline did not get that far.
-_RESET_STATEMENTS: Final = (b"SELECT pg_advisory_unlock_all()", b"UNLISTEN *")
+# After ROLLBACK, what could still survive into the next call: session advisory locks, the only
+# session state a single read-only cursor query can leave behind. GUC changes, even set_config(...,
+# false), roll back with the transaction; so does a LISTEN that a function runs (it would take
+# effect at commit only); PREPARE and temporary tables cannot be reached through DECLARE. A call
+# sends the reset in its own pipeline; `_restore` sends it when that pipeline did not get that far.
+_RESET_STATEMENTS: Final = (b"SELECT pg_advisory_unlock_all()",)
 
 # What every transaction of ours runs with, set inside it: RESET ALL first (what another client of
 # a transaction-pooling PgBouncer left on the backend it lends us, such as a search_path, is gone),

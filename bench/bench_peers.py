@@ -4,7 +4,9 @@ Every server runs against the bench's own cluster with the same read-only role a
 stdio by the same JSON-lines client below: this server (`python -m mcp_suite`), the archived
 reference server `@modelcontextprotocol/server-postgres` and DBHub (`@bytebase/dbhub`, its SQL tool
 read-only), both pinned by `bench/peers/package-lock.json` and installed with `npm ci` on first use
-into `.venv/npm/`. The floor is the same query through a psycopg pool in this process.
+into `.venv/npm/`. Beside them, the design card's skeleton (`bench/card_skeleton.py`) twice: with the
+bare query, and with this server's own database work. The floor is the same query through a
+psycopg pool in this process.
 
 Servers take turns, round by round (each round starts one step further along the rotation), so a
 slow moment of the machine hits them alike; every figure is the median of the rounds. Per server
@@ -79,6 +81,9 @@ WIDE: Final = Workload(
 WORKLOADS: Final = (SMALL, WIDE)
 
 OURS: Final = "mcp-suite"
+BARE: Final = "card skeleton, bare query"
+EXECUTOR: Final = "card skeleton, this server's executor"
+SKELETONS: Final = (BARE, EXECUTOR)
 FLOOR: Final = "psycopg pool alone"
 
 
@@ -141,15 +146,15 @@ def peak_rss(by_workload: dict[Workload, Sample]) -> float:
     return max(sample.rss_mb for sample in by_workload.values())
 
 
-def targets(results: Results, peers: Sequence[str]) -> list[Target]:
+def targets(results: Results, peers: Sequence[str], server: str = OURS) -> list[Target]:
     """The targets against the best peer: the 100-row p50 and rate at least equal, the 3-row p50
-    within 1.3×, both p99 and the peak RSS the lowest."""
+    within 1.3×, both p99 and the peak RSS the lowest; for this server, or for `server`."""
 
     def target(
         name: str, figure: Callable[[dict[Workload, Sample]], float], limit: float, higher: bool
     ) -> Target:
         peer = best([figure(results[p]) for p in peers], higher)
-        return Target(name, figure(results[OURS]), peer, limit, higher)
+        return Target(name, figure(results[server]), peer, limit, higher)
 
     return [
         target("100-row p50", figure_of(WIDE, "p50_ms"), 1.0, False),
@@ -192,22 +197,32 @@ def table_rows() -> list[Row]:
     return rows
 
 
+RATIOS: Final = (
+    ("× best peer", OURS, None),
+    ("bare skeleton × best peer", BARE, None),
+    ("executor skeleton × best peer", EXECUTOR, None),
+    ("× executor skeleton", OURS, EXECUTOR),
+    ("× floor", OURS, FLOOR),
+)  # (heading, server, against: None for the best peer)
+
+
 def render_table(results: Results, peers: Sequence[str]) -> str:
-    """The side-by-side table (Markdown), with this server's figures as ratios to the best peer's
-    and to the floor's."""
-    servers = [OURS, *peers, FLOOR]
-    head = ["workload", "figure", *servers, "× best peer", "× floor"]
-    lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(servers) + 2)]
+    """The side-by-side table (Markdown): every server's figures, then this server's and both
+    skeletons' as ratios to the best peer's, this server's to the executor skeleton's and to the
+    floor's."""
+    servers = [OURS, *peers, *SKELETONS, FLOOR]
+    head = ["workload", "figure", *servers, *(heading for heading, _, _ in RATIOS)]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(servers) + len(RATIOS))]
     for row in table_rows():
         values = {s: row.value(results[s]) for s in servers}
         peer = best([values[p] for p in peers], row.higher_is_better)
         cells = [f"{values[s]:,.{row.digits}f}{' ' + row.unit if row.unit else ''}" for s in servers]
-        floor = f"{values[OURS] / values[FLOOR]:.2f}"
+        ratios = [
+            f"{values[server] / (values[against] if against else peer):.2f}" for _, server, against in RATIOS
+        ]
         if row.value is peak_rss:  # the floor runs inside the bench process: its RSS is not a server's
-            cells[-1] = floor = "–"
-        lines.append(
-            "| " + " | ".join([row.workload, row.figure, *cells, f"{values[OURS] / peer:.2f}", floor]) + " |"
-        )
+            cells[-1] = ratios[-1] = "–"
+        lines.append("| " + " | ".join([row.workload, row.figure, *cells, *ratios]) + " |")
     return "\n".join(lines)
 
 
@@ -399,6 +414,7 @@ def contenders(dsn: str, scratch: Path) -> list[Contender]:
     )
     plain = server_env()
     ours = server_env(MCP_SQL_DSN=dsn, MCP_METRICS_ENABLED="false")
+    skeleton = [*SERVER_ARGV[:2], "bench.card_skeleton", dsn]
     reference = [node, str(modules / "@modelcontextprotocol/server-postgres/dist/index.js"), url]
     dbhub = [
         node,
@@ -414,6 +430,8 @@ def contenders(dsn: str, scratch: Path) -> list[Contender]:
             "server-postgres 0.6.2", lambda: StdioServer("server-postgres", reference, plain, "query", False)
         ),
         Contender("dbhub 0.21.2", lambda: StdioServer("dbhub", dbhub, plain, "execute_sql", False)),
+        Contender(BARE, lambda: StdioServer(BARE, [*skeleton, "bare"], plain, "query", False)),
+        Contender(EXECUTOR, lambda: StdioServer(EXECUTOR, [*skeleton, "executor"], plain, "query", False)),
         Contender(FLOOR, lambda: PsycopgFloor(dsn)),
     ]
 
@@ -481,10 +499,10 @@ def run() -> list[Figure]:
     finally:
         if started_here:
             cluster.stop()
-    peers = [c.name for c in line_up if c.name not in (OURS, FLOOR)]
+    peers = [c.name for c in line_up if c.name not in (OURS, *SKELETONS, FLOOR)]
     print(f"medians of {ROUNDS} interleaved rounds; same cluster, role and queries\n")
     print(render_table(results, peers) + "\n", flush=True)
-    return [
+    figures = [
         Figure(
             f"peers: {t.name} ÷ the best peer's",
             t.ratio,
@@ -494,3 +512,9 @@ def run() -> list[Figure]:
         )
         for t in targets(results, peers)
     ]
+    for skeleton in SKELETONS:  # the same targets for the skeletons: informational, no verdict
+        figures += [
+            Figure(f"{skeleton}: {t.name} ÷ the best peer's", t.ratio, "x", note="met" if t.met else "missed")
+            for t in targets(results, peers, skeleton)
+        ]
+    return figures

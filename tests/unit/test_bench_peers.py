@@ -9,6 +9,8 @@ import re
 import pytest
 
 from bench.bench_peers import (
+    BARE,
+    EXECUTOR,
     FLOOR,
     LOCK_FILES,
     OURS,
@@ -40,9 +42,17 @@ def results(ours: dict[str, Sample], a: dict[str, Sample], b: dict[str, Sample])
         return {SMALL: given.get("small", sample()), WIDE: given.get("wide", sample())}
 
     floor = {"small": sample(0.2, 0.5, 5_000, 0.1, 40), "wide": sample(0.4, 0.7, 4_000, 0.2, 40)}
-    return {
-        name: by_workload(given) for name, given in ((OURS, ours), (PEER_A, a), (PEER_B, b), (FLOOR, floor))
-    }
+    bare = {"small": sample(0.4, 1.0, 4_000, 0.25, 45), "wide": sample(0.8, 1.6, 2_500, 0.4, 45)}
+    executor = {"small": sample(0.64, 1.2, 3_500, 0.3, 48), "wide": sample(1.25, 2.0, 2_000, 0.45, 48)}
+    given_by_server = (
+        (OURS, ours),
+        (PEER_A, a),
+        (PEER_B, b),
+        (BARE, bare),
+        (EXECUTOR, executor),
+        (FLOOR, floor),
+    )
+    return {name: by_workload(given) for name, given in given_by_server}
 
 
 def test_percentile_is_the_nearest_rank() -> None:
@@ -89,19 +99,42 @@ def test_each_target_is_missed_just_beyond_its_bound() -> None:
     assert len(missed) == 6
 
 
-def test_the_table_gives_every_server_and_this_servers_ratios() -> None:
+def test_the_skeletons_are_measured_against_the_same_targets() -> None:
+    peer = {"small": sample(p50=0.5, p99=4.0, rss=100), "wide": sample(p50=1.0, p99=4.0, rate=2_000, rss=100)}
+    by_name = {t.name: t for t in targets(results({}, peer, peer), [PEER_A, PEER_B], EXECUTOR)}
+    assert by_name["3-row p50"].ours == 0.64  # the executor skeleton's figure, not this server's
+    assert by_name["3-row p50"].ratio == pytest.approx(1.28)
+    assert [name for name, t in by_name.items() if not t.met] == ["100-row p50"]  # 1.25 ms against 1.0
+    assert all(t.met for t in targets(results({}, peer, peer), [PEER_A, PEER_B], BARE))
+
+
+def test_the_table_gives_every_server_and_the_ratios() -> None:
     ours = {"small": sample(p50=0.8), "wide": sample(p50=1.77)}
     a = {"small": sample(p50=0.5), "wide": sample(p50=1.47)}
     table = render_table(results(ours, a, a), [PEER_A, PEER_B])
     lines = table.splitlines()
-    assert (
-        lines[0] == f"| workload | figure | {OURS} | {PEER_A} | {PEER_B} | {FLOOR} | × best peer | × floor |"
+    assert lines[0] == (
+        f"| workload | figure | {OURS} | {PEER_A} | {PEER_B} | {BARE} | {EXECUTOR} | {FLOOR}"
+        " | × best peer | bare skeleton × best peer | executor skeleton × best peer"
+        " | × executor skeleton | × floor |"
     )
+    assert lines[1] == "|---|---|" + "---:|" * 11
     assert (
-        "| 3-row aggregate | sequential p50 | 0.80 ms | 0.50 ms | 0.50 ms | 0.20 ms | 1.60 | 4.00 |" in lines
-    )
-    assert "| both | cost per row (p50 slope) | 10.0 µs | 10.0 µs | 10.0 µs | 2.1 µs | 1.00 | 4.85 |" in lines
-    assert "| both | peak RSS | 90.0 MB | 90.0 MB | 90.0 MB | – | 1.00 | – |" in lines
+        "| 3-row aggregate | sequential p50 | 0.80 ms | 0.50 ms | 0.50 ms | 0.40 ms | 0.64 ms | 0.20 ms"
+        " | 1.60 | 0.80 | 1.28 | 1.25 | 4.00 |"
+    ) in lines
+    assert (
+        "| 100 rows × 7 columns | calls/s, 8 in flight | 1,000 | 1,000 | 1,000 | 2,500 | 2,000 | 4,000"
+        " | 1.00 | 2.50 | 2.00 | 0.50 | 0.25 |"
+    ) in lines
+    assert (
+        "| both | cost per row (p50 slope) | 10.0 µs | 10.0 µs | 10.0 µs | 4.1 µs | 6.3 µs | 2.1 µs"
+        " | 1.00 | 0.41 | 0.63 | 1.59 | 4.85 |"
+    ) in lines
+    assert (
+        "| both | peak RSS | 90.0 MB | 90.0 MB | 90.0 MB | 45.0 MB | 48.0 MB | –"
+        " | 1.00 | 0.50 | 0.53 | 1.88 | – |"
+    ) in lines
     assert len(lines) == 2 + 2 * 4 + 2
 
 

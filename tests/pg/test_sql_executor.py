@@ -325,8 +325,7 @@ def test_a_listen_run_by_a_function_does_not_survive_the_call(
         run = reader_executor.run
         pid = run("SELECT pg_backend_pid()", max_rows=1, ticket=CallTicket()).rows[0][0]
         tuned = run(
-            "SELECT docs.page_tune_in(), (SELECT count(*) FROM pg_listening_channels()),"
-            " pg_backend_pid()",
+            "SELECT docs.page_tune_in(), (SELECT count(*) FROM pg_listening_channels()), pg_backend_pid()",
             max_rows=1,
             ticket=CallTicket(),
         )

@@ -301,6 +301,12 @@ class StdioServer:
     def _lines(self, want: int) -> list[bytes]:
         return read_lines(self._fd, self._buffer, want)
 
+    def answer(self, workload: Workload, request_id: int = 0) -> bytes:
+        """One call of `workload` and its answer line (not timed)."""
+        self._in.write(self._call(workload)(request_id))
+        (line,) = self._lines(1)
+        return line
+
     def sequential_ms(self, workload: Workload, calls: int) -> list[float]:
         call = self._call(workload)
         samples = []

@@ -19,6 +19,8 @@ import pytest
 import trio
 
 from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.tools.explain_sql.policy import OPAQUE_SCAN
+from mcp_suite.tools.explain_sql.visibility import hidden_relations
 from mcp_suite.tools.read_only_sql.tool import open_read_only_sql
 from tests.support.harness import Harness, open_session
 from tests.support.pg import sql_settings
@@ -205,3 +207,29 @@ async def test_a_plan_over_rows_the_role_may_read_whole_is_shown(
             explained = await answer(h, "explain_sql", {"sql": sql, "analyze": True})
     assert explained["isError"] is False, explained
     assert explained["structuredContent"]["actual_rows"] >= 1
+
+
+def test_the_catalogue_check_tells_each_relation_the_role_may_not_read_whole(
+    demo_cluster: Cluster, vault: None
+) -> None:
+    readable = ["pages", "pages_pkey", "events", "events_2026", "tally"]
+    hidden = {
+        "notes": "read only through a security_barrier view",
+        "notes_body_idx": "an index of that table",
+        "tickets": "row-level security",
+        "releases": "only some columns granted",
+        "releases_internal_note_idx": "an index of that table",
+        "editors": "no grant at all",
+        "no_such_relation": "matches nothing",
+        OPAQUE_SCAN: "a scan that names no relation",
+    }
+    with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
+        admin.execute("CREATE TABLE mcp_vault.tally (n integer)")
+        admin.execute("GRANT SELECT ON mcp_vault.tally TO mcp_reader")
+        with psycopg.connect(demo_cluster.reader_dsn, autocommit=True) as conn:
+            assert hidden_relations(conn, []) == []
+            assert hidden_relations(conn, readable) == []
+            assert hidden_relations(conn, [*readable, *hidden]) == sorted(hidden)
+            # A hidden namesake in another schema makes a readable table's name hidden too.
+            admin.execute("CREATE TABLE mcp_vault.pages (secret text)")
+            assert hidden_relations(conn, ["pages"]) == ["pages"]

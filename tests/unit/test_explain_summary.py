@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mcp_suite.tools.explain_sql.policy import hidden_rows_refusal, relation_names, summarise
+from mcp_suite.tools.explain_sql.policy import OPAQUE_SCAN, hidden_rows_refusal, relation_names, summarise
 
 PLAN = {"Node Type": "Limit", "Total Cost": 1.5, "Plan Rows": 4, "Actual Rows": 4.0, "Actual Total Time": 0.1}
 
@@ -67,6 +67,23 @@ def test_every_relation_and_index_of_the_plan_is_named_wherever_it_sits() -> Non
 
 def test_a_plan_without_relations_names_none() -> None:
     assert relation_names([{"Plan": {"Node Type": "Result", "Plan Rows": 1}}]) == frozenset()
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        {"Node Type": "Foreign Scan", "Operation": "Select", "Relations": "(public.a) INNER JOIN (public.b)"},
+        {"Node Type": "Custom Scan", "Custom Plan Provider": "x"},
+        {"Node Type": "Foreign Scan"},
+    ],
+)
+def test_a_scan_that_names_no_relation_of_its_own_is_opaque(node: dict[str, Any]) -> None:
+    assert relation_names([{"Plan": {"Node Type": "Hash Join", "Plans": [node]}}]) == {OPAQUE_SCAN}
+
+
+def test_a_foreign_or_custom_scan_of_one_named_table_is_that_table() -> None:
+    nodes = [{"Node Type": kind, "Relation Name": "ft"} for kind in ("Foreign Scan", "Custom Scan")]
+    assert relation_names([{"Plan": {"Node Type": "Append", "Plans": nodes}}]) == {"ft"}
 
 
 @pytest.mark.parametrize("name", [None, 7, ["pages"]])

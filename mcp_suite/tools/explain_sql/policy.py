@@ -7,11 +7,15 @@ names the relations a plan reads (for the hidden-rows check, `visibility.py`) an
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from mcp_suite.problems import QueryViolationError
 
-__all__ = ["hidden_rows_refusal", "relation_names", "summarise"]
+__all__ = ["OPAQUE_SCAN", "hidden_rows_refusal", "relation_names", "summarise"]
+
+# What `relation_names` gives for a scan that reads relations without naming each: no relation has
+# an empty name, so the catalogue check (`visibility.py`) finds it hidden (it fails closed).
+OPAQUE_SCAN: Final = ""
 
 
 def summarise(output: Any, *, analyze: bool) -> dict[str, Any]:
@@ -39,7 +43,8 @@ def summarise(output: Any, *, analyze: bool) -> dict[str, Any]:
 
 def relation_names(output: Any) -> frozenset[str]:
     """Every table and index name anywhere in EXPLAIN's output: each node's `Relation Name` and
-    `Index Name`, in every child, init plan, subplan and CTE (all are nodes under `Plans`).
+    `Index Name`, in every child, init plan, subplan and CTE (all are nodes under `Plans`); and
+    `OPAQUE_SCAN` when a node reads relations without naming them one by one.
 
     Security: the walk visits every dict and list of the whole output, not only the keys known
     today, so a node kind PostgreSQL adds later cannot hide a relation from the check. A name that
@@ -53,6 +58,8 @@ def relation_names(output: Any) -> frozenset[str]:
         if isinstance(value, list):
             stack.extend(value)
         elif isinstance(value, dict):
+            if _opaque(value):
+                names.add(OPAQUE_SCAN)
             for key, item in value.items():
                 if key in ("Relation Name", "Index Name"):
                     if not isinstance(item, str):
@@ -61,6 +68,14 @@ def relation_names(output: Any) -> frozenset[str]:
                 else:
                     stack.append(item)
     return frozenset(names)
+
+
+def _opaque(node: dict[str, Any]) -> bool:
+    # A foreign join pushed down to the remote server lists its tables as one text ("Relations");
+    # a custom scan need name none. Neither can be judged by name, so neither is taken as readable.
+    if "Relations" in node:
+        return True
+    return node.get("Node Type") in ("Foreign Scan", "Custom Scan") and "Relation Name" not in node
 
 
 def hidden_rows_refusal(*, analyze: bool) -> QueryViolationError:

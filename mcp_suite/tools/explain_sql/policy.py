@@ -85,8 +85,8 @@ def hidden_rows_refusal(*, analyze: bool) -> QueryViolationError:
         "The plan reads a table the role may not read in full (it is read through a view, or it "
         "has row-level security, or only some of its columns are granted), and "
         f"{what} would tell about rows the role cannot select, so explain_sql does not show it. "
-        "Run the query with read_only_sql, or explain a query over tables the role may read whole "
-        "(sql_schema lists them).",
+        "Run the query itself with read_only_sql; explain_sql shows the plans of queries that read "
+        "only tables the role may read whole.",
         invalid_params=("sql",),
         metadata={"rule": "explain-hidden-rows"},
     )

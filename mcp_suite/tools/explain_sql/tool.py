@@ -25,11 +25,10 @@ log = logging.getLogger(__name__)
 TOOL_NAME: Final = "explain_sql"
 TITLE: Final = "Query plan (EXPLAIN)"
 DESCRIPTION: Final = (
-    "Show PostgreSQL's plan for one query read_only_sql would accept (the same rules and rewrite): "
-    "the plan tree, total cost and estimated rows. Planning evaluates constant expressions, under "
-    "read_only_sql's limits; `analyze: true` also runs the query and adds actual rows and time. "
-    "Refused when the plan reads a table the role may not read in full (through a view, "
-    "row-level security, column grants)."
+    "Show PostgreSQL's plan for one query read_only_sql would accept (the same rules, rewrite and "
+    "limits, planning included): the plan tree, total cost and estimated rows. `analyze: true` "
+    "runs the query and adds actual rows and time. Refused when the plan reads a table the role "
+    "may not read in full."
 )
 
 

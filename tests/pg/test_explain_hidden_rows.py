@@ -175,6 +175,10 @@ async def test_with_the_check_every_probe_is_refused_and_the_search_learns_nothi
         ("only some columns granted", "SELECT version FROM reports.releases"),
         ("a hidden table in a subquery", f"SELECT (SELECT count(*) FROM {VIEW}) AS n"),
         ("a hidden table in a CTE", f"WITH n AS MATERIALIZED (SELECT id FROM {VIEW}) SELECT id FROM n"),
+        (
+            "the catalogue behind information_schema",
+            "SELECT table_name FROM information_schema.tables WHERE table_name >= 'n'",
+        ),
     ],
 )
 async def test_a_plan_over_rows_the_role_cannot_select_is_refused(
@@ -222,6 +226,7 @@ def test_the_catalogue_check_tells_each_relation_the_role_may_not_read_whole(
         "editors": "no grant at all",
         "no_such_relation": "matches nothing",
         OPAQUE_SCAN: "a scan that names no relation",
+        "pg_class": "a system catalogue table (information_schema filters its rows)",
     }
     with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
         admin.execute("CREATE TABLE mcp_vault.tally (n integer)")

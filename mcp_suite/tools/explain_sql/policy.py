@@ -83,7 +83,8 @@ def hidden_rows_refusal(*, analyze: bool) -> QueryViolationError:
     what = "EXPLAIN ANALYZE's row counts" if analyze else "the plan's estimates and its choice of plan"
     return QueryViolationError(
         "The plan reads a table the role may not read in full (it is read through a view, or it "
-        "has row-level security, or only some of its columns are granted), and "
+        "has row-level security, or only some of its columns are granted, or it is a system "
+        "catalogue), and "
         f"{what} would tell about rows the role cannot select, so explain_sql does not show it. "
         "Run the query itself with read_only_sql; explain_sql shows the plans of queries that read "
         "only tables the role may read whole.",

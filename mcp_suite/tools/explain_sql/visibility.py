@@ -23,7 +23,9 @@ __all__ = ["hidden_relations"]
 # partition or inheritance child of (a parent's SELECT reads the children's rows), and no table on
 # that line has row-level security enabled (its policies would hide rows). Views never appear in a
 # plan (they are expanded), so a security_barrier view is judged by the tables it reads. A name
-# that matches nothing is hidden too.
+# that matches nothing is hidden too. So is every system catalogue table: its rows describe objects
+# and sessions the role may not see, and the catalogue's views (information_schema, pg_stats) hide
+# those rows with a filter that a plan's counts would see through.
 _HIDDEN_SQL: Final = b"""
 WITH RECURSIVE candidate AS (
     SELECT c.relname::text AS name,
@@ -37,7 +39,8 @@ WITH RECURSIVE candidate AS (
     SELECT l.rel, h.inhparent FROM lineage AS l JOIN pg_catalog.pg_inherits AS h ON h.inhrelid = l.member
 ), verdict AS (
     SELECT l.rel,
-           bool_or(pg_catalog.has_table_privilege(l.member, 'SELECT')) AND NOT bool_or(m.relrowsecurity)
+           bool_or(pg_catalog.has_table_privilege(l.member, 'SELECT'))
+               AND NOT bool_or(m.relrowsecurity OR m.relnamespace = 'pg_catalog'::regnamespace)
                AS readable
     FROM lineage AS l JOIN pg_catalog.pg_class AS m ON m.oid = l.member
     GROUP BY l.rel

@@ -2,8 +2,9 @@
 
 `open_read_only_sql(settings)` audits the role (refusing to start, exit 78, when it could do more than
 read) and yields the tool, `sql_schema` (`tools/sql_schema/`) and `explain_sql` (`tools/explain_sql/`,
-through this tool's own policy call and execution path, `_vet_and_run`), all on the same executor
-and threads, and the `postgres://<db>/schema` resource (served by `sql_schema`'s code). The
+through this tool's own policy call and execution path, `_vet_and_run`, then its hidden-rows
+check), all on the same executor and threads, and the `postgres://<db>/schema` resource (served by
+`sql_schema`'s code). The
 executor, its pool and the policy are built by the warm-up after the handshake (or the first call),
 and the pool is closed on exit. A cancelled or timed-out call cancels its query inside PostgreSQL
 and waits (shielded, bounded) for the connection to come back clean before `trio.Cancelled`

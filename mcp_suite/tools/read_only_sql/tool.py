@@ -5,9 +5,9 @@ read) and yields the tool, `sql_schema` (`tools/sql_schema/`) and `explain_sql` 
 through this tool's own policy call and execution path, `_vet_and_run`, then its hidden-rows
 check), all on the same executor and threads, and the `postgres://<db>/schema` resource (served by
 `sql_schema`'s code). The executor, its pool and the policy are built by the warm-up after the
-handshake (or the first call), and the pool is closed on exit. A cancelled or timed-out call cancels its query inside PostgreSQL
-and waits (shielded, bounded) for the connection to come back clean before `trio.Cancelled`
-propagates. Database worker threads are limited to the pool size.
+handshake (or the first call), and the pool is closed on exit. A cancelled or timed-out call
+cancels its query inside PostgreSQL and waits (shielded, bounded) for the connection to come back
+clean before `trio.Cancelled` propagates. Database worker threads are limited to the pool size.
 """
 
 from __future__ import annotations

@@ -97,6 +97,27 @@ async def test_a_plain_explain_does_not_run_the_query(demo_cluster: Cluster) -> 
     assert plan["structuredContent"]["estimated_rows"] == 1
 
 
+# Planning folds this constant: a 900 MB string built in the backend (1.7 GB, 4-5 s) before any row.
+HEAVY_CONSTANT = "SELECT length(repeat(repeat('x', 1000000), 900)) AS n"
+
+
+async def test_a_plain_plan_of_a_heavy_constant_is_stopped_by_the_statement_timeout(
+    demo_cluster: Cluster,
+) -> None:
+    settings = sql_settings(demo_cluster.reader_dsn, sql_statement_timeout_ms=300, sql_pool_max_size=1)
+    with trio.fail_after(30):
+        async with open_session(settings=settings, builtins=True) as h:
+            await h.initialize()
+            document = problem(await result(h, "explain_sql", {"sql": HEAVY_CONSTANT}))
+            again = await result(h, "explain_sql", {"sql": "SELECT 1 AS one"})
+            query = await result(h, "read_only_sql", {"sql": "SELECT 1 AS one"})
+    assert document["type"] == "urn:mcp-suite:problem:execution-timeout"
+    assert document["metadata"]["statement_timeout_ms"] == 300
+    # The session and its one pooled connection go on.
+    assert again["structuredContent"]["estimated_rows"] == 1
+    assert query["structuredContent"]["rows"] == [[1]]
+
+
 async def test_analyze_of_a_slow_query_hits_the_timeout_and_leaves_nothing_running(
     demo_cluster: Cluster,
 ) -> None:

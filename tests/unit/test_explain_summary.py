@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mcp_suite.tools.explain_sql.policy import summarise
+from mcp_suite.tools.explain_sql.policy import OPAQUE_SCAN, hidden_rows_refusal, relation_names, summarise
 
 PLAN = {"Node Type": "Limit", "Total Cost": 1.5, "Plan Rows": 4, "Actual Rows": 4.0, "Actual Total Time": 0.1}
 
@@ -36,3 +36,73 @@ def test_analyze_adds_what_running_took() -> None:
 def test_another_shape_is_not_taken_for_a_plan(output: Any) -> None:
     with pytest.raises(TypeError):
         summarise(output, analyze=False)
+
+
+NESTED = [
+    {
+        "Plan": {
+            "Node Type": "Nested Loop",
+            "Plans": [
+                {"Node Type": "Seq Scan", "Relation Name": "pages", "Parent Relationship": "Outer"},
+                {
+                    "Node Type": "Bitmap Heap Scan",
+                    "Relation Name": "releases",
+                    "Plans": [{"Node Type": "Bitmap Index Scan", "Index Name": "releases_note_idx"}],
+                },
+                {
+                    "Node Type": "Result",
+                    "Parent Relationship": "InitPlan",
+                    "Plans": [{"Node Type": "Index Only Scan", "Index Name": "a_idx", "Relation Name": "a"}],
+                },
+            ],
+        },
+        "Some Future Section": {"Deep": [{"Relation Name": "future"}]},
+    }
+]
+
+
+def test_every_relation_and_index_of_the_plan_is_named_wherever_it_sits() -> None:
+    assert relation_names(NESTED) == {"pages", "releases", "releases_note_idx", "a_idx", "a", "future"}
+
+
+def test_a_plan_without_relations_names_none() -> None:
+    assert relation_names([{"Plan": {"Node Type": "Result", "Plan Rows": 1}}]) == frozenset()
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        {"Node Type": "Foreign Scan", "Operation": "Select", "Relations": "(public.a) INNER JOIN (public.b)"},
+        {"Node Type": "Custom Scan", "Custom Plan Provider": "x"},
+        {"Node Type": "Foreign Scan"},
+    ],
+)
+def test_a_scan_that_names_no_relation_of_its_own_is_opaque(node: dict[str, Any]) -> None:
+    assert relation_names([{"Plan": {"Node Type": "Hash Join", "Plans": [node]}}]) == {OPAQUE_SCAN}
+
+
+def test_a_foreign_or_custom_scan_of_one_named_table_is_that_table() -> None:
+    nodes = [{"Node Type": kind, "Relation Name": "ft"} for kind in ("Foreign Scan", "Custom Scan")]
+    assert relation_names([{"Plan": {"Node Type": "Append", "Plans": nodes}}]) == {"ft"}
+
+
+@pytest.mark.parametrize("name", [None, 7, ["pages"]])
+def test_a_relation_named_by_anything_but_text_is_not_taken_for_a_plan(name: Any) -> None:
+    with pytest.raises(TypeError):
+        relation_names([{"Plan": {"Node Type": "Seq Scan", "Relation Name": name}}])
+
+
+@pytest.mark.parametrize("output", [None, [], {"Plan": PLAN}, [{"Plan": []}]])
+def test_another_shape_is_not_read_for_relations(output: Any) -> None:
+    with pytest.raises(TypeError):
+        relation_names(output)
+
+
+@pytest.mark.parametrize("analyze", [False, True])
+def test_the_hidden_rows_refusal_says_why_and_names_no_table(analyze: bool) -> None:
+    problem = hidden_rows_refusal(analyze=analyze)
+    assert problem.slug == "query-violation"
+    assert problem.metadata == {"rule": "explain-hidden-rows"}
+    assert problem.invalid_params == ("sql",)
+    assert "read_only_sql" in problem.detail
+    assert ("ANALYZE" in problem.detail) is analyze

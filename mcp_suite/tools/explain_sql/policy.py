@@ -1,14 +1,21 @@
 """Pure reading of PostgreSQL's `EXPLAIN (FORMAT JSON)` output for `explain_sql`: no I/O.
 
-The query itself is vetted by `read_only_sql`'s policy, unchanged; this module only turns the one
-JSON value EXPLAIN returns into the tool's answer (the plan, and the figures a model looks at first).
+The query itself is vetted by `read_only_sql`'s policy, unchanged; this module turns the one JSON
+value EXPLAIN returns into the tool's answer (the plan, and the figures a model looks at first),
+names the relations a plan reads (for the hidden-rows check, `visibility.py`) and words its refusal.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
-__all__ = ["summarise"]
+from mcp_suite.problems import QueryViolationError
+
+__all__ = ["OPAQUE_SCAN", "hidden_rows_refusal", "relation_names", "summarise"]
+
+# What `relation_names` gives for a scan that reads relations without naming each: no relation has
+# an empty name, so the catalogue check (`visibility.py`) finds it hidden (it fails closed).
+OPAQUE_SCAN: Final = ""
 
 
 def summarise(output: Any, *, analyze: bool) -> dict[str, Any]:
@@ -17,12 +24,8 @@ def summarise(output: Any, *, analyze: bool) -> dict[str, Any]:
 
     Raises `TypeError` (or `KeyError`) for any other shape (not the caller's doing: an internal error).
     """
-    if not (isinstance(output, list) and len(output) == 1 and isinstance(output[0], dict)):
-        raise TypeError("EXPLAIN returned an unexpected shape")
-    top = output[0]
-    plan = top.get("Plan")
-    if not isinstance(plan, dict):
-        raise TypeError("EXPLAIN returned no plan")
+    top = _top(output)
+    plan = top["Plan"]
     answer: dict[str, Any] = {
         "plan": plan,
         "total_cost": plan["Total Cost"],
@@ -36,3 +39,64 @@ def summarise(output: Any, *, analyze: bool) -> dict[str, Any]:
             execution_time_ms=top["Execution Time"],
         )
     return answer
+
+
+def relation_names(output: Any) -> frozenset[str]:
+    """Every table and index name anywhere in EXPLAIN's output: each node's `Relation Name` and
+    `Index Name`, in every child, init plan, subplan and CTE (all are nodes under `Plans`); and
+    `OPAQUE_SCAN` when a node reads relations without naming them one by one.
+
+    Security: the walk visits every dict and list of the whole output, not only the keys known
+    today, so a node kind PostgreSQL adds later cannot hide a relation from the check. A name that
+    is not a string is an unexpected shape (`TypeError`, an internal error), never skipped.
+    """
+    _top(output)
+    names: set[str] = set()
+    stack: list[Any] = [output]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            if _opaque(value):
+                names.add(OPAQUE_SCAN)
+            for key, item in value.items():
+                if key in ("Relation Name", "Index Name"):
+                    if not isinstance(item, str):
+                        raise TypeError("EXPLAIN named a relation with something other than text")
+                    names.add(item)
+                else:
+                    stack.append(item)
+    return frozenset(names)
+
+
+def _opaque(node: dict[str, Any]) -> bool:
+    # A foreign join pushed down to the remote server lists its tables as one text ("Relations");
+    # a custom scan need name none. Neither can be judged by name, so neither is taken as readable.
+    if "Relations" in node:
+        return True
+    return node.get("Node Type") in ("Foreign Scan", "Custom Scan") and "Relation Name" not in node
+
+
+def hidden_rows_refusal(*, analyze: bool) -> QueryViolationError:
+    """The refusal of a plan that reads a table the role may not read in full (docs/tools/explain_sql.md)."""
+    what = "EXPLAIN ANALYZE's row counts" if analyze else "the plan's estimates and its choice of plan"
+    return QueryViolationError(
+        "The plan reads a table the role may not read in full (it is read through a view, or it "
+        "has row-level security, or only some of its columns are granted, or it is a system "
+        "catalogue), and "
+        f"{what} would tell about rows the role cannot select, so explain_sql does not show it. "
+        "Run the query itself with read_only_sql; explain_sql shows the plans of queries that read "
+        "only tables the role may read whole.",
+        invalid_params=("sql",),
+        metadata={"rule": "explain-hidden-rows"},
+    )
+
+
+def _top(output: Any) -> dict[str, Any]:
+    if not (isinstance(output, list) and len(output) == 1 and isinstance(output[0], dict)):
+        raise TypeError("EXPLAIN returned an unexpected shape")
+    top: dict[str, Any] = output[0]
+    if not isinstance(top.get("Plan"), dict):
+        raise TypeError("EXPLAIN returned no plan")
+    return top

@@ -2,35 +2,67 @@
 
 Served by `read_only_sql`'s toolset through its own entry point and execution path (the same
 policy call, the same transaction, timeout, cancellation and caps; see `Executor.run`'s
-`explain`): this module holds the description and turns EXPLAIN's JSON into the result.
+`explain`): this module holds the description, refuses a plan that reads rows the role may not
+select (`check_hidden_rows`) and turns EXPLAIN's JSON into the result.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+import logging
+from typing import TYPE_CHECKING, Any, Final
 
-from mcp_suite.tools.explain_sql.policy import summarise
+from mcp_suite.tools.explain_sql.policy import hidden_rows_refusal, relation_names, summarise
 
 if TYPE_CHECKING:
     from mcp_suite.tools.explain_sql.models import ExplainSqlArgs, ExplainSqlResult
-    from mcp_suite.tools.read_only_sql.executor import QueryResult
+    from mcp_suite.tools.read_only_sql.executor import Executor, QueryResult
+    from mcp_suite.tools.read_only_sql.ticket import CallTicket
 
-__all__ = ["DESCRIPTION", "TITLE", "TOOL_NAME", "models", "result_of"]
+__all__ = ["DESCRIPTION", "TITLE", "TOOL_NAME", "check_hidden_rows", "models", "output_of", "result_of"]
+
+log = logging.getLogger(__name__)
 
 TOOL_NAME: Final = "explain_sql"
 TITLE: Final = "Query plan (EXPLAIN)"
 DESCRIPTION: Final = (
-    "Show PostgreSQL's plan for one query read_only_sql would accept (the same rules and rewrite): "
-    "the plan tree, total cost and estimated rows. `analyze: true` runs the query under "
-    "read_only_sql's limits and adds actual rows and time."
+    "Show PostgreSQL's plan for one query read_only_sql would accept (the same rules, rewrite and "
+    "limits, planning included): the plan tree, total cost and estimated rows. `analyze: true` "
+    "runs the query and adds actual rows and time. Refused when the plan reads a table the role "
+    "may not read in full."
 )
 
 
-def result_of(result: QueryResult, *, analyze: bool) -> ExplainSqlResult:
-    """The tool's answer from the executor's one row of EXPLAIN output."""
+def output_of(result: QueryResult) -> Any:
+    """EXPLAIN's JSON: the one value of the executor's one row."""
+    ((output,),) = result.rows
+    return output
+
+
+def check_hidden_rows(executor: Executor, output: Any, ticket: CallTicket, *, analyze: bool) -> None:
+    """Raise `hidden_rows_refusal` when the plan reads a relation the role may not read in full;
+    blocking (one catalogue query, in a read-only transaction under the statement timeout).
+
+    Security: EXPLAIN's counts and estimates are taken below a view's filter (a range pushed into
+    an index scan under a security_barrier view counts the hidden rows it removes) and from
+    statistics over every row, so a plan over such a relation would tell about rows the role
+    cannot select: it is refused whole, `analyze` or not (docs/tools/explain_sql.md).
+    """
+    from mcp_suite.tools.explain_sql.visibility import hidden_relations
+
+    names = relation_names(output)
+    if not names:
+        return
+    hidden = executor.read_catalogue(lambda conn: hidden_relations(conn, names), ticket=ticket)
+    if hidden:
+        # The operator's log names the relations; the model's answer does not (sql_schema hides them).
+        log.info("explain_sql: refused a plan that reads %s (not readable in full)", ", ".join(hidden))
+        raise hidden_rows_refusal(analyze=analyze)
+
+
+def result_of(output: Any, *, analyze: bool) -> ExplainSqlResult:
+    """The tool's answer from EXPLAIN's JSON."""
     from mcp_suite.tools.explain_sql.models import ExplainSqlResult
 
-    ((output,),) = result.rows
     return ExplainSqlResult.model_validate(summarise(output, analyze=analyze))
 
 

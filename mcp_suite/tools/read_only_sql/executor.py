@@ -272,7 +272,9 @@ class Executor:
         With `explain` ("plan" or "analyze", for `explain_sql`) the same transaction declares the
         cursor (so PostgreSQL still accepts only one SELECT/VALUES), then, in place of the FETCH,
         runs `EXPLAIN (FORMAT JSON)` of the same text, or `EXPLAIN (ANALYZE, FORMAT JSON)`, which
-        executes it under the same timeout; the result is that one row.
+        executes it; the result is that one row. Planning runs code too (constant folding, casts,
+        estimators: the DECLARE plans, and so does a plain EXPLAIN), so every statement after the
+        settings, plain plans included, runs under the call's statement timeout.
         Cancellation: `ticket.cancel()` from another thread stops the query in PostgreSQL; the
         connection is rolled back and reset before it returns to the pool.
         Limits: at most `max_rows + 1` rows are fetched; the JSON size is capped.

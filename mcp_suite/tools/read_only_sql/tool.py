@@ -2,12 +2,12 @@
 
 `open_read_only_sql(settings)` audits the role (refusing to start, exit 78, when it could do more than
 read) and yields the tool, `sql_schema` (`tools/sql_schema/`) and `explain_sql` (`tools/explain_sql/`,
-through this tool's own policy call and execution path, `_vet_and_run`), all on the same executor
-and threads, and the `postgres://<db>/schema` resource (served by `sql_schema`'s code). The
-executor, its pool and the policy are built by the warm-up after the handshake (or the first call),
-and the pool is closed on exit. A cancelled or timed-out call cancels its query inside PostgreSQL
-and waits (shielded, bounded) for the connection to come back clean before `trio.Cancelled`
-propagates. Database worker threads are limited to the pool size.
+through this tool's own policy call and execution path, `_vet_and_run`, then its hidden-rows
+check), all on the same executor and threads, and the `postgres://<db>/schema` resource (served by
+`sql_schema`'s code). The executor, its pool and the policy are built by the warm-up after the
+handshake (or the first call), and the pool is closed on exit. A cancelled or timed-out call
+cancels its query inside PostgreSQL and waits (shielded, bounded) for the connection to come back
+clean before `trio.Cancelled` propagates. Database worker threads are limited to the pool size.
 """
 
 from __future__ import annotations
@@ -127,8 +127,11 @@ async def run_in_db_thread(
 
 
 @contextlib.contextmanager
-def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
+def open_read_only_sql(settings: Settings, *, guard_hidden_rows: bool = True) -> Iterator[Toolset | None]:
     """Audit the role, yield the tool and the schema resource; close the pool on exit.
+
+    `guard_hidden_rows=False` serves `explain_sql` without its hidden-rows check: only the test that
+    proves the check's worth (the oracle it closes) passes it; the registry never does.
 
     Raises StartupRefusedError (exit 78) when the role could do more than read. A database that
     cannot be connected to at start-up (down, or refusing the role) is not fatal: the log says why,
@@ -178,19 +181,20 @@ def open_read_only_sql(settings: Settings) -> Iterator[Toolset | None]:
 
     async def explain(args: ExplainSqlArgs) -> ExplainSqlResult:
         # read_only_sql's own path: the same policy verdict and rewrite, the same execution.
-        result = await run_in_db_thread(
+        output = await run_in_db_thread(
             functools.partial(
-                _vet_and_run,
+                _vet_and_explain,
                 database,
                 policy,
                 args.sql,
                 args.max_rows,
-                explain="analyze" if args.analyze else "plan",
+                analyze=args.analyze,
+                guard_hidden_rows=guard_hidden_rows,
             ),
             limiter=db_limiter(),
             cancel_grace_s=grace,
         )
-        return explain_tool.result_of(result, analyze=args.analyze)
+        return explain_tool.result_of(output, analyze=args.analyze)
 
     def models() -> tuple[type[ReadOnlySqlArgs], type[ReadOnlySqlResult]]:
         from mcp_suite.tools.read_only_sql.models import ReadOnlySqlResult, make_args_model
@@ -314,6 +318,30 @@ def _vet_and_run(
 ) -> QueryResult:
     vetted = policy.get().vet(sql, max_rows=max_rows)
     return database.get().run_vetted(vetted, max_rows=max_rows, ticket=ticket, explain=explain)
+
+
+def _vet_and_explain(
+    database: Lazy[Executor],
+    policy: Lazy[QueryPolicy],
+    sql: str,
+    max_rows: int,
+    ticket: CallTicket,
+    *,
+    analyze: bool,
+    guard_hidden_rows: bool,
+) -> Any:
+    """EXPLAIN's JSON for `explain_sql`, refused when the plan reads rows the role may not select.
+
+    Security: the check reads the plan PostgreSQL made (views expanded, every scan and index), so
+    it judges what runs, not what the query names; it comes after the EXPLAIN, so an `analyze` of
+    a refused plan has run (as read_only_sql would run the same query) but none of its figures
+    leave this function.
+    """
+    result = _vet_and_run(database, policy, sql, max_rows, ticket, explain="analyze" if analyze else "plan")
+    output = explain_tool.output_of(result)
+    if guard_hidden_rows:
+        explain_tool.check_hidden_rows(database.get(), output, ticket, analyze=analyze)
+    return output
 
 
 def _read_schema(

@@ -31,6 +31,7 @@ SPEC_TABLE = {
     "method-not-found": ("MCP_METHOD_NOT_FOUND", 404),
     "unsupported-protocol-version": ("MCP_UNSUPPORTED_PROTOCOL_VERSION", 400),
     "database-unavailable": ("MCP_DATABASE_UNAVAILABLE", 503),
+    "role-refused": ("MCP_ROLE_REFUSED", 503),
     "internal-error": ("MCP_INTERNAL_ERROR", 500),
 }
 

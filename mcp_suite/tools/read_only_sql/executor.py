@@ -39,6 +39,7 @@ from mcp_suite.tools.read_only_sql.convert import register_loaders
 from mcp_suite.tools.read_only_sql.definers import DefinerGuard
 from mcp_suite.tools.read_only_sql.naming import APPLICATION_NAME
 from mcp_suite.tools.read_only_sql.pipeline import run_pipeline
+from mcp_suite.tools.read_only_sql.reaudit import AuditGate
 from mcp_suite.tools.read_only_sql.result import Column, QueryResult, description, json_rows, load_rows
 from mcp_suite.tools.read_only_sql.sqlstate import problem_from_sqlstate
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
@@ -168,8 +169,16 @@ class Executor:
     trip per checkout; a call that meets a broken connection runs `pool.check()` instead.
     """
 
-    def __init__(self, settings: Settings, dsn: str, *, availability: Availability | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        dsn: str,
+        *,
+        availability: Availability | None = None,
+        gate: AuditGate | None = None,
+    ) -> None:
         self._settings = settings
+        self._gate = gate or AuditGate()
         self._availability = availability or Availability(max_backoff_s=settings.sql_reconnect_max_s)
         self._dsn = dsn
         self._timeout_ms = settings.sql_statement_timeout_ms
@@ -242,7 +251,9 @@ class Executor:
             self._audited = True
 
     def _ensure_audited(self, conn: psycopg.Connection[Any]) -> None:
-        """When the database was down at start-up, the audit runs before the first query."""
+        """A re-audit's refusal stops every call here, before anything reaches the database; when
+        the database was down at start-up, the audit runs before the first query."""
+        self._gate.check()
         if self._audited:
             return
         with self._audit_lock:

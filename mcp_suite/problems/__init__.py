@@ -270,6 +270,8 @@ WIRE_CODES: Final[Mapping[str, frozenset[int]]] = {
     "method-not-found": frozenset({METHOD_NOT_FOUND}),
     "unsupported-protocol-version": frozenset({UNSUPPORTED_PROTOCOL_VERSION}),
     "database-unavailable": frozenset({INTERNAL_ERROR}),
+    # In-band for a tool; a resource read has no in-band channel, so there it is -32603.
+    "role-refused": frozenset({INTERNAL_ERROR}),
     "internal-error": frozenset({INTERNAL_ERROR}),
 }
 

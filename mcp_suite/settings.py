@@ -128,7 +128,7 @@ class Settings:
     # logged risk: the start-up audit and the run-time check let only these through.
     sql_accept_definer_functions: tuple[str, ...] = field(default=(), metadata=_of(tuple))
     # How long the run-time check trusts what the catalogue said about SECURITY DEFINER functions
-    # before it asks again (a name it has never seen makes it ask at once).
+    # before it asks again (the names a query calls never make it ask; the re-audit refreshes it).
     sql_function_cache_s: float = field(default=60.0, metadata=_float(0, 3_600, low_open=True))
     # After repeated failed connections, calls fail at once (database-unavailable) for a back-off
     # that doubles up to this bound, so a wrong password is not retried at the client's call rate.

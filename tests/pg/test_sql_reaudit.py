@@ -21,14 +21,18 @@ import psycopg
 import pytest
 
 from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.problems import RoleRefusedError
+from mcp_suite.tools.read_only_sql.executor import Executor
+from mcp_suite.tools.read_only_sql.reaudit import AuditGate, audit_once
+from mcp_suite.tools.read_only_sql.ticket import CallTicket
 from tests.support.client import ServerProcess, problem_of
-from tests.support.pg import PROBE_ROLE, probe_dsn
+from tests.support.pg import PROBE_ROLE, probe_dsn, sql_settings
 
 pytestmark = pytest.mark.pg
 
 REAUDIT_S = 0.3
 COUNT = {"sql": "SELECT count(*) AS n FROM docs.pages"}
-REFUSED_LOG = "a re-audit refused the role"
+REFUSED_LOG = "the SQL tools stop serving"
 SERVED_LOG = "the role passes the audit again"
 
 
@@ -41,6 +45,15 @@ def witness_dir() -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def no_definer_left(admin: psycopg.Connection[Any]) -> Iterator[None]:
+    """The superuser's function outlives the probe role's DROP OWNED BY: drop it after each test."""
+    try:
+        yield
+    finally:
+        admin.execute("DROP FUNCTION IF EXISTS docs.page_export()")
 
 
 @pytest.fixture
@@ -131,3 +144,33 @@ def test_without_the_re_audit_the_granted_definer_would_run(
     with psycopg.connect(probe_dsn(demo_cluster), autocommit=True) as conn:
         conn.execute("SELECT docs.page_export()")
     assert witness.exists()
+
+
+def test_an_audit_deferred_to_the_first_call_refuses_through_the_gate_and_a_passing_re_audit_lifts_it(
+    demo_cluster: Cluster, probe: psycopg.Connection[Any], witness_dir: Path
+) -> None:
+    # The database was down at start-up, so the executor audits before its first query (no
+    # `mark_audited`). Its refusal is the gate's: calls get role-refused, and nothing ran.
+    witness = witness_dir / "exported"
+    _grant_a_definer(probe, witness)
+    dsn = probe_dsn(demo_cluster)
+    settings = sql_settings(dsn)
+    gate = AuditGate()
+    executor = Executor(settings, dsn, gate=gate)
+    executor.open()
+    try:
+        for _ in range(2):
+            with pytest.raises(RoleRefusedError) as caught:
+                executor.run("SELECT docs.page_export()", max_rows=1, ticket=CallTicket())
+            assert '"docs"."page_export"()' in caught.value.detail
+        assert not witness.exists()
+        probe.execute("DROP FUNCTION docs.page_export()")
+        # Still refused until a re-audit passes (what serve_reaudit records every interval).
+        with pytest.raises(RoleRefusedError):
+            executor.run("SELECT 1", max_rows=1, ticket=CallTicket())
+        findings = audit_once(dsn, settings, refresh=executor.definers.refresh)
+        assert findings is not None
+        gate.record(findings)
+        assert executor.run("SELECT count(*) FROM docs.pages", max_rows=1, ticket=CallTicket()).rows == [[30]]
+    finally:
+        executor.close()

@@ -67,7 +67,7 @@ def test_a_refusal_stops_calls_with_a_problem_naming_the_finding_until_an_audit_
     assert problem.jsonrpc_code is None  # in-band for a tool
     lines = _log_lines(caplog)
     assert len(lines) == 2, lines
-    assert "re-audit refused the role" in lines[0]
+    assert "the SQL tools stop serving" in lines[0]
     assert "REVOKE EXECUTE" in lines[0]  # the fix, as at start-up
     assert "serve again" in lines[1]
 

@@ -28,12 +28,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mcp_suite.problems import DatabaseUnavailableError
 from mcp_suite.settings import Settings
-from mcp_suite.tools.read_only_sql.audit import (
-    audit_connection,
-    format_findings,
-    format_warning,
-    refusals,
-)
+from mcp_suite.tools.read_only_sql.audit import audit_connection, format_warning, refusals
 from mcp_suite.tools.read_only_sql.availability import Availability
 from mcp_suite.tools.read_only_sql.convert import register_loaders
 from mcp_suite.tools.read_only_sql.definers import DefinerGuard
@@ -186,7 +181,6 @@ class Executor:
         self._types = TypeNames()
         self._audit_lock = threading.Lock()
         self._audited = False
-        self._refusal: str | None = None
         self._definers = DefinerGuard(
             accepted=settings.sql_accept_definer_functions, cache_s=settings.sql_function_cache_s
         )
@@ -252,26 +246,20 @@ class Executor:
 
     def _ensure_audited(self, conn: psycopg.Connection[Any]) -> None:
         """A re-audit's refusal stops every call here, before anything reaches the database; when
-        the database was down at start-up, the audit runs before the first query."""
+        the database was down at start-up, the audit runs before the first query, and its refusal
+        is the gate's too (lifted, like a re-audit's, once a re-audit passes)."""
         self._gate.check()
         if self._audited:
             return
         with self._audit_lock:
-            if self._refusal is None and not self._audited:
+            if not self._audited:
                 findings = audit_connection(conn, accepted=self._settings.sql_accept_definer_functions)
-                if refusals(findings):
-                    self._refusal = format_findings(findings)
-                    log.critical("%s", self._refusal)
-                else:
+                if not refusals(findings):
                     for finding in findings:
                         log.warning("%s", format_warning(finding))
                     self._audited = True
-            if self._refusal is not None:
-                raise DatabaseUnavailableError(
-                    "The database role can do more than read, so no query is run. Retrying will not "
-                    "help until an operator fixes the role; the server's log says how.",
-                    metadata={"retryable": False},
-                )
+                self._gate.record(findings)
+        self._gate.check()
 
     # --- one call ------------------------------------------------------------------------------
     @property

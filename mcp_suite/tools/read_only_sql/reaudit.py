@@ -56,12 +56,12 @@ class AuditGate:
         else:
             # One record (its lines are the findings and fixes, as at start-up).
             log.critical(
-                "read_only_sql: a re-audit refused the role; the SQL tools stop serving. %s",
+                "read_only_sql: the SQL tools stop serving: the role audit refused the role. %s",
                 format_findings(list(findings)),
             )
 
     def check(self) -> None:
-        """Raise `RoleRefusedError` naming the findings while the latest re-audit refused the role."""
+        """Raise `RoleRefusedError` naming the findings while the latest audit refused the role."""
         refused = self._refused
         if not refused:
             return

@@ -128,7 +128,7 @@ class Settings:
     # logged risk: the start-up audit and the run-time check let only these through.
     sql_accept_definer_functions: tuple[str, ...] = field(default=(), metadata=_of(tuple))
     # How long the run-time check trusts what the catalogue said about SECURITY DEFINER functions
-    # before it asks again (a name it has never seen makes it ask at once).
+    # before it asks again (the names a query calls never make it ask; the re-audit refreshes it).
     sql_function_cache_s: float = field(default=60.0, metadata=_float(0, 3_600, low_open=True))
     # After repeated failed connections, calls fail at once (database-unavailable) for a back-off
     # that doubles up to this bound, so a wrong password is not retried at the client's call rate.
@@ -136,6 +136,11 @@ class Settings:
     # True: a database that cannot be reached, or refuses the login, at start-up stops the server
     # (exit 69) instead of serving database-unavailable until it is back.
     sql_require_database: bool = field(default=False, metadata=_of(bool))
+    # --- re-audit while serving (issue 26) ---
+    # How often the whole role audit runs again while the server serves (on its own connection, in
+    # a worker thread). A new refusal stops the SQL tools until a re-audit passes; each re-audit
+    # also refreshes the SECURITY DEFINER guard's catalogue.
+    sql_reaudit_interval_s: float = field(default=30.0, metadata=_float(0, 60, low_open=True))
 
     # --- files ---------------------------------------------------------------------------------
     fs_max_bytes: int = field(default=1_048_576, metadata=_int(1, 16_777_216))
@@ -313,6 +318,7 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "SQL_FUNCTION_CACHE_S": ("sql_function_cache_s", _parse_float),
     "SQL_RECONNECT_MAX_S": ("sql_reconnect_max_s", _parse_float),
     "SQL_REQUIRE_DATABASE": ("sql_require_database", _parse_bool),
+    "SQL_REAUDIT_INTERVAL_S": ("sql_reaudit_interval_s", _parse_float),
     "FS_MAX_BYTES": ("fs_max_bytes", _parse_int),
     "FS_ALLOW_HARD_LINKS": ("fs_allow_hard_links", _parse_bool),
     "MAX_CONCURRENCY": ("max_concurrency", _parse_int),

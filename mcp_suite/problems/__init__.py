@@ -38,6 +38,7 @@ __all__ = [
     "QueryViolationError",
     "ResourceLimitError",
     "ResultTooLargeError",
+    "RoleRefusedError",
     "SessionNotInitializedError",
     "UnsupportedContentError",
     "UnsupportedVersionError",
@@ -221,6 +222,17 @@ class DatabaseUnavailableError(ProblemError):
     jsonrpc_code = INTERNAL_ERROR
 
 
+class RoleRefusedError(ProblemError):
+    """The database role failed a re-audit while serving: the SQL tools refuse every call until an
+    operator fixes the role and a later re-audit passes. In-band: the caller can use other tools.
+    `detail` names the finding(s); `metadata.findings` lists their kinds."""
+
+    slug = "role-refused"
+    title = "The database role can do more than read"
+    status = 503
+    code = "MCP_ROLE_REFUSED"
+
+
 class InternalServerError(ProblemError):
     slug = "internal-error"
     title = "Internal error"
@@ -245,6 +257,7 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     MethodNotFoundError,
     UnsupportedVersionError,
     DatabaseUnavailableError,
+    RoleRefusedError,
     InternalServerError,
 )
 
@@ -257,6 +270,8 @@ WIRE_CODES: Final[Mapping[str, frozenset[int]]] = {
     "method-not-found": frozenset({METHOD_NOT_FOUND}),
     "unsupported-protocol-version": frozenset({UNSUPPORTED_PROTOCOL_VERSION}),
     "database-unavailable": frozenset({INTERNAL_ERROR}),
+    # In-band for a tool; a resource read has no in-band channel, so there it is -32603.
+    "role-refused": frozenset({INTERNAL_ERROR}),
     "internal-error": frozenset({INTERNAL_ERROR}),
 }
 

@@ -211,6 +211,10 @@ class Session:
                 self._root = root
                 if self.handle_signals:
                     root.start_soon(self._watch_signals, root.cancel_scope)
+                # The tools' background tasks (the SQL role's re-audit) serve as long as the
+                # session does; the cancel at the end of this block stops them.
+                for serve_background in self.registry.background:
+                    root.start_soon(serve_background)
                 root.start_soon(self._read, stdin, frames_send)
                 async with trio.open_nursery() as io:
                     io.start_soon(self._write, stdout, out_recv, root.cancel_scope)

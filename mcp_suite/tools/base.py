@@ -91,9 +91,15 @@ class Toolset:
     need but `initialize` does not: the session runs it in a worker thread after the handshake,
     and a call that comes earlier does the same work itself (each step must be safe to repeat
     and thread-safe). `guidance` is its sentence of the `initialize` instructions: what its tools
-    are for and in which order to use them, naming only tools of this toolset."""
+    are for and in which order to use them, naming only tools of this toolset.
+
+    `background` holds `serve_*` coroutine functions that run as long as the session serves (the
+    SQL role's re-audit): the session starts each in its own nursery when it starts serving and
+    cancels them when it stops. Each must checkpoint, keep its blocking work in worker threads, and
+    never return or raise on its own (an exception ends the session, like any task's)."""
 
     tools: tuple[ToolSpec, ...]
     resources: tuple[ResourceSpec, ...] = field(default=())
     warm_up: tuple[Callable[[], object], ...] = field(default=())
     guidance: str = ""
+    background: tuple[Callable[[], Awaitable[object]], ...] = field(default=())

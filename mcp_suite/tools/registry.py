@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
@@ -54,6 +54,8 @@ class Registry:
     # Every tool's models, then each toolset's own warm-up steps (see `Toolset.warm_up`).
     warm_up: tuple[Callable[[], object], ...] = field(default=())
     instructions: str = field(default_factory=lambda: instructions(()))
+    # Every toolset's background tasks (see `Toolset.background`): the session runs them.
+    background: tuple[Callable[[], Awaitable[object]], ...] = field(default=())
 
 
 def builtin_openers(settings: Settings) -> list[ToolOpener]:
@@ -79,6 +81,7 @@ def open_registry(
         resources: dict[str, ResourceSpec] = {}
         warm_up: list[Callable[[], object]] = []
         guidance: list[str] = []
+        background: list[Callable[[], Awaitable[object]]] = []
         for opener in openers:
             toolset = stack.enter_context(opener(settings))
             if toolset is None:
@@ -91,10 +94,12 @@ def open_registry(
                 resources[resource.uri] = resource
             warm_up.extend(toolset.warm_up)
             guidance.append(toolset.guidance)
+            background.extend(toolset.background)
         models = [tool.models.get for tool in tools.values()]
         yield Registry(
             tools=tools,
             resources=resources,
             warm_up=(*models, *warm_up),
             instructions=instructions(guidance),
+            background=tuple(background),
         )

@@ -151,9 +151,16 @@ HAND_CHECKS = (
     HandCheck(
         "skip the SECURITY DEFINER check at run time",
         "mcp_suite/tools/read_only_sql/definers.py",
-        "        catalogue = self._catalogue\n        if (",
-        "        return\n        catalogue = self._catalogue\n        if (",
+        "        catalogue = self._catalogue\n        if catalogue is None",
+        "        return\n        catalogue = self._catalogue\n        if catalogue is None",
         ("tests/pg/test_sql_definers.py",),
+    ),
+    HandCheck(
+        "let calls through while a re-audit refuses the role",
+        "mcp_suite/tools/read_only_sql/executor.py",
+        "        self._gate.check()\n",
+        "",
+        ("tests/pg/test_sql_reaudit.py",),
     ),
 )
 

@@ -55,7 +55,7 @@ VALUES_ROW = [
     "2024-01-02",
     "on",
     "10s",
-    '"$user", public',
+    'pg_catalog, "$user", public',  # pg_catalog pinned first, then the role's own path
     30,
 ]
 
@@ -131,7 +131,7 @@ def test_calls_through_the_pooler_fail_and_recover_like_direct_ones(
             max_rows=1,
             ticket=CallTicket(),
         )
-        assert after.rows == [['"$user", public', "300ms"]]
+        assert after.rows == [['pg_catalog, "$user", public', "300ms"]]
     finally:
         executor.close()
 

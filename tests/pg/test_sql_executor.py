@@ -310,7 +310,7 @@ def test_session_state_does_not_survive_into_the_next_call(
         max_rows=1,
         ticket=CallTicket(),
     )
-    assert after.rows == [[pid, '"$user", public', "on"]]
+    assert after.rows == [[pid, 'pg_catalog, "$user", public', "on"]]
 
 
 def test_a_listen_run_by_a_function_does_not_survive_the_call(

@@ -215,7 +215,12 @@ async def test_a_role_audited_late_is_still_refused(
                 refused = await h.response(
                     await h.call("read_only_sql", {"sql": "SELECT count(*) FROM docs.pages"})
                 )
-                assert refused["error"]["code"] == -32603
+                # In-band, as a re-audit's refusal: the same gate, lifted only by a passing re-audit.
+                assert refused["result"]["isError"] is True
+                problem = json.loads(refused["result"]["content"][0]["text"])
+                assert problem["type"] == "urn:mcp-suite:problem:role-refused"
+                assert "superuser" in problem["detail"]
+                assert "structuredContent" not in refused["result"]
     finally:
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(demo_cluster.start)

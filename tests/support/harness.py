@@ -26,7 +26,7 @@ import trio.testing
 from pydantic import Field
 
 from mcp_suite.lazy import Lazy
-from mcp_suite.problems import AccessDeniedError, DatabaseUnavailableError
+from mcp_suite.problems import AccessDeniedError, DatabaseUnavailableError, RoleRefusedError
 from mcp_suite.runtime.session import Session, serve_session
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ResourceSpec, Toolset, ToolSpec
@@ -40,6 +40,7 @@ __all__ = [
     "Transport",
     "open_session",
     "ping_line",
+    "refused_resource_opener",
     "tool_opener",
 ]
 
@@ -204,6 +205,34 @@ def resource_opener() -> ToolOpener:
         yield Toolset(tools=(), resources=(resource,))
 
     return open_notes
+
+
+REFUSED_URI = "test://refused"
+
+
+def refused_resource_opener() -> ToolOpener:
+    """A ToolOpener serving one resource (`REFUSED_URI`) whose every read is refused as the SQL
+    schema resource's is while a re-audit refuses the role (`role-refused`, -32603)."""
+
+    async def read() -> str:
+        await trio.lowlevel.checkpoint()
+        raise RoleRefusedError(
+            "This test resource's role is always refused.", metadata={"findings": ["test"]}
+        )
+
+    @contextlib.contextmanager
+    def open_refused(settings: Settings) -> Iterator[Toolset | None]:
+        resource = ResourceSpec(
+            uri=REFUSED_URI,
+            name="refused",
+            title="Refused",
+            description="A test resource that is always refused.",
+            mime_type="application/json",
+            read=read,
+        )
+        yield Toolset(tools=(), resources=(resource,))
+
+    return open_refused
 
 
 # ------------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from mcp_suite.problems import (
     WIRE_CODES,
 )
 from mcp_suite.settings import MAX_FRAME_BYTES
-from tests.support.harness import TRANSPORTS, Harness, Transport, open_session
+from tests.support.harness import TRANSPORTS, Harness, Transport, open_session, refused_resource_opener
 from tests.support.wire import slug_of
 
 _DEEP = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":' + b'{"a":' * 70 + b"1" + b"}" * 70 + b"}"
@@ -205,6 +205,8 @@ async def _provoke_every_error(h: Harness) -> list[dict[str, Any]]:
         b'"io.modelcontextprotocol/protocolVersion":"1900-01-01",'
         b'"io.modelcontextprotocol/clientCapabilities":{}}}}',
         b'{"jsonrpc":"2.0","id":"down","method":"tools/call","params":{"name":"down"}}',  # -32603 too
+        # -32603 role-refused: a resource read has no in-band channel
+        b'{"jsonrpc":"2.0","id":"refused","method":"resources/read","params":{"uri":"test://refused"}}',
     ):
         await h.send_raw(line + b"\n")
         errors.append(await h.recv())
@@ -213,7 +215,7 @@ async def _provoke_every_error(h: Harness) -> list[dict[str, Any]]:
 
 async def test_every_entry_of_the_error_table_is_seen_on_the_wire_and_agrees_with_it() -> None:
     with trio.fail_after(10):
-        async with open_session() as h:
+        async with open_session(extra_tools=[refused_resource_opener()]) as h:
             errors = await _provoke_every_error(h)
     seen = {(slug_of(e["error"]["data"]), e["error"]["code"]) for e in errors}
     table = {(slug, code) for slug, codes in WIRE_CODES.items() for code in codes}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_suite.problems import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     PROBLEM_TYPES,
     PROBLEM_URN_PREFIX,
@@ -31,6 +32,7 @@ SPEC_TABLE = {
     "method-not-found": ("MCP_METHOD_NOT_FOUND", 404),
     "unsupported-protocol-version": ("MCP_UNSUPPORTED_PROTOCOL_VERSION", 400),
     "database-unavailable": ("MCP_DATABASE_UNAVAILABLE", 503),
+    "role-refused": ("MCP_ROLE_REFUSED", 503),
     "internal-error": ("MCP_INTERNAL_ERROR", 500),
 }
 
@@ -61,8 +63,13 @@ def test_problem_class_matches_the_spec_table(cls: type[ProblemError]) -> None:
 @pytest.mark.parametrize("cls", PROBLEM_TYPES, ids=lambda c: c.slug)
 def test_wire_codes_agree_with_class_defaults(cls: type[ProblemError]) -> None:
     if cls.jsonrpc_code is None:
-        # in-band only, except validation-error which may travel as -32602
-        assert cls.slug not in WIRE_CODES or WIRE_CODES[cls.slug] == {INVALID_PARAMS}
+        # in-band only, except validation-error which may travel as -32602, and role-refused, which
+        # a resource read (not a tool) carries as -32603
+        allowed = {
+            "validation-error": frozenset({INVALID_PARAMS}),
+            "role-refused": frozenset({INTERNAL_ERROR}),
+        }
+        assert cls.slug not in WIRE_CODES or WIRE_CODES[cls.slug] == allowed.get(cls.slug)
     else:
         assert cls.jsonrpc_code in WIRE_CODES[cls.slug]
 

@@ -6,9 +6,11 @@ through another connection). The policy sees only the outer name; this module as
 which names (of functions, and of operators whose function is one) belong to a SECURITY DEFINER
 function, caches the answer, and refuses a vetted statement that names one, unless the operator
 accepted it (`MCP_SQL_ACCEPT_DEFINER_FUNCTIONS`). Any overload of a name counts, in any schema: the
-check cannot know which one PostgreSQL will pick. The cache is asked again after
-`MCP_SQL_FUNCTION_CACHE_S`, and at once when a statement names a function or operator it has never
-seen (a function created since). Sync psycopg only; runs in the call's worker thread, no trio.
+check cannot know which one PostgreSQL will pick. It is the second layer: the role audit, run again
+while serving (`reaudit.py`), is the guarantee, and refreshes this cache on each pass (`refresh`).
+The cache is negative too: a name it does not hold passes, and no statement can make it read the
+catalogue again; only its age (`MCP_SQL_FUNCTION_CACHE_S`) or a refresh does. Sync psycopg only;
+runs in the call's (or the re-audit's) worker thread, no trio.
 """
 
 from __future__ import annotations
@@ -24,20 +26,19 @@ from mcp_suite.problems import QueryViolationError, echo
 
 __all__ = ["CATALOGUE_SQL", "DefinerGuard", "DefinerGuardStatistics"]
 
-# One round trip: every function name and operator name (to notice new ones), and the SECURITY
-# DEFINER functions behind a name, with the schema.name the operator's acceptance refers to.
+# One round trip: the SECURITY DEFINER functions behind a function or operator name, with the
+# schema.name the operator's acceptance refers to. Read outside a call's transaction, so under the
+# role's own search path: every function and operator in it is written schema-qualified.
 CATALOGUE_SQL: Final = (
-    "SELECT 'function', proname::text, NULL, NULL"
-    " FROM (SELECT DISTINCT proname FROM pg_catalog.pg_proc) f"
-    " UNION ALL SELECT DISTINCT 'operator', oprname::text, NULL, NULL FROM pg_catalog.pg_operator"
-    " UNION ALL SELECT 'definer', p.proname::text, n.nspname || '.' || p.proname,"
+    "SELECT 'definer', p.proname::text, pg_catalog.concat(n.nspname, '.', p.proname),"
     " pg_catalog.pg_get_function_identity_arguments(p.oid)"
-    " FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace"
+    " FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n"
+    " ON n.oid OPERATOR(pg_catalog.=) p.pronamespace"
     " WHERE p.prosecdef"
-    " UNION ALL SELECT 'definer-operator', o.oprname::text, n.nspname || '.' || p.proname,"
+    " UNION ALL SELECT 'definer-operator', o.oprname::text, pg_catalog.concat(n.nspname, '.', p.proname),"
     " pg_catalog.pg_get_function_identity_arguments(p.oid)"
-    " FROM pg_catalog.pg_operator o JOIN pg_catalog.pg_proc p ON p.oid = o.oprcode"
-    " JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace WHERE p.prosecdef"
+    " FROM pg_catalog.pg_operator o JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) o.oprcode"
+    " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace WHERE p.prosecdef"
 )
 
 
@@ -45,8 +46,6 @@ CATALOGUE_SQL: Final = (
 class _Catalogue:
     """What one catalogue read said, and until when it is trusted (monotonic seconds)."""
 
-    functions: frozenset[str]  # every function name, case-folded
-    operators: frozenset[str]  # every operator name
     definers: dict[str, str]  # case-folded function name -> one refused "schema.name(args)"
     definer_operators: dict[str, str]  # operator name -> one refused "schema.name(args)"
     expires: float
@@ -87,15 +86,10 @@ class DefinerGuard:
     ) -> None:
         """Raise `QueryViolationError` when a name in `functions` (case-folded) or `operators` is
         that of a SECURITY DEFINER function not accepted by the operator. Blocking: reads the
-        catalogue on `conn` (autocommit, outside the call's transaction) when the cache is stale or
-        a name is new to it."""
+        catalogue on `conn` (autocommit, outside the call's transaction) only when the cache is
+        missing or stale; the names asked about never cause a read (bench_definers)."""
         catalogue = self._catalogue
-        if (
-            catalogue is None
-            or self._clock() >= catalogue.expires
-            or not functions <= catalogue.functions
-            or not operators <= catalogue.operators
-        ):
+        if catalogue is None or self._clock() >= catalogue.expires:
             catalogue = self._read(conn)
         if not (catalogue.definers or catalogue.definer_operators):
             return
@@ -108,24 +102,21 @@ class DefinerGuard:
                 self._refused += 1
                 raise _refusal(f"the operator {name}", catalogue.definer_operators[name])
 
+    def refresh(self, conn: psycopg.Connection[Any]) -> None:
+        """Read the catalogue now (blocking; the re-audit calls it on its own connection), so that
+        calls meanwhile find the cache fresh."""
+        self._read(conn)
+
     def _read(self, conn: psycopg.Connection[Any]) -> _Catalogue:
         rows = conn.execute(CATALOGUE_SQL).fetchall()
-        functions: set[str] = set()
-        operators: set[str] = set()
         definers: dict[str, str] = {}
         definer_operators: dict[str, str] = {}
         for kind, name, qualified, arguments in rows:
-            if kind == "function":
-                functions.add(name.casefold())
-            elif kind == "operator":
-                operators.add(name)
-            elif qualified not in self._accepted:
+            if qualified not in self._accepted:
                 target = definers if kind == "definer" else definer_operators
                 target.setdefault(name.casefold() if kind == "definer" else name, f"{qualified}({arguments})")
         self._reads += 1
         catalogue = _Catalogue(
-            functions=frozenset(functions),
-            operators=frozenset(operators),
             definers=definers,
             definer_operators=definer_operators,
             expires=self._clock() + self._cache_s,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
+import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,17 +28,13 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mcp_suite.problems import DatabaseUnavailableError
 from mcp_suite.settings import Settings
-from mcp_suite.tools.read_only_sql.audit import (
-    audit_connection,
-    format_findings,
-    format_warning,
-    refusals,
-)
+from mcp_suite.tools.read_only_sql.audit import audit_connection, format_warning, refusals
 from mcp_suite.tools.read_only_sql.availability import Availability
 from mcp_suite.tools.read_only_sql.convert import register_loaders
 from mcp_suite.tools.read_only_sql.definers import DefinerGuard
 from mcp_suite.tools.read_only_sql.naming import APPLICATION_NAME
 from mcp_suite.tools.read_only_sql.pipeline import run_pipeline
+from mcp_suite.tools.read_only_sql.reaudit import AuditGate
 from mcp_suite.tools.read_only_sql.result import Column, QueryResult, description, json_rows, load_rows
 from mcp_suite.tools.read_only_sql.sqlstate import problem_from_sqlstate
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
@@ -67,12 +64,23 @@ T = TypeVar("T")
 
 CURSOR_NAME: Final = "mcp_suite_query"
 
-# After ROLLBACK, what could still survive into the next call: session advisory locks, the only
-# session state a single read-only cursor query can leave behind. GUC changes, even set_config(...,
-# false), roll back with the transaction; so does a LISTEN that a function runs (it would take
-# effect at commit only); PREPARE and temporary tables cannot be reached through DECLARE. A call
-# sends the reset in its own pipeline; `_restore` sends it when that pipeline did not get that far.
-_RESET_STATEMENTS: Final = (b"SELECT pg_advisory_unlock_all()",)
+
+# After ROLLBACK, what a function can leave in the session that the ROLLBACK does not take back
+# (docs/tools/read_only_sql.md, "What a call can leave behind", lists every kind and why the others
+# cannot matter): prepared statements (`EXECUTE 'PREPARE ...'` in a function), session advisory locks
+# and the random seed (`setseed()`), which the next call must not be able to predict, so it is drawn
+# afresh here for every reset. Two statements: DEALLOCATE is a utility statement (no function does
+# it), the rest is one SELECT. `DISCARD ALL` is not used: it does not reseed, and the rest of what it
+# does either rolled back already or would cost every next call its cached plans (DISCARD PLANS).
+# A call sends the reset in its own pipeline; `_restore` sends it when that pipeline did not get
+# that far.
+def _reset_statements() -> tuple[bytes, bytes]:
+    seed = secrets.randbits(52) / (1 << 52) * 2 - 1  # setseed takes [-1, 1]
+    return (
+        b"DEALLOCATE ALL",
+        f"SELECT pg_catalog.pg_advisory_unlock_all(), pg_catalog.setseed({seed!r})".encode(),
+    )
+
 
 # What every transaction of ours runs with, set inside it: RESET ALL first (what another client of
 # a transaction-pooling PgBouncer left on the backend it lends us, such as a search_path, is gone),
@@ -89,6 +97,17 @@ _TRANSACTION_SETTINGS: Final = (
     # The policy reads string literals as standard SQL does (a backslash is an ordinary character).
     # A server configured otherwise would read `'x\' , pg_sleep(10) --'` as code; pin it per call.
     ("standard_conforming_strings", "on"),
+)
+
+# `pg_catalog` first in the search path, then the role's own (what RESET ALL just restored: ALTER
+# ROLE/DATABASE ... SET search_path), so tables resolve as the DBA set them up, but a same-named
+# function, aggregate or operator in another schema can never take a built-in's place
+# (`ALTER ROLE ... SET search_path = util, pg_catalog` would otherwise let `util.max` run for
+# `max(x)`). Only schema-qualified calls and no operator: this statement is itself parsed under the
+# role's search path.
+_PINNED_SEARCH_PATH: Final = (
+    "pg_catalog.set_config('search_path',"
+    " pg_catalog.textcat('pg_catalog, ', pg_catalog.current_setting('search_path')), true)"
 )
 
 # `explain_sql`: what replaces the FETCH (the statement is the vetted text, after the cursor's DECLARE).
@@ -125,7 +144,7 @@ def _transaction_settings(settings: Settings, dsn: str) -> bytes:
         ("application_name", str(conninfo_to_dict(dsn).get("application_name") or APPLICATION_NAME)),
     )
     calls = ", ".join(f"pg_catalog.set_config('{name}', {sql_quote(value)}, true)" for name, value in values)
-    return f"SELECT {calls}".encode()
+    return f"SELECT {calls}, {_PINNED_SEARCH_PATH}".encode()
 
 
 def _idle_in_tx_ms(settings: Settings) -> int:
@@ -145,8 +164,16 @@ class Executor:
     trip per checkout; a call that meets a broken connection runs `pool.check()` instead.
     """
 
-    def __init__(self, settings: Settings, dsn: str, *, availability: Availability | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        dsn: str,
+        *,
+        availability: Availability | None = None,
+        gate: AuditGate | None = None,
+    ) -> None:
         self._settings = settings
+        self._gate = gate or AuditGate()
         self._availability = availability or Availability(max_backoff_s=settings.sql_reconnect_max_s)
         self._dsn = dsn
         self._timeout_ms = settings.sql_statement_timeout_ms
@@ -154,7 +181,6 @@ class Executor:
         self._types = TypeNames()
         self._audit_lock = threading.Lock()
         self._audited = False
-        self._refusal: str | None = None
         self._definers = DefinerGuard(
             accepted=settings.sql_accept_definer_functions, cache_s=settings.sql_function_cache_s
         )
@@ -219,25 +245,21 @@ class Executor:
             self._audited = True
 
     def _ensure_audited(self, conn: psycopg.Connection[Any]) -> None:
-        """When the database was down at start-up, the audit runs before the first query."""
+        """A re-audit's refusal stops every call here, before anything reaches the database; when
+        the database was down at start-up, the audit runs before the first query, and its refusal
+        is the gate's too (lifted, like a re-audit's, once a re-audit passes)."""
+        self._gate.check()
         if self._audited:
             return
         with self._audit_lock:
-            if self._refusal is None and not self._audited:
+            if not self._audited:
                 findings = audit_connection(conn, accepted=self._settings.sql_accept_definer_functions)
-                if refusals(findings):
-                    self._refusal = format_findings(findings)
-                    log.critical("%s", self._refusal)
-                else:
+                if not refusals(findings):
                     for finding in findings:
                         log.warning("%s", format_warning(finding))
                     self._audited = True
-            if self._refusal is not None:
-                raise DatabaseUnavailableError(
-                    "The database role can do more than read, so no query is run. Retrying will not "
-                    "help until an operator fixes the role; the server's log says how.",
-                    metadata={"retryable": False},
-                )
+                self._gate.record(findings)
+        self._gate.check()
 
     # --- one call ------------------------------------------------------------------------------
     @property
@@ -349,7 +371,7 @@ class Executor:
             fetch = _EXPLAIN[explain] + sql.encode()
         declare = f'DECLARE "{CURSOR_NAME}" NO SCROLL CURSOR FOR {sql}'.encode()
         commands = [b"BEGIN READ ONLY", b"RESET ALL", self._set_local, declare, fetch, b"ROLLBACK"]
-        commands.extend(_RESET_STATEMENTS)
+        commands.extend(_reset_statements())
         try:
             # One pipeline, one Sync, one round trip. Every statement uses the extended protocol,
             # so PostgreSQL itself accepts exactly one statement in DECLARE ... FOR <query>.
@@ -397,7 +419,7 @@ class Executor:
             return
         try:
             # One simple-query message: ROLLBACK (when a transaction is open) and the reset.
-            statements = list(_RESET_STATEMENTS)
+            statements = list(_reset_statements())
             if conn.info.transaction_status != pq.TransactionStatus.IDLE:
                 statements.insert(0, b"ROLLBACK")
             self._counted()

@@ -46,12 +46,14 @@ from mcp_suite.tools.read_only_sql.audit import (
 )
 from mcp_suite.tools.read_only_sql.availability import Availability
 from mcp_suite.tools.read_only_sql.naming import schema_uri
+from mcp_suite.tools.read_only_sql.reaudit import AuditGate, audit_once, serve_reaudit
 from mcp_suite.tools.read_only_sql.statement_log import log_statement
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
 from mcp_suite.tools.sql_schema import tool as schema_tool
 
 if TYPE_CHECKING:
     from mcp_suite.tools.explain_sql.models import ExplainSqlArgs, ExplainSqlResult
+    from mcp_suite.tools.read_only_sql.audit import Finding
     from mcp_suite.tools.read_only_sql.executor import Executor, ExplainMode, QueryResult
     from mcp_suite.tools.read_only_sql.models import ReadOnlySqlArgs, ReadOnlySqlResult
     from mcp_suite.tools.read_only_sql.policy import QueryPolicy
@@ -145,8 +147,11 @@ def open_read_only_sql(settings: Settings, *, guard_hidden_rows: bool = True) ->
     dsn = settings.sql_dsn.get_secret_value()
     availability = Availability(max_backoff_s=settings.sql_reconnect_max_s)
     audited = _audit_at_start(dsn, settings, availability)
+    gate = AuditGate()
     database = Lazy(
-        functools.partial(_open_executor, settings, dsn, audited=audited, availability=availability)
+        functools.partial(
+            _open_executor, settings, dsn, audited=audited, availability=availability, gate=gate
+        )
     )
     policy = Lazy(functools.partial(_build_policy, settings.sql_policy_cache_size))
     # Built on first use, inside `trio.run`: it must belong to the running trio loop.
@@ -251,6 +256,12 @@ def open_read_only_sql(settings: Settings, *, guard_hidden_rows: bool = True) ->
         mime_type="application/json",
         read=read_schema,
     )
+    reaudit = functools.partial(
+        serve_reaudit,
+        gate,
+        functools.partial(_reaudit, dsn, settings, database),
+        interval_s=settings.sql_reaudit_interval_s,
+    )
     try:
         # The pool connects in the background while the policy's parsers load; then the type names.
         warm_up = (database.get, policy.get, functools.partial(_preload_type_names, database, audited))
@@ -259,6 +270,7 @@ def open_read_only_sql(settings: Settings, *, guard_hidden_rows: bool = True) ->
             resources=(resource,),
             warm_up=warm_up,
             guidance=GUIDANCE,
+            background=(reaudit,),
         )
     finally:
         executor = database.close()
@@ -266,7 +278,9 @@ def open_read_only_sql(settings: Settings, *, guard_hidden_rows: bool = True) ->
             executor.close()
 
 
-def _open_executor(settings: Settings, dsn: str, *, audited: bool, availability: Availability) -> Executor:
+def _open_executor(
+    settings: Settings, dsn: str, *, audited: bool, availability: Availability, gate: AuditGate
+) -> Executor:
     """The executor, its pool open (connections come in the background); blocking.
 
     Built on first need (the warm-up, or the first call): the executor module brings psycopg_pool
@@ -275,11 +289,21 @@ def _open_executor(settings: Settings, dsn: str, *, audited: bool, availability:
     """
     from mcp_suite.tools.read_only_sql.executor import Executor  # deferred on purpose
 
-    executor = Executor(settings, dsn, availability=availability)
+    executor = Executor(settings, dsn, availability=availability, gate=gate)
     if audited:
         executor.mark_audited()
     executor.open()
     return executor
+
+
+def _reaudit(dsn: str, settings: Settings, database: Lazy[Executor]) -> list[Finding] | None:
+    """One re-audit (blocking, in its worker thread): the whole role audit on its own connection,
+    and, when the executor exists, its definer guard's catalogue refreshed on the same one."""
+    try:
+        executor = database.get() if database.built else None  # never built here: off the warm-up
+    except RuntimeError:  # the tool closed under an abandoned re-audit (shutdown)
+        executor = None
+    return audit_once(dsn, settings, refresh=executor.definers.refresh if executor is not None else None)
 
 
 def _preload_type_names(database: Lazy[Executor], audited: bool) -> None:

@@ -1,0 +1,190 @@
+"""What issue 26's guarantees cost (docs/performance.md), against the demo cluster (started if not running).
+
+- The definer guard per call, with names the catalogue holds and with names it does not (a
+  misspelt function, `BETWEEN`'s operators): with negative caching neither reads the catalogue.
+  Ratio: its share of the executor's sequential p50.
+- The re-audit: how long one takes (`reaudit.audit_once`, the whole audit on its own connection plus
+  the guard's refresh), and the executor's sequential p50 while re-audits run back to back in
+  another thread (the worst case; the default interval is 30 s), against the p50 without.
+- The clean-backend reset: one call's pipeline with the reset it sends now (`DEALLOCATE ALL`, then
+  unlock and reseed) against the same pipeline with the former reset (unlock only), p50 of each,
+  alternated in the same run.
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+import sys
+import threading
+import time
+from typing import Any
+
+from bench.common import Figure, median_seconds
+
+CALLS = 2_000
+QUERY = "SELECT section, count(*) FROM docs.pages GROUP BY section"
+UNKNOWN = "SELECT no_such_function(words) FROM docs.pages WHERE words BETWEEN 1 AND 2"
+
+
+def _checks(check: Any, conn: Any, functions: frozenset[str], operators: frozenset[str], loops: int) -> None:
+    for _ in range(loops):
+        check(conn, functions, operators)
+
+
+def _p50_ms(fn: Any, calls: int) -> float:
+    samples = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples) * 1000
+
+
+def _figures(dsn: str) -> list[Figure]:
+    import psycopg
+
+    from mcp_suite.settings import SecretStr, Settings
+    from mcp_suite.tools.read_only_sql import executor as executor_module
+    from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor
+    from mcp_suite.tools.read_only_sql.pipeline import run_pipeline
+    from mcp_suite.tools.read_only_sql.policy import vet_sql
+    from mcp_suite.tools.read_only_sql.reaudit import audit_once
+
+    settings = Settings(sql_dsn=SecretStr(dsn), metrics_enabled=False)
+    executor = Executor(settings, dsn)
+    executor.open()
+    executor.mark_audited()
+    known = vet_sql(QUERY, max_rows=50)
+    unknown = vet_sql(UNKNOWN, max_rows=50)
+
+    def call() -> None:
+        executor.run_vetted(known, max_rows=50, ticket=CallTicket())
+
+    figures: list[Figure] = []
+    try:
+        for _ in range(50):
+            call()
+        base_p50 = _p50_ms(call, CALLS)
+
+        # 1. the guard, per call, known and unknown names (its reads counted: they must not grow)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            check = executor.definers.check
+            loops = 10_000
+            reads = 0
+            for label, vetted in (("known names", known), ("unknown names", unknown)):
+                before = executor.definers.statistics().catalogue_reads
+                seconds = median_seconds(
+                    functools.partial(_checks, check, conn, vetted.functions, vetted.operators, loops), runs=5
+                )
+                reads = executor.definers.statistics().catalogue_reads - before
+                figures.append(
+                    Figure(
+                        f"reaudit: definer guard per call ({label})",
+                        seconds / loops * 1e6,
+                        "µs",
+                        floor=base_p50 * 1000,
+                        note="ratio = its share of the executor p50",
+                    )
+                )
+            figures.append(
+                Figure(
+                    f"reaudit: catalogue reads during {5 * loops:,} checks with unknown names",
+                    reads,
+                    "reads",
+                    target="0",
+                    ok=reads == 0,
+                )
+            )
+
+        # 2. the re-audit: its own duration, and the calls' p50 while it runs back to back
+        once = median_seconds(lambda: audit_once(dsn, settings, refresh=executor.definers.refresh), runs=5)
+        figures.append(
+            Figure("reaudit: one re-audit (own connection, audit + guard refresh)", once * 1000, "ms")
+        )
+        stop = threading.Event()
+        audits = 0
+
+        def reaudit_loop() -> None:
+            nonlocal audits
+            while not stop.is_set():
+                audit_once(dsn, settings, refresh=executor.definers.refresh)
+                audits += 1
+
+        worker = threading.Thread(target=reaudit_loop)
+        worker.start()
+        try:
+            busy_p50 = _p50_ms(call, CALLS)
+        finally:
+            stop.set()
+            worker.join()
+        quiet_p50 = _p50_ms(call, CALLS)
+        figures.append(
+            Figure(
+                f"reaudit: executor p50 while re-audits run back to back ({audits} audits)",
+                busy_p50,
+                "ms",
+                floor=quiet_p50,
+                note="floor: the same calls, no re-audit",
+            )
+        )
+
+        # 3. the reset: today's two statements against the former one, the same pipeline otherwise
+        set_local = executor_module._transaction_settings(settings, dsn)  # the executor's own statement
+        declare = f'DECLARE "c" NO SCROLL CURSOR FOR {known.sql}'.encode()
+        head = [
+            b"BEGIN READ ONLY",
+            b"RESET ALL",
+            set_local,
+            declare,
+            b'FETCH FORWARD 51 FROM "c"',
+            b"ROLLBACK",
+        ]
+        former = [*head, b"SELECT pg_advisory_unlock_all()"]
+        with psycopg.connect(dsn, autocommit=True, prepare_threshold=None) as conn:
+
+            def send(commands: list[bytes]) -> None:
+                run_pipeline(conn, commands, max_bytes=1 << 20, timeout_s=10)
+
+            now_samples: list[float] = []
+            former_samples: list[float] = []
+            for _ in range(CALLS):
+                for commands, samples in (
+                    ([*head, *executor_module._reset_statements()], now_samples),  # as a call sends it
+                    (former, former_samples),
+                ):
+                    start = time.perf_counter()
+                    send(commands)
+                    samples.append(time.perf_counter() - start)
+        figures.append(
+            Figure(
+                "reaudit: one call's pipeline with the clean-backend reset (DEALLOCATE ALL, reseed)",
+                statistics.median(now_samples) * 1000,
+                "ms",
+                floor=statistics.median(former_samples) * 1000,
+                note="floor: the same pipeline with the former reset (unlock only)",
+            )
+        )
+    finally:
+        executor.close()
+    return figures
+
+
+def run() -> list[Figure]:
+    from mcp_suite.devdb.cluster import open_demo_cluster
+
+    cluster, started_here = open_demo_cluster()
+    try:
+        return _figures(cluster.reader_dsn)
+    finally:
+        if started_here:
+            cluster.stop()
+
+
+def _main() -> None:
+    for figure in run():
+        sys.stdout.write(figure.line() + "\n")
+
+
+if __name__ == "__main__":
+    _main()

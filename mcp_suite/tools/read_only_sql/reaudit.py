@@ -1,0 +1,122 @@
+"""The role audit again while serving: the gate every SQL call passes, and the loop that feeds it.
+
+`AuditGate` holds the refusals of the latest re-audit; the executor asks it before every call (in
+the call's worker thread) and raises `RoleRefusedError`, naming the findings, while it holds any.
+`serve_reaudit` is the toolset's background task (the session starts it in its nursery and cancels
+it at shutdown): it sleeps one interval on trio's clock, runs `audit_once` in a worker thread, and
+records what it found. `audit_once` audits on its own connection with `audit.audit_connection`
+(whatever checks that grows are re-checked too) and refreshes the definer guard's catalogue there.
+A re-audit that cannot connect records nothing: availability is the executor's business.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+import psycopg
+import trio
+
+from mcp_suite.problems import RoleRefusedError, echo
+from mcp_suite.settings import Settings
+from mcp_suite.tools.read_only_sql.audit import Finding, audit_connection, format_findings, refusals
+from mcp_suite.tools.read_only_sql.naming import APPLICATION_NAME
+
+__all__ = ["AuditGate", "audit_once", "serve_reaudit"]
+
+log = logging.getLogger(__name__)
+
+_DETAIL_FINDINGS = 3  # findings spelled out in a refusal's detail; the rest are counted
+_FINDING_CHARS = 240  # of each finding's sentence
+
+
+class AuditGate:
+    """The latest re-audit's verdict. Thread-safe: the verdict is one tuple swapped whole."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._refused: tuple[Finding, ...] = ()
+
+    @property
+    def refused(self) -> tuple[Finding, ...]:
+        return self._refused
+
+    def record(self, findings: Sequence[Finding]) -> None:
+        """Take a re-audit's findings; log one line when the verdict changes (and only then)."""
+        refused = tuple(refusals(findings))
+        with self._lock:
+            before, self._refused = self._refused, refused
+        if refused == before:
+            return
+        if not refused:
+            log.warning("read_only_sql: the role passes the audit again; the SQL tools serve again")
+        else:
+            # One record (its lines are the findings and fixes, as at start-up).
+            log.critical(
+                "read_only_sql: the SQL tools stop serving: the role audit refused the role. %s",
+                format_findings(list(findings)),
+            )
+
+    def check(self) -> None:
+        """Raise `RoleRefusedError` naming the findings while the latest audit refused the role."""
+        refused = self._refused
+        if not refused:
+            return
+        named = "; ".join(echo(f.problem, _FINDING_CHARS) for f in refused[:_DETAIL_FINDINGS])
+        more = len(refused) - _DETAIL_FINDINGS
+        if more > 0:
+            named += f"; and {more} more"
+        raise RoleRefusedError(
+            f"The database role can do more than read, so the SQL tools refuse every call: {named}. "
+            "An operator must fix the role (the server's log gives the fix); calls are served again "
+            "once a re-audit passes. Other tools still work.",
+            metadata={"findings": sorted({f.capability for f in refused}), "retryable": True},
+        )
+
+
+def audit_once(
+    dsn: str, settings: Settings, *, refresh: Callable[[psycopg.Connection[Any]], None] | None = None
+) -> list[Finding] | None:
+    """The whole role audit on a connection of its own (blocking), then `refresh(conn)` on it (the
+    definer guard's catalogue); None when no connection could be made or it broke.
+
+    Nothing is set in the startup packet (a transaction-pooling PgBouncer refuses `options`).
+    """
+    try:
+        with psycopg.connect(
+            dsn,
+            autocommit=True,
+            connect_timeout=max(1, math.ceil(settings.sql_connect_timeout_s)),
+            fallback_application_name=APPLICATION_NAME,
+        ) as conn:
+            findings = audit_connection(conn, accepted=settings.sql_accept_definer_functions)
+            if refresh is not None:
+                refresh(conn)
+            return findings
+    except psycopg.OperationalError:
+        log.debug("read_only_sql: no re-audit this time (no connection)", exc_info=True)
+        return None
+    except psycopg.Error:
+        # Not a verdict either way: the verdict stands until a re-audit completes.
+        log.warning("read_only_sql: a re-audit failed; the last verdict stands", exc_info=True)
+        return None
+
+
+async def serve_reaudit(
+    gate: AuditGate, audit: Callable[[], Sequence[Finding] | None], *, interval_s: float
+) -> NoReturn:
+    """Every `interval_s`, run `audit()` in a worker thread and record its findings in `gate`.
+
+    Cancellation: cancelled with the session's nursery at shutdown. A re-audit under way is
+    abandoned then (its thread ends on its own: the connect timeout bounds the connection, and the
+    audit's own queries are a few catalogue reads); nothing waits for it.
+    Limits: one re-audit at a time, one connection of its own, outside the pool.
+    """
+    while True:
+        await trio.sleep(interval_s)
+        findings = await trio.to_thread.run_sync(audit, abandon_on_cancel=True)
+        if findings is not None:
+            gate.record(findings)

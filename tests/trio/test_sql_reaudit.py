@@ -1,0 +1,220 @@
+"""The re-audit while serving, without a database: an injected audit function and trio's virtual clock.
+
+`AuditGate` turns findings into a verdict (and one log line per change of it); `serve_reaudit` runs
+the audit in a worker thread every interval; the session starts a toolset's background task in its
+own nursery and cancels it when it stops serving. The same through a real PostgreSQL and the real
+server process is in tests/pg/test_sql_reaudit.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+
+import pytest
+import trio
+import trio.testing
+
+from mcp_suite.problems import RoleRefusedError
+from mcp_suite.settings import Settings
+from mcp_suite.tools.base import Toolset
+from mcp_suite.tools.read_only_sql.audit import Finding
+from mcp_suite.tools.read_only_sql.reaudit import AuditGate, serve_reaudit
+from tests.support.harness import open_session
+
+DEFINER = Finding(
+    capability="definer-function",
+    problem='the role can execute the SECURITY DEFINER function "docs"."page_export"() (owner devdb_admin)',
+    fix='REVOKE EXECUTE ON FUNCTION "docs"."page_export"() FROM PUBLIC;',
+)
+SUPERUSER = Finding(
+    capability="superuser", problem="the role is a superuser", fix="ALTER ROLE r NOSUPERUSER;"
+)
+WARNING = Finding(capability="definer-accepted", problem="an accepted definer", fix="-", warning=True)
+
+
+def _log_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name.endswith("reaudit")]
+
+
+def test_a_gate_with_no_refusal_lets_calls_through() -> None:
+    gate = AuditGate()
+    gate.check()
+    gate.record([WARNING])  # a warning is not a refusal
+    gate.check()
+    assert gate.refused == ()
+
+
+def test_a_refusal_stops_calls_with_a_problem_naming_the_finding_until_an_audit_passes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    gate = AuditGate()
+    with caplog.at_level(logging.WARNING):
+        gate.record([DEFINER, WARNING])
+        for _ in range(3):
+            with pytest.raises(RoleRefusedError) as caught:
+                gate.check()
+        gate.record([DEFINER])  # the same verdict again: no new log line
+        gate.record([])
+        gate.check()
+    problem = caught.value
+    assert '"docs"."page_export"()' in problem.detail
+    assert "Other tools still work" in problem.detail
+    assert problem.metadata == {"findings": ["definer-function"], "retryable": True}
+    assert problem.jsonrpc_code is None  # in-band for a tool
+    lines = _log_lines(caplog)
+    assert len(lines) == 2, lines
+    assert "the SQL tools stop serving" in lines[0]
+    assert "REVOKE EXECUTE" in lines[0]  # the fix, as at start-up
+    assert "serve again" in lines[1]
+
+
+def test_a_changed_set_of_refusals_is_one_more_log_line(caplog: pytest.LogCaptureFixture) -> None:
+    gate = AuditGate()
+    with caplog.at_level(logging.WARNING):
+        gate.record([DEFINER])
+        gate.record([DEFINER, SUPERUSER])
+        gate.record([DEFINER, SUPERUSER])
+    assert len(_log_lines(caplog)) == 2
+    with pytest.raises(RoleRefusedError) as caught:
+        gate.check()
+    assert caught.value.metadata["findings"] == ["definer-function", "superuser"]
+
+
+def test_many_refusals_are_counted_past_the_first_three() -> None:
+    gate = AuditGate()
+    findings = [Finding(capability=f"c{i}", problem=f"problem {i}", fix="-") for i in range(5)]
+    gate.record(findings)
+    with pytest.raises(RoleRefusedError) as caught:
+        gate.check()
+    assert "problem 2; and 2 more" in caught.value.detail
+    assert "problem 3" not in caught.value.detail
+
+
+class _ScriptedAudit:
+    """An audit that answers from a script (None: no connection), recording the thread it ran in."""
+
+    def __init__(self, answers: Sequence[Sequence[Finding] | None]) -> None:
+        self.answers = list(answers)
+        self.threads: list[threading.Thread] = []
+
+    def __call__(self) -> Sequence[Finding] | None:
+        self.threads.append(threading.current_thread())
+        return self.answers.pop(0) if self.answers else []
+
+
+class _CountingGate(AuditGate):
+    """A gate that notes the trio time of each verdict it is given (record runs in the loop's task)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: list[float] = []
+
+    def record(self, findings: Sequence[Finding]) -> None:
+        self.times.append(trio.current_time())
+        super().record(findings)
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    # The mock clock stands still, so `fail_after` cannot bound this wait: real time does.
+    limit = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < limit
+        await trio.sleep(0)
+    await trio.testing.wait_all_tasks_blocked()
+
+
+async def test_the_loop_audits_every_interval_in_a_worker_thread(mock_clock: trio.testing.MockClock) -> None:
+    gate = _CountingGate()
+    audit = _ScriptedAudit([[], [DEFINER], [DEFINER], []])
+    verdicts: list[bool] = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lambda: serve_reaudit(gate, audit, interval_s=30))
+        start = trio.current_time()
+        await trio.testing.wait_all_tasks_blocked()
+        mock_clock.jump(29)
+        await trio.testing.wait_all_tasks_blocked()
+        assert audit.threads == []  # not before the interval is over
+        for done in range(1, 5):
+            mock_clock.jump(30 if done > 1 else 1)
+            await _until(lambda: len(gate.times) == done)  # noqa: B023  # read at once, in this round
+            verdicts.append(bool(gate.refused))
+        nursery.cancel_scope.cancel()
+    assert [t - start for t in gate.times] == [30, 60, 90, 120]
+    assert verdicts == [False, True, True, False]  # refused at the second, served again at the fourth
+    assert all(thread is not threading.main_thread() for thread in audit.threads)
+
+
+async def test_a_re_audit_that_cannot_connect_changes_no_verdict(mock_clock: trio.testing.MockClock) -> None:
+    gate = _CountingGate()
+    gate.record([DEFINER])
+    audit = _ScriptedAudit([None, []])  # no connection at 30 s, a passing audit at 60 s
+    limit = time.monotonic() + 10
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lambda: serve_reaudit(gate, audit, interval_s=30))
+        start = trio.current_time()
+        await trio.testing.wait_all_tasks_blocked()
+        while len(gate.times) < 2:  # step the clock until the loop records its first verdict
+            assert time.monotonic() < limit
+            mock_clock.jump(1)
+            await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()
+    assert len(audit.threads) == 2
+    assert gate.times[1] - start >= 60  # the failed audit at 30 s recorded nothing: still refused then
+    assert gate.refused == ()
+
+
+def _is_refused(gate: AuditGate) -> bool:
+    return bool(gate.refused)  # read afresh on each call (another task changes it)
+
+
+async def test_the_loop_keeps_the_event_loop_free_while_an_audit_runs() -> None:
+    gate = AuditGate()
+    release = threading.Event()
+    entered = threading.Event()
+
+    def slow_audit() -> list[Finding]:
+        entered.set()
+        release.wait(10)
+        return [DEFINER]
+
+    ticks = 0
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: serve_reaudit(gate, slow_audit, interval_s=0.01))
+            while not entered.is_set():
+                await trio.sleep(0.01)
+            for _ in range(5):  # the loop still runs other tasks while the audit blocks
+                await trio.sleep(0)
+                ticks += 1
+            assert not _is_refused(gate)
+            release.set()
+            while not _is_refused(gate):
+                await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+    assert ticks == 5
+
+
+async def test_the_session_runs_a_toolsets_background_task_and_cancels_it_at_shutdown() -> None:
+    events: list[str] = []
+
+    async def serve_forever() -> None:
+        events.append("started")
+        try:
+            await trio.sleep_forever()
+        finally:
+            events.append("cancelled")
+
+    @contextlib.contextmanager
+    def open_background(settings: Settings) -> Iterator[Toolset | None]:
+        yield Toolset(tools=(), background=(serve_forever,))
+
+    with trio.fail_after(10):
+        async with open_session(extra_tools=[open_background]) as h:
+            await h.initialize()
+            assert events == ["started"]
+            await h.finish()
+    assert events == ["started", "cancelled"]

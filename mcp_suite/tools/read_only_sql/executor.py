@@ -6,8 +6,9 @@ timeouts set inside it (so that a transaction-pooling PgBouncer may sit in betwe
 through a server-side named cursor, at most `max_rows + 1` rows, always rolled back, session state
 reset, sent as one round trip (`pipeline.py`); `result.py` shapes the rows, `type_names.py` names
 the types, `sqlstate.py` maps errors. Runs in worker threads only: no trio here.
-Connection and server failures raise the `database-unavailable` problem (-32603), through
-`Availability` (one log line per change of state, a bounded back-off between attempts).
+Only a failure of the connection itself raises the `database-unavailable` problem (-32603) through
+`Availability` (one log line per change of state, a bounded back-off between attempts); a query's
+error is its problem, whatever psycopg class carries it (`sqlstate.classify`).
 """
 
 from __future__ import annotations
@@ -157,7 +158,8 @@ class Executor:
     failure or a cancel, `_restore` sends them before the connection goes back. The pool's `reset`
     hook is not used for it: with one, psycopg_pool hands every returned connection to a worker
     thread (a thread hand-off per call, on the success path too). Its `check` hook costs a round
-    trip per checkout; a call that meets a broken connection runs `pool.check()` instead.
+    trip per checkout; instead a call polls its connection's socket (no round trip) and, when the
+    server has closed it, runs `pool.check()` and takes another.
     """
 
     def __init__(self, settings: Settings, dsn: str, *, availability: Availability | None = None) -> None:

@@ -139,3 +139,21 @@ async def test_a_cursor_of_another_listing_or_a_made_up_one_is_a_validation_erro
         problem = answer["problem"]
         assert problem["type"] == "urn:mcp-suite:problem:validation-error"
         assert problem["invalid_params"] == ["cursor"]
+
+
+async def test_at_the_smallest_byte_cap_a_cut_comment_gives_way_to_the_object_s_name(
+    demo_cluster: Cluster, many_tables: set[tuple[str, str]]
+) -> None:
+    settings = sql_settings(demo_cluster.reader_dsn, sql_max_result_bytes=1_024)
+    with trio.fail_after(60):
+        async with open_session(settings=settings, builtins=True, test_tools=False) as h:
+            await h.initialize()
+            names = await call(h, {"object": "many.t05001", "detail": "names"})
+            columns = await call(h, {"object": "many.t05001"})
+    # 2,000 characters of é are 12,000 bytes of JSON: the comment gives way, the object stays.
+    (alone,) = names["objects"]
+    assert alone["comment"] == "… [cut: longer than the reply's byte limit allows]"
+    assert "details_omitted" not in alone  # names only: nothing else was left out
+    (described,) = columns["objects"]
+    assert (described["details_omitted"], "columns" in described) == (True, False)
+    assert all(size(answer) <= 1_024 for answer in (names, columns))

@@ -190,7 +190,8 @@ def _without_details(lookup: Lookup, item: dict[str, Any], budget: int, max_byte
     """The first object of a page, too large for it whole: without its columns, keys and indexes
     (the caller reads them from information_schema), or else without its comment."""
     small = {key: value for key, value in item.items() if key not in _DETAILS}
-    small["details_omitted"] = True
+    if len(small) < len(item):
+        small["details_omitted"] = True
     if json_size(small) + 1 + _cursor_bytes(lookup, small) > budget and small["comment"] is not None:
         small["comment"] = "… [cut: longer than the reply's byte limit allows]"
     if json_size(small) + 1 + _cursor_bytes(lookup, small) > budget:

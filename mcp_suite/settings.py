@@ -121,6 +121,9 @@ class Settings:
     sql_cancel_grace_s: float = field(default=5.0, metadata=_float(0, 60, low_open=True))
     # The schema resource lists at most this many tables (then says `truncated`).
     sql_schema_max_tables: int = field(default=500, metadata=_int(1, 100_000))
+    # `sql_schema` and the schema resource cut each table or column comment to this many
+    # characters (then marked "… [cut: N characters in all]"), so one comment cannot fill a page.
+    sql_schema_max_comment_chars: int = field(default=2_000, metadata=_int(16, 100_000))
     # How long a call waits for a pooled connection before it connects directly (the pool
     # reconnects with back-off after an outage; the call should not wait for that).
     sql_pool_wait_s: float = field(default=1.0, metadata=_float(0, 60, low_open=True))
@@ -313,6 +316,7 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "SQL_POLICY_CACHE_SIZE": ("sql_policy_cache_size", _parse_int),
     "SQL_CANCEL_GRACE_S": ("sql_cancel_grace_s", _parse_float),
     "SQL_SCHEMA_MAX_TABLES": ("sql_schema_max_tables", _parse_int),
+    "SQL_SCHEMA_MAX_COMMENT_CHARS": ("sql_schema_max_comment_chars", _parse_int),
     "SQL_POOL_WAIT_S": ("sql_pool_wait_s", _parse_float),
     "SQL_ACCEPT_DEFINER_FUNCTIONS": ("sql_accept_definer_functions", _parse_function_names),
     "SQL_FUNCTION_CACHE_S": ("sql_function_cache_s", _parse_float),

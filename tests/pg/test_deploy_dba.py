@@ -12,7 +12,7 @@ import pytest
 
 from mcp_suite import __version__
 from mcp_suite.devdb.cluster import Cluster
-from mcp_suite.problems import ExecutionTimeoutError
+from mcp_suite.problems import DatabaseUnavailableError, ExecutionTimeoutError
 from mcp_suite.tools.read_only_sql.executor import Executor
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
 from tests.support.deploy import query_once, with_params
@@ -100,12 +100,48 @@ def test_the_dba_terminates_every_session_and_the_server_reconnects(
     executor = open_executor(demo_cluster.reader_dsn, sql_pool_min_size=2)
     try:
         executor.run("SELECT 1", max_rows=1, ticket=CallTicket())
-        assert watched(admin)
+        pids = {row[0] for row in watched(admin)}
+        assert pids
         terminated = admin.execute(TERMINATE_ALL).fetchall()
         assert terminated
         assert all(ok for (ok,) in terminated)
-        # The next call finds its connection broken, checks the pool and retries once.
+        wait_gone(admin, pids)  # pg_terminate_backend only signals: the sessions end a moment later
+        # The next call finds its idle connection closed before sending anything, checks the
+        # pool and takes another: nothing of it had run, so the retry is safe.
         after = executor.run("SELECT count(*) FROM docs.pages", max_rows=1, ticket=CallTicket())
         assert after.rows == [[30]]
     finally:
         executor.close()
+
+
+def wait_gone(admin: psycopg.Connection[Any], pids: set[int]) -> None:
+    deadline = time.monotonic() + 10
+    while pids & {row[0] for row in watched(admin)}:
+        assert time.monotonic() < deadline, "the terminated sessions never ended"
+        time.sleep(0.01)
+
+
+def test_a_call_whose_session_is_terminated_mid_query_is_answered_at_once_and_not_run_again(
+    demo_cluster: Cluster, admin: psycopg.Connection[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    executor = open_executor(demo_cluster.reader_dsn, sql_statement_timeout_ms=20_000)
+    try:
+        worker, outcome = start_long_call(executor)
+        ((pid, *_),) = wait_active(admin)
+        started = time.monotonic()
+        assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchall() == [(True,)]
+        worker.join(timeout=15)
+        assert not worker.is_alive()
+        (problem,) = outcome
+        # Run again, the long query would hold the call until its 20 s statement timeout.
+        assert isinstance(problem, DatabaseUnavailableError), problem
+        assert problem.metadata == {"sqlstate": "57P01", "retryable": True}
+        assert time.monotonic() - started < 10
+        assert not [row for row in watched(admin) if row[3] == "active"]  # not run again
+        after = executor.run("SELECT 1", max_rows=1, ticket=CallTicket())
+        assert after.rows == [[1]]
+    finally:
+        executor.close()
+    # The database never was unreachable: no change of state is logged.
+    assert "unreachable" not in caplog.text
+    assert "available again" not in caplog.text

@@ -120,3 +120,43 @@ def test_a_query_cancelled_by_a_recovery_conflict_is_a_retryable_conflict(replic
         assert again.rows == [[30]]
     finally:
         executor.close()
+
+
+def test_snapshot_conflicts_are_answered_conflict_at_once_and_never_run_again(
+    replication: Replication, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The primary removes rows (DELETE, then VACUUM) that a running standby query could still see:
+    # replaying that cleanup cancels the query, and PostgreSQL may end its session a moment later.
+    # Either way the call is `conflict`, answered at once: not run again until its timeout.
+    executor = open_executor(replication.reader_dsn, sql_statement_timeout_ms=20_000)
+    with psycopg.connect(replication.primary.admin_dsn, autocommit=True) as primary:
+        primary.execute("CREATE TABLE public.mcp_conflict_scratch (n integer)")
+    try:
+        for _ in range(5):
+            outcome: list[BaseException | object] = []
+
+            def call(outcome: list[BaseException | object] = outcome) -> None:
+                try:
+                    outcome.append(executor.run(LONG_QUERY, max_rows=1, ticket=CallTicket()))
+                except Exception as exc:  # recorded for the assertion below
+                    outcome.append(exc)
+
+            worker = threading.Thread(target=call)
+            worker.start()
+            wait_running(replication.admin_dsn)
+            started = time.monotonic()
+            with psycopg.connect(replication.primary.admin_dsn, autocommit=True) as primary:
+                primary.execute("INSERT INTO public.mcp_conflict_scratch SELECT generate_series(1, 1000)")
+                primary.execute("DELETE FROM public.mcp_conflict_scratch")
+                primary.execute("VACUUM public.mcp_conflict_scratch")
+            worker.join(timeout=20)
+            assert not worker.is_alive()
+            (problem,) = outcome
+            assert isinstance(problem, ConflictError), problem
+            assert problem.metadata == {"sqlstate": "40001", "retryable": True}
+            assert time.monotonic() - started < 10  # a run again would last its 20 s timeout
+    finally:
+        executor.close()
+        with psycopg.connect(replication.primary.admin_dsn, autocommit=True) as primary:
+            primary.execute("DROP TABLE public.mcp_conflict_scratch")
+    assert "unreachable" not in caplog.text

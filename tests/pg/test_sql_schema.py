@@ -231,10 +231,10 @@ async def test_it_is_listed_before_the_query_tool_with_all_annotations(demo_clus
     hints = tool["annotations"]
     assert (hints["readOnlyHint"], hints["idempotentHint"]) == (True, True)
     assert (hints["destructiveHint"], hints["openWorldHint"]) == (False, False)
-    arguments = {"schema", "name_like", "object", "detail", "max_objects"}
+    arguments = {"schema", "name_like", "object", "detail", "max_objects", "cursor"}
     assert set(tool["inputSchema"]["properties"]) == arguments
     assert tool["inputSchema"]["additionalProperties"] is False
-    assert set(tool["outputSchema"]["properties"]) == {"database", "objects", "truncated"}
+    assert set(tool["outputSchema"]["properties"]) == {"database", "objects", "truncated", "next_cursor"}
 
 
 @pytest.fixture

@@ -64,7 +64,12 @@ async def test_sdk_client_discovers_explains_and_queries(demo_cluster: Cluster) 
                 {"object": '"docs"."pages""; --"'},
             ):
                 none = await client.call_tool("sql_schema", {"detail": "names", **arguments})
-                assert none.structured_content == {"database": "mcp_demo", "objects": [], "truncated": False}
+                assert none.structured_content == {
+                    "database": "mcp_demo",
+                    "objects": [],
+                    "truncated": False,
+                    "next_cursor": None,
+                }
             lone = _problem(await client.call_tool("sql_schema", {"name_like": "pages\\"}))
             assert lone["invalid_params"] == ["name_like"]
             one = await client.call_tool("sql_schema", {"object": '"reports".words_per_section'})

@@ -6,8 +6,9 @@ timeouts set inside it (so that a transaction-pooling PgBouncer may sit in betwe
 through a server-side named cursor, at most `max_rows + 1` rows, always rolled back, session state
 reset, sent as one round trip (`pipeline.py`); `result.py` shapes the rows, `type_names.py` names
 the types, `sqlstate.py` maps errors. Runs in worker threads only: no trio here.
-Connection and server failures raise the `database-unavailable` problem (-32603), through
-`Availability` (one log line per change of state, a bounded back-off between attempts).
+Only a failure of the connection itself raises the `database-unavailable` problem (-32603) through
+`Availability` (one log line per change of state, a bounded back-off between attempts); a query's
+error is its problem, whatever psycopg class carries it (`sqlstate.classify`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import logging
 import math
 import secrets
+import select
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,7 +28,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.sql import quote as sql_quote
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from mcp_suite.problems import DatabaseUnavailableError
+from mcp_suite.problems import DatabaseUnavailableError, ProblemError
 from mcp_suite.settings import Settings
 from mcp_suite.tools.read_only_sql.audit import audit_connection, format_warning, refusals
 from mcp_suite.tools.read_only_sql.availability import Availability
@@ -36,7 +38,7 @@ from mcp_suite.tools.read_only_sql.naming import APPLICATION_NAME
 from mcp_suite.tools.read_only_sql.pipeline import run_pipeline
 from mcp_suite.tools.read_only_sql.reaudit import AuditGate
 from mcp_suite.tools.read_only_sql.result import Column, QueryResult, description, json_rows, load_rows
-from mcp_suite.tools.read_only_sql.sqlstate import problem_from_sqlstate
+from mcp_suite.tools.read_only_sql.sqlstate import Fault, classify, problem_from_sqlstate
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
 from mcp_suite.tools.read_only_sql.type_names import TypeNames
 
@@ -121,6 +123,20 @@ _FATAL_ERROR: Final = pq.ExecStatus.FATAL_ERROR
 _FETCH: Final = 4  # the FETCH's place in a call's pipeline
 
 
+def _closed_while_idle(conn: psycopg.Connection[Any]) -> bool:
+    """True when the server closed this idle pooled connection (or said anything at all on it).
+
+    An idle connection of ours has nothing to read: the server speaks only when asked, and our
+    sessions keep no LISTEN. Bytes waiting (the FATAL of a restart or pg_terminate_backend, then
+    end of file) mean it is gone. One poll(0) system call, no round trip.
+    """
+    if conn.closed or conn.broken:
+        return True
+    poller = select.poll()
+    poller.register(conn.pgconn.socket, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 class CallCancelledError(Exception):
     """The call was cancelled before it reached the database (its result is discarded)."""
 
@@ -161,7 +177,8 @@ class Executor:
     failure or a cancel, `_restore` sends them before the connection goes back. The pool's `reset`
     hook is not used for it: with one, psycopg_pool hands every returned connection to a worker
     thread (a thread hand-off per call, on the success path too). Its `check` hook costs a round
-    trip per checkout; a call that meets a broken connection runs `pool.check()` instead.
+    trip per checkout; instead a call polls its connection's socket (no round trip) and, when the
+    server has closed it, runs `pool.check()` and takes another.
     """
 
     def __init__(
@@ -307,33 +324,37 @@ class Executor:
         )
 
     def _with_connection(self, ticket: CallTicket, work: Callable[[psycopg.Connection[Any]], T]) -> T:
-        # A connection found broken (the server restarted since it was last used) makes us check
-        # the whole pool and retry the call once: every statement we run is read-only and rolled
-        # back. When the pool has no connection to give (it reconnects with back-off after an
+        # When a call is retried (docs/tools/read_only_sql.md): a pooled connection that the
+        # server closed while it sat idle (a restart, pg_terminate_backend, an idle timeout) is
+        # found so before anything of the call is sent, and another is taken: safe (nothing ran)
+        # and useful (the pool is checked first, so the other dead ones go). A connection that
+        # fails once the call is sent is never retried: the query may have run, and its answer
+        # says why. When the pool has no connection to give (it reconnects with back-off after an
         # outage), one direct connection serves the call, so recovery does not wait for the pool.
         self._availability.check()
-        for attempt in (1, 2):
+        checked = False
+        for _attempt in range(self._settings.sql_pool_max_size + 1):  # each dead one is discarded
             if ticket.cancelled:
                 raise CallCancelledError
             try:
-                with self._pool.connection(timeout=self._settings.sql_pool_wait_s) as conn:
-                    self._availability.succeeded()
-                    self._ensure_audited(conn)
-                    try:
-                        return work(conn)
-                    except psycopg.OperationalError:
-                        if not (conn.broken and attempt == 1 and not ticket.cancelled):
-                            raise
-                log.info("a database connection was lost; checking the pool, retrying once")
-                self._pool.check()
+                conn = self._pool.getconn(timeout=self._settings.sql_pool_wait_s)
             except PoolTimeout:
                 return self._with_direct_connection(work)
-            except psycopg.OperationalError as exc:
-                if exc.sqlstate and problem_from_sqlstate(exc, timeout_ms=self._timeout_ms):
-                    raise
+            except psycopg.OperationalError as exc:  # the pool could not connect
                 raise self._availability.failed(exc) from None
+            try:
+                if not _closed_while_idle(conn):
+                    self._availability.succeeded()
+                    return self._answering(conn, work)
+                conn.close()  # the pool discards it
+            finally:
+                self._pool.putconn(conn)
+            if not checked:
+                log.info("a pooled database connection had been closed by the server; checking the pool")
+                self._pool.check()
+                checked = True
         raise DatabaseUnavailableError(
-            "The database connection failed twice in a row. Retrying in a little while may help.",
+            "Every pooled database connection had been closed. Retrying in a little while may help.",
             metadata={"retryable": True},
         )
 
@@ -346,14 +367,25 @@ class Executor:
         self._availability.succeeded()
         try:
             self._configure(conn)
-            self._ensure_audited(conn)
-            return work(conn)
-        except psycopg.OperationalError as exc:
-            if exc.sqlstate and problem_from_sqlstate(exc, timeout_ms=self._timeout_ms):
-                raise
-            raise self._availability.failed(exc) from None
+            return self._answering(conn, work)
         finally:
             conn.close()
+
+    def _answering(self, conn: psycopg.Connection[Any], work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """`work(conn)` after the audit gate; a database error becomes what `sqlstate.classify`
+        says: the caller's problem, `database-unavailable` (through `Availability`, logged) for a
+        failure of the connection itself, or the error itself for a server fault (the dispatcher
+        answers it as an internal error with an incident id)."""
+        try:
+            self._ensure_audited(conn)
+            return work(conn)
+        except psycopg.Error as exc:
+            answer = classify(exc, broken=conn.broken or conn.closed, timeout_ms=self._timeout_ms)
+            if isinstance(answer, ProblemError):
+                raise answer from None
+            if answer is Fault.CONNECTION:
+                raise self._availability.failed(exc) from None
+            raise
 
     def _run_on(
         self,
@@ -403,13 +435,10 @@ class Executor:
         return QueryResult(columns=columns, rows=values, truncated=len(rows) > max_rows, rows_json=data)
 
     def _fail(self, conn: psycopg.Connection[Any], exc: psycopg.Error, ticket: CallTicket) -> NoReturn:
-        """After a failed statement: clean the connection, then raise the caller's problem (for
-        what the caller asked) or the database error itself (for a server or connection failure)."""
+        """After a failed statement: clean the connection, then raise the error again
+        (`_answering` says what it is, once the clean-up has shown whether the connection lives)."""
         ticket.detach()  # no cancel request may reach the clean-up below
         self._restore(conn)
-        problem = problem_from_sqlstate(exc, timeout_ms=self._timeout_ms)
-        if problem is not None and not conn.broken:
-            raise problem from None
         raise exc
 
     def _restore(self, conn: psycopg.Connection[Any]) -> None:

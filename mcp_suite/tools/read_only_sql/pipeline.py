@@ -23,6 +23,8 @@ from mcp_suite.tools.read_only_sql.result import too_large
 __all__ = ["run_pipeline"]
 
 _PIPELINE_SYNC: Final = pq.ExecStatus.PIPELINE_SYNC
+_FATAL_ERROR: Final = pq.ExecStatus.FATAL_ERROR
+_SQLSTATE: Final = pq.DiagnosticField.SQLSTATE
 # Bytes read from the socket for one call before it is refused. libpq hands over a result only
 # once all of it has arrived, so what arrives is counted while it arrives. A row's wire form is at
 # most about 2.5 times its JSON (4-byte length words on tiny values); the slack covers the replies
@@ -51,6 +53,22 @@ def _within(size: int, limit: int, max_bytes: int) -> int:
     if size > limit:
         raise too_large(max_bytes)
     return size
+
+
+def _consume(conn: psycopg.Connection[Any], results: list[PGresult]) -> None:
+    """Read what arrived; when the server closed the connection, raise its own word about why.
+
+    A backend that ends its session (pg_terminate_backend, a shutdown, a recovery conflict) sends
+    a FATAL error as the running statement's result, then closes: libpq reports only the closed
+    socket. That FATAL, with its SQLSTATE, says what happened (sqlstate.classify).
+    """
+    try:
+        conn.pgconn.consume_input()
+    except psycopg.OperationalError as lost:
+        for result in results:
+            if result.status == _FATAL_ERROR and result.error_field(_SQLSTATE):
+                raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding) from lost
+        raise
 
 
 def run_pipeline(
@@ -85,7 +103,7 @@ def run_pipeline(
                 while pg.is_busy():
                     _wait_socket(conn, deadline, write=False)
                     received = _within(received + _pending_bytes(pg.socket), wire_limit, max_bytes)
-                    pg.consume_input()
+                    _consume(conn, results)
                 result = pg.get_result()
                 if result is None:  # the end of one command's results
                     continue

@@ -1,11 +1,14 @@
 """Database errors → the caller's problem (docs/tools/read_only_sql.md, "SQLSTATE → problem").
 
 Matches psycopg's error classes (`psycopg.errors`): the exact class for a single condition, the
-class of the SQLSTATE's class (`errors.lookup("22000")`, data_exception) for a family. Pure: no I/O.
+class of the SQLSTATE's class (`errors.lookup("22000")`, data_exception) for a family. `classify`
+says what a failed call is: the caller's problem, a failure of the connection itself (only that is
+unavailability), or a fault of the server on a live connection. Pure: no I/O.
 """
 
 from __future__ import annotations
 
+import enum
 from typing import Final
 
 import psycopg
@@ -14,6 +17,7 @@ from psycopg import errors
 from mcp_suite.problems import (
     AccessDeniedError,
     ConflictError,
+    DatabaseUnavailableError,
     ExecutionTimeoutError,
     InvalidArgumentsError,
     ProblemError,
@@ -22,7 +26,7 @@ from mcp_suite.problems import (
     echo,
 )
 
-__all__ = ["problem_from_sqlstate"]
+__all__ = ["Fault", "classify", "problem_from_sqlstate"]
 
 # A denied or unknown table, column or schema: the next step is to look at what the role may read
 # (`sql_schema` is served with every SQL tool).
@@ -30,7 +34,9 @@ _SCHEMA_HINT: Final = " sql_schema lists the tables and columns this role may re
 _UNKNOWN_NAME: Final = (errors.UndefinedTable, errors.UndefinedColumn)  # also an unknown schema
 
 # Families whose errors are the query's own fault: cardinality (21), data (22), syntax or access
-# rule (42), feature not supported (0A), program limit (54).
+# rule (42), feature not supported (0A), program limit (54), object not in prerequisite state (55:
+# `SELECT lastval()` before any nextval, a parameter that cannot be changed now; its 55P03
+# lock_not_available is answered above as a timeout).
 _QUERY_FAMILIES: Final = frozenset(
     {
         errors.CardinalityViolation,
@@ -38,8 +44,16 @@ _QUERY_FAMILIES: Final = frozenset(
         errors.SyntaxErrorOrAccessRuleViolation,
         errors.FeatureNotSupported,
         errors.ProgramLimitExceeded,
+        errors.ObjectNotInPrerequisiteState,
     }
 )
+
+
+class Fault(enum.Enum):
+    """A failed call that is not the caller's to fix (`classify`)."""
+
+    CONNECTION = "connection"  # the connection itself failed: database-unavailable, and logged so
+    SERVER = "server"  # the server failed on a live connection: an internal error (incident id)
 
 
 def _family(state: str) -> type[psycopg.Error] | None:
@@ -54,9 +68,10 @@ def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemErro
     """The caller-facing problem for a database error, or None for a server/connection failure.
 
     query_canceled → execution-timeout; read-only transaction → query-violation; insufficient
-    privilege → access-denied; classes 21, 22, 42, 0A, 54 → validation-error; serialization
-    failure, deadlock → conflict (retryable); configuration limit → resource-limit; everything
-    else is not the caller's to fix (-32603).
+    privilege → access-denied; classes 21, 22, 42, 0A, 54, 55 → validation-error; serialization
+    failure, deadlock → conflict (retryable), even when the server then ended the session (a
+    recovery conflict); the rest of class 57 (administrator command, crash, shutdown) →
+    database-unavailable naming the session's end; everything else is not the caller's to fix.
     Security: the detail holds PostgreSQL's primary message cut to 256 characters (it names the
     caller's own tables, columns and values), never str(exc), hints, context or positions.
     """
@@ -91,6 +106,16 @@ def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemErro
             " replica: with replaying the primary's changes). Send the same call again.",
             metadata={**meta, "retryable": True},
         )
+    if family is errors.OperatorIntervention:
+        # admin_shutdown (pg_terminate_backend, a fast shutdown), crash_shutdown, database_dropped,
+        # idle_session_timeout: the server ended this session while the call used it. The call is
+        # not sent again by the server (docs/tools/read_only_sql.md, "When a call is retried").
+        return DatabaseUnavailableError(
+            "The database ended the session that ran this query (an administrator's"
+            " pg_terminate_backend, a shutdown or a crash). It was not run again, since it had"
+            " started; send the call again if it should be.",
+            metadata={**meta, "retryable": True},
+        )
     if family is errors.InvalidTransactionState:
         # read_only_sql_transaction, and the rest of the family (for example active_sql_transaction
         # from set_config('transaction_read_only', 'off', ...)): the query tried to change the
@@ -111,3 +136,22 @@ def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemErro
             metadata=meta,
         )
     return None
+
+
+def classify(exc: psycopg.Error, *, broken: bool, timeout_ms: int) -> ProblemError | Fault:
+    """What a call that failed with `exc` is: the caller's problem, or a `Fault`.
+
+    `broken` says the connection is gone (closed by the server or the network, or closed by us
+    after it could not be reset). A problem of the caller's stays that problem on a broken
+    connection (a recovery conflict is cancelled, then its session ended: still `conflict`). Only
+    a failure of the connection itself is unavailability: a connection exception (class 08), or
+    an error without a SQLSTATE (libpq's own: the socket closed, no answer in time), or any
+    unmapped error that left the connection broken. An unmapped SQLSTATE on a live connection
+    (out of memory, disk full, internal_error, a routine's exception) is the server's fault.
+    """
+    problem = problem_from_sqlstate(exc, timeout_ms=timeout_ms)
+    if problem is not None:
+        return problem
+    if broken or not exc.sqlstate or _family(exc.sqlstate) is errors.ConnectionException:
+        return Fault.CONNECTION
+    return Fault.SERVER

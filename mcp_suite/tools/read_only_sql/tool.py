@@ -213,6 +213,7 @@ def open_read_only_sql(settings: Settings, *, guard_hidden_rows: bool = True) ->
                 database,
                 max_objects=settings.sql_schema_max_tables,
                 max_bytes=settings.sql_max_result_bytes,
+                comment_chars=settings.sql_schema_max_comment_chars,
             ),
             limiter=db_limiter(),
             cancel_grace_s=grace,
@@ -221,7 +222,13 @@ def open_read_only_sql(settings: Settings, *, guard_hidden_rows: bool = True) ->
 
     async def describe(args: SqlSchemaArgs) -> SqlSchemaResult:
         return await run_in_db_thread(
-            functools.partial(_describe, database, args, max_bytes=settings.sql_max_result_bytes),
+            functools.partial(
+                _describe,
+                database,
+                args,
+                max_bytes=settings.sql_max_result_bytes,
+                comment_chars=settings.sql_schema_max_comment_chars,
+            ),
             limiter=db_limiter(),
             cancel_grace_s=grace,
         )
@@ -252,7 +259,10 @@ def open_read_only_sql(settings: Settings, *, guard_hidden_rows: bool = True) ->
         uri=uri,
         name="schema",
         title="Database schema",
-        description="The tables and columns the read_only_sql role can query (JSON, as sql_schema).",
+        description=(
+            "The tables and columns the read_only_sql role can query (JSON, as sql_schema): the first"
+            " page; pass its next_cursor to sql_schema as cursor for the rest."
+        ),
         mime_type="application/json",
         read=read_schema,
     )
@@ -369,15 +379,20 @@ def _vet_and_explain(
 
 
 def _read_schema(
-    database: Lazy[Executor], ticket: CallTicket, *, max_objects: int, max_bytes: int
+    database: Lazy[Executor], ticket: CallTicket, *, max_objects: int, max_bytes: int, comment_chars: int
 ) -> dict[str, Any]:
-    return schema_tool.read_dict(database.get(), ticket, max_objects=max_objects, max_bytes=max_bytes)
+    # The first page of the unfiltered listing; `next_cursor` continues it through `sql_schema`
+    # (a resource read takes no cursor: docs/tools/sql_schema.md, "The schema resource").
+    return schema_tool.read_dict(
+        database.get(), ticket, max_objects=max_objects, max_bytes=max_bytes, comment_chars=comment_chars
+    )
 
 
 def _describe(
-    database: Lazy[Executor], args: SqlSchemaArgs, ticket: CallTicket, *, max_bytes: int
+    database: Lazy[Executor], args: SqlSchemaArgs, ticket: CallTicket, *, max_bytes: int, comment_chars: int
 ) -> SqlSchemaResult:
-    return schema_tool.read_sync(database.get(), args, ticket, max_bytes=max_bytes)
+    executor = database.get()
+    return schema_tool.read_sync(executor, args, ticket, max_bytes=max_bytes, comment_chars=comment_chars)
 
 
 def _audit_at_start(dsn: str, settings: Settings, availability: Availability) -> bool:

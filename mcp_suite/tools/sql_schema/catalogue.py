@@ -6,6 +6,10 @@ PostgreSQL's own: schemas with USAGE, objects with SELECT on the object or on on
 columns with SELECT, constraints and indexes only when every column they use is selectable and,
 for a foreign key, when the referenced columns are too. The caller (`Executor.read_catalogue`)
 runs `read` inside a read-only transaction with the statement timeout.
+
+Paging: objects come in (schema, name) order, the order of `name`'s C collation, and a page starts
+after the cursor's object (a keyset, so a walk reaches every object once, whatever changes
+elsewhere in the catalogue). Comments are cut in the database to the configured length.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from typing import Any, Final
 
 import psycopg
 
+from mcp_suite.problems import ResultTooLargeError
 from mcp_suite.tools.read_only_sql.convert import json_size
-from mcp_suite.tools.sql_schema.policy import Lookup
+from mcp_suite.tools.sql_schema.policy import Lookup, cap_comment, encode_cursor
 
 __all__ = ["KINDS", "read"]
 
@@ -29,10 +34,12 @@ KINDS: Final = {
 
 _OBJECTS_SQL: Final = """
 SELECT c.oid::int8, n.nspname::text, c.relname::text, c.relkind::text,
-       pg_catalog.obj_description(c.oid, 'pg_class'),
+       pg_catalog.left(d.description, %(comment_chars)s), pg_catalog.char_length(d.description),
        CASE WHEN c.relkind IN ('r', 'm', 'f') AND c.reltuples >= 0 THEN c.reltuples::int8 END
   FROM pg_catalog.pg_class c
   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+  LEFT JOIN pg_catalog.pg_description d
+         ON d.objoid = c.oid AND d.classoid = 'pg_catalog.pg_class'::regclass AND d.objsubid = 0
  WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
    AND NOT c.relispartition
    AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%%'
@@ -42,6 +49,8 @@ SELECT c.oid::int8, n.nspname::text, c.relname::text, c.relkind::text,
    AND (%(name_like)s::text IS NULL OR c.relname ILIKE %(name_like)s::text ESCAPE '\\')
    AND (%(object_schema)s::text IS NULL
         OR (n.nspname = %(object_schema)s::text AND c.relname = %(object_name)s::text))
+   AND (%(after_schema)s::text IS NULL
+        OR (n.nspname, c.relname) > (%(after_schema)s::name, %(after_name)s::name))
  ORDER BY n.nspname, c.relname
  LIMIT %(limit)s
 """
@@ -49,9 +58,12 @@ SELECT c.oid::int8, n.nspname::text, c.relname::text, c.relkind::text,
 _COLUMNS_SQL: Final = """
 SELECT a.attrelid::int8, a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod),
        NOT a.attnotnull, pg_catalog.pg_get_expr(d.adbin, d.adrelid),
-       pg_catalog.col_description(a.attrelid, a.attnum)
+       pg_catalog.left(cd.description, %(comment_chars)s), pg_catalog.char_length(cd.description)
   FROM pg_catalog.pg_attribute a
   LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+  LEFT JOIN pg_catalog.pg_description cd
+         ON cd.objoid = a.attrelid AND cd.classoid = 'pg_catalog.pg_class'::regclass
+        AND cd.objsubid = a.attnum
  WHERE a.attrelid = ANY(%(oids)s::oid[]) AND a.attnum > 0 AND NOT a.attisdropped
    AND pg_catalog.has_column_privilege(a.attrelid, a.attnum, 'SELECT')
  ORDER BY a.attrelid, a.attnum
@@ -101,22 +113,34 @@ SELECT i.indrelid::int8, ic.relname::text, i.indisunique, pg_catalog.pg_get_inde
  ORDER BY i.indrelid, ic.relname
 """
 
-# Room kept for the envelope around the objects ({"database": ..., "objects": [], ...}).
+# Room kept for the envelope around the objects
+# ({"database": ..., "objects": [], "truncated": false, "next_cursor": ...}), the cursor aside.
 _ENVELOPE_BYTES: Final = 256
 # No object's JSON is shorter ({"schema":"","name":"","kind":"view","comment":null,...} is 72
 # bytes): more objects than the byte cap holds at this size are never read.
 _MIN_OBJECT_BYTES: Final = 64
+_DETAILS: Final = ("columns", "primary_key", "unique", "foreign_keys", "indexes")
 
 
 def read(
-    conn: psycopg.Connection[Any], lookup: Lookup, *, detail: str, max_objects: int, max_bytes: int
+    conn: psycopg.Connection[Any],
+    lookup: Lookup,
+    *,
+    detail: str,
+    max_objects: int,
+    max_bytes: int,
+    comment_chars: int,
+    after: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The `sql_schema` result as plain JSON values; blocking. Objects come in schema and name
-    order; `truncated` when more matched than `max_objects`, or than fit in `max_bytes` of JSON.
+    """One page of the `sql_schema` result as plain JSON values; blocking. Objects come in schema
+    and name order, starting after the object `after` (from the caller's cursor); `next_cursor`
+    (and `truncated`) when more matched than `max_objects`, or than fit in `max_bytes` of JSON.
 
     Limits: at most `max_objects + 1` objects are read, and no more than could fit in `max_bytes`
-    (so neither a large `max_objects` of the resource nor a huge catalogue fills memory); the
-    answer never exceeds `max_bytes`.
+    (so neither a large `max_objects` of the resource nor a huge catalogue fills memory); comments
+    arrive cut to `comment_chars`; the answer never exceeds `max_bytes`. A page holds at least one
+    object: one whose columns, keys and indexes alone pass the cap is listed without them
+    (`details_omitted`), so no object is ever out of reach.
     """
     (database,) = conn.execute("SELECT current_database()::text").fetchone() or ("",)
     budget = max_bytes - _ENVELOPE_BYTES - json_size(database)
@@ -126,40 +150,77 @@ def read(
         "name_like": lookup.name_like,
         "object_schema": lookup.object_schema,
         "object_name": lookup.object_name,
+        "after_schema": after[0] if after else None,
+        "after_name": after[1] if after else None,
+        "comment_chars": comment_chars,
         "limit": wanted + 1,
     }
     rows = conn.execute(_OBJECTS_SQL, params).fetchall()
-    truncated = len(rows) > wanted
+    more = len(rows) > wanted
     objects: dict[int, dict[str, Any]] = {}
-    for oid, schema, name, kind, comment, estimate in rows[:wanted]:
+    for oid, schema, name, kind, comment, comment_total, estimate in rows[:wanted]:
         objects[oid] = {
             "schema": schema,
             "name": name,
             "kind": KINDS[kind],
-            "comment": comment,
+            "comment": cap_comment(comment, comment_total, comment_chars),
             "estimated_rows": estimate,
         }
     if objects and detail != "names":
-        _add_details(conn, objects, full=detail == "full")
+        _add_details(conn, objects, full=detail == "full", comment_chars=comment_chars)
     listed: list[dict[str, Any]] = []
     for item in objects.values():
-        budget -= json_size(item) + 1
-        if budget < 0:
-            truncated = True
+        size = json_size(item) + 1
+        if size + _cursor_bytes(lookup, item) > budget:
+            more = True
             break
+        budget -= size
         listed.append(item)
-    return {"database": database, "objects": listed, "truncated": truncated}
+    if not listed and objects:
+        listed.append(_without_details(lookup, next(iter(objects.values())), budget, max_bytes))
+    cursor = encode_cursor(lookup, listed[-1]["schema"], listed[-1]["name"]) if more and listed else None
+    return {"database": database, "objects": listed, "truncated": cursor is not None, "next_cursor": cursor}
 
 
-def _add_details(conn: psycopg.Connection[Any], objects: dict[int, dict[str, Any]], *, full: bool) -> None:
+def _cursor_bytes(lookup: Lookup, item: dict[str, Any]) -> int:
+    return json_size(encode_cursor(lookup, item["schema"], item["name"]))
+
+
+def _without_details(lookup: Lookup, item: dict[str, Any], budget: int, max_bytes: int) -> dict[str, Any]:
+    """The first object of a page, too large for it whole: without its columns, keys and indexes
+    (the caller reads them from information_schema), or else without its comment."""
+    small = {key: value for key, value in item.items() if key not in _DETAILS}
+    if len(small) < len(item):
+        small["details_omitted"] = True
+    if json_size(small) + 1 + _cursor_bytes(lookup, small) > budget and small["comment"] is not None:
+        small["comment"] = "… [cut: longer than the reply's byte limit allows]"
+    if json_size(small) + 1 + _cursor_bytes(lookup, small) > budget:
+        raise ResultTooLargeError(
+            f"The object {item['schema']}.{item['name']}'s name alone does not fit in the reply's"
+            f" {max_bytes} bytes; the operator can raise MCP_SQL_MAX_RESULT_BYTES.",
+            metadata={"max_result_bytes": max_bytes},
+        )
+    return small
+
+
+def _add_details(
+    conn: psycopg.Connection[Any], objects: dict[int, dict[str, Any]], *, full: bool, comment_chars: int
+) -> None:
     oids = {"oids": list(objects)}
     for item in objects.values():
         item["columns"] = []
         if full:
             item.update(primary_key=[], unique=[], foreign_keys=[], indexes=[])  # [] = none
-    for oid, name, type_, nullable, default, comment in conn.execute(_COLUMNS_SQL, oids):
+    columns = conn.execute(_COLUMNS_SQL, {**oids, "comment_chars": comment_chars})
+    for oid, name, type_, nullable, default, comment, comment_total in columns:
         objects[oid]["columns"].append(
-            {"name": name, "type": type_, "nullable": nullable, "default": default, "comment": comment}
+            {
+                "name": name,
+                "type": type_,
+                "nullable": nullable,
+                "default": default,
+                "comment": cap_comment(comment, comment_total, comment_chars),
+            }
         )
     if not full:
         return

@@ -7,6 +7,7 @@ from typing import Annotated, Final, Literal
 from pydantic import ConfigDict, Field
 
 from mcp_suite.tools.models import StrictModel
+from mcp_suite.tools.sql_schema.policy import MAX_CURSOR_CHARS
 
 __all__ = [
     "DEFAULT_MAX_OBJECTS",
@@ -56,9 +57,17 @@ class SqlSchemaArgs(StrictModel):
         Detail,
         Field(description="names; columns; full = also keys, foreign keys and indexes."),
     ] = "columns"
-    max_objects: Annotated[int, Field(ge=1, le=MAX_OBJECTS, description="The most objects to return.")] = (
-        DEFAULT_MAX_OBJECTS
-    )
+    max_objects: Annotated[
+        int, Field(ge=1, le=MAX_OBJECTS, description="The most objects to return in one page.")
+    ] = DEFAULT_MAX_OBJECTS
+    cursor: Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            max_length=MAX_CURSOR_CHARS,
+            description="The next_cursor of the previous page, with the same filters, for the next page.",
+        ),
+    ] = None
 
 
 class SqlObjectColumn(StrictModel):
@@ -98,6 +107,14 @@ class SqlObject(StrictModel):
     unique: Annotated[list[list[str]] | None, Field(exclude_if=_absent)] = None
     foreign_keys: Annotated[list[SqlForeignKey] | None, Field(exclude_if=_absent)] = None
     indexes: Annotated[list[SqlIndex] | None, Field(exclude_if=_absent)] = None
+    details_omitted: Annotated[
+        bool | None,
+        Field(
+            exclude_if=_absent,
+            description="True when this object's columns, keys and indexes alone exceed the reply's"
+            " byte limit: they are left out (read information_schema.columns with read_only_sql).",
+        ),
+    ] = None
 
 
 class SqlSchemaResult(StrictModel):
@@ -105,4 +122,7 @@ class SqlSchemaResult(StrictModel):
 
     database: str
     objects: list[SqlObject]
-    truncated: bool = Field(description="True when more objects matched than were returned.")
+    truncated: bool = Field(description="True when more objects follow: pass next_cursor to see them.")
+    next_cursor: str | None = Field(
+        description="Pass it as `cursor` (with the same filters) for the next page; null on the last."
+    )

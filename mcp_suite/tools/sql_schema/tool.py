@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any, Final
 
-from mcp_suite.tools.sql_schema.policy import lookup
+from mcp_suite.tools.sql_schema.policy import decode_cursor, lookup
 
 if TYPE_CHECKING:
     from mcp_suite.tools.read_only_sql.executor import Executor
@@ -26,7 +26,7 @@ DESCRIPTION: Final = (
     "List the tables and views read_only_sql may query, in every schema the role can use, with "
     "comments, estimated rows and readable columns (detail='full' adds keys, foreign keys and "
     "indexes). Call it before writing SQL. Filter by `schema`, `name_like` (ILIKE pattern) or "
-    "`object` ('schema.name')."
+    "`object` ('schema.name'). Long lists come in pages: pass `next_cursor` back as `cursor`."
 )
 
 
@@ -38,26 +38,37 @@ def read_dict(
     name_like: str | None = None,
     obj: str | None = None,
     detail: str = "columns",
+    cursor: str | None = None,
     max_objects: int,
     max_bytes: int,
+    comment_chars: int,
 ) -> dict[str, Any]:
-    """The answer as JSON values (blocking): `{"database", "objects", "truncated"}`.
+    """One page of the answer as JSON values (blocking):
+    `{"database", "objects", "truncated", "next_cursor"}`.
 
-    Raises `InvalidArgumentsError` for a malformed `object` or `name_like` before anything is sent.
+    Raises `InvalidArgumentsError` for a malformed `object` or `name_like`, or a cursor this server
+    did not give for these filters, before anything is sent.
     """
     from mcp_suite.tools.sql_schema import catalogue  # with the executor: not needed for `initialize`
 
     params = lookup(schema, name_like, obj)
+    after = decode_cursor(cursor, params) if cursor is not None else None
     return executor.read_catalogue(
         functools.partial(
-            catalogue.read, lookup=params, detail=detail, max_objects=max_objects, max_bytes=max_bytes
+            catalogue.read,
+            lookup=params,
+            detail=detail,
+            max_objects=max_objects,
+            max_bytes=max_bytes,
+            comment_chars=comment_chars,
+            after=after,
         ),
         ticket=ticket,
     )
 
 
 def read_sync(
-    executor: Executor, args: SqlSchemaArgs, ticket: CallTicket, *, max_bytes: int
+    executor: Executor, args: SqlSchemaArgs, ticket: CallTicket, *, max_bytes: int, comment_chars: int
 ) -> SqlSchemaResult:
     """One `sql_schema` call, blocking (run it in a database worker thread)."""
     from mcp_suite.tools.sql_schema.models import SqlSchemaResult
@@ -69,8 +80,10 @@ def read_sync(
         name_like=args.name_like,
         obj=args.object,
         detail=args.detail,
+        cursor=args.cursor,
         max_objects=args.max_objects,
         max_bytes=max_bytes,
+        comment_chars=comment_chars,
     )
     return SqlSchemaResult.model_validate(answer)
 

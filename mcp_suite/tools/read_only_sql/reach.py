@@ -146,9 +146,12 @@ class ReachEdge:
     kind: str  # "SECURITY DEFINER", "administrative" or "extension"
     extension: str | None
 
-    @property
     def path(self) -> str:
-        return f"{self.family} {self.via} → {self.step} {self.function}"
+        """`aggregate util.agg(text) → transition function util.step(text,text) (function owner x, ...)`"""
+        owners = f"function owner {self.function_owner}"
+        if self.via_owner:
+            owners += f", {self.family} owner {self.via_owner}"
+        return f"{self.family} {self.via} → {self.step} {self.function} ({owners})"
 
 
 def read_reach(conn: psycopg.Connection[Any], outreaching: tuple[str, ...]) -> list[ReachEdge]:
@@ -159,10 +162,7 @@ def read_reach(conn: psycopg.Connection[Any], outreaching: tuple[str, ...]) -> l
 
 def _hazard(edge: ReachEdge) -> str:
     if edge.kind == "SECURITY DEFINER":
-        return (
-            f"a SECURITY DEFINER function (owner {edge.function_owner}), which runs with its owner's"
-            " privileges"
-        )
+        return "a SECURITY DEFINER function, which runs with its owner's privileges"
     if edge.kind == "extension":
         return (
             f"a function of the extension {edge.extension}, which reaches other servers or the server's files"
@@ -188,10 +188,8 @@ def reach_findings(edges: list[ReachEdge], *, role: str, accepted: frozenset[str
     findings: list[Finding] = []
     refused = 0
     for edge in edges:
-        owned = f" (owned by {edge.via_owner})" if edge.via_owner else ""
         problem = (
-            f"PostgreSQL runs code for the role without checking EXECUTE: {edge.path}{owned} is "
-            f"{_hazard(edge)}"
+            f"PostgreSQL runs code for the role without checking EXECUTE: {edge.path()} is {_hazard(edge)}"
         )
         if edge.kind == "SECURITY DEFINER" and f"{edge.schema}.{edge.name}" in accepted:
             findings.append(

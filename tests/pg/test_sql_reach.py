@@ -106,6 +106,24 @@ def test_an_aggregate_runs_its_definer_step_for_the_role_so_the_server_refuses_t
     assert witness.exists()
 
 
+def test_array_equality_runs_an_operator_familys_definer_function_for_the_role_so_the_server_refuses(
+    demo_cluster: Cluster, hazards: tuple[psycopg.Connection[Any], Path]
+) -> None:
+    admin, witness = hazards
+    make_hazard(admin, "operator-family-operator", str(witness))
+    admin.execute(f"GRANT USAGE ON SCHEMA {REACH_SCHEMA} TO {ROLE}".encode())
+    proc = _server(probe_dsn(demo_cluster))
+    assert proc.returncode == 78
+    assert "whose function is mcp_reach.mood_eq(mcp_reach.mood,mcp_reach.mood)" in _log(proc)
+    assert not witness.exists()
+    with psycopg.connect(probe_dsn(demo_cluster), autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):  # named, the operator is checked
+            conn.execute("SELECT 'ok'::mcp_reach.mood OPERATOR(mcp_reach.=) 'ok'")
+        # unnamed, through the type cache, it is not
+        conn.execute("SELECT ARRAY['ok'::mcp_reach.mood] = ARRAY['ok'::mcp_reach.mood]")
+    assert witness.exists()
+
+
 def test_an_accepted_definer_function_reached_by_an_aggregate_is_a_logged_warning(
     demo_cluster: Cluster, hazards: tuple[psycopg.Connection[Any], Path]
 ) -> None:
@@ -235,5 +253,5 @@ def test_check_role_reports_a_reach_path_and_returns_78(
     make_hazard(admin, "operator-family-support", str(witness))
     out = io.StringIO()
     assert check_role(sql_settings(probe_dsn(demo_cluster)), out=out) == 78
-    assert "operator family odd_ops (btree) → support function 1" in out.getvalue()
+    assert "operator family mcp_reach.odd_ops (btree) → support function 1" in out.getvalue()
     assert not witness.exists()

@@ -125,7 +125,28 @@ HAZARDS: Final[dict[str, tuple[list[str], str]]] = {
             " OPERATOR 1 <, OPERATOR 2 <=, OPERATOR 3 =, OPERATOR 4 >=, OPERATOR 5 >,"
             " FUNCTION 1 mcp_reach.order_cmp(integer, integer)",
         ],
-        "operator family odd_ops (btree) → support function 1 for integer, integer mcp_reach.order_cmp(",
+        "operator family mcp_reach.odd_ops (btree) → support function 1 for integer, integer"
+        " mcp_reach.order_cmp(",
+    ),
+    "operator-family-operator": (
+        [
+            # array and row comparison, array_position, BRIN and index scans call a family's
+            # operators through the type cache, without asking for EXECUTE
+            "CREATE TYPE mcp_reach.mood AS ENUM ('ok', 'sad')",
+            "CREATE FUNCTION mcp_reach.mood_eq(a mcp_reach.mood, b mcp_reach.mood) RETURNS boolean"
+            " LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$ BEGIN"
+            " COPY (SELECT 1) TO PROGRAM 'touch {witness}; cat >/dev/null'; RETURN a::text = b::text; END $$",
+            "REVOKE EXECUTE ON FUNCTION mcp_reach.mood_eq(mcp_reach.mood, mcp_reach.mood) FROM PUBLIC",
+            "CREATE OPERATOR mcp_reach.= (FUNCTION = mcp_reach.mood_eq, LEFTARG = mcp_reach.mood,"
+            " RIGHTARG = mcp_reach.mood)",
+            "CREATE OPERATOR CLASS mcp_reach.mood_ops DEFAULT FOR TYPE mcp_reach.mood USING btree AS"
+            " OPERATOR 1 <(anyenum, anyenum), OPERATOR 2 <=(anyenum, anyenum),"
+            " OPERATOR 3 mcp_reach.=(mcp_reach.mood, mcp_reach.mood),"
+            " OPERATOR 4 >=(anyenum, anyenum), OPERATOR 5 >(anyenum, anyenum),"
+            " FUNCTION 1 pg_catalog.enum_cmp(anyenum, anyenum)",
+        ],
+        "operator family mcp_reach.mood_ops (btree) → operator mcp_reach.=(mcp_reach.mood,mcp_reach.mood),"
+        " whose function is mcp_reach.mood_eq(",
     ),
     "conversion": (
         [
@@ -134,7 +155,7 @@ HAZARDS: Final[dict[str, tuple[list[str], str]]] = {
             " AS '$libdir/utf8_and_iso8859_1', 'utf8_to_iso8859_1'",
             "CREATE CONVERSION mcp_reach.recoding FOR 'UTF8' TO 'LATIN1' FROM mcp_reach.recode",
         ],
-        "conversion recoding → conversion function mcp_reach.recode(",
+        "conversion mcp_reach.recoding → conversion function mcp_reach.recode(",
     ),
     "text-search-template": (
         [
@@ -142,7 +163,7 @@ HAZARDS: Final[dict[str, tuple[list[str], str]]] = {
             "CREATE TEXT SEARCH TEMPLATE mcp_reach.plain_words (INIT = mcp_reach.ts_init,"
             " LEXIZE = pg_catalog.dsimple_lexize)",
         ],
-        "text search template plain_words → init function mcp_reach.ts_init(internal)",
+        "text search template mcp_reach.plain_words → init function mcp_reach.ts_init(internal)",
     ),
     "text-search-parser": (
         [
@@ -151,7 +172,7 @@ HAZARDS: Final[dict[str, tuple[list[str], str]]] = {
             " GETTOKEN = pg_catalog.prsd_nexttoken, END = pg_catalog.prsd_end,"
             " LEXTYPES = pg_catalog.prsd_lextype)",
         ],
-        "text search parser plain_parser → start function mcp_reach.ts_start(internal,integer)",
+        "text search parser mcp_reach.plain_parser → start function mcp_reach.ts_start(internal,integer)",
     ),
     "access-method": (
         [

@@ -61,7 +61,7 @@ WITH edge AS (
   FROM pg_catalog.pg_proc p WHERE p.prosupport <> 0
  UNION ALL
   SELECT 'operator family',
-         pg_catalog.format('%%s (%%s)', f.opfname, am.amname),
+         pg_catalog.format('%%s.%%I (%%s)', f.opfnamespace::regnamespace, f.opfname, am.amname),
          pg_catalog.pg_get_userbyid(f.opfowner),
          pg_catalog.format('support function %%s for %%s, %%s', ap.amprocnum,
                            ap.amproclefttype::regtype, ap.amprocrighttype::regtype),
@@ -69,17 +69,29 @@ WITH edge AS (
   FROM pg_catalog.pg_amproc ap JOIN pg_catalog.pg_opfamily f ON f.oid = ap.amprocfamily
   JOIN pg_catalog.pg_am am ON am.oid = f.opfmethod
  UNION ALL
-  SELECT 'conversion', c.conname::text, pg_catalog.pg_get_userbyid(c.conowner),
+  SELECT 'operator family',
+         pg_catalog.format('%%s.%%I (%%s)', f.opfnamespace::regnamespace, f.opfname, am.amname),
+         pg_catalog.pg_get_userbyid(f.opfowner),
+         pg_catalog.format('operator %%s, whose function is', ao.amopopr::regoperator),
+         o.oprcode::oid
+  FROM pg_catalog.pg_amop ao JOIN pg_catalog.pg_operator o ON o.oid = ao.amopopr
+  JOIN pg_catalog.pg_opfamily f ON f.oid = ao.amopfamily
+  JOIN pg_catalog.pg_am am ON am.oid = f.opfmethod
+ UNION ALL
+  SELECT 'conversion', pg_catalog.format('%%s.%%I', c.connamespace::regnamespace, c.conname),
+         pg_catalog.pg_get_userbyid(c.conowner),
          'conversion function', c.conproc::oid
   FROM pg_catalog.pg_conversion c
  UNION ALL
-  SELECT 'text search parser', p.prsname::text, NULL, s.step, s.fn
+  SELECT 'text search parser', pg_catalog.format('%%s.%%I', p.prsnamespace::regnamespace, p.prsname),
+         NULL, s.step, s.fn
   FROM pg_catalog.pg_ts_parser p
   CROSS JOIN LATERAL (VALUES ('start function', p.prsstart::oid), ('token function', p.prstoken::oid),
     ('end function', p.prsend::oid), ('headline function', p.prsheadline::oid),
     ('lextypes function', p.prslextype::oid)) AS s(step, fn)
  UNION ALL
-  SELECT 'text search template', t.tmplname::text, NULL, s.step, s.fn
+  SELECT 'text search template',
+         pg_catalog.format('%%s.%%I', t.tmplnamespace::regnamespace, t.tmplname), NULL, s.step, s.fn
   FROM pg_catalog.pg_ts_template t
   CROSS JOIN LATERAL (VALUES ('init function', t.tmplinit::oid),
     ('lexize function', t.tmpllexize::oid)) AS s(step, fn)

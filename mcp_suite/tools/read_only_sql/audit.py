@@ -230,7 +230,7 @@ def audit_connection(
         edges = read_reach(conn, OUTREACHING_EXTENSIONS)
         findings.extend(reach_findings(edges, role=role, accepted=frozenset(accepted)))
         findings.extend(search_path_findings(conn, role=role, db=db))
-        findings.extend(creator_findings(conn, read_creators(conn), accepted=frozenset(accepted_creators)))
+        findings.extend(creator_findings(read_creators(conn), accepted=frozenset(accepted_creators)))
         findings.extend(_write_outside_findings(conn, role))
         findings.extend(_resource_findings(conn, role))
     return findings

@@ -29,6 +29,7 @@ __all__ = [
     "search_path_entries",
     "search_path_findings",
     "shadowing_entries",
+    "shadowing_findings",
 ]
 
 CREATOR_SETTING: Final = "MCP_SQL_ACCEPT_FUNCTION_CREATORS"
@@ -75,13 +76,18 @@ def shadowing_entries(entries: list[str]) -> list[str]:
 
 
 def search_path_findings(conn: psycopg.Connection[Any], *, role: str, db: str) -> list[Finding]:
+    """The search_path finding for the role's sessions (one statement)."""
     row = conn.execute(SEARCH_PATH_QUERY).fetchone()
-    raw = str(row[0]) if row else ""
+    return shadowing_findings(str(row[0]) if row else "", role=role, db=db)
+
+
+def shadowing_findings(raw: str, *, role: str, db: str) -> list[Finding]:
+    """A refusal when the search_path value `raw` puts any schema before pg_catalog."""
     entries = search_path_entries(raw)
     before = shadowing_entries(entries)
     if not before:
         return []
-    rest = [sql.Identifier(e).as_string(conn) for e in entries if e != "pg_catalog"]
+    rest = [_quoted(e) for e in entries if e != "pg_catalog"]
     return [
         Finding(
             "search-path",
@@ -91,6 +97,10 @@ def search_path_findings(conn: psycopg.Connection[Any], *, role: str, db: str) -
             f"ALTER ROLE {role} IN DATABASE {db} SET search_path = {', '.join(['pg_catalog', *rest])};",
         )
     ]
+
+
+def _quoted(name: str) -> str:
+    return sql.Identifier(name).as_string(None)
 
 
 # Roles that can put a function into this database (superusers; CREATE on any schema, as owner,
@@ -148,21 +158,19 @@ def read_creators(conn: psycopg.Connection[Any]) -> list[Creator]:
     return creators
 
 
-def _fix(conn: psycopg.Connection[Any], creator: Creator) -> str:
-    role = sql.Identifier(creator.name).as_string(conn)
+def _fix(creator: Creator) -> str:
+    role = _quoted(creator.name)
     fixes = []
     for schema, grantee in creator.grants:
-        where = f" IN SCHEMA {sql.Identifier(schema).as_string(conn)}" if schema else ""
-        whom = sql.Identifier(grantee).as_string(conn) if grantee else "PUBLIC"
+        where = f" IN SCHEMA {_quoted(schema)}" if schema else ""
+        whom = _quoted(grantee) if grantee else "PUBLIC"
         fixes.append(
             f"ALTER DEFAULT PRIVILEGES FOR ROLE {role}{where} REVOKE EXECUTE ON FUNCTIONS FROM {whom};"
         )
     return " ".join(fixes)
 
 
-def creator_findings(
-    conn: psycopg.Connection[Any], creators: Iterable[Creator], *, accepted: frozenset[str]
-) -> list[Finding]:
+def creator_findings(creators: Iterable[Creator], *, accepted: frozenset[str]) -> list[Finding]:
     """A refusal per creator (a logged warning for those the operator named in CREATOR_SETTING)."""
     findings: list[Finding] = []
     for creator in creators:
@@ -180,7 +188,7 @@ def creator_findings(
                 Finding(
                     "function-creator-accepted",
                     f"{problem}: accepted as a known risk by {CREATOR_SETTING}",
-                    _fix(conn, creator) + f" and remove {creator.name} from {CREATOR_SETTING}",
+                    _fix(creator) + f" and remove {creator.name} from {CREATOR_SETTING}",
                     warning=True,
                 )
             )
@@ -189,8 +197,7 @@ def creator_findings(
                 Finding(
                     "function-creator",
                     problem,
-                    _fix(conn, creator)
-                    + f" (or, knowing the risk, name {creator.name} in {CREATOR_SETTING})",
+                    _fix(creator) + f" (or, knowing the risk, name {creator.name} in {CREATOR_SETTING})",
                 )
             )
     return findings

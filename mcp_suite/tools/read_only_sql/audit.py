@@ -72,7 +72,7 @@ def audit_connection(
     `accepted`: SECURITY DEFINER functions (`schema.name`) the operator accepts; they become warnings.
     `accepted_creators`: roles (MCP_SQL_ACCEPT_FUNCTION_CREATORS) whose new functions the operator
     accepts may be executable by PUBLIC; they become warnings.
-    Runs 25 statements in 24 round trips, in one read-only transaction that is rolled back.
+    Runs 26 statements in 25 round trips, in one read-only transaction that is rolled back.
     """
     findings: list[Finding] = []
     with conn.transaction(force_rollback=True):

@@ -80,6 +80,9 @@ def test_each_path_to_a_hazard_is_refused_naming_the_path_its_owner_and_the_fix(
     assert "without checking EXECUTE" in finding.problem
     assert "(function owner devdb_admin" in finding.problem
     assert finding.fix.startswith(("ALTER FUNCTION", "REVOKE EXECUTE ON FUNCTION", "remove the"))
+    proc = _server(probe_dsn(demo_cluster))  # the real server: refuses to start, naming the path
+    assert proc.returncode == 78
+    assert expected in _log(proc)
     assert not witness.exists()
 
 
@@ -157,6 +160,9 @@ def test_a_search_path_before_pg_catalog_is_refused_because_a_schema_shadows_max
     proc = _server(probe_dsn(demo_cluster))
     assert proc.returncode == 78
     assert "before pg_catalog" in _log(proc)
+    out = io.StringIO()
+    assert check_role(sql_settings(probe_dsn(demo_cluster)), out=out) == 78
+    assert "come before pg_catalog" in out.getvalue()
     # pg_catalog named first, the same schemas after it: the audit passes.
     admin.execute(f"ALTER ROLE {ROLE} SET search_path = pg_catalog, {REACH_SCHEMA}, public".encode())
     assert audit_dsn(probe_dsn(demo_cluster), connect_timeout_s=5) == []

@@ -22,7 +22,7 @@ import psycopg
 import pytest
 
 from mcp_suite.devdb.cluster import Cluster
-from mcp_suite.tools.read_only_sql.audit import audit_dsn, check_role
+from mcp_suite.tools.read_only_sql.audit import audit_connection, audit_dsn, check_role
 from tests.support.pg import PROBE_ROLE as ROLE
 from tests.support.pg import probe_dsn, sql_settings
 from tests.support.reach import HAZARDS, REACH_SCHEMA, drop_hazards, make_hazard
@@ -165,6 +165,23 @@ def test_a_search_path_before_pg_catalog_is_refused_because_a_schema_shadows_max
     assert "come before pg_catalog" in out.getvalue()
     # pg_catalog named first, the same schemas after it: the audit passes.
     admin.execute(f"ALTER ROLE {ROLE} SET search_path = pg_catalog, {REACH_SCHEMA}, public".encode())
+    assert audit_dsn(probe_dsn(demo_cluster), connect_timeout_s=5) == []
+
+
+def test_a_search_path_set_after_a_session_started_is_refused_on_that_session_too(
+    demo_cluster: Cluster, hazards: tuple[psycopg.Connection[Any], Path]
+) -> None:
+    admin, _ = hazards
+    admin.execute(f"CREATE SCHEMA {REACH_SCHEMA}".encode())
+    with psycopg.connect(probe_dsn(demo_cluster), autocommit=True) as pooled:  # started before the change
+        assert audit_connection(pooled) == []
+        admin.execute(f"ALTER ROLE {ROLE} SET search_path = {REACH_SCHEMA}, pg_catalog".encode())
+        assert [f.capability for f in audit_connection(pooled)] == ["search-path"]
+        # The role-and-database setting wins over the role's, as in PostgreSQL.
+        admin.execute(
+            f"ALTER ROLE {ROLE} IN DATABASE mcp_demo SET search_path = pg_catalog, {REACH_SCHEMA}".encode()
+        )
+        assert audit_connection(pooled) == []
     assert audit_dsn(probe_dsn(demo_cluster), connect_timeout_s=5) == []
 
 

@@ -34,9 +34,20 @@ __all__ = [
 
 CREATOR_SETTING: Final = "MCP_SQL_ACCEPT_FUNCTION_CREATORS"
 
-# The value a new session of the role starts with (the database's and the role's ALTER ... SET, as
-# the server applied them at log-in), not a SET made later on this connection.
-SEARCH_PATH_QUERY: Final = "SELECT reset_val FROM pg_catalog.pg_settings WHERE name = 'search_path'"
+# Two values: the one this session started with (the database's and the role's ALTER ... SET as the
+# server applied them at log-in, and the DSN's options; not a SET made since), and the one a new
+# session would get from ALTER ROLE/DATABASE ... SET now (role-and-database over role over database,
+# as PostgreSQL applies them), which a long-lived pooled connection does not show.
+SEARCH_PATH_QUERY: Final = """
+SELECT (SELECT reset_val FROM pg_catalog.pg_settings WHERE name = 'search_path'),
+       (SELECT pg_catalog.substr(c, 13)
+        FROM pg_catalog.pg_db_role_setting d CROSS JOIN LATERAL pg_catalog.unnest(d.setconfig) AS c
+        WHERE pg_catalog.starts_with(c, 'search_path=')
+        AND d.setrole IN (0, (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = current_user))
+        AND d.setdatabase IN (0, (SELECT oid FROM pg_catalog.pg_database
+                                  WHERE datname = pg_catalog.current_database()))
+        ORDER BY d.setrole <> 0 DESC, d.setdatabase <> 0 DESC LIMIT 1)
+"""
 
 
 def search_path_entries(raw: str) -> list[str]:
@@ -77,8 +88,12 @@ def shadowing_entries(entries: list[str]) -> list[str]:
 
 def search_path_findings(conn: psycopg.Connection[Any], *, role: str, db: str) -> list[Finding]:
     """The search_path finding for the role's sessions (one statement)."""
-    row = conn.execute(SEARCH_PATH_QUERY).fetchone()
-    return shadowing_findings(str(row[0]) if row else "", role=role, db=db)
+    started, configured = conn.execute(SEARCH_PATH_QUERY).fetchone() or ("", None)
+    # What a new session would get first (the fix is about that), else this session's own value.
+    for raw in (configured, started):
+        if raw is not None and (found := shadowing_findings(str(raw), role=role, db=db)):
+            return found
+    return []
 
 
 def shadowing_findings(raw: str, *, role: str, db: str) -> list[Finding]:

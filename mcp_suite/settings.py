@@ -144,6 +144,9 @@ class Settings:
     # a worker thread). A new refusal stops the SQL tools until a re-audit passes; each re-audit
     # also refreshes the SECURITY DEFINER guard's catalogue.
     sql_reaudit_interval_s: float = field(default=30.0, metadata=_float(0, 60, low_open=True))
+    # Roles the operator accepts may create functions PUBLIC can execute at once (no default
+    # privilege revoking it): the audit logs a warning for each instead of refusing to start.
+    sql_accept_function_creators: tuple[str, ...] = field(default=(), metadata=_of(tuple))
 
     # --- files ---------------------------------------------------------------------------------
     fs_max_bytes: int = field(default=1_048_576, metadata=_int(1, 16_777_216))
@@ -286,6 +289,13 @@ def _parse_function_names(raw: str) -> tuple[str, ...]:
     return names
 
 
+def _parse_role_names(raw: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in raw.split(",") if part.strip())
+    if any(c in name for name in names for c in "\"'"):
+        raise ValueError("expected role names as PostgreSQL stores them, separated by commas (no quotes)")
+    return names
+
+
 def _parse_level(raw: str) -> str:
     level = raw.strip().upper()
     if level == "WARN":
@@ -323,6 +333,7 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "SQL_RECONNECT_MAX_S": ("sql_reconnect_max_s", _parse_float),
     "SQL_REQUIRE_DATABASE": ("sql_require_database", _parse_bool),
     "SQL_REAUDIT_INTERVAL_S": ("sql_reaudit_interval_s", _parse_float),
+    "SQL_ACCEPT_FUNCTION_CREATORS": ("sql_accept_function_creators", _parse_role_names),
     "FS_MAX_BYTES": ("fs_max_bytes", _parse_int),
     "FS_ALLOW_HARD_LINKS": ("fs_allow_hard_links", _parse_bool),
     "MAX_CONCURRENCY": ("max_concurrency", _parse_int),

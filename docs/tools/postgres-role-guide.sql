@@ -52,6 +52,17 @@ REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA mcp_views FROM PUBLIC;
 ALTER DEFAULT PRIVILEGES FOR ROLE mcp_views_owner REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
 -- (repeat both for every schema the reader may use, FOR ROLE each role that creates functions
 --  there; grant EXECUTE back only on SECURITY INVOKER functions the model should call)
+-- Functions made later, anywhere in this database, by anyone: a cast, an operator, a view or an
+-- aggregate runs a function without the query naming it, so every role that can create functions
+-- here needs the same default privilege: each superuser, the database owner, and every owner of a
+-- schema or holder of CREATE on one. The audit refuses to serve until each has it, and prints the
+-- statement for each role it finds (a role you cannot change: name it in
+-- MCP_SQL_ACCEPT_FUNCTION_CREATORS, an explicit and logged risk). List them with:
+--   SELECT rolname FROM pg_roles WHERE rolsuper UNION SELECT DISTINCT r.rolname FROM pg_roles r,
+--     pg_namespace n WHERE has_schema_privilege(r.oid, n.oid, 'CREATE') AND r.rolname !~ '^pg_';
+ALTER DEFAULT PRIVILEGES FOR ROLE <superuser> REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
+ALTER DEFAULT PRIVILEGES FOR ROLE <database owner> REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
+-- (one line per role of that list; these are per database: run them in every database served)
 
 -- 5. No CREATE anywhere (PostgreSQL 15+ already revokes CREATE on public from PUBLIC).
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;

@@ -85,3 +85,10 @@ REVOKE EXECUTE ON FUNCTION
     lowrite(integer, bytea), lo_truncate(integer, integer), lo_truncate64(integer, bigint),
     lo_open(oid, integer)
 FROM PUBLIC;
+
+-- Functions made later must not become executable by the reader on their own: PostgreSQL gives
+-- EXECUTE on every new function to PUBLIC unless the creator's default privileges say otherwise.
+-- Every role that can create functions here needs this (the audit refuses to serve otherwise): the
+-- bootstrap superuser running this file, and docs_owner (owner of the database and its schemas).
+ALTER DEFAULT PRIVILEGES REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
+ALTER DEFAULT PRIVILEGES FOR ROLE docs_owner REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;

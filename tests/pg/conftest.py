@@ -30,6 +30,9 @@ def pg_helpers(demo_cluster: Cluster) -> Iterator[None]:
             f"CREATE FUNCTION {WRITE_FUNCTION}() RETURNS integer LANGUAGE sql AS $$"
             " INSERT INTO docs.editors VALUES ('e-x', 'x@example.com') RETURNING 1 $$"
         )
+        # The demo's default privileges keep new functions from PUBLIC; these tests need the write
+        # to reach the read-only transaction.
+        conn.execute(f"GRANT EXECUTE ON FUNCTION {WRITE_FUNCTION}() TO PUBLIC")
         conn.execute(f"CREATE TYPE {ENUM_TYPE} AS ENUM ('sad', 'ok', 'happy')")
         conn.execute(f"CREATE DOMAIN {DOMAIN_TYPE} AS integer CHECK (VALUE > 0)")
     try:

@@ -23,6 +23,8 @@ def _guide_sql() -> str:
     text = GUIDE.read_text()
     for old, new in (
         ("<database>", "mcp_demo"),
+        ("<superuser>", "devdb_admin"),
+        ("<database owner>", "docs_owner"),
         ("<a long random password>", PASSWORD),
         ("mcp_views_owner", "mcp_guide_views_owner"),
         ("mcp_views", "mcp_guide_views"),
@@ -48,6 +50,12 @@ def _check_role(dsn: str) -> subprocess.CompletedProcess[str]:
 def test_the_role_guide_produces_a_role_the_audit_accepts(demo_cluster: Cluster) -> None:
     with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
         try:
+            # As on a cluster nobody hardened yet: new functions of the superuser and of the database
+            # owner are PUBLIC's to execute (the demo's seed had revoked that); the guide revokes it.
+            for role in ("devdb_admin", "docs_owner"):
+                admin.execute(
+                    f"ALTER DEFAULT PRIVILEGES FOR ROLE {role} GRANT EXECUTE ON FUNCTIONS TO PUBLIC".encode()
+                )
             admin.execute(_guide_sql().encode())
             # A curated view made as the owner, so the guide's default privileges apply to it.
             admin.execute("GRANT USAGE ON SCHEMA docs TO mcp_guide_views_owner")
@@ -93,7 +101,22 @@ def test_the_role_guide_produces_a_role_the_audit_accepts(demo_cluster: Cluster)
             assert refused.returncode == 78, refused.stdout + refused.stderr
             assert "SECURITY DEFINER function" in refused.stdout
             assert '"mcp_guide_views"."page_count"()' in refused.stdout
+            # Without the guide's default privilege for the superuser, its next function would be
+            # PUBLIC's: a finding, with the statement that fixes it.
+            admin.execute("REVOKE EXECUTE ON FUNCTION mcp_guide_views.page_count() FROM PUBLIC")
+            admin.execute(
+                "ALTER DEFAULT PRIVILEGES FOR ROLE devdb_admin GRANT EXECUTE ON FUNCTIONS TO PUBLIC"
+            )
+            refused = _check_role(dsn)
+            assert refused.returncode == 78, refused.stdout + refused.stderr
+            assert (
+                'ALTER DEFAULT PRIVILEGES FOR ROLE "devdb_admin" REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;'
+                in refused.stdout
+            )
         finally:
+            for role in ("devdb_admin", "docs_owner"):  # as the demo's seed leaves them
+                revoke = f"ALTER DEFAULT PRIVILEGES FOR ROLE {role} REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC"
+                admin.execute(revoke.encode())
             admin.execute("DROP SCHEMA IF EXISTS mcp_guide_views CASCADE")
             for role in ("mcp_guide_reader", "mcp_guide_views_owner"):
                 if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():

@@ -44,10 +44,16 @@ CAPABILITIES: dict[str, list[str]] = {
     "database-create": ["GRANT CREATE ON DATABASE mcp_demo TO {role}"],
     "database-temp": ["GRANT TEMPORARY ON DATABASE mcp_demo TO {role}"],
     "definer-function": [
-        "CREATE FUNCTION docs.mcp_probe_definer() RETURNS integer LANGUAGE sql SECURITY DEFINER AS 'SELECT 1'"
+        "CREATE FUNCTION docs.mcp_probe_definer() RETURNS integer LANGUAGE sql SECURITY DEFINER"
+        " AS 'SELECT 1'",
+        # the demo's default privileges keep new functions from PUBLIC: a careless DBA grants it
+        "GRANT EXECUTE ON FUNCTION docs.mcp_probe_definer() TO PUBLIC",
     ],
     "admin-function": ["GRANT EXECUTE ON FUNCTION pg_catalog.pg_read_file(text) TO {role}"],
-    "extension-function": ["CREATE EXTENSION dblink SCHEMA public"],
+    "extension-function": [
+        "CREATE EXTENSION dblink SCHEMA public",
+        "GRANT EXECUTE ON FUNCTION public.dblink_exec(text) TO {role}",
+    ],
     "sequence-usage": [
         "CREATE SEQUENCE docs.mcp_probe_seq",
         "GRANT USAGE ON SEQUENCE docs.mcp_probe_seq TO {role}",

@@ -103,6 +103,8 @@ def _create(admin: psycopg.Connection[Any], wrapper: Wrapper, witness: Path, clu
         f"CREATE FUNCTION docs.{wrapper.name}() RETURNS {wrapper.returns} LANGUAGE plpgsql"
         f" SECURITY DEFINER SET search_path = pg_catalog, public AS $body${body}$body$".encode()
     )
+    # The demo's default privileges keep new functions from PUBLIC; the careless DBA grants it.
+    admin.execute(f"GRANT EXECUTE ON FUNCTION docs.{wrapper.name}() TO PUBLIC".encode())
 
 
 def _drop(admin: psycopg.Connection[Any], wrapper: Wrapper) -> None:
@@ -275,6 +277,7 @@ def test_an_invoker_wrapper_around_an_advisory_lock_leaves_no_lock_behind(
         "CREATE FUNCTION docs.page_pin() RETURNS integer LANGUAGE plpgsql"
         " AS $$ BEGIN PERFORM pg_catalog.pg_advisory_lock(4243); RETURN 1; END $$"
     )
+    admin.execute("GRANT EXECUTE ON FUNCTION docs.page_pin() TO PUBLIC")
     executor = open_executor(demo_cluster.reader_dsn)
     try:
         result = executor.run_vetted(
@@ -294,6 +297,7 @@ def test_an_accepted_definer_function_is_a_logged_warning_and_runs(
         "CREATE FUNCTION docs.page_total() RETURNS bigint LANGUAGE sql SECURITY DEFINER"
         " AS 'SELECT count(*) FROM docs.pages'"
     )
+    admin.execute("GRANT EXECUTE ON FUNCTION docs.page_total() TO PUBLIC")
     accepted = {"sql_accept_definer_functions": ("docs.page_total",)}
     try:
         findings = audit_dsn(demo_cluster.reader_dsn, connect_timeout_s=5, accepted=("docs.page_total",))
@@ -318,6 +322,7 @@ def test_an_accepted_definer_function_is_a_logged_warning_and_runs(
         admin.execute(
             "CREATE FUNCTION public.page_total() RETURNS bigint LANGUAGE sql SECURITY DEFINER AS 'SELECT 1'"
         )
+        admin.execute("GRANT EXECUTE ON FUNCTION public.page_total() TO PUBLIC")
         executor = open_executor(demo_cluster.reader_dsn, **accepted)
         try:
             problem = _refused(executor, "SELECT page_total() AS n FROM docs.pages")
@@ -336,6 +341,7 @@ def test_an_operator_backed_by_a_definer_function_is_refused(
         "CREATE FUNCTION docs.page_cmp(integer, integer) RETURNS boolean LANGUAGE sql SECURITY DEFINER"
         " AS 'SELECT $1 < $2'"
     )
+    admin.execute("GRANT EXECUTE ON FUNCTION docs.page_cmp(integer, integer) TO PUBLIC")
     admin.execute(
         "CREATE OPERATOR docs.<<< (FUNCTION = docs.page_cmp, LEFTARG = integer, RIGHTARG = integer)"
     )
@@ -364,6 +370,7 @@ def test_the_catalogue_is_read_once_then_again_after_its_time_or_on_a_refresh(
     demo_cluster: Cluster, admin: psycopg.Connection[Any]
 ) -> None:
     admin.execute("CREATE FUNCTION docs.page_flip() RETURNS integer LANGUAGE sql AS 'SELECT 1'")
+    admin.execute("GRANT EXECUTE ON FUNCTION docs.page_flip() TO PUBLIC")
     clock = _Clock()
     guard = DefinerGuard(cache_s=60, clock=clock)
     try:
@@ -383,6 +390,7 @@ def test_the_catalogue_is_read_once_then_again_after_its_time_or_on_a_refresh(
             admin.execute(
                 "CREATE FUNCTION docs.page_new() RETURNS integer LANGUAGE sql SECURITY DEFINER AS 'SELECT 1'"
             )
+            admin.execute("GRANT EXECUTE ON FUNCTION docs.page_new() TO PUBLIC")
             guard.check(conn, frozenset({"page_new"}), frozenset())
             assert guard.statistics().catalogue_reads == 2
             with psycopg.connect(demo_cluster.reader_dsn, autocommit=True) as other:

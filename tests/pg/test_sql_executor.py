@@ -321,6 +321,7 @@ def test_a_listen_run_by_a_function_does_not_survive_the_call(
         "CREATE FUNCTION docs.page_tune_in() RETURNS integer LANGUAGE plpgsql"
         " AS $$ BEGIN EXECUTE 'LISTEN mcp_suite_probe'; RETURN 1; END $$"
     )
+    admin.execute("GRANT EXECUTE ON FUNCTION docs.page_tune_in() TO PUBLIC")  # past the default privileges
     try:
         run = reader_executor.run
         pid = run("SELECT pg_backend_pid()", max_rows=1, ticket=CallTicket()).rows[0][0]

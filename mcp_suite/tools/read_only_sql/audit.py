@@ -14,14 +14,16 @@ import os
 import re
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
 import psycopg
 from psycopg import sql
 
 from mcp_suite.settings import Settings
+from mcp_suite.tools.read_only_sql.defaults import creator_findings, read_creators, search_path_findings
+from mcp_suite.tools.read_only_sql.finding import ACCEPT_SETTING, MAX_LISTED, Finding, refusals, warnings
 from mcp_suite.tools.read_only_sql.naming import APPLICATION_NAME
+from mcp_suite.tools.read_only_sql.reach import reach_findings, read_reach
 
 __all__ = [
     "DANGEROUS_PREDEFINED_ROLES",
@@ -30,6 +32,7 @@ __all__ = [
     "audit_connection",
     "audit_dsn",
     "audit_role",
+    "audit_with_settings",
     "check_role",
     "format_findings",
     "refusals",
@@ -45,34 +48,11 @@ DANGEROUS_PREDEFINED_ROLES: Final = (
     "pg_signal_backend",
 )
 _TABLE_WRITES: Final = ("INSERT", "UPDATE", "DELETE", "TRUNCATE")
-_MAX_LISTED: Final = 10  # objects named per finding; the rest are counted
+_MAX_LISTED: Final = MAX_LISTED
 # Extensions whose functions open connections to other servers or touch the server's files: a role
 # that can EXECUTE them (PUBLIC can, by default) can write outside the read-only transaction, even
 # through an innocent-looking wrapper function that the policy cannot see into.
 OUTREACHING_EXTENSIONS: Final = ("dblink", "adminpack")
-ACCEPT_SETTING: Final = "MCP_SQL_ACCEPT_DEFINER_FUNCTIONS"
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One capability the role should not have: `problem` says what, `fix` says the SQL to run.
-
-    `warning`: logged and printed, but the server serves (see the module docstring)."""
-
-    capability: str
-    problem: str
-    fix: str
-    warning: bool = False
-
-
-def refusals(findings: Iterable[Finding]) -> list[Finding]:
-    """The findings that stop the server from serving."""
-    return [f for f in findings if not f.warning]
-
-
-def warnings(findings: Iterable[Finding]) -> list[Finding]:
-    """The findings that are logged only."""
-    return [f for f in findings if f.warning]
 
 
 def _ident(conn: psycopg.Connection[Any], *names: str) -> str:
@@ -85,15 +65,22 @@ def _listed(names: list[str]) -> str:
     return shown + (f" and {more} more" if more > 0 else "")
 
 
-def audit_connection(conn: psycopg.Connection[Any], *, accepted: Iterable[str] = ()) -> list[Finding]:
+def audit_connection(
+    conn: psycopg.Connection[Any], *, accepted: Iterable[str] = (), accepted_creators: Iterable[str] = ()
+) -> list[Finding]:
     """Every capability of `current_user` beyond reading, as findings (empty: safe).
 
     `accepted`: SECURITY DEFINER functions (`schema.name`) the operator accepts; they become warnings.
-    Runs a handful of catalog queries in one read-only transaction that is rolled back.
+    `accepted_creators`: roles (MCP_SQL_ACCEPT_FUNCTION_CREATORS) whose new functions the operator
+    accepts may be executable by PUBLIC; they become warnings.
+    Runs 26 statements in 25 round trips, in one read-only transaction that is rolled back.
     """
     findings: list[Finding] = []
     with conn.transaction(force_rollback=True):
-        conn.execute("SET TRANSACTION READ ONLY")
+        # pg_catalog alone on the path: names the audit prints come schema-qualified, and no schema
+        # of the role's own search_path can shadow what the audit calls (search_path_findings reads
+        # the value sessions start with, which a SET LOCAL does not change).
+        conn.execute("SET TRANSACTION READ ONLY; SET LOCAL search_path = pg_catalog, pg_temp")
         row = conn.execute(
             "SELECT current_user, current_database(), rolsuper, rolcreaterole, rolcreatedb,"
             " rolbypassrls, rolreplication FROM pg_catalog.pg_roles WHERE rolname = current_user"
@@ -240,6 +227,11 @@ def audit_connection(conn: psycopg.Connection[Any], *, accepted: Iterable[str] =
                     )
                 )
         findings.extend(_function_findings(conn, role, frozenset(accepted)))
+        # What PostgreSQL runs for the role unasked, and what it will let the role run tomorrow.
+        edges = read_reach(conn, OUTREACHING_EXTENSIONS)
+        findings.extend(reach_findings(edges, role=role, accepted=frozenset(accepted)))
+        findings.extend(search_path_findings(conn, role=role, db=db))
+        findings.extend(creator_findings(read_creators(conn), accepted=frozenset(accepted_creators)))
         findings.extend(_write_outside_findings(conn, role))
         findings.extend(_resource_findings(conn, role))
     return findings
@@ -507,7 +499,13 @@ def connection_failure(exc: psycopg.Error) -> str:
     return line
 
 
-def audit_dsn(dsn: str, *, connect_timeout_s: float, accepted: Iterable[str] = ()) -> list[Finding]:
+def audit_dsn(
+    dsn: str,
+    *,
+    connect_timeout_s: float,
+    accepted: Iterable[str] = (),
+    accepted_creators: Iterable[str] = (),
+) -> list[Finding]:
     """Connect once and audit (in a read-only transaction). Raises psycopg.OperationalError.
 
     Nothing is set in the startup packet: a transaction-pooling PgBouncer refuses `options`.
@@ -518,7 +516,18 @@ def audit_dsn(dsn: str, *, connect_timeout_s: float, accepted: Iterable[str] = (
         connect_timeout=max(1, int(connect_timeout_s + 0.999)),
         fallback_application_name=APPLICATION_NAME,
     ) as conn:
-        return audit_connection(conn, accepted=accepted)
+        return audit_connection(conn, accepted=accepted, accepted_creators=accepted_creators)
+
+
+def audit_with_settings(conn: psycopg.Connection[Any], settings: Settings) -> list[Finding]:
+    """`audit_connection` with the risks the operator accepted in the settings: the one way every
+    audit (at start-up, before a late first call, and each re-audit while serving) is asked, so
+    that all of them reach the same verdict."""
+    return audit_connection(
+        conn,
+        accepted=settings.sql_accept_definer_functions,
+        accepted_creators=settings.sql_accept_function_creators,
+    )
 
 
 class TlsRefusedError(Exception):
@@ -537,6 +546,7 @@ def audit_role(dsn: str, settings: Settings) -> list[Finding]:
             dsn,
             connect_timeout_s=settings.sql_connect_timeout_s,
             accepted=settings.sql_accept_definer_functions,
+            accepted_creators=settings.sql_accept_function_creators,
         )
     except psycopg.OperationalError:
         from mcp_suite.tools.read_only_sql.tls import tls_refusal  # only on this failure path

@@ -30,7 +30,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mcp_suite.problems import DatabaseUnavailableError, ProblemError
 from mcp_suite.settings import Settings
-from mcp_suite.tools.read_only_sql.audit import audit_connection, format_warning, refusals
+from mcp_suite.tools.read_only_sql.audit import audit_with_settings, format_warning, refusals
 from mcp_suite.tools.read_only_sql.availability import Availability
 from mcp_suite.tools.read_only_sql.convert import register_loaders
 from mcp_suite.tools.read_only_sql.definers import DefinerGuard
@@ -270,7 +270,7 @@ class Executor:
             return
         with self._audit_lock:
             if not self._audited:
-                findings = audit_connection(conn, accepted=self._settings.sql_accept_definer_functions)
+                findings = audit_with_settings(conn, self._settings)
                 if not refusals(findings):
                     for finding in findings:
                         log.warning("%s", format_warning(finding))

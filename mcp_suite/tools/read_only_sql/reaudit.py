@@ -4,7 +4,7 @@
 the call's worker thread) and raises `RoleRefusedError`, naming the findings, while it holds any.
 `serve_reaudit` is the toolset's background task (the session starts it in its nursery and cancels
 it at shutdown): it sleeps one interval on trio's clock, runs `audit_once` in a worker thread, and
-records what it found. `audit_once` audits on its own connection with `audit.audit_connection`
+records what it found. `audit_once` audits on its own connection with `audit.audit_with_settings`
 (whatever checks that grows are re-checked too) and refreshes the definer guard's catalogue there.
 A re-audit that cannot connect records nothing: availability is the executor's business.
 """
@@ -22,7 +22,7 @@ import trio
 
 from mcp_suite.problems import RoleRefusedError, echo
 from mcp_suite.settings import Settings
-from mcp_suite.tools.read_only_sql.audit import Finding, audit_connection, format_findings, refusals
+from mcp_suite.tools.read_only_sql.audit import Finding, audit_with_settings, format_findings, refusals
 from mcp_suite.tools.read_only_sql.naming import APPLICATION_NAME
 
 __all__ = ["AuditGate", "audit_once", "serve_reaudit"]
@@ -92,7 +92,7 @@ def audit_once(
             connect_timeout=max(1, math.ceil(settings.sql_connect_timeout_s)),
             fallback_application_name=APPLICATION_NAME,
         ) as conn:
-            findings = audit_connection(conn, accepted=settings.sql_accept_definer_functions)
+            findings = audit_with_settings(conn, settings)
             if refresh is not None:
                 refresh(conn)
             return findings

@@ -48,6 +48,8 @@ def helper(admin: psycopg.Connection[Any]) -> Iterator[str]:
         " EXECUTE 'DECLARE mcp_left_open CURSOR WITH HOLD FOR SELECT 1';"
         " RETURN 1; END $$"
     )
+    # The demo's default privileges keep new functions from PUBLIC; this DBA grants it back.
+    admin.execute("GRANT EXECUTE ON FUNCTION docs.page_helper() TO PUBLIC")
     try:
         yield "docs.page_helper"
     finally:
@@ -146,6 +148,8 @@ def shadowing_max(probe: psycopg.Connection[Any], witness_dir: Path) -> Iterator
     )
     probe.execute("REVOKE EXECUTE ON FUNCTION util.max_step(integer, integer) FROM PUBLIC")
     probe.execute("CREATE AGGREGATE util.max(integer) (SFUNC = util.max_step, STYPE = integer)")
+    # The demo's default privileges keep new functions from PUBLIC; a careless DBA grants it back.
+    probe.execute("GRANT EXECUTE ON FUNCTION util.max(integer) TO PUBLIC")
     probe.execute(f"ALTER ROLE {PROBE_ROLE} SET search_path = util, pg_catalog, public".encode())
     try:
         yield witness

@@ -17,6 +17,7 @@ from mcp_suite.problems import (
     NotFoundError,
     UnsupportedContentError,
 )
+from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.protocol.mcp import model_json_schema
 from mcp_suite.settings import Settings, load_settings
 from mcp_suite.tools.sandbox_fs_read.models import (
@@ -315,6 +316,11 @@ def test_a_cut_far_into_a_long_text_lands_on_the_last_character_that_fits() -> N
     text = "a" * 50_000 + "😀" * 10 + "b" * 10
     assert fit_sent_bytes(text, 50_000 + 12 * 3 + 11) == ("a" * 50_000 + "😀" * 3, True)
     assert fit_sent_bytes(text, 50_000 + 12 * 10 + 10) == (text, False)
+
+
+@given(st.one_of(st.text(), st.text(alphabet=st.characters(max_codepoint=127))))
+def test_the_count_as_sent_is_the_length_of_what_the_wire_writes(text: str) -> None:
+    assert sent_bytes(text) == len(compact_json(text)) - 2
 
 
 @given(st.text(), st.integers(min_value=0, max_value=200))

@@ -233,7 +233,8 @@ def decode_text(data: bytes, *, truncated: bool) -> str:
 # DEL); any other character of the Basic Multilingual Plane is six and one beyond it twelve (an
 # escaped surrogate pair).
 _ASCII_SENT: Final = tuple(len(compact_json(chr(code))) - 2 for code in range(128))
-# Characters walked one by one to find the cut; every chunk before it is measured by the C encoder.
+# Characters measured at once (by the byte count or the C encoder); the chunk that does not fit is
+# then walked one character at a time.
 _FIT_CHUNK: Final = 8_192
 
 
@@ -268,19 +269,20 @@ def fit_sent_bytes(text: str, budget: int) -> tuple[str, bool]:
     `max_bytes` counts what the reply carries, not what the disk holds: a quote, a backslash or a
     control character, escaped, counts two or six bytes, a non-ASCII character six or twelve, so no
     content makes a reply more than a fixed multiple of `max_bytes`.
-    Limits: one pass of the C encoder over `text`, then at most `_FIT_CHUNK` characters one by one.
+    Limits: the text is measured a chunk at a time (never escaped whole: 16 MiB of control bytes
+    would be 96 MB), then at most `_FIT_CHUNK` characters one by one.
     """
-    if sent_bytes(text) <= budget:
-        return text, False
     used = 0
     start = 0
-    while True:  # the whole text does not fit, so a chunk that does not fit comes before the end
+    while start < len(text):
         chunk = text[start : start + _FIT_CHUNK]
         size = sent_bytes(chunk)
         if used + size > budget:
             break
         used += size
         start += len(chunk)
+    else:
+        return text, False
     index = 0
     while True:  # the chunk does not fit, so one of its characters is the first that does not
         used += _char_sent_bytes(chunk[index])

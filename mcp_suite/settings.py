@@ -111,7 +111,9 @@ class Settings:
     # --- SQL -----------------------------------------------------------------------------------
     sql_pool_min_size: int = field(default=1, metadata=_int(0, 64))
     sql_pool_max_size: int = field(default=4, metadata=_int(1, 64))
-    sql_statement_timeout_ms: int = field(default=10_000, metadata=_int(1, 600_000))
+    # Also the main bound of a query's memory in its backend, which PostgreSQL does not limit: an
+    # aggregate grows for as long as it runs (docs/operations/deployments.md, "Database memory").
+    sql_statement_timeout_ms: int = field(default=5_000, metadata=_int(1, 600_000))
     sql_max_rows: int = field(default=200, metadata=_int(1, 10_000))
     sql_max_result_bytes: int = field(default=200_000, metadata=_int(1_024, 16_777_216))
     sql_connect_timeout_s: float = field(default=5.0, metadata=_float(0, 60, low_open=True))

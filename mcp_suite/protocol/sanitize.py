@@ -12,7 +12,7 @@ from typing import Any, Final
 from mcp_suite.problems import InvalidArgumentsError, echo
 from mcp_suite.settings import ARG_MAX_KEY_CHARS
 
-__all__ = ["sanitize_arguments"]
+__all__ = ["allowed_in_arguments", "sanitize_arguments"]
 
 _KEY: Final = re.compile(rf"[A-Za-z_][A-Za-z0-9_]{{0,{ARG_MAX_KEY_CHARS - 1}}}\Z")
 # C0 controls except tab (U+0009) and newline (U+000A); DEL and C1 controls; bidi controls;
@@ -20,6 +20,12 @@ _KEY: Final = re.compile(rf"[A-Za-z_][A-Za-z0-9_]{{0,{ARG_MAX_KEY_CHARS - 1}}}\Z
 _BAD_CHARS: Final = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\ud800-\udfff]"
 )
+
+
+def allowed_in_arguments(text: str) -> bool:
+    """True when `text` holds no character the sanitizer refuses in an argument string: a name
+    that fails this can never be asked for (`sandbox_fs_list` leaves such names out)."""
+    return _BAD_CHARS.search(text) is None
 
 
 # JSON scalars other than strings: nothing in them can break a rule.

@@ -61,7 +61,7 @@ async def test_sdk_client_reads_and_is_refused_as_specified(tmp_path: Path) -> N
             assert linked.structured_content is not None
             assert linked.structured_content["content"] == INNER
 
-            cut = await client.call_tool("sandbox_fs_read", {"relative_path": "euros.txt", "max_bytes": 5})
+            cut = await client.call_tool("sandbox_fs_read", {"relative_path": "euros.txt", "max_bytes": 11})
             assert cut.structured_content == {
                 "path": "euros.txt",
                 "size": 9,

@@ -333,8 +333,9 @@ class Harness:
     async def recv_line(self) -> bytes | None:
         """The next raw line, or None at EOF (the server ended the session)."""
         await trio.lowlevel.checkpoint()
+        scanned = 0  # bytes of the buffer known to hold no newline: a long line is searched once
         while True:
-            newline = self._buffer.find(b"\n")
+            newline = self._buffer.find(b"\n", scanned)
             if newline != -1:
                 line = bytes(self._buffer[: newline + 1])
                 del self._buffer[: newline + 1]
@@ -345,6 +346,7 @@ class Harness:
             if self._eof:
                 assert not self._buffer, f"partial last line {bytes(self._buffer[:200])!r}"
                 return None
+            scanned = len(self._buffer)
             chunk = await self.stream.receive_some(65_536)
             if not chunk:
                 self._eof = True

@@ -177,9 +177,17 @@ def test_device_is_refused_before_it_is_opened(
 
 @pytest.mark.parametrize(
     ("max_bytes", "content", "truncated"),
-    [(1, "", True), (2, "", True), (3, "€", True), (4, "€", True), (6, "€€", True), (9, "€€€", False)],
+    [
+        (1, "", True),
+        (2, "", True),
+        (3, "", True),
+        (5, "", True),
+        (6, "€", True),
+        (17, "€€", True),
+        (18, "€€€", False),
+    ],
 )
-def test_truncation_cuts_at_a_whole_character(
+def test_truncation_cuts_at_a_whole_character_counting_it_as_sent(
     root_dir: fdwalk.RootDir, tree: AttackTree, max_bytes: int, content: str, truncated: bool
 ) -> None:
     got = outcome(root_dir, tree, "euros.txt", max_bytes)

@@ -1,4 +1,5 @@
-"""Pure decisions of `sandbox_fs_read`: path splitting, echoing, UTF-8 cutting and the args model."""
+"""Pure decisions of `sandbox_fs_read`: path splitting, echoing, UTF-8 cutting, the budget as sent
+and the args model."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from mcp_suite.problems import (
     NotFoundError,
     UnsupportedContentError,
 )
+from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.protocol.mcp import model_json_schema
 from mcp_suite.settings import Settings, load_settings
 from mcp_suite.tools.sandbox_fs_read.models import (
@@ -29,6 +31,8 @@ from mcp_suite.tools.sandbox_fs_read.policy import (
     cut_to_whole_character,
     decode_text,
     display_path,
+    fit_sent_bytes,
+    sent_bytes,
     split_caller_path,
     split_directory_path,
 )
@@ -284,3 +288,46 @@ def test_display_refuses_exactly_the_unsafe_characters(raw: str, shown: str) -> 
 )
 def test_cut_keeps_whole_sequences_and_invalid_bytes(data: bytes, kept: bytes) -> None:
     assert cut_to_whole_character(data) == kept
+
+
+@pytest.mark.parametrize(
+    ("char", "sent"),
+    [
+        ("a", 1),
+        ('"', 2),
+        ("\\", 2),
+        ("\n", 2),
+        ("\t", 2),
+        ("\x00", 6),
+        ("\x7f", 6),
+        ("é", 6),
+        ("€", 6),
+        ("😀", 12),
+    ],
+)
+def test_a_character_counts_what_the_wire_carries_of_it(char: str, sent: int) -> None:
+    assert sent_bytes(char) == sent
+    assert fit_sent_bytes(char * 3, 3 * sent) == (char * 3, False)
+    assert fit_sent_bytes(char * 3, 3 * sent - 1) == (char * 2, True)
+
+
+def test_a_cut_far_into_a_long_text_lands_on_the_last_character_that_fits() -> None:
+    # Past many chunks of the C encoder, then character by character inside the one that overflows.
+    text = "a" * 50_000 + "😀" * 10 + "b" * 10
+    assert fit_sent_bytes(text, 50_000 + 12 * 3 + 11) == ("a" * 50_000 + "😀" * 3, True)
+    assert fit_sent_bytes(text, 50_000 + 12 * 10 + 10) == (text, False)
+
+
+@given(st.one_of(st.text(), st.text(alphabet=st.characters(max_codepoint=127))))
+def test_the_count_as_sent_is_the_length_of_what_the_wire_writes(text: str) -> None:
+    assert sent_bytes(text) == len(compact_json(text)) - 2
+
+
+@given(st.text(), st.integers(min_value=0, max_value=200))
+def test_the_fitted_prefix_is_the_longest_that_fits_its_budget(text: str, budget: int) -> None:
+    fitted, cut = fit_sent_bytes(text, budget)
+    assert text.startswith(fitted)
+    assert sent_bytes(fitted) <= budget
+    assert cut is (fitted != text)
+    if cut:
+        assert sent_bytes(text[: len(fitted) + 1]) > budget

@@ -24,7 +24,7 @@ def test_defaults_match_the_spec() -> None:
     assert settings.sql_dsn is None
     assert settings.safe_data_dir is None
     assert settings.metrics_enabled is True
-    assert settings.sql_statement_timeout_ms == 10_000
+    assert settings.sql_statement_timeout_ms == 5_000
     assert settings.sql_max_rows == 200
     assert settings.sql_max_result_bytes == 200_000
     assert settings.fs_max_bytes == 1_048_576

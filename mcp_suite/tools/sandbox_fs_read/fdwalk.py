@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
+from mcp_suite.protocol.sanitize import allowed_in_arguments
 from mcp_suite.tools.sandbox_fs_read.policy import (
     MAX_SYMLINK_HOPS,
     Refusal,
     RefusedError,
-    has_lone_surrogate,
 )
 
 __all__ = [
@@ -375,8 +375,11 @@ def _scan(fd: int, room: int, *, allow_hard_links: bool) -> list[tuple[str, Entr
     with os.scandir(fd) as scan:
         for entry in scan:
             name = entry.name
-            if has_lone_surrogate(name):
-                continue  # not UTF-8 (surrogateescape): no caller could name it, nor read it
+            if not allowed_in_arguments(name):
+                # Not UTF-8 (a lone surrogate, from surrogateescape), or a control or bidi character
+                # the sanitizer refuses in every argument: no caller could name it, nor read it, and
+                # a control byte would cost 13 bytes of the reply (docs/tools/sandbox_fs_list.md).
+                continue
             if len(found) >= room:
                 break
             try:

@@ -33,7 +33,8 @@ _PATH_DESCRIPTION: Final = (
     "backslashes and paths leading outside the folder are refused."
 )
 _MAX_BYTES_DESCRIPTION: Final = (
-    "Return at most this many bytes of the file (the text is cut at a whole UTF-8 character)."
+    "Return at most this many bytes of the file's text as sent in JSON (a non-ASCII character "
+    "counts 6, a quote or newline 2), cut at a whole character."
 )
 
 
@@ -55,8 +56,8 @@ class SandboxFsReadResult(StrictModel):
 
     path: str = Field(description="The relative path as the caller gave it.")
     size: int = Field(ge=0, description="Size of the file on disk, in bytes.")
-    content: str = Field(description="The file's text (UTF-8), at most max_bytes bytes of it.")
-    truncated: bool = Field(description="True when the file holds more than max_bytes bytes.")
+    content: str = Field(description="The file's text, at most max_bytes bytes of it as sent in JSON.")
+    truncated: bool = Field(description="True when the file holds more than content.")
 
 
 def args_model_for(settings: Settings) -> type[SandboxFsReadArgs]:

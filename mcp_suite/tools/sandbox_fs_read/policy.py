@@ -2,7 +2,8 @@
 
 Owns: splitting the caller's path into components (and refusing absolute paths, NUL bytes,
 backslashes, lone surrogates and a trailing `/`), the refusal reasons the walk reports and the problem
-each becomes, and the UTF-8 cut/decode of what was read. Must not import trio, os-level I/O, psycopg
+each becomes, the UTF-8 cut/decode of what was read, and the cut that keeps a reply's text within
+`max_bytes` as sent (JSON-escaped). Must not import trio, os-level I/O, psycopg
 or psutil (an import-linter contract checks this); `fdwalk.py` alone touches the filesystem.
 """
 
@@ -20,6 +21,7 @@ from mcp_suite.problems import (
     UnsupportedContentError,
     echo,
 )
+from mcp_suite.protocol.jsonrpc import compact_json
 
 __all__ = [
     "MAX_SYMLINK_HOPS",
@@ -29,7 +31,9 @@ __all__ = [
     "cut_to_whole_character",
     "decode_text",
     "display_path",
+    "fit_sent_bytes",
     "has_lone_surrogate",
+    "sent_bytes",
     "split_caller_path",
     "split_directory_path",
 ]
@@ -222,3 +226,66 @@ def decode_text(data: bytes, *, truncated: bool) -> str:
         return data.decode("utf-8", errors="strict")
     except UnicodeDecodeError:
         raise RefusedError(Refusal.NOT_UTF8) from None
+
+
+# What one character of the content costs as sent: the reply carries it in ASCII-only JSON, where
+# an ASCII character is one byte, or two (a newline, a quote), or six (another control character,
+# DEL); any other character of the Basic Multilingual Plane is six and one beyond it twelve (an
+# escaped surrogate pair).
+_ASCII_SENT: Final = tuple(len(compact_json(chr(code))) - 2 for code in range(128))
+# Characters measured at once (by the byte count or the C encoder); the chunk that does not fit is
+# then walked one character at a time.
+_FIT_CHUNK: Final = 8_192
+
+
+# ASCII bytes JSON writes as themselves, and those it writes as two bytes (\", \\, \n, \t, \r).
+_ONE_BYTE: Final = bytes(code for code in range(0x20, 0x7F) if code not in b'"\\')
+_TWO_BYTES: Final = b'"\\\n\t\r'
+
+
+def sent_bytes(text: str) -> int:
+    """The bytes `text` takes inside a JSON string on the wire (ASCII-only, compact)."""
+    if text.isascii():
+        # Most files: two byte-deletions count the escapes without writing them, several times
+        # cheaper than the encoder on every read; any other control character takes its path.
+        data = text.encode("ascii")
+        doubled = data.translate(None, _ONE_BYTE)
+        if not doubled.translate(None, _TWO_BYTES):
+            return len(data) + len(doubled)
+    return len(compact_json(text)) - 2
+
+
+def _char_sent_bytes(char: str) -> int:
+    code = ord(char)
+    if code < 128:
+        return _ASCII_SENT[code]
+    return 6 if code < 0x10000 else 12
+
+
+def fit_sent_bytes(text: str, budget: int) -> tuple[str, bool]:
+    """The longest prefix of `text` that takes at most `budget` bytes as sent, and whether it is
+    shorter than `text` (docs/tools/sandbox_fs_read.md, "Reply size").
+
+    `max_bytes` counts what the reply carries, not what the disk holds: a quote, a backslash or a
+    control character, escaped, counts two or six bytes, a non-ASCII character six or twelve, so no
+    content makes a reply more than a fixed multiple of `max_bytes`.
+    Limits: the text is measured a chunk at a time (never escaped whole: 16 MiB of control bytes
+    would be 96 MB), then at most `_FIT_CHUNK` characters one by one.
+    """
+    used = 0
+    start = 0
+    while start < len(text):
+        chunk = text[start : start + _FIT_CHUNK]
+        size = sent_bytes(chunk)
+        if used + size > budget:
+            break
+        used += size
+        start += len(chunk)
+    else:
+        return text, False
+    index = 0
+    while True:  # the chunk does not fit, so one of its characters is the first that does not
+        used += _char_sent_bytes(chunk[index])
+        if used > budget:
+            return text[: start + index], True
+        index += 1

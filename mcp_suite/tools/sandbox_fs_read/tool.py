@@ -22,6 +22,7 @@ from mcp_suite.tools.sandbox_fs_read.policy import (
     RefusedError,
     decode_text,
     display_path,
+    fit_sent_bytes,
     split_caller_path,
 )
 
@@ -59,8 +60,11 @@ def read_sync(
         content = decode_text(found.data, truncated=found.truncated)
     except RefusedError as exc:
         raise exc.refusal.problem(display_path(args.relative_path)) from None
+    # max_bytes counts the text as the reply carries it (escaped), which bounds the reply frame
+    # by a fixed multiple of it whatever the file holds (docs/tools/sandbox_fs_read.md, "Reply size").
+    content, cut = fit_sent_bytes(content, args.max_bytes)
     return _RESULT_MODEL.get()(
-        path=args.relative_path, size=found.size, content=content, truncated=found.truncated
+        path=args.relative_path, size=found.size, content=content, truncated=found.truncated or cut
     )
 
 

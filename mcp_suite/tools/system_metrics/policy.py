@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Final
 
 from pydantic import Field
 
@@ -103,10 +103,15 @@ def clamp_percent(value: float | None) -> float:
     return round(min(100.0, max(0.0, float(value))), 2)
 
 
+# Every counter the kernel keeps fits 64 bits; a reading above it is clamped, so no reading can
+# lengthen the reply beyond its stated constant (docs/tools/system_metrics.md, "Reply size").
+COUNT_MAX: Final = 2**64 - 1
+
+
 def clamp_count(value: int | float | None) -> int:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return 0
-    return max(0, int(value))
+    return min(COUNT_MAX, max(0, int(value)))
 
 
 def clamp_float(value: float | None) -> float:

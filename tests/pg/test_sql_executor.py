@@ -158,6 +158,20 @@ def test_many_medium_rows_add_up_to_result_too_large(reader_executor: Executor) 
     assert len(reader_executor.run(sql, max_rows=50, ticket=CallTicket()).rows) == 50
 
 
+def test_rows_well_under_a_large_cap_are_answered_whole(demo_cluster: Cluster) -> None:
+    # 200 rows of 4,400 bytes: 0.9 MB of JSON under a 1 MB cap. libpq takes a large result off the
+    # socket in several reads, and bytes it left waiting must not be counted again on the next one
+    # (they were, and such results were refused as too large).
+    executor = open_executor(demo_cluster.reader_dsn, sql_max_result_bytes=1_000_000)
+    try:
+        for _ in range(5):
+            sql = "SELECT repeat('z', 4400) FROM generate_series(1, 200)"
+            result = executor.run(sql, max_rows=200, ticket=CallTicket())
+            assert len(result.rows) == 200
+    finally:
+        executor.close()
+
+
 HUGE = "SELECT repeat('x', 1000000) FROM generate_series(1, 200)"  # 200 MB of rows
 
 # The child reports its own peak from VmHWM: ru_maxrss would also count the parent's image that

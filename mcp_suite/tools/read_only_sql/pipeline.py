@@ -80,11 +80,12 @@ def run_pipeline(
 ) -> list[PGresult]:
     """Send `commands` in one pipeline with one Sync; return one result per command.
 
-    Limits: the whole exchange takes at most `timeout_s`; once the bytes seen waiting on the
-    socket pass `_WIRE_FACTOR` times `max_bytes` (plus slack), the connection is closed (the query
-    dies with it) and the call gets `result-too-large`, so a result never holds more than that in
-    memory while it arrives. The socket count is a lower bound (libpq may read more than was
-    waiting), so one value of hundreds of MB, which libpq reads whole, is stopped late.
+    Limits: the whole exchange takes at most `timeout_s`; once the bytes libpq took off the socket
+    pass `_WIRE_FACTOR` times `max_bytes` (plus slack), the connection is closed (the query dies
+    with it) and the call gets `result-too-large`, so a result never holds more than that in
+    memory while it arrives (plus what one read of libpq takes). The count is a lower bound (bytes
+    that arrive during a read and are taken by it are not seen), so one value of hundreds of MB,
+    which libpq reads whole, is stopped late.
     """
     pg = conn.pgconn
     deadline = time.monotonic() + timeout_s
@@ -102,8 +103,13 @@ def run_pipeline(
             while True:
                 while pg.is_busy():
                     _wait_socket(conn, deadline, write=False)
-                    received = _within(received + _pending_bytes(pg.socket), wire_limit, max_bytes)
+                    # What libpq took off the socket this time: what was waiting before its read
+                    # less what still waits after it. libpq may take only part of what waits, and
+                    # the rest must not be counted again on the next pass.
+                    waiting = _pending_bytes(pg.socket)
                     _consume(conn, results)
+                    taken = waiting - _pending_bytes(pg.socket)
+                    received = _within(received + max(taken, 0), wire_limit, max_bytes)
                 result = pg.get_result()
                 if result is None:  # the end of one command's results
                     continue

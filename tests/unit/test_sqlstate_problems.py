@@ -26,6 +26,7 @@ from mcp_suite.tools.read_only_sql.sqlstate import classify
         ("57014", ExecutionTimeoutError),
         ("55P03", ExecutionTimeoutError),
         ("53400", ResourceLimitError),
+        ("53200", ResourceLimitError),
         ("40001", ConflictError),
         ("40P01", ConflictError),
         ("25006", QueryViolationError),
@@ -109,7 +110,7 @@ CLASSES = {
     "42501": "access-denied",
     "44000": "server",
     "53000": "server",
-    "53200": "server",  # out of memory: the server's, not the connection's
+    "53200": "resource-limit",  # out of memory: the query asked for more than the host gave
     "53400": "resource-limit",
     "54000": "validation-error",
     "55000": "validation-error",  # SELECT lastval() before any nextval()

@@ -67,7 +67,8 @@ def _family(state: str) -> type[psycopg.Error] | None:
 def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemError | None:
     """The caller-facing problem for a database error, or None for a server/connection failure.
 
-    query_canceled → execution-timeout; read-only transaction → query-violation; insufficient
+    query_canceled → execution-timeout; out of memory, temp_file_limit → resource-limit;
+    read-only transaction → query-violation; insufficient
     privilege → access-denied; classes 21, 22, 42, 0A, 54, 55 → validation-error; serialization
     failure, deadlock → conflict (retryable), even when the server then ended the session (a
     recovery conflict); the rest of class 57 (administrator command, crash, shutdown) →
@@ -96,6 +97,13 @@ def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemErro
             "The query needed more temporary disk space than the database allows this role"
             " (temp_file_limit): it sorts, hashes or materialises too much. Aggregate or filter"
             " first (WHERE, GROUP BY, a LIMIT inside a subquery) so less data is sorted.",
+            metadata=meta,
+        )
+    if isinstance(exc, errors.OutOfMemory):  # the database host refused this query's memory
+        return ResourceLimitError(
+            "The database ran out of memory for this query (a large aggregate such as string_agg"
+            " or array_agg, a big sort or hash). Ask for less at once: filter first, aggregate"
+            " fewer rows, or return rows instead of one large value.",
             metadata=meta,
         )
     if isinstance(exc, errors.SerializationFailure | errors.DeadlockDetected):
@@ -147,7 +155,7 @@ def classify(exc: psycopg.Error, *, broken: bool, timeout_ms: int) -> ProblemErr
     a failure of the connection itself is unavailability: a connection exception (class 08), or
     an error without a SQLSTATE (libpq's own: the socket closed, no answer in time), or any
     unmapped error that left the connection broken. An unmapped SQLSTATE on a live connection
-    (out of memory, disk full, internal_error, a routine's exception) is the server's fault.
+    (disk full, internal_error, a routine's exception) is the server's fault.
     """
     problem = problem_from_sqlstate(exc, timeout_ms=timeout_ms)
     if problem is not None:

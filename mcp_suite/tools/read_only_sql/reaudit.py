@@ -48,17 +48,19 @@ class AuditGate:
         """Take a re-audit's findings; log one line when the verdict changes (and only then)."""
         refused = tuple(refusals(findings))
         with self._lock:
-            before, self._refused = self._refused, refused
-        if refused == before:
-            return
-        if not refused:
-            log.warning("read_only_sql: the role passes the audit again; the SQL tools serve again")
-        else:
-            # One record (its lines are the findings and fixes, as at start-up).
-            log.critical(
-                "read_only_sql: the SQL tools stop serving: the role audit refused the role. %s",
-                format_findings(list(findings)),
-            )
+            if refused == self._refused:
+                return
+            # Logged before the verdict takes effect: no call is served (or refused) under a new
+            # verdict before the log has said so.
+            if not refused:
+                log.warning("read_only_sql: the role passes the audit again; the SQL tools serve again")
+            else:
+                # One record (its lines are the findings and fixes, as at start-up).
+                log.critical(
+                    "read_only_sql: the SQL tools stop serving: the role audit refused the role. %s",
+                    format_findings(list(findings)),
+                )
+            self._refused = refused
 
     def check(self) -> None:
         """Raise `RoleRefusedError` naming the findings while the latest audit refused the role."""

@@ -65,7 +65,7 @@ class SqlSchemaArgs(StrictModel):
         Field(
             min_length=1,
             max_length=MAX_CURSOR_CHARS,
-            description="The next_cursor of the previous page, with the same filters, for the next page.",
+            description="The previous page's next_cursor (same filters).",
         ),
     ] = None
 
@@ -111,8 +111,8 @@ class SqlObject(StrictModel):
         bool | None,
         Field(
             exclude_if=_absent,
-            description="True when this object's columns, keys and indexes alone exceed the reply's"
-            " byte limit: they are left out (read information_schema.columns with read_only_sql).",
+            description="Its columns, keys and indexes alone exceed the byte limit, so they are left"
+            " out (read information_schema.columns with read_only_sql).",
         ),
     ] = None
 
@@ -122,7 +122,7 @@ class SqlSchemaResult(StrictModel):
 
     database: str
     objects: list[SqlObject]
-    truncated: bool = Field(description="True when more objects follow: pass next_cursor to see them.")
+    truncated: bool = Field(description="More objects follow (see next_cursor).")
     next_cursor: str | None = Field(
-        description="Pass it as `cursor` (with the same filters) for the next page; null on the last."
+        description="Pass as `cursor`, same filters, for the next page; null on the last."
     )

@@ -26,7 +26,7 @@ DESCRIPTION: Final = (
     "List the tables and views read_only_sql may query, in every schema the role can use, with "
     "comments, estimated rows and readable columns (detail='full' adds keys, foreign keys and "
     "indexes). Call it before writing SQL. Filter by `schema`, `name_like` (ILIKE pattern) or "
-    "`object` ('schema.name'). Long lists come in pages: pass `next_cursor` back as `cursor`."
+    "`object` ('schema.name'). Pages: pass `next_cursor` as `cursor`."
 )
 
 

@@ -152,11 +152,16 @@ async def test_the_schema_resource_at_the_configured_maximum_stays_within_twice_
 
 # explain_sql: a plan whose filter holds one long literal, folded by the planner from pieces (the
 # policy refuses one repeat() longer than 1,000,000): (SQL character, the bytes one character takes
-# in the plan's JSON as sent).
+# in the plan's JSON as sent, analyze or not).
 EXPLAIN_CASES: Final = {
-    "quotes": ("'\"'", 2),  # \" in structuredContent, \\\" in the text block: the worst there is
-    "four-byte-characters": ("chr(128512)", 12),
+    "quotes": ("'\"'", 2, False),  # \" in structuredContent, \\\" in the text block: the worst there is
+    "four-byte-characters": ("chr(128512)", 12, False),
+    # With analyze the answer adds four figures, and the cap counts EXPLAIN's own (its timings).
+    "quotes-analyze": ("'\"'", 2, True),
 }
+# What the cap counts of an analyze beyond its answer is EXPLAIN's own "Planning" buffers and
+# timings (about 600 bytes): an analyze's answer is made this much shorter than the cap.
+ANALYZE_ROOM: Final = 1_000
 
 
 def _explain_sql(char: str, length: int) -> str:
@@ -179,35 +184,44 @@ def _counted(plan: dict[str, Any]) -> int:
 async def test_a_plan_at_the_configured_maximum_stays_within_three_times_the_cap(
     demo_cluster: Cluster, case: str
 ) -> None:
-    char, sent = EXPLAIN_CASES[case]
+    char, sent, analyze = EXPLAIN_CASES[case]
     bound = TOOL_MULTIPLE * MAX_RESULT_BYTES + CONSTANT
     settings = sql_settings(demo_cluster.reader_dsn, sql_max_result_bytes=MAX_RESULT_BYTES)
+
+    async def explain(h: Harness, length: int) -> tuple[bytes, dict[str, Any]]:
+        arguments = {"sql": _explain_sql(char, length), "analyze": analyze}
+        return await _frame(h, "tools/call", {"name": "explain_sql", "arguments": arguments})
+
     with trio.fail_after(60):
         async with open_session(settings=settings, builtins=True, test_tools=False) as h:
             await h.initialize()
-            # A small plan of the same shape tells what the cap counts besides the literal.
+            # A small plain plan of the same shape tells what the cap counts besides the literal.
             probe = 1_000
             _, small = await _frame(
                 h, "tools/call", {"name": "explain_sql", "arguments": {"sql": _explain_sql(char, probe)}}
             )
             assert small["isError"] is False, small["content"][0]["text"]
             fixed = _counted(small["structuredContent"]["plan"]) - sent * probe
-            length = (MAX_RESULT_BYTES - fixed) // sent
-            arguments = {"sql": _explain_sql(char, length)}
-            frame, result = await _frame(h, "tools/call", {"name": "explain_sql", "arguments": arguments})
-            over, refused = await _frame(
-                h, "tools/call", {"name": "explain_sql", "arguments": {"sql": _explain_sql(char, length + 1)}}
-            )
+            longest = (MAX_RESULT_BYTES - fixed) // sent  # the longest plain plan within the cap
+            length = longest
+            if analyze:  # an analyze's answer, ANALYZE_ROOM short of the cap
+                _, small = await explain(h, probe)
+                fixed = len(compact_json(small["structuredContent"])) - sent * probe
+                length = (MAX_RESULT_BYTES - ANALYZE_ROOM - fixed) // sent
+            frame, result = await explain(h, length)
+            # One character more than the longest plain plan is over the cap, analyze or not.
+            over, refused = await explain(h, longest + 1)
     _report(
         f"explain_sql {case}",
         frame,
         bound,
-        f"a literal of {length} characters; one character more: {len(over)} bytes",
+        f"a literal of {length} characters; of {longest + 1}, refused in {len(over)} bytes",
     )
     assert result["isError"] is False, result["content"][0]["text"]
-    assert len(compact_json(result["structuredContent"])) > MAX_RESULT_BYTES - 1_000  # at the cap
+    assert ("actual_rows" in result["structuredContent"]) is analyze
+    assert len(compact_json(result["structuredContent"])) > MAX_RESULT_BYTES - 2_000  # at the cap
     assert len(frame) <= bound
-    # One character more is over the cap: refused, and the refusal is small.
+    # Over the cap: refused, and the refusal is small.
     assert refused["isError"] is True
     assert json.loads(refused["content"][0]["text"])["type"].endswith("result-too-large")
     assert len(over) <= CONSTANT

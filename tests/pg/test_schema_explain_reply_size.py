@@ -20,6 +20,7 @@ from psycopg import sql
 
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.protocol.jsonrpc import compact_json
+from mcp_suite.tools.sql_schema.policy import Lookup, encode_cursor
 from tests.support.harness import Harness, open_session
 from tests.support.pg import sql_settings
 from tests.support.session_core import META
@@ -37,14 +38,44 @@ CONSTANT: Final = 1_000
 # A schema that sorts before every other (0x22 in C order), so the resource's first page is its.
 SCHEMA: Final = '"bounds\\'
 # Each object: a 63-byte name, a table comment and a column comment of the most characters a comment
-# may keep, all quotes and backslashes: about 400 kB of JSON, so 41 fill a page and the 42nd is paged.
-OBJECTS: Final = 42
+# may keep, all quotes and backslashes (2 bytes each as sent): about 400 kB of JSON, so 41 fit in a
+# page. The 42nd (the filler) has a column comment as long as the rest of the page takes, so the page
+# is full to within a few dozen bytes; the 43rd is on the next page.
+OBJECTS: Final = 43
+FILLER: Final = 41
 WORST: Final = '"\\' * (COMMENT_CHARS // 2)
 COLUMN: Final = '"\\' * 31 + "c"
+DATABASE: Final = "mcp_demo"
+# A page keeps this much for its envelope ({"database":…,"objects":[],"truncated":…,"next_cursor":…},
+# the cursor aside), and the filler leaves this much more unused.
+ENVELOPE: Final = 256
+SLACK: Final = 64
 
 
 def _table(n: int) -> str:
     return '"\\' * 30 + f"{n:03d}"
+
+
+def _object(name: str, column_comment: str) -> dict[str, Any]:
+    """An object as a page at detail "columns" lists it."""
+    column = {"name": COLUMN, "type": "integer", "nullable": True, "default": None, "comment": column_comment}
+    return {
+        "schema": SCHEMA,
+        "name": name,
+        "kind": "table",
+        "comment": WORST,
+        "estimated_rows": None,
+        "columns": [column],
+    }
+
+
+def _filler_comment(names: list[str]) -> str:
+    """The filler's column comment: what is left of a page after the objects before it."""
+    left = MAX_RESULT_BYTES - ENVELOPE - len(compact_json(DATABASE))
+    left -= sum(len(compact_json(_object(name, WORST))) + 1 for name in names[:FILLER])
+    cursor = len(compact_json(encode_cursor(Lookup(SCHEMA, None, None, None), SCHEMA, names[FILLER])))
+    left -= len(compact_json(_object(names[FILLER], ""))) + 1 + cursor + SLACK
+    return WORST[: left // 2]
 
 
 @pytest.fixture(scope="module")
@@ -53,12 +84,13 @@ def worst_objects(demo_cluster: Cluster) -> Iterator[list[str]]:
     schema = sql.Identifier(SCHEMA)
     with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE SCHEMA {} AUTHORIZATION docs_owner").format(schema))
-        for name in names:
+        for n, name in enumerate(names):
             table = sql.Identifier(SCHEMA, name)
             conn.execute(sql.SQL("CREATE TABLE {} ({} integer)").format(table, sql.Identifier(COLUMN)))
             conn.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(table, sql.Literal(WORST)))
+            comment = _filler_comment(names) if n == FILLER else WORST
             column = sql.Identifier(SCHEMA, name, COLUMN)
-            conn.execute(sql.SQL("COMMENT ON COLUMN {} IS {}").format(column, sql.Literal(WORST)))
+            conn.execute(sql.SQL("COMMENT ON COLUMN {} IS {}").format(column, sql.Literal(comment)))
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO mcp_reader").format(schema))
         conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO mcp_reader").format(schema))
     try:
@@ -117,7 +149,8 @@ async def test_a_schema_page_at_the_configured_maximum_stays_within_three_times_
     )
     assert result["isError"] is False
     assert all(o["comment"] == WORST for o in page["objects"])  # not cut: the worst content, whole
-    assert len(compact_json(page)) > MAX_RESULT_BYTES - 500_000  # the page is full
+    assert [o["name"] for o in page["objects"]] == worst_objects[: FILLER + 1]
+    assert len(compact_json(page)) > MAX_RESULT_BYTES - 1_000  # the page is full
     assert len(frame) <= bound
     # What did not fit is on the next page, whose frame is as small as what it holds.
     assert page["truncated"] is True
@@ -142,12 +175,14 @@ async def test_the_schema_resource_at_the_configured_maximum_stays_within_twice_
         bound,
         f"{len(page['objects'])} objects, {len(text)} bytes of JSON",
     )
-    assert [o["schema"] for o in page["objects"]] == [SCHEMA] * len(page["objects"])
-    assert len(text) > MAX_RESULT_BYTES - 500_000  # the page is full
+    assert [(o["schema"], o["name"]) for o in page["objects"]] == [
+        (SCHEMA, n) for n in worst_objects[: FILLER + 1]
+    ]
+    assert len(text) > MAX_RESULT_BYTES - 1_000  # the page is full
     assert len(frame) <= bound
     # The rest is paged: the resource's cursor continues the listing through sql_schema.
     assert page["truncated"] is True
-    assert len(page["objects"]) < OBJECTS
+    assert page["next_cursor"] is not None
 
 
 # explain_sql: a plan whose filter holds one long literal, folded by the planner from pieces (the

@@ -148,10 +148,10 @@ async def test_a_schema_page_at_the_configured_maximum_stays_within_three_times_
         f"the next page: {len(rest)} bytes",
     )
     assert result["isError"] is False
+    assert len(frame) <= bound
     assert all(o["comment"] == WORST for o in page["objects"])  # not cut: the worst content, whole
     assert [o["name"] for o in page["objects"]] == worst_objects[: FILLER + 1]
     assert len(compact_json(page)) > MAX_RESULT_BYTES - 1_000  # the page is full
-    assert len(frame) <= bound
     # What did not fit is on the next page, whose frame is as small as what it holds.
     assert page["truncated"] is True
     assert [o["name"] for o in page["objects"] + last["objects"]] == worst_objects
@@ -175,11 +175,11 @@ async def test_the_schema_resource_at_the_configured_maximum_stays_within_twice_
         bound,
         f"{len(page['objects'])} objects, {len(text)} bytes of JSON",
     )
+    assert len(frame) <= bound
     assert [(o["schema"], o["name"]) for o in page["objects"]] == [
         (SCHEMA, n) for n in worst_objects[: FILLER + 1]
     ]
     assert len(text) > MAX_RESULT_BYTES - 1_000  # the page is full
-    assert len(frame) <= bound
     # The rest is paged: the resource's cursor continues the listing through sql_schema.
     assert page["truncated"] is True
     assert page["next_cursor"] is not None

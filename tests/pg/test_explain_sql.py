@@ -176,3 +176,43 @@ async def test_arguments_are_read_only_sql_s_plus_analyze(demo_cluster: Cluster)
     assert explain["inputSchema"]["properties"]["max_rows"]["maximum"] == 120
     assert explain["annotations"]["readOnlyHint"] is True
     assert problem(wrong)["invalid_params"] == ["analyze"]
+
+
+def nested(depth: int, table: str, column: str = "slug") -> str:
+    """A query of `depth` subqueries, one inside the other: its plan is nested about as deep."""
+    sql = f"SELECT {column} AS v FROM {table}"
+    for level in range(depth):
+        sql = f"SELECT v FROM ({sql} LIMIT {1000 - level}) AS s{level}"
+    return sql
+
+
+async def test_a_plan_nested_deeper_than_an_answer_may_be_is_a_typed_refusal(demo_cluster: Cluster) -> None:
+    with trio.fail_after(30):
+        async with open_session(settings=sql_settings(demo_cluster.reader_dsn), builtins=True) as h:
+            await h.initialize()
+            shallow = await result(h, "explain_sql", {"sql": nested(10, "docs.pages")})
+            deep = await result(h, "explain_sql", {"sql": nested(40, "docs.pages")})
+            deep_analyzed = await result(h, "explain_sql", {"sql": nested(40, "docs.pages"), "analyze": True})
+            # The session goes on.
+            after = await result(h, "explain_sql", {"sql": "SELECT 1"})
+    assert shallow["isError"] is False, shallow
+    for answer in (deep, deep_analyzed):
+        document = problem(answer)
+        assert document["type"] == "urn:mcp-suite:problem:validation-error"
+        assert document["metadata"]["max_depth"] == 64
+        assert "nested more than 64 levels" in document["detail"]
+    assert after["isError"] is False, after
+
+
+async def test_a_deep_plan_over_rows_the_role_cannot_read_is_refused_for_those_rows_first(
+    demo_cluster: Cluster,
+) -> None:
+    # The depth refusal comes after the hidden-rows check: a plan's depth follows the plan chosen,
+    # which statistics over hidden rows decide. information_schema reads the system catalogue,
+    # whose rows describe objects the role may not see.
+    with trio.fail_after(30):
+        async with open_session(settings=sql_settings(demo_cluster.reader_dsn), builtins=True) as h:
+            await h.initialize()
+            answer = await result(h, "explain_sql", {"sql": nested(40, "information_schema.tables", "table_name")})
+    document = problem(answer)
+    assert document["metadata"]["rule"] == "explain-hidden-rows", document

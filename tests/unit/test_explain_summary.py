@@ -6,7 +6,15 @@ from typing import Any
 
 import pytest
 
-from mcp_suite.tools.explain_sql.policy import OPAQUE_SCAN, hidden_rows_refusal, relation_names, summarise
+from mcp_suite.settings import MAX_JSON_DEPTH
+from mcp_suite.tools.explain_sql.policy import (
+    OPAQUE_SCAN,
+    hidden_rows_refusal,
+    plan_document,
+    relation_names,
+    summarise,
+    too_deep_refusal,
+)
 
 PLAN = {"Node Type": "Limit", "Total Cost": 1.5, "Plan Rows": 4, "Actual Rows": 4.0, "Actual Total Time": 0.1}
 
@@ -92,7 +100,7 @@ def test_a_relation_named_by_anything_but_text_is_not_taken_for_a_plan(name: Any
         relation_names([{"Plan": {"Node Type": "Seq Scan", "Relation Name": name}}])
 
 
-@pytest.mark.parametrize("output", [None, [], {"Plan": PLAN}, [{"Plan": []}]])
+@pytest.mark.parametrize("output", ["[]", [], {"Plan": PLAN}, [{"Plan": []}]])
 def test_another_shape_is_not_read_for_relations(output: Any) -> None:
     with pytest.raises(TypeError):
         relation_names(output)
@@ -106,3 +114,27 @@ def test_the_hidden_rows_refusal_says_why_and_names_no_table(analyze: bool) -> N
     assert problem.invalid_params == ("sql",)
     assert "read_only_sql" in problem.detail
     assert ("ANALYZE" in problem.detail) is analyze
+
+
+def test_a_plan_the_executor_handed_back_as_text_is_parsed_and_marked_too_deep() -> None:
+    # convert.py hands a json value nested deeper than the wire's guard back as its text.
+    document = [{"Plan": {"Node Type": "Seq Scan", "Relation Name": "pages"}}]
+    assert plan_document(document) == (document, False)
+    parsed, too_deep = plan_document('[{"Plan": {"Node Type": "Seq Scan", "Relation Name": "pages"}}]')
+    assert too_deep is True
+    assert relation_names(parsed) == frozenset({"pages"})
+
+
+def test_a_plan_too_deep_even_to_parse_names_an_opaque_scan() -> None:
+    nested = "[" * 200_000 + "]" * 200_000
+    parsed, too_deep = plan_document(nested)
+    assert (parsed, too_deep) == (None, True)
+    assert relation_names(parsed) == frozenset({OPAQUE_SCAN})
+
+
+def test_the_too_deep_refusal_names_the_depth_and_the_next_step() -> None:
+    refusal = too_deep_refusal()
+    assert refusal.slug == "validation-error"
+    assert refusal.metadata == {"max_depth": MAX_JSON_DEPTH}
+    assert f"more than {MAX_JSON_DEPTH} levels" in refusal.detail
+    assert "simpler query" in refusal.detail

@@ -7,11 +7,20 @@ names the relations a plan reads (for the hidden-rows check, `visibility.py`) an
 
 from __future__ import annotations
 
+import json
 from typing import Any, Final
 
-from mcp_suite.problems import QueryViolationError
+from mcp_suite.problems import InvalidArgumentsError, QueryViolationError
+from mcp_suite.settings import MAX_JSON_DEPTH
 
-__all__ = ["OPAQUE_SCAN", "hidden_rows_refusal", "relation_names", "summarise"]
+__all__ = [
+    "OPAQUE_SCAN",
+    "hidden_rows_refusal",
+    "plan_document",
+    "relation_names",
+    "summarise",
+    "too_deep_refusal",
+]
 
 # What `relation_names` gives for a scan that reads relations without naming each: no relation has
 # an empty name, so the catalogue check (`visibility.py`) finds it hidden (it fails closed).
@@ -41,6 +50,33 @@ def summarise(output: Any, *, analyze: bool) -> dict[str, Any]:
     return answer
 
 
+def plan_document(output: Any) -> tuple[Any, bool]:
+    """EXPLAIN's JSON as a value, and whether it is nested too deep to be an answer.
+
+    The executor hands back a json value nested deeper than the wire's depth guard as its text
+    (read_only_sql's convert.py). The hidden-rows check must still read every relation in it, so
+    the text is parsed here; the plan itself cannot be answered (`too_deep_refusal`, after the
+    check). A text too deep for the parser gives None: no relation can be named in it, so the
+    check takes it as an opaque scan (it fails closed).
+    """
+    if not isinstance(output, str):
+        return output, False
+    try:
+        return json.loads(output), True
+    except RecursionError:
+        return None, True
+
+
+def too_deep_refusal() -> InvalidArgumentsError:
+    """The refusal of a plan nested deeper than an answer may be (docs/tools/explain_sql.md)."""
+    return InvalidArgumentsError(
+        f"The plan is nested more than {MAX_JSON_DEPTH} levels deep, more than an answer may carry. "
+        "Ask for the plan of a simpler query (fewer nested subqueries), or of one part at a time.",
+        invalid_params=("sql",),
+        metadata={"max_depth": MAX_JSON_DEPTH},
+    )
+
+
 def relation_names(output: Any) -> frozenset[str]:
     """Every table and index name anywhere in EXPLAIN's output: each node's `Relation Name` and
     `Index Name`, in every child, init plan, subplan and CTE (all are nodes under `Plans`); and
@@ -48,8 +84,11 @@ def relation_names(output: Any) -> frozenset[str]:
 
     Security: the walk visits every dict and list of the whole output, not only the keys known
     today, so a node kind PostgreSQL adds later cannot hide a relation from the check. A name that
-    is not a string is an unexpected shape (`TypeError`, an internal error), never skipped.
+    is not a string is an unexpected shape (`TypeError`, an internal error), never skipped. None
+    (a plan too deep to parse, `plan_document`) names nothing that could be judged: `OPAQUE_SCAN`.
     """
+    if output is None:
+        return frozenset({OPAQUE_SCAN})
     _top(output)
     names: set[str] = set()
     stack: list[Any] = [output]

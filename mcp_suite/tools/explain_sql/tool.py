@@ -11,14 +11,30 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
-from mcp_suite.tools.explain_sql.policy import hidden_rows_refusal, relation_names, summarise
+from mcp_suite.tools.explain_sql.policy import (
+    hidden_rows_refusal,
+    plan_document,
+    relation_names,
+    summarise,
+    too_deep_refusal,
+)
 
 if TYPE_CHECKING:
     from mcp_suite.tools.explain_sql.models import ExplainSqlArgs, ExplainSqlResult
     from mcp_suite.tools.read_only_sql.executor import Executor, QueryResult
     from mcp_suite.tools.read_only_sql.ticket import CallTicket
 
-__all__ = ["DESCRIPTION", "TITLE", "TOOL_NAME", "check_hidden_rows", "models", "output_of", "result_of"]
+__all__ = [
+    "DESCRIPTION",
+    "TITLE",
+    "TOOL_NAME",
+    "check_hidden_rows",
+    "models",
+    "output_of",
+    "plan_document",
+    "result_of",
+    "too_deep_refusal",
+]
 
 log = logging.getLogger(__name__)
 

@@ -372,9 +372,13 @@ def _vet_and_explain(
     leave this function.
     """
     result = _vet_and_run(database, policy, sql, max_rows, ticket, explain="analyze" if analyze else "plan")
-    output = explain_tool.output_of(result)
+    output, too_deep = explain_tool.plan_document(explain_tool.output_of(result))
     if guard_hidden_rows:
         explain_tool.check_hidden_rows(database.get(), output, ticket, analyze=analyze)
+    # Only after the hidden-rows check: a plan's depth follows the plan chosen, and that choice
+    # comes from statistics, so refusing a deep plan first would tell about hidden rows.
+    if too_deep:
+        raise explain_tool.too_deep_refusal()
     return output
 
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
+import stat
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -19,6 +23,7 @@ from tests.support.pg import (
     WRITE_FUNCTION,
     open_executor,
 )
+from tests.support.reach import drop_hazards
 
 
 @pytest.fixture(scope="session")
@@ -105,3 +110,27 @@ def probe(demo_cluster: Cluster) -> Iterator[psycopg.Connection[Any]]:
             yield conn
         finally:
             _drop_probe(conn)
+
+
+# --- witnesses: a file a program run by the database server would create -------------------------
+@pytest.fixture
+def witness_dir() -> Iterator[Path]:
+    """A directory the database server's own account can write to (it runs COPY ... TO PROGRAM)."""
+    path = Path(tempfile.mkdtemp(prefix="mcp-witness-", dir="/tmp"))
+    path.chmod(stat.S_IRWXU | stat.S_IRWXG | stat.S_IRWXO)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def hazards(
+    probe: psycopg.Connection[Any], witness_dir: Path
+) -> Iterator[tuple[psycopg.Connection[Any], Path]]:
+    """The superuser's connection (the probe role exists) and a witness path no program has touched;
+    every hazard of tests.support.reach is dropped afterwards."""
+    try:
+        yield probe, witness_dir / "witness"
+    finally:
+        drop_hazards(probe)

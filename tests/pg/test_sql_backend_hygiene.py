@@ -9,9 +9,6 @@ same backend (a pool of one) must see neither. And a role whose search_path puts
 
 from __future__ import annotations
 
-import shutil
-import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +21,7 @@ from mcp_suite.tools.read_only_sql.executor import Executor
 from mcp_suite.tools.read_only_sql.policy import vet_sql
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
 from tests.support.pg import PROBE_ROLE, open_executor, probe_dsn
+from tests.support.reach import SHADOWING_SEARCH_PATH, drop_shadowing_max, make_shadowing_max
 
 pytestmark = pytest.mark.pg
 
@@ -122,39 +120,16 @@ def test_a_failed_call_resets_the_backend_too(
 
 
 @pytest.fixture
-def witness_dir() -> Iterator[Path]:
-    """A directory the database server's own account can write to (it runs COPY ... TO PROGRAM)."""
-    path = Path(tempfile.mkdtemp(prefix="mcp-search-path-witness-", dir="/tmp"))
-    path.chmod(stat.S_IRWXU | stat.S_IRWXG | stat.S_IRWXO)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
 def shadowing_max(probe: psycopg.Connection[Any], witness_dir: Path) -> Iterator[Path]:
-    """As a careless superuser would: `util.max(integer)`, an aggregate whose transition function
-    (SECURITY DEFINER, EXECUTE revoked from PUBLIC, as the audit asks) touches a file, and the probe
-    role's search_path set to `util, pg_catalog, public`. Yields the witness file."""
+    """As a careless superuser would: `util.max(integer)` over a SECURITY DEFINER step that touches
+    a file, and the probe role's search_path set to `util, pg_catalog, public`. Yields the witness."""
     witness = witness_dir / "shadowed"
-    probe.execute("CREATE SCHEMA util")
-    probe.execute(f"GRANT USAGE ON SCHEMA util TO {PROBE_ROLE}".encode())
-    probe.execute(
-        "CREATE FUNCTION util.max_step(integer, integer) RETURNS integer LANGUAGE plpgsql"
-        " SECURITY DEFINER SET search_path = pg_catalog AS $body$ BEGIN"
-        f" COPY (SELECT 1) TO PROGRAM 'touch {witness}; cat >/dev/null';"
-        " RETURN GREATEST($1, $2); END $body$".encode()
-    )
-    probe.execute("REVOKE EXECUTE ON FUNCTION util.max_step(integer, integer) FROM PUBLIC")
-    probe.execute("CREATE AGGREGATE util.max(integer) (SFUNC = util.max_step, STYPE = integer)")
-    # The demo's default privileges keep new functions from PUBLIC; a careless DBA grants it back.
-    probe.execute("GRANT EXECUTE ON FUNCTION util.max(integer) TO PUBLIC")
-    probe.execute(f"ALTER ROLE {PROBE_ROLE} SET search_path = util, pg_catalog, public".encode())
+    make_shadowing_max(probe, str(witness))
+    probe.execute(SHADOWING_SEARCH_PATH.encode())
     try:
         yield witness
     finally:
-        probe.execute("DROP SCHEMA util CASCADE")
+        drop_shadowing_max(probe)
 
 
 def test_the_shadowing_aggregate_is_real_without_the_pin(demo_cluster: Cluster, shadowing_max: Path) -> None:

@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import stat
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -41,17 +38,6 @@ from tests.support.pg import open_executor, sql_settings
 pytestmark = pytest.mark.pg
 
 DBLINK_WITNESS = "public.mcp_dblink_witness"
-
-
-@pytest.fixture
-def witness_dir() -> Iterator[Path]:
-    """A directory the database server's own account can write to (it runs COPY ... TO PROGRAM)."""
-    path = Path(tempfile.mkdtemp(prefix="mcp-definer-witness-", dir="/tmp"))
-    path.chmod(stat.S_IRWXU | stat.S_IRWXG | stat.S_IRWXO)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @dataclass(frozen=True)

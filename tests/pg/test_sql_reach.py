@@ -9,12 +9,8 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
-import stat
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,22 +21,9 @@ from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.tools.read_only_sql.audit import audit_connection, audit_dsn, check_role
 from tests.support.pg import PROBE_ROLE as ROLE
 from tests.support.pg import probe_dsn, sql_settings
-from tests.support.reach import HAZARDS, REACH_SCHEMA, drop_hazards, make_hazard
+from tests.support.reach import CREATORS, HAZARDS, REACH_SCHEMA, drop_creator, make_hazard
 
 pytestmark = pytest.mark.pg
-
-
-@pytest.fixture
-def hazards(probe: psycopg.Connection[Any]) -> Iterator[tuple[psycopg.Connection[Any], Path]]:
-    """The superuser's connection (the probe role exists) and a witness path no program has touched,
-    in a directory the database server's own account may write to (COPY ... TO PROGRAM runs as it)."""
-    folder = Path(tempfile.mkdtemp(prefix="mcp-reach-witness-", dir="/tmp"))
-    folder.chmod(stat.S_IRWXU | stat.S_IRWXG | stat.S_IRWXO)
-    try:
-        yield probe, folder / "witness"
-    finally:
-        drop_hazards(probe)
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _server(dsn: str, **env: str) -> subprocess.CompletedProcess[bytes]:
@@ -185,43 +168,6 @@ def test_a_search_path_set_after_a_session_started_is_refused_on_that_session_to
     assert audit_dsn(probe_dsn(demo_cluster), connect_timeout_s=5) == []
 
 
-CREATORS: dict[str, tuple[list[str], str]] = {
-    "schema-create": (
-        ["CREATE ROLE mcp_reach_creator NOLOGIN", "GRANT CREATE ON SCHEMA docs TO mcp_reach_creator"],
-        'ALTER DEFAULT PRIVILEGES FOR ROLE "mcp_reach_creator" REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;',
-    ),
-    "schema-owner": (
-        [
-            "CREATE ROLE mcp_reach_creator NOLOGIN",
-            f"CREATE SCHEMA {REACH_SCHEMA} AUTHORIZATION mcp_reach_creator",
-        ],
-        'ALTER DEFAULT PRIVILEGES FOR ROLE "mcp_reach_creator" REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;',
-    ),
-    "superuser": (
-        ["CREATE ROLE mcp_reach_creator NOLOGIN SUPERUSER"],
-        'ALTER DEFAULT PRIVILEGES FOR ROLE "mcp_reach_creator" REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;',
-    ),
-    "grant-to-the-reader": (
-        [
-            "CREATE ROLE mcp_reach_creator NOLOGIN",
-            "ALTER DEFAULT PRIVILEGES FOR ROLE mcp_reach_creator REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC",
-            "GRANT CREATE ON SCHEMA docs TO mcp_reach_creator",
-            "ALTER DEFAULT PRIVILEGES FOR ROLE mcp_reach_creator IN SCHEMA docs"
-            f" GRANT EXECUTE ON FUNCTIONS TO {ROLE}",
-        ],
-        'ALTER DEFAULT PRIVILEGES FOR ROLE "mcp_reach_creator" IN SCHEMA "docs"'
-        f' REVOKE EXECUTE ON FUNCTIONS FROM "{ROLE}";',
-    ),
-}
-
-
-def _drop_creator(admin: psycopg.Connection[Any]) -> None:
-    exists = admin.execute("SELECT 1 FROM pg_roles WHERE rolname = 'mcp_reach_creator'").fetchone()
-    if exists:
-        admin.execute("DROP SCHEMA IF EXISTS mcp_reach CASCADE")
-        admin.execute("DROP OWNED BY mcp_reach_creator")
-
-
 @pytest.mark.parametrize("case", sorted(CREATORS))
 def test_a_role_that_can_create_functions_the_reader_could_run_is_refused_with_the_default_privilege_fix(
     demo_cluster: Cluster, hazards: tuple[psycopg.Connection[Any], Path], case: str
@@ -240,7 +186,7 @@ def test_a_role_that_can_create_functions_the_reader_could_run_is_refused_with_t
         admin.execute(fix.encode())
         assert audit_dsn(probe_dsn(demo_cluster), connect_timeout_s=5) == []
     finally:
-        _drop_creator(admin)
+        drop_creator(admin)
 
 
 def test_a_creator_named_in_the_setting_is_a_logged_risk_and_the_server_serves(
@@ -266,7 +212,7 @@ def test_a_creator_named_in_the_setting_is_a_logged_risk_and_the_server_serves(
         assert proc.returncode == 0
         assert "accepted as a known risk by MCP_SQL_ACCEPT_FUNCTION_CREATORS" in _log(proc)
     finally:
-        _drop_creator(admin)
+        drop_creator(admin)
 
 
 def test_check_role_reports_a_reach_path_and_returns_78(

@@ -9,11 +9,8 @@ another tool still answers, nothing ran, and the log says so once; revoking the 
 
 from __future__ import annotations
 
-import shutil
-import stat
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,24 +24,19 @@ from mcp_suite.tools.read_only_sql.reaudit import AuditGate, audit_once
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
 from tests.support.client import ServerProcess, problem_of
 from tests.support.pg import PROBE_ROLE, probe_dsn, sql_settings
+from tests.support.reaudit import (
+    COUNT,
+    REAUDIT_S,
+    REFUSED_LOG,
+    SERVED_LOG,
+    reauditing_server,
+    refused,
+    served,
+    sql_surfaces,
+    until,
+)
 
 pytestmark = pytest.mark.pg
-
-REAUDIT_S = 0.3
-COUNT = {"sql": "SELECT count(*) AS n FROM docs.pages"}
-REFUSED_LOG = "the SQL tools stop serving"
-SERVED_LOG = "the role passes the audit again"
-
-
-@pytest.fixture
-def witness_dir() -> Iterator[Path]:
-    """A directory the database server's own account can write to (it runs COPY ... TO PROGRAM)."""
-    path = Path(tempfile.mkdtemp(prefix="mcp-reaudit-witness-", dir="/tmp"))
-    path.chmod(stat.S_IRWXU | stat.S_IRWXG | stat.S_IRWXO)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
@@ -58,31 +50,9 @@ def no_definer_left(admin: psycopg.Connection[Any]) -> Iterator[None]:
 
 @pytest.fixture
 def server(demo_cluster: Cluster, probe: psycopg.Connection[Any]) -> Iterator[ServerProcess]:
-    """The real server for the probe role (a plain reader: it passes the audit at start-up), with
-    the metrics tool beside the SQL tools and a short re-audit interval."""
-    env = {
-        "MCP_SQL_DSN": probe_dsn(demo_cluster),
-        "MCP_METRICS_ENABLED": "true",
-        "MCP_SQL_REAUDIT_INTERVAL_S": str(REAUDIT_S),
-    }
-    with ServerProcess(env=env) as process:
-        process.initialize()
-        assert process.call_tool("read_only_sql", COUNT)["structuredContent"]["rows"] == [[30]]
+    """The real server for the probe role (a plain reader: it passes the audit at start-up)."""
+    with reauditing_server(probe_dsn(demo_cluster)) as process:
         yield process
-
-
-def _until(server: ServerProcess, done: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-    """Call read_only_sql's harmless count until `done(result)`, at most a few intervals."""
-    deadline = time.monotonic() + 20 * REAUDIT_S + 5
-    while True:
-        result = server.call_tool("read_only_sql", COUNT)
-        if done(result) or time.monotonic() > deadline:
-            return result
-        time.sleep(REAUDIT_S / 3)
-
-
-def _refused(result: dict[str, Any]) -> bool:
-    return bool(result.get("isError")) and problem_of(result)["type"].endswith(":role-refused")
 
 
 def _grant_a_definer(probe: psycopg.Connection[Any], witness: Path) -> None:
@@ -99,40 +69,30 @@ def test_a_definer_granted_after_start_up_stops_every_sql_surface_until_it_is_re
     server: ServerProcess, probe: psycopg.Connection[Any], witness_dir: Path
 ) -> None:
     witness = witness_dir / "exported"
-    served = server.call_tool("read_only_sql", COUNT)
-    assert not served.get("isError"), served
+    assert served(server.call_tool("read_only_sql", COUNT))
     try:
         _grant_a_definer(probe, witness)
-        first = _until(server, _refused)
+        first = until(server, refused)
         problem = problem_of(first)
         assert problem["metadata"]["findings"] == ["definer-function"]
         assert '"docs"."page_export"()' in problem["detail"]
         # Every SQL surface refuses, the call naming the function too; nothing reaches the database.
-        calls: list[tuple[str, dict[str, Any]]] = [
-            ("read_only_sql", {"sql": "SELECT docs.page_export()"}),
-            ("explain_sql", {"sql": "SELECT docs.page_export()", "analyze": True}),
-            ("sql_schema", {}),
-        ]
-        for name, arguments in calls:
-            result = server.call_tool(name, arguments)
-            assert problem_of(result)["type"].endswith(":role-refused"), (name, result)
-        resource = server.request("resources/read", {"uri": "postgres://mcp_demo/schema"})
-        assert resource["error"]["data"]["type"].endswith(":role-refused")
+        for name, refusal in sql_surfaces(server, "SELECT docs.page_export()"):
+            assert refusal.get("type", "").endswith(":role-refused"), (name, refusal)
         # Another tool still answers.
         metrics = server.call_tool("system_metrics")
         assert not metrics.get("isError"), metrics
         # Several intervals later: still refused, and the log said so once.
         time.sleep(3 * REAUDIT_S)
-        assert _refused(server.call_tool("read_only_sql", COUNT))
+        assert refused(server.call_tool("read_only_sql", COUNT))
         assert server.stderr_text().count(REFUSED_LOG) == 1
         assert not witness.exists()
     finally:
         probe.execute("DROP FUNCTION IF EXISTS docs.page_export()")
     # Fixed: served again within an interval, with one log line saying so.
-    again = _until(server, lambda r: not r.get("isError"))
-    assert not again.get("isError"), again
-    # The line was written before the verdict changed; the test's reader of stderr may lag.
-    server.wait_for_stderr(SERVED_LOG)
+    again = until(server, served)
+    assert served(again), again
+    server.wait_for_stderr(SERVED_LOG)  # the test's reader of stderr may lag
     assert server.stderr_text().count(SERVED_LOG) == 1
     assert not witness.exists()
 

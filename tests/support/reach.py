@@ -1,7 +1,10 @@
-"""Hazards along the role's reach, each made as a careless superuser would (tests/pg/test_sql_reach.py).
+"""Hazards along the role's reach, each made as a careless superuser would (tests/pg/test_sql_reach.py
+at start-up, tests/pg/test_sql_reach_while_serving.py while the server serves).
 
 Everything lives in the schema REACH_SCHEMA or is named mcp_reach_*, so `drop_hazards` removes it all.
-`{witness}` in a statement is the temporary file a program run would create.
+`{witness}` in a statement is the temporary file a program run would create. Also here: the roles
+that can create functions the reader could run (`CREATORS`) and the search_path hazard, a `max`
+that shadows the built-in (`make_shadowing_max`).
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 import psycopg
+
+from tests.support.pg import PROBE_ROLE
 
 REACH_SCHEMA: Final = "mcp_reach"
 
@@ -212,6 +217,18 @@ HAZARDS: Final[dict[str, tuple[list[str], str]]] = {
     ),
 }
 
+# path -> one query through which the role itself would run the hazard's program (touch the witness),
+# for the paths where a plain query does (the others need an index build or statistics first).
+RUNS: Final[dict[str, str]] = {
+    "aggregate-transition": "SELECT mcp_reach.export_agg(slug) FROM docs.pages",
+    "aggregate-final": "SELECT mcp_reach.final_agg(slug) FROM docs.pages",
+    # A frame whose start moves takes rows out of the moving state: the inverse transition runs.
+    "aggregate-moving-inverse": "SELECT mcp_reach.moving_agg(slug) OVER (ORDER BY slug"
+    " ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM docs.pages",
+    # Array equality finds the type's = through the type cache, without asking for EXECUTE.
+    "operator-family-operator": "SELECT ARRAY['ok'::mcp_reach.mood] = ARRAY['ok'::mcp_reach.mood]",
+}
+
 _DROPS: Final = (
     "DROP LANGUAGE IF EXISTS mcp_reach_lang CASCADE",
     "DROP FOREIGN DATA WRAPPER IF EXISTS mcp_reach_fdw CASCADE",
@@ -225,6 +242,11 @@ _DROPS: Final = (
 def make_hazard(admin: psycopg.Connection[Any], path: str, witness: str) -> str:
     """Create the hazard of `path` (in a fresh schema the probe may use); returns the text to expect."""
     drop_hazards(admin)
+    return add_hazard(admin, path, witness)
+
+
+def add_hazard(admin: psycopg.Connection[Any], path: str, witness: str) -> str:
+    """`make_hazard` beside what exists (the schema REACH_SCHEMA must not)."""
     admin.execute(f"CREATE SCHEMA {REACH_SCHEMA}".encode())
     statements, expected = HAZARDS[path]
     for statement in statements:
@@ -235,3 +257,70 @@ def make_hazard(admin: psycopg.Connection[Any], path: str, witness: str) -> str:
 def drop_hazards(admin: psycopg.Connection[Any]) -> None:
     for statement in _DROPS:
         admin.execute(statement.encode())
+
+
+# A role that can create functions the reader could run, without the default privilege that keeps
+# them from PUBLIC: case -> (statements, the fix the audit prints). The role is mcp_reach_creator.
+CREATOR_ROLE: Final = "mcp_reach_creator"
+CREATORS: Final[dict[str, tuple[list[str], str]]] = {
+    "schema-create": (
+        ["CREATE ROLE mcp_reach_creator NOLOGIN", "GRANT CREATE ON SCHEMA docs TO mcp_reach_creator"],
+        'ALTER DEFAULT PRIVILEGES FOR ROLE "mcp_reach_creator" REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;',
+    ),
+    "schema-owner": (
+        [
+            "CREATE ROLE mcp_reach_creator NOLOGIN",
+            f"CREATE SCHEMA {REACH_SCHEMA} AUTHORIZATION mcp_reach_creator",
+        ],
+        'ALTER DEFAULT PRIVILEGES FOR ROLE "mcp_reach_creator" REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;',
+    ),
+    "superuser": (
+        ["CREATE ROLE mcp_reach_creator NOLOGIN SUPERUSER"],
+        'ALTER DEFAULT PRIVILEGES FOR ROLE "mcp_reach_creator" REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;',
+    ),
+    "grant-to-the-reader": (
+        [
+            "CREATE ROLE mcp_reach_creator NOLOGIN",
+            "ALTER DEFAULT PRIVILEGES FOR ROLE mcp_reach_creator REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC",
+            "GRANT CREATE ON SCHEMA docs TO mcp_reach_creator",
+            "ALTER DEFAULT PRIVILEGES FOR ROLE mcp_reach_creator IN SCHEMA docs"
+            f" GRANT EXECUTE ON FUNCTIONS TO {PROBE_ROLE}",
+        ],
+        'ALTER DEFAULT PRIVILEGES FOR ROLE "mcp_reach_creator" IN SCHEMA "docs"'
+        f' REVOKE EXECUTE ON FUNCTIONS FROM "{PROBE_ROLE}";',
+    ),
+}
+
+
+def drop_creator(admin: psycopg.Connection[Any]) -> None:
+    """What mcp_reach_creator owns and was granted (`drop_hazards` then drops the role)."""
+    exists = admin.execute("SELECT 1 FROM pg_roles WHERE rolname = 'mcp_reach_creator'").fetchone()
+    if exists:
+        admin.execute(f"DROP SCHEMA IF EXISTS {REACH_SCHEMA} CASCADE".encode())
+        admin.execute("DROP OWNED BY mcp_reach_creator")
+
+
+# The search_path hazard: `util.max(integer)`, an aggregate whose transition function (SECURITY
+# DEFINER, EXECUTE revoked from PUBLIC, as the audit asks) touches the witness, under the built-in's
+# name; SHADOWING_SEARCH_PATH puts util before pg_catalog for the probe role.
+SHADOW_STEP: Final = "util.max_step"
+SHADOWING_SEARCH_PATH: Final = f"ALTER ROLE {PROBE_ROLE} SET search_path = util, pg_catalog, public"
+
+
+def make_shadowing_max(admin: psycopg.Connection[Any], witness: str) -> None:
+    admin.execute("CREATE SCHEMA util")
+    admin.execute(f"GRANT USAGE ON SCHEMA util TO {PROBE_ROLE}".encode())
+    admin.execute(
+        "CREATE FUNCTION util.max_step(integer, integer) RETURNS integer LANGUAGE plpgsql"
+        " SECURITY DEFINER SET search_path = pg_catalog AS $body$ BEGIN"
+        f" COPY (SELECT 1) TO PROGRAM 'touch {witness}; cat >/dev/null';"
+        " RETURN GREATEST($1, $2); END $body$".encode()
+    )
+    admin.execute("REVOKE EXECUTE ON FUNCTION util.max_step(integer, integer) FROM PUBLIC")
+    admin.execute("CREATE AGGREGATE util.max(integer) (SFUNC = util.max_step, STYPE = integer)")
+    # The demo's default privileges keep new functions from PUBLIC; a careless DBA grants it back.
+    admin.execute("GRANT EXECUTE ON FUNCTION util.max(integer) TO PUBLIC")
+
+
+def drop_shadowing_max(admin: psycopg.Connection[Any]) -> None:
+    admin.execute("DROP SCHEMA IF EXISTS util CASCADE")

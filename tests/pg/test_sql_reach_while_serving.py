@@ -180,6 +180,10 @@ def test_a_creator_accepted_in_the_setting_is_no_refusal_for_the_re_audit_either
                 assert served(server.call_tool("read_only_sql", COUNT))
                 time.sleep(REAUDIT_S / 3)
             assert REFUSED_LOG not in server.stderr_text()
+            # The accepted risk that appeared while serving is logged by the re-audit, once.
+            accepted = "accepted as a known risk by MCP_SQL_ACCEPT_FUNCTION_CREATORS"
+            server.wait_for_stderr(accepted)
+            assert server.stderr_text().count(accepted) == 1
             # The re-audit does run and sees the creator: a reach hazard made now is refused, and
             # the refusal names the reach path alone, the creator a logged warning beside it.
             expected = add_hazard(admin, "aggregate-transition", str(witness))

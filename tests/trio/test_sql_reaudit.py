@@ -66,6 +66,8 @@ def test_a_refusal_stops_calls_with_a_problem_naming_the_finding_until_an_audit_
     assert problem.metadata == {"findings": ["definer-function"], "retryable": True}
     assert problem.jsonrpc_code is None  # in-band for a tool
     lines = _log_lines(caplog)
+    assert lines[0].startswith("read_only_sql: warning: an accepted definer"), lines
+    lines = lines[1:]
     assert len(lines) == 2, lines
     assert "the SQL tools stop serving" in lines[0]
     assert "REVOKE EXECUTE" in lines[0]  # the fix, as at start-up
@@ -82,6 +84,23 @@ def test_a_changed_set_of_refusals_is_one_more_log_line(caplog: pytest.LogCaptur
     with pytest.raises(RoleRefusedError) as caught:
         gate.check()
     assert caught.value.metadata["findings"] == ["definer-function", "superuser"]
+
+
+def test_a_warning_is_logged_once_when_it_first_appears_and_again_only_after_it_went(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A risk the operator accepted in the settings that appears while serving is logged then,
+    # once, not at every re-audit.
+    gate = AuditGate()
+    with caplog.at_level(logging.WARNING):
+        gate.record([])
+        gate.record([WARNING])
+        gate.record([WARNING])
+        gate.record([])
+        gate.record([WARNING])
+    lines = _log_lines(caplog)
+    assert lines == [f"read_only_sql: warning: {WARNING.problem}\n    fix: {WARNING.fix}"] * 2, lines
+    gate.check()  # a warning never stops the SQL tools
 
 
 def test_many_refusals_are_counted_past_the_first_three() -> None:

@@ -30,7 +30,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mcp_suite.problems import DatabaseUnavailableError, ProblemError
 from mcp_suite.settings import Settings
-from mcp_suite.tools.read_only_sql.audit import audit_with_settings, format_warning, refusals
+from mcp_suite.tools.read_only_sql.audit import audit_with_settings, refusals
 from mcp_suite.tools.read_only_sql.availability import Availability
 from mcp_suite.tools.read_only_sql.convert import register_loaders
 from mcp_suite.tools.read_only_sql.definers import DefinerGuard
@@ -271,11 +271,8 @@ class Executor:
         with self._audit_lock:
             if not self._audited:
                 findings = audit_with_settings(conn, self._settings)
-                if not refusals(findings):
-                    for finding in findings:
-                        log.warning("%s", format_warning(finding))
-                    self._audited = True
-                self._gate.record(findings)
+                self._audited = not refusals(findings)
+                self._gate.record(findings)  # logs its warnings, or the refusal
         self._gate.check()
 
     # --- one call ------------------------------------------------------------------------------

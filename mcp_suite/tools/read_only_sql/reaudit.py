@@ -22,7 +22,14 @@ import trio
 
 from mcp_suite.problems import RoleRefusedError, echo
 from mcp_suite.settings import Settings
-from mcp_suite.tools.read_only_sql.audit import Finding, audit_with_settings, format_findings, refusals
+from mcp_suite.tools.read_only_sql.audit import (
+    Finding,
+    audit_with_settings,
+    format_findings,
+    format_warning,
+    refusals,
+    warnings,
+)
 from mcp_suite.tools.read_only_sql.naming import APPLICATION_NAME
 
 __all__ = ["AuditGate", "audit_once", "serve_reaudit"]
@@ -39,15 +46,23 @@ class AuditGate:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._refused: tuple[Finding, ...] = ()
+        self._warned: frozenset[Finding] = frozenset()
 
     @property
     def refused(self) -> tuple[Finding, ...]:
         return self._refused
 
     def record(self, findings: Sequence[Finding]) -> None:
-        """Take a re-audit's findings; log one line when the verdict changes (and only then)."""
+        """Take an audit's findings; log one line when the verdict changes (and only then), and
+        each warning the previous audit did not have (a risk accepted in the settings that has
+        appeared since, say), once."""
         refused = tuple(refusals(findings))
+        current = warnings(findings)
         with self._lock:
+            for finding in current:
+                if finding not in self._warned:
+                    log.warning("%s", format_warning(finding))
+            self._warned = frozenset(current)
             if refused == self._refused:
                 return
             # Logged before the verdict takes effect: no call is served (or refused) under a new

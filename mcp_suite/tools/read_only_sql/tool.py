@@ -41,7 +41,6 @@ from mcp_suite.tools.read_only_sql.audit import (
     audit_role,
     connection_failure,
     format_findings,
-    format_warning,
     refusals,
 )
 from mcp_suite.tools.read_only_sql.availability import Availability
@@ -146,8 +145,8 @@ def open_read_only_sql(settings: Settings, *, guard_hidden_rows: bool = True) ->
         return
     dsn = settings.sql_dsn.get_secret_value()
     availability = Availability(max_backoff_s=settings.sql_reconnect_max_s)
-    audited = _audit_at_start(dsn, settings, availability)
     gate = AuditGate()
+    audited = _audit_at_start(dsn, settings, availability, gate)
     database = Lazy(
         functools.partial(
             _open_executor, settings, dsn, audited=audited, availability=availability, gate=gate
@@ -399,7 +398,7 @@ def _describe(
     return schema_tool.read_sync(executor, args, ticket, max_bytes=max_bytes, comment_chars=comment_chars)
 
 
-def _audit_at_start(dsn: str, settings: Settings, availability: Availability) -> bool:
+def _audit_at_start(dsn: str, settings: Settings, availability: Availability, gate: AuditGate) -> bool:
     """The start-up role audit (blocking, bounded by the connect timeout).
 
     True when the role passed; False when no connection could be made (the executor then audits
@@ -424,6 +423,5 @@ def _audit_at_start(dsn: str, settings: Settings, availability: Availability) ->
         return False
     if refusals(findings):
         raise StartupRefusedError(format_findings(findings))
-    for finding in findings:
-        log.warning("%s", format_warning(finding))
+    gate.record(findings)  # logs the warnings: the risks the operator accepted, and the others
     return True

@@ -213,6 +213,7 @@ async def test_a_deep_plan_over_rows_the_role_cannot_read_is_refused_for_those_r
     with trio.fail_after(30):
         async with open_session(settings=sql_settings(demo_cluster.reader_dsn), builtins=True) as h:
             await h.initialize()
-            answer = await result(h, "explain_sql", {"sql": nested(40, "information_schema.tables", "table_name")})
+            sql = nested(40, "information_schema.tables", "table_name")
+            answer = await result(h, "explain_sql", {"sql": sql})
     document = problem(answer)
     assert document["metadata"]["rule"] == "explain-hidden-rows", document

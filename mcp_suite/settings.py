@@ -136,6 +136,10 @@ class Settings:
     # True: a database that cannot be reached, or refuses the login, at start-up stops the server
     # (exit 69) instead of serving database-unavailable until it is back.
     sql_require_database: bool = field(default=False, metadata=_of(bool))
+    # True: the SQL policy's catalogue rule is off, and a query reads pg_catalog, unfiltered
+    # information_schema views and the host/connection functions freely (logged at start-up as a
+    # warning; docs/tools/read_only_sql.md, "The catalogue").
+    sql_allow_catalogue: bool = field(default=False, metadata=_of(bool))
 
     # --- files ---------------------------------------------------------------------------------
     fs_max_bytes: int = field(default=1_048_576, metadata=_int(1, 16_777_216))
@@ -313,6 +317,7 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "SQL_FUNCTION_CACHE_S": ("sql_function_cache_s", _parse_float),
     "SQL_RECONNECT_MAX_S": ("sql_reconnect_max_s", _parse_float),
     "SQL_REQUIRE_DATABASE": ("sql_require_database", _parse_bool),
+    "SQL_ALLOW_CATALOGUE": ("sql_allow_catalogue", _parse_bool),
     "FS_MAX_BYTES": ("fs_max_bytes", _parse_int),
     "FS_ALLOW_HARD_LINKS": ("fs_allow_hard_links", _parse_bool),
     "MAX_CONCURRENCY": ("max_concurrency", _parse_int),

@@ -327,4 +327,6 @@ def check_catalogue(
     for setting in sorted(settings, key=lambda s: (s is not None, s or "")):
         reason = setting_reason(setting)
         if reason is not None:
-            raise refusals.catalogue(f"current_setting({setting!r})" if setting else "current_setting()", reason)
+            raise refusals.catalogue(
+                f"current_setting({setting!r})" if setting else "current_setting()", reason
+            )

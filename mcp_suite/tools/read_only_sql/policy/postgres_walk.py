@@ -225,9 +225,8 @@ def _note(kind: str, value: dict[str, Any], facts: PgFacts) -> None:
 
 
 def _note_type(type_name: dict[str, Any], facts: PgFacts) -> None:
-    names = type_name.get("names")
-    if names:
-        facts.types.add(_last_name(names))
+    # PostgreSQL's grammar names every type a query writes (casts, column definitions, RETURNING).
+    facts.types.add(_last_name(type_name["names"]))
 
 
 def _setting_name(args: list[dict[str, Any]]) -> str | None:

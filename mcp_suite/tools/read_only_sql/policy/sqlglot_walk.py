@@ -212,7 +212,6 @@ def check_sqlglot(tree: exp.Expr, *, allow_catalogue: bool = False) -> None:
         reason = denied_reason(name) if name else None
         if reason is not None:
             raise refusals.denied_function(name, reason)
-
     if not allow_catalogue:
         check_catalogue(relations=relations, functions=functions, types=types)
 

@@ -29,6 +29,7 @@ from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.tools.read_only_sql.policy.catalogue import (
     READABLE_INFORMATION_SCHEMA,
     REFUSED_INFORMATION_SCHEMA,
+    function_reason,
 )
 from tests.support.harness import open_session
 from tests.support.pg import sql_settings
@@ -94,6 +95,12 @@ LEAKS = (
     ),
     Leak("row-level security policies", "SELECT qual FROM pg_policies", POLICY_SECRET),
     Leak("role names", "SELECT rolname FROM pg_roles ORDER BY 1", ROLE),
+    Leak(
+        "hidden tables' names through pg_typeof's regtype and an integer in the same array",
+        "SELECT (ARRAY[pg_typeof(1), o])[2]::text AS name FROM generate_series(16384, 100000) AS o "
+        "WHERE (ARRAY[pg_typeof(1), o])[2]::text LIKE 'mcp%'",
+        f"{HIDDEN}.vault",
+    ),
     Leak(
         "role names through a regrole cast of identifiers",
         "SELECT r::regrole::text AS name FROM generate_series(10, 100000) AS r "
@@ -229,10 +236,28 @@ async def test_filtered_catalogue_reads_stay_allowed(demo_cluster: Cluster, plan
     assert [row for row in rows if HIDDEN in row] == []
     session = await _call(
         demo_cluster,
-        "SELECT current_user AS u, current_database() AS d, pg_typeof(1) AS t, "
+        "SELECT current_user AS u, current_database() AS d, pg_backend_pid() > 0 AS p, "
         "current_setting('statement_timeout') IS NOT NULL AS s, version() LIKE 'PostgreSQL%' AS v",
     )
-    assert session["structuredContent"]["rows"] == [["mcp_reader", "mcp_demo", "integer", True, True]]
+    assert session["structuredContent"]["rows"] == [["mcp_reader", "mcp_demo", True, True, True]]
+
+
+def test_every_function_that_returns_an_identifier_type_is_refused(demo_cluster: Cluster) -> None:
+    """A function whose result (or an OUT column) is a reg* type or aclitem is a source of names: with
+    an integer beside it (CASE, ARRAY, COALESCE), PostgreSQL casts the integer to that type too. Every
+    such function the reader may run is refused by the catalogue rule."""
+    with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
+        rows = admin.execute(
+            "SELECT DISTINCT p.proname FROM pg_catalog.pg_proc AS p WHERE "
+            "has_function_privilege('mcp_reader', p.oid, 'EXECUTE') AND EXISTS (SELECT 1 FROM "
+            "unnest(p.prorettype || coalesce(p.proallargtypes, '{}'::oid[])) AS t(oid) "
+            "JOIN pg_catalog.pg_type AS y ON y.oid = t.oid "
+            "WHERE y.typname ~ '^_?(reg[a-z]+|aclitem)$' AND (t.oid = p.prorettype OR "
+            "p.proargmodes IS NOT NULL)) ORDER BY 1"
+        ).fetchall()
+    names = [str(name) for (name,) in rows]
+    assert "pg_typeof" in names
+    assert [name for name in names if function_reason(name) is None] == []
 
 
 def test_the_information_schema_views_read_as_filtered_show_no_hidden_object(

@@ -130,7 +130,6 @@ REFUSED_INFORMATION_SCHEMA: Final = frozenset(
 # `pg_` functions that describe only the value they are given, the role's own session, or the server's
 # build and clock (an allow-list: every other `pg_` function is refused).
 READABLE_PG_FUNCTIONS: Final[Mapping[str, str]] = {
-    "pg_typeof": "the type of the value it is given",
     "pg_collation_for": "the collation of the value it is given (COLLATION FOR)",
     "pg_column_size": "the size of the value it is given",
     "pg_column_compression": "the compression of the value it is given",
@@ -160,6 +159,11 @@ CATALOGUE_FUNCTIONS: Final[Mapping[str, str]] = {
     "row_security_active": _PRIVILEGES,
     "satisfies_hash_partition": _OTHERS,
     "amvalidate": _OTHERS,
+    # Sources of reg* values: with an integer in the same CASE, ARRAY or COALESCE, PostgreSQL casts the
+    # integer to that type too and prints any type's (so any table's) or configuration's name.
+    "pg_typeof": _NAMES,
+    "get_current_ts_config": _NAMES,
+    "ts_debug": _NAMES,
     # Type input called directly with a type's identifier reads types the role may not use.
     "array_in": _OTHERS,
     "array_recv": _OTHERS,
@@ -186,6 +190,8 @@ CATALOGUE_PREFIXES: Final[tuple[tuple[str, str], ...]] = (
     ("to_reg", _NAMES),  # to_regclass, to_regrole, ...
     ("acl", _NAMES),  # acldefault, aclexplode, aclitemout, ...: role names from identifiers
     ("txid_", _SESSIONS),
+    ("pgstat", _OTHERS),  # the pgstattuple extension: any table's or index's physical statistics
+    ("pgrowlocks", _SESSIONS),  # the pgrowlocks extension: other sessions' row locks
     # A reg* type's own functions: regclass(text), regclassin, regroleout, ...
     *((name, _NAMES) for name in ("regclass", "regcollation", "regconfig", "regdictionary")),
     *((name, _NAMES) for name in ("regnamespace", "regoper", "regproc", "regrole", "regtype")),
@@ -255,12 +261,13 @@ def relation_reason(schema: str, name: str) -> str | None:
 
     pg_catalog comes first in every call's search path, so an unqualified `pg_` name is the catalogue's
     (or, refused all the same, a CTE of that name). A schema named `pg_...` is a system schema
-    (PostgreSQL reserves the prefix). Other unqualified names are the user's (information_schema is
-    not in the search path)."""
+    (PostgreSQL reserves the prefix). A `pg_` name in another schema is refused too: extensions put
+    their views there (`public.pg_stat_statements` shows other sessions' queries). Other unqualified
+    names are the user's (information_schema is not in the search path)."""
     schema, name = schema.casefold(), name.casefold()
     if schema == "information_schema":
         return None if name in READABLE_INFORMATION_SCHEMA else _UNFILTERED
-    if schema.startswith("pg_") or (not schema and name.startswith("pg_")):
+    if schema.startswith("pg_") or name.startswith("pg_"):
         if schema in ("", "pg_catalog") and name in READABLE_PG_RELATIONS:
             return None
         return _SESSIONS if name.startswith(("pg_stat", "pg_locks")) else _PG_RELATION

@@ -103,9 +103,9 @@ ALLOWED = (
 )
 
 
-def _refusal(sql: str, **kwargs: bool) -> QueryViolationError:
+def _refusal(sql: str, *, allow_catalogue: bool = False) -> QueryViolationError:
     with pytest.raises(QueryViolationError) as caught:
-        vet_sql(sql, max_rows=10, **kwargs)
+        vet_sql(sql, max_rows=10, allow_catalogue=allow_catalogue)
     return caught.value
 
 

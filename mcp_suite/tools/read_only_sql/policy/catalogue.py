@@ -331,7 +331,7 @@ def check_catalogue(
         reason = type_reason(type_name)
         if reason is not None:
             raise refusals.catalogue(f"the type {type_name}", reason)
-    for setting in sorted(settings, key=lambda s: (s is not None, s or "")):
+    for setting in sorted(settings, key=str):
         reason = setting_reason(setting)
         if reason is not None:
             raise refusals.catalogue(

@@ -230,9 +230,11 @@ def _note_type(type_name: dict[str, Any], facts: PgFacts) -> None:
 
 
 def _setting_name(args: list[dict[str, Any]]) -> str | None:
-    """current_setting()'s first argument when it is a string literal, else None (computed)."""
-    value = args[0].get("A_Const", {}).get("sval") if args else None
-    return str(value.get("sval", "")) if isinstance(value, dict) else None
+    """current_setting()'s first argument when it is a string literal, else None (computed, or no
+    argument at all: refused either way)."""
+    const = args[0].get("A_Const", {}) if args else {}
+    name: str | None = const.get("sval", {}).get("sval")
+    return name
 
 
 def _last_name(parts: list[dict[str, Any]]) -> str:

@@ -229,8 +229,9 @@ def _note_catalogue(
     elif isinstance(node, exp.Func):
         functions.update(type(node).sql_names())
     elif isinstance(node, exp.DataType):
-        # `REGCLASS`, `pg_catalog.regrole`, `REGPROC[]`: the last name component, without brackets.
-        types.add(node.sql(DIALECT).removesuffix("[]").rsplit(".", 1)[-1].strip('"'))
+        # `REGCLASS`, `"pg_catalog"."regrole"`: the last name component, unquoted (an array type
+        # `ACLITEM[]` holds its element type as a node of its own).
+        types.add(node.sql(DIALECT).rsplit(".", 1)[-1].strip('"'))
 
 
 def _refuse(node: exp.Expr) -> QueryViolationError:

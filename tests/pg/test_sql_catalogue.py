@@ -290,3 +290,28 @@ def test_the_information_schema_views_read_as_filtered_show_no_hidden_object(
             seen[view] = any(HIDDEN in str(row) for row in rows)
     assert [view for view in views if view in READABLE_INFORMATION_SCHEMA and seen[view]] == []
     assert [view for view in sorted(REFUSED_INFORMATION_SCHEMA) if not seen[view]] == []
+
+
+async def test_explain_sql_follows_the_same_rule_and_sql_schema_is_not_affected(
+    demo_cluster: Cluster, planted: dict[str, str]
+) -> None:
+    """explain_sql vets its query with read_only_sql's policy (a catalogue read is refused there too);
+    sql_schema reads the catalogue through the executor's own queries and still answers."""
+    settings = sql_settings(demo_cluster.reader_dsn)
+    with trio.fail_after(30):
+        async with open_session(settings=settings, builtins=True, test_tools=False) as h:
+            await h.initialize()
+            refused = await h.response(
+                await h.call("explain_sql", {"sql": "SELECT description FROM pg_description"})
+            )
+            honest = await h.response(
+                await h.call("explain_sql", {"sql": "SELECT slug FROM docs.pages WHERE words > 300"})
+            )
+            schema = await h.response(await h.call("sql_schema", {}))
+    problem = json.loads(refused["result"]["content"][0]["text"])
+    assert problem["metadata"]["rule"] == "catalogue"
+    assert honest["result"].get("isError") is not True, honest
+    assert schema["result"].get("isError") is not True, schema
+    listing = json.dumps(schema["result"]["structuredContent"])
+    assert "pages" in listing
+    assert HIDDEN not in listing

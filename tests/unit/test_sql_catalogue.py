@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_suite.problems import QueryViolationError
+from mcp_suite.settings import SettingsError, load_settings
 from mcp_suite.tools.read_only_sql.policy import QueryPolicy, vet_sql
 from mcp_suite.tools.read_only_sql.policy.catalogue import (
     CATALOGUE_FUNCTIONS,
@@ -271,3 +272,11 @@ def test_check_catalogue_on_its_own_refuses_a_setting_last() -> None:
     with pytest.raises(QueryViolationError) as caught:
         check_catalogue(relations=[], functions=[], types=[], settings=["work_mem", None])
     assert caught.value.metadata["object"] == "current_setting()"
+
+
+def test_the_catalogue_is_refused_unless_the_operator_sets_mcp_sql_allow_catalogue() -> None:
+    assert load_settings({}).sql_allow_catalogue is False
+    assert load_settings({"MCP_SQL_ALLOW_CATALOGUE": "true"}).sql_allow_catalogue is True
+    with pytest.raises(SettingsError) as info:
+        load_settings({"MCP_SQL_ALLOW_CATALOGUE": "maybe"})
+    assert "MCP_SQL_ALLOW_CATALOGUE" in str(info.value)

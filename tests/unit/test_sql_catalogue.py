@@ -280,3 +280,39 @@ def test_the_catalogue_is_refused_unless_the_operator_sets_mcp_sql_allow_catalog
     with pytest.raises(SettingsError) as info:
         load_settings({"MCP_SQL_ALLOW_CATALOGUE": "maybe"})
     assert "MCP_SQL_ALLOW_CATALOGUE" in str(info.value)
+
+
+_POINTER = (
+    "Read the tables, columns and comments the role may read with the sql_schema tool, or in "
+    "information_schema, which PostgreSQL filters by the role's privileges."
+)
+
+
+@pytest.mark.parametrize(
+    ("sql", "sentence"),
+    [
+        (
+            "SELECT * FROM pg_catalog.pg_proc",
+            "pg_catalog.pg_proc is a catalogue relation that is not on the reviewed list.",
+        ),
+        (
+            "SELECT obj_description(1)",
+            "obj_description() shows other objects' definitions or comments whatever the role's grants.",
+        ),
+        (
+            "SELECT 1::regrole",
+            "the type regrole turns identifiers into the names of objects or roles the role may not read.",
+        ),
+        (
+            "SELECT current_setting(slug) FROM docs.pages",
+            "current_setting() reads a setting whose name the policy cannot see "
+            "(write the name as a literal).",
+        ),
+        (
+            "SELECT current_setting('port')",
+            "current_setting('port') reveals the database host, its files or the connection.",
+        ),
+    ],
+)
+def test_the_refusal_says_what_and_why_and_points_to_sql_schema(sql: str, sentence: str) -> None:
+    assert _refusal(sql).detail == f"The query is not allowed: {sentence} {_POINTER}"

@@ -89,6 +89,7 @@ REFUSED = (
     ("SELECT pg_typeof(1)", "pg_typeof()"),
     ("SELECT CASE WHEN false THEN get_current_ts_config() ELSE 3748 END", "get_current_ts_config()"),
     ("SELECT * FROM pgstattuple('docs.pages')", "pgstattuple()"),
+    ("SELECT information_schema._pg_index_position(1, 1::int2)", "_pg_index_position()"),
 )
 
 ALLOWED = (

@@ -192,6 +192,7 @@ CATALOGUE_PREFIXES: Final[tuple[tuple[str, str], ...]] = (
     ("txid_", _SESSIONS),
     ("pgstat", _OTHERS),  # the pgstattuple extension: any table's or index's physical statistics
     ("pgrowlocks", _SESSIONS),  # the pgrowlocks extension: other sessions' row locks
+    ("_pg_", _OTHERS),  # information_schema's helpers (_pg_index_position, ...): objects by identifier
     # A reg* type's own functions: regclass(text), regclassin, regroleout, ...
     *((name, _NAMES) for name in ("regclass", "regcollation", "regconfig", "regdictionary")),
     *((name, _NAMES) for name in ("regnamespace", "regoper", "regproc", "regrole", "regtype")),

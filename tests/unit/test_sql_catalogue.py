@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_suite.problems import QueryViolationError
-from mcp_suite.settings import SettingsError, load_settings
+from mcp_suite.settings import NAME_ECHO_CHARS, SettingsError, load_settings
 from mcp_suite.tools.read_only_sql.policy import QueryPolicy, vet_sql
 from mcp_suite.tools.read_only_sql.policy.catalogue import (
     CATALOGUE_FUNCTIONS,
@@ -76,6 +76,7 @@ REFUSED = (
     ("SELECT 'docs.pages'::regclass", "the type regclass"),
     ("SELECT CAST(10 AS pg_catalog.regrole)", "the type regrole"),
     ('SELECT CAST(10 AS "pg_catalog"."regrole")', "the type regrole"),
+    ("SELECT 1::mcp_demo.pg_catalog.regrole", "the type regrole"),
     ("SELECT regproc 'now'", "the type regproc"),
     ("SELECT '{}'::aclitem[]", "the type aclitem"),
     ('SELECT * FROM json_to_record(\'{"a": "x"}\') AS t(a regclass)', "the type regclass"),
@@ -317,3 +318,12 @@ _POINTER = (
 )
 def test_the_refusal_says_what_and_why_and_points_to_sql_schema(sql: str, sentence: str) -> None:
     assert _refusal(sql).detail == f"The query is not allowed: {sentence} {_POINTER}"
+
+
+def test_the_refused_name_is_echoed_at_most_name_echo_chars_long() -> None:
+    long_name = "pg_" + "x" * 70
+    problem = _refusal(f"SELECT * FROM pg_catalog.{long_name}")
+    shown = problem.metadata["object"]
+    assert len(shown) == NAME_ECHO_CHARS
+    assert shown.endswith("\u2026")
+    assert f" {shown} is a catalogue relation" in problem.detail

@@ -84,6 +84,7 @@ REFUSED = (
     ("SELECT current_setting('LISTEN_ADDRESSES')", "current_setting('LISTEN_ADDRESSES')"),
     ("SELECT current_setting('por' || 't')", "current_setting()"),
     ("SELECT current_setting(1)", "current_setting()"),
+    ("SELECT collation for (relname) FROM pg_class", "pg_class"),
     ("SELECT current_setting()", "current_setting()"),
     ("SELECT * FROM docs.pg_notes", "docs.pg_notes"),
     ("SELECT * FROM public.pg_stat_statements", "public.pg_stat_statements"),

@@ -231,7 +231,7 @@ def _note_catalogue(
     elif isinstance(node, exp.DataType):
         # `REGCLASS`, `"pg_catalog"."regrole"`: the last name component, unquoted (an array type
         # `ACLITEM[]` holds its element type as a node of its own).
-        types.add(node.sql(DIALECT).rsplit(".", 1)[-1].strip('"'))
+        types.add(node.sql(DIALECT).split(".")[-1].strip('"'))
 
 
 def _refuse(node: exp.Expr) -> QueryViolationError:

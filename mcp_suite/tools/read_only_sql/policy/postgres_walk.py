@@ -204,7 +204,7 @@ def _note(kind: str, value: dict[str, Any], facts: PgFacts) -> None:
         name = _last_name(value["funcname"])
         facts.functions.add(name)
         if name == "current_setting":
-            facts.settings.add(_setting_name(value.get("args", [])))
+            facts.settings.add(_setting_name(value.get("args")))
     elif kind == "RangeTableSample":
         # TABLESAMPLE <method> names a function too (a tsm_handler): the same denylist applies.
         _check_function({"funcname": value["method"]})
@@ -229,7 +229,7 @@ def _note_type(type_name: dict[str, Any], facts: PgFacts) -> None:
     facts.types.add(_last_name(type_name["names"]))
 
 
-def _setting_name(args: list[dict[str, Any]]) -> str | None:
+def _setting_name(args: list[dict[str, Any]] | None) -> str | None:
     """current_setting()'s first argument when it is a string literal, else None (computed, or no
     argument at all: refused either way)."""
     const = args[0].get("A_Const", {}) if args else {}

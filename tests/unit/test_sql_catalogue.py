@@ -328,3 +328,17 @@ def test_the_refused_name_is_echoed_at_most_name_echo_chars_long() -> None:
     assert len(shown) == NAME_ECHO_CHARS
     assert shown.endswith("\u2026")
     assert f" {shown} is a catalogue relation" in problem.detail
+
+
+@pytest.mark.parametrize(
+    ("sql", "named"),
+    [
+        ('SELECT * FROM U&"pg\\005fclass"', "pg_class"),
+        ('SELECT U&"obj\\005fdescription"(1)', "obj_description()"),
+        ('SELECT 1::U&"reg\\0063lass"', "the type regclass"),
+        ("SELECT * FROM pg_catalog . /* c */ pg_class", "pg_catalog.pg_class"),
+    ],
+)
+def test_unicode_escapes_and_comments_do_not_hide_a_catalogue_name(sql: str, named: str) -> None:
+    """PostgreSQL's reading of the caller's text resolves them first (sqlglot misreads `U&"…"`)."""
+    assert _refusal(sql).metadata == {"rule": "catalogue", "object": named}

@@ -149,6 +149,10 @@ class Settings:
     # Roles the operator accepts may create functions PUBLIC can execute at once (no default
     # privilege revoking it): the audit logs a warning for each instead of refusing to start.
     sql_accept_function_creators: tuple[str, ...] = field(default=(), metadata=_of(tuple))
+    # True: the SQL policy's catalogue rule is off, and a query reads pg_catalog, unfiltered
+    # information_schema views and the host/connection functions freely (logged at start-up as a
+    # warning; docs/tools/read_only_sql.md, "The catalogue").
+    sql_allow_catalogue: bool = field(default=False, metadata=_of(bool))
 
     # --- files ---------------------------------------------------------------------------------
     fs_max_bytes: int = field(default=1_048_576, metadata=_int(1, 16_777_216))
@@ -336,6 +340,7 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "SQL_REQUIRE_DATABASE": ("sql_require_database", _parse_bool),
     "SQL_REAUDIT_INTERVAL_S": ("sql_reaudit_interval_s", _parse_float),
     "SQL_ACCEPT_FUNCTION_CREATORS": ("sql_accept_function_creators", _parse_role_names),
+    "SQL_ALLOW_CATALOGUE": ("sql_allow_catalogue", _parse_bool),
     "FS_MAX_BYTES": ("fs_max_bytes", _parse_int),
     "FS_ALLOW_HARD_LINKS": ("fs_allow_hard_links", _parse_bool),
     "MAX_CONCURRENCY": ("max_concurrency", _parse_int),

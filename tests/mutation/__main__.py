@@ -89,6 +89,10 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_sql_rewrite.py",
         "tests/property/test_sql_policy_properties.py",
     ),
+    "mcp_suite/tools/read_only_sql/policy/catalogue.py": (
+        "tests/unit/test_sql_catalogue.py",
+        "tests/unit/test_sql_policy_corpus.py",
+    ),
     "mcp_suite/tools/read_only_sql/policy/sqlglot_walk.py": (
         "tests/unit/test_sql_sqlglot_walk.py",
         "tests/unit/test_sql_refusal_details.py",
@@ -133,6 +137,13 @@ HAND_CHECKS = (
         "    key = normalize_function_name(name)\n    reason = DENIED_FUNCTIONS.get(key)",
         "    key = normalize_function_name(name)\n    return None\n    reason = DENIED_FUNCTIONS.get(key)",
         ("tests/unit/test_sql_policy.py", "tests/unit/test_sql_policy_corpus.py"),
+    ),
+    HandCheck(
+        "let every catalogue read through",
+        "mcp_suite/tools/read_only_sql/policy/catalogue.py",
+        "    for schema, name in sorted(relations):",
+        "    return\n    for schema, name in sorted(relations):",
+        ("tests/unit/test_sql_catalogue.py", "tests/unit/test_sql_policy_corpus.py"),
     ),
     HandCheck(
         "skip the start-up role audit",

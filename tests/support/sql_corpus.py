@@ -320,8 +320,10 @@ HONEST: tuple[Case, ...] = (
         "LIKE, NOT, IS NOT NULL",
     ),
     allow(
-        "SELECT to_char(1234.5, 'FM9999.00') AS money, to_jsonb(ARRAY[1, 2]) AS j, pg_typeof(1.5) AS t",
-        "formatting and type functions",
+        # pg_typeof() was here: its regtype result turns identifiers into any type's name (the catalogue
+        # rule refuses it; the reply's columns carry their types).
+        "SELECT to_char(1234.5, 'FM9999.00') AS money, to_jsonb(ARRAY[1, 2]) AS j, 1.5::text AS t",
+        "formatting functions",
     ),
     allow(
         "SELECT x FROM (VALUES (1), (2)) AS v(x) WHERE x = 2 UNION SELECT 3 INTERSECT SELECT 3 ORDER BY 1",
@@ -661,6 +663,28 @@ ATTACKS: tuple[Case, ...] = (
         "row-lock",
         "a row lock behind JOIN USING ... AS",
     ),
+    # The catalogue (docs/tools/read_only_sql.md, "The catalogue"): read by structure, in every spelling.
+    reject("SELECT relname FROM pg_class", "catalogue", "an unqualified catalogue relation"),
+    reject('SELECT * FROM "pg_catalog"."pg_description"', "catalogue", "comments, quoted and qualified"),
+    reject(
+        "SELECT p.slug, d.description FROM docs.pages AS p CROSS JOIN LATERAL "
+        "(SELECT description FROM pg_catalog.pg_description) AS d",
+        "catalogue",
+        "comments in a lateral subquery",
+    ),
+    reject(
+        "WITH s AS (SELECT query FROM pg_stat_activity) SELECT * FROM s",
+        "catalogue",
+        "other sessions in a CTE",
+    ),
+    reject("SELECT rolname FROM pg_roles", "catalogue", "role names"),
+    reject("SELECT 'docs.pages'::regclass", "catalogue", "a regclass cast"),
+    reject("SELECT pg_typeof(1.5) AS t", "catalogue", "a regtype source"),
+    reject("SELECT obj_description(1)", "catalogue", "another object's comment"),
+    reject("SELECT pg_get_functiondef(1)", "catalogue", "a function's source"),
+    reject("SELECT inet_server_addr(), inet_server_port()", "catalogue", "the server's address"),
+    reject("SELECT current_setting('port')", "catalogue", "the server's port as a setting"),
+    reject("SELECT * FROM information_schema.routines", "catalogue", "an unfiltered information_schema view"),
     reject("VALUES (1) ORDER BY 1 LIMIT 2; DROP TABLE docs.pages", "multiple-statements", "stacked"),
     reject("VALUES ($1) ORDER BY 1", "bind-parameter", "a parameter in VALUES ... ORDER BY"),
     reject("SELECT " + "(" * 10_000 + "1" + ")" * 10_000, "too-long", "past the length cap"),

@@ -152,7 +152,15 @@ def open_read_only_sql(settings: Settings, *, guard_hidden_rows: bool = True) ->
             _open_executor, settings, dsn, audited=audited, availability=availability, gate=gate
         )
     )
-    policy = Lazy(functools.partial(_build_policy, settings.sql_policy_cache_size))
+    if settings.sql_allow_catalogue:
+        log.warning(
+            "read_only_sql: MCP_SQL_ALLOW_CATALOGUE is true: queries read pg_catalog unfiltered "
+            "(other objects' names, definitions and comments, role names, other sessions' queries, "
+            "the server's address)"
+        )
+    policy = Lazy(
+        functools.partial(_build_policy, settings.sql_policy_cache_size, settings.sql_allow_catalogue)
+    )
     # Built on first use, inside `trio.run`: it must belong to the running trio loop.
     db_limiter = Lazy(functools.partial(trio.CapacityLimiter, settings.sql_pool_max_size)).get
     grace = settings.sql_cancel_grace_s
@@ -326,7 +334,7 @@ def _preload_type_names(database: Lazy[Executor], audited: bool) -> None:
         log.info("read_only_sql: type names not preloaded (the database did not answer)")
 
 
-def _build_policy(cache_size: int) -> QueryPolicy:
+def _build_policy(cache_size: int, allow_catalogue: bool) -> QueryPolicy:
     """The SQL policy, imported off the start-up path (built by a `Lazy`).
 
     sqlglot and pglast are the largest imports of the server (bench_sql's all-tools cold start),
@@ -335,9 +343,9 @@ def _build_policy(cache_size: int) -> QueryPolicy:
     policy before that is done waits for it (in its worker thread), so no call is ever vetted by
     anything less.
     """
-    from mcp_suite.tools.read_only_sql.policy import QueryPolicy  # deferred on purpose
+    from mcp_suite.tools.read_only_sql.policy import QueryPolicy, vet_sql  # deferred on purpose
 
-    return QueryPolicy(cache_size=cache_size)
+    return QueryPolicy(cache_size=cache_size, vet=functools.partial(vet_sql, allow_catalogue=allow_catalogue))
 
 
 def _vet_and_run(

@@ -5,7 +5,8 @@ Owns: the pipeline and a bounded LRU of verdicts. Two parsers read every text: P
 (`sqlglot_walk`) for the tree the outer LIMIT is put on (`rewrite`) and as the second opinion. When
 sqlglot cannot read a text that PostgreSQL's grammar accepts and whose tree passes the walk, the text
 is rewritten and regenerated from PostgreSQL's tree instead; where the two parsers read a text
-differently, the query is refused. Every refusal is worded in `refusals`. Pure: no I/O, no trio, no
+differently, the query is refused. Both walks apply the catalogue rule (`catalogue`) unless the
+operator allows the whole catalogue. Every refusal is worded in `refusals`. Pure: no I/O, no trio, no
 psycopg; it raises only `InvalidArgumentsError` and `QueryViolationError`. The policy is a filter, not
 the boundary: the read-only transaction and the least-privilege role are (docs/tools/read_only_sql.md
 and docs/operations/).
@@ -57,11 +58,18 @@ class VettedQuery:
 
 
 def vet_sql(
-    sql: str, *, max_rows: int, dialect: Dialect = DIALECT, deparser: Deparser = RawStream
+    sql: str,
+    *,
+    max_rows: int,
+    allow_catalogue: bool = False,
+    dialect: Dialect = DIALECT,
+    deparser: Deparser = RawStream,
 ) -> VettedQuery:
     """The uncached policy (docs/tools/read_only_sql.md). See `QueryPolicy.vet`.
 
-    `dialect` (sqlglot's postgres dialect) and `deparser` (pglast's): a test passes parts that fail.
+    `allow_catalogue`: skip the catalogue rule (MCP_SQL_ALLOW_CATALOGUE; a `QueryPolicy` gets it
+    through its `vet`). `dialect` (sqlglot's postgres dialect) and `deparser` (pglast's): a test
+    passes parts that fail.
     """
     if not isinstance(max_rows, int) or isinstance(max_rows, bool) or max_rows < 1:
         raise refusals.bad_max_rows()
@@ -77,16 +85,16 @@ def vet_sql(
     try:
         # PostgreSQL's grammar first: it is fast, cannot recurse in Python, and sees what sqlglot
         # misreads (U&"..." identifiers, LISTEN, DISCARD, trailing comments).
-        original = check_postgres(sql, executed=False)
+        original = check_postgres(sql, executed=False, allow_catalogue=allow_catalogue)
         try:
             tree = parse_sqlglot(merge_string_continuations(without_comments(sql)), dialect)
-            check_sqlglot(tree)
+            check_sqlglot(tree, allow_catalogue=allow_catalogue)
             tree, limit = apply_limit(tree, cap)
             executed = generate(tree, dialect)
             # The second check, on exactly the text that will run: both parsers again, the LIMIT
             # proven on PostgreSQL's own reading, and nothing in it that the caller did not write.
-            check_sqlglot(parse_sqlglot(executed, dialect))
-            final = check_postgres(executed, executed=True)
+            check_sqlglot(parse_sqlglot(executed, dialect), allow_catalogue=allow_catalogue)
+            final = check_postgres(executed, executed=True, allow_catalogue=allow_catalogue)
         except refusals.UnreadableError:
             # PostgreSQL's grammar reads the caller's text and its tree passed the walk, but
             # sqlglot cannot read it, or cannot write back what it read. That alone is no reason
@@ -94,8 +102,8 @@ def vet_sql(
             # the same second check (sqlglot's too, when it can read it).
             executed, limit = regenerate_from_postgres(sql, cap, deparser)
             with contextlib.suppress(refusals.UnreadableError):
-                check_sqlglot(parse_sqlglot(executed, dialect))
-            final = check_postgres(executed, executed=True)
+                check_sqlglot(parse_sqlglot(executed, dialect), allow_catalogue=allow_catalogue)
+            final = check_postgres(executed, executed=True, allow_catalogue=allow_catalogue)
         check_postgres_limit(final.root, limit, cap)
         check_agreement(original, final, limit)
     except RecursionError:

@@ -2,8 +2,9 @@
 
 Owns: parsing with PostgreSQL's grammar, the iterative walk of its JSON tree against an allowlist of
 node kinds, the function denylist and the size bound on the functions that build values, the facts
-the walk notes (names, constants, the functions and operators called), and the agreement check
-between the caller's text and the text that will run. Pure: no I/O.
+the walk notes (names, constants, the functions and operators called, the types named), the
+catalogue rule on them (`catalogue`), and the agreement check between the caller's text and the text
+that will run. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pglast import parser as pg_parser
 
 from mcp_suite.tools.read_only_sql.denylist import denied_reason
 from mcp_suite.tools.read_only_sql.policy import refusals
+from mcp_suite.tools.read_only_sql.policy.catalogue import check_catalogue
 
 __all__ = ["MAX_LITERAL_LENGTH", "MAX_TREE_DEPTH", "PgFacts", "check_agreement", "check_postgres", "walk"]
 
@@ -123,10 +125,13 @@ class PgFacts:
     constants: Counter[tuple[Any, ...]] = field(default_factory=Counter)
     functions: set[str] = field(default_factory=set)
     operators: set[str] = field(default_factory=set)
+    types: set[str] = field(default_factory=set)  # last name component, case-folded
+    settings: set[str | None] = field(default_factory=set)  # current_setting()'s name; None: computed
 
 
-def check_postgres(sql: str, *, executed: bool) -> PgFacts:
-    """PostgreSQL's grammar: one statement, a SelectStmt root, allowed nodes only, no denied function.
+def check_postgres(sql: str, *, executed: bool, allow_catalogue: bool = False) -> PgFacts:
+    """PostgreSQL's grammar: one statement, a SelectStmt root, allowed nodes only, no denied function,
+    and (unless `allow_catalogue`, MCP_SQL_ALLOW_CATALOGUE) no catalogue read the catalogue rule refuses.
 
     `executed`: `sql` is the regenerated text; a parse failure there is the validator's limit, not a
     syntax error of the caller's.
@@ -153,6 +158,10 @@ def check_postgres(sql: str, *, executed: bool) -> PgFacts:
         raise refusals.not_a_query(root_kind)
     facts = PgFacts(root=root_node["SelectStmt"])
     walk(root_node, facts)
+    if not allow_catalogue:
+        check_catalogue(
+            relations=facts.relations, functions=facts.functions, types=facts.types, settings=facts.settings
+        )
     return facts
 
 
@@ -180,6 +189,10 @@ def walk(root: dict[str, Any], facts: PgFacts) -> None:
                         _note(key, value, facts)
                 elif key in _REFUSED_FIELDS:
                     raise refusals.refused_node(_REFUSED_FIELDS[key])
+                elif key == "typeName":
+                    # A type is named in a field, not as a node (casts, column definition lists,
+                    # RETURNING): its input and output functions run on the query's values.
+                    _note_type(value, facts)
                 if type(value) is dict or type(value) is list:
                     more(value)
         level = below
@@ -188,7 +201,10 @@ def walk(root: dict[str, Any], facts: PgFacts) -> None:
 def _note(kind: str, value: dict[str, Any], facts: PgFacts) -> None:
     if kind == "FuncCall":
         _check_function(value)
-        facts.functions.add(_last_name(value["funcname"]))
+        name = _last_name(value["funcname"])
+        facts.functions.add(name)
+        if name == "current_setting":
+            facts.settings.add(_setting_name(value.get("args")))
     elif kind == "RangeTableSample":
         # TABLESAMPLE <method> names a function too (a tsm_handler): the same denylist applies.
         _check_function({"funcname": value["method"]})
@@ -206,6 +222,19 @@ def _note(kind: str, value: dict[str, Any], facts: PgFacts) -> None:
         facts.relations.add((value.get("schemaname", ""), value["relname"]))
     else:  # A_Const
         facts.constants[_constant(value)] += 1
+
+
+def _note_type(type_name: dict[str, Any], facts: PgFacts) -> None:
+    # PostgreSQL's grammar names every type a query writes (casts, column definitions, RETURNING).
+    facts.types.add(_last_name(type_name["names"]))
+
+
+def _setting_name(args: list[dict[str, Any]] | None) -> str | None:
+    """current_setting()'s first argument when it is a string literal, else None (computed, or no
+    argument at all: refused either way)."""
+    const = args[0].get("A_Const", {}) if args else {}
+    name: str | None = const.get("sval", {}).get("sval")
+    return name
 
 
 def _last_name(parts: list[dict[str, Any]]) -> str:

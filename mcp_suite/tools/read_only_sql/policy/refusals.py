@@ -245,3 +245,14 @@ def oversized_value(name: str, size: int, most: int) -> QueryViolationError:
         "oversized-value",
         function=echo(name, NAME_ECHO_CHARS),
     )
+
+
+def catalogue(what: str, reason: str) -> QueryViolationError:
+    """The catalogue rule (`catalogue`): `what` is refused because it `reason` (a verb phrase)."""
+    return violation(
+        f"The query is not allowed: {echo(what, NAME_ECHO_CHARS)} {reason}. Read the tables, columns "
+        "and comments the role may read with the sql_schema tool, or in information_schema, which "
+        "PostgreSQL filters by the role's privileges.",
+        "catalogue",
+        object=echo(what, NAME_ECHO_CHARS),
+    )

@@ -3,7 +3,9 @@
 Owns: the text sqlglot is given (comments blanked and string continuations joined where PostgreSQL's
 own lexer finds them), bounds on sqlglot's token stream before it parses (it recurses per bracket and
 backtracks on nested ones), parsing to one statement, and the iterative whole-tree walk: statement
-classes refused anywhere, the function denylist on every call. Pure: no I/O.
+classes refused anywhere, the function denylist on every call, and the catalogue rule (`catalogue`) on
+the relations, functions and types sqlglot reads (current_setting()'s argument is checked on
+PostgreSQL's reading only). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from sqlglot.tokenizer_core import TokenType
 from mcp_suite.problems import QueryViolationError
 from mcp_suite.tools.read_only_sql.denylist import denied_reason
 from mcp_suite.tools.read_only_sql.policy import refusals
+from mcp_suite.tools.read_only_sql.policy.catalogue import check_catalogue
 
 __all__ = ["DIALECT", "check_sqlglot", "merge_string_continuations", "parse_sqlglot", "without_comments"]
 
@@ -186,11 +189,17 @@ _REFUSED: Final[tuple[type[exp.Expr], ...]] = (
 )
 
 
-def check_sqlglot(tree: exp.Expr) -> None:
-    """A query root, no refused class anywhere in the tree, no denied function called."""
+def check_sqlglot(tree: exp.Expr, *, allow_catalogue: bool = False) -> None:
+    """A query root, no refused class anywhere in the tree, no denied function called, and (unless
+    `allow_catalogue`, MCP_SQL_ALLOW_CATALOGUE) no catalogue read the catalogue rule refuses."""
     if not isinstance(tree, exp.Select | exp.SetOperation | exp.Values | exp.Subquery):
         raise refusals.not_a_query()
+    relations: set[tuple[str, str]] = set()
+    functions: set[str] = set()
+    types: set[str] = set()
     for node in _iter_tree(tree):
+        if not allow_catalogue:
+            _note_catalogue(node, relations, functions, types)
         kind = type(node)
         verdict = _VERDICTS.get(kind)
         if verdict is None:
@@ -203,6 +212,26 @@ def check_sqlglot(tree: exp.Expr) -> None:
         reason = denied_reason(name) if name else None
         if reason is not None:
             raise refusals.denied_function(name, reason)
+    if not allow_catalogue:
+        check_catalogue(relations=relations, functions=functions, types=types)
+
+
+def _note_catalogue(
+    node: exp.Expr, relations: set[tuple[str, str]], functions: set[str], types: set[str]
+) -> None:
+    """What the catalogue rule reads in sqlglot's tree: a named table (not a table function), every
+    name a function goes by (the caller's for an unknown one, sqlglot's for one it knows), a type."""
+    if isinstance(node, exp.Table):
+        if isinstance(node.this, exp.Identifier):
+            relations.add((node.db, node.name))
+    elif isinstance(node, exp.Anonymous | exp.AnonymousAggFunc):
+        functions.add(node.name)
+    elif isinstance(node, exp.Func):
+        functions.update(type(node).sql_names())
+    elif isinstance(node, exp.DataType):
+        # `REGCLASS`, `"pg_catalog"."regrole"`: the last name component, unquoted (an array type
+        # `ACLITEM[]` holds its element type as a node of its own).
+        types.add(node.sql(DIALECT).split(".")[-1].strip('"'))
 
 
 def _refuse(node: exp.Expr) -> QueryViolationError:

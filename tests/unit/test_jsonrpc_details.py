@@ -102,20 +102,20 @@ def test_nesting_is_measured_when_there_are_more_brackets_than_levels() -> None:
 def test_the_error_frame_leaves_out_an_unknown_id_only_when_asked_and_adds_the_extra_members() -> None:
     problem = UnsupportedVersionError("The server does not speak 1999-01-01.")
     extra = {"supported": ["2025-06-18"], "requested": "1999-01-01"}
-    line = encode_error(None, problem, code=-32602, omit_unknown_id=True, data_extra=extra)
+    line = encode_error(None, problem, omit_unknown_id=True, data_extra=extra)
     assert line.endswith(b"\n")
     frame = json.loads(line)
     assert sorted(frame) == ["error", "jsonrpc"]
     assert frame["jsonrpc"] == "2.0"
     error = frame["error"]
     assert (error["code"], error["message"], error["data"]["detail"]) == (
-        -32602,
+        -32022,  # the problem class's own code
         problem.title,
         problem.detail,
     )
     assert error["data"]["supported"] == ["2025-06-18"]
     assert error["data"]["requested"] == "1999-01-01"
-    known = json.loads(encode_error(9, problem, code=-32602, omit_unknown_id=True))
+    known = json.loads(encode_error(9, problem, omit_unknown_id=True))
     assert known["id"] == 9
     assert "supported" not in known["error"]["data"]
 

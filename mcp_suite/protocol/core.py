@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Final
 
 from mcp_suite.problems import (
@@ -100,83 +101,42 @@ class CallKind(enum.Enum):
 # -- what the core asks the runtime to do ---------------------------------------------------------
 
 
-class _Event:
-    """Base of the events: compared and shown by their slots.
-
-    Plain slotted classes, not dataclasses: this module is imported before `initialize` is
-    answered, and creating a dataclass (or a typed named tuple) class adds to the cold start
-    (bench_runtime); an `Answer` is made for every frame (ping round trips). Nothing
-    changes an event after it is made.
-    """
-
-    __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        names: tuple[str, ...] = self.__slots__
-        return type(other) is type(self) and all(getattr(self, n) == getattr(other, n) for n in names)
-
-    __hash__ = None  # type: ignore[assignment]  # compared by value, never used as a key
-
-    def __repr__(self) -> str:
-        names: tuple[str, ...] = self.__slots__
-        members = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
-        return f"{type(self).__name__}({members})"
-
-
-class Answer(_Event):
+@dataclass(frozen=True, slots=True)
+class Answer:
     """Write `frame` (None: write nothing, as for a cancelled call), then audit the request.
 
     `outcome` is "ok", "error" or "cancelled". `warm_up` is True on the first answer that opens the
     session (initialize, or a modern request): once it is written, the runtime starts the warm-up.
     """
 
-    __slots__ = ("arguments", "frame", "method", "outcome", "problem", "request_id", "tool", "warm_up")
-
-    def __init__(
-        self,
-        frame: bytes | None,
-        request_id: RequestId | None,
-        method: str,
-        outcome: str,
-        problem: ProblemError | None = None,
-        *,
-        tool: str | None = None,
-        arguments: Any = None,
-        warm_up: bool = False,
-    ) -> None:
-        self.frame = frame
-        self.request_id = request_id
-        self.method = method
-        self.outcome = outcome
-        self.problem = problem
-        self.tool = tool
-        self.arguments = arguments
-        self.warm_up = warm_up
+    frame: bytes | None
+    request_id: RequestId | None
+    method: str
+    outcome: str
+    problem: ProblemError | None = None
+    _: KW_ONLY
+    tool: str | None = None
+    arguments: Any = None
+    warm_up: bool = False
 
 
-class StartCall(_Event):
+@dataclass(frozen=True, slots=True)
+class StartCall:
     """Run the tool or resource `name` (by `kind`) in its own task, registered by `key`.
     The runtime reports how it ended with `call_finished(key, outcome)`."""
 
-    __slots__ = ("arguments", "key", "kind", "name", "request_id")
-
-    def __init__(
-        self, key: IdKey, request_id: RequestId, kind: CallKind, name: str, arguments: dict[str, Any]
-    ) -> None:
-        self.key = key
-        self.request_id = request_id
-        self.kind = kind
-        self.name = name
-        self.arguments = arguments
+    key: IdKey
+    request_id: RequestId
+    kind: CallKind
+    name: str
+    arguments: dict[str, Any]
 
 
-class CancelCall(_Event):
+@dataclass(frozen=True, slots=True)
+class CancelCall:
     """Cancel the task of `key`; it still reports its end, and the core sends nothing for it."""
 
-    __slots__ = ("key",)
-
-    def __init__(self, key: IdKey) -> None:
-        self.key = key
+    key: IdKey
 
 
 Event = Answer | StartCall | CancelCall
@@ -190,39 +150,31 @@ class Shutdown(enum.Enum):
 # -- how a call ended (reported by the runtime) ----------------------------------------------------
 
 
-class ToolSucceeded(_Event):
+@dataclass(frozen=True, slots=True)
+class ToolSucceeded:
     """The tool returned: `structured_json` is its result as compact ASCII JSON."""
 
-    __slots__ = ("structured_json",)
-
-    def __init__(self, structured_json: bytes) -> None:
-        self.structured_json = structured_json
+    structured_json: bytes
 
 
-class ResourceRead(_Event):
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
+@dataclass(frozen=True, slots=True)
+class ResourceRead:
+    text: str
 
 
-class CallRaised(_Event):
+@dataclass(frozen=True, slots=True)
+class CallRaised:
     """The call (or the runtime's limiter before it) raised `problem`, or failed unexpectedly and the
     runtime made it an `InternalServerError` with an incident id. The core picks the channel."""
 
-    __slots__ = ("problem",)
-
-    def __init__(self, problem: ProblemError) -> None:
-        self.problem = problem
+    problem: ProblemError
 
 
-class CallInterrupted(_Event):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallInterrupted:
     """The call's cancel scope fired; `deadline_passed` tells whether its deadline had come."""
 
-    __slots__ = ("deadline_passed",)
-
-    def __init__(self, *, deadline_passed: bool) -> None:
-        self.deadline_passed = deadline_passed
+    deadline_passed: bool
 
 
 CallOutcome = ToolSucceeded | ResourceRead | CallRaised | CallInterrupted

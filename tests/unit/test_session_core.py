@@ -390,5 +390,6 @@ def test_events_compare_by_value_and_show_their_members() -> None:
     assert core.CallRaised(InternalServerError("x")) != core.CallRaised(InternalServerError("x"))
     failure = InternalServerError("x")
     assert core.CallRaised(failure) == core.CallRaised(failure)
-    assert core.CallRaised(failure) != core.ToolSucceeded(b"{}")
+    other: object = core.ToolSucceeded(b"{}")
+    assert core.CallRaised(failure) != other
     assert repr(core.CallInterrupted(deadline_passed=True)) == "CallInterrupted(deadline_passed=True)"

@@ -193,8 +193,8 @@ def test_a_cancellation_matches_an_id_in_either_form(call_id: Any, cancel_id: An
 def test_an_event_shows_every_member_in_order() -> None:
     started = _core(30).receive(modern("tools/call", CALL, 3))
     assert repr(started) == (
-        "StartCall(arguments={'text': 'hi'}, key=('i', 3), kind=<CallKind.TOOL: 'tools/call'>, "
-        "name='echo', request_id=3)"
+        "StartCall(key=('i', 3), request_id=3, kind=<CallKind.TOOL: 'tools/call'>, name='echo', "
+        "arguments={'text': 'hi'})"
     )
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "encode_error",
     "encode_result",
     "encode_tool_success",
+    "quote_json_text",
     "sniff_id",
 ]
 
@@ -231,7 +232,7 @@ def encode_tool_success(request_id: RequestId, structured_json: bytes, tail: byt
             b'{"jsonrpc":"2.0","id":',
             (str(request_id) if isinstance(request_id, int) else _encode_string(request_id)).encode("ascii"),
             b',"result":{"content":[{"type":"text","text":',
-            _quote_json_text(structured_json),
+            quote_json_text(structured_json),
             b'}],"structuredContent":',
             structured_json,
             b',"isError":false',
@@ -241,7 +242,7 @@ def encode_tool_success(request_id: RequestId, structured_json: bytes, tail: byt
     )
 
 
-def _quote_json_text(text: bytes) -> bytes:
+def quote_json_text(text: bytes) -> bytes:
     """Compact ASCII JSON `text` as a JSON string literal, exactly as `_encode_string` writes it.
 
     JSON text holds no raw control character (strings escape them), so only backslash and quote

@@ -5,6 +5,7 @@ and what the id sniffer reads from the head of an oversized line."""
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring_ascii  # the escaper json.dumps uses
 
 import pytest
 
@@ -12,7 +13,6 @@ from mcp_suite.problems import INVALID_REQUEST, PARSE_ERROR, UnsupportedVersionE
 from mcp_suite.protocol.jsonrpc import (
     JsonRpcError,
     Request,
-    _encode_string,
     decode_message,
     encode_error,
     encode_tool_success,
@@ -123,7 +123,7 @@ def test_the_error_frame_leaves_out_an_unknown_id_only_when_asked_and_adds_the_e
 def test_the_text_block_of_a_success_frame_with_a_raw_del_is_the_general_escapers_string() -> None:
     structured = b'{"t":"a\x7fb"}'
     frame = encode_tool_success(1, structured)
-    assert _encode_string(structured.decode("ascii")).encode("ascii") in frame
+    assert encode_basestring_ascii(structured.decode("ascii")).encode("ascii") in frame
     assert frame.count(b"\x7f") == 1  # only structuredContent, verbatim, keeps the raw byte
 
 

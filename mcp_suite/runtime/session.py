@@ -60,6 +60,9 @@ _WRITE_BATCH_BYTES: Final = 262_144
 _SHUTDOWN_FLUSH_S: Final = 1.0
 
 Inbound = Frame | OversizedFrame
+# Bytes for the writer, and whether the warm-up starts once they are written (the core marks the
+# answer that opens the session: `Answer.warm_up`).
+Outbound = tuple[bytes, bool]
 
 
 class _Task:
@@ -87,10 +90,9 @@ class Session:
     all_idle: trio.Event = field(default_factory=trio.Event)
     _tool_descriptions: Lazy[list[mcp.ToolDescription]] = field(init=False)
     _reader_scope: trio.CancelScope = field(default_factory=trio.CancelScope)
-    _out_send: trio.MemorySendChannel[bytes] | None = None
+    _out_send: trio.MemorySendChannel[Outbound] | None = None
     _root: trio.Nursery | None = None
     _calls: trio.Nursery | None = None
-    _warm_up_due: bool = False
     # Set when the warm-up has ended, failed, or was abandoned at shutdown (tests wait on it).
     warmed_up: trio.Event = field(default_factory=trio.Event)
     # Set by the warm-up's thread itself when it returns (it may outlive an abandoned `warmed_up`).
@@ -201,7 +203,7 @@ class Session:
         Cancellation: cancelling the caller cancels everything at once (no drain).
         """
         frames_send, frames_recv = trio.open_memory_channel[list[Inbound]](self.settings.inbound_channel_size)
-        out_send, out_recv = trio.open_memory_channel[bytes](self.settings.outbound_channel_size)
+        out_send, out_recv = trio.open_memory_channel[Outbound](self.settings.outbound_channel_size)
         self._out_send = out_send
         try:
             async with trio.open_nursery() as root:
@@ -254,20 +256,21 @@ class Session:
     async def _write(
         self,
         stdout: trio.abc.SendStream,
-        out_recv: trio.MemoryReceiveChannel[bytes],
+        out_recv: trio.MemoryReceiveChannel[Outbound],
         root_scope: trio.CancelScope,
     ) -> None:
         async with out_recv:
-            async for first in out_recv:
+            async for first, warm_up in out_recv:
                 batch = [first]
                 size = len(first)
                 while size < _WRITE_BATCH_BYTES:
                     try:
-                        more = out_recv.receive_nowait()
+                        more, more_warm_up = out_recv.receive_nowait()
                     except (trio.WouldBlock, trio.EndOfChannel):
                         break
                     batch.append(more)
                     size += len(more)
+                    warm_up |= more_warm_up
                 try:
                     await stdout.send_all(b"".join(batch))
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
@@ -275,16 +278,16 @@ class Session:
                     logger.info("stdout closed by the client; shutting down")
                     root_scope.cancel()
                     return
-                if self._warm_up_due and self._root is not None:
+                if warm_up and self._root is not None:
                     # The `initialize` answer is out: now load what calls need (off the handshake).
-                    self._warm_up_due = False
                     self._root.start_soon(self._warm_up)
 
-    async def _send(self, frame: bytes) -> None:
-        """Queue `frame` for the writer; waits while the outbound channel is full (back-pressure)."""
+    async def _send(self, frame: bytes, *, then_warm_up: bool = False) -> None:
+        """Queue `frame` for the writer (and the warm-up, to start once it is written); waits while
+        the outbound channel is full (back-pressure)."""
         assert self._out_send is not None
         try:
-            await self._out_send.send(frame)
+            await self._out_send.send((frame, then_warm_up))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             # The writer is gone and the session is ending; nobody can receive this.
             await trio.lowlevel.checkpoint()
@@ -321,9 +324,10 @@ class Session:
             async with frames_recv:
                 async for batch in frames_recv:
                     # Inline answers of one batch travel to the writer together, in arrival order.
-                    out = b"".join(self._handle(item) for item in batch)
+                    handled = [self._handle(item) for item in batch]
+                    out = b"".join(frame for frame, _ in handled)
                     if out:
-                        await self._send(out)
+                        await self._send(out, then_warm_up=any(warm_up for _, warm_up in handled))
             self.core.input_ended()
             # Drain: stop reading (done), let in-flight calls finish for the grace period.
             if self.in_flight:
@@ -335,23 +339,22 @@ class Session:
                     self.core.grace_over()
                     self._cancel_all()
 
-    def _handle(self, item: Inbound) -> bytes:
-        """One frame in, the bytes to write now out (often none). Never raises for client input."""
+    def _handle(self, item: Inbound) -> Outbound:
+        """One frame in; out, the bytes to write now (often none) and whether the warm-up starts once
+        they are written. Never raises for client input."""
         started = time.perf_counter()
         receive = self.core.receive
         event = receive(item.data) if isinstance(item, Frame) else self.core.receive_oversized(item)
         if isinstance(event, Answer):
             self._audit(event, started)
-            if event.warm_up:
-                self._warm_up_due = True
-            return event.frame or b""
+            return event.frame or b"", event.warm_up
         if isinstance(event, StartCall):
-            return self._start(event, started)
+            return self._start(event, started), False
         if isinstance(event, CancelCall):
             task = self.in_flight.get(event.key)
             if task is not None:
                 task.scope.cancel()
-        return b""
+        return b"", False
 
     def _audit(self, answer: Answer, started: float) -> None:
         problem = answer.problem

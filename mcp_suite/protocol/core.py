@@ -2,8 +2,9 @@
 
 Events in: each line read (`receive`, `receive_oversized`), each call's outcome (`call_finished`), the
 end of input, a signal, the end of the drain's grace. Out: `Answer` (a frame to write, or none, and
-what to audit), `StartCall` (run this call in its own task), `CancelCall` (cancel that task) and
-`Shutdown` steps. The runtime carries them out and decides nothing about the protocol.
+what to audit), `StartCall` (run this call of this `CallKind` in its own task), `CancelCall` (cancel
+that task) and `Shutdown` steps. The runtime carries them out and decides nothing about the protocol:
+a call that raised a problem is reported as such (`CallRaised`), and the core picks its channel.
 
 Both eras live here: a request whose `_meta` carries the modern protocol fields is served statelessly
 (MCP 2026-07-28); anything else follows the `initialize` handshake of 2025-11-25 and earlier.
@@ -13,15 +14,14 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Final
 
 from mcp_suite.problems import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    METHOD_NOT_FOUND,
+    Channel,
     ExecutionTimeoutError,
     InternalServerError,
-    InvalidArgumentsError,
+    InvalidParamsError,
     InvalidRequestError,
     MethodNotFoundError,
     ProblemError,
@@ -48,13 +48,13 @@ from mcp_suite.settings import NAME_ECHO_CHARS
 
 __all__ = [
     "Answer",
-    "CallFailed",
     "CallInterrupted",
+    "CallKind",
     "CallOutcome",
+    "CallRaised",
     "CancelCall",
     "Era",
     "IdKey",
-    "InBandRefusal",
     "ResourceRead",
     "SessionCore",
     "Shutdown",
@@ -91,86 +91,52 @@ class Era(enum.Enum):
     MODERN = "modern"  # per-request `_meta`, 2026-07-28
 
 
+class CallKind(enum.Enum):
+    """What a `StartCall` runs: a tool (through the limiter) or a resource read."""
+
+    TOOL = "tools/call"
+    RESOURCE = "resources/read"
+
+
 # -- what the core asks the runtime to do ---------------------------------------------------------
 
 
-class _Event:
-    """Base of the events: compared and shown by their slots.
-
-    Plain slotted classes, not dataclasses: this module is imported before `initialize` is
-    answered, and creating a dataclass (or a typed named tuple) class adds to the cold start
-    (bench_runtime); an `Answer` is made for every frame (ping round trips). Nothing
-    changes an event after it is made.
-    """
-
-    __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        names: tuple[str, ...] = self.__slots__
-        return type(other) is type(self) and all(getattr(self, n) == getattr(other, n) for n in names)
-
-    __hash__ = None  # type: ignore[assignment]  # compared by value, never used as a key
-
-    def __repr__(self) -> str:
-        names: tuple[str, ...] = self.__slots__
-        members = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
-        return f"{type(self).__name__}({members})"
-
-
-class Answer(_Event):
+@dataclass(frozen=True, slots=True)
+class Answer:
     """Write `frame` (None: write nothing, as for a cancelled call), then audit the request.
 
     `outcome` is "ok", "error" or "cancelled". `warm_up` is True on the first answer that opens the
     session (initialize, or a modern request): once it is written, the runtime starts the warm-up.
     """
 
-    __slots__ = ("arguments", "frame", "method", "outcome", "problem", "request_id", "tool", "warm_up")
-
-    def __init__(
-        self,
-        frame: bytes | None,
-        request_id: RequestId | None,
-        method: str,
-        outcome: str,
-        problem: ProblemError | None = None,
-        *,
-        tool: str | None = None,
-        arguments: Any = None,
-        warm_up: bool = False,
-    ) -> None:
-        self.frame = frame
-        self.request_id = request_id
-        self.method = method
-        self.outcome = outcome
-        self.problem = problem
-        self.tool = tool
-        self.arguments = arguments
-        self.warm_up = warm_up
+    frame: bytes | None
+    request_id: RequestId | None
+    method: str
+    outcome: str
+    problem: ProblemError | None = None
+    _: KW_ONLY
+    tool: str | None = None
+    arguments: Any = None
+    warm_up: bool = False
 
 
-class StartCall(_Event):
-    """Run `method` (tools/call or resources/read) on `name` in its own task, registered by `key`.
+@dataclass(frozen=True, slots=True)
+class StartCall:
+    """Run the tool or resource `name` (by `kind`) in its own task, registered by `key`.
     The runtime reports how it ended with `call_finished(key, outcome)`."""
 
-    __slots__ = ("arguments", "key", "method", "name", "request_id")
-
-    def __init__(
-        self, key: IdKey, request_id: RequestId, method: str, name: str, arguments: dict[str, Any]
-    ) -> None:
-        self.key = key
-        self.request_id = request_id
-        self.method = method
-        self.name = name
-        self.arguments = arguments
+    key: IdKey
+    request_id: RequestId
+    kind: CallKind
+    name: str
+    arguments: dict[str, Any]
 
 
-class CancelCall(_Event):
+@dataclass(frozen=True, slots=True)
+class CancelCall:
     """Cancel the task of `key`; it still reports its end, and the core sends nothing for it."""
 
-    __slots__ = ("key",)
-
-    def __init__(self, key: IdKey) -> None:
-        self.key = key
+    key: IdKey
 
 
 Event = Answer | StartCall | CancelCall
@@ -184,60 +150,45 @@ class Shutdown(enum.Enum):
 # -- how a call ended (reported by the runtime) ----------------------------------------------------
 
 
-class ToolSucceeded(_Event):
+@dataclass(frozen=True, slots=True)
+class ToolSucceeded:
     """The tool returned: `structured_json` is its result as compact ASCII JSON."""
 
-    __slots__ = ("structured_json",)
-
-    def __init__(self, structured_json: bytes) -> None:
-        self.structured_json = structured_json
+    structured_json: bytes
 
 
-class ResourceRead(_Event):
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
+@dataclass(frozen=True, slots=True)
+class ResourceRead:
+    text: str
 
 
-class InBandRefusal(_Event):
-    """The tool ran or was refused because of what the caller asked: `isError: true`."""
+@dataclass(frozen=True, slots=True)
+class CallRaised:
+    """The call (or the runtime's limiter before it) raised `problem`, or failed unexpectedly and the
+    runtime made it an `InternalServerError` with an incident id. The core picks the channel."""
 
-    __slots__ = ("problem",)
-
-    def __init__(self, problem: ProblemError) -> None:
-        self.problem = problem
-
-
-class CallFailed(_Event):
-    """A JSON-RPC error: an incident, or a resource read that failed."""
-
-    __slots__ = ("problem",)
-
-    def __init__(self, problem: ProblemError) -> None:
-        self.problem = problem
+    problem: ProblemError
 
 
-class CallInterrupted(_Event):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallInterrupted:
     """The call's cancel scope fired; `deadline_passed` tells whether its deadline had come."""
 
-    __slots__ = ("deadline_passed",)
-
-    def __init__(self, *, deadline_passed: bool) -> None:
-        self.deadline_passed = deadline_passed
+    deadline_passed: bool
 
 
-CallOutcome = ToolSucceeded | ResourceRead | InBandRefusal | CallFailed | CallInterrupted
+CallOutcome = ToolSucceeded | ResourceRead | CallRaised | CallInterrupted
 
 
 class _Call:
     """The protocol side of one call in flight (the runtime keeps its task and cancel scope)."""
 
-    __slots__ = ("arguments", "client_cancelled", "era", "method", "name", "request_id")
+    __slots__ = ("arguments", "client_cancelled", "era", "kind", "method", "name", "request_id")
 
-    def __init__(self, request_id: RequestId, method: str, name: str, era: Era, arguments: Any) -> None:
+    def __init__(self, request_id: RequestId, kind: CallKind, name: str, era: Era, arguments: Any) -> None:
         self.request_id = request_id
-        self.method = method
+        self.kind = kind
+        self.method = kind.value
         self.name = name
         self.era = era
         self.arguments = arguments
@@ -258,7 +209,7 @@ _REMOVED_IN_MODERN: Final = frozenset(
     }
 )
 _RESOURCE_METHODS: Final = frozenset({"resources/list", "resources/read", "resources/templates/list"})
-_CALL_METHODS: Final = frozenset({"tools/call", "resources/read"})
+_CALL_METHODS: Final = frozenset(kind.value for kind in CallKind)
 
 
 class SessionCore:
@@ -347,7 +298,7 @@ class SessionCore:
         try:
             message = decode_message(data, max_depth=self._max_depth)
         except JsonRpcError as exc:
-            return self._error(exc.request_id, "", exc, exc.jsonrpc_code or -32600)
+            return self._error(exc.request_id, "", exc)
         if isinstance(message, Request):
             return self._request(message)
         if isinstance(message, ClientResponse):
@@ -360,12 +311,11 @@ class SessionCore:
         problem = JsonRpcError(
             f"The message is longer than {limit} bytes and was discarded; "
             "send one JSON-RPC message per line, each at most that long.",
-            jsonrpc_code=-32600,
             request_id=sniff_id(event.head),
         )
         problem.metadata["max_frame_bytes"] = limit
         problem.wire_data["max_frame_bytes"] = limit
-        return self._error(problem.request_id, "", problem, -32600)
+        return self._error(problem.request_id, "", problem)
 
     def input_ended(self) -> None:
         """The reader stopped (EOF, a failed read, or the drain): the drain has begun."""
@@ -391,7 +341,8 @@ class SessionCore:
         """A call task ended (or the runtime could not start it). Returns what to send for it."""
         call = self._calls.pop(key)
         era = call.era
-        tool = call.name if call.method == "tools/call" else None
+        is_tool = call.kind is CallKind.TOOL
+        tool = call.name if is_tool else None
         if call.client_cancelled:
             # stdio "Cancellation": the server MUST NOT send any further messages for it.
             return Answer(
@@ -410,30 +361,23 @@ class SessionCore:
                 result.update(mcp.cache_fields(ttl_ms=mcp.READ_TTL_MS, scope="private"))
             return self._ok(call.request_id, call.method, result, era)
         problem: ProblemError
-        if isinstance(outcome, InBandRefusal):
+        if isinstance(outcome, CallRaised):
             problem = outcome.problem
-            # A problem with a JSON-RPC code of its own (database-unavailable) is a fault of the
-            # infrastructure, not of what was asked: it travels as a JSON-RPC error.
-            in_band = problem.jsonrpc_code is None
-        elif isinstance(outcome, CallFailed):
-            problem = outcome.problem
-            in_band = False
-        elif outcome.deadline_passed and not self.stopping and call.method == "tools/call":
+        elif outcome.deadline_passed and not self.stopping and is_tool:
             problem = self._timed_out()  # in-band, like every refusal caused by what was asked
-            in_band = True
         elif outcome.deadline_passed and not self.stopping:
             problem = InternalServerError("The resource could not be read within the call deadline.")
-            in_band = False
         else:
             problem = InternalServerError("The server shut down before this call finished; it was cancelled.")
-            in_band = False
-        if in_band:
+        # In-band only from a tool, and only a problem of what was asked: an infrastructure fault
+        # (database-unavailable, an incident) travels as a JSON-RPC error, as does every problem of
+        # a resource read (its result has no `isError`).
+        if is_tool and problem.channel is Channel.RESULT:
             frame = encode_result(call.request_id, self._result(mcp.call_error_result(problem), era))
             return Answer(
                 frame, call.request_id, call.method, "error", problem, tool=tool, arguments=call.arguments
             )
-        code = problem.jsonrpc_code or INTERNAL_ERROR
-        return self._error(call.request_id, call.method, problem, code, tool=tool, arguments=call.arguments)
+        return self._error(call.request_id, call.method, problem, tool=tool, arguments=call.arguments)
 
     # -- requests --------------------------------------------------------------------------------
 
@@ -471,7 +415,7 @@ class SessionCore:
                 "through initialize.",
             )
             extra = {"supported": list(mcp.ALL_VERSIONS), "requested": version}
-            return self._error(request.id, method, unsupported, -32022, extra)
+            return self._error(request.id, method, unsupported, extra)
         if method not in self._modern_known:
             problem: ProblemError
             if method in _REMOVED_IN_MODERN:
@@ -480,19 +424,18 @@ class SessionCore:
                 )
             else:
                 problem = mcp.unknown_method(method)
-            return self._error(request.id, method, problem, METHOD_NOT_FOUND)
+            return self._error(request.id, method, problem)
         if method in _CALL_METHODS:
             return self._start_call(request, Era.MODERN)
         return self._inline(request, Era.MODERN)
 
     def _invalid_meta(self, request: Request, what: str) -> Answer:
-        problem = InvalidArgumentsError(
+        problem = InvalidParamsError(
             f"A {mcp.MODERN_VERSION} request {what}: every request carries {mcp.PROTOCOL_VERSION_KEY!r} "
             f"and {mcp.CLIENT_CAPABILITIES_KEY!r} in params._meta.",
             invalid_params=["_meta"],
-            jsonrpc_code=INVALID_PARAMS,
         )
-        return self._error(request.id, request.method, problem, INVALID_PARAMS)
+        return self._error(request.id, request.method, problem)
 
     def _legacy(self, request: Request) -> Event:
         method = request.method
@@ -509,7 +452,7 @@ class SessionCore:
             return self._start_call(request, Era.LEGACY)
         else:
             return self._inline(request, Era.LEGACY)
-        return self._error(request.id, method, problem, problem.jsonrpc_code or INTERNAL_ERROR)
+        return self._error(request.id, method, problem)
 
     def _inline(self, request: Request, era: Era) -> Answer:
         method = request.method
@@ -542,7 +485,7 @@ class SessionCore:
                 if era is Era.MODERN:
                     result.update(mcp.cache_fields(ttl_ms=mcp.LIST_TTL_MS, scope="public"))
         except ProblemError as exc:
-            return self._error(request.id, method, exc, exc.jsonrpc_code or INTERNAL_ERROR)
+            return self._error(request.id, method, exc)
         answer = self._ok(request.id, method, result, era)
         if self._warm_up_due and (method == "initialize" or era is Era.MODERN):
             self._warm_up_due = False
@@ -557,33 +500,32 @@ class SessionCore:
             problem: ProblemError = InvalidRequestError(
                 "A call with this id is still running; use a new id for each request."
             )
-            return self._error(request.id, method, problem, -32600)
-        if method == "resources/read":
+            return self._error(request.id, method, problem)
+        if method == CallKind.RESOURCE.value:
             uri = request.params.get("uri")
             if not isinstance(uri, str) or uri not in self._resources:
-                problem = InvalidArgumentsError(
+                problem = InvalidParamsError(
                     'resources/read needs the "uri" of a resource that resources/list shows.',
                     invalid_params=["uri"],
-                    jsonrpc_code=INVALID_PARAMS,
                 )
-                return self._error(request.id, method, problem, INVALID_PARAMS)
-            self._calls[key] = _Call(request.id, method, uri, era, None)
-            return StartCall(key, request.id, method, uri, {})
+                return self._error(request.id, method, problem)
+            self._calls[key] = _Call(request.id, CallKind.RESOURCE, uri, era, None)
+            return StartCall(key, request.id, CallKind.RESOURCE, uri, {})
         try:
             call = mcp.parse_call_params(request.params)
         except ProblemError as exc:
-            return self._error(request.id, method, exc, INVALID_PARAMS)
+            return self._error(request.id, method, exc)
         if call.name not in self._tool_names:
             problem = mcp.unknown_tool(call.name)
-            return self._error(request.id, method, problem, INVALID_PARAMS, tool=call.name)
+            return self._error(request.id, method, problem, tool=call.name)
         try:
             # 1. the structural sanitizer, before anything else looks at the arguments
             sanitize_arguments(call.arguments, max_depth=self._max_depth_args, max_items=self._max_items)
         except ProblemError as exc:
             frame = encode_result(request.id, self._result(mcp.call_error_result(exc), era))
             return Answer(frame, request.id, method, "error", exc, tool=call.name, arguments=call.arguments)
-        self._calls[key] = _Call(request.id, method, call.name, era, call.arguments)
-        return StartCall(key, request.id, method, call.name, call.arguments)
+        self._calls[key] = _Call(request.id, CallKind.TOOL, call.name, era, call.arguments)
+        return StartCall(key, request.id, CallKind.TOOL, call.name, call.arguments)
 
     # -- notifications ---------------------------------------------------------------------------
 
@@ -616,16 +558,14 @@ class SessionCore:
         request_id: RequestId | None,
         method: str,
         problem: ProblemError,
-        code: int,
         extra: dict[str, Any] | None = None,
         *,
         tool: str | None = None,
         arguments: Any = None,
     ) -> Answer:
-        """An error has the same shape in both eras (the modern result members are for results)."""
-        frame = encode_error(
-            request_id, problem, code=code, omit_unknown_id=self.omits_unknown_id, data_extra=extra
-        )
+        """The JSON-RPC error of `problem`, with its class's code. An error has the same shape in both
+        eras (the modern result members are for results)."""
+        frame = encode_error(request_id, problem, omit_unknown_id=self.omits_unknown_id, data_extra=extra)
         return Answer(frame, request_id, method, "error", problem, tool=tool, arguments=arguments)
 
     def _timed_out(self) -> ExecutionTimeoutError:

@@ -1,8 +1,8 @@
 """Strict JSON decoding and JSON-RPC 2.0 envelope checks, and response encoding (docs/wire.md).
 
-`decode_message(frame)` returns a `Request`, a `Notification` or a `ClientResponse`, or raises
-`InvalidRequestError` carrying the JSON-RPC code (-32700 or -32600) and the request id when the line
-parsed far enough to find a valid one. Nothing here does I/O or knows about trio.
+`decode_message(frame)` returns a `Request`, a `Notification` or a `ClientResponse`, or raises a
+`JsonRpcError` (-32600; `JsonParseError`, -32700, when the line is not strict JSON) carrying the
+request id when the line parsed far enough to find a valid one. Nothing here does I/O or knows about trio.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from mcp_suite.problems import (
-    INVALID_REQUEST,
     PARSE_ERROR,
     InvalidRequestError,
     ProblemError,
@@ -22,6 +21,7 @@ from mcp_suite.settings import MAX_JSON_DEPTH
 
 __all__ = [
     "ClientResponse",
+    "JsonParseError",
     "JsonRpcError",
     "Message",
     "Notification",
@@ -32,6 +32,7 @@ __all__ = [
     "encode_error",
     "encode_result",
     "encode_tool_success",
+    "quote_json_text",
     "sniff_id",
 ]
 
@@ -63,13 +64,19 @@ Message = Request | Notification | ClientResponse
 
 
 class JsonRpcError(InvalidRequestError):
-    """An envelope problem that knows the id to answer with (None → `"id": null`)."""
+    """An envelope problem (-32600) that knows the id to answer with (None → `"id": null`)."""
 
-    def __init__(self, detail: str, *, jsonrpc_code: int, request_id: RequestId | None) -> None:
-        super().__init__(detail, jsonrpc_code=jsonrpc_code)
+    def __init__(self, detail: str, *, request_id: RequestId | None) -> None:
+        super().__init__(detail)
         self.request_id = request_id
         # Members added to `error.data` beside the problem document (e.g. `max_frame_bytes`).
         self.wire_data: dict[str, Any] = {}
+
+
+class JsonParseError(JsonRpcError):
+    """The line is not strict JSON (-32700): there is no id to answer with."""
+
+    jsonrpc_code = PARSE_ERROR
 
 
 class _DuplicateKeyError(ValueError):
@@ -113,8 +120,8 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
-def _parse_error(detail: str) -> JsonRpcError:
-    return JsonRpcError(detail, jsonrpc_code=PARSE_ERROR, request_id=None)
+def _parse_error(detail: str) -> JsonParseError:
+    return JsonParseError(detail, request_id=None)
 
 
 def _valid_id(value: Any) -> bool:
@@ -160,20 +167,18 @@ def decode_message(frame: bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Message:
     if isinstance(value, list):
         raise JsonRpcError(
             "Batches are not supported; send one JSON-RPC object per line.",
-            jsonrpc_code=INVALID_REQUEST,
             request_id=None,
         )
     if not isinstance(value, dict):
         raise JsonRpcError(
             "A JSON-RPC message must be a JSON object.",
-            jsonrpc_code=INVALID_REQUEST,
             request_id=None,
         )
     raw_id = value.get("id")
     request_id = raw_id if _valid_id(raw_id) else None
 
     def invalid(detail: str) -> JsonRpcError:
-        return JsonRpcError(detail, jsonrpc_code=INVALID_REQUEST, request_id=request_id)
+        return JsonRpcError(detail, request_id=request_id)
 
     if value.get("jsonrpc") != "2.0":
         raise invalid('"jsonrpc" must be exactly "2.0".')
@@ -227,7 +232,7 @@ def encode_tool_success(request_id: RequestId, structured_json: bytes, tail: byt
             b'{"jsonrpc":"2.0","id":',
             (str(request_id) if isinstance(request_id, int) else _encode_string(request_id)).encode("ascii"),
             b',"result":{"content":[{"type":"text","text":',
-            _quote_json_text(structured_json),
+            quote_json_text(structured_json),
             b'}],"structuredContent":',
             structured_json,
             b',"isError":false',
@@ -237,7 +242,7 @@ def encode_tool_success(request_id: RequestId, structured_json: bytes, tail: byt
     )
 
 
-def _quote_json_text(text: bytes) -> bytes:
+def quote_json_text(text: bytes) -> bytes:
     """Compact ASCII JSON `text` as a JSON string literal, exactly as `_encode_string` writes it.
 
     JSON text holds no raw control character (strings escape them), so only backslash and quote
@@ -253,11 +258,11 @@ def encode_error(
     request_id: RequestId | None,
     problem: ProblemError,
     *,
-    code: int,
     omit_unknown_id: bool = False,
     data_extra: dict[str, Any] | None = None,
 ) -> bytes:
-    """A JSON-RPC error whose `data` is the problem document; `message` is the problem's title.
+    """A JSON-RPC error whose `code` is the problem's, whose `data` is the problem document and whose
+    `message` is the problem's title.
 
     An id that could not be read is written as `"id": null` (JSON-RPC 2.0), or left out when
     `omit_unknown_id` (the schemas of MCP 2025-11-25 and later make `id` optional there and do not
@@ -268,7 +273,7 @@ def encode_error(
         data.update(problem.wire_data)
     if data_extra:
         data.update(data_extra)
-    error = {"code": code, "message": problem.title, "data": data}
+    error = {"code": problem.jsonrpc_code, "message": problem.title, "data": data}
     if request_id is None and omit_unknown_id:
         return _dumps({"jsonrpc": "2.0", "error": error})
     return _dumps({"jsonrpc": "2.0", "id": request_id, "error": error})

@@ -8,13 +8,13 @@ and the members the modern era (2026-07-28) adds to every result (`resultType`, 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from mcp_suite.problems import (
-    INVALID_PARAMS,
     InvalidArgumentsError,
+    InvalidParamsError,
     MethodNotFoundError,
     ProblemError,
     SessionNotInitializedError,
@@ -40,6 +40,7 @@ __all__ = [
     "call_error_result",
     "discover_result",
     "initialize_result",
+    "invalid_arguments",
     "model_json_schema",
     "negotiate_version",
     "parse_call_params",
@@ -196,10 +197,9 @@ def tools_list_result(tools: Iterable[ToolDescription], params: dict[str, Any]) 
     clients can cache the list). A `cursor` is accepted only as `""` (the first page)."""
     cursor = params.get("cursor")
     if cursor is not None and cursor != "":
-        raise InvalidArgumentsError(
+        raise InvalidParamsError(
             "tools/list has a single page; this cursor is not one it issued.",
             invalid_params=["cursor"],
-            jsonrpc_code=INVALID_PARAMS,
         )
     return {"tools": [tool_entry(tool) for tool in tools]}
 
@@ -214,30 +214,46 @@ def parse_call_params(params: dict[str, Any]) -> CallParams:
     """Check the `tools/call` envelope (not the arguments): a malformed one is -32602."""
     name = params.get("name")
     if not isinstance(name, str) or not name:
-        raise InvalidArgumentsError(
+        raise InvalidParamsError(
             'tools/call needs "name", the tool to call, as a non-empty string.',
             invalid_params=["name"],
-            jsonrpc_code=INVALID_PARAMS,
         )
     arguments = params.get("arguments", {})
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
-        raise InvalidArgumentsError(
+        raise InvalidParamsError(
             'tools/call "arguments" must be an object.',
             invalid_params=["arguments"],
-            jsonrpc_code=INVALID_PARAMS,
         )
     return CallParams(name=name, arguments=arguments)
 
 
-def unknown_tool(name: str) -> InvalidArgumentsError:
-    return InvalidArgumentsError(
+def unknown_tool(name: str) -> InvalidParamsError:
+    return InvalidParamsError(
         f"There is no tool named {echo(name, NAME_ECHO_CHARS)!r}; "
         "tools/list shows the tools this server has.",
         invalid_params=["name"],
-        jsonrpc_code=INVALID_PARAMS,
     )
+
+
+def invalid_arguments(errors: Iterable[Mapping[str, Any]]) -> InvalidArgumentsError:
+    """The in-band validation error for a tool's arguments, from the errors of the arguments model
+    (pydantic's `ValidationError.errors()`): each argument's name, cut, and what is wrong with it."""
+    names: list[str] = []
+    parts: list[str] = []
+    for err in errors:
+        loc = err.get("loc") or ()
+        name = ".".join(str(part) for part in loc) or "arguments"
+        root = str(loc[0]) if loc else "arguments"
+        if root not in names:
+            names.append(root)
+        message = err.get("msg", "is not valid")
+        if err.get("type") == "extra_forbidden":
+            message = "is not an argument of this tool"
+        parts.append(f"{echo(name, NAME_ECHO_CHARS)}: {message}")
+    detail = "The arguments do not match the tool's inputSchema: " + "; ".join(parts[:5])
+    return InvalidArgumentsError(echo(detail, 512), invalid_params=names)
 
 
 @dataclass(frozen=True, slots=True)

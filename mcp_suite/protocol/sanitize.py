@@ -12,7 +12,7 @@ from typing import Any, Final
 from mcp_suite.problems import InvalidArgumentsError, echo
 from mcp_suite.settings import ARG_MAX_KEY_CHARS
 
-__all__ = ["allowed_in_arguments", "sanitize_arguments"]
+__all__ = ["allowed_in_arguments", "is_flat_and_clean", "sanitize_arguments", "walk_arguments"]
 
 _KEY: Final = re.compile(rf"[A-Za-z_][A-Za-z0-9_]{{0,{ARG_MAX_KEY_CHARS - 1}}}\Z")
 # C0 controls except tab (U+0009) and newline (U+000A); DEL and C1 controls; bidi controls;
@@ -49,13 +49,14 @@ def sanitize_arguments(arguments: Any, *, max_depth: int, max_items: int) -> Non
     """
     if not isinstance(arguments, dict):
         raise InvalidArgumentsError("The arguments must be a JSON object.")
-    if max_depth >= 1 and len(arguments) <= max_items and _flat_and_clean(arguments):
+    if max_depth >= 1 and len(arguments) <= max_items and is_flat_and_clean(arguments):
         return  # most calls: one level of scalars, nothing to refuse
-    _walk(arguments, max_depth=max_depth, max_items=max_items)
+    walk_arguments(arguments, max_depth=max_depth, max_items=max_items)
 
 
-def _walk(arguments: dict[Any, Any], *, max_depth: int, max_items: int) -> None:
-    """The full structural check of `sanitize_arguments`, for any shape."""
+def walk_arguments(arguments: dict[Any, Any], *, max_depth: int, max_items: int) -> None:
+    """The full structural check of `sanitize_arguments`, for any shape (it skips this walk for flat,
+    clean arguments: `is_flat_and_clean`, whose verdict must be the walk's)."""
     items = 0
     stack: list[tuple[Any, int, str]] = [(arguments, 1, "")]
     while stack:
@@ -92,7 +93,7 @@ def _walk(arguments: dict[Any, Any], *, max_depth: int, max_items: int) -> None:
             )
 
 
-def _flat_and_clean(arguments: dict[Any, Any]) -> bool:
+def is_flat_and_clean(arguments: dict[Any, Any]) -> bool:
     """True when `arguments` holds only scalars under valid keys, with no forbidden character.
 
     Exactly what the full walk accepts for an object one level deep; anything else (nesting, or

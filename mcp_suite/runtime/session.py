@@ -20,22 +20,22 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import trio
 
 from mcp_suite import SERVER_NAME, __version__
 from mcp_suite.lazy import Lazy
-from mcp_suite.problems import InternalServerError, InvalidArgumentsError, ProblemError, echo
+from mcp_suite.problems import InternalServerError, ProblemError
 from mcp_suite.protocol import mcp
 from mcp_suite.protocol.core import (
     Answer,
-    CallFailed,
     CallInterrupted,
+    CallKind,
     CallOutcome,
+    CallRaised,
     CancelCall,
     IdKey,
-    InBandRefusal,
     ResourceRead,
     SessionCore,
     Shutdown,
@@ -47,12 +47,9 @@ from mcp_suite.protocol.mcp import structured_json
 from mcp_suite.runtime import early_signals
 from mcp_suite.runtime.audit import AuditLog, logger
 from mcp_suite.runtime.limiter import CallLimiter, Ticket
-from mcp_suite.settings import NAME_ECHO_CHARS, Settings
+from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.registry import Registry
-
-if TYPE_CHECKING:
-    import pydantic
 
 __all__ = ["Session", "serve_session"]
 
@@ -63,6 +60,9 @@ _WRITE_BATCH_BYTES: Final = 262_144
 _SHUTDOWN_FLUSH_S: Final = 1.0
 
 Inbound = Frame | OversizedFrame
+# Bytes for the writer, and whether the warm-up starts once they are written (the core marks the
+# answer that opens the session: `Answer.warm_up`).
+Outbound = tuple[bytes, bool]
 
 
 class _Task:
@@ -90,10 +90,9 @@ class Session:
     all_idle: trio.Event = field(default_factory=trio.Event)
     _tool_descriptions: Lazy[list[mcp.ToolDescription]] = field(init=False)
     _reader_scope: trio.CancelScope = field(default_factory=trio.CancelScope)
-    _out_send: trio.MemorySendChannel[bytes] | None = None
+    _out_send: trio.MemorySendChannel[Outbound] | None = None
     _root: trio.Nursery | None = None
     _calls: trio.Nursery | None = None
-    _warm_up_due: bool = False
     # Set when the warm-up has ended, failed, or was abandoned at shutdown (tests wait on it).
     warmed_up: trio.Event = field(default_factory=trio.Event)
     # Set by the warm-up's thread itself when it returns (it may outlive an abandoned `warmed_up`).
@@ -204,7 +203,7 @@ class Session:
         Cancellation: cancelling the caller cancels everything at once (no drain).
         """
         frames_send, frames_recv = trio.open_memory_channel[list[Inbound]](self.settings.inbound_channel_size)
-        out_send, out_recv = trio.open_memory_channel[bytes](self.settings.outbound_channel_size)
+        out_send, out_recv = trio.open_memory_channel[Outbound](self.settings.outbound_channel_size)
         self._out_send = out_send
         try:
             async with trio.open_nursery() as root:
@@ -261,20 +260,21 @@ class Session:
     async def _write(
         self,
         stdout: trio.abc.SendStream,
-        out_recv: trio.MemoryReceiveChannel[bytes],
+        out_recv: trio.MemoryReceiveChannel[Outbound],
         root_scope: trio.CancelScope,
     ) -> None:
         async with out_recv:
-            async for first in out_recv:
+            async for first, warm_up in out_recv:
                 batch = [first]
                 size = len(first)
                 while size < _WRITE_BATCH_BYTES:
                     try:
-                        more = out_recv.receive_nowait()
+                        more, more_warm_up = out_recv.receive_nowait()
                     except (trio.WouldBlock, trio.EndOfChannel):
                         break
                     batch.append(more)
                     size += len(more)
+                    warm_up |= more_warm_up
                 try:
                     await stdout.send_all(b"".join(batch))
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
@@ -282,16 +282,16 @@ class Session:
                     logger.info("stdout closed by the client; shutting down")
                     root_scope.cancel()
                     return
-                if self._warm_up_due and self._root is not None:
+                if warm_up and self._root is not None:
                     # The `initialize` answer is out: now load what calls need (off the handshake).
-                    self._warm_up_due = False
                     self._root.start_soon(self._warm_up)
 
-    async def _send(self, frame: bytes) -> None:
-        """Queue `frame` for the writer; waits while the outbound channel is full (back-pressure)."""
+    async def _send(self, frame: bytes, *, then_warm_up: bool = False) -> None:
+        """Queue `frame` for the writer (and the warm-up, to start once it is written); waits while
+        the outbound channel is full (back-pressure)."""
         assert self._out_send is not None
         try:
-            await self._out_send.send(frame)
+            await self._out_send.send((frame, then_warm_up))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             # The writer is gone and the session is ending; nobody can receive this.
             await trio.lowlevel.checkpoint()
@@ -328,9 +328,10 @@ class Session:
             async with frames_recv:
                 async for batch in frames_recv:
                     # Inline answers of one batch travel to the writer together, in arrival order.
-                    out = b"".join(self._handle(item) for item in batch)
+                    handled = [self._handle(item) for item in batch]
+                    out = b"".join(frame for frame, _ in handled)
                     if out:
-                        await self._send(out)
+                        await self._send(out, then_warm_up=any(warm_up for _, warm_up in handled))
             self.core.input_ended()
             # Drain: stop reading (done), let in-flight calls finish for the grace period.
             if self.in_flight:
@@ -342,23 +343,22 @@ class Session:
                     self.core.grace_over()
                     self._cancel_all()
 
-    def _handle(self, item: Inbound) -> bytes:
-        """One frame in, the bytes to write now out (often none). Never raises for client input."""
+    def _handle(self, item: Inbound) -> Outbound:
+        """One frame in; out, the bytes to write now (often none) and whether the warm-up starts once
+        they are written. Never raises for client input."""
         started = time.perf_counter()
         receive = self.core.receive
         event = receive(item.data) if isinstance(item, Frame) else self.core.receive_oversized(item)
         if isinstance(event, Answer):
             self._audit(event, started)
-            if event.warm_up:
-                self._warm_up_due = True
-            return event.frame or b""
+            return event.frame or b"", event.warm_up
         if isinstance(event, StartCall):
-            return self._start(event, started)
+            return self._start(event, started), False
         if isinstance(event, CancelCall):
             task = self.in_flight.get(event.key)
             if task is not None:
                 task.scope.cancel()
-        return b""
+        return b"", False
 
     def _audit(self, answer: Answer, started: float) -> None:
         problem = answer.problem
@@ -374,13 +374,13 @@ class Session:
         )
 
     def _start(self, start: StartCall, started: float) -> bytes:
-        """Take a place at the limiter (tools/call) and spawn the call's task."""
+        """Take a place at the limiter (a tool) and spawn the call's task."""
         ticket: Ticket | None = None
-        if start.method == "tools/call":
+        if start.kind is CallKind.TOOL:
             try:
                 ticket = self.limiter.reserve()  # 2. a place in the FIFO line, after the sanitizer
             except ProblemError as exc:
-                answer = self.core.call_finished(start.key, InBandRefusal(exc))
+                answer = self.core.call_finished(start.key, CallRaised(exc))
                 self._audit(answer, started)
                 return answer.frame or b""
         task = _Task(scope=trio.CancelScope(), ticket=ticket)
@@ -396,7 +396,7 @@ class Session:
         try:
             with task.scope:
                 try:
-                    if start.method == "tools/call":
+                    if start.kind is CallKind.TOOL:
                         tool = self.registry.tools[start.name]
                         assert task.ticket is not None
                         data = await self._guarded_call(tool, start.arguments, task.ticket, task.scope)
@@ -404,12 +404,10 @@ class Session:
                     else:
                         task.scope.deadline = trio.current_time() + self.settings.call_deadline_s
                         outcome = ResourceRead(await self.registry.resources[start.name].read())
-                except ProblemError as exc:
-                    # In-band for a tool (it ran or was refused because of what the caller asked).
-                    is_tool = start.method == "tools/call"
-                    outcome = InBandRefusal(exc) if is_tool else CallFailed(exc)
+                except ProblemError as exc:  # the core picks its channel
+                    outcome = CallRaised(exc)
                 except Exception as exc:  # noqa: BLE001  # the one exception → wire boundary
-                    outcome = CallFailed(self._incident(exc, f"{start.method} {start.name}"))
+                    outcome = CallRaised(self._incident(exc, f"{start.kind.value} {start.name}"))
             if outcome is None:  # the scope was cancelled: by the client, the deadline or shutdown
                 outcome = CallInterrupted(deadline_passed=trio.current_time() >= task.scope.deadline)
         finally:
@@ -450,8 +448,7 @@ class Session:
         # 4. strict argument schema (models not loaded yet: load them off the event loop)
         if not tool.models.built:
             await trio.to_thread.run_sync(tool.models.get)
-        args = _validate(tool, arguments)
-        result = await tool.call(args)
+        result = await tool.call(tool.validate_arguments(arguments))
         return structured_json(result)
 
     def _incident(self, exc: BaseException, where: str) -> InternalServerError:
@@ -461,34 +458,6 @@ class Session:
             f"The server failed unexpectedly (incident {incident}); the details are in its log.",
             metadata={"incident": incident},
         )
-
-
-def _validate(tool: ToolSpec, arguments: dict[str, Any]) -> pydantic.BaseModel:
-    try:
-        return tool.args_model.model_validate(arguments, strict=True)
-    except Exception as exc:
-        from pydantic import ValidationError  # loaded with the tool's models, never before
-
-        if isinstance(exc, ValidationError):
-            raise _argument_problem(exc) from None
-        raise
-
-
-def _argument_problem(exc: pydantic.ValidationError) -> InvalidArgumentsError:
-    names: list[str] = []
-    parts: list[str] = []
-    for err in exc.errors(include_url=False, include_input=False, include_context=False):
-        loc = err.get("loc") or ()
-        name = ".".join(str(part) for part in loc) or "arguments"
-        root = str(loc[0]) if loc else "arguments"
-        if root not in names:
-            names.append(root)
-        message = err.get("msg", "is not valid")
-        if err.get("type") == "extra_forbidden":
-            message = "is not an argument of this tool"
-        parts.append(f"{echo(name, NAME_ECHO_CHARS)}: {message}")
-    detail = "The arguments do not match the tool's inputSchema: " + "; ".join(parts[:5])
-    return InvalidArgumentsError(echo(detail, 512), invalid_params=names)
 
 
 async def serve_session(

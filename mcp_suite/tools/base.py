@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mcp_suite.lazy import Lazy
+from mcp_suite.protocol.mcp import EncodedResult, invalid_arguments
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
-
-    from mcp_suite.protocol.mcp import EncodedResult
 
 __all__ = [
     "ResourceSpec",
@@ -68,6 +67,19 @@ class ToolSpec:
     @property
     def result_model(self) -> type[BaseModel]:
         return self.models.get()[1]
+
+    def validate_arguments(self, arguments: dict[str, Any]) -> BaseModel:
+        """`arguments` as an instance of the strict arguments model, or `InvalidArgumentsError`
+        (in-band) naming what is wrong. Builds the models if no one has yet (blocking)."""
+        try:
+            return self.args_model.model_validate(arguments, strict=True)
+        except Exception as exc:
+            from pydantic import ValidationError  # loaded with the tool's models, never before
+
+            if isinstance(exc, ValidationError):
+                errors = exc.errors(include_url=False, include_input=False, include_context=False)
+                raise invalid_arguments(errors) from None
+            raise
 
     def __repr__(self) -> str:
         return f"ToolSpec(name={self.name!r})"

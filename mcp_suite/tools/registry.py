@@ -2,34 +2,40 @@
 
 `open_registry(settings)` enters each enabled tool's `open_<tool>` context manager (docs/tools/: SQL only
 with `MCP_SQL_DSN`, files only with `MCP_SAFE_DATA_DIR`, metrics unless disabled) on one ExitStack and
-yields a `Registry`. Tool modules are imported only when enabled, so a disabled tool costs nothing at
-start-up. Must not import trio.
+yields a `Registry`. Every tool module is a plain import (the layer contract sees each arrow), but
+the SQL tool's, which loads psycopg and its libpq: that one waits until the tool is enabled, the one
+deferred seam whose cost is measured (docs/performance.md, "Start-up"). Must not import trio.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ResourceSpec, Toolset, ToolSpec
+from mcp_suite.tools.sandbox_fs_read.tool import open_sandbox_fs_read
+from mcp_suite.tools.system_metrics.tool import open_system_metrics
 
 __all__ = ["Registry", "ToolOpener", "instructions", "open_registry"]
 
 ToolOpener = Callable[[Settings], AbstractContextManager[Toolset | None]]
 
-# (module, opener name, enabled?) — order is the order of tools/list.
-_BUILTIN: tuple[tuple[str, str, Callable[[Settings], bool]], ...] = (
-    ("mcp_suite.tools.read_only_sql.tool", "open_read_only_sql", lambda s: s.sql_dsn is not None),
-    (
-        "mcp_suite.tools.sandbox_fs_read.tool",
-        "open_sandbox_fs_read",
-        lambda s: s.safe_data_dir is not None,
-    ),
-    ("mcp_suite.tools.system_metrics.tool", "open_system_metrics", lambda s: s.metrics_enabled),
+
+def _open_read_only_sql(settings: Settings) -> AbstractContextManager[Toolset | None]:
+    # Deferred: psycopg with its bundled libpq is most of a cold start that has no SQL tool.
+    from mcp_suite.tools.read_only_sql.tool import open_read_only_sql
+
+    return open_read_only_sql(settings)
+
+
+# (opener, enabled?) — order is the order of tools/list.
+_BUILTIN: tuple[tuple[ToolOpener, Callable[[Settings], bool]], ...] = (
+    (_open_read_only_sql, lambda s: s.sql_dsn is not None),
+    (open_sandbox_fs_read, lambda s: s.safe_data_dir is not None),
+    (open_system_metrics, lambda s: s.metrics_enabled),
 )
 
 
@@ -59,12 +65,7 @@ class Registry:
 
 
 def builtin_openers(settings: Settings) -> list[ToolOpener]:
-    openers: list[ToolOpener] = []
-    for module_name, attr, enabled in _BUILTIN:
-        if enabled(settings):
-            module = importlib.import_module(module_name)
-            openers.append(getattr(module, attr))
-    return openers
+    return [opener for opener, enabled in _BUILTIN if enabled(settings)]
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@
     python -m tests.mutation hand        the hand checks only (what CI runs: a fixed sample)
     python -m tests.mutation mutmut      mutmut over every module of MODULES, with the table
     python -m tests.mutation             both
+    python -m tests.mutation modules     print the guardrail modules, comma-separated (the Makefile's)
 
 A hand check removes one defence from a copy of the tree and runs the tests that guard it: they must
 fail. mutmut makes every small change it knows to the guardrail modules and runs the tests that cover
@@ -19,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 FLOOR = 0.90
 EQUIVALENTS_DOC = REPO / "docs" / "mutation.md"
+
+# The guardrail modules, listed once: `only_mutate` of pyproject's [tool.mutmut] (mutmut reads it
+# there). The Makefile's 100 % branch-coverage floor reads it through `modules` below, and MODULES
+# must name the same modules (tests/unit/test_mutation_config.py).
+GUARDRAIL_MODULES: tuple[str, ...] = tuple(
+    tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mutmut"]["only_mutate"]
+)
 
 # module -> the tests that guard it (unit and property layers: fast enough to run per mutant)
 MODULES: dict[str, tuple[str, ...]] = {
@@ -235,7 +244,7 @@ def _equivalents() -> set[str]:
     return set(re.findall(r"^\| `([^`]+)` \|", EQUIVALENTS_DOC.read_text(), flags=re.M))
 
 
-def _module_of(mutant: str) -> str | None:
+def module_of(mutant: str) -> str | None:
     """The module of MODULES a mutant's name (`package.module.x_function__mutmut_N`) belongs to."""
     dotted = mutant.rpartition(".")[0]
     return next((m for m in MODULES if m[:-3].replace("/", ".").removesuffix(".__init__") == dotted), None)
@@ -253,7 +262,7 @@ def run_mutmut() -> bool:
     unlisted: list[str] = []
     equivalent = _equivalents()
     for name, status in re.findall(r"^\s*(\S+): (\S+)$", listed, flags=re.M):
-        module = _module_of(name)
+        module = module_of(name)
         if module is None:
             continue
         if status in ("killed", "timeout"):
@@ -282,6 +291,9 @@ def run_mutmut() -> bool:
 
 def main(argv: list[str]) -> int:
     which = argv[0] if argv else "all"
+    if which == "modules":
+        _say(",".join(GUARDRAIL_MODULES))
+        return 0
     ok = True
     if which in ("all", "hand"):
         ok &= run_hand_checks()

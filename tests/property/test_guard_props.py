@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from mcp_suite.problems import InvalidArgumentsError
 from mcp_suite.protocol.jsonrpc import JsonRpcError, Message, decode_message
-from mcp_suite.protocol.sanitize import _flat_and_clean, _walk, sanitize_arguments
+from mcp_suite.protocol.sanitize import is_flat_and_clean, sanitize_arguments, walk_arguments
 from tests.support.properties import security_property
 
 json_values = st.recursive(
@@ -75,6 +75,6 @@ def test_the_flat_fast_path_accepts_exactly_what_the_full_walk_accepts(
             return f"refused: {exc.detail}"
         return "accepted"
 
-    assert outcome(sanitize_arguments) == outcome(_walk)
-    if _flat_and_clean(arguments) and len(arguments) <= max_items:
-        assert outcome(_walk) == "accepted"
+    assert outcome(sanitize_arguments) == outcome(walk_arguments)
+    if is_flat_and_clean(arguments) and len(arguments) <= max_items:
+        assert outcome(walk_arguments) == "accepted"

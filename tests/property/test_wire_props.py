@@ -7,13 +7,14 @@ Whatever a tool returns, the frame is one ASCII line, its text block holds exact
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring_ascii  # the escaper json.dumps uses
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from mcp_suite.protocol import mcp
-from mcp_suite.protocol.jsonrpc import _encode_string, _quote_json_text, encode_tool_success
+from mcp_suite.protocol.jsonrpc import encode_tool_success, quote_json_text
 from mcp_suite.tools.models import StrictModel
 
 # Every code point that JSON can carry, DEL and the C0 controls, quotes and backslashes included.
@@ -40,7 +41,7 @@ def _compact(value: Any) -> bytes:
 @given(json_values)
 def test_fast_quoting_equals_the_general_escaper(value: Any) -> None:
     text = _compact(value)
-    assert _quote_json_text(text) == _encode_string(text.decode("ascii")).encode("ascii")
+    assert quote_json_text(text) == encode_basestring_ascii(text.decode("ascii")).encode("ascii")
 
 
 @given(ids, st.dictionaries(texts, json_values, max_size=4))

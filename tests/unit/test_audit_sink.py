@@ -14,8 +14,8 @@ import pytest
 
 from mcp_suite.runtime.audit import (
     AuditLog,
+    JsonLineHandler,
     StderrSink,
-    _timestamp,
     configure_logging,
     shutdown_logging,
     write_line_now,
@@ -75,7 +75,13 @@ def test_a_blocked_stderr_never_blocks_the_writer_and_drops_are_counted() -> Non
     ],
 )
 def test_timestamps_are_utc_iso_8601_to_the_millisecond(created: float, expected: str) -> None:
-    assert _timestamp(created) == expected
+    stream = io.StringIO()
+    sink = StderrSink(stream)
+    record = logging.LogRecord("mcp_suite", logging.INFO, __file__, 1, "a line", None, None)
+    record.created = created
+    JsonLineHandler(sink).emit(record)
+    sink.close()
+    assert json.loads(stream.getvalue())["ts"] == expected
 
 
 @pytest.fixture

@@ -145,7 +145,7 @@ def test_a_read_of_a_file_larger_than_a_chunk_takes_at_most_max_bytes_plus_one(
     content = bytes(range(251)) * ((3 << 20) // 251 + 1)  # over 3 MiB: several 1 MiB chunks
     (root / "big.bin").write_bytes(content)
     with open(root / "big.bin", "rb") as handle:
-        assert fdwalk._read_at_most(handle.fileno(), max_bytes + 1) == content[: max_bytes + 1]
+        assert fdwalk.read_at_most(handle.fileno(), max_bytes + 1) == content[: max_bytes + 1]
     read = fdwalk.read_file(root_dir, ("big.bin",), max_bytes, allow_hard_links=False)
     assert (read.size, read.data, read.truncated) == (len(content), content[:max_bytes], True)
 

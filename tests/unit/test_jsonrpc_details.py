@@ -5,6 +5,7 @@ and what the id sniffer reads from the head of an oversized line."""
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring_ascii  # the escaper json.dumps uses
 
 import pytest
 
@@ -12,7 +13,6 @@ from mcp_suite.problems import INVALID_REQUEST, PARSE_ERROR, UnsupportedVersionE
 from mcp_suite.protocol.jsonrpc import (
     JsonRpcError,
     Request,
-    _encode_string,
     decode_message,
     encode_error,
     encode_tool_success,
@@ -102,20 +102,20 @@ def test_nesting_is_measured_when_there_are_more_brackets_than_levels() -> None:
 def test_the_error_frame_leaves_out_an_unknown_id_only_when_asked_and_adds_the_extra_members() -> None:
     problem = UnsupportedVersionError("The server does not speak 1999-01-01.")
     extra = {"supported": ["2025-06-18"], "requested": "1999-01-01"}
-    line = encode_error(None, problem, code=-32602, omit_unknown_id=True, data_extra=extra)
+    line = encode_error(None, problem, omit_unknown_id=True, data_extra=extra)
     assert line.endswith(b"\n")
     frame = json.loads(line)
     assert sorted(frame) == ["error", "jsonrpc"]
     assert frame["jsonrpc"] == "2.0"
     error = frame["error"]
     assert (error["code"], error["message"], error["data"]["detail"]) == (
-        -32602,
+        -32022,  # the problem class's own code
         problem.title,
         problem.detail,
     )
     assert error["data"]["supported"] == ["2025-06-18"]
     assert error["data"]["requested"] == "1999-01-01"
-    known = json.loads(encode_error(9, problem, code=-32602, omit_unknown_id=True))
+    known = json.loads(encode_error(9, problem, omit_unknown_id=True))
     assert known["id"] == 9
     assert "supported" not in known["error"]["data"]
 
@@ -123,7 +123,7 @@ def test_the_error_frame_leaves_out_an_unknown_id_only_when_asked_and_adds_the_e
 def test_the_text_block_of_a_success_frame_with_a_raw_del_is_the_general_escapers_string() -> None:
     structured = b'{"t":"a\x7fb"}'
     frame = encode_tool_success(1, structured)
-    assert _encode_string(structured.decode("ascii")).encode("ascii") in frame
+    assert encode_basestring_ascii(structured.decode("ascii")).encode("ascii") in frame
     assert frame.count(b"\x7f") == 1  # only structuredContent, verbatim, keeps the raw byte
 
 

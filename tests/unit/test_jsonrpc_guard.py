@@ -123,7 +123,7 @@ def test_encoded_responses_are_one_ascii_line() -> None:
     assert line.isascii()
     assert json.loads(line)["result"]["text"] == "caf\u00e9 \u202e \U0001f600"
     problem = _error(b"{bad")
-    line = encode_error(None, problem, code=PARSE_ERROR)
+    line = encode_error(None, problem)
     assert json.loads(line) == {
         "jsonrpc": "2.0",
         "id": None,

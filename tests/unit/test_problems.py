@@ -7,14 +7,20 @@ import pytest
 from mcp_suite.problems import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
     PROBLEM_TYPES,
     PROBLEM_URN_PREFIX,
     WIRE_CODES,
+    Channel,
     ConflictError,
+    InvalidArgumentsError,
+    InvalidParamsError,
     ProblemError,
     echo,
     render_problem,
 )
+from mcp_suite.protocol.jsonrpc import JsonParseError, JsonRpcError
 
 SPEC_TABLE = {
     "validation-error": ("MCP_VALIDATION_ERROR", 422),
@@ -60,18 +66,34 @@ def test_problem_class_matches_the_spec_table(cls: type[ProblemError]) -> None:
     }
 
 
-@pytest.mark.parametrize("cls", PROBLEM_TYPES, ids=lambda c: c.slug)
-def test_wire_codes_agree_with_class_defaults(cls: type[ProblemError]) -> None:
-    if cls.jsonrpc_code is None:
-        # in-band only, except validation-error which may travel as -32602, and role-refused, which
-        # a resource read (not a tool) carries as -32603
-        allowed = {
-            "validation-error": frozenset({INVALID_PARAMS}),
-            "role-refused": frozenset({INTERNAL_ERROR}),
-        }
-        assert cls.slug not in WIRE_CODES or WIRE_CODES[cls.slug] == allowed.get(cls.slug)
-    else:
+def _every_problem_class() -> list[type[ProblemError]]:
+    """Each problem type and every subclass of one (a channel of its own), the protocol's too."""
+    found: list[type[ProblemError]] = []
+    todo: list[type[ProblemError]] = [ProblemError]
+    while todo:
+        cls = todo.pop()
+        found.append(cls)
+        todo.extend(cls.__subclasses__())
+    return found
+
+
+@pytest.mark.parametrize("cls", _every_problem_class(), ids=lambda c: c.__name__)
+def test_a_problem_class_that_travels_as_an_error_has_a_code_its_type_allows(cls: type[ProblemError]) -> None:
+    if cls.channel is Channel.ERROR:
         assert cls.jsonrpc_code in WIRE_CODES[cls.slug]
+    else:
+        # in-band: as an error only from a method without in-band results, as an internal error
+        # (role-refused from a resource read, say)
+        assert cls.jsonrpc_code == INTERNAL_ERROR
+        assert cls.slug not in WIRE_CODES or cls.slug in ("validation-error", "role-refused")
+
+
+def test_the_channel_and_code_are_facts_of_the_class_not_of_an_instance() -> None:
+    assert (InvalidArgumentsError.channel, InvalidParamsError.channel) == (Channel.RESULT, Channel.ERROR)
+    assert InvalidParamsError("x").jsonrpc_code == INVALID_PARAMS
+    assert (JsonRpcError.jsonrpc_code, JsonParseError.jsonrpc_code) == (INVALID_REQUEST, PARSE_ERROR)
+    with pytest.raises(TypeError):
+        ProblemError("x", jsonrpc_code=INVALID_PARAMS)  # type: ignore[call-arg]  # the argument is gone
 
 
 def test_titles_are_constant_per_type() -> None:

@@ -232,9 +232,9 @@ def start(session: core.SessionCore, frame: bytes) -> core.StartCall:
     ("outcome", "expect"),
     [
         (core.ToolSucceeded(b'{"text":"hi"}'), "success"),
-        (core.InBandRefusal(AccessDeniedError("no")), "in-band:access-denied"),
+        (core.CallRaised(AccessDeniedError("no")), "in-band:access-denied"),
         (core.CallInterrupted(deadline_passed=True), "in-band:execution-timeout"),
-        (core.CallFailed(InternalServerError("boom")), f"error:{INTERNAL_ERROR}"),
+        (core.CallRaised(InternalServerError("boom")), f"error:{INTERNAL_ERROR}"),
         (core.CallInterrupted(deadline_passed=False), f"error:{INTERNAL_ERROR}"),
     ],
 )
@@ -243,7 +243,7 @@ def test_what_each_call_outcome_sends_in_each_era(era: str, outcome: core.CallOu
     started = start(
         session, modern("tools/call", CALL, 9) if era == "modern" else line("tools/call", CALL, 9)
     )
-    assert (started.method, started.name, started.arguments) == ("tools/call", "echo", {"text": "hi"})
+    assert (started.kind, started.name, started.arguments) == (core.CallKind.TOOL, "echo", {"text": "hi"})
     assert session.in_flight == 1
     answer = session.call_finished(started.key, outcome)
     assert session.in_flight == 0
@@ -386,5 +386,10 @@ def test_the_first_answer_that_opens_the_session_asks_for_the_warm_up_once(first
 def test_events_compare_by_value_and_show_their_members() -> None:
     assert core.CancelCall(("i", 1)) == core.CancelCall(("i", 1))
     assert core.CancelCall(("i", 1)) != core.CancelCall(("s", "1"))
-    assert core.CallFailed(InternalServerError("x")) != core.InBandRefusal(InternalServerError("x"))
+    # two problems (exceptions compare by identity), so two outcomes
+    assert core.CallRaised(InternalServerError("x")) != core.CallRaised(InternalServerError("x"))
+    failure = InternalServerError("x")
+    assert core.CallRaised(failure) == core.CallRaised(failure)
+    other: object = core.ToolSucceeded(b"{}")
+    assert core.CallRaised(failure) != other
     assert repr(core.CallInterrupted(deadline_passed=True)) == "CallInterrupted(deadline_passed=True)"

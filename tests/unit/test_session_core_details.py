@@ -18,7 +18,7 @@ from mcp_suite.problems import (
     AccessDeniedError,
     DatabaseUnavailableError,
     InternalServerError,
-    InvalidArgumentsError,
+    InvalidParamsError,
     ProblemError,
 )
 from mcp_suite.protocol import core
@@ -159,7 +159,7 @@ def test_a_failed_call_answers_with_its_own_problem() -> None:
     started = session.receive(line("tools/call", CALL, 8))
     assert isinstance(started, core.StartCall)
     failure = InternalServerError("The tool broke.")
-    answer = session.call_finished(started.key, core.CallFailed(failure))
+    answer = session.call_finished(started.key, core.CallRaised(failure))
     assert answer_of(answer)["error"]["code"] == INTERNAL_ERROR
     assert answer.problem is failure
 
@@ -193,7 +193,8 @@ def test_a_cancellation_matches_an_id_in_either_form(call_id: Any, cancel_id: An
 def test_an_event_shows_every_member_in_order() -> None:
     started = _core(30).receive(modern("tools/call", CALL, 3))
     assert repr(started) == (
-        "StartCall(arguments={'text': 'hi'}, key=('i', 3), method='tools/call', name='echo', request_id=3)"
+        "StartCall(key=('i', 3), request_id=3, kind=<CallKind.TOOL: 'tools/call'>, name='echo', "
+        "arguments={'text': 'hi'})"
     )
 
 
@@ -210,13 +211,13 @@ _READ_LATE = "The resource could not be read within the call deadline."
         ("resources/read", core.ResourceRead("{}"), False, ("ok", "result", None)),
         (
             "tools/call",
-            core.InBandRefusal(AccessDeniedError("refused")),
+            core.CallRaised(AccessDeniedError("refused")),
             False,
             ("error", "isError", "refused"),
         ),
         (
             "tools/call",
-            core.CallFailed(InternalServerError("broke")),
+            core.CallRaised(InternalServerError("broke")),
             False,
             ("error", INTERNAL_ERROR, "broke"),
         ),
@@ -396,7 +397,7 @@ def test_a_read_of_an_unknown_resource_names_the_uri_parameter(params: dict[str,
 
 def test_a_resource_read_starts_with_its_uri_and_no_arguments() -> None:
     started = initialized().receive(modern("resources/read", {"uri": SCHEMA_URI}, 5))
-    assert started == core.StartCall(("i", 5), 5, "resources/read", SCHEMA_URI, {})
+    assert started == core.StartCall(("i", 5), 5, core.CallKind.RESOURCE, SCHEMA_URI, {})
 
 
 def test_an_unknown_tool_hands_the_audit_its_name() -> None:
@@ -437,14 +438,14 @@ def test_arguments_the_sanitizer_refuses_are_answered_in_the_era_and_audited_wit
     ("outcome", "code"),
     [
         (
-            core.CallFailed(InvalidArgumentsError("Asked wrongly.", jsonrpc_code=INVALID_PARAMS)),
+            core.CallRaised(InvalidParamsError("Asked wrongly.")),
             INVALID_PARAMS,
         ),
-        (core.InBandRefusal(DatabaseUnavailableError("The database is down.")), INTERNAL_ERROR),
+        (core.CallRaised(DatabaseUnavailableError("The database is down.")), INTERNAL_ERROR),
     ],
 )
 def test_a_call_that_fails_travels_with_its_problem_s_own_json_rpc_code(
-    outcome: core.CallFailed | core.InBandRefusal, code: int
+    outcome: core.CallRaised, code: int
 ) -> None:
     session = _core()
     started = session.receive(line("tools/call", CALL, 8))
@@ -455,3 +456,30 @@ def test_a_call_that_fails_travels_with_its_problem_s_own_json_rpc_code(
     problem: ProblemError = outcome.problem
     assert answer.problem is problem
     assert message["error"]["data"]["detail"] == problem.detail
+
+
+@pytest.mark.parametrize(
+    ("method", "problem", "travels"),
+    [
+        ("tools/call", AccessDeniedError("Refused."), "isError"),
+        ("tools/call", InvalidParamsError("Asked wrongly."), INVALID_PARAMS),
+        ("tools/call", DatabaseUnavailableError("The database is down."), INTERNAL_ERROR),
+        ("resources/read", DatabaseUnavailableError("The database is down."), INTERNAL_ERROR),
+        ("resources/read", InvalidParamsError("Asked wrongly."), INVALID_PARAMS),
+    ],
+)
+def test_the_core_picks_a_raised_problem_s_channel_from_its_class_in_band_only_for_a_tool(
+    method: str, problem: ProblemError, travels: str | int
+) -> None:
+    session = initialized()
+    params = CALL if method == "tools/call" else {"uri": SCHEMA_URI}
+    started = session.receive(line(method, params, 7))
+    assert isinstance(started, core.StartCall)
+    answer = session.call_finished(started.key, core.CallRaised(problem))
+    message = answer_of(answer)
+    if travels == "isError":
+        assert message["result"]["isError"] is True
+        assert json.loads(message["result"]["content"][0]["text"])["detail"] == problem.detail
+    else:
+        assert (message["error"]["code"], message["error"]["data"]["detail"]) == (travels, problem.detail)
+    assert (answer.outcome, answer.problem) == ("error", problem)

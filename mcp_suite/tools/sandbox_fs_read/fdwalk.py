@@ -41,6 +41,7 @@ __all__ = [
     "RootDir",
     "list_directory",
     "open_root",
+    "read_at_most",
     "read_file",
     "resolve",
 ]
@@ -223,7 +224,8 @@ def _open_leaf(root: RootDir, canonical: tuple[str, ...], flags: int = _LEAF_FLA
             os.close(current)
 
 
-def _read_at_most(fd: int, limit: int) -> bytes:
+def read_at_most(fd: int, limit: int) -> bytes:
+    """At most `limit` bytes from `fd`'s offset, in reads of at most 1 MiB: fewer only at end of file."""
     chunks: list[bytes] = []
     got = 0
     while got < limit:
@@ -265,7 +267,7 @@ def read_file(root: RootDir, parts: tuple[str, ...], max_bytes: int, *, allow_ha
             raise RefusedError(Refusal.NOT_REGULAR)
         if info.st_nlink > 1 and not allow_hard_links:
             raise RefusedError(Refusal.HARD_LINK)
-        data = _read_at_most(fd, max_bytes + 1)
+        data = read_at_most(fd, max_bytes + 1)
     finally:
         os.close(fd)
     truncated = len(data) > max_bytes

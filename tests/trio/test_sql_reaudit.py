@@ -18,7 +18,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcp_suite.problems import RoleRefusedError
+from mcp_suite.problems import Channel, RoleRefusedError
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import Toolset
 from mcp_suite.tools.read_only_sql.audit import Finding
@@ -64,7 +64,7 @@ def test_a_refusal_stops_calls_with_a_problem_naming_the_finding_until_an_audit_
     assert '"docs"."page_export"()' in problem.detail
     assert "Other tools still work" in problem.detail
     assert problem.metadata == {"findings": ["definer-function"], "retryable": True}
-    assert problem.jsonrpc_code is None  # in-band for a tool
+    assert problem.channel is Channel.RESULT  # in-band for a tool
     lines = _log_lines(caplog)
     assert lines[0].startswith("read_only_sql: warning: an accepted definer"), lines
     lines = lines[1:]

@@ -26,7 +26,7 @@ from mcp_suite.runtime.affinity import pin_to_current_cpu
 from mcp_suite.runtime.audit import configure_logging, logger, shutdown_logging, write_line_now
 from mcp_suite.runtime.session import Session, serve_session
 from mcp_suite.runtime.stdio import open_fd_streams, take_over_stdio
-from mcp_suite.settings import ENV_VARIABLES, Settings, SettingsError, load_settings
+from mcp_suite.settings import ENV_VARIABLES, Settings, SettingsError, foreign_variables, load_settings
 from mcp_suite.tools.base import StartupRefusedError, StartupUnavailableError
 from mcp_suite.tools.registry import Registry, ToolOpener, open_registry
 
@@ -135,6 +135,8 @@ def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
     # Before any thread exists (the log writer, worker threads, the pool's), so all inherit it.
     cpu = pin_to_current_cpu() if settings.cpu_affinity == "single" else None
     configure_logging(settings.log_level)
+    for name in foreign_variables():  # the MCP_ prefix is shared with other programs
+        logger.warning("%s is not a setting of mcp-suite (another program's?): ignored", name)
     if cpu is not None:
         logger.debug("pinned to CPU %d", cpu)
     try:

@@ -27,6 +27,7 @@ __all__ = [
     "SecretStr",
     "Settings",
     "SettingsError",
+    "foreign_variables",
     "load_settings",
 ]
 
@@ -270,8 +271,10 @@ def _parse_path(raw: str) -> Path:
 
 def _parse_dir(raw: str) -> Path:
     path = _parse_path(raw)
+    # A client starts the server in a working directory of its own choosing: a relative path would
+    # quietly mean a folder nobody named.
     if not path.is_absolute():
-        path = Path.cwd() / path
+        raise ValueError("must be an absolute path")
     if not path.is_dir():
         raise ValueError("must be an existing directory")
     return path
@@ -375,13 +378,44 @@ _VARIABLE_OF: Final = {field_name: ENV_PREFIX + suffix for suffix, (field_name, 
 _KNOWN_NAMES: Final = frozenset(ENV_VARIABLES) | TOOLING_VARIABLES
 
 
+# Name families of this server's own settings: an unknown name in one is a misspelling of ours.
+# Other programs share the `MCP_` prefix in the same environments (Claude Code's `MCP_TIMEOUT`,
+# a harness's `MCP_SUITE_CHECKOUT`), so a name outside these families is refused only when it is
+# within `_TYPO_DISTANCE` edits of a known name.
+SETTING_FAMILIES: Final = ("MCP_SQL_", "MCP_FS_", "MCP_SAFE_", "MCP_METRICS_")
+_TYPO_DISTANCE: Final = 2
+
+
+def _within_edits(a: str, b: str, limit: int) -> bool:
+    """Whether `a` becomes `b` in at most `limit` single-character insertions, deletions or changes."""
+    if abs(len(a) - len(b)) > limit:
+        return False
+    previous = list(range(len(b) + 1))
+    for i, char in enumerate(a, 1):
+        current = [i]
+        for j, other in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other)))
+        if min(current) > limit:
+            return False
+        previous = current
+    return previous[-1] <= limit
+
+
+def _is_ours(name: str) -> bool:
+    """An unknown `MCP_*` name that can only be a misspelling of one of this server's settings."""
+    return name.startswith(SETTING_FAMILIES) or any(
+        _within_edits(name, known, _TYPO_DISTANCE) for known in ENV_VARIABLES
+    )
+
+
 def _unknown_variables(env: Mapping[str, str]) -> list[str]:
-    """A problem per `MCP_*` name that nothing reads: a misspelt name must not keep a default silently."""
+    """A problem per unknown `MCP_*` name that is a likely misspelling of one of this server's
+    (`_is_ours`): a misspelt name must not keep a default silently."""
     import difflib  # only when there is a stranger to name
 
     problems = []
     for name in sorted(env):
-        if not name.startswith(ENV_PREFIX) or name in _KNOWN_NAMES:
+        if not name.startswith(ENV_PREFIX) or name in _KNOWN_NAMES or not _is_ours(name):
             continue
         close = difflib.get_close_matches(name, ENV_VARIABLES, n=1, cutoff=0.6)
         hint = f"did you mean {close[0]}?" if close else "see docs/configuration.md for the known names"
@@ -389,13 +423,22 @@ def _unknown_variables(env: Mapping[str, str]) -> list[str]:
     return problems
 
 
+def foreign_variables(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The `MCP_*` names that are neither this server's nor likely misspellings of them: another
+    program's (the server ignores them, and says so once at start-up)."""
+    env = os.environ if environ is None else environ
+    return sorted(n for n in env if n.startswith(ENV_PREFIX) and n not in _KNOWN_NAMES and not _is_ours(n))
+
+
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Build `Settings` from `MCP_*` variables.
 
     An empty variable counts as unset; an `MCP_*` name that is neither a setting nor one of the
-    tooling's is refused, with the nearest known name. Every problem is collected and reported
-    together, naming the variable and the rule, never the value (the DSN is secret; other values are
-    not needed to fix it).
+    tooling's is refused, with the nearest known name, when it is a likely misspelling of ours (in a
+    family of ours, or a couple of edits from a known name); another program's is left alone
+    (`foreign_variables`). Every problem is collected and reported together, unknown names, values
+    and ranges alike, naming the variable and the rule, never the value (the DSN is secret; other
+    values are not needed to fix it).
     """
     env = os.environ if environ is None else environ
     values: dict[str, object] = {}
@@ -409,6 +452,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             values[field_name] = parser(raw)  # type: ignore[operator]  # parsers are typed per entry
         except ValueError as exc:
             problems.append(f"{name}: {exc}")
+    try:
+        settings = Settings(**values)  # type: ignore[arg-type]  # values are typed by their parsers
+    except SettingsError as exc:  # the ranges and the rules across settings, reported with the rest
+        problems.append(str(exc))
     if problems:
         raise SettingsError("; ".join(problems))
-    return Settings(**values)  # type: ignore[arg-type]  # values are typed by their parsers
+    return settings

@@ -206,3 +206,14 @@ def test_the_audit_trail_keeps_at_most_a_256_character_excerpt_of_arguments() ->
     stderr = server.stderr_text()
     assert "Q" * 257 not in stderr
     assert "R" * 257 not in stderr
+
+
+def test_another_programs_mcp_variable_is_named_once_and_the_server_serves() -> None:
+    # The MCP_ prefix is shared: Claude Code documents MCP_TIMEOUT and MCP_TOOL_TIMEOUT.
+    with ServerProcess(env={"MCP_TIMEOUT": "30000", "MCP_TOOL_TIMEOUT": "60000"}) as server:
+        assert server.initialize("2025-06-18")["result"]["serverInfo"]["name"] == "mcp-suite"
+        assert server.stop() == 0
+    stderr = server.stderr_text()
+    for name in ("MCP_TIMEOUT", "MCP_TOOL_TIMEOUT"):
+        assert stderr.count(f"{name} is not a setting of mcp-suite") == 1, stderr
+    assert "30000" not in stderr  # a name, never a value

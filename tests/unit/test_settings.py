@@ -15,6 +15,7 @@ from mcp_suite.settings import (
     SecretStr,
     Settings,
     SettingsError,
+    foreign_variables,
     load_settings,
 )
 
@@ -161,11 +162,11 @@ def test_direct_construction_keeps_valid_values_and_floats_stay_floats() -> None
 
 def test_an_unknown_mcp_variable_is_refused_with_the_nearest_known_name() -> None:
     with pytest.raises(SettingsError) as info:
-        load_settings({"MCP_SQL_MAX_ROW": "10", "MCP_LOGLEVEL": "DEBUG", "MCP_FROBNICATE": "1"})
+        load_settings({"MCP_SQL_MAX_ROW": "10", "MCP_LOGLEVEL": "DEBUG", "MCP_SQL_ZZZZZZ": "1"})
     message = str(info.value)
     assert "MCP_SQL_MAX_ROW: not a known setting (did you mean MCP_SQL_MAX_ROWS?)" in message
     assert "MCP_LOGLEVEL: not a known setting (did you mean MCP_LOG_LEVEL?)" in message
-    assert "MCP_FROBNICATE: not a known setting (see docs/configuration.md" in message
+    assert "MCP_SQL_ZZZZZZ: not a known setting (did you mean MCP_SQL_DSN?)" in message  # its family
     assert "10" not in message  # names, never values
     assert "DEBUG" not in message
 
@@ -200,12 +201,51 @@ def test_each_parser_names_its_rule(name: str, value: str, says: str) -> None:
     assert str(info.value) == f"{name}: {says}"
 
 
-def test_parsers_accept_every_documented_spelling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_relative_folder_is_refused_whatever_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A client starts the server in a working directory of its own choosing.
     (tmp_path / "data").mkdir()
     monkeypatch.chdir(tmp_path)
+    for name in ("MCP_SAFE_DATA_DIR", "MCP_METRICS_DISK_PATH"):
+        with pytest.raises(SettingsError) as info:
+            load_settings({name: "data"})
+        assert str(info.value) == f"{name}: must be an absolute path"
+
+
+def test_every_configuration_error_is_reported_at_once(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError) as info:
+        load_settings(
+            {
+                "MCP_SQL_MAX_ROW": "10",  # unknown
+                "MCP_LOG_LEVEL": "loud",  # a value no parser takes
+                "MCP_SQL_POOL_MAX_SIZE": "0",  # out of range
+                "MCP_SAFE_DATA_DIR": "relative",
+            }
+        )
+    message = str(info.value)
+    assert "MCP_SQL_MAX_ROW: not a known setting" in message
+    assert "MCP_LOG_LEVEL:" in message
+    assert "MCP_SQL_POOL_MAX_SIZE" in message
+    assert "MCP_SAFE_DATA_DIR: must be an absolute path" in message
+
+
+def test_another_programs_mcp_variable_is_ignored_and_named_but_a_likely_typo_is_refused() -> None:
+    theirs = {"MCP_TIMEOUT": "3", "MCP_TOOL_TIMEOUT": "1", "MCP_SUITE_CHECKOUT": "/x", "MCP_FROBNICATE": "1"}
+    assert load_settings(theirs) == load_settings({})
+    assert foreign_variables(theirs | {"MCP_LOG_LEVEL": "INFO"}) == sorted(theirs)
+    # In a family of ours, or within two edits of a known name: a typo, refused.
+    for typo in ("MCP_SQL_ANYTHING", "MCP_FS_MAXBYTES", "MCP_SAFE_DIR", "MCP_METRICS_X", "MCP_LOG_LEVL"):
+        with pytest.raises(SettingsError):
+            load_settings({typo: "1"})
+        assert foreign_variables({typo: "1"}) == []
+
+
+def test_parsers_accept_every_documented_spelling(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
     settings = load_settings(
         {
-            "MCP_SAFE_DATA_DIR": "data",  # relative: taken from the working directory
+            "MCP_SAFE_DATA_DIR": str(tmp_path / "data"),
             "MCP_METRICS_ENABLED": "Off",
             "MCP_FS_ALLOW_HARD_LINKS": "Yes",
             "MCP_LOG_LEVEL": "warn",

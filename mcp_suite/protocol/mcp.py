@@ -8,7 +8,7 @@ and the members the modern era (2026-07-28) adds to every result (`resultType`, 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -237,9 +237,24 @@ def unknown_tool(name: str) -> InvalidParamsError:
     )
 
 
-def invalid_arguments(errors: Iterable[Mapping[str, Any]]) -> InvalidArgumentsError:
+def nearest_argument(name: str, known: Sequence[str]) -> str | None:
+    """The real argument an unknown `name` most likely meant: a close spelling (`max_row`), or the
+    one real name it is a word of (`path` for `relative_path`, the name a result uses); else None."""
+    import difflib  # only on this error path
+
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    holding = [real for real in known if name.lower() in real.split("_")]
+    return holding[0] if len(holding) == 1 else None
+
+
+def invalid_arguments(
+    errors: Iterable[Mapping[str, Any]], *, known: Sequence[str] = ()
+) -> InvalidArgumentsError:
     """The in-band validation error for a tool's arguments, from the errors of the arguments model
-    (pydantic's `ValidationError.errors()`): each argument's name, cut, and what is wrong with it."""
+    (pydantic's `ValidationError.errors()`): each argument's name, cut, and what is wrong with it;
+    an unknown argument names the nearest of the `known` ones, when one is near."""
     names: list[str] = []
     parts: list[str] = []
     for err in errors:
@@ -251,6 +266,9 @@ def invalid_arguments(errors: Iterable[Mapping[str, Any]]) -> InvalidArgumentsEr
         message = err.get("msg", "is not valid")
         if err.get("type") == "extra_forbidden":
             message = "is not an argument of this tool"
+            meant = nearest_argument(root, known) if len(loc) == 1 else None
+            if meant is not None:
+                message += f" (did you mean {meant}?)"
         parts.append(f"{echo(name, NAME_ECHO_CHARS)}: {message}")
     detail = "The arguments do not match the tool's inputSchema: " + "; ".join(parts[:5])
     return InvalidArgumentsError(echo(detail, 512), invalid_params=names)

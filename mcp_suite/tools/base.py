@@ -78,7 +78,8 @@ class ToolSpec:
 
             if isinstance(exc, ValidationError):
                 errors = exc.errors(include_url=False, include_input=False, include_context=False)
-                raise invalid_arguments(errors) from None
+                known = [field.alias or name for name, field in self.args_model.model_fields.items()]
+                raise invalid_arguments(errors, known=known) from None
             raise
 
     def __repr__(self) -> str:

@@ -3,6 +3,7 @@ protocol's (`mcp.invalid_arguments`): no event loop, no runtime."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pydantic
@@ -11,7 +12,9 @@ import pytest
 from mcp_suite.lazy import Lazy
 from mcp_suite.problems import Channel, InvalidArgumentsError, InvalidParamsError
 from mcp_suite.protocol import mcp
+from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ToolSpec
+from mcp_suite.tools.registry import open_registry
 
 
 class _EchoArgs(pydantic.BaseModel):
@@ -91,3 +94,29 @@ def test_a_request_fault_is_its_own_class_and_travels_as_minus_32602() -> None:
     problem = mcp.unknown_tool("nope")
     assert isinstance(problem, InvalidParamsError)
     assert (problem.channel, problem.jsonrpc_code) == (Channel.ERROR, -32602)
+
+
+@pytest.mark.parametrize(
+    ("unknown", "meant"),
+    [("txt", "text"), ("time", "times"), ("TEXT", "text"), ("loud", None), ("t", None)],
+)
+def test_an_unknown_argument_names_the_nearest_real_one(unknown: str, meant: str | None) -> None:
+    with pytest.raises(InvalidArgumentsError) as caught:
+        _spec().validate_arguments({"text": "hi", unknown: 1})
+    hint = f" (did you mean {meant}?)" if meant else ""
+    assert caught.value.detail.endswith(f"{unknown}: is not an argument of this tool{hint}")
+
+
+def test_a_word_of_exactly_one_real_argument_names_it() -> None:
+    # sandbox_fs_list's result calls it `path`; its argument is `relative_path`.
+    assert mcp.nearest_argument("path", ["relative_path", "recursive", "max_depth"]) == "relative_path"
+    assert mcp.nearest_argument("path", ["relative_path", "destination_path"]) is None  # which one?
+    assert mcp.nearest_argument("depth", ["relative_path", "max_depth"]) == "max_depth"
+
+
+def test_sandbox_fs_list_called_with_its_results_word_path_is_told_relative_path(tmp_path: Path) -> None:
+    with open_registry(Settings(safe_data_dir=tmp_path, metrics_enabled=False)) as registry:
+        spec = registry.tools["sandbox_fs_list"]
+        with pytest.raises(InvalidArgumentsError) as caught:
+            spec.validate_arguments({"path": "docs"})
+    assert caught.value.detail.endswith("path: is not an argument of this tool (did you mean relative_path?)")

@@ -43,6 +43,7 @@ __all__ = [
     "ResultTooLargeError",
     "RoleRefusedError",
     "SessionNotInitializedError",
+    "ShuttingDownError",
     "UnsupportedContentError",
     "UnsupportedVersionError",
     "echo",
@@ -257,6 +258,18 @@ class RoleRefusedError(ProblemError):
     code = "MCP_ROLE_REFUSED"
 
 
+class ShuttingDownError(ProblemError):
+    """The server was told to stop (SIGTERM, SIGINT) and cancelled this call when its drain ended:
+    not a fault, and the same call may be sent again to a server that is running."""
+
+    slug = "shutting-down"
+    title = "The server is shutting down"
+    status = 503
+    code = "MCP_SHUTTING_DOWN"
+    channel = Channel.ERROR
+    jsonrpc_code = INTERNAL_ERROR
+
+
 class InternalServerError(ProblemError):
     slug = "internal-error"
     title = "Internal error"
@@ -283,6 +296,7 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     UnsupportedVersionError,
     DatabaseUnavailableError,
     RoleRefusedError,
+    ShuttingDownError,
     InternalServerError,
 )
 
@@ -297,6 +311,7 @@ WIRE_CODES: Final[Mapping[str, frozenset[int]]] = {
     "database-unavailable": frozenset({INTERNAL_ERROR}),
     # In-band for a tool; a resource read has no in-band channel, so there it is -32603.
     "role-refused": frozenset({INTERNAL_ERROR}),
+    "shutting-down": frozenset({INTERNAL_ERROR}),
     "internal-error": frozenset({INTERNAL_ERROR}),
 }
 

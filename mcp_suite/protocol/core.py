@@ -25,6 +25,7 @@ from mcp_suite.problems import (
     InvalidRequestError,
     MethodNotFoundError,
     ProblemError,
+    ShuttingDownError,
     UnsupportedVersionError,
     echo,
 )
@@ -368,7 +369,11 @@ class SessionCore:
         elif outcome.deadline_passed and not self.stopping:
             problem = InternalServerError("The resource could not be read within the call deadline.")
         else:
-            problem = InternalServerError("The server shut down before this call finished; it was cancelled.")
+            problem = ShuttingDownError(
+                "The server shut down before this call finished; it was cancelled. Send it again"
+                " once the server is running.",
+                metadata={"retryable": True},
+            )
         # In-band only from a tool, and only a problem of what was asked: an infrastructure fault
         # (database-unavailable, an incident) travels as a JSON-RPC error, as does every problem of
         # a resource read (its result has no `isError`).

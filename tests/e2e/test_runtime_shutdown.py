@@ -77,6 +77,8 @@ def test_calls_still_running_after_the_grace_are_cancelled_with_an_answer() -> N
         rest = server.read_to_eof()
         assert [m["id"] for m in rest] == ["stuck"]
         assert rest[0]["error"]["code"] == INTERNAL_ERROR
+        assert slug_of(rest[0]["error"]["data"]) == "shutting-down"
+        assert rest[0]["error"]["data"]["metadata"] == {"retryable": True}
         _assert_quiet(server)
 
 
@@ -96,7 +98,7 @@ def test_a_second_signal_cancels_in_flight_calls_at_once() -> None:
         assert sorted(m["id"] for m in rest) == ["a", "b"]
         for message in rest:
             assert message["error"]["code"] == INTERNAL_ERROR
-            assert slug_of(message["error"]["data"]) == "internal-error"
+            assert slug_of(message["error"]["data"]) == "shutting-down"
         _assert_quiet(server)
 
 

@@ -39,6 +39,7 @@ SPEC_TABLE = {
     "unsupported-protocol-version": ("MCP_UNSUPPORTED_PROTOCOL_VERSION", 400),
     "database-unavailable": ("MCP_DATABASE_UNAVAILABLE", 503),
     "role-refused": ("MCP_ROLE_REFUSED", 503),
+    "shutting-down": ("MCP_SHUTTING_DOWN", 503),
     "internal-error": ("MCP_INTERNAL_ERROR", 500),
 }
 

@@ -200,7 +200,10 @@ def test_an_event_shows_every_member_in_order() -> None:
 
 # -- what each finished call answers and hands the audit ---------------------------------------
 
-_SHUTDOWN = "The server shut down before this call finished; it was cancelled."
+_SHUTDOWN = (
+    "The server shut down before this call finished; it was cancelled."
+    " Send it again once the server is running."
+)
 _READ_LATE = "The resource could not be read within the call deadline."
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "PARSE_ERROR",
     "PROBLEM_TYPES",
     "PROBLEM_URN_PREFIX",
+    "RESOURCE_NOT_FOUND",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "WIRE_CODES",
     "AccessDeniedError",
@@ -40,6 +41,7 @@ __all__ = [
     "ProblemError",
     "QueryViolationError",
     "ResourceLimitError",
+    "ResourceNotFoundError",
     "ResultTooLargeError",
     "RoleRefusedError",
     "SessionNotInitializedError",
@@ -60,6 +62,9 @@ INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
 # MCP 2026-07-28, basic/index "Error Codes": the request's protocol version is not served here.
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+# MCP 2024-11-05 to 2025-11-25, server/resources "Error Handling": "Resource not found: -32002".
+# 2026-07-28 answers -32602 instead (and asks clients to accept both).
+RESOURCE_NOT_FOUND: Final = -32002
 
 
 def echo(value: str, limit: int = ECHO_MAX_CHARS) -> str:
@@ -173,6 +178,14 @@ class NotFoundError(ProblemError):
     title = "Not found"
     status = 404
     code = "MCP_NOT_FOUND"
+
+
+class ResourceNotFoundError(NotFoundError):
+    """`resources/read` of a URI that `resources/list` does not show, in the legacy era: a JSON-RPC
+    error with the code those specifications give it (the modern era answers `InvalidParamsError`)."""
+
+    channel = Channel.ERROR
+    jsonrpc_code = RESOURCE_NOT_FOUND
 
 
 class UnsupportedContentError(ProblemError):
@@ -308,6 +321,7 @@ WIRE_CODES: Final[Mapping[str, frozenset[int]]] = {
     "invalid-request": frozenset({INVALID_REQUEST, PARSE_ERROR}),
     "method-not-found": frozenset({METHOD_NOT_FOUND}),
     "unsupported-protocol-version": frozenset({UNSUPPORTED_PROTOCOL_VERSION}),
+    "not-found": frozenset({RESOURCE_NOT_FOUND}),
     "database-unavailable": frozenset({INTERNAL_ERROR}),
     # In-band for a tool; a resource read has no in-band channel, so there it is -32603.
     "role-refused": frozenset({INTERNAL_ERROR}),

@@ -25,6 +25,7 @@ from mcp_suite.problems import (
     InvalidRequestError,
     MethodNotFoundError,
     ProblemError,
+    ResourceNotFoundError,
     ShuttingDownError,
     UnsupportedVersionError,
     echo,
@@ -509,10 +510,13 @@ class SessionCore:
         if method == CallKind.RESOURCE.value:
             uri = request.params.get("uri")
             if not isinstance(uri, str) or uri not in self._resources:
-                problem = InvalidParamsError(
-                    'resources/read needs the "uri" of a resource that resources/list shows.',
-                    invalid_params=["uri"],
-                )
+                # server/resources, "Error Handling": a URI nobody serves is -32002 up to 2025-11-25,
+                # -32602 from 2026-07-28 on; a missing or malformed one is -32602 in both.
+                words = 'resources/read needs the "uri" of a resource that resources/list shows.'
+                if isinstance(uri, str) and era is Era.LEGACY:
+                    problem = ResourceNotFoundError(words, invalid_params=["uri"])
+                else:
+                    problem = InvalidParamsError(words, invalid_params=["uri"])
                 return self._error(request.id, method, problem)
             self._calls[key] = _Call(request.id, CallKind.RESOURCE, uri, era, None)
             return StartCall(key, request.id, CallKind.RESOURCE, uri, {})

@@ -11,6 +11,7 @@ from mcp_suite.problems import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
+    RESOURCE_NOT_FOUND,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from mcp_suite.protocol import core
@@ -110,7 +111,9 @@ ERROR_CASES: Final = [
     ("initialized", line("initialize", {"protocolVersion": "2025-11-25"}), INVALID_REQUEST),
     ("initialized", line("server/discover"), INVALID_PARAMS),
     ("initialized", line("tools/call", {"name": "nope"}), INVALID_PARAMS),
-    ("initialized", line("resources/read", {"uri": "nope"}), INVALID_PARAMS),
+    # server/resources "Error Handling": -32002 up to 2025-11-25 (the 2026-07-28 one above: -32602)
+    ("initialized", line("resources/read", {"uri": "nope"}), RESOURCE_NOT_FOUND),
+    ("initialized", line("resources/read", {"uri": 5}), INVALID_PARAMS),
     ("initialized", modern("ping"), METHOD_NOT_FOUND),
     ("initialized", line("tools/list", {"_meta": {PV: "2025-11-25", CC: {}}}), UNSUPPORTED_PROTOCOL_VERSION),
     # envelopes

@@ -19,6 +19,7 @@ from mcp_suite.problems import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
+    RESOURCE_NOT_FOUND,
     UNSUPPORTED_PROTOCOL_VERSION,
     WIRE_CODES,
 )
@@ -207,6 +208,8 @@ async def _provoke_every_error(h: Harness) -> list[dict[str, Any]]:
         b'{"jsonrpc":"2.0","id":"down","method":"tools/call","params":{"name":"down"}}',  # -32603 too
         # -32603 role-refused: a resource read has no in-band channel
         b'{"jsonrpc":"2.0","id":"refused","method":"resources/read","params":{"uri":"test://refused"}}',
+        # -32002 not-found: a legacy read of a resource nobody serves
+        b'{"jsonrpc":"2.0","id":"gone","method":"resources/read","params":{"uri":"test://nowhere"}}',
     ):
         await h.send_raw(line + b"\n")
         errors.append(await h.recv())
@@ -229,6 +232,7 @@ async def test_every_entry_of_the_error_table_is_seen_on_the_wire_and_agrees_wit
         INVALID_PARAMS,
         INTERNAL_ERROR,
         UNSUPPORTED_PROTOCOL_VERSION,
+        RESOURCE_NOT_FOUND,
     }
 
 

@@ -86,7 +86,8 @@ def test_a_problem_class_that_travels_as_an_error_has_a_code_its_type_allows(cls
         # in-band: as an error only from a method without in-band results, as an internal error
         # (role-refused from a resource read, say)
         assert cls.jsonrpc_code == INTERNAL_ERROR
-        assert cls.slug not in WIRE_CODES or cls.slug in ("validation-error", "role-refused")
+        # (and not-found, whose legacy resource-read subclass travels as -32002)
+        assert cls.slug not in WIRE_CODES or cls.slug in ("validation-error", "role-refused", "not-found")
 
 
 def test_the_channel_and_code_are_facts_of_the_class_not_of_an_instance() -> None:

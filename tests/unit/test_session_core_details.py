@@ -15,6 +15,7 @@ from mcp_suite.problems import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
+    RESOURCE_NOT_FOUND,
     AccessDeniedError,
     DatabaseUnavailableError,
     InternalServerError,
@@ -384,17 +385,27 @@ def test_a_call_whose_id_is_in_flight_is_refused_with_its_id_and_what_to_do() ->
     assert (answer.request_id, answer.method, answer.outcome) == (3, "tools/call", "error")
 
 
-@pytest.mark.parametrize("params", [{"uri": "postgres://db/other"}, {"uri": 5}, {}])
-def test_a_read_of_an_unknown_resource_names_the_uri_parameter(params: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("params", "code", "slug"),
+    [
+        ({"uri": "postgres://db/other"}, RESOURCE_NOT_FOUND, "not-found"),  # legacy: -32002
+        ({"uri": 5}, INVALID_PARAMS, "validation-error"),
+        ({}, INVALID_PARAMS, "validation-error"),
+    ],
+)
+def test_a_read_of_an_unknown_resource_names_the_uri_parameter(
+    params: dict[str, Any], code: int, slug: str
+) -> None:
     answer, message = _answer(initialized(), line("resources/read", params, 6))
     error = message["error"]
     assert (error["code"], error["data"]["detail"], error["data"]["invalid_params"]) == (
-        INVALID_PARAMS,
+        code,
         'resources/read needs the "uri" of a resource that resources/list shows.',
         ["uri"],
     )
+    assert error["data"]["type"].endswith(slug)
     assert answer.problem is not None
-    assert answer.problem.jsonrpc_code == INVALID_PARAMS
+    assert answer.problem.jsonrpc_code == code
     assert (answer.request_id, answer.method, answer.tool) == (6, "resources/read", None)
 
 

@@ -44,6 +44,7 @@ from mcp_suite.protocol.jsonrpc import (
     encode_result,
     encode_tool_success,
     sniff_id,
+    sniff_tail_id,
 )
 from mcp_suite.protocol.sanitize import sanitize_arguments
 from mcp_suite.settings import NAME_ECHO_CHARS
@@ -308,12 +309,16 @@ class SessionCore:
         return self._notification(message)
 
     def receive_oversized(self, event: OversizedFrame) -> Answer:
-        """A line over the limit, discarded while it streamed: -32600, with its id if the head has it."""
+        """A line over the limit, discarded while it streamed: -32600, with its id if its head has it
+        (written first) or its tail (written last, as the TypeScript SDKs do)."""
         limit = self._max_frame_bytes
+        request_id = sniff_id(event.head)
+        if request_id is None:
+            request_id = sniff_tail_id(event.tail)
         problem = JsonRpcError(
             f"The message is longer than {limit} bytes and was discarded; "
             "send one JSON-RPC message per line, each at most that long.",
-            request_id=sniff_id(event.head),
+            request_id=request_id,
         )
         problem.metadata["max_frame_bytes"] = limit
         problem.wire_data["max_frame_bytes"] = limit

@@ -3,7 +3,8 @@
 `LineDecoder.feed()` turns any chunking of the input into the same sequence of events. A line longer
 than `max_frame_bytes` is never buffered whole: once the limit is passed, the decoder stops keeping
 bytes and only looks for the next newline, then reports one `OversizedFrame` with the line's first
-`HEAD_BYTES` bytes (enough to read a request id that comes early, never the whole line).
+`HEAD_BYTES` bytes and its last `TAIL_BYTES` (enough to read a request id that comes first, as the
+Python SDK writes it, or last, as the TypeScript SDKs do; never the whole line).
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["HEAD_BYTES", "Frame", "FrameEvent", "LineDecoder", "OversizedFrame"]
+__all__ = ["HEAD_BYTES", "TAIL_BYTES", "Frame", "FrameEvent", "LineDecoder", "OversizedFrame"]
 
-# How much of a discarded line is kept to find its `id` (the error then names the request).
+# How much of a discarded line's start and end is kept to find its `id` (the error then names the
+# request, and the client stops waiting for it).
 HEAD_BYTES: Final = 1024
+TAIL_BYTES: Final = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,10 +30,11 @@ class Frame:
 @dataclass(frozen=True, slots=True)
 class OversizedFrame:
     """A line longer than the limit was discarded while it streamed; `size` counts what was seen,
-    `head` holds its first `HEAD_BYTES` bytes."""
+    `head` holds its first `HEAD_BYTES` bytes, `tail` its last `TAIL_BYTES`."""
 
     size: int
     head: bytes = b""
+    tail: bytes = b""
 
 
 FrameEvent = Frame | OversizedFrame
@@ -43,7 +47,7 @@ class LineDecoder:
     line of exactly the limit) plus the chunk being fed.
     """
 
-    __slots__ = ("_buffer", "_discarded", "_discarding", "_head", "_max")
+    __slots__ = ("_buffer", "_discarded", "_discarding", "_head", "_max", "_tail")
 
     def __init__(self, max_frame_bytes: int) -> None:
         self._max = max_frame_bytes
@@ -52,6 +56,7 @@ class LineDecoder:
         # Set when discarding starts and read only while it lasts, so never reset.
         self._discarded = 0
         self._head = b""
+        self._tail = b""
 
     @property
     def buffered(self) -> int:
@@ -84,6 +89,7 @@ class LineDecoder:
             self._discarded += stop - start
             if len(self._head) < HEAD_BYTES:
                 self._head += data[start : min(stop, start + HEAD_BYTES - len(self._head))]
+            self._tail = (self._tail + data[max(start, stop - TAIL_BYTES) : stop])[-TAIL_BYTES:]
             return
         room = self._max + 1 - len(self._buffer)
         if stop - start <= room:
@@ -93,12 +99,14 @@ class LineDecoder:
         self._discarded = len(self._buffer) + (stop - start)
         head = bytes(self._buffer[:HEAD_BYTES])
         self._head = head + data[start : min(stop, start + HEAD_BYTES - len(head))]
+        kept = bytes(self._buffer[-TAIL_BYTES:])
+        self._tail = (kept + data[max(start, stop - TAIL_BYTES) : stop])[-TAIL_BYTES:]
         self._buffer.clear()
         self._discarding = True
 
     def _finish_line(self, events: list[FrameEvent]) -> None:
         if self._discarding:
-            events.append(OversizedFrame(self._discarded, self._head))
+            events.append(OversizedFrame(self._discarded, self._head, self._tail))
             self._discarding = False
             return
         line = bytes(self._buffer)
@@ -106,7 +114,7 @@ class LineDecoder:
         if line.endswith(b"\r"):
             line = line[:-1]
         if len(line) > self._max:
-            events.append(OversizedFrame(len(line), line[:HEAD_BYTES]))
+            events.append(OversizedFrame(len(line), line[:HEAD_BYTES], line[-TAIL_BYTES:]))
             return
         if not line.strip(b" \t\r"):
             return  # blank lines are ignored

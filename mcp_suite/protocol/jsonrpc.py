@@ -8,6 +8,7 @@ request id when the line parsed far enough to find a valid one. Nothing here doe
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -34,6 +35,7 @@ __all__ = [
     "encode_tool_success",
     "quote_json_text",
     "sniff_id",
+    "sniff_tail_id",
 ]
 
 RequestId = str | int
@@ -317,6 +319,31 @@ def sniff_id(head: bytes) -> RequestId | None:
         if index >= size or text[index] != 0x2C:  # ',' (a '}' means no id at all)
             return None
         index += 1
+
+
+# The top-level `id` as the last member of an object: after a `,` or `{`, then only `}` and white
+# space to the end. In valid JSON a nested object would need one more `}` or `]` after it, and a
+# quote inside a string is escaped, so such an `id` can only be the top-level one.
+_TAIL_ID: Final = re.compile(
+    rb'[,{][ \t\r\n]*"id"[ \t\r\n]*:[ \t\r\n]*(-?[0-9]+|"(?:[^"\\]|\\.)*")[ \t\r\n]*\}[ \t\r\n]*\Z'
+)
+
+
+def sniff_tail_id(tail: bytes) -> RequestId | None:
+    """The top-level `id` of a JSON object whose text ends with `tail`, when it is the object's last
+    member (the TypeScript SDKs write it last); else None.
+
+    For a line too long to parse, when `sniff_id` found no id at its start.
+    Limits: one regular-expression search over `tail` (at most `framing.TAIL_BYTES`); ids up to 256 bytes.
+    """
+    found = _TAIL_ID.search(tail)
+    if found is None or len(found.group(1)) > _MAX_SNIFFED_ID:
+        return None
+    try:
+        value = json.loads(found.group(1))
+    except ValueError:  # a bad escape, a leading zero, bytes that are not UTF-8
+        return None
+    return value if _valid_id(value) else None
 
 
 def _skip_ws_bytes(text: bytes, index: int) -> int:

@@ -136,11 +136,13 @@ async def test_oversized_line_is_dropped_while_streaming_and_the_next_line_is_se
     [
         (b'{"jsonrpc":"2.0","id":"late-\\"quote","method":"tools/call","params":{"pad":"', 'late-"quote'),
         (b'{"jsonrpc":"2.0","method":"ping","params":{"x":[1,{"id":5}]},"id":-7,"more":"', -7),
-        (b'{"jsonrpc":"2.0","method":"ping","params":{"pad":"', None),  # the id comes too late
-        (b'{"jsonrpc":"2.0","id":true,"pad":"', None),  # not a valid id
+        # the id comes last, as the TypeScript SDKs write it: the line's last bytes have it
+        (b'{"jsonrpc":"2.0","method":"ping","params":{"pad":"', 99),
+        # no usable id at the start (true is not an id): the last member's is taken
+        (b'{"jsonrpc":"2.0","id":true,"pad":"', 99),
     ],
 )
-async def test_an_oversized_line_is_answered_with_the_id_of_its_first_bytes(
+async def test_an_oversized_line_is_answered_with_the_id_of_its_first_or_last_bytes(
     head: bytes, answer_id: Any
 ) -> None:
     from mcp_suite.settings import Settings

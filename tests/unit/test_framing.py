@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_suite.protocol.framing import HEAD_BYTES, Frame, LineDecoder, OversizedFrame
+from mcp_suite.protocol.framing import HEAD_BYTES, TAIL_BYTES, Frame, FrameEvent, LineDecoder, OversizedFrame
 
 LIMIT = 1_048_576
 
@@ -48,18 +48,21 @@ def test_decoder_drops_oversized_line_without_buffering_it() -> None:
     assert events == []
     assert decoder.buffered == 0  # once over the limit nothing is kept
     events = decoder.feed(b'xx\n{"next":true}\n')
-    assert events == [OversizedFrame(40 * 65_536 + 2, b"x" * HEAD_BYTES), Frame(b'{"next":true}')]
+    assert events == [
+        OversizedFrame(40 * 65_536 + 2, b"x" * HEAD_BYTES, b"x" * TAIL_BYTES),
+        Frame(b'{"next":true}'),
+    ]
 
 
 def test_decoder_reports_line_one_byte_over_the_limit() -> None:
     decoder = LineDecoder(16)
-    assert decoder.feed(b"y" * 17 + b"\n{}\n") == [OversizedFrame(17, b"y" * 17), Frame(b"{}")]
+    assert decoder.feed(b"y" * 17 + b"\n{}\n") == [OversizedFrame(17, b"y" * 17, b"y" * 17), Frame(b"{}")]
 
 
 def test_decoder_oversized_in_one_chunk_then_continues() -> None:
     decoder = LineDecoder(8)
     events = decoder.feed(b"a" * 100 + b"\n" + b"b" * 3 + b"\n")
-    assert events == [OversizedFrame(100, b"a" * 100), Frame(b"bbb")]
+    assert events == [OversizedFrame(100, b"a" * 100, b"a" * 100), Frame(b"bbb")]
 
 
 def test_decoder_keeps_only_the_head_of_an_oversized_line_fed_in_small_pieces() -> None:
@@ -70,7 +73,7 @@ def test_decoder_keeps_only_the_head_of_an_oversized_line_fed_in_small_pieces() 
         events += decoder.feed(line[start : start + 700])
         assert decoder.buffered <= 4097
     events += decoder.feed(b"\n")
-    assert events == [OversizedFrame(len(line), line[:HEAD_BYTES])]
+    assert events == [OversizedFrame(len(line), line[:HEAD_BYTES], line[-TAIL_BYTES:])]
 
 
 def test_the_head_of_a_line_that_passed_a_small_limit_early_stops_at_head_bytes() -> None:
@@ -80,7 +83,7 @@ def test_the_head_of_a_line_that_passed_a_small_limit_early_stops_at_head_bytes(
     for start in range(0, len(line), 500):
         events += decoder.feed(line[start : start + 500])
     events += decoder.feed(b"\n")
-    assert events == [OversizedFrame(len(line), line[:HEAD_BYTES])]
+    assert events == [OversizedFrame(len(line), line[:HEAD_BYTES], line[-TAIL_BYTES:])]
 
 
 def test_each_oversized_line_reports_its_own_size_and_head() -> None:
@@ -88,10 +91,13 @@ def test_each_oversized_line_reports_its_own_size_and_head() -> None:
     first, second = b"a" * 2000, b"b" * 20
     events = decoder.feed(first[:1000]) + decoder.feed(first[1000:] + b"\n" + second[:10])
     events += decoder.feed(second[10:] + b"\n")
-    assert events == [OversizedFrame(2000, b"a" * HEAD_BYTES), OversizedFrame(20, second)]
+    assert events == [
+        OversizedFrame(2000, b"a" * HEAD_BYTES, b"a" * TAIL_BYTES),
+        OversizedFrame(20, second, second),
+    ]
     decoder.feed(b"c" * 30)
     decoder.feed_eof()  # the partial oversized line is dropped, and forgotten
-    assert decoder.feed(b"d" * 12 + b"\n") == [OversizedFrame(12, b"d" * 12)]
+    assert decoder.feed(b"d" * 12 + b"\n") == [OversizedFrame(12, b"d" * 12, b"d" * 12)]
 
 
 def test_only_spaces_tabs_and_carriage_returns_make_a_line_blank() -> None:
@@ -101,3 +107,17 @@ def test_only_spaces_tabs_and_carriage_returns_make_a_line_blank() -> None:
     for byte in (bytes([value]) for value in range(256) if value != 0x0A):
         expected = [] if byte in (b" ", b"\t", b"\r") else [Frame(byte)]
         assert decoder.feed(byte + b"\n") == expected, byte
+
+
+def test_the_tail_of_an_oversized_line_fed_in_pieces_is_exactly_its_last_bytes() -> None:
+    # The TypeScript SDKs write `id` last: the tail is where a long request's id is.
+    line = (
+        b'{"jsonrpc":"2.0","method":"tools/call","params":{"t":"' + bytes(range(65, 91)) * 700 + b'"},"id":7}'
+    )
+    for size in (1, 333, 1500, 5000):  # pieces smaller and larger than the tail, and than the limit
+        decoder = LineDecoder(4096)
+        events: list[FrameEvent] = []
+        for start in range(0, len(line), size):
+            events += decoder.feed(line[start : start + size])
+        events += decoder.feed(b"\n")
+        assert events == [OversizedFrame(len(line), line[:HEAD_BYTES], line[-TAIL_BYTES:])], size

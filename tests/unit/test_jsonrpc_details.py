@@ -17,6 +17,7 @@ from mcp_suite.protocol.jsonrpc import (
     encode_error,
     encode_tool_success,
     sniff_id,
+    sniff_tail_id,
 )
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
@@ -161,3 +162,31 @@ ID_OF_256_BYTES = '"' + "i" * 254 + '"'
 )
 def test_the_sniffer_reads_an_id_only_from_a_head_that_holds_it_whole(head: bytes, found: object) -> None:
     assert sniff_id(head) == found
+
+
+@pytest.mark.parametrize(
+    ("tail", "found"),
+    [
+        (b'xx"},"id":7}', 7),  # the TypeScript SDKs' order: id last
+        (b'xx"},"id":-3}\r\n', -3),
+        (b'xx"} , "id" : "a\\"b" } ', 'a"b'),
+        (b'{"id":"only"}', "only"),
+        (b'xx"},"id":' + ID_OF_256_BYTES.encode() + b"}", "i" * 254),  # the longest id read
+        (b'xx"},"id":"' + b"i" * 255 + b'"}', None),  # one byte longer
+        (b'xx"},"id":7}}', None),  # an `id` of a nested object: the top level closes after it
+        (b'xx"}],"id":7]', None),
+        (b'xx"},"id":7,"jsonrpc":"2.0"}', None),  # not the last member: the head's business
+        (b'xx\\"id\\":7}', None),  # an escaped quote: inside a string
+        (b'xx"},"id":1.5}', None),  # not an integer
+        (b'xx"},"id":007}', None),  # not JSON
+        (b'xx"},"id":"\\q"}', None),  # a bad escape
+        (b'xx"},"id":"\xff"}', None),  # not UTF-8
+        (b'xx"},"id":true}', None),
+        (b'xx"},"id":7', None),  # cut off
+        (b"", None),
+    ],
+)
+def test_the_tail_sniffer_reads_an_id_only_when_it_is_the_objects_last_member(
+    tail: bytes, found: object
+) -> None:
+    assert sniff_tail_id(tail) == found

@@ -218,6 +218,27 @@ def test_an_oversized_line_is_answered_with_the_id_found_in_its_head(head: bytes
         assert message["id"] == answer_id
 
 
+@pytest.mark.parametrize(
+    ("head", "tail", "answer_id"),
+    [
+        (b'{"jsonrpc":"2.0","method":"tools/call","params":{"a":"', b'xxxx"},"id":9}', 9),  # id last
+        (b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"a":"', b'xxxx"},"id":9}', 4),  # head wins
+        (b'{"jsonrpc":"2.0","method":"tools/call","params":{"a":"', b'xxxx"}}', None),
+    ],
+)
+def test_an_oversized_line_is_answered_with_the_id_found_in_its_tail_when_its_head_has_none(
+    head: bytes, tail: bytes, answer_id: Any
+) -> None:
+    # The TypeScript SDKs write `id` last: without it the client waits out its own timeout.
+    answer = make_core().receive_oversized(OversizedFrame(2_000_000, head, tail))
+    message = answer_of(answer)
+    assert message["error"]["code"] == INVALID_REQUEST
+    if answer_id is None:
+        assert "id" not in message
+    else:
+        assert message["id"] == answer_id
+
+
 # -- calls: start, outcome, reply --------------------------------------------------------------
 
 

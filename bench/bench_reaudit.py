@@ -49,7 +49,7 @@ def _figures(dsn: str) -> list[Figure]:
     from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor
     from mcp_suite.tools.read_only_sql.pipeline import run_pipeline
     from mcp_suite.tools.read_only_sql.policy import vet_sql
-    from mcp_suite.tools.read_only_sql.reaudit import audit_once
+    from mcp_suite.tools.read_only_sql.role_audit.reaudit import audit_once
 
     settings = Settings(sql_dsn=SecretStr(dsn), metrics_enabled=False)
     executor = Executor(settings, dsn)

@@ -36,26 +36,21 @@ from mcp_suite.tools.base import (
     Toolset,
     ToolSpec,
 )
-from mcp_suite.tools.read_only_sql.audit import (
-    TlsRefusedError,
-    audit_role,
-    connection_failure,
-    format_findings,
-    refusals,
-)
 from mcp_suite.tools.read_only_sql.availability import Availability
 from mcp_suite.tools.read_only_sql.naming import schema_uri
-from mcp_suite.tools.read_only_sql.reaudit import AuditGate, audit_once, serve_reaudit
+from mcp_suite.tools.read_only_sql.role_audit.connect import TlsRefusedError, audit_role, connection_failure
+from mcp_suite.tools.read_only_sql.role_audit.finding import format_findings, refusals
+from mcp_suite.tools.read_only_sql.role_audit.reaudit import AuditGate, audit_once, serve_reaudit
 from mcp_suite.tools.read_only_sql.statement_log import log_statement
 from mcp_suite.tools.read_only_sql.ticket import CallTicket
 from mcp_suite.tools.sql_schema import tool as schema_tool
 
 if TYPE_CHECKING:
     from mcp_suite.tools.explain_sql.models import ExplainSqlArgs, ExplainSqlResult
-    from mcp_suite.tools.read_only_sql.audit import Finding
     from mcp_suite.tools.read_only_sql.executor import Executor, ExplainMode, QueryResult
     from mcp_suite.tools.read_only_sql.models import ReadOnlySqlArgs, ReadOnlySqlResult
     from mcp_suite.tools.read_only_sql.policy import QueryPolicy
+    from mcp_suite.tools.read_only_sql.role_audit.finding import Finding
     from mcp_suite.tools.sql_schema.models import SqlSchemaArgs, SqlSchemaResult
 
 __all__ = ["open_read_only_sql", "run_in_db_thread"]

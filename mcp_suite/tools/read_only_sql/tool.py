@@ -16,9 +16,8 @@ import contextlib
 import functools
 import json
 import logging
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
@@ -26,6 +25,7 @@ import trio
 
 import mcp_suite.tools.explain_sql.tool as explain_tool
 from mcp_suite.lazy import Lazy
+from mcp_suite.offload import run_in_db_thread
 from mcp_suite.problems import ProblemError
 from mcp_suite.protocol.mcp import EncodedResult
 from mcp_suite.settings import Settings
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from mcp_suite.tools.read_only_sql.role_audit.finding import Finding
     from mcp_suite.tools.sql_schema.models import SqlSchemaArgs, SqlSchemaResult
 
-__all__ = ["open_read_only_sql", "run_in_db_thread"]
+__all__ = ["open_read_only_sql"]
 
 log = logging.getLogger(__name__)
 
@@ -71,55 +71,6 @@ DESCRIPTION = (
     "DDL, several statements, bind parameters and functions with side effects are refused. At "
     "most `max_rows` rows are returned (`truncated` says more existed); size and time are capped."
 )
-
-
-async def run_in_db_thread(
-    fn: Callable[[CallTicket], T],
-    *,
-    limiter: trio.CapacityLimiter,
-    cancel_grace_s: float,
-) -> T:
-    """Run `fn(ticket)` in a worker thread; on cancellation, stop its query and wait for it.
-
-    Cancellation: when the caller's scope is cancelled (client `notifications/cancelled` or the
-    deadline), the ticket sends PostgreSQL a cancel request from another thread, then we wait,
-    shielded and at most `cancel_grace_s`, for the worker to roll back and return its connection;
-    then `trio.Cancelled` propagates. A worker that outlives the grace keeps its limiter token
-    until it ends, so worker threads never exceed the pool size.
-    """
-    ticket = CallTicket(cancel_timeout_s=cancel_grace_s)
-    token = trio.lowlevel.current_trio_token()
-    finished = trio.Event()
-    # Only a cancelled caller waits for the worker's end, so only then does the worker wake the
-    # event loop to say it has ended; the lock makes "ended" and "someone waits" one decision.
-    handoff = threading.Lock()
-    state = {"ended": False, "waiting": False}
-
-    def work() -> T:
-        try:
-            return fn(ticket)
-        finally:
-            with handoff:
-                state["ended"] = True
-                notify = state["waiting"]
-            if notify:
-                with contextlib.suppress(trio.RunFinishedError):
-                    token.run_sync_soon(finished.set)
-
-    try:
-        return await trio.to_thread.run_sync(work, limiter=limiter, abandon_on_cancel=True)
-    except trio.Cancelled:
-        with trio.CancelScope(shield=True), trio.move_on_after(cancel_grace_s):
-            if ticket.mark_cancelled():
-                await trio.to_thread.run_sync(ticket.cancel)
-            with handoff:
-                wait = ticket.started and not state["ended"]
-                state["waiting"] = wait
-            if wait:
-                await finished.wait()
-            else:
-                await trio.lowlevel.checkpoint()
-        raise
 
 
 @contextlib.contextmanager
@@ -157,7 +108,7 @@ def open_read_only_sql(settings: Settings, *, guard_hidden_rows: bool = True) ->
         functools.partial(_build_policy, settings.sql_policy_cache_size, settings.sql_allow_catalogue)
     )
     # Built on first use, inside `trio.run`: it must belong to the running trio loop.
-    db_limiter = Lazy(functools.partial(trio.CapacityLimiter, settings.sql_pool_max_size)).get
+    db_limiter = trio.CapacityLimiter(settings.sql_pool_max_size)
     grace = settings.sql_cancel_grace_s
 
     async def call(args: ReadOnlySqlArgs) -> EncodedResult:
@@ -167,7 +118,8 @@ def open_read_only_sql(settings: Settings, *, guard_hidden_rows: bool = True) ->
             # parsing that must not stall the event loop (pings, other calls).
             result = await run_in_db_thread(
                 functools.partial(_vet_and_run, database, policy, args.sql, args.max_rows),
-                limiter=db_limiter(),
+                CallTicket(cancel_timeout_s=grace),
+                limiter=db_limiter,
                 cancel_grace_s=grace,
             )
             outcome, rows = "ok", len(result.rows)
@@ -198,7 +150,8 @@ def open_read_only_sql(settings: Settings, *, guard_hidden_rows: bool = True) ->
                 analyze=args.analyze,
                 guard_hidden_rows=guard_hidden_rows,
             ),
-            limiter=db_limiter(),
+            CallTicket(cancel_timeout_s=grace),
+            limiter=db_limiter,
             cancel_grace_s=grace,
         )
         return explain_tool.result_of(output, analyze=args.analyze)
@@ -217,7 +170,8 @@ def open_read_only_sql(settings: Settings, *, guard_hidden_rows: bool = True) ->
                 max_bytes=settings.sql_max_result_bytes,
                 comment_chars=settings.sql_schema_max_comment_chars,
             ),
-            limiter=db_limiter(),
+            CallTicket(cancel_timeout_s=grace),
+            limiter=db_limiter,
             cancel_grace_s=grace,
         )
         return json.dumps(schema, ensure_ascii=True, separators=(",", ":"))
@@ -231,7 +185,8 @@ def open_read_only_sql(settings: Settings, *, guard_hidden_rows: bool = True) ->
                 max_bytes=settings.sql_max_result_bytes,
                 comment_chars=settings.sql_schema_max_comment_chars,
             ),
-            limiter=db_limiter(),
+            CallTicket(cancel_timeout_s=grace),
+            limiter=db_limiter,
             cancel_grace_s=grace,
         )
 

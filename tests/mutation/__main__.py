@@ -156,9 +156,9 @@ HAND_CHECKS = (
     ),
     HandCheck(
         "skip the start-up role audit",
-        "mcp_suite/tools/read_only_sql/tool.py",
+        "mcp_suite/tools/read_only_sql/engine.py",
         "    try:\n        findings = audit_role(dsn, settings)",
-        "    return True\n    try:\n        findings = audit_role(dsn, settings)",
+        "    return []\n    try:\n        findings = audit_role(dsn, settings)",
         ("tests/pg/test_sql_audit.py",),
     ),
     HandCheck(

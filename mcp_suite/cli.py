@@ -136,12 +136,12 @@ def check_role(settings: Settings, *, out: TextIO | None = None) -> int:
     # The role audit (and psycopg) is imported only when asked for.
     import psycopg
 
-    from mcp_suite.tools.read_only_sql.role_audit.connect import (
+    from mcp_suite.tools.sql_engine.role_audit.connect import (
         TlsRefusedError,
         audit_role,
         connection_failure,
     )
-    from mcp_suite.tools.read_only_sql.role_audit.finding import format_findings, format_warning, refusals
+    from mcp_suite.tools.sql_engine.role_audit.finding import format_findings, format_warning, refusals
 
     stream = out or sys.stdout
     if settings.sql_dsn is None:

@@ -1,6 +1,6 @@
 """`explain_sql`: the plan of one query that passes `read_only_sql`'s policy unchanged.
 
-Served by `read_only_sql`'s toolset on the shared `SqlEngine` (`read_only_sql/engine.py`): the
+Served by `read_only_sql`'s toolset on the shared `SqlEngine` (`sql_engine/engine.py`): the
 same policy call, the same transaction, timeout, cancellation and caps (see `Executor.run`'s
 `explain`). This module declares the tool (`spec`), refuses a plan that reads rows the role may not
 select (`check_hidden_rows`) and turns EXPLAIN's JSON into the result.
@@ -24,9 +24,9 @@ from mcp_suite.tools.explain_sql.policy import (
 
 if TYPE_CHECKING:
     from mcp_suite.tools.explain_sql.models import ExplainSqlArgs, ExplainSqlResult
-    from mcp_suite.tools.read_only_sql.engine import SqlEngine
-    from mcp_suite.tools.read_only_sql.executor import Executor, QueryResult
-    from mcp_suite.tools.read_only_sql.ticket import CallTicket
+    from mcp_suite.tools.sql_engine.engine import SqlEngine
+    from mcp_suite.tools.sql_engine.executor import Executor, QueryResult
+    from mcp_suite.tools.sql_engine.ticket import CallTicket
 
 __all__ = [
     "DESCRIPTION",

@@ -1,7 +1,7 @@
 """`read_only_sql`: thin async glue (docs/tools/). args → the engine's policy and executor in a
 worker thread → result.
 
-`open_read_only_sql(settings)` opens the `SqlEngine` (`engine.py`: the role audit at start-up, the
+`open_read_only_sql(settings)` opens the `SqlEngine` (`sql_engine/engine.py`: the role audit at start-up, the
 executor, the policy, the database threads) and yields the SQL toolset on it: `sql_schema`
 (`tools/sql_schema/`), this tool, `explain_sql` (`tools/explain_sql/`) and the `postgres://<db>/schema`
 resource (served by `sql_schema`'s code). The executor, its pool and the policy are built by the
@@ -23,9 +23,9 @@ from mcp_suite.problems import ProblemError
 from mcp_suite.protocol.mcp import EncodedResult
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import Toolset, ToolSpec
-from mcp_suite.tools.read_only_sql.engine import SqlEngine, open_engine
-from mcp_suite.tools.read_only_sql.naming import schema_uri
 from mcp_suite.tools.read_only_sql.statement_log import log_statement
+from mcp_suite.tools.sql_engine.engine import SqlEngine, open_engine
+from mcp_suite.tools.sql_engine.naming import schema_uri
 from mcp_suite.tools.sql_schema import tool as schema_tool
 
 if TYPE_CHECKING:

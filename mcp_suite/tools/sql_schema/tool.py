@@ -18,9 +18,9 @@ from mcp_suite.tools.base import ResourceSpec, ToolSpec
 from mcp_suite.tools.sql_schema.policy import decode_cursor, lookup
 
 if TYPE_CHECKING:
-    from mcp_suite.tools.read_only_sql.engine import SqlEngine
-    from mcp_suite.tools.read_only_sql.executor import Executor
-    from mcp_suite.tools.read_only_sql.ticket import CallTicket
+    from mcp_suite.tools.sql_engine.engine import SqlEngine
+    from mcp_suite.tools.sql_engine.executor import Executor
+    from mcp_suite.tools.sql_engine.ticket import CallTicket
     from mcp_suite.tools.sql_schema.models import SqlSchemaArgs, SqlSchemaResult
 
 __all__ = ["DESCRIPTION", "TITLE", "TOOL_NAME", "models", "read_dict", "read_sync", "resource", "spec"]

@@ -22,9 +22,9 @@ import trio
 
 from mcp_suite.problems import RoleRefusedError, echo
 from mcp_suite.settings import Settings
-from mcp_suite.tools.read_only_sql.role_audit.audit import audit_with_settings
-from mcp_suite.tools.read_only_sql.role_audit.connect import connect
-from mcp_suite.tools.read_only_sql.role_audit.finding import (
+from mcp_suite.tools.sql_engine.role_audit.audit import audit_with_settings
+from mcp_suite.tools.sql_engine.role_audit.connect import connect
+from mcp_suite.tools.sql_engine.role_audit.finding import (
     Finding,
     format_findings,
     format_warning,

@@ -21,16 +21,16 @@ from mcp_suite.lazy import Lazy
 from mcp_suite.offload import run_in_db_thread
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import StartupRefusedError, StartupUnavailableError
-from mcp_suite.tools.read_only_sql.availability import Availability
-from mcp_suite.tools.read_only_sql.role_audit.connect import TlsRefusedError, audit_role, connection_failure
-from mcp_suite.tools.read_only_sql.role_audit.finding import format_findings, refusals
-from mcp_suite.tools.read_only_sql.role_audit.reaudit import AuditGate, audit_once, serve_reaudit
-from mcp_suite.tools.read_only_sql.ticket import CallTicket
+from mcp_suite.tools.sql_engine.availability import Availability
+from mcp_suite.tools.sql_engine.role_audit.connect import TlsRefusedError, audit_role, connection_failure
+from mcp_suite.tools.sql_engine.role_audit.finding import format_findings, refusals
+from mcp_suite.tools.sql_engine.role_audit.reaudit import AuditGate, audit_once, serve_reaudit
+from mcp_suite.tools.sql_engine.ticket import CallTicket
 
 if TYPE_CHECKING:
-    from mcp_suite.tools.read_only_sql.executor import Executor, ExplainMode, QueryResult
-    from mcp_suite.tools.read_only_sql.policy import QueryPolicy
-    from mcp_suite.tools.read_only_sql.role_audit.finding import Finding
+    from mcp_suite.tools.sql_engine.executor import Executor, ExplainMode, QueryResult
+    from mcp_suite.tools.sql_engine.policy import QueryPolicy
+    from mcp_suite.tools.sql_engine.role_audit.finding import Finding
 
 __all__ = ["SqlEngine", "open_engine"]
 
@@ -172,7 +172,7 @@ def _open_executor(
     and the type loaders, and opening the pool starts its threads and a connection, none of which
     is needed to answer `initialize`.
     """
-    from mcp_suite.tools.read_only_sql.executor import Executor  # deferred on purpose
+    from mcp_suite.tools.sql_engine.executor import Executor  # deferred on purpose
 
     executor = Executor(settings, dsn, availability=availability, gate=gate)
     if audited:
@@ -190,6 +190,6 @@ def _build_policy(cache_size: int, allow_catalogue: bool) -> QueryPolicy:
     policy before that is done waits for it (in its worker thread), so no call is ever vetted by
     anything less.
     """
-    from mcp_suite.tools.read_only_sql.policy import QueryPolicy, vet_sql  # deferred on purpose
+    from mcp_suite.tools.sql_engine.policy import QueryPolicy, vet_sql  # deferred on purpose
 
     return QueryPolicy(cache_size=cache_size, vet=functools.partial(vet_sql, allow_catalogue=allow_catalogue))

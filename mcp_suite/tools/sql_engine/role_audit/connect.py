@@ -14,9 +14,9 @@ from typing import Any, Final
 import psycopg
 
 from mcp_suite.settings import Settings
-from mcp_suite.tools.read_only_sql.naming import APPLICATION_NAME
-from mcp_suite.tools.read_only_sql.role_audit.audit import audit_connection
-from mcp_suite.tools.read_only_sql.role_audit.finding import Finding
+from mcp_suite.tools.sql_engine.naming import APPLICATION_NAME
+from mcp_suite.tools.sql_engine.role_audit.audit import audit_connection
+from mcp_suite.tools.sql_engine.role_audit.finding import Finding
 
 __all__ = [
     "TlsRefusedError",
@@ -100,7 +100,7 @@ def audit_role(dsn: str, settings: Settings) -> list[Finding]:
             accepted_creators=settings.sql_accept_function_creators,
         )
     except psycopg.OperationalError:
-        from mcp_suite.tools.read_only_sql.role_audit.tls import tls_refusal  # only on this failure path
+        from mcp_suite.tools.sql_engine.role_audit.tls import tls_refusal  # only on this failure path
 
         refusal = tls_refusal(dsn, timeout_s=settings.sql_connect_timeout_s)
         if refusal is not None:

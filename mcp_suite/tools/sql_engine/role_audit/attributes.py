@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 
-from mcp_suite.tools.read_only_sql.role_audit.finding import Finding
+from mcp_suite.tools.sql_engine.role_audit.finding import Finding
 
 __all__ = ["Role", "attribute_findings", "read_role"]
 

@@ -13,7 +13,7 @@ from typing import Any, TypeAlias
 import psycopg
 from psycopg import sql
 
-from mcp_suite.tools.read_only_sql.role_audit.finding import Finding
+from mcp_suite.tools.sql_engine.role_audit.finding import Finding
 
 __all__ = ["Check", "Subject", "ident"]
 

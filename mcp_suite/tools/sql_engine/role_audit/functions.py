@@ -7,8 +7,8 @@ from typing import Any, Final
 
 import psycopg
 
-from mcp_suite.tools.read_only_sql.role_audit.finding import ACCEPT_SETTING, MAX_LISTED, Finding, listed
-from mcp_suite.tools.read_only_sql.role_audit.subject import Subject, ident
+from mcp_suite.tools.sql_engine.role_audit.finding import ACCEPT_SETTING, MAX_LISTED, Finding, listed
+from mcp_suite.tools.sql_engine.role_audit.subject import Subject, ident
 
 __all__ = ["OUTREACHING_EXTENSIONS", "admin_function_findings", "definer_findings", "extension_findings"]
 

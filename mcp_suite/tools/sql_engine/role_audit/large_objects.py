@@ -7,8 +7,8 @@ from typing import Any
 
 import psycopg
 
-from mcp_suite.tools.read_only_sql.role_audit.finding import MAX_LISTED, Finding, listed
-from mcp_suite.tools.read_only_sql.role_audit.subject import Subject
+from mcp_suite.tools.sql_engine.role_audit.finding import MAX_LISTED, Finding, listed
+from mcp_suite.tools.sql_engine.role_audit.subject import Subject
 
 __all__ = ["large_object_findings"]
 

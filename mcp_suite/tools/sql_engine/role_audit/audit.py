@@ -15,33 +15,33 @@ from typing import Any, Final
 import psycopg
 
 from mcp_suite.settings import Settings
-from mcp_suite.tools.read_only_sql.role_audit.attributes import attribute_findings, read_role
-from mcp_suite.tools.read_only_sql.role_audit.column_write import column_write_findings
-from mcp_suite.tools.read_only_sql.role_audit.database import database_findings
-from mcp_suite.tools.read_only_sql.role_audit.defaults import (
+from mcp_suite.tools.sql_engine.role_audit.attributes import attribute_findings, read_role
+from mcp_suite.tools.sql_engine.role_audit.column_write import column_write_findings
+from mcp_suite.tools.sql_engine.role_audit.database import database_findings
+from mcp_suite.tools.sql_engine.role_audit.defaults import (
     creator_findings,
     read_creators,
     search_path_findings,
 )
-from mcp_suite.tools.read_only_sql.role_audit.finding import Finding
-from mcp_suite.tools.read_only_sql.role_audit.functions import (
+from mcp_suite.tools.sql_engine.role_audit.finding import Finding
+from mcp_suite.tools.sql_engine.role_audit.functions import (
     OUTREACHING_EXTENSIONS,
     admin_function_findings,
     definer_findings,
     extension_findings,
 )
-from mcp_suite.tools.read_only_sql.role_audit.large_objects import large_object_findings
-from mcp_suite.tools.read_only_sql.role_audit.membership import membership_findings, predefined_findings
-from mcp_suite.tools.read_only_sql.role_audit.reach import reach_findings, read_reach
-from mcp_suite.tools.read_only_sql.role_audit.resources import (
+from mcp_suite.tools.sql_engine.role_audit.large_objects import large_object_findings
+from mcp_suite.tools.sql_engine.role_audit.membership import membership_findings, predefined_findings
+from mcp_suite.tools.sql_engine.role_audit.reach import reach_findings, read_reach
+from mcp_suite.tools.sql_engine.role_audit.resources import (
     foreign_server_findings,
     ownership_findings,
     temp_file_findings,
 )
-from mcp_suite.tools.read_only_sql.role_audit.schema import schema_findings
-from mcp_suite.tools.read_only_sql.role_audit.sequences import sequence_findings
-from mcp_suite.tools.read_only_sql.role_audit.subject import Check, Subject, ident
-from mcp_suite.tools.read_only_sql.role_audit.table_write import table_write_findings
+from mcp_suite.tools.sql_engine.role_audit.schema import schema_findings
+from mcp_suite.tools.sql_engine.role_audit.sequences import sequence_findings
+from mcp_suite.tools.sql_engine.role_audit.subject import Check, Subject, ident
+from mcp_suite.tools.sql_engine.role_audit.table_write import table_write_findings
 
 __all__ = ["CHECKS", "audit_connection", "audit_with_settings"]
 

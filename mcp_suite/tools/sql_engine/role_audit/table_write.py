@@ -6,8 +6,8 @@ from typing import Any, Final
 
 import psycopg
 
-from mcp_suite.tools.read_only_sql.role_audit.finding import MAX_LISTED, Finding, listed
-from mcp_suite.tools.read_only_sql.role_audit.subject import Subject, ident
+from mcp_suite.tools.sql_engine.role_audit.finding import MAX_LISTED, Finding, listed
+from mcp_suite.tools.sql_engine.role_audit.subject import Subject, ident
 
 __all__ = ["table_write_findings"]
 

@@ -21,7 +21,7 @@ import sqlglot
 from pglast import parser as pg_parser
 
 from bench.common import Figure, median_seconds
-from mcp_suite.tools.read_only_sql.policy import QueryPolicy, vet_sql
+from mcp_suite.tools.sql_engine.policy import QueryPolicy, vet_sql
 
 RUNS = 10_000
 PURE_RUNS = 1_000
@@ -37,7 +37,7 @@ _CHILD = textwrap.dedent(
     import json, sys
     import sqlglot, sqlglot.parser
     from bench.common import median_seconds
-    from mcp_suite.tools.read_only_sql.policy import vet_sql
+    from mcp_suite.tools.sql_engine.policy import vet_sql
     query, runs = sys.argv[1], int(sys.argv[2])
     parse = median_seconds(lambda: sqlglot.parse_one(query, read="postgres"), runs)
     whole = median_seconds(lambda: vet_sql(query, max_rows=50), runs)

@@ -45,11 +45,11 @@ def _figures(dsn: str) -> list[Figure]:
     import psycopg
 
     from mcp_suite.settings import SecretStr, Settings
-    from mcp_suite.tools.read_only_sql import executor as executor_module
-    from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor
-    from mcp_suite.tools.read_only_sql.pipeline import run_pipeline
-    from mcp_suite.tools.read_only_sql.policy import vet_sql
-    from mcp_suite.tools.read_only_sql.reaudit import audit_once
+    from mcp_suite.tools.sql_engine import executor as executor_module
+    from mcp_suite.tools.sql_engine.executor import CallTicket, Executor
+    from mcp_suite.tools.sql_engine.pipeline import run_pipeline
+    from mcp_suite.tools.sql_engine.policy import vet_sql
+    from mcp_suite.tools.sql_engine.role_audit.reaudit import audit_once
 
     settings = Settings(sql_dsn=SecretStr(dsn), metrics_enabled=False)
     executor = Executor(settings, dsn)

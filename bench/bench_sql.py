@@ -220,8 +220,8 @@ def executor_figures(dsn: str, calls: int) -> tuple[float, float, float]:
     import psycopg
 
     from mcp_suite.settings import SecretStr, Settings
-    from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor
-    from mcp_suite.tools.read_only_sql.policy import vet_sql
+    from mcp_suite.tools.sql_engine.executor import CallTicket, Executor
+    from mcp_suite.tools.sql_engine.policy import vet_sql
 
     settings = Settings(sql_dsn=SecretStr(dsn), metrics_enabled=False)
     executor = Executor(settings, dsn)

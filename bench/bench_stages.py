@@ -50,13 +50,13 @@ def _timing(module: Any, name: str, samples: list[float]) -> Iterator[None]:
 
 def _stages(dsn: str, sql: str) -> dict[str, float]:
     """Median µs per call of each in-process stage of one workload."""
-    import mcp_suite.tools.read_only_sql.executor as executor_module
+    import mcp_suite.tools.sql_engine.executor as executor_module
     from mcp_suite.protocol.jsonrpc import encode_tool_success
-    from mcp_suite.runtime import audit
+    from mcp_suite.runtime import request_log
     from mcp_suite.settings import SecretStr, Settings
     from mcp_suite.tools.read_only_sql.models import result_json
-    from mcp_suite.tools.read_only_sql.policy import vet_sql
     from mcp_suite.tools.read_only_sql.statement_log import log_statement
+    from mcp_suite.tools.sql_engine.policy import vet_sql
 
     executor = executor_module.Executor(Settings(sql_dsn=SecretStr(dsn), metrics_enabled=False), dsn)
     executor.open()
@@ -67,8 +67,8 @@ def _stages(dsn: str, sql: str) -> dict[str, float]:
     outer: dict[str, list[float]] = {"call": [], "json": [], "frame": [], "audit": []}
     waits: list[float] = []
     with open(os.devnull, "w") as devnull, contextlib.ExitStack() as stack:
-        audit.configure_logging("INFO", devnull)
-        stack.callback(audit.shutdown_logging)
+        request_log.configure_logging("INFO", devnull)
+        stack.callback(request_log.shutdown_logging)
         stack.callback(executor.close)
         for name in names:
             stack.enter_context(_timing(executor_module, name, inner[name]))

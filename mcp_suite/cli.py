@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TextIO
 
 if TYPE_CHECKING:
     import argparse
@@ -23,14 +23,14 @@ import trio
 
 from mcp_suite import SERVER_NAME, __version__
 from mcp_suite.runtime.affinity import pin_to_current_cpu
-from mcp_suite.runtime.audit import configure_logging, logger, shutdown_logging, write_line_now
+from mcp_suite.runtime.request_log import configure_logging, logger, shutdown_logging, write_line_now
 from mcp_suite.runtime.session import Session, serve_session
 from mcp_suite.runtime.stdio import open_fd_streams, take_over_stdio
 from mcp_suite.settings import ENV_VARIABLES, Settings, SettingsError, foreign_variables, load_settings
 from mcp_suite.tools.base import StartupRefusedError, StartupUnavailableError
 from mcp_suite.tools.registry import Registry, ToolOpener, open_registry
 
-__all__ = ["EXIT_STATUSES", "main"]
+__all__ = ["EXIT_STATUSES", "check_role", "main"]
 
 # How long the exit waits for a warm-up thread still at work (Session.join_warm_up).
 WARM_UP_JOIN_S: Final = 0.5
@@ -124,10 +124,43 @@ def main(argv: Sequence[str] | None = None, *, extra_tools: Iterable[ToolOpener]
 def _check_role(settings: Settings) -> int:
     if settings.sql_dsn is None:
         return _refuse("check-role needs MCP_SQL_DSN", os.EX_CONFIG)
-    from mcp_suite.tools.read_only_sql import audit  # imported only when asked for
+    return check_role(settings)
 
-    status: int = audit.check_role(settings)
-    return status
+
+def check_role(settings: Settings, *, out: TextIO | None = None) -> int:
+    """`mcp-suite check-role`: audit the role of MCP_SQL_DSN and print the findings.
+
+    Returns EX_OK when the role is fit to serve, EX_CONFIG when it is not (or no DSN is set, or the
+    server's TLS certificate is refused), EX_UNAVAILABLE when the database cannot be reached.
+    """
+    # The role audit (and psycopg) is imported only when asked for.
+    import psycopg
+
+    from mcp_suite.tools.sql_engine.role_audit.connect import (
+        TlsRefusedError,
+        audit_role,
+        connection_failure,
+    )
+    from mcp_suite.tools.sql_engine.role_audit.finding import format_findings, format_warning, refusals
+
+    stream = out or sys.stdout
+    if settings.sql_dsn is None:
+        stream.write("check-role: MCP_SQL_DSN is not set; nothing to check.\n")
+        return os.EX_CONFIG
+    try:
+        findings = audit_role(settings.sql_dsn.get_secret_value(), settings)
+    except TlsRefusedError as exc:  # as the server itself refuses to start
+        stream.write(f"check-role: {exc}\n")
+        return os.EX_CONFIG
+    except psycopg.Error as exc:
+        stream.write(f"check-role: could not audit the role: {connection_failure(exc)}\n")
+        return os.EX_UNAVAILABLE
+    if refusals(findings):
+        stream.write(format_findings(findings) + "\n")
+        return os.EX_CONFIG
+    stream.writelines(format_warning(f) + "\n" for f in findings)
+    stream.write("check-role: the role can only read; read_only_sql will serve.\n")
+    return os.EX_OK
 
 
 def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:

@@ -15,6 +15,9 @@ Cancellation: a caller cancelled before its call has started (queued, or in a ba
 call) leaves at once and the call never runs; one whose call has ended but whose batch has not
 leaves at once too. A caller whose call is running waits for it to end and then raises `Cancelled`
 (as an unabandoned `trio.to_thread.run_sync` does), so no cancelled call leaves work behind.
+
+`run_in_db_thread` is the SQL tools' runner: one `trio.to_thread` call per call, under their
+limiter, that stops the call's query through its ticket when the caller is cancelled.
 """
 
 from __future__ import annotations
@@ -25,15 +28,16 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import outcome
 import trio
 
-__all__ = ["BatchedThreads", "BatchedThreadsStatistics"]
+__all__ = ["BatchedThreads", "BatchedThreadsStatistics", "Interruptible", "run_in_db_thread"]
 
 A = TypeVar("A")
 R = TypeVar("R")
+T = TypeVar("T")
 
 _INTERRUPTED = "the call was interrupted in its worker thread"
 
@@ -255,3 +259,68 @@ def _deliver(jobs: list[_Job[Any, Any]]) -> None:
         if job.raise_cancel is not None:
             result = outcome.capture(job.raise_cancel)
         trio.lowlevel.reschedule(job.task, result)
+
+
+class Interruptible(Protocol):
+    """What `run_in_db_thread` needs of a call's ticket (the SQL tools' `CallTicket`): whether the
+    work has started, a one-way switch to cancelled, and a way to stop the work from another thread."""
+
+    @property
+    def started(self) -> bool: ...
+
+    def mark_cancelled(self) -> bool: ...
+
+    def cancel(self) -> None: ...
+
+
+K = TypeVar("K", bound=Interruptible)
+
+
+async def run_in_db_thread(
+    fn: Callable[[K], T],
+    ticket: K,
+    *,
+    limiter: trio.CapacityLimiter,
+    cancel_grace_s: float,
+) -> T:
+    """Run `fn(ticket)` in a worker thread; on cancellation, stop its query (`ticket.cancel`) and
+    wait for it.
+
+    Cancellation: when the caller's scope is cancelled (client `notifications/cancelled` or the
+    deadline), the ticket sends PostgreSQL a cancel request from another thread, then we wait,
+    shielded and at most `cancel_grace_s`, for the worker to roll back and return its connection;
+    then `trio.Cancelled` propagates. A worker that outlives the grace keeps its limiter token
+    until it ends, so worker threads never exceed the pool size.
+    """
+    token = trio.lowlevel.current_trio_token()
+    finished = trio.Event()
+    # Only a cancelled caller waits for the worker's end, so only then does the worker wake the
+    # event loop to say it has ended; the lock makes "ended" and "someone waits" one decision.
+    handoff = threading.Lock()
+    state = {"ended": False, "waiting": False}
+
+    def work() -> T:
+        try:
+            return fn(ticket)
+        finally:
+            with handoff:
+                state["ended"] = True
+                notify = state["waiting"]
+            if notify:
+                with contextlib.suppress(trio.RunFinishedError):
+                    token.run_sync_soon(finished.set)
+
+    try:
+        return await trio.to_thread.run_sync(work, limiter=limiter, abandon_on_cancel=True)
+    except trio.Cancelled:
+        with trio.CancelScope(shield=True), trio.move_on_after(cancel_grace_s):
+            if ticket.mark_cancelled():
+                await trio.to_thread.run_sync(ticket.cancel)
+            with handoff:
+                wait = ticket.started and not state["ended"]
+                state["waiting"] = wait
+            if wait:
+                await finished.wait()
+            else:
+                await trio.lowlevel.checkpoint()
+        raise

@@ -33,7 +33,7 @@ from mcp_suite.devdb.cluster import (
     example_folder,
     open_demo_cluster,
 )
-from mcp_suite.runtime.audit import configure_logging, shutdown_logging
+from mcp_suite.runtime.request_log import configure_logging, shutdown_logging
 
 log = logging.getLogger("mcp_suite.devdb")
 

@@ -45,8 +45,8 @@ from mcp_suite.protocol.core import (
 from mcp_suite.protocol.framing import Frame, LineDecoder, OversizedFrame
 from mcp_suite.protocol.mcp import structured_json
 from mcp_suite.runtime import early_signals
-from mcp_suite.runtime.audit import AuditLog, logger
 from mcp_suite.runtime.limiter import CallLimiter, Ticket
+from mcp_suite.runtime.request_log import AuditLog, logger
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.registry import Registry

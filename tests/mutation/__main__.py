@@ -43,14 +43,14 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_sanitizer_details.py",
         "tests/property/test_guard_props.py",
     ),
-    "mcp_suite/tools/read_only_sql/denylist.py": ("tests/unit/test_sql_policy.py",),
+    "mcp_suite/tools/sql_engine/denylist.py": ("tests/unit/test_sql_policy.py",),
     "mcp_suite/runtime/limiter.py": (
         "tests/trio/test_limiter.py",
         "tests/regressions/test_limiter_queue_bounded.py",
     ),
     "mcp_suite/tools/sandbox_fs_read/policy.py": ("tests/unit/test_fs_policy.py",),
     # the PostgreSQL tests of the guard (tests/pg/test_sql_definers.py) are too slow to run per mutant
-    "mcp_suite/tools/read_only_sql/definers.py": ("tests/unit/test_definers_unit.py",),
+    "mcp_suite/tools/sql_engine/definers.py": ("tests/unit/test_definers_unit.py",),
     "mcp_suite/protocol/framing.py": ("tests/unit/test_framing.py", "tests/property/test_framing_props.py"),
     "mcp_suite/protocol/jsonrpc.py": (
         "tests/unit/test_jsonrpc_guard.py",
@@ -66,7 +66,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_fs_list.py",
         "tests/unit/test_fdwalk_edges.py",
     ),
-    "mcp_suite/tools/read_only_sql/policy/rewrite.py": (
+    "mcp_suite/tools/sql_engine/policy/rewrite.py": (
         "tests/unit/test_sql_policy.py",
         "tests/unit/test_sql_policy_corpus.py",
         "tests/unit/test_sql_rewrite.py",
@@ -75,14 +75,14 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_session_core.py",
         "tests/unit/test_session_core_details.py",
     ),
-    "mcp_suite/tools/read_only_sql/policy/refusals.py": (
+    "mcp_suite/tools/sql_engine/policy/refusals.py": (
         "tests/unit/test_sql_refusal_details.py",
         "tests/unit/test_sql_policy.py",
         "tests/unit/test_sql_policy_corpus.py",
         "tests/unit/test_sql_rewrite.py",
         "tests/property/test_sql_policy_properties.py",
     ),
-    "mcp_suite/tools/read_only_sql/policy/__init__.py": (
+    "mcp_suite/tools/sql_engine/policy/__init__.py": (
         "tests/unit/test_sql_pipeline.py",
         "tests/unit/test_sql_refusal_details.py",
         "tests/unit/test_sql_policy.py",
@@ -90,7 +90,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_sql_rewrite.py",
         "tests/property/test_sql_policy_properties.py",
     ),
-    "mcp_suite/tools/read_only_sql/policy/postgres_walk.py": (
+    "mcp_suite/tools/sql_engine/policy/postgres_walk.py": (
         "tests/unit/test_sql_postgres_walk.py",
         "tests/unit/test_sql_refusal_details.py",
         "tests/unit/test_sql_policy.py",
@@ -98,11 +98,11 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_sql_rewrite.py",
         "tests/property/test_sql_policy_properties.py",
     ),
-    "mcp_suite/tools/read_only_sql/policy/catalogue.py": (
+    "mcp_suite/tools/sql_engine/policy/catalogue.py": (
         "tests/unit/test_sql_catalogue.py",
         "tests/unit/test_sql_policy_corpus.py",
     ),
-    "mcp_suite/tools/read_only_sql/policy/sqlglot_walk.py": (
+    "mcp_suite/tools/sql_engine/policy/sqlglot_walk.py": (
         "tests/unit/test_sql_sqlglot_walk.py",
         "tests/unit/test_sql_refusal_details.py",
         "tests/unit/test_sql_pipeline.py",
@@ -135,49 +135,49 @@ HAND_CHECKS = (
     ),
     HandCheck(
         "skip the LIMIT rewrite",
-        "mcp_suite/tools/read_only_sql/policy/__init__.py",
+        "mcp_suite/tools/sql_engine/policy/__init__.py",
         "tree, limit = apply_limit(tree, cap)",
         "limit = cap",
         ("tests/unit/test_sql_policy.py",),
     ),
     HandCheck(
         "let every denied function through",
-        "mcp_suite/tools/read_only_sql/denylist.py",
+        "mcp_suite/tools/sql_engine/denylist.py",
         "    key = normalize_function_name(name)\n    reason = DENIED_FUNCTIONS.get(key)",
         "    key = normalize_function_name(name)\n    return None\n    reason = DENIED_FUNCTIONS.get(key)",
         ("tests/unit/test_sql_policy.py", "tests/unit/test_sql_policy_corpus.py"),
     ),
     HandCheck(
         "let every catalogue read through",
-        "mcp_suite/tools/read_only_sql/policy/catalogue.py",
+        "mcp_suite/tools/sql_engine/policy/catalogue.py",
         "    for schema, name in sorted(relations):",
         "    return\n    for schema, name in sorted(relations):",
         ("tests/unit/test_sql_catalogue.py", "tests/unit/test_sql_policy_corpus.py"),
     ),
     HandCheck(
         "skip the start-up role audit",
-        "mcp_suite/tools/read_only_sql/tool.py",
+        "mcp_suite/tools/sql_engine/engine.py",
         "    try:\n        findings = audit_role(dsn, settings)",
-        "    return True\n    try:\n        findings = audit_role(dsn, settings)",
+        "    return []\n    try:\n        findings = audit_role(dsn, settings)",
         ("tests/pg/test_sql_audit.py",),
     ),
     HandCheck(
         "drop READ ONLY from the call's transaction",
-        "mcp_suite/tools/read_only_sql/executor.py",
+        "mcp_suite/tools/sql_engine/executor.py",
         'b"BEGIN READ ONLY", b"RESET ALL"',
         'b"BEGIN", b"RESET ALL"',
         ("tests/pg/test_sql_layers.py",),
     ),
     HandCheck(
         "skip the SECURITY DEFINER check at run time",
-        "mcp_suite/tools/read_only_sql/definers.py",
+        "mcp_suite/tools/sql_engine/definers.py",
         "        catalogue = self._catalogue\n        if catalogue is None",
         "        return\n        catalogue = self._catalogue\n        if catalogue is None",
         ("tests/pg/test_sql_definers.py",),
     ),
     HandCheck(
         "let calls through while a re-audit refuses the role",
-        "mcp_suite/tools/read_only_sql/executor.py",
+        "mcp_suite/tools/sql_engine/executor.py",
         "        self._gate.check()\n",
         "",
         ("tests/pg/test_sql_reaudit.py",),

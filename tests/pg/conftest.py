@@ -14,7 +14,7 @@ import pytest
 from psycopg import sql
 
 from mcp_suite.devdb.cluster import Cluster
-from mcp_suite.tools.read_only_sql.executor import Executor
+from mcp_suite.tools.sql_engine.executor import Executor
 from tests.support.pg import (
     DOMAIN_TYPE,
     ENUM_TYPE,

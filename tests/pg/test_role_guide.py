@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from mcp_suite.devdb.cluster import Cluster
-from mcp_suite.tools.read_only_sql.audit import audit_dsn
+from mcp_suite.tools.sql_engine.role_audit.connect import audit_dsn
 from tests.support.client import REPO, server_env
 
 pytestmark = pytest.mark.pg

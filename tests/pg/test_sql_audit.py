@@ -11,10 +11,11 @@ from typing import Any
 import psycopg
 import pytest
 
+from mcp_suite.cli import check_role
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.tools.base import StartupRefusedError
-from mcp_suite.tools.read_only_sql.audit import audit_dsn, check_role
 from mcp_suite.tools.read_only_sql.tool import open_read_only_sql
+from mcp_suite.tools.sql_engine.role_audit.connect import audit_dsn
 from tests.support.pg import PROBE_PASSWORD as PASSWORD
 from tests.support.pg import PROBE_ROLE as ROLE
 from tests.support.pg import probe_dsn, sql_settings

@@ -11,8 +11,8 @@ import pytest
 import trio
 
 from mcp_suite.devdb.cluster import Cluster
-from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor
-from mcp_suite.tools.read_only_sql.tool import run_in_db_thread
+from mcp_suite.offload import run_in_db_thread
+from mcp_suite.tools.sql_engine.executor import CallTicket, Executor
 from tests.support.pg import open_executor
 
 pytestmark = pytest.mark.pg
@@ -44,6 +44,7 @@ async def test_a_cancelled_scope_stops_the_query_and_returns_the_connection(
             pid = (
                 await run_in_db_thread(
                     functools.partial(_run, executor, "SELECT pg_backend_pid()"),
+                    CallTicket(cancel_timeout_s=5),
                     limiter=limiter,
                     cancel_grace_s=5,
                 )
@@ -51,6 +52,7 @@ async def test_a_cancelled_scope_stops_the_query_and_returns_the_connection(
             with trio.move_on_after(0.5) as scope:
                 await run_in_db_thread(
                     functools.partial(_run, executor, "SELECT pg_sleep(15)"),
+                    CallTicket(cancel_timeout_s=5),
                     limiter=limiter,
                     cancel_grace_s=5,
                 )
@@ -62,6 +64,7 @@ async def test_a_cancelled_scope_stops_the_query_and_returns_the_connection(
                 functools.partial(
                     _run, executor, "SELECT pg_backend_pid(), current_setting('transaction_read_only')"
                 ),
+                CallTicket(cancel_timeout_s=5),
                 limiter=limiter,
                 cancel_grace_s=5,
             )
@@ -83,6 +86,7 @@ async def test_a_call_cancelled_while_waiting_for_a_thread_never_reaches_the_dat
                 with trio.move_on_after(0.2) as scope:
                     await run_in_db_thread(
                         functools.partial(_run, executor, "SELECT 1"),
+                        CallTicket(cancel_timeout_s=5),
                         limiter=limiter,
                         cancel_grace_s=5,
                     )

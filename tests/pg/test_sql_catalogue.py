@@ -26,7 +26,7 @@ import pytest
 import trio
 
 from mcp_suite.devdb.cluster import Cluster
-from mcp_suite.tools.read_only_sql.policy.catalogue import (
+from mcp_suite.tools.sql_engine.policy.catalogue import (
     READABLE_INFORMATION_SCHEMA,
     REFUSED_INFORMATION_SCHEMA,
     function_reason,

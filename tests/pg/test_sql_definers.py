@@ -25,12 +25,12 @@ import trio
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.problems import QueryViolationError, ResourceLimitError
 from mcp_suite.tools.base import StartupRefusedError
-from mcp_suite.tools.read_only_sql.audit import audit_dsn
-from mcp_suite.tools.read_only_sql.definers import DefinerGuard
-from mcp_suite.tools.read_only_sql.executor import Executor
-from mcp_suite.tools.read_only_sql.policy import vet_sql
-from mcp_suite.tools.read_only_sql.ticket import CallTicket
 from mcp_suite.tools.read_only_sql.tool import open_read_only_sql
+from mcp_suite.tools.sql_engine.definers import DefinerGuard
+from mcp_suite.tools.sql_engine.executor import Executor
+from mcp_suite.tools.sql_engine.policy import vet_sql
+from mcp_suite.tools.sql_engine.role_audit.connect import audit_dsn
+from mcp_suite.tools.sql_engine.ticket import CallTicket
 from tests.support.client import ServerProcess, problem_of, server_env
 from tests.support.harness import open_session
 from tests.support.pg import open_executor, sql_settings

@@ -20,7 +20,7 @@ from mcp_suite.problems import (
     QueryViolationError,
     ResultTooLargeError,
 )
-from mcp_suite.tools.read_only_sql.executor import (
+from mcp_suite.tools.sql_engine.executor import (
     CallCancelledError,
     CallTicket,
     DatabaseUnavailableError,
@@ -180,7 +180,7 @@ PEAK_PROGRAM = """
 import sys
 from mcp_suite.problems import ResultTooLargeError
 from mcp_suite.settings import SecretStr, Settings
-from mcp_suite.tools.read_only_sql.executor import CallTicket, Executor
+from mcp_suite.tools.sql_engine.executor import CallTicket, Executor
 
 dsn = sys.argv[1]
 executor = Executor(Settings(sql_dsn=SecretStr(dsn), metrics_enabled=False), dsn)

@@ -11,8 +11,8 @@ import psycopg
 import pytest
 
 from mcp_suite.problems import ConflictError, InvalidArgumentsError
-from mcp_suite.tools.read_only_sql.executor import Executor
-from mcp_suite.tools.read_only_sql.ticket import CallTicket
+from mcp_suite.tools.sql_engine.executor import Executor
+from mcp_suite.tools.sql_engine.ticket import CallTicket
 
 pytestmark = pytest.mark.pg
 

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from pglast import parser as pg_parser
 
 from mcp_suite.problems import InvalidArgumentsError, QueryViolationError
-from mcp_suite.tools.read_only_sql.denylist import DENIED_FUNCTIONS, DENIED_PREFIXES
-from mcp_suite.tools.read_only_sql.policy import QueryPolicy, VettedQuery
+from mcp_suite.tools.sql_engine.denylist import DENIED_FUNCTIONS, DENIED_PREFIXES
+from mcp_suite.tools.sql_engine.policy import QueryPolicy, VettedQuery
 from tests.support.properties import security_property
 from tests.support.sql_corpus import HONEST, assert_safe
 

@@ -21,8 +21,8 @@ import trio.testing
 from mcp_suite.problems import Channel, RoleRefusedError
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import Toolset
-from mcp_suite.tools.read_only_sql.audit import Finding
-from mcp_suite.tools.read_only_sql.reaudit import AuditGate, serve_reaudit
+from mcp_suite.tools.sql_engine.role_audit.finding import Finding
+from mcp_suite.tools.sql_engine.role_audit.reaudit import AuditGate, serve_reaudit
 from tests.support.harness import open_session
 
 DEFINER = Finding(

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mcp_suite.runtime.audit import (
+from mcp_suite.runtime.request_log import (
     AuditLog,
     JsonLineHandler,
     StderrSink,

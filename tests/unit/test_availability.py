@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from mcp_suite.problems import DatabaseUnavailableError
-from mcp_suite.tools.read_only_sql.availability import Availability, State, login_refused
+from mcp_suite.tools.sql_engine.availability import Availability, State, login_refused
 
 DOWN = psycopg.OperationalError(
     'connection failed: connection to server at "127.0.0.1", port 1 failed: Connection refused'

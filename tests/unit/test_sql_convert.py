@@ -10,9 +10,22 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from psycopg import adapters as psycopg_adapters
+from psycopg.abc import Loader
+from psycopg.adapt import AdaptersMap
+from psycopg.pq import Format
 
 from mcp_suite.settings import MAX_JSON_DEPTH
-from mcp_suite.tools.read_only_sql import convert
+from mcp_suite.tools.sql_engine import convert
+
+
+def loader_for(oid: int) -> Loader:
+    """The loader a connection gets for `oid` once `register_loaders` has run on its adapters."""
+    adapters = AdaptersMap(psycopg_adapters)
+    convert.register_loaders(adapters)
+    loader_class = adapters.get_loader(oid, Format.TEXT)
+    assert loader_class is not None
+    return loader_class(oid)
 
 
 @pytest.mark.parametrize(
@@ -55,12 +68,12 @@ def test_to_json_value_falls_back_to_text_for_unknown_objects() -> None:
     ],
 )
 def test_timestamptz_text_becomes_iso_8601(text: str, expected: str) -> None:
-    loader = convert._TimestampTzLoader(1184)
+    loader = loader_for(1184)
     assert loader.load(text.encode()) == expected
 
 
 def test_json_deeper_than_the_limit_is_kept_as_text() -> None:
-    loader = convert._JsonLoader(3802)
+    loader = loader_for(3802)
     deep = "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1)
     ok = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
     assert loader.load(deep.encode()) == deep
@@ -81,9 +94,9 @@ json_values = st.recursive(
 @given(json_values)
 def test_json_loader_round_trips_what_postgres_would_store(value: Any) -> None:
     text = json.dumps(value)
-    loaded = convert._JsonLoader(114).load(text.encode())
+    loaded = loader_for(114).load(text.encode())
     assert json.dumps(loaded, allow_nan=False)  # always valid JSON out
-    if convert._depth_within(value, MAX_JSON_DEPTH):
+    if convert.depth_within(value, MAX_JSON_DEPTH):
         assert loaded == value
 
 

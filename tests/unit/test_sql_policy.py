@@ -24,9 +24,9 @@ from mcp_suite.problems import (
     ProblemError,
     QueryViolationError,
 )
-from mcp_suite.tools.read_only_sql import policy
-from mcp_suite.tools.read_only_sql.denylist import denied_reason, normalize_function_name
-from mcp_suite.tools.read_only_sql.policy import (
+from mcp_suite.tools.sql_engine import policy
+from mcp_suite.tools.sql_engine.denylist import denied_reason, normalize_function_name
+from mcp_suite.tools.sql_engine.policy import (
     QueryPolicy,
     VettedQuery,
     postgres_walk,

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from mcp_suite.problems import ProblemError
-from mcp_suite.tools.read_only_sql.policy import postgres_walk, vet_sql
-from mcp_suite.tools.read_only_sql.policy.postgres_walk import MAX_TREE_DEPTH, PgFacts
+from mcp_suite.tools.sql_engine.policy import postgres_walk, vet_sql
+from mcp_suite.tools.sql_engine.policy.postgres_walk import MAX_TREE_DEPTH, PgFacts
 
 TOO_DEEP = {"rule": "too-deep"}
 DISAGREEMENT = {"rule": "parser-disagreement"}

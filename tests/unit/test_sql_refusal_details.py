@@ -16,8 +16,8 @@ from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 
 from mcp_suite.problems import InvalidArgumentsError, ProblemError, QueryViolationError
-from mcp_suite.tools.read_only_sql.policy import QueryPolicy, VettedQuery, sqlglot_walk, vet_sql
-from mcp_suite.tools.read_only_sql.policy.rewrite import Deparser
+from mcp_suite.tools.sql_engine.policy import QueryPolicy, VettedQuery, sqlglot_walk, vet_sql
+from mcp_suite.tools.sql_engine.policy.rewrite import Deparser
 
 SEND = "Send one SELECT (or VALUES / UNION / INTERSECT / EXCEPT) statement"
 ONLY = "Only SELECT, VALUES and set operations are allowed"

@@ -8,8 +8,8 @@ import pytest
 from sqlglot import exp
 
 from mcp_suite.problems import ProblemError
-from mcp_suite.tools.read_only_sql.policy import vet_sql
-from mcp_suite.tools.read_only_sql.policy.rewrite import check_postgres_limit, literal_limit
+from mcp_suite.tools.sql_engine.policy import vet_sql
+from mcp_suite.tools.sql_engine.policy.rewrite import check_postgres_limit, literal_limit
 
 
 def test_a_limit_clause_with_more_than_its_count_is_not_a_plain_literal() -> None:

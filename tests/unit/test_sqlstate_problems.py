@@ -16,8 +16,8 @@ from mcp_suite.problems import (
     QueryViolationError,
     ResourceLimitError,
 )
-from mcp_suite.tools.read_only_sql.executor import problem_from_sqlstate
-from mcp_suite.tools.read_only_sql.sqlstate import classify
+from mcp_suite.tools.sql_engine.executor import problem_from_sqlstate
+from mcp_suite.tools.sql_engine.sqlstate import classify
 
 
 @pytest.mark.parametrize(

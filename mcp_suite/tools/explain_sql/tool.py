@@ -1,16 +1,19 @@
 """`explain_sql`: the plan of one query that passes `read_only_sql`'s policy unchanged.
 
-Served by `read_only_sql`'s toolset through its own entry point and execution path (the same
-policy call, the same transaction, timeout, cancellation and caps; see `Executor.run`'s
-`explain`): this module holds the description, refuses a plan that reads rows the role may not
+Served by `read_only_sql`'s toolset on the shared `SqlEngine` (`sql_engine/engine.py`): the
+same policy call, the same transaction, timeout, cancellation and caps (see `Executor.run`'s
+`explain`). This module declares the tool (`spec`), refuses a plan that reads rows the role may not
 select (`check_hidden_rows`) and turns EXPLAIN's JSON into the result.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
+from mcp_suite.lazy import Lazy
+from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.explain_sql.policy import (
     hidden_rows_refusal,
     plan_document,
@@ -21,8 +24,9 @@ from mcp_suite.tools.explain_sql.policy import (
 
 if TYPE_CHECKING:
     from mcp_suite.tools.explain_sql.models import ExplainSqlArgs, ExplainSqlResult
-    from mcp_suite.tools.read_only_sql.executor import Executor, QueryResult
-    from mcp_suite.tools.read_only_sql.ticket import CallTicket
+    from mcp_suite.tools.sql_engine.engine import SqlEngine
+    from mcp_suite.tools.sql_engine.executor import Executor, QueryResult
+    from mcp_suite.tools.sql_engine.ticket import CallTicket
 
 __all__ = [
     "DESCRIPTION",
@@ -33,6 +37,7 @@ __all__ = [
     "output_of",
     "plan_document",
     "result_of",
+    "spec",
     "too_deep_refusal",
 ]
 
@@ -86,3 +91,43 @@ def models(max_rows_limit: int) -> tuple[type[ExplainSqlArgs], type[ExplainSqlRe
     from mcp_suite.tools.explain_sql.models import ExplainSqlResult, make_explain_args_model
 
     return make_explain_args_model(max_rows_limit), ExplainSqlResult
+
+
+def spec(engine: SqlEngine, *, guard_hidden_rows: bool = True) -> ToolSpec:
+    """The tool on the shared engine. `guard_hidden_rows=False` serves it without its hidden-rows
+    check: only the test that proves the check's worth (the oracle it closes) passes it."""
+
+    async def call(args: ExplainSqlArgs) -> ExplainSqlResult:
+        # read_only_sql's own path: the same policy verdict and rewrite, the same execution.
+        output = await engine.run_blocking(
+            functools.partial(_explain, engine, args, guard_hidden_rows=guard_hidden_rows)
+        )
+        return result_of(output, analyze=args.analyze)
+
+    return ToolSpec(
+        name=TOOL_NAME,
+        title=TITLE,
+        description=DESCRIPTION,
+        models=Lazy(functools.partial(models, engine.settings.sql_max_rows)),
+        call=call,
+    )
+
+
+def _explain(engine: SqlEngine, args: ExplainSqlArgs, ticket: CallTicket, *, guard_hidden_rows: bool) -> Any:
+    """EXPLAIN's JSON, refused when the plan reads rows the role may not select; blocking.
+
+    Security: the check reads the plan PostgreSQL made (views expanded, every scan and index), so
+    it judges what runs, not what the query names; it comes after the EXPLAIN, so an `analyze` of
+    a refused plan has run (as read_only_sql would run the same query) but none of its figures
+    leave this function.
+    """
+    analyze = args.analyze
+    result = engine.vet_and_run(args.sql, args.max_rows, ticket, explain="analyze" if analyze else "plan")
+    output, too_deep = plan_document(output_of(result))
+    if guard_hidden_rows:
+        check_hidden_rows(engine.executor(), output, ticket, analyze=analyze)
+    # Only after the hidden-rows check: a plan's depth follows the plan chosen, and that choice
+    # comes from statistics, so refusing a deep plan first would tell about hidden rows.
+    if too_deep:
+        raise too_deep_refusal()
+    return output

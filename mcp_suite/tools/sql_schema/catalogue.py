@@ -19,7 +19,7 @@ from typing import Any, Final
 import psycopg
 
 from mcp_suite.problems import ResultTooLargeError
-from mcp_suite.tools.read_only_sql.convert import json_size
+from mcp_suite.tools.sql_engine.convert import json_size
 from mcp_suite.tools.sql_schema.policy import Lookup, cap_comment, encode_cursor
 
 __all__ = ["KINDS", "read"]

@@ -4,7 +4,8 @@
 the call's worker thread) and raises `RoleRefusedError`, naming the findings, while it holds any.
 `serve_reaudit` is the toolset's background task (the session starts it in its nursery and cancels
 it at shutdown): it sleeps one interval on trio's clock, runs `audit_once` in a worker thread, and
-records what it found. `audit_once` audits on its own connection with `audit.audit_with_settings`
+records what it found. `audit_once` audits on its own connection (`connect.connect`) with
+`audit.audit_with_settings`
 (whatever checks that grows are re-checked too) and refreshes the definer guard's catalogue there.
 A re-audit that cannot connect records nothing: availability is the executor's business.
 """
@@ -12,7 +13,6 @@ A re-audit that cannot connect records nothing: availability is the executor's b
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
@@ -22,15 +22,15 @@ import trio
 
 from mcp_suite.problems import RoleRefusedError, echo
 from mcp_suite.settings import Settings
-from mcp_suite.tools.read_only_sql.audit import (
+from mcp_suite.tools.sql_engine.role_audit.audit import audit_with_settings
+from mcp_suite.tools.sql_engine.role_audit.connect import connect
+from mcp_suite.tools.sql_engine.role_audit.finding import (
     Finding,
-    audit_with_settings,
     format_findings,
     format_warning,
     refusals,
     warnings,
 )
-from mcp_suite.tools.read_only_sql.naming import APPLICATION_NAME
 
 __all__ = ["AuditGate", "audit_once", "serve_reaudit"]
 
@@ -103,12 +103,7 @@ def audit_once(
     Nothing is set in the startup packet (a transaction-pooling PgBouncer refuses `options`).
     """
     try:
-        with psycopg.connect(
-            dsn,
-            autocommit=True,
-            connect_timeout=max(1, math.ceil(settings.sql_connect_timeout_s)),
-            fallback_application_name=APPLICATION_NAME,
-        ) as conn:
+        with connect(dsn, connect_timeout_s=settings.sql_connect_timeout_s) as conn:
             findings = audit_with_settings(conn, settings)
             if refresh is not None:
                 refresh(conn)

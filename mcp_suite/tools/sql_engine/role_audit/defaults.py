@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from psycopg import sql
 
-from mcp_suite.tools.read_only_sql.finding import Finding
+from mcp_suite.tools.sql_engine.role_audit.finding import Finding
 
 if TYPE_CHECKING:
     import psycopg

@@ -16,7 +16,7 @@ from typing import Any, Final
 import psycopg
 from psycopg import pq
 
-from mcp_suite.tools.read_only_sql.convert import array_loader
+from mcp_suite.tools.sql_engine.convert import array_loader
 
 __all__ = ["TypeNames", "TypeNamesStatistics"]
 

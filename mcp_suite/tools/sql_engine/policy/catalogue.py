@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from mcp_suite.tools.read_only_sql.policy import refusals
+from mcp_suite.tools.sql_engine.policy import refusals
 
 __all__ = [
     "CATALOGUE_FUNCTIONS",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from mcp_suite.tools.read_only_sql.finding import ACCEPT_SETTING, MAX_LISTED, Finding
+from mcp_suite.tools.sql_engine.role_audit.finding import ACCEPT_SETTING, MAX_LISTED, Finding
 
 if TYPE_CHECKING:
     import psycopg

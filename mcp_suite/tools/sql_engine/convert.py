@@ -25,7 +25,14 @@ from psycopg.types.string import TextLoader
 from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.settings import MAX_JSON_DEPTH
 
-__all__ = ["JSON_READY_OIDS", "array_loader", "json_size", "register_loaders", "to_json_value"]
+__all__ = [
+    "JSON_READY_OIDS",
+    "array_loader",
+    "depth_within",
+    "json_size",
+    "register_loaders",
+    "to_json_value",
+]
 
 # json/jsonb values deeper than the wire's own depth guard (MAX_JSON_DEPTH) are returned as their
 # text: the client and our own writer must never meet a structure that recursion limits or the
@@ -98,7 +105,7 @@ def _parse_json_float(text: str) -> float | str:
     return value if math.isfinite(value) else text  # 1e400 stays text rather than Infinity
 
 
-def _depth_within(value: Any, limit: int) -> bool:
+def depth_within(value: Any, limit: int) -> bool:
     """True when `value` nests at most `limit` containers deep (iterative: no recursion)."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
@@ -124,7 +131,7 @@ class _JsonLoader(Loader):
             value = json.loads(text, parse_float=_parse_json_float)
         except (RecursionError, ValueError):
             return text
-        return value if _depth_within(value, MAX_JSON_DEPTH) else text
+        return value if depth_within(value, MAX_JSON_DEPTH) else text
 
 
 # Built-in type OIDs (stable across PostgreSQL versions; see pg_type.dat).

@@ -17,7 +17,7 @@ from psycopg.pq.abc import PGresult
 
 from mcp_suite.problems import ResultTooLargeError
 from mcp_suite.protocol.jsonrpc import compact_json
-from mcp_suite.tools.read_only_sql.convert import JSON_READY_OIDS, to_json_value
+from mcp_suite.tools.sql_engine.convert import JSON_READY_OIDS, to_json_value
 
 __all__ = ["Column", "QueryResult", "description", "json_rows", "load_rows", "too_large"]
 

@@ -22,9 +22,9 @@ from sqlglot.errors import ParseError
 from sqlglot.tokenizer_core import TokenType
 
 from mcp_suite.problems import QueryViolationError
-from mcp_suite.tools.read_only_sql.denylist import denied_reason
-from mcp_suite.tools.read_only_sql.policy import refusals
-from mcp_suite.tools.read_only_sql.policy.catalogue import check_catalogue
+from mcp_suite.tools.sql_engine.denylist import denied_reason
+from mcp_suite.tools.sql_engine.policy import refusals
+from mcp_suite.tools.sql_engine.policy.catalogue import check_catalogue
 
 __all__ = ["DIALECT", "check_sqlglot", "merge_string_continuations", "parse_sqlglot", "without_comments"]
 

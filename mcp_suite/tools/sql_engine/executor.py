@@ -30,20 +30,22 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mcp_suite.problems import DatabaseUnavailableError, ProblemError
 from mcp_suite.settings import Settings
-from mcp_suite.tools.read_only_sql.audit import audit_with_settings, refusals
-from mcp_suite.tools.read_only_sql.availability import Availability
-from mcp_suite.tools.read_only_sql.convert import register_loaders
-from mcp_suite.tools.read_only_sql.definers import DefinerGuard
-from mcp_suite.tools.read_only_sql.naming import APPLICATION_NAME
-from mcp_suite.tools.read_only_sql.pipeline import run_pipeline
-from mcp_suite.tools.read_only_sql.reaudit import AuditGate
-from mcp_suite.tools.read_only_sql.result import Column, QueryResult, description, json_rows, load_rows
-from mcp_suite.tools.read_only_sql.sqlstate import Fault, classify, problem_from_sqlstate
-from mcp_suite.tools.read_only_sql.ticket import CallTicket
-from mcp_suite.tools.read_only_sql.type_names import TypeNames
+from mcp_suite.tools.sql_engine.availability import Availability
+from mcp_suite.tools.sql_engine.convert import register_loaders
+from mcp_suite.tools.sql_engine.definers import DefinerGuard
+from mcp_suite.tools.sql_engine.naming import APPLICATION_NAME
+from mcp_suite.tools.sql_engine.pipeline import run_pipeline
+from mcp_suite.tools.sql_engine.result import Column, QueryResult, description, json_rows, load_rows
+from mcp_suite.tools.sql_engine.role_audit.audit import audit_with_settings
+from mcp_suite.tools.sql_engine.role_audit.connect import connect_timeout
+from mcp_suite.tools.sql_engine.role_audit.finding import refusals
+from mcp_suite.tools.sql_engine.role_audit.reaudit import AuditGate
+from mcp_suite.tools.sql_engine.sqlstate import Fault, classify, problem_from_sqlstate
+from mcp_suite.tools.sql_engine.ticket import CallTicket
+from mcp_suite.tools.sql_engine.type_names import TypeNames
 
 if TYPE_CHECKING:
-    from mcp_suite.tools.read_only_sql.policy import VettedQuery
+    from mcp_suite.tools.sql_engine.policy import VettedQuery
 
 __all__ = [
     "CURSOR_NAME",
@@ -212,7 +214,7 @@ class Executor:
         self._kwargs: dict[str, Any] = {
             "autocommit": True,  # we send BEGIN READ ONLY ourselves, in the pipeline
             "prepare_threshold": None,  # no server-side prepared statements build up
-            "connect_timeout": max(1, math.ceil(settings.sql_connect_timeout_s)),
+            "connect_timeout": connect_timeout(settings.sql_connect_timeout_s),
             # The DBA's handle in pg_stat_activity; an application_name in the DSN wins.
             "fallback_application_name": APPLICATION_NAME,
         }

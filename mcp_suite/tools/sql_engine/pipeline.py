@@ -18,7 +18,7 @@ import psycopg
 from psycopg import pq
 from psycopg.pq.abc import PGresult
 
-from mcp_suite.tools.read_only_sql.result import too_large
+from mcp_suite.tools.sql_engine.result import too_large
 
 __all__ = ["run_pipeline"]
 

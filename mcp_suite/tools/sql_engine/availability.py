@@ -18,7 +18,7 @@ from typing import Final
 import psycopg
 
 from mcp_suite.problems import DatabaseUnavailableError
-from mcp_suite.tools.read_only_sql.audit import connection_failure
+from mcp_suite.tools.sql_engine.role_audit.connect import connection_failure
 
 __all__ = ["Availability", "State", "login_refused"]
 

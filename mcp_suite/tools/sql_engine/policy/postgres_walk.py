@@ -17,9 +17,9 @@ from typing import Any, Final
 
 from pglast import parser as pg_parser
 
-from mcp_suite.tools.read_only_sql.denylist import denied_reason
-from mcp_suite.tools.read_only_sql.policy import refusals
-from mcp_suite.tools.read_only_sql.policy.catalogue import check_catalogue
+from mcp_suite.tools.sql_engine.denylist import denied_reason
+from mcp_suite.tools.sql_engine.policy import refusals
+from mcp_suite.tools.sql_engine.policy.catalogue import check_catalogue
 
 __all__ = ["MAX_LITERAL_LENGTH", "MAX_TREE_DEPTH", "PgFacts", "check_agreement", "check_postgres", "walk"]
 

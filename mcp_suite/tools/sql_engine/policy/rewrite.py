@@ -18,8 +18,8 @@ from pglast.stream import RawStream
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
-from mcp_suite.tools.read_only_sql.policy import refusals
-from mcp_suite.tools.read_only_sql.policy.sqlglot_walk import DIALECT
+from mcp_suite.tools.sql_engine.policy import refusals
+from mcp_suite.tools.sql_engine.policy.sqlglot_walk import DIALECT
 
 __all__ = [
     "SUBQUERY_ALIAS",

@@ -25,16 +25,16 @@ from sqlglot.dialects.dialect import Dialect
 
 from mcp_suite.problems import InvalidArgumentsError, ProblemError, QueryViolationError
 from mcp_suite.settings import SQL_MAX_CHARS
-from mcp_suite.tools.read_only_sql.policy import refusals
-from mcp_suite.tools.read_only_sql.policy.postgres_walk import check_agreement, check_postgres
-from mcp_suite.tools.read_only_sql.policy.rewrite import (
+from mcp_suite.tools.sql_engine.policy import refusals
+from mcp_suite.tools.sql_engine.policy.postgres_walk import check_agreement, check_postgres
+from mcp_suite.tools.sql_engine.policy.rewrite import (
     Deparser,
     apply_limit,
     check_postgres_limit,
     generate,
     regenerate_from_postgres,
 )
-from mcp_suite.tools.read_only_sql.policy.sqlglot_walk import (
+from mcp_suite.tools.sql_engine.policy.sqlglot_walk import (
     DIALECT,
     check_sqlglot,
     merge_string_continuations,

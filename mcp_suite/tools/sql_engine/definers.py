@@ -7,7 +7,7 @@ which names (of functions, and of operators whose function is one) belong to a S
 function, caches the answer, and refuses a vetted statement that names one, unless the operator
 accepted it (`MCP_SQL_ACCEPT_DEFINER_FUNCTIONS`). Any overload of a name counts, in any schema: the
 check cannot know which one PostgreSQL will pick. It is the second layer: the role audit, run again
-while serving (`reaudit.py`), is the guarantee, and refreshes this cache on each pass (`refresh`).
+while serving (`role_audit/reaudit.py`), is the guarantee, and refreshes this cache on each pass (`refresh`).
 The cache is negative too: a name it does not hold passes, and no statement can make it read the
 catalogue again; only its age (`MCP_SQL_FUNCTION_CACHE_S`) or a refresh does. Sync psycopg only;
 runs in the call's (or the re-audit's) worker thread, no trio.

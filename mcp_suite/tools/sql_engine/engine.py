@@ -1,0 +1,195 @@
+"""The PostgreSQL engine the three SQL tools share: one object, opened once per server.
+
+`open_engine(settings, dsn)` audits the role (refusing to start, exit 78, when it could do more than
+read) and returns the `SqlEngine`: it owns the executor and its pool (built on first need), the SQL
+policy (built on first need), the database threads' limiter, the re-audit's gate and loop, and
+offers the blocking operations the tools run (`vet_and_run`, `executor` for the catalogue reads) and
+the one way to run them (`run_blocking`: in a database worker thread, cancelled inside PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NoReturn, TypeVar
+
+import psycopg
+import trio
+
+from mcp_suite.lazy import Lazy
+from mcp_suite.offload import run_in_db_thread
+from mcp_suite.settings import Settings
+from mcp_suite.tools.base import StartupRefusedError, StartupUnavailableError
+from mcp_suite.tools.sql_engine.availability import Availability
+from mcp_suite.tools.sql_engine.role_audit.connect import TlsRefusedError, audit_role, connection_failure
+from mcp_suite.tools.sql_engine.role_audit.finding import format_findings, refusals
+from mcp_suite.tools.sql_engine.role_audit.reaudit import AuditGate, audit_once, serve_reaudit
+from mcp_suite.tools.sql_engine.ticket import CallTicket
+
+if TYPE_CHECKING:
+    from mcp_suite.tools.sql_engine.executor import Executor, ExplainMode, QueryResult
+    from mcp_suite.tools.sql_engine.policy import QueryPolicy
+    from mcp_suite.tools.sql_engine.role_audit.finding import Finding
+
+__all__ = ["SqlEngine", "open_engine"]
+
+# The toolset's log, by the name its lines carried before the engine was split out of the tool.
+log = logging.getLogger("mcp_suite.tools.read_only_sql.tool")
+
+T = TypeVar("T")
+
+
+class SqlEngine:
+    """The executor (a `Lazy`), the policy (a `Lazy`), the limiter and the audit gate of one server."""
+
+    def __init__(self, settings: Settings, dsn: str, *, audited: bool, availability: Availability) -> None:
+        self.settings = settings
+        self.gate = AuditGate()
+        self._dsn = dsn
+        self._audited = audited
+        self._database = Lazy(
+            functools.partial(
+                _open_executor, settings, dsn, audited=audited, availability=availability, gate=self.gate
+            )
+        )
+        self._policy = Lazy(
+            functools.partial(_build_policy, settings.sql_policy_cache_size, settings.sql_allow_catalogue)
+        )
+        # Database worker threads: at most the pool size.
+        self._limiter = trio.CapacityLimiter(settings.sql_pool_max_size)
+
+    async def run_blocking(self, work: Callable[[CallTicket], T]) -> T:
+        """`work(ticket)` in a database worker thread; a cancelled caller cancels its query inside
+        PostgreSQL and waits (shielded, bounded) for the connection to come back clean."""
+        grace = self.settings.sql_cancel_grace_s
+        return await run_in_db_thread(
+            work, CallTicket(cancel_timeout_s=grace), limiter=self._limiter, cancel_grace_s=grace
+        )
+
+    def executor(self) -> Executor:
+        """The executor, built (and its pool opened) on first need; blocking."""
+        return self._database.get()
+
+    def vet_and_run(
+        self, sql: str, max_rows: int, ticket: CallTicket, *, explain: ExplainMode | None = None
+    ) -> QueryResult:
+        """The policy's verdict, then the query (or its EXPLAIN) in one read-only transaction;
+        blocking. The policy runs in the worker thread too: an uncached verdict costs milliseconds
+        of parsing that must not stall the event loop (pings, other calls)."""
+        vetted = self._policy.get().vet(sql, max_rows=max_rows)
+        return self._database.get().run_vetted(vetted, max_rows=max_rows, ticket=ticket, explain=explain)
+
+    @property
+    def warm_up(self) -> tuple[Callable[[], object], ...]:
+        # The pool connects in the background while the policy's parsers load; then the type names.
+        return (self._database.get, self._policy.get, self._preload_type_names)
+
+    async def serve_reaudit(self) -> NoReturn:
+        """The re-audit loop (the toolset's background task)."""
+        await serve_reaudit(self.gate, self._reaudit, interval_s=self.settings.sql_reaudit_interval_s)
+
+    def close(self) -> None:
+        executor = self._database.close()
+        if executor is not None:
+            executor.close()
+
+    def _reaudit(self) -> list[Finding] | None:
+        """One re-audit (blocking, in its worker thread): the whole role audit on its own connection,
+        and, when the executor exists, its definer guard's catalogue refreshed on the same one."""
+        database = self._database
+        try:
+            executor = database.get() if database.built else None  # never built here: off the warm-up
+        except RuntimeError:  # the tool closed under an abandoned re-audit (shutdown)
+            executor = None
+        return audit_once(
+            self._dsn, self.settings, refresh=executor.definers.refresh if executor is not None else None
+        )
+
+    def _preload_type_names(self) -> None:
+        """Every type name, read once on the pool's first connection (after a passed audit)."""
+        if not self._audited:
+            return
+        try:
+            self._database.get().preload_type_names()
+        except psycopg.Error:
+            # Not fatal: a call looks up the names it meets (the database may be back by then).
+            log.info("read_only_sql: type names not preloaded (the database did not answer)")
+
+
+def open_engine(settings: Settings, dsn: str) -> SqlEngine:
+    """Audit the role at start-up (blocking, bounded by the connect timeout) and make the engine.
+
+    Raises StartupRefusedError when the role could do more than read, or when the server's TLS
+    certificate is refused (sslmode verify-ca / verify-full), and StartupUnavailableError when no
+    connection could be made and the operator requires one. A database that cannot be connected to
+    otherwise is not fatal: the log says why, calls get -32603 until a connection succeeds, and the
+    audit then runs before the first query.
+    """
+    availability = Availability(max_backoff_s=settings.sql_reconnect_max_s)
+    findings = _audit_at_start(dsn, settings, availability)
+    engine = SqlEngine(settings, dsn, audited=findings is not None, availability=availability)
+    if findings is not None:
+        engine.gate.record(findings)  # logs the warnings: the risks the operator accepted, and the others
+    if settings.sql_allow_catalogue:
+        log.warning(
+            "read_only_sql: MCP_SQL_ALLOW_CATALOGUE is true: queries read pg_catalog unfiltered "
+            "(other objects' names, definitions and comments, role names, other sessions' queries, "
+            "the server's address)"
+        )
+    return engine
+
+
+def _audit_at_start(dsn: str, settings: Settings, availability: Availability) -> list[Finding] | None:
+    """The start-up role audit: the findings when the role passed; None when no connection could be
+    made (the executor then audits before the first query)."""
+    try:
+        findings = audit_role(dsn, settings)
+    except TlsRefusedError as exc:
+        raise StartupRefusedError(str(exc)) from None
+    except psycopg.OperationalError as exc:
+        if settings.sql_require_database:
+            raise StartupUnavailableError(
+                f"no connection to the database ({connection_failure(exc)}) and "
+                "MCP_SQL_REQUIRE_DATABASE is true"
+            ) from None
+        # Down, or up but refusing this role (a wrong password, a missing database): the log says
+        # which, since the fix differs; calls get database-unavailable, and the role audit runs
+        # before the first query.
+        availability.failed(exc, at_start=True)
+        return None
+    if refusals(findings):
+        raise StartupRefusedError(format_findings(findings))
+    return findings
+
+
+def _open_executor(
+    settings: Settings, dsn: str, *, audited: bool, availability: Availability, gate: AuditGate
+) -> Executor:
+    """The executor, its pool open (connections come in the background); blocking.
+
+    Built on first need (the warm-up, or the first call): the executor module brings psycopg_pool
+    and the type loaders, and opening the pool starts its threads and a connection, none of which
+    is needed to answer `initialize`.
+    """
+    from mcp_suite.tools.sql_engine.executor import Executor  # deferred on purpose
+
+    executor = Executor(settings, dsn, availability=availability, gate=gate)
+    if audited:
+        executor.mark_audited()
+    executor.open()
+    return executor
+
+
+def _build_policy(cache_size: int, allow_catalogue: bool) -> QueryPolicy:
+    """The SQL policy, imported off the start-up path (built by a `Lazy`).
+
+    sqlglot and pglast are the largest imports of the server (bench_sql's all-tools cold start),
+    and answering `initialize` does not need them. Building it is the tool's warm-up
+    step: the session runs it in a worker thread right after the handshake; a call that needs the
+    policy before that is done waits for it (in its worker thread), so no call is ever vetted by
+    anything less.
+    """
+    from mcp_suite.tools.sql_engine.policy import QueryPolicy, vet_sql  # deferred on purpose
+
+    return QueryPolicy(cache_size=cache_size, vet=functools.partial(vet_sql, allow_catalogue=allow_catalogue))

@@ -1,0 +1,108 @@
+"""Connecting for the role audit: the one recipe for an audit's own connection, auditing a DSN,
+and why a connection failed (with every part of the DSN cut out, and a TLS refusal told apart).
+
+Nothing is set in the startup packet: a transaction-pooling PgBouncer refuses `options`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from typing import Any, Final
+
+import psycopg
+
+from mcp_suite.settings import Settings
+from mcp_suite.tools.sql_engine.naming import APPLICATION_NAME
+from mcp_suite.tools.sql_engine.role_audit.audit import audit_connection
+from mcp_suite.tools.sql_engine.role_audit.finding import Finding
+
+__all__ = [
+    "TlsRefusedError",
+    "audit_dsn",
+    "audit_role",
+    "connect",
+    "connect_timeout",
+    "connection_failure",
+]
+
+
+def connect_timeout(seconds: float) -> int:
+    """libpq's connect_timeout (whole seconds, at least 1) for a timeout in seconds."""
+    return max(1, math.ceil(seconds))
+
+
+def connect(dsn: str, *, connect_timeout_s: float) -> psycopg.Connection[Any]:
+    """An autocommit connection of the audit's own, named in pg_stat_activity (an application_name
+    in the DSN wins). Raises psycopg.OperationalError."""
+    return psycopg.connect(
+        dsn,
+        autocommit=True,
+        connect_timeout=connect_timeout(connect_timeout_s),
+        fallback_application_name=APPLICATION_NAME,
+    )
+
+
+# libpq (and psycopg's resolver) quote the host, socket, user and database names they failed with,
+# and write the address in parentheses and the port after "port": all of them are parts of the DSN.
+_DSN_PARTS: Final = (
+    (re.compile(r'"[^"]*"'), '"…"'),
+    (re.compile(r"'[^']*'"), "'…'"),
+    (re.compile(r"\([0-9A-Fa-f.:]+\)"), "(…)"),
+    (re.compile(r"\bport \d+"), "port …"),
+)
+
+
+def connection_failure(exc: psycopg.Error) -> str:
+    """Why a connection failed, for the operator's log: the first line of psycopg's message, with
+    every part of the DSN it names (host, address, port, socket, user, database) cut out.
+
+    What stays is the reason: the server's own (a refused password, a database that does not
+    exist, a connection limit reached) or the network's (refused, timed out). libpq never repeats
+    the password.
+    """
+    lines = str(exc).strip().splitlines()
+    line = lines[0] if lines else type(exc).__name__
+    for pattern, mark in _DSN_PARTS:
+        line = pattern.sub(mark, line)
+    return line
+
+
+def audit_dsn(
+    dsn: str,
+    *,
+    connect_timeout_s: float,
+    accepted: Iterable[str] = (),
+    accepted_creators: Iterable[str] = (),
+) -> list[Finding]:
+    """Connect once and audit (in a read-only transaction). Raises psycopg.OperationalError."""
+    with connect(dsn, connect_timeout_s=connect_timeout_s) as conn:
+        return audit_connection(conn, accepted=accepted, accepted_creators=accepted_creators)
+
+
+class TlsRefusedError(Exception):
+    """No connection because TLS verification refused the server's certificate; `str()` is the
+    operator's message (the cause and the fix, no DSN part)."""
+
+
+def audit_role(dsn: str, settings: Settings) -> list[Finding]:
+    """`audit_dsn` with the settings' connect timeout and accepted definer functions.
+
+    Raises TlsRefusedError when the server's certificate is why no connection could be made (that
+    will not fix itself), else psycopg.OperationalError when none could be made.
+    """
+    try:
+        return audit_dsn(
+            dsn,
+            connect_timeout_s=settings.sql_connect_timeout_s,
+            accepted=settings.sql_accept_definer_functions,
+            accepted_creators=settings.sql_accept_function_creators,
+        )
+    except psycopg.OperationalError:
+        from mcp_suite.tools.sql_engine.role_audit.tls import tls_refusal  # only on this failure path
+
+        refusal = tls_refusal(dsn, timeout_s=settings.sql_connect_timeout_s)
+        if refusal is not None:
+            raise TlsRefusedError(refusal) from None
+        raise

@@ -2,7 +2,8 @@
 
 The query itself is vetted by `read_only_sql`'s policy, unchanged; this module turns the one JSON
 value EXPLAIN returns into the tool's answer (the plan, and the figures a model looks at first),
-names the relations a plan reads (for the hidden-rows check, `visibility.py`) and words its refusal.
+names the relations a plan reads (for the hidden-rows check, `sql_engine/introspect/visibility.py`)
+and words its refusal.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ __all__ = [
 ]
 
 # What `relation_names` gives for a scan that reads relations without naming each: no relation has
-# an empty name, so the catalogue check (`visibility.py`) finds it hidden (it fails closed).
+# an empty name, so the catalogue check (`introspect/visibility.py`) finds it hidden (it fails closed).
 OPAQUE_SCAN: Final = ""
 
 

@@ -25,7 +25,7 @@ from mcp_suite.tools.explain_sql.policy import (
 if TYPE_CHECKING:
     from mcp_suite.tools.explain_sql.models import ExplainSqlArgs, ExplainSqlResult
     from mcp_suite.tools.sql_engine.engine import SqlEngine
-    from mcp_suite.tools.sql_engine.executor import Executor, QueryResult
+    from mcp_suite.tools.sql_engine.executor import QueryResult
     from mcp_suite.tools.sql_engine.ticket import CallTicket
 
 __all__ = [
@@ -59,7 +59,7 @@ def output_of(result: QueryResult) -> Any:
     return output
 
 
-def check_hidden_rows(executor: Executor, output: Any, ticket: CallTicket, *, analyze: bool) -> None:
+def check_hidden_rows(engine: SqlEngine, output: Any, ticket: CallTicket, *, analyze: bool) -> None:
     """Raise `hidden_rows_refusal` when the plan reads a relation the role may not read in full;
     blocking (one catalogue query, in a read-only transaction under the statement timeout).
 
@@ -68,12 +68,7 @@ def check_hidden_rows(executor: Executor, output: Any, ticket: CallTicket, *, an
     statistics over every row, so a plan over such a relation would tell about rows the role
     cannot select: it is refused whole, `analyze` or not (docs/tools/explain_sql.md).
     """
-    from mcp_suite.tools.explain_sql.visibility import hidden_relations
-
-    names = relation_names(output)
-    if not names:
-        return
-    hidden = executor.read_catalogue(lambda conn: hidden_relations(conn, names), ticket=ticket)
+    hidden = engine.hidden_relations(relation_names(output), ticket)
     if hidden:
         # The operator's log names the relations; the model's answer does not (sql_schema hides them).
         log.info("explain_sql: refused a plan that reads %s (not readable in full)", ", ".join(hidden))
@@ -125,7 +120,7 @@ def _explain(engine: SqlEngine, args: ExplainSqlArgs, ticket: CallTicket, *, gua
     result = engine.vet_and_run(args.sql, args.max_rows, ticket, explain="analyze" if analyze else "plan")
     output, too_deep = plan_document(output_of(result))
     if guard_hidden_rows:
-        check_hidden_rows(engine.executor(), output, ticket, analyze=analyze)
+        check_hidden_rows(engine, output, ticket, analyze=analyze)
     # Only after the hidden-rows check: a plan's depth follows the plan chosen, and that choice
     # comes from statistics, so refusing a deep plan first would tell about hidden rows.
     if too_deep:

@@ -3,7 +3,7 @@
 `open_engine(settings, dsn)` audits the role (refusing to start, exit 78, when it could do more than
 read) and returns the `SqlEngine`: it owns the executor and its pool (built on first need), the SQL
 policy (built on first need), the database threads' limiter, the re-audit's gate and loop, and
-offers the blocking operations the tools run (`vet_and_run`, `executor` for the catalogue reads) and
+offers the blocking operations the tools run (`vet_and_run`, `schema_page`, `hidden_relations`) and
 the one way to run them (`run_blocking`: in a database worker thread, cancelled inside PostgreSQL).
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, NoReturn, TypeVar
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import psycopg
 import trio
@@ -22,6 +22,7 @@ from mcp_suite.offload import run_in_db_thread
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import StartupRefusedError, StartupUnavailableError
 from mcp_suite.tools.sql_engine.availability import Availability
+from mcp_suite.tools.sql_engine.introspect.lookup import decode_cursor, lookup
 from mcp_suite.tools.sql_engine.role_audit.connect import TlsRefusedError, audit_role, connection_failure
 from mcp_suite.tools.sql_engine.role_audit.finding import format_findings, refusals
 from mcp_suite.tools.sql_engine.role_audit.reaudit import AuditGate, audit_once, serve_reaudit
@@ -79,6 +80,49 @@ class SqlEngine:
         of parsing that must not stall the event loop (pings, other calls)."""
         vetted = self._policy.get().vet(sql, max_rows=max_rows)
         return self._database.get().run_vetted(vetted, max_rows=max_rows, ticket=ticket, explain=explain)
+
+    def schema_page(
+        self,
+        ticket: CallTicket,
+        *,
+        schema: str | None = None,
+        name_like: str | None = None,
+        obj: str | None = None,
+        detail: str = "columns",
+        cursor: str | None = None,
+        max_objects: int,
+    ) -> dict[str, Any]:
+        """One page of the schema listing as JSON values (blocking):
+        `{"database", "objects", "truncated", "next_cursor"}`, within the result byte cap.
+
+        Raises `InvalidArgumentsError` for a malformed `object` or `name_like`, or a cursor this
+        server did not give for these filters, before anything is sent.
+        """
+        from mcp_suite.tools.sql_engine.introspect import objects  # with the executor: off `initialize`
+
+        params = lookup(schema, name_like, obj)
+        after = decode_cursor(cursor, params) if cursor is not None else None
+        return self.executor().read_catalogue(
+            functools.partial(
+                objects.read,
+                lookup=params,
+                detail=detail,
+                max_objects=max_objects,
+                max_bytes=self.settings.sql_max_result_bytes,
+                comment_chars=self.settings.sql_schema_max_comment_chars,
+                after=after,
+            ),
+            ticket=ticket,
+        )
+
+    def hidden_relations(self, names: Collection[str], ticket: CallTicket) -> list[str]:
+        """The names among `names` (relations a plan reads) that the role may not read in full;
+        blocking (one catalogue query, read-only, under the statement timeout)."""
+        from mcp_suite.tools.sql_engine.introspect.visibility import hidden_relations
+
+        if not names:
+            return []
+        return self.executor().read_catalogue(lambda conn: hidden_relations(conn, names), ticket=ticket)
 
     @property
     def warm_up(self) -> tuple[Callable[[], object], ...]:

@@ -7,7 +7,7 @@ from typing import Annotated, Final, Literal
 from pydantic import ConfigDict, Field
 
 from mcp_suite.tools.models import StrictModel
-from mcp_suite.tools.sql_schema.policy import MAX_CURSOR_CHARS
+from mcp_suite.tools.sql_engine.introspect.lookup import MAX_CURSOR_CHARS
 
 __all__ = [
     "DEFAULT_MAX_OBJECTS",

@@ -1,4 +1,4 @@
-"""The catalogue reads of `sql_schema` (sync psycopg, worker threads only): fixed SQL text.
+"""The schema listing `sql_schema` shows (sync psycopg, worker threads only): fixed SQL text.
 
 Every query below is a constant; the caller's strings reach PostgreSQL only as bound parameters
 (`Lookup`), never as SQL text, so `%`, `_`, quotes and backslashes in them are data. Visibility is
@@ -20,7 +20,7 @@ import psycopg
 
 from mcp_suite.problems import ResultTooLargeError
 from mcp_suite.tools.sql_engine.convert import json_size
-from mcp_suite.tools.sql_schema.policy import Lookup, cap_comment, encode_cursor
+from mcp_suite.tools.sql_engine.introspect.lookup import Lookup, cap_comment, encode_cursor
 
 __all__ = ["KINDS", "read"]
 

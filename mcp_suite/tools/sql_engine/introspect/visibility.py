@@ -1,6 +1,6 @@
 """Which of the relations a plan reads the role may not read in full: one catalogue query (sync).
 
-Run by `read_only_sql`'s toolset inside `Executor.read_catalogue` (a read-only transaction under
+Run by `SqlEngine.hidden_relations` inside `Executor.read_catalogue` (a read-only transaction under
 the call's statement timeout), in the call's worker thread; no trio here. The decision of what to
 do with the answer is `explain_sql`'s (`policy.hidden_rows_refusal`).
 """

@@ -1,4 +1,5 @@
-"""Pure decisions for `sql_schema`: what the caller's strings mean, before any SQL is sent.
+"""Pure decisions for the schema listing (`sql_schema`): what the caller's strings mean, before any
+SQL is sent.
 
 Owns: splitting `object` ("schema.name", with PostgreSQL's identifier rules: unquoted names fold to
 lower case, double quotes keep case and may hold dots, `""` is one quote), checking a `name_like`

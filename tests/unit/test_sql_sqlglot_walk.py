@@ -4,6 +4,7 @@ name is denied, a column named like a denied function, and the text sqlglot is g
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -62,11 +63,16 @@ FIRST_SIGHT = [
 ]
 
 
-def test_a_class_met_for_the_first_time_gets_the_same_verdict_as_later(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(sqlglot_walk, "_VERDICTS", {})
-    monkeypatch.setattr(sqlglot_walk, "_FUNCTION_NAMES", {})
+@pytest.fixture
+def fresh_verdicts() -> Iterator[None]:
+    """Every sqlglot class unseen, before and after (a test's own denylist leaves no verdict behind)."""
+    sqlglot_walk.forget_verdicts()
+    yield
+    sqlglot_walk.forget_verdicts()
+
+
+@pytest.mark.usefixtures("fresh_verdicts")
+def test_a_class_met_for_the_first_time_gets_the_same_verdict_as_later() -> None:
     for _ in range(2):
         for sql, rule in FIRST_SIGHT:
             tree = sqlglot.parse_one(sql, read="postgres")
@@ -78,6 +84,7 @@ def test_a_class_met_for_the_first_time_gets_the_same_verdict_as_later(
             assert caught.value.metadata["rule"] == rule
 
 
+@pytest.mark.usefixtures("fresh_verdicts")
 def test_a_function_sqlglot_knows_by_a_denied_name_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     # No function sqlglot knows has a denied name today: a denylist that also denies lower() stands
     # in for the sqlglot version that gives one of them a class of its own.
@@ -86,8 +93,6 @@ def test_a_function_sqlglot_knows_by_a_denied_name_is_refused(monkeypatch: pytes
         "denied_reason",
         lambda name: "a test denies it" if name.casefold() == "lower" else denied_reason(name),
     )
-    monkeypatch.setattr(sqlglot_walk, "_VERDICTS", {})
-    monkeypatch.setattr(sqlglot_walk, "_FUNCTION_NAMES", {})
     with pytest.raises(ProblemError) as caught:
         sqlglot_walk.check_sqlglot(sqlglot.parse_one("SELECT lower(a) FROM t", read="postgres"))
     assert caught.value.metadata == {"rule": "denied-function", "function": "LOWER"}

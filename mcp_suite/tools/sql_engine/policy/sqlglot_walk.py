@@ -26,7 +26,14 @@ from mcp_suite.tools.sql_engine.denylist import denied_reason
 from mcp_suite.tools.sql_engine.policy import refusals
 from mcp_suite.tools.sql_engine.policy.catalogue import check_catalogue
 
-__all__ = ["DIALECT", "check_sqlglot", "merge_string_continuations", "parse_sqlglot", "without_comments"]
+__all__ = [
+    "DIALECT",
+    "check_sqlglot",
+    "forget_verdicts",
+    "merge_string_continuations",
+    "parse_sqlglot",
+    "without_comments",
+]
 
 DIALECT: Final = Dialect.get_or_raise("postgres")
 
@@ -268,6 +275,13 @@ class _Verdict(enum.Enum):
 # two threads computing the same entry store the same value).
 _VERDICTS: dict[type[exp.Expr], _Verdict] = {}
 _FUNCTION_NAMES: dict[type[exp.Expr], str] = {}
+
+
+def forget_verdicts() -> None:
+    """Empty the memo: each class is judged afresh on its next sight (the first-sight path), for
+    instance after the denylist changed."""
+    _VERDICTS.clear()
+    _FUNCTION_NAMES.clear()
 
 
 def _verdict(kind: type[exp.Expr]) -> _Verdict:

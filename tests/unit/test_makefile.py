@@ -22,3 +22,32 @@ def test_make_help_lists_every_phony_target() -> None:
     )
     listed = set(re.findall(r"^make ([a-z-]+)", proc.stdout, flags=re.MULTILINE))
     assert listed == set(phony.split())
+
+
+def _clean(tmp_path: Path, destroy_status: int) -> subprocess.CompletedProcess[str]:
+    """`make clean` in a copy of the Makefile whose venv Python records how it was called."""
+    shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
+    python = tmp_path / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f'#!/bin/sh\necho "$@" >> "{tmp_path}/called"\nexit {destroy_status}\n')
+    python.chmod(0o755)
+    return subprocess.run(
+        [shutil.which("make") or "make", "-s", "-C", str(tmp_path), "clean"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def test_make_clean_destroys_the_demo_database_through_the_project_command_first(tmp_path: Path) -> None:
+    proc = _clean(tmp_path, 0)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "called").read_text() == "-m mcp_suite.devdb destroy\n"
+    assert not (tmp_path / ".venv").exists()
+
+
+def test_make_clean_keeps_the_venv_when_the_demo_database_cannot_be_removed(tmp_path: Path) -> None:
+    proc = _clean(tmp_path, 1)  # in use by a running session
+    assert proc.returncode != 0
+    assert (tmp_path / ".venv" / "bin" / "python").exists()

@@ -46,14 +46,17 @@ help:
 	@echo "make help           this list"
 
 # Everything the install prints goes to stderr: `make run` serves MCP on stdout, which must carry
-# protocol frames only, even on the run that first creates the environment.
-# $(1): the lock file to install (by name, version and hash), then mcp-suite itself, editable.
+# protocol frames only, even on the run that first creates the environment. One line per step.
+# $(1): the lock file to install (by name, version and hash), then mcp-suite itself, editable: in
+# `compat` mode (the checkout on sys.path, no import hook to load at start-up); -qq keeps out the
+# banner setuptools prints for every editable mode, pip's errors still show.
 define install_locked
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) 1>&2
+	@test -x $(BIN)/python || { echo "creating $(VENV)" 1>&2; $(PYTHON) -m venv $(VENV) 1>&2; }
 	@echo "installing $(1) into $(VENV)" 1>&2
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(1) 1>&2
-	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation --config-settings editable_mode=compat -e . 1>&2
+	@echo "installing mcp-suite from this checkout (editable)" 1>&2
+	@$(BIN)/python -m pip install -qq --disable-pip-version-check --no-deps --no-build-isolation --config-settings editable_mode=compat -e . 1>&2
 	@$(BIN)/python -m compileall -q mcp_suite 1>&2
 endef
 

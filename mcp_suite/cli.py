@@ -196,6 +196,11 @@ def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
                     __version__,
                     ", ".join(registry.tools) or "(none)",
                 )
+                if os.isatty(fds.stdin):  # someone typed the command: say what it waits for
+                    logger.info(
+                        "stdin is a terminal: the server waits there for JSON-RPC messages, one per "
+                        "line (an MCP client starts it as its child and writes them); Ctrl-D ends it"
+                    )
                 # Everything loaded so far lives as long as the process: move it out of the
                 # collector's view, so a collection during a session scans only the session's own
                 # objects.

@@ -55,7 +55,7 @@ define install_locked
 	@test -x $(BIN)/python || { echo "creating $(VENV)" 1>&2; $(PYTHON) -m venv $(VENV) 1>&2; }
 	@echo "installing $(1) into $(VENV)" 1>&2
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(1) 1>&2
-	@echo "installing mcp-suite from this checkout (editable)" 1>&2
+	@echo "installing mcp-suite from this checkout (editable), then compiling it" 1>&2
 	@$(BIN)/python -m pip install -qq --disable-pip-version-check --no-deps --no-build-isolation --config-settings editable_mode=compat -e . 1>&2
 	@$(BIN)/python -m compileall -q mcp_suite 1>&2
 endef

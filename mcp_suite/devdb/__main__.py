@@ -74,15 +74,16 @@ def _demo_cluster() -> Iterator[Cluster]:
         if not started_here:
             cluster = Cluster.create(Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-session-")))
     own = cluster.base != base
+    remove = "`mcp-suite demo destroy`"
+    if checkout() is not None:
+        remove = "`make clean`, or `.venv/bin/mcp-suite demo destroy`"
     log.info(
         "demo PostgreSQL %s on %s:%s (%.2f s); %s",
         f"of this session in {cluster.base} (the shared one serves another)" if own else "started",
         cluster.host,
         cluster.port,
         time.perf_counter() - started_at,
-        "removed at the end of the session"
-        if own
-        else f"its files: {base} (remove them with `mcp-suite demo destroy`, or `make clean` in a clone)",
+        "removed at the end of the session" if own else f"its files: {base} (remove them: {remove})",
     )
     try:
         yield cluster

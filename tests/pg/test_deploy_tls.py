@@ -7,6 +7,7 @@ message that names the cause and no part of the DSN.
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -123,6 +124,9 @@ def test_check_role_refuses_the_same_certificate_the_same_way(tls_cluster: TlsCl
     dsn = tls_cluster.dsn(host="wrong-name.mcp-suite.test")
     refused = check_role(dsn)
     assert refused.returncode == EXIT_REFUSED
-    assert "not issued for the host name" in refused.stdout
+    assert refused.stdout == ""  # a refusal to audit is a JSON line on stderr, like the CLI's others
+    (line,) = (json.loads(text) for text in refused.stderr.splitlines())
+    assert (line["level"], line["exit_status"]) == ("critical", EXIT_REFUSED)
+    assert "not issued for the host name" in line["msg"]
     assert "wrong-name" not in refused.stdout + refused.stderr
     assert check_role(tls_cluster.dsn()).returncode == 0

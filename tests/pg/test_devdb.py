@@ -211,13 +211,87 @@ def test_serve_creates_the_cluster_runs_the_child_and_stops_the_cluster() -> Non
         assert proc.stdout == ""
         assert (base / MARKER_NAME).is_file()
         assert not (base / "pgdata" / "postmaster.pid").exists()  # stopped again
+        # One line per step, naming where the cluster lives (as root in a private clone: outside it).
+        assert _messages(proc.stderr)[:2] == [
+            f"creating the demo PostgreSQL in {base} (once: initdb and the seed take seconds)",
+            AnyStartingWith("demo PostgreSQL started on 127.0.0.1:"),
+        ]
+        assert f"its files: {base} (remove them: `make clean`, or `.venv/bin/mcp-suite demo destroy`)" in (
+            proc.stderr
+        )
         # A second run reuses the seeded directory.
         again = _serve(base)
         assert again.returncode == 7, again.stderr
         assert not (base / "pgdata" / "postmaster.pid").exists()
+        assert _messages(again.stderr)[0] == f"starting the demo PostgreSQL in {base}"
     finally:
         if base.exists():
             Cluster.open_existing(base).destroy()
+
+
+class AnyStartingWith(str):
+    """Equal to any string that starts with it (one log line whose figures vary)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and other.startswith(self)
+
+    __hash__ = str.__hash__
+
+
+def _messages(stderr: str) -> list[str]:
+    """The `msg` of each of our JSON log lines, in order."""
+    return [json.loads(line)["msg"] for line in stderr.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.parametrize(
+    "command", [["-m", "mcp_suite", "demo", "destroy"], ["-m", "mcp_suite.devdb", "destroy"]]
+)
+def test_both_destroy_commands_remove_the_cluster_and_its_lock_file(command: list[str]) -> None:
+    parent = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-destroy-"))
+    parent.chmod(0o755)  # the service account (as root) must reach the cluster below it
+    base = parent / "devdb"
+    env = {**os.environ, "MCP_DEVDB_DIR": str(base)}
+    try:
+        assert _serve(base).returncode == 7
+        assert sorted(p.name for p in parent.iterdir()) == ["devdb", "devdb.lock"]
+        destroyed = subprocess.run(
+            [sys.executable, *command], env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+        assert destroyed.returncode == 0, destroyed.stderr
+        assert list(parent.iterdir()) == []  # the lock file went too
+        assert _messages(destroyed.stderr) == [f"removed {base} and devdb.lock"]
+        again = subprocess.run(
+            [sys.executable, *command], env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+        assert again.returncode == 0, again.stderr
+        assert _messages(again.stderr) == [f"no demo cluster to remove ({base})"]
+        assert list(parent.iterdir()) == []
+    finally:
+        if base.exists():
+            Cluster.open_existing(base).destroy()
+        shutil.rmtree(parent)
+
+
+def test_destroy_refuses_a_cluster_in_use_and_keeps_it_and_its_lock(demo_cluster: Cluster) -> None:
+    # demo_cluster is served by this process: to a destroy command it is another's.
+    lock = demo_cluster.base.parent / f"{demo_cluster.base.name}.lock"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcp_suite.devdb", "destroy"],
+        env={**os.environ, "MCP_DEVDB_DIR": str(demo_cluster.base)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    try:
+        assert proc.returncode == 1
+        assert "in use by another process" in proc.stderr
+        assert (demo_cluster.base / MARKER_NAME).is_file()
+        assert demo_cluster.is_running()
+    finally:
+        lock.unlink(missing_ok=True)
 
 
 def test_a_session_that_finds_the_cluster_serving_another_gets_its_own(demo_cluster: Cluster) -> None:

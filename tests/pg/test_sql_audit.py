@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -116,7 +117,7 @@ def test_each_forbidden_capability_is_found_with_its_fix(
     findings = audit_dsn(probe_dsn(demo_cluster), connect_timeout_s=5)
     assert {f.capability for f in findings} == EXPECTED.get(capability, {capability})
     for finding in findings:
-        assert finding.fix.startswith(("ALTER ROLE", "REVOKE", "REASSIGN"))
+        assert finding.fix.startswith(("ALTER ROLE", "REVOKE", "REASSIGN", "use a dedicated role"))
         assert finding.warning == (finding.capability in WARNINGS)
         assert PASSWORD not in finding.problem + finding.fix
 
@@ -150,11 +151,18 @@ def test_check_role_prints_findings_and_returns_78(
     assert "can only read" in out.getvalue()
 
 
-def test_check_role_reports_an_unreachable_database(demo_cluster: Cluster) -> None:
+def test_check_role_reports_an_unreachable_database_as_json_on_stderr(
+    demo_cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
     dsn = psycopg.conninfo.make_conninfo(demo_cluster.reader_dsn, port=1)
     out = io.StringIO()
     assert check_role(sql_settings(dsn), out=out) == 69
-    assert "could not audit" in out.getvalue()
+    assert out.getvalue() == ""  # the output is the findings; a failure to audit is a log line
+    (line,) = (json.loads(text) for text in capsys.readouterr().err.splitlines())
+    assert line["level"] == "critical"
+    assert line["exit_status"] == 69
+    assert line["msg"].startswith("check-role: could not audit the role: ")
+    assert "127.0.0.1" not in line["msg"]  # the reason, not the DSN
 
 
 def test_the_server_process_exits_78_for_a_superuser_dsn(demo_cluster: Cluster) -> None:
@@ -175,7 +183,8 @@ def test_the_server_process_exits_78_for_a_superuser_dsn(demo_cluster: Cluster) 
     assert proc.returncode == 78
     stderr = proc.stderr.decode()
     assert "is a superuser" in stderr
-    assert "NOSUPERUSER" in stderr
+    assert "fix: use a dedicated role that can only read" in stderr  # not ALTER ROLE … NOSUPERUSER
+    assert "`mcp-suite role-guide` prints its SQL" in stderr
     assert password not in stderr
     assert proc.stdout == b""
 

@@ -22,7 +22,8 @@ from tests.support.wire import check_line, initialize_request
 pytestmark = pytest.mark.pg
 
 REPO = Path(__file__).resolve().parents[2]
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "mcp_suite", "examples")
+GUIDE = Path("docs", "tools", "postgres-role-guide.sql")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "mcp_suite", "examples", str(GUIDE))
 
 
 def _locked(name: str) -> dict[str, str]:
@@ -59,7 +60,7 @@ def wheel() -> Iterator[Path]:
         if (REPO / name).is_dir():
             shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
-            source.mkdir(exist_ok=True)
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, source / name)
     subprocess.run(
         [
@@ -86,26 +87,61 @@ def wheel() -> Iterator[Path]:
         shutil.rmtree(work)
 
 
-def test_the_wheel_carries_the_seed_the_example_folder_and_the_console_script(wheel: Path) -> None:
+def test_the_wheel_carries_the_seed_the_example_folder_the_role_guide_and_the_console_script(
+    wheel: Path,
+) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         entry_points = next(archive.read(n).decode() for n in names if n.endswith("entry_points.txt"))
+        metadata = next(archive.read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
+        guide = archive.read("mcp_suite/tools/sql_engine/role_audit/postgres-role-guide.sql").decode()
     assert "mcp_suite/devdb/seed.sql" in names
     assert "mcp_suite/devdb/safe_data/notes/sandbox-rules.md" in names
+    assert guide == (REPO / GUIDE).read_text(encoding="utf-8")
     assert "mcp-suite = mcp_suite.entry:main" in entry_points
+    assert "License-Expression: MIT" in metadata.splitlines()  # the SPDX form, no build banner
 
 
-def test_mcp_suite_demo_from_the_wheel_keeps_its_files_in_the_users_cache(wheel: Path) -> None:
-    home = Path(tempfile.mkdtemp(prefix="mcp-suite-home-"))
-    home.chmod(0o755)  # as a home directory is: the demo's service account (as root) must reach it
-    target, cwd = home / "site", home / "elsewhere"
-    cwd.mkdir()
+def _install(wheel: Path, home: Path) -> Path:
+    target = home / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
         check=True,
         capture_output=True,
         timeout=300,
     )
+    return target
+
+
+def test_mcp_suite_role_guide_from_the_wheel_prints_the_guide_the_audit_points_to(wheel: Path) -> None:
+    home = Path(tempfile.mkdtemp(prefix="mcp-suite-home-"))
+    try:
+        target, cwd = _install(wheel, home), home / "elsewhere"
+        cwd.mkdir()
+        proc = subprocess.run(
+            [sys.executable, "-m", "mcp_suite", "role-guide"],
+            env={
+                **{k: v for k, v in os.environ.items() if not k.startswith("MCP_")},
+                "PYTHONPATH": str(target),  # the installed copy, not this checkout
+            },
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == (REPO / GUIDE).read_text(encoding="utf-8")
+        assert not (target / "docs").exists()  # read from the package, not from a checkout
+    finally:
+        shutil.rmtree(home)
+
+
+def test_mcp_suite_demo_from_the_wheel_keeps_its_files_in_the_users_cache(wheel: Path) -> None:
+    home = Path(tempfile.mkdtemp(prefix="mcp-suite-home-"))
+    home.chmod(0o755)  # as a home directory is: the demo's service account (as root) must reach it
+    target, cwd = _install(wheel, home), home / "elsewhere"
+    cwd.mkdir()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("MCP_")},
         "PYTHONPATH": str(target),  # the installed copy, not this checkout

@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 
-from mcp_suite.tools.sql_engine.role_audit.finding import Finding
+from mcp_suite.tools.sql_engine.role_audit.finding import GUIDE_HINT, Finding
 
 __all__ = ["Role", "attribute_findings", "read_role"]
 
@@ -33,8 +33,10 @@ def read_role(conn: psycopg.Connection[Any]) -> Role | None:
 
 
 def attribute_findings(role: Role, quoted_role: str) -> list[Finding]:
+    # A superuser is an administrator's account, not one to strip: the fix is another role.
+    dedicated = f"use a dedicated role that can only read, not {quoted_role} ({GUIDE_HINT})"
     attributes = (
-        (role.superuser, "superuser", "is a superuser", f"ALTER ROLE {quoted_role} NOSUPERUSER;"),
+        (role.superuser, "superuser", "is a superuser", dedicated),
         (role.create_role, "createrole", "can create roles", f"ALTER ROLE {quoted_role} NOCREATEROLE;"),
         (role.create_db, "createdb", "can create databases", f"ALTER ROLE {quoted_role} NOCREATEDB;"),
         (

@@ -9,6 +9,7 @@ from typing import Final
 
 __all__ = [
     "ACCEPT_SETTING",
+    "GUIDE_HINT",
     "MAX_LISTED",
     "Finding",
     "format_findings",
@@ -19,6 +20,8 @@ __all__ = [
 ]
 
 ACCEPT_SETTING: Final = "MCP_SQL_ACCEPT_DEFINER_FUNCTIONS"
+# Where the operator finds the guide: the command prints it from the package, clone or not.
+GUIDE_HINT: Final = "`mcp-suite role-guide` prints its SQL"
 MAX_LISTED: Final = 10  # objects named per finding (or findings per kind); the rest are counted
 
 
@@ -57,7 +60,7 @@ def format_findings(findings: list[Finding]) -> str:
     lines = [
         "read_only_sql: refusing to serve: the database role could do more than read "
         f"({len(refused)} problem(s)). Fix them, or use a least-privilege role "
-        "(docs/tools/postgres-role-guide.sql):"
+        f"({GUIDE_HINT}):"
     ]
     lines.extend(f"  - {f.problem}\n    fix: {f.fix}" for f in refused)
     lines.extend(format_warning(f) for f in warnings(findings))

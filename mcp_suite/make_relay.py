@@ -9,8 +9,9 @@ sends SIGTERM to the server's process (`devdb serve`, which passes it on).
 
 A SIGINT sent to the whole group (Ctrl-C) reaches the server itself and this watcher too (blocked
 here, it stays pending): then nothing is relayed, so the server gets one signal, not two (a second
-one cancels its calls at once instead of draining them). Standard library only; writes nothing on
-stdout, which belongs to the protocol.
+one cancels its calls at once instead of draining them). A Ctrl-C in the watcher's first instant,
+before it blocks SIGINT, cannot be told apart and is relayed. Standard library only; writes nothing
+on stdout, which belongs to the protocol.
 """
 
 from __future__ import annotations
@@ -45,12 +46,10 @@ def sigint_disposition(pid: int) -> Disposition | None:
                     masks[key] = int(value, 16)
     except (FileNotFoundError, ProcessLookupError):
         return None
-    if len(masks) < 2:
-        return None
     bit = 1 << (signal.SIGINT - 1)
-    if masks["SigCgt"] & bit:
+    if masks.get("SigCgt", 0) & bit:
         return "caught"
-    return "ignored" if masks["SigIgn"] & bit else "default"
+    return "ignored" if masks.get("SigIgn", 0) & bit else "default"
 
 
 def relay(make_pid: int, target_pid: int, *, poll_s: float = POLL_S) -> bool:

@@ -67,17 +67,22 @@ def _scene(
                 proc.stdout.close()
 
 
-def _wait_watching(make: subprocess.Popen[str]) -> None:
-    # The relay reads make's status in /proc; give it time to start (its first read is at once).
-    deadline = time.monotonic() + 10
-    while sigint_disposition(make.pid) != "caught" and time.monotonic() < deadline:
+def _wait_watching(relay: subprocess.Popen[bytes]) -> None:
+    """Until the relay has SIGINT blocked: from then on a group-wide SIGINT stays pending there.
+    (One that comes while it is still starting cannot be told from one sent to make alone.)"""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with open(f"/proc/{relay.pid}/status", encoding="ascii") as status:
+            blocked = next(int(line.split()[1], 16) for line in status if line.startswith("SigBlk:"))
+        if blocked >> (signal.SIGINT - 1) & 1:
+            return
         time.sleep(0.01)
-    time.sleep(0.5)
+    raise AssertionError("the relay never blocked SIGINT")
 
 
 def test_sigint_to_make_alone_is_relayed_to_the_server_as_sigterm() -> None:
     with _scene() as (make, server, relay):
-        _wait_watching(make)
+        _wait_watching(relay)
         make.send_signal(signal.SIGINT)
         assert server.wait(timeout=10) == -signal.SIGTERM
         assert relay.wait(timeout=10) == 0
@@ -86,7 +91,7 @@ def test_sigint_to_make_alone_is_relayed_to_the_server_as_sigterm() -> None:
 
 def test_a_sigint_to_the_whole_group_is_not_relayed_again() -> None:
     with _scene() as (make, server, relay):
-        _wait_watching(make)
+        _wait_watching(relay)
         os.killpg(make.pid, signal.SIGINT)
         assert relay.wait(timeout=10) == 0
         assert server.poll() is None  # it got its own SIGINT (ignored here), and no SIGTERM

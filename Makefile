@@ -72,8 +72,11 @@ $(STAMP): requirements/dev.txt requirements/demo.txt requirements/runtime.txt py
 
 venv: $(STAMP)
 
+# GNU make passes SIGTERM on to the recipe but only waits on SIGINT: the relay beside the server
+# (mcp_suite/make_relay.py) turns a SIGINT sent to make's PID alone into SIGTERM for the server.
+# The shell execs the server's parent, so make's SIGTERM still reaches it directly.
 run: $(RUN_STAMP)
-	@$(BIN)/python -m mcp_suite.devdb serve -- $(BIN)/python -m mcp_suite
+	@$(BIN)/python -m mcp_suite.make_relay $$PPID $$$$ >/dev/null & exec $(BIN)/python -m mcp_suite.devdb serve -- $(BIN)/python -m mcp_suite
 
 demo: $(STAMP)
 	@$(BIN)/python -m mcp_suite.devdb demo

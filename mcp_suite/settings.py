@@ -110,8 +110,12 @@ class Settings:
     metrics_disk_path: Path = field(default=Path("/"), metadata=_of(Path))
 
     # --- SQL -----------------------------------------------------------------------------------
-    sql_pool_min_size: int = field(default=1, metadata=_int(0, 64))
+    # 0 by default: an idle server holds no backend once `sql_pool_max_idle_s` has passed.
+    sql_pool_min_size: int = field(default=0, metadata=_int(0, 64))
     sql_pool_max_size: int = field(default=4, metadata=_int(1, 64))
+    # After its last call, an idle server closes every pooled connection above the minimum within
+    # this time (the executor derives the pool's shrink period from it and the maximum size).
+    sql_pool_max_idle_s: float = field(default=600.0, metadata=_float(1, 86_400))
     # Also the main bound of a query's memory in its backend, which PostgreSQL does not limit: an
     # aggregate grows for as long as it runs (docs/operations/deployments.md, "Database memory").
     sql_statement_timeout_ms: int = field(default=5_000, metadata=_int(1, 600_000))
@@ -328,6 +332,7 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "METRICS_DISK_PATH": ("metrics_disk_path", _parse_dir),
     "SQL_POOL_MIN_SIZE": ("sql_pool_min_size", _parse_int),
     "SQL_POOL_MAX_SIZE": ("sql_pool_max_size", _parse_int),
+    "SQL_POOL_MAX_IDLE_S": ("sql_pool_max_idle_s", _parse_float),
     "SQL_STATEMENT_TIMEOUT_MS": ("sql_statement_timeout_ms", _parse_int),
     "SQL_MAX_ROWS": ("sql_max_rows", _parse_int),
     "SQL_MAX_RESULT_BYTES": ("sql_max_result_bytes", _parse_int),

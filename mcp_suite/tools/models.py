@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema, JsonSchemaMode
 
-__all__ = ["CompactJsonSchema", "StrictModel"]
+__all__ = ["CompactJsonSchema", "StrictModel", "omitted_when_none"]
 
 
 class CompactJsonSchema(GenerateJsonSchema):
@@ -19,6 +19,10 @@ class CompactJsonSchema(GenerateJsonSchema):
 
     They repeat the property names, and every byte of every tool's schemas is sent to the model in
     `tools/list` (docs/tools/README.md has the figures). Descriptions stay.
+
+    pydantic's `JsonValue` (any JSON value) is written `{}`, the object form of `true`, which
+    clients that map tool schemas onto a stricter dialect refuse or drop (MCP Inspector's `--strict`
+    warns): here it is the union of the JSON types, an array's items being JSON values again.
     """
 
     def field_title_should_be_set(self, schema: Any) -> bool:
@@ -27,17 +31,50 @@ class CompactJsonSchema(GenerateJsonSchema):
     def generate(self, schema: Any, mode: JsonSchemaMode = "validation") -> dict[str, Any]:
         result = super().generate(schema, mode)
         result.pop("title", None)
-        for definition in result.get("$defs", {}).values():
+        definitions = result.get("$defs", {})
+        for definition in definitions.values():
             definition.pop("title", None)
+        if definitions.get("JsonValue") == {}:
+            definitions["JsonValue"] = {
+                "anyOf": [
+                    {"type": "string"},
+                    {"type": "number"},
+                    {"type": "boolean"},
+                    {"type": "null"},
+                    {"type": "array", "items": {"$ref": "#/$defs/JsonValue"}},
+                    {"type": "object"},
+                ]
+            }
         return result
+
+
+def _is_none(value: object) -> bool:
+    return value is None
+
+
+def _without_null(schema: dict[str, Any]) -> None:
+    """A field's schema without its `null` branch and its `null` default (in place)."""
+    schema.pop("default", None)
+    branches = schema.pop("anyOf", None)
+    if branches is not None:
+        (kept,) = [branch for branch in branches if branch != {"type": "null"}]
+        schema.update(kept)
+
+
+def omitted_when_none(description: str | None = None) -> Any:
+    """A result field (`Annotated[T | None, omitted_when_none()] = None`) left out of the answer
+    when it is None (`exclude_if`): null never appears on the wire, so the advertised schema has no
+    null branch and no default, only the value's type (the key is simply not `required`)."""
+    return Field(exclude_if=_is_none, json_schema_extra=_without_null, description=description)
 
 
 class StrictModel(BaseModel):
     """Base of every `<Tool>Args` and `<Tool>Result` model (docs/wire.md).
 
     Strict types (no "5" for 5, no bool for int), unknown keys refused, no NaN/Infinity. The same
-    models produce the advertised `inputSchema` / `outputSchema` (compact: no derived titles,
-    `["number", "null"]` for an optional number).
+    models produce the advertised `inputSchema` / `outputSchema` (compact: no derived titles; a
+    nullable field is `anyOf` a type and `null`, never a `type` array, which clients that map tool
+    schemas onto a single-`type` dialect reject, as MCP Inspector's `--strict` warns).
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
@@ -50,7 +87,7 @@ class StrictModel(BaseModel):
         schema_generator: type[GenerateJsonSchema] = CompactJsonSchema,
         mode: JsonSchemaMode = "validation",
         *,
-        union_format: Literal["any_of", "primitive_type_array"] = "primitive_type_array",
+        union_format: Literal["any_of", "primitive_type_array"] = "any_of",
     ) -> dict[str, Any]:
         return super().model_json_schema(
             by_alias=by_alias,

@@ -24,6 +24,12 @@ pytestmark = pytest.mark.e2e
 
 def _inspect(era: str, home: Path, *args: str) -> tuple[dict[str, Any], list[str]]:
     """Run the Inspector CLI once; returns its JSON output and the methods the server audited."""
+    output, methods, _ = _inspect_with_stderr(era, home, *args)
+    return output, methods
+
+
+def _inspect_with_stderr(era: str, home: Path, *args: str) -> tuple[dict[str, Any], list[str], str]:
+    """`_inspect`, and the Inspector's own stderr lines (the server's audit lines left out)."""
     env = server_env({"HOME": str(home), "NO_COLOR": "1"})
     proc = subprocess.run(
         [
@@ -53,7 +59,8 @@ def _inspect(era: str, home: Path, *args: str) -> tuple[dict[str, Any], list[str
     audit = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith('{"')]
     methods = [event["method"] for event in audit if event.get("event") == "request"]
     output: dict[str, Any] = json.loads(proc.stdout)
-    return output, methods
+    own = "".join(line for line in proc.stderr.splitlines(keepends=True) if not line.startswith('{"'))
+    return output, methods, own
 
 
 @pytest.mark.parametrize(
@@ -75,3 +82,38 @@ def test_the_inspector_lists_and_calls_in_each_era(
     assert result["isError"] is False
     assert 0 <= result["structuredContent"]["cpu"]["percent"] <= 100
     assert ("io.modelcontextprotocol/serverInfo" in result.get("_meta", {})) is modern
+
+
+def test_the_inspector_strict_schema_lint_finds_nothing_in_the_six_tools(tmp_path: Path) -> None:
+    # `--strict` prints each schema portability finding (a `type` array for a nullable field, a
+    # schema with no constraint such as `{}`...) with its path on stderr, then a count line; it
+    # prints nothing when there is none. Every tool is served: the SQL tools against a database
+    # nobody listens on (the start-up audit cannot connect, which is not fatal), the folder tools
+    # on an empty folder.
+    data = tmp_path / "data"
+    data.mkdir()
+    listed, _, stderr = _inspect_with_stderr(
+        "legacy",
+        tmp_path,
+        "-e",
+        "MCP_SQL_DSN=postgresql://reader:secret@127.0.0.1:1/mcp_demo",
+        "-e",
+        "MCP_SQL_CONNECT_TIMEOUT_S=1",
+        "-e",
+        f"MCP_SAFE_DATA_DIR={data}",
+        "--strict",
+        "--method",
+        "tools/list",
+    )
+    names = [tool["name"] for tool in listed["result"]["tools"]]
+    assert names == [
+        "sql_schema",
+        "read_only_sql",
+        "explain_sql",
+        "sandbox_fs_list",
+        "sandbox_fs_read",
+        "system_metrics",
+    ]
+    assert "Warning: tool" not in stderr, stderr
+    assert "Error: tool" not in stderr, stderr
+    assert "across" not in stderr, stderr  # the count line ("0 errors, 9 warnings across 3 tools")

@@ -1,18 +1,24 @@
-"""`make run` as clients start it: from any directory, stdout carries MCP frames and nothing else."""
+"""`make run` as clients start it: from any directory, stdout carries MCP frames and nothing else;
+SIGINT sent to make's PID alone stops the server as SIGTERM does (mcp_suite/make_relay.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from mcp_suite.devdb.cluster import Cluster
-from tests.support.wire import check_line, initialize_request
+from tests.support.client import ServerProcess
+from tests.support.pg import LONG_QUERY
+from tests.support.wire import check_line, initialize_request, slug_of
 
 pytestmark = pytest.mark.pg
 
@@ -59,3 +65,64 @@ def test_make_c_dir_run_refuses_with_the_fix_instead_of_serving_a_corrupted_stre
         assert b"jsonrpc" not in proc.stdout
     finally:
         devdb.rmdir()
+
+
+# The query runs for minutes and its statement timeout is 2 minutes: only the drain (1 s of grace,
+# then the call is cancelled) can answer it within the waits below.
+_SLOW_ENV = {"MCP_SQL_STATEMENT_TIMEOUT_MS": "120000", "MCP_CALL_DEADLINE_S": "300", "MCP_DRAIN_GRACE_S": "1"}
+
+
+@contextlib.contextmanager
+def _make_run(*, new_group: bool = False) -> Iterator[ServerProcess]:
+    """`make -s -C REPO run` (its pid is make's: `env` execs it) with a slow SQL call in flight."""
+    devdb = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-make-"))
+    devdb.rmdir()
+    argv = ["env", "-u", "MAKEFLAGS", "-u", "MAKELEVEL", "-u", "MFLAGS", shutil.which("make") or "make"]
+    try:
+        with ServerProcess(
+            env={"MCP_DEVDB_DIR": str(devdb), **_SLOW_ENV},
+            argv=[*argv, "-s", "-C", str(REPO), "run"],
+            cwd=Path(tempfile.gettempdir()),
+            new_group=new_group,
+        ) as server:
+            init = server.send_request("initialize", INIT["params"])
+            assert "result" in server.response(init, timeout=120)  # the first run starts PostgreSQL
+            server.notify("notifications/initialized")
+            server.send_request(
+                "tools/call", {"name": "read_only_sql", "arguments": {"sql": LONG_QUERY}}, id="slow"
+            )
+            # Lines are handled in order: once the ping behind it is answered, the call runs.
+            assert server.request("ping")["result"] == {}
+            yield server
+    finally:
+        if devdb.exists():
+            Cluster.open_existing(devdb).destroy()
+
+
+def _answered_as_shutting_down(server: ServerProcess) -> None:
+    (answer,) = [m for m in server.read_to_eof(timeout=60) if m.get("id") == "slow"]
+    assert slug_of(answer["error"]["data"]) == "shutting-down", answer
+
+
+def test_sigint_to_make_alone_stops_the_server_as_sigterm_does() -> None:
+    with _make_run() as server:
+        server.signal(signal.SIGINT)  # to make's pid only, as a client stops what it started
+        _answered_as_shutting_down(server)
+        # make waits for its child, then dies of the SIGINT it got.
+        assert server.wait(timeout=60) == -signal.SIGINT
+        stderr = server.stderr_text()
+        assert "signal SIGTERM: draining" in stderr, stderr  # the relay's SIGTERM
+        assert "while draining" not in stderr, stderr
+
+
+def test_ctrl_c_reaches_the_server_once_and_is_not_relayed_again() -> None:
+    # A terminal's Ctrl-C is SIGINT to the whole foreground group: the server gets it itself, and
+    # a second signal would cancel its calls at once instead of draining them.
+    with _make_run(new_group=True) as server:
+        os.killpg(server.pid, signal.SIGINT)
+        _answered_as_shutting_down(server)
+        assert server.wait(timeout=60) == -signal.SIGINT
+        stderr = server.stderr_text()
+        assert "signal SIGINT: draining" in stderr, stderr
+        assert "while draining" not in stderr, stderr
+        assert "signal SIGTERM" not in stderr, stderr

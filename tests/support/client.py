@@ -42,13 +42,16 @@ def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 class ServerProcess:
-    """The server as a child process. `argv` defaults to `python -X dev -m mcp_suite`."""
+    """The server as a child process. `argv` defaults to `python -X dev -m mcp_suite`; with
+    `new_group` it leads a process group of its own (a terminal's Ctrl-C signals a whole group)."""
 
     def __init__(
         self,
         env: Mapping[str, str] | None = None,
         argv: Sequence[str] | None = None,
         cwd: Path | None = None,
+        *,
+        new_group: bool = False,
     ) -> None:
         self.argv = list(argv or SERVER_ARGV)
         self.proc = subprocess.Popen(
@@ -58,6 +61,7 @@ class ServerProcess:
             stderr=subprocess.PIPE,
             env=server_env(env),
             cwd=str(cwd or REPO),
+            process_group=0 if new_group else None,  # its own group: a test may signal all of it
         )
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.stderr_lines: list[str] = []

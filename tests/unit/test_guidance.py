@@ -88,3 +88,41 @@ def test_tools_list_with_all_six_tools_stays_within_its_budget(tmp_path: Path) -
     assert len(payload.encode()) <= TOOLS_LIST_BUDGET_BYTES
     for tool in tools_list(opened)["tools"]:
         assert len(tool["description"]) <= 450, tool["name"]
+
+
+# Keywords that constrain a value (JSON Schema 2020-12 assertions and applicators): a schema with
+# none of them accepts anything, like `{}`.
+_CONSTRAINING = frozenset(
+    {
+        *("type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum"),
+        *("exclusiveMinimum", "maxLength", "minLength", "pattern", "format", "maxItems", "minItems"),
+        *("uniqueItems", "required", "allOf", "anyOf", "oneOf", "not", "items", "prefixItems"),
+        *("contains", "properties", "patternProperties", "additionalProperties", "propertyNames", "$ref"),
+    }
+)
+
+
+def _subschemas(schema: dict[str, Any], path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    yield path, schema
+    for keyword in ("properties", "$defs", "patternProperties"):
+        for name, sub in schema.get(keyword, {}).items():
+            yield from _subschemas(sub, f"{path}.{keyword}.{name}")
+    for keyword in ("items", "additionalProperties", "not", "contains"):
+        if isinstance(schema.get(keyword), dict):
+            yield from _subschemas(schema[keyword], f"{path}.{keyword}")
+    for keyword in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        for index, sub in enumerate(schema.get(keyword, [])):
+            yield from _subschemas(sub, f"{path}.{keyword}[{index}]")
+
+
+def test_every_schema_is_portable_no_type_array_and_no_schema_without_a_constraint(tmp_path: Path) -> None:
+    # What MCP Inspector's `--strict` lint warns about (tests/e2e/test_interop_inspector.py runs
+    # it): a `type` array (a nullable field is `anyOf` a type and null) and an unconstrained `{}`.
+    with open_registry(settings(sql=True, fs=True, metrics=True, root=tmp_path)) as opened:
+        tools = tools_list(opened)["tools"]
+    assert len(tools) == len(ALL_TOOLS)
+    for tool in tools:
+        for key in ("inputSchema", "outputSchema"):
+            for path, node in _subschemas(tool[key], f"{tool['name']}.{key}"):
+                assert not isinstance(node.get("type"), list), (path, node)
+                assert _CONSTRAINING & node.keys(), (path, node)

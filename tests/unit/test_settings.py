@@ -72,6 +72,8 @@ def test_values_are_parsed(tmp_path: Path) -> None:
         ("MCP_SAFE_DATA_DIR", "/nonexistent/dir/for/tests"),
         ("MCP_SQL_STATEMENT_TIMEOUT_MS", "30000"),  # not below the 30 s deadline
         ("MCP_SQL_POOL_MIN_SIZE", "9"),  # above the default max of 4
+        ("MCP_SQL_POOL_MAX_IDLE_S", "0.5"),  # below 1 s the pool would wake up all the time
+        ("MCP_SQL_POOL_MAX_IDLE_S", "86401"),
     ],
 )
 def test_invalid_values_are_refused_and_named(name: str, value: str) -> None:
@@ -268,3 +270,10 @@ def test_secret_strings_compare_and_hash_by_value_without_showing_it() -> None:
     assert a != "pw-one"
     assert {a, b, c} == {a, c}
     assert "pw-one" not in repr(a) + str(a)
+
+
+def test_the_pool_idle_time_is_a_setting_and_an_idle_pool_keeps_no_connection_by_default() -> None:
+    settings = load_settings({"MCP_SQL_POOL_MAX_IDLE_S": "30", "MCP_SQL_POOL_MAX_SIZE": "2"})
+    assert settings.sql_pool_max_idle_s == 30.0
+    assert settings.sql_pool_min_size == 0
+    assert load_settings({}).sql_pool_max_idle_s == 600.0

@@ -10,7 +10,7 @@ from typing import Annotated, Any, cast
 
 from pydantic import Field
 
-from mcp_suite.tools.models import StrictModel
+from mcp_suite.tools.models import StrictModel, omitted_when_none
 from mcp_suite.tools.read_only_sql.models import ReadOnlySqlArgs, make_args_model
 
 __all__ = ["ExplainSqlArgs", "ExplainSqlResult", "make_explain_args_model"]
@@ -24,24 +24,16 @@ class ExplainSqlArgs(ReadOnlySqlArgs):
     ] = False
 
 
-def _absent(value: object) -> bool:
-    return value is None
-
-
-def _ms(description: str) -> Any:
-    return Field(default=None, exclude_if=_absent, description=description)
-
-
 class ExplainSqlResult(StrictModel):
     """The plan PostgreSQL chose, and with analyze what running it took."""
 
     plan: Annotated[dict[str, Any], Field(description="EXPLAIN (FORMAT JSON)'s top plan node")]
     total_cost: float
     estimated_rows: float
-    actual_rows: Annotated[float | None, _ms("analyze only")]
-    actual_time_ms: Annotated[float | None, _ms("analyze only")]
-    planning_time_ms: Annotated[float | None, _ms("analyze only")]
-    execution_time_ms: Annotated[float | None, _ms("analyze only")]
+    actual_rows: Annotated[float | None, omitted_when_none("analyze only")] = None
+    actual_time_ms: Annotated[float | None, omitted_when_none("analyze only")] = None
+    planning_time_ms: Annotated[float | None, omitted_when_none("analyze only")] = None
+    execution_time_ms: Annotated[float | None, omitted_when_none("analyze only")] = None
 
 
 def make_explain_args_model(max_rows_limit: int) -> type[ExplainSqlArgs]:

@@ -5,9 +5,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final
+from typing import Annotated, Final
 
-from pydantic import Field, create_model
+from pydantic import Field, JsonValue, create_model
 
 from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.settings import SQL_MAX_CHARS
@@ -48,7 +48,7 @@ class SqlColumn(StrictModel):
 class ReadOnlySqlResult(StrictModel):
     columns: Annotated[list[SqlColumn], Field(description="The result's columns, in order")]
     rows: Annotated[
-        list[list[Any]],
+        list[list[JsonValue]],
         Field(
             description="Rows as arrays of JSON values in column order: numbers stay numbers "
             "(numeric and non-finite floats are strings), times ISO 8601, bytea \\x hex, json "

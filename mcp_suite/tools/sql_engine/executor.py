@@ -170,6 +170,18 @@ def _idle_in_tx_ms(settings: Settings) -> int:
     return max(1_000, math.ceil(settings.call_deadline_s * 1000))
 
 
+def shrink_period_s(settings: Settings) -> float:
+    """psycopg_pool's `max_idle` that closes every idle connection within MCP_SQL_POOL_MAX_IDLE_S.
+
+    Every `max_idle` seconds the pool closes one connection above `min_size` if it held an unused
+    one all through the period. The period in which the last call ends may have none unused, then
+    one closes per period: `max_size` connections are gone `max_size + 1` periods after the last
+    call at most, so the period is the idle time divided by that (and no connection is closed
+    before it sat unused a whole period).
+    """
+    return settings.sql_pool_max_idle_s / (settings.sql_pool_max_size + 1)
+
+
 class Executor:
     """A pool plus the per-call transaction. Thread-safe; every public method blocks (run it in a
     worker thread). Limits: pool min/max, connect timeout, statement timeout, max rows, max bytes,
@@ -227,6 +239,7 @@ class Executor:
             configure=self._configure,
             timeout=settings.sql_connect_timeout_s,
             max_waiting=4 * settings.sql_pool_max_size,
+            max_idle=shrink_period_s(settings),
             # A failing background attempt gives up soon; the next call starts a fresh one.
             reconnect_timeout=max(1.0, 2 * settings.sql_connect_timeout_s),
             name="mcp-suite-sql",

@@ -6,7 +6,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import ConfigDict, Field
 
-from mcp_suite.tools.models import StrictModel
+from mcp_suite.tools.models import StrictModel, omitted_when_none
 from mcp_suite.tools.sql_engine.introspect.lookup import MAX_CURSOR_CHARS
 
 __all__ = [
@@ -28,10 +28,6 @@ _MAX_NAME_CHARS: Final = 300
 
 ObjectKind = Literal["table", "partitioned table", "view", "materialized view", "foreign table"]
 Detail = Literal["names", "columns", "full"]
-
-
-def _absent(value: object) -> bool:
-    return value is None
 
 
 class SqlSchemaArgs(StrictModel):
@@ -100,19 +96,16 @@ class SqlObject(StrictModel):
     comment: str | None
     estimated_rows: Annotated[int | None, Field(description="Planner estimate; null if unknown")]
     # Present only at the detail that asks for them.
-    columns: Annotated[
-        list[SqlObjectColumn] | None, Field(exclude_if=_absent, description="Readable columns only")
-    ] = None
-    primary_key: Annotated[list[str] | None, Field(exclude_if=_absent)] = None
-    unique: Annotated[list[list[str]] | None, Field(exclude_if=_absent)] = None
-    foreign_keys: Annotated[list[SqlForeignKey] | None, Field(exclude_if=_absent)] = None
-    indexes: Annotated[list[SqlIndex] | None, Field(exclude_if=_absent)] = None
+    columns: Annotated[list[SqlObjectColumn] | None, omitted_when_none("Readable columns only")] = None
+    primary_key: Annotated[list[str] | None, omitted_when_none()] = None
+    unique: Annotated[list[list[str]] | None, omitted_when_none()] = None
+    foreign_keys: Annotated[list[SqlForeignKey] | None, omitted_when_none()] = None
+    indexes: Annotated[list[SqlIndex] | None, omitted_when_none()] = None
     details_omitted: Annotated[
         bool | None,
-        Field(
-            exclude_if=_absent,
-            description="Its columns, keys and indexes alone exceed the byte limit, so they are left"
-            " out (read information_schema.columns with read_only_sql).",
+        omitted_when_none(
+            "Its columns, keys and indexes alone exceed the byte limit, so they are left"
+            " out (read information_schema.columns with read_only_sql)."
         ),
     ] = None
 

@@ -168,6 +168,16 @@ def test_a_read_takes_no_more_than_max_bytes_plus_one_from_the_file(
     assert sum(taken) == max_bytes + 1  # the extra byte only says `truncated`
 
 
+@pytest.mark.parametrize(("size", "truncated"), [(9, False), (10, False), (11, True)])
+def test_a_file_of_exactly_max_bytes_is_read_whole_and_not_truncated(
+    root_dir: fdwalk.RootDir, root: Path, size: int, truncated: bool
+) -> None:
+    content = bytes(range(97, 97 + size))
+    (root / "edge.txt").write_bytes(content)
+    read = fdwalk.read_file(root_dir, ("edge.txt",), 10, allow_hard_links=False)
+    assert (read.size, read.data, read.truncated) == (size, content[:10], truncated)
+
+
 def test_a_chain_of_max_symlink_hops_links_resolves_and_one_more_is_a_loop(
     root_dir: fdwalk.RootDir, root: Path
 ) -> None:

@@ -20,6 +20,7 @@ from mcp_suite.problems import (
 from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.protocol.mcp import model_json_schema
 from mcp_suite.settings import Settings, load_settings
+from mcp_suite.tools.sandbox_fs_read import policy as fs_policy
 from mcp_suite.tools.sandbox_fs_read.models import (
     DEFAULT_MAX_BYTES,
     SandboxFsReadResult,
@@ -300,8 +301,11 @@ def test_cut_keeps_whole_sequences_and_invalid_bytes(data: bytes, kept: bytes) -
         ("\t", 2),
         ("\x00", 6),
         ("\x7f", 6),
+        ("\x80", 6),
         ("é", 6),
         ("€", 6),
+        ("\uffff", 6),
+        ("\U00010000", 12),
         ("😀", 12),
     ],
 )
@@ -316,6 +320,26 @@ def test_a_cut_far_into_a_long_text_lands_on_the_last_character_that_fits() -> N
     text = "a" * 50_000 + "😀" * 10 + "b" * 10
     assert fit_sent_bytes(text, 50_000 + 12 * 3 + 11) == ("a" * 50_000 + "😀" * 3, True)
     assert fit_sent_bytes(text, 50_000 + 12 * 10 + 10) == (text, False)
+
+
+def test_a_cut_after_a_character_beyond_the_basic_plane_counts_it_twelve_bytes() -> None:
+    # The character-by-character walk, not the chunk's count: the text overflows its budget.
+    assert fit_sent_bytes("😀aaa", 14) == ("😀aa", True)
+
+
+def test_plain_ascii_text_and_its_two_byte_escapes_are_counted_without_the_encoder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Most files: the count is two byte-deletions; the JSON encoder runs only for other control
+    # characters and non-ASCII text.
+    def encoder_not_expected(value: object) -> str:
+        raise AssertionError(f"the encoder was asked to write {value!r}")
+
+    monkeypatch.setattr(fs_policy, "compact_json", encoder_not_expected)
+    assert sent_bytes("plain text") == 10
+    assert sent_bytes('a "quote", a \\ and\r\n\tline ends') == 30 + 6
+    with pytest.raises(AssertionError, match="encoder was asked"):
+        sent_bytes("a bell \x07")
 
 
 @given(st.one_of(st.text(), st.text(alphabet=st.characters(max_codepoint=127))))

@@ -300,6 +300,17 @@ def test_a_cancelled_call_hands_the_audit_its_id_method_tool_and_arguments() -> 
     assert (answer.tool, answer.arguments) == ("echo", CALL["arguments"])
 
 
+def test_a_call_cut_off_by_the_shutdown_tells_the_client_it_may_send_it_again() -> None:
+    session = initialized()
+    started = session.receive(line("tools/call", CALL, 7))
+    assert isinstance(started, core.StartCall)
+    session.signal_received()
+    session.signal_received()
+    answer = session.call_finished(started.key, core.CallInterrupted(deadline_passed=False))
+    data = answer_of(answer)["error"]["data"]
+    assert (data["code"], data["metadata"]) == ("MCP_SHUTTING_DOWN", {"retryable": True})
+
+
 # -- the answers given at once, their words and the members the audit reads ----------------------
 
 _CAPABILITIES: Final = {"tools": {"listChanged": False}}

@@ -17,7 +17,8 @@ def test_the_hint_with_the_largest_figures_fits_its_room(cut_at_bytes: bool) -> 
     assert len(member) <= HINT_BYTES
     # Plain ASCII without quotes or backslashes: the text block repeats it byte for byte.
     assert hint.isascii()
-    assert '"' not in hint and "\\" not in hint
+    assert '"' not in hint
+    assert "\\" not in hint
 
 
 def test_the_hint_says_which_limit_cut_the_rows_and_how_to_read_on() -> None:

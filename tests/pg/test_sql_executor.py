@@ -26,7 +26,7 @@ from mcp_suite.tools.sql_engine.executor import (
     DatabaseUnavailableError,
     Executor,
 )
-from mcp_suite.tools.sql_engine.pipeline import run_pipeline
+from mcp_suite.tools.sql_engine.pipeline import CHUNK_ROWS, run_pipeline
 from tests.support.pg import DOMAIN_TYPE, ENUM_TYPE, WRITE_FUNCTION, open_executor
 
 pytestmark = pytest.mark.pg
@@ -168,11 +168,13 @@ def test_many_medium_rows_past_the_cap_return_the_rows_that_fit(reader_executor:
 def test_rows_far_past_the_byte_limit_on_the_wire_still_return_the_first_that_fit(
     reader_executor: Executor,
 ) -> None:
-    # 200 rows of 50 kB: 10 MB on the wire, far past the 4 x cap the pipeline holds. The rows come
-    # one by one; those that arrived before the limit are kept, the connection is closed there.
-    sql = "SELECT n, repeat('w', CASE WHEN n <= 3 THEN 10 ELSE 50000 END) FROM generate_series(1, 200) AS n"
+    # Rows of 500 kB from the 12th on: 94 MB on the wire, far past the 20 x cap the pipeline holds.
+    # The rows come in chunks of 8; the chunks that arrived before the limit are kept (the second,
+    # rows 9-16, never arrives whole), the connection is closed there, and the rows that fit are
+    # the answer.
+    sql = "SELECT n, repeat('w', CASE WHEN n <= 11 THEN 10 ELSE 500000 END) FROM generate_series(1, 200) AS n"
     result = reader_executor.run(sql, max_rows=200, ticket=CallTicket())
-    assert [row[0] for row in result.rows] == [1, 2, 3]
+    assert [row[0] for row in result.rows] == list(range(1, 9))  # the first chunk, whole
     assert result.truncated
     assert result.cut_at_bytes
     assert [c.type for c in result.columns] == ["integer", "text"]
@@ -469,15 +471,15 @@ def test_a_call_that_finds_the_pool_busy_is_served_by_one_direct_connection(demo
 def test_the_pipeline_keeps_the_streamed_rows_that_arrived_whole_when_it_passes_its_limit(
     demo_cluster: Cluster,
 ) -> None:
-    # 1,000 rows of about 1 kB on the wire against a limit of 4 x 1,024 + 64 KiB: the rows that
-    # arrived before it are kept, one result each, and the connection is closed (the query dies).
+    # 1,000 rows of about 1 kB on the wire against a limit of 20 x 1,024 + 64 KiB: the chunks of
+    # rows that arrived before it are kept, and the connection is closed (the query dies with it).
     sql = b"SELECT repeat('v', 1000) FROM generate_series(1, 1000)"
     with psycopg.connect(demo_cluster.reader_dsn, autocommit=True) as conn:
         piped = run_pipeline(conn, [sql], max_bytes=1_024, timeout_s=10, stream=0)
         assert piped.cut
         assert conn.closed
-    assert 30 < len(piped.rows) < 100
-    assert {r.ntuples for r in piped.rows} == {1}
+    assert 50 < sum(r.ntuples for r in piped.rows) < 90
+    assert {r.ntuples for r in piped.rows} == {CHUNK_ROWS}
     # Not streamed, the same result is refused whole.
     with (
         psycopg.connect(demo_cluster.reader_dsn, autocommit=True) as conn,

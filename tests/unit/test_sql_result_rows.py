@@ -93,7 +93,7 @@ def test_a_single_row_too_large_to_show_is_refused() -> None:
     rows = [("z" * 5_000, 1), ("small", 2)]
     with pytest.raises(ResultTooLargeError) as caught:
         _rows(rows, 2_000)
-    assert "A single row" in caught.value.detail
+    assert "A row is larger" in caught.value.detail
     assert caught.value.metadata == {"max_result_bytes": 2_000}
 
 

@@ -25,6 +25,11 @@ __all__ = ["PipelineResults", "run_pipeline"]
 
 _PIPELINE_SYNC: Final = pq.ExecStatus.PIPELINE_SYNC
 _SINGLE_TUPLE: Final = pq.ExecStatus.SINGLE_TUPLE
+_TUPLES_CHUNK: Final = pq.ExecStatus.TUPLES_CHUNK
+# The streamed command's rows come in results of this many (libpq's chunked mode; the last may
+# hold fewer). Single rows cost about 1.7 µs of CPU a row more than one result, chunks of 8 about
+# nothing (bench_stages; docs/performance.md).
+CHUNK_ROWS: Final = 8
 _FATAL_ERROR: Final = pq.ExecStatus.FATAL_ERROR
 _SQLSTATE: Final = pq.DiagnosticField.SQLSTATE
 # Bytes read from the socket for one call before it is refused. libpq hands over a result only
@@ -32,6 +37,10 @@ _SQLSTATE: Final = pq.DiagnosticField.SQLSTATE
 # most about 2.5 times its JSON (4-byte length words on tiny values); the slack covers the replies
 # of the transaction statements and the row description.
 _WIRE_FACTOR: Final = 4
+# With a streamed command, room for one whole chunk of rows that each fit the cap (a chunk is
+# handed over only once all its rows have arrived): `CHUNK_ROWS` times 2.5. Past it, some row of
+# the chunk being read is larger than the cap, so the rows kept so far are the answer.
+_STREAM_WIRE_FACTOR: Final = CHUNK_ROWS * 5 // 2
 _WIRE_SLACK: Final = 64 << 10
 
 
@@ -71,9 +80,9 @@ class PipelineResults:
     """What one pipeline brought back.
 
     `results`: one per command, in order (fewer when `cut`: those that completed). `rows`: the
-    streamed command's rows, one result per row as they arrived (single-row mode), when a command
+    streamed command's rows, in results of up to `CHUNK_ROWS` rows as they arrived, when a command
     was streamed. `cut`: the byte limit was passed while the streamed command's rows arrived; the
-    connection was closed there (the query died with it), and `rows` holds the rows that had
+    connection was closed there (the query died with it), and `rows` holds the chunks that had
     arrived whole.
     """
 
@@ -86,13 +95,13 @@ def _refuse(max_bytes: int) -> NoReturn:
     raise too_large(max_bytes)
 
 
-def _single_rows(pg: Any) -> bool:
-    """Single-row mode for the query whose results come next (libpq takes it only between two
-    queries' results, before the first of them is read); False when libpq refuses it (the rows
-    then come as one result, under the same byte limit)."""
+def _chunked_rows(pg: Any) -> bool:
+    """Chunked-rows mode for the query whose results come next (libpq takes it only between two
+    queries' results, before the first of them is read); False when libpq refuses it, or is older
+    than 17 (the rows then come as one result, under the same byte limit)."""
     try:
-        pg.set_single_row_mode()
-    except psycopg.OperationalError:
+        pg.set_chunked_rows_mode(CHUNK_ROWS)
+    except (psycopg.OperationalError, psycopg.NotSupportedError):
         return False
     return True
 
@@ -107,19 +116,20 @@ def run_pipeline(
 ) -> PipelineResults:
     """Send `commands` in one pipeline with one Sync; return one result per command.
 
-    `stream`: the index of the command whose rows are read one by one (libpq's single-row mode),
-    so that rows that arrived before the byte limit is passed are kept.
+    `stream`: the index of the command whose rows are read in chunks of `CHUNK_ROWS` (libpq's
+    chunked-rows mode), so that the chunks that arrived before the byte limit is passed are kept.
     Limits: the whole exchange takes at most `timeout_s`; once the bytes libpq took off the socket
-    pass `_WIRE_FACTOR` times `max_bytes` (plus slack), the connection is closed (the query dies
-    with it): while the streamed command's rows arrive, the answer is the rows that arrived whole
-    (`cut`); otherwise the call gets `result-too-large`. So a result never holds more than that in
+    pass `_WIRE_FACTOR` times `max_bytes` (`_STREAM_WIRE_FACTOR` with a streamed command), plus
+    slack, the connection is closed (the query dies with it): while the streamed command's rows
+    arrive, the answer is the chunks that arrived whole (`cut`); otherwise the call gets
+    `result-too-large`. So a result never holds more than that in
     memory while it arrives (plus what one read of libpq takes). The count is a lower bound (bytes
     that arrive during a read and are taken by it are not seen), so one value of hundreds of MB,
     which libpq reads whole, is stopped late.
     """
     pg = conn.pgconn
     deadline = time.monotonic() + timeout_s
-    wire_limit = _WIRE_FACTOR * max_bytes + _WIRE_SLACK
+    wire_limit = (_WIRE_FACTOR if stream is None else _STREAM_WIRE_FACTOR) * max_bytes + _WIRE_SLACK
     received = 0
     results: list[PGresult] = []
     rows: list[PGresult] = []
@@ -131,7 +141,7 @@ def run_pipeline(
             pg.pipeline_sync()
             while pg.flush():
                 _wait_socket(conn, deadline, write=True)
-            streaming = stream == 0 and _single_rows(pg)
+            streaming = stream == 0 and _chunked_rows(pg)
             while True:
                 while pg.is_busy():
                     _wait_socket(conn, deadline, write=False)
@@ -150,11 +160,11 @@ def run_pipeline(
                 result = pg.get_result()
                 if result is None:  # the end of one command's results
                     if stream is not None and len(results) == stream and not streaming:
-                        streaming = _single_rows(pg)
+                        streaming = _chunked_rows(pg)
                     continue
                 if result.status == _PIPELINE_SYNC:
                     break
-                if result.status == _SINGLE_TUPLE:
+                if result.status in (_TUPLES_CHUNK, _SINGLE_TUPLE):
                     rows.append(result)
                     continue
                 results.append(result)

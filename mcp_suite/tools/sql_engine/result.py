@@ -56,7 +56,7 @@ HINT_BYTES: Final = 320
 
 def too_large(max_bytes: int) -> ResultTooLargeError:
     return ResultTooLargeError(
-        f"A single row is larger than the reply's {max_bytes} bytes of JSON. Select fewer or"
+        f"A row is larger than the reply's {max_bytes} bytes of JSON. Select fewer or"
         " shorter values: fewer columns, left(col, 200) for long text, or an aggregate.",
         metadata={"max_result_bytes": max_bytes},
     )

@@ -17,6 +17,10 @@ MAX_DEPTH: Final = 8
 DEFAULT_DEPTH: Final = 3
 
 
+def _absent(value: object) -> bool:
+    return value is None
+
+
 class SandboxFsListArgs(StrictModel):
     """Which directory of the sandbox folder to list, and how much of it."""
 
@@ -48,3 +52,6 @@ class SandboxFsListResult(StrictModel):
     path: str = Field(description="The relative path as the caller gave it.")
     entries: list[FsEntry]
     truncated: bool = Field(description="True when more entries existed than were returned.")
+    hint: Annotated[
+        str | None, Field(exclude_if=_absent, description="When truncated: how to list the rest")
+    ] = None

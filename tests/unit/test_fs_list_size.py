@@ -3,6 +3,7 @@ past it, a refusal only when not even one entry fits, and the answer as sent nev
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ def _entries(count: int, name_chars: int = 40) -> tuple[fdwalk.DirEntry, ...]:
     return tuple(fdwalk.DirEntry(f"{index:04d}" + "é" * name_chars, "file", 123) for index in range(count))
 
 
-def _needed(entries: tuple[fdwalk.DirEntry, ...], path: str) -> int:
+def _needed(entries: Sequence[fdwalk.DirEntry], path: str) -> int:
     sizes = [len(compact_json({"name": e.name, "kind": e.kind, "size": e.size})) + 1 for e in entries]
     return len(compact_json(path)) + ENVELOPE + sum(sizes)
 

@@ -46,8 +46,8 @@ def _absent(value: object) -> bool:
 
 
 class SqlColumn(StrictModel):
-    name: Annotated[str, Field(description="Column name as PostgreSQL reports it")]
-    type: Annotated[str, Field(description="PostgreSQL type name, e.g. integer, text, jsonb")]
+    name: str
+    type: Annotated[str, Field(description="PostgreSQL type, e.g. integer, text, jsonb")]
 
 
 class ReadOnlySqlResult(StrictModel):
@@ -55,16 +55,14 @@ class ReadOnlySqlResult(StrictModel):
     rows: Annotated[
         list[list[Any]],
         Field(
-            description="Rows as arrays of JSON values in column order: numbers stay numbers "
+            description="Arrays of JSON values in column order: numbers stay numbers "
             "(numeric and non-finite floats are strings), times ISO 8601, bytea \\x hex, json "
             "as JSON, arrays as arrays, other types their PostgreSQL text, NULL null."
         ),
     ]
-    row_count: Annotated[int, Field(ge=0, description="Number of rows returned")]
-    truncated: Annotated[bool, Field(description="True when more rows existed than returned")]
-    hint: Annotated[
-        str | None, Field(exclude_if=_absent, description="When truncated: how to read the other rows")
-    ] = None
+    row_count: Annotated[int, Field(ge=0, description="Rows returned")]
+    truncated: Annotated[bool, Field(description="More rows existed than returned (hint: next step)")]
+    hint: Annotated[str | None, Field(exclude_if=_absent)] = None
 
 
 def make_args_model(

@@ -43,8 +43,8 @@ DESCRIPTION = (
     "Run ONE read-only SQL query (SELECT, VALUES, UNION/INTERSECT/EXCEPT; PostgreSQL dialect) and "
     "get its columns and rows as JSON. Find tables and columns with sql_schema first. Writes, "
     "DDL, several statements, bind parameters and functions with side effects are refused. At "
-    "most `max_rows` rows, and as many as fit the size cap, are returned (`truncated` and `hint` "
-    "say more existed and how to read on); time is capped."
+    "most `max_rows` rows that fit a size cap are returned (`truncated`, `hint`: what is left "
+    "out); time is capped."
 )
 
 

@@ -49,9 +49,7 @@ class FsEntry(StrictModel):
 class SandboxFsListResult(StrictModel):
     """The entries of one directory of the sandbox folder."""
 
-    path: str = Field(description="The relative path as the caller gave it.")
+    path: str = Field(description="relative_path as given.")
     entries: list[FsEntry]
-    truncated: bool = Field(description="True when more entries existed than were returned.")
-    hint: Annotated[
-        str | None, Field(exclude_if=_absent, description="When truncated: how to list the rest")
-    ] = None
+    truncated: bool = Field(description="More entries existed than returned (hint: next step)")
+    hint: Annotated[str | None, Field(exclude_if=_absent)] = None

@@ -42,8 +42,8 @@ TITLE: Final = "List a folder of the sandbox"
 DESCRIPTION: Final = (
     "List one directory below the sandbox folder: each entry's name, kind (file, directory, "
     "symlink, other) and size. Use it first to find the files to read with sandbox_fs_read. "
-    "`recursive` goes down `max_depth` levels; `truncated` and `hint` say more entries existed "
-    "and how to list them. Links are shown, not followed."
+    "`recursive` goes down `max_depth` levels; `truncated`, `hint`: what is left out. Links are "
+    "shown, not followed."
 )
 
 

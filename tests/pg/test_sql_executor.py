@@ -225,7 +225,8 @@ def test_an_oversized_result_is_refused_before_it_is_held_in_memory(demo_cluster
     # Uncounted, the whole FETCH would sit in libpq (which returns a result only once it is
     # complete) and then again as Python strings: over 400 MB for these 200 rows. The bytes
     # arriving are counted, and past 20 times the default cap (20,000 bytes) the connection is
-    # closed: not one chunk of 8 rows has arrived whole, so one of them alone is too large. (A single value of hundreds of MB is not bounded: libpq reads a row whole; see
+    # closed: not one chunk of 8 rows has arrived whole, so one of them alone is too large. (A
+    # single value of hundreds of MB is not bounded: libpq reads a row whole; see
     # docs/tools/read_only_sql.md.)
     proc = subprocess.run(
         [sys.executable, "-c", PEAK_PROGRAM, demo_cluster.reader_dsn, HUGE],

@@ -79,7 +79,17 @@ def test_a_real_listing_past_the_cap_returns_what_fits_as_sent(tmp_path: Path) -
     sent = structured_json(result)
     assert len(sent) <= 20_000
     assert result.truncated is True
-    assert result.hint is not None
+    assert result.hint
     assert "20000 bytes" in result.hint
     assert 50 < len(result.entries) < 300
     assert len(sent) > 20_000 - HINT_BYTES - 300  # filled as far as the next entry allowed
+
+
+def test_a_listing_that_fits_has_no_hint(tmp_path: Path) -> None:
+    (tmp_path / "one.txt").write_bytes(b"x")
+    with fdwalk.open_root(tmp_path) as root:
+        result = list_sync(root, SandboxFsListArgs(), allow_hard_links=False, max_bytes=20_000)
+    assert (
+        structured_json(result)
+        == b'{"path":"","entries":[{"name":"one.txt","kind":"file","size":1}],"truncated":false}'
+    )

@@ -41,8 +41,8 @@ class ReadOnlySqlArgs(StrictModel):
     max_rows: Annotated[int, Field(ge=1, description="The most rows to return.")] = DEFAULT_MAX_ROWS
 
 
-def _absent(value: object) -> bool:
-    return value is None
+def _empty(value: object) -> bool:
+    return value == ""
 
 
 class SqlColumn(StrictModel):
@@ -62,7 +62,7 @@ class ReadOnlySqlResult(StrictModel):
     ]
     row_count: Annotated[int, Field(ge=0, description="Rows returned")]
     truncated: Annotated[bool, Field(description="More rows existed than returned (hint: next step)")]
-    hint: Annotated[str | None, Field(exclude_if=_absent)] = None
+    hint: Annotated[str, Field(exclude_if=_empty)] = ""  # only when truncated
 
 
 def make_args_model(

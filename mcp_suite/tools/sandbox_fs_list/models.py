@@ -17,8 +17,8 @@ MAX_DEPTH: Final = 8
 DEFAULT_DEPTH: Final = 3
 
 
-def _absent(value: object) -> bool:
-    return value is None
+def _empty(value: object) -> bool:
+    return value == ""
 
 
 class SandboxFsListArgs(StrictModel):
@@ -52,4 +52,4 @@ class SandboxFsListResult(StrictModel):
     path: str = Field(description="relative_path as given.")
     entries: list[FsEntry]
     truncated: bool = Field(description="More entries existed than returned (hint: next step)")
-    hint: Annotated[str | None, Field(exclude_if=_absent)] = None
+    hint: Annotated[str, Field(exclude_if=_empty)] = ""  # only when truncated

@@ -71,7 +71,7 @@ def list_sync(
     entries, cut = fit_entries(listing.entries, args.relative_path, max_bytes=max_bytes, more=more)
     result, entry = _RESULT_MODELS.get()
     truncated = more or cut
-    hint = None
+    hint = ""
     if truncated:
         from mcp_suite.tools.sandbox_fs_list.models import MAX_ENTRIES  # loaded with the result models
 

@@ -27,8 +27,8 @@ _PIPELINE_SYNC: Final = pq.ExecStatus.PIPELINE_SYNC
 _SINGLE_TUPLE: Final = pq.ExecStatus.SINGLE_TUPLE
 _TUPLES_CHUNK: Final = pq.ExecStatus.TUPLES_CHUNK
 # The streamed command's rows come in results of this many (libpq's chunked mode; the last may
-# hold fewer). Single rows cost about 1.7 µs of CPU a row more than one result, chunks of 8 about
-# nothing (bench_stages; docs/performance.md).
+# hold fewer). Single rows doubled the CPU of a 100-row round trip; chunks of 8 cost about what one
+# result does (docs/performance.md, the mechanisms table).
 CHUNK_ROWS: Final = 8
 _FATAL_ERROR: Final = pq.ExecStatus.FATAL_ERROR
 _SQLSTATE: Final = pq.DiagnosticField.SQLSTATE

@@ -294,3 +294,39 @@ async def test_a_page_at_the_cap_holds_the_object_that_fits_exactly_one_byte_und
         demo_cluster, {**names, "cursor": under["next_cursor"]}, sql_max_result_bytes=needed - 1
     )
     assert following["objects"][0]["name"] == "t09"  # nothing lost: it opens the next page
+
+
+@pytest.fixture
+def unwieldy_name(demo_cluster: Cluster) -> Iterator[str]:
+    """A readable table whose name is 63 control characters: 378 bytes of JSON as sent, and more
+    again in the cursor that would name it."""
+    name = "\x01" * 63
+    escaped = "\\0001" * 63
+    with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA odd AUTHORIZATION docs_owner")
+        conn.execute(f'CREATE TABLE odd.U&"{escaped}" (id integer)')
+        conn.execute("GRANT USAGE ON SCHEMA odd TO mcp_reader")
+        conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA odd TO mcp_reader")
+    try:
+        yield name
+    finally:
+        with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as conn:
+            conn.execute("DROP SCHEMA odd CASCADE")
+
+
+async def test_an_object_whose_name_alone_does_not_fit_the_cap_is_refused(
+    demo_cluster: Cluster, unwieldy_name: str
+) -> None:
+    (fits,) = await answers(demo_cluster, {"schema": "odd", "detail": "names"})
+    assert [o["name"] for o in fits["objects"]] == [unwieldy_name]  # at the default cap
+    settings = sql_settings(demo_cluster.reader_dsn, sql_max_result_bytes=1_024)
+    with trio.fail_after(30):
+        async with open_session(settings=settings, builtins=True, test_tools=False) as h:
+            await h.initialize()
+            answer = (await h.request("tools/call", {"name": "sql_schema", "arguments": {"schema": "odd"}}))[
+                "result"
+            ]
+    assert answer["isError"] is True
+    document = json.loads(answer["content"][0]["text"])
+    assert document["type"] == "urn:mcp-suite:problem:result-too-large"
+    assert document["metadata"] == {"max_result_bytes": 1_024}

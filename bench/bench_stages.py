@@ -3,8 +3,9 @@
 In one process (no server), each stage of the tool's result path is timed on every call, in CPU
 time of the thread that runs it (steady on a shared machine, unlike wall time): the executor's
 round trip (`pipeline.run_pipeline`; its wall time too, the rest of which is waiting for
-PostgreSQL), the rows through psycopg's loaders (`result.load_rows`), the JSON rows and their exact
-size check (`result.json_rows`, which writes the rows' JSON once), the rest of the executor (pool,
+PostgreSQL), the rows through psycopg's loaders (`result.load_rows`, a generator) with the JSON rows
+and their exact size check (`result.json_rows`, which asks for each row and writes its JSON once,
+the two timed together), the rest of the executor (pool,
 definer check, type names, ticket), the `structuredContent` spliced around the rows' JSON
 (`models.result_json`), the frame with the text copy, and the audit record. Then the whole server
 over pipes, sequential: its CPU per call, less those stages, is the runtime (reading, the session,
@@ -62,7 +63,8 @@ def _stages(dsn: str, sql: str) -> dict[str, float]:
     executor.open()
     executor.mark_audited()
     vetted = vet_sql(sql, max_rows=ROWS)
-    names = ("run_pipeline", "load_rows", "json_rows")
+    # `load_rows` yields each row as `json_rows` asks for it: its loaders run inside `json_rows`.
+    names = ("run_pipeline", "json_rows")
     inner: dict[str, list[float]] = {name: [] for name in names}
     outer: dict[str, list[float]] = {"call": [], "json": [], "frame": [], "audit": []}
     waits: list[float] = []
@@ -126,8 +128,7 @@ def _floor(dsn: str, sql: str) -> tuple[float, float]:
 
 _LABELS = {
     "run_pipeline": "the round trip (libpq pipeline, its bytes counted as they arrive)",
-    "load_rows": "rows through psycopg's loaders",
-    "json_rows": "JSON rows and their exact size check",
+    "json_rows": "rows through psycopg's loaders, JSON rows and their exact size check, row by row",
     "rest of the executor": "rest of the executor (pool, definer check, type names)",
     "json": "structuredContent spliced around the rows' JSON (no model, no validation)",
     "frame": "frame with the text copy",

@@ -120,7 +120,9 @@ class Settings:
     # aggregate grows for as long as it runs (docs/operations/deployments.md, "Database memory").
     sql_statement_timeout_ms: int = field(default=5_000, metadata=_int(1, 600_000))
     sql_max_rows: int = field(default=200, metadata=_int(1, 10_000))
-    sql_max_result_bytes: int = field(default=200_000, metadata=_int(1_024, 16_777_216))
+    # Sized for the clients people use: Claude Code refuses a tool answer over 25,000 tokens, and
+    # a tool answer carries the result twice (docs/configuration.md, "Answers and tokens").
+    sql_max_result_bytes: int = field(default=20_000, metadata=_int(1_024, 16_777_216))
     sql_connect_timeout_s: float = field(default=5.0, metadata=_float(0, 60, low_open=True))
     sql_policy_cache_size: int = field(default=1_024, metadata=_int(0, 100_000))
     # A cancelled call waits (shielded) at most this long for PostgreSQL to stop its query and for
@@ -164,6 +166,9 @@ class Settings:
     # A file with more than one hard link may be another name for a file outside the root; refused
     # unless the operator opts in (docs/tools/sandbox_fs_read.md).
     fs_allow_hard_links: bool = field(default=False, metadata=_of(bool))
+    # `sandbox_fs_list` returns the entries whose JSON fits in this many bytes (then `truncated`),
+    # sized for the clients people use like MCP_SQL_MAX_RESULT_BYTES.
+    fs_list_max_bytes: int = field(default=20_000, metadata=_int(1_024, 16_777_216))
 
     # --- runtime -------------------------------------------------------------------------------
     max_concurrency: int = field(default=16, metadata=_int(1, 256))
@@ -351,6 +356,7 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "SQL_ALLOW_CATALOGUE": ("sql_allow_catalogue", _parse_bool),
     "FS_MAX_BYTES": ("fs_max_bytes", _parse_int),
     "FS_ALLOW_HARD_LINKS": ("fs_allow_hard_links", _parse_bool),
+    "FS_LIST_MAX_BYTES": ("fs_list_max_bytes", _parse_int),
     "MAX_CONCURRENCY": ("max_concurrency", _parse_int),
     "QUEUE_WAIT_S": ("queue_wait_s", _parse_float),
     "CALL_DEADLINE_S": ("call_deadline_s", _parse_float),

@@ -14,8 +14,17 @@ import pytest
 import trio
 
 from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.protocol.jsonrpc import compact_json
+from mcp_suite.tools.sql_engine.executor import CallTicket
 from tests.support.harness import Harness, open_session
-from tests.support.pg import LONG_QUERY, backends, sql_settings, wait_until_idle, wait_until_running
+from tests.support.pg import (
+    LONG_QUERY,
+    backends,
+    open_executor,
+    sql_settings,
+    wait_until_idle,
+    wait_until_running,
+)
 from tests.support.sql_corpus import CORPUS, MAX_ROWS
 
 pytestmark = pytest.mark.pg
@@ -162,6 +171,53 @@ async def test_a_plan_larger_than_the_byte_cap_is_refused(demo_cluster: Cluster)
             await h.initialize()
             document = problem(await result(h, "explain_sql", {"sql": sql}))
     assert document["type"] == "urn:mcp-suite:problem:result-too-large"
+    # The next step: explain a part at a time (a plan is never cut: docs/tools/explain_sql.md).
+    assert "one part of the query at a time" in document["detail"]
+    assert document["metadata"]["max_result_bytes"] == 1_024
+
+
+# With its own LIMIT, under max_rows + 1: the text the policy regenerates plans the same.
+PLAN_SQL = " UNION ALL ".join(f"SELECT slug FROM docs.pages WHERE words > {n}" for n in range(8)) + " LIMIT 5"
+
+
+def _plan_bytes(dsn: str) -> int:
+    """What the byte cap counts of PLAN_SQL's plan (`result.fits`): the column list, the plan's
+    JSON as sent and 64 bytes."""
+    executor = open_executor(dsn, sql_max_result_bytes=16_777_216)
+    try:
+        plan = executor.run(PLAN_SQL, max_rows=MAX_ROWS, ticket=CallTicket(), explain="plan")
+    finally:
+        executor.close()
+    columns = compact_json([{"name": c.name, "type": c.type} for c in plan.columns])
+    return len(columns) + len(plan.rows_json) + 64
+
+
+async def test_a_plan_at_the_cap_is_shown_and_one_byte_over_is_refused(demo_cluster: Cluster) -> None:
+    needed = _plan_bytes(demo_cluster.reader_dsn)
+    shown: dict[str, Any] = {}
+    for cap in (needed, needed - 1):
+        settings = sql_settings(demo_cluster.reader_dsn, sql_max_result_bytes=cap)
+        with trio.fail_after(30):
+            async with open_session(settings=settings, builtins=True) as h:
+                await h.initialize()
+                shown[str(cap)] = await result(h, "explain_sql", {"sql": PLAN_SQL, "max_rows": MAX_ROWS})
+    assert shown[str(needed)]["isError"] is False, (needed, shown[str(needed)])
+    assert shown[str(needed)]["structuredContent"]["plan"]["Node Type"] == "Limit"
+    assert problem(shown[str(needed - 1)])["type"] == "urn:mcp-suite:problem:result-too-large"
+
+
+async def test_a_plan_too_large_over_a_hidden_table_is_refused_for_the_hidden_rows_first(
+    demo_cluster: Cluster,
+) -> None:
+    # How large a plan is follows the plan chosen (statistics over hidden rows included), so the
+    # size refusal must not answer before the hidden-rows check does.
+    settings = sql_settings(demo_cluster.reader_dsn, sql_max_result_bytes=1_024)
+    sql = " UNION ALL ".join(f"SELECT version FROM reports.releases WHERE version > '{n}'" for n in range(20))
+    with trio.fail_after(30):
+        async with open_session(settings=settings, builtins=True) as h:
+            await h.initialize()
+            document = problem(await result(h, "explain_sql", {"sql": sql}))
+    assert document["metadata"]["rule"] == "explain-hidden-rows"
 
 
 async def test_arguments_are_read_only_sql_s_plus_analyze(demo_cluster: Cluster) -> None:

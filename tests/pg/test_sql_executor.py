@@ -26,6 +26,7 @@ from mcp_suite.tools.sql_engine.executor import (
     DatabaseUnavailableError,
     Executor,
 )
+from mcp_suite.tools.sql_engine.pipeline import CHUNK_ROWS, run_pipeline
 from tests.support.pg import DOMAIN_TYPE, ENUM_TYPE, WRITE_FUNCTION, open_executor
 
 pytestmark = pytest.mark.pg
@@ -148,14 +149,37 @@ def test_a_huge_value_is_result_too_large_with_a_hint(reader_executor: Executor)
     with pytest.raises(ResultTooLargeError) as caught:
         reader_executor.run("SELECT repeat('x', 300000)", max_rows=5, ticket=CallTicket())
     assert "fewer or shorter" in caught.value.detail
-    assert caught.value.metadata == {"max_result_bytes": 200_000}
+    assert caught.value.metadata == {"max_result_bytes": 20_000}  # the default cap
 
 
-def test_many_medium_rows_add_up_to_result_too_large(reader_executor: Executor) -> None:
-    sql = "SELECT repeat('y', 2000) FROM generate_series(1, 150)"
-    with pytest.raises(ResultTooLargeError):
-        reader_executor.run(sql, max_rows=200, ticket=CallTicket())
-    assert len(reader_executor.run(sql, max_rows=50, ticket=CallTicket()).rows) == 50
+def test_many_medium_rows_past_the_cap_return_the_rows_that_fit(reader_executor: Executor) -> None:
+    # 150 rows of 2,006 bytes of JSON: 300 kB, fifteen times the default cap.
+    sql = "SELECT n, repeat('y', 2000) FROM generate_series(1, 150) AS n"
+    result = reader_executor.run(sql, max_rows=200, ticket=CallTicket())
+    assert result.truncated
+    assert result.cut_at_bytes
+    assert [row[0] for row in result.rows] == list(range(1, len(result.rows) + 1))  # the first ones
+    assert 5 <= len(result.rows) < 10
+    assert len(result.rows_json) <= 20_000
+    small = reader_executor.run(sql, max_rows=5, ticket=CallTicket())
+    assert (len(small.rows), small.truncated, small.cut_at_bytes) == (5, True, False)
+
+
+def test_rows_far_past_the_byte_limit_on_the_wire_still_return_the_first_that_fit(
+    reader_executor: Executor,
+) -> None:
+    # Rows of 500 kB from the 12th on: 94 MB on the wire, far past the 20 x cap the pipeline holds.
+    # The rows come in chunks of 8; the chunks that arrived before the limit are kept (the second,
+    # rows 9-16, never arrives whole), the connection is closed there, and the rows that fit are
+    # the answer.
+    sql = "SELECT n, repeat('w', CASE WHEN n <= 11 THEN 10 ELSE 500000 END) FROM generate_series(1, 200) AS n"
+    result = reader_executor.run(sql, max_rows=200, ticket=CallTicket())
+    assert [row[0] for row in result.rows] == list(range(1, 9))  # the first chunk, whole
+    assert result.truncated
+    assert result.cut_at_bytes
+    assert [c.type for c in result.columns] == ["integer", "text"]
+    # The pool serves the next call on a clean connection.
+    assert reader_executor.run("SELECT 1", max_rows=1, ticket=CallTicket()).rows == [[1]]
 
 
 def test_rows_well_under_a_large_cap_are_answered_whole(demo_cluster: Cluster) -> None:
@@ -198,10 +222,11 @@ finally:
 
 
 def test_an_oversized_result_is_refused_before_it_is_held_in_memory(demo_cluster: Cluster) -> None:
-    # With the default cap (200,000 bytes) the whole FETCH would sit in libpq (which returns a
-    # result only once it is complete) and then again as Python strings: over 400 MB for these
-    # 200 rows. The rows arrive in chunks and the executor stops once their text passes twice the
-    # cap. (A single value of hundreds of MB is not bounded: libpq reads a row whole; see
+    # Uncounted, the whole FETCH would sit in libpq (which returns a result only once it is
+    # complete) and then again as Python strings: over 400 MB for these 200 rows. The bytes
+    # arriving are counted, and past 20 times the default cap (20,000 bytes) the connection is
+    # closed: not one chunk of 8 rows has arrived whole, so one of them alone is too large. (A
+    # single value of hundreds of MB is not bounded: libpq reads a row whole; see
     # docs/tools/read_only_sql.md.)
     proc = subprocess.run(
         [sys.executable, "-c", PEAK_PROGRAM, demo_cluster.reader_dsn, HUGE],
@@ -442,3 +467,23 @@ def test_a_call_that_finds_the_pool_busy_is_served_by_one_direct_connection(demo
     finally:
         held.join()
         executor.close()
+
+
+def test_the_pipeline_keeps_the_streamed_rows_that_arrived_whole_when_it_passes_its_limit(
+    demo_cluster: Cluster,
+) -> None:
+    # 1,000 rows of about 1 kB on the wire against a limit of 20 x 1,024 + 64 KiB: the chunks of
+    # rows that arrived before it are kept, and the connection is closed (the query dies with it).
+    sql = b"SELECT repeat('v', 1000) FROM generate_series(1, 1000)"
+    with psycopg.connect(demo_cluster.reader_dsn, autocommit=True) as conn:
+        piped = run_pipeline(conn, [sql], max_bytes=1_024, timeout_s=10, stream=0)
+        assert piped.cut
+        assert conn.closed
+    assert 50 < sum(r.ntuples for r in piped.rows) < 90
+    assert {r.ntuples for r in piped.rows} == {CHUNK_ROWS}
+    # Not streamed, the same result is refused whole.
+    with (
+        psycopg.connect(demo_cluster.reader_dsn, autocommit=True) as conn,
+        pytest.raises(ResultTooLargeError),
+    ):
+        run_pipeline(conn, [sql], max_bytes=1_024, timeout_s=10)

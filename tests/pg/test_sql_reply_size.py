@@ -38,10 +38,10 @@ CASES: Final = {
 }
 
 
-async def _frame(h: Harness, sql: str) -> bytes:
+async def _frame(h: Harness, sql: str, max_rows: int = ROWS) -> bytes:
     params: dict[str, Any] = {
         "name": "read_only_sql",
-        "arguments": {"sql": sql, "max_rows": ROWS},
+        "arguments": {"sql": sql, "max_rows": max_rows},
         "_meta": META,
     }
     request_id = await h.send_request("tools/call", params)
@@ -82,3 +82,49 @@ async def test_a_result_at_the_configured_maximum_stays_within_three_times_the_c
     # One character more is over the cap: refused, and the refusal is small.
     assert json.loads(over)["result"]["isError"] is True
     assert len(over) <= CONSTANT
+
+
+# At the default cap (sized for Claude Code's 25,000 tokens: docs/configuration.md, "Answers and
+# tokens"): ten rows of one value fill it exactly; one character more in the last row, and the
+# answer is the rows that fit, `truncated`, with its hint; the frame stays within 3 x the cap.
+DEFAULT_CAP: Final = 20_000
+TEN: Final = 10
+
+
+def _ten_rows_sql(char: str, length: int, extra: int) -> str:
+    return (
+        f"SELECT repeat({char}, {length} + CASE WHEN n = {TEN} THEN {extra} ELSE 0 END) AS v"
+        f" FROM generate_series(1, {TEN}) AS n"
+    )
+
+
+@pytest.mark.parametrize("case", list(CASES))
+async def test_rows_at_the_default_cap_fit_whole_and_one_character_more_returns_the_rows_that_fit(
+    demo_cluster: Cluster, case: str
+) -> None:
+    char, sent = CASES[case]
+    assert sql_settings(demo_cluster.reader_dsn).sql_max_result_bytes == DEFAULT_CAP
+    # The cap counts the column list (28 bytes), 64 bytes, and the rows: [ ] and 9 commas, and
+    # each row's ["…"] (4 bytes and the text).
+    room = DEFAULT_CAP - 64 - 28 - 2 - (TEN - 1) - 4 * TEN
+    length, spare = divmod(room, sent * TEN)
+    settings = sql_settings(demo_cluster.reader_dsn)
+    with trio.fail_after(60):
+        async with open_session(settings=settings, builtins=True, test_tools=False) as h:
+            await h.initialize()
+            whole = await _frame(h, _ten_rows_sql(char, length, spare // sent), max_rows=TEN)
+            over = await _frame(h, _ten_rows_sql(char, length, spare // sent + 1), max_rows=TEN)
+    bound = MULTIPLE * DEFAULT_CAP + CONSTANT
+    sys.stderr.write(
+        f"reply-size read_only_sql default cap {case}: {len(whole)} bytes ({len(whole) / DEFAULT_CAP:.3f} x"
+        f" cap), one character more: {len(over)} bytes; bound {bound}\n"
+    )
+    answer = json.loads(whole)["result"]["structuredContent"]
+    assert (answer["row_count"], answer["truncated"]) == (TEN, False)
+    assert "hint" not in answer
+    cut = json.loads(over)["result"]["structuredContent"]
+    assert cut["truncated"] is True
+    assert 0 < cut["row_count"] < TEN
+    assert f"{DEFAULT_CAP} bytes" in cut["hint"]
+    assert len(whole) <= bound
+    assert len(over) <= bound

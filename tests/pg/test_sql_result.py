@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from mcp_suite.protocol.mcp import model_json_schema, structured_json
-from mcp_suite.tools.read_only_sql.models import ReadOnlySqlResult, SqlColumn, result_json
+from mcp_suite.tools.read_only_sql.models import ReadOnlySqlResult, SqlColumn, result_json, truncation_hint
 from mcp_suite.tools.sql_engine.convert import JSON_READY_OIDS, to_json_value
 from mcp_suite.tools.sql_engine.executor import CallTicket, Executor, QueryResult
 from tests.support.pg import DOMAIN_TYPE, ENUM_TYPE
@@ -110,9 +110,15 @@ def _is_json(value: Any) -> bool:
     return False
 
 
-def _assert_valid_on_the_wire(result: QueryResult) -> None:
+def _assert_valid_on_the_wire(result: QueryResult, hint: str = "") -> None:
     columns = [(c.name, c.type) for c in result.columns]
-    data = result_json(columns, result.rows_json, row_count=len(result.rows), truncated=result.truncated)
+    data = result_json(
+        columns,
+        result.rows_json,
+        row_count=len(result.rows),
+        truncated=result.truncated,
+        hint=hint or None,
+    )
     assert data.isascii()
     document = _strict_json(data)
     VALIDATOR.validate(document)
@@ -124,6 +130,7 @@ def _assert_valid_on_the_wire(result: QueryResult) -> None:
         rows=result.rows,
         row_count=len(result.rows),
         truncated=result.truncated,
+        hint=hint,
     )
     assert _strict_json(structured_json(built)) == document
 
@@ -179,3 +186,15 @@ def test_the_hundred_row_workload_validates_against_the_output_schema(reader_exe
     ]
     assert all(isinstance(row[4], str) for row in result.rows)  # numeric stays text
     _assert_valid_on_the_wire(result)
+
+
+def test_a_result_cut_at_the_byte_cap_with_its_hint_validates_against_the_output_schema(
+    reader_executor: Executor,
+) -> None:
+    result = reader_executor.run(
+        "SELECT n, repeat('h', 3000) FROM generate_series(1, 40) AS n", max_rows=40, ticket=CallTicket()
+    )
+    assert result.truncated
+    assert result.cut_at_bytes
+    hint = truncation_hint(len(result.rows), cut_at_bytes=True, max_rows_limit=200, max_bytes=20_000)
+    _assert_valid_on_the_wire(result, hint)

@@ -17,6 +17,7 @@ import pytest
 import trio
 
 from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.protocol.jsonrpc import compact_json
 from tests.support.harness import Harness, open_session
 from tests.support.pg import sql_settings
 
@@ -268,3 +269,64 @@ async def test_a_large_catalogue_is_cut_to_the_byte_cap_in_order(
     assert 5 <= len(names) < 40
     assert len(json.dumps(small, separators=(",", ":"))) <= 1_024
     assert ([o["name"] for o in whole["objects"]], whole["truncated"]) == (["t39"], False)
+
+
+async def test_a_page_at_the_cap_holds_the_object_that_fits_exactly_one_byte_under_the_next_page_does(
+    demo_cluster: Cluster, forty_tables: None
+) -> None:
+    names = {"schema": "bulk", "detail": "names", "max_objects": 500}
+    whole, ten = await answers(demo_cluster, names, {**names, "max_objects": 10})
+    assert (len(whole["objects"]), whole["truncated"]) == (40, False)  # the default cap holds them
+    # What a page counts (introspect/objects.py): 256 bytes of envelope, the database's name, each
+    # object's JSON as sent and a comma, and the cursor that names the last one listed.
+    needed = (
+        256
+        + len(compact_json(whole["database"]))
+        + sum(len(compact_json(o)) + 1 for o in whole["objects"][:10])
+        + len(compact_json(ten["next_cursor"]))
+    )
+    (at_cap,) = await answers(demo_cluster, names, sql_max_result_bytes=needed)
+    (under,) = await answers(demo_cluster, names, sql_max_result_bytes=needed - 1)
+    assert [o["name"] for o in at_cap["objects"]] == [f"t{n:02d}" for n in range(10)]
+    assert at_cap["truncated"] is True
+    assert [o["name"] for o in under["objects"]] == [f"t{n:02d}" for n in range(9)]
+    (following,) = await answers(
+        demo_cluster, {**names, "cursor": under["next_cursor"]}, sql_max_result_bytes=needed - 1
+    )
+    assert following["objects"][0]["name"] == "t09"  # nothing lost: it opens the next page
+
+
+@pytest.fixture
+def unwieldy_name(demo_cluster: Cluster) -> Iterator[str]:
+    """A readable table whose name is 63 control characters: 378 bytes of JSON as sent, and more
+    again in the cursor that would name it."""
+    name = "\x01" * 63
+    escaped = "\\0001" * 63
+    with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA odd AUTHORIZATION docs_owner")
+        conn.execute(f'CREATE TABLE odd.U&"{escaped}" (id integer)')
+        conn.execute("GRANT USAGE ON SCHEMA odd TO mcp_reader")
+        conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA odd TO mcp_reader")
+    try:
+        yield name
+    finally:
+        with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as conn:
+            conn.execute("DROP SCHEMA odd CASCADE")
+
+
+async def test_an_object_whose_name_alone_does_not_fit_the_cap_is_refused(
+    demo_cluster: Cluster, unwieldy_name: str
+) -> None:
+    (fits,) = await answers(demo_cluster, {"schema": "odd", "detail": "names"})
+    assert [o["name"] for o in fits["objects"]] == [unwieldy_name]  # at the default cap
+    settings = sql_settings(demo_cluster.reader_dsn, sql_max_result_bytes=1_024)
+    with trio.fail_after(30):
+        async with open_session(settings=settings, builtins=True, test_tools=False) as h:
+            await h.initialize()
+            answer = (await h.request("tools/call", {"name": "sql_schema", "arguments": {"schema": "odd"}}))[
+                "result"
+            ]
+    assert answer["isError"] is True
+    document = json.loads(answer["content"][0]["text"])
+    assert document["type"] == "urn:mcp-suite:problem:result-too-large"
+    assert document["metadata"] == {"max_result_bytes": 1_024}

@@ -34,7 +34,7 @@ async def test_tools_list_binds_max_rows_to_the_settings(demo_cluster: Cluster) 
     assert (max_rows["maximum"], max_rows["minimum"], max_rows["default"]) == (120, 1, 50)
     sql = tool["inputSchema"]["properties"]["sql"]
     assert (sql["minLength"], sql["maxLength"]) == (1, 10_000)
-    assert set(tool["outputSchema"]["properties"]) == {"columns", "rows", "row_count", "truncated"}
+    assert set(tool["outputSchema"]["properties"]) == {"columns", "rows", "row_count", "truncated", "hint"}
 
 
 async def test_a_query_returns_columns_and_rows(demo_cluster: Cluster) -> None:

@@ -37,6 +37,11 @@ READ_CONSTANT: Final = 108_000
 LIST_PER_ENTRY: Final = 13_500
 LIST_CONSTANT: Final = 108_000
 METRICS_CONSTANT: Final = 2_000
+# The configured maximum of MCP_FS_LIST_MAX_BYTES, and the bound the byte cap gives a listing: the
+# cap counts the answer as sent, and the text block repeats it with each \ and " doubled.
+LIST_MAX_BYTES: Final = 16_777_216
+LIST_CAP_MULTIPLE: Final = 3
+LIST_CAP_CONSTANT: Final = 1_000
 
 # A name component of 255 bytes (NAME_MAX) of two-byte characters: 6 bytes each as sent, 7 more in
 # the text block, the most a byte of a name can cost once unnameable names are left out.
@@ -145,7 +150,8 @@ async def test_a_listing_at_the_configured_maximum_stays_within_its_bound_per_en
     tmp_path: Path, modern: bool
 ) -> None:
     _wide_tree(tmp_path, files=MAX_ENTRIES + 10, name=lambda index: f"{WIDE_NAME}{index:03x}")
-    settings = Settings(safe_data_dir=tmp_path, metrics_enabled=False)
+    # The byte cap at its maximum, so that the per-entry bound is what is measured.
+    settings = Settings(safe_data_dir=tmp_path, metrics_enabled=False, fs_list_max_bytes=LIST_MAX_BYTES)
     bound = LIST_PER_ENTRY * MAX_ENTRIES + LIST_CONSTANT
     arguments = {"max_entries": MAX_ENTRIES, "recursive": True, "max_depth": MAX_DEPTH}
     with trio.fail_after(60):
@@ -156,6 +162,29 @@ async def test_a_listing_at_the_configured_maximum_stays_within_its_bound_per_en
     result = json.loads(frame)["result"]["structuredContent"]
     assert len(result["entries"]) == MAX_ENTRIES
     assert result["truncated"] is True
+    assert len(frame) <= bound
+
+
+@pytest.mark.parametrize(
+    "character", ["\\", '"', "é", "a"], ids=["backslashes", "quotes", "two-byte", "ascii"]
+)
+async def test_a_listing_past_its_byte_cap_returns_the_entries_that_fit_within_three_times_the_cap(
+    tmp_path: Path, character: str
+) -> None:
+    cap = Settings().fs_list_max_bytes  # the default
+    for index in range(200):
+        (tmp_path / f"{index:03d}{character * (250 // len(character.encode()))}").write_bytes(b"")
+    settings = Settings(safe_data_dir=tmp_path, metrics_enabled=False)
+    bound = LIST_CAP_MULTIPLE * cap + LIST_CAP_CONSTANT
+    with trio.fail_after(30):
+        async with open_session(settings=settings, builtins=True, test_tools=False) as h:
+            await h.initialize()
+            frame = await _frame(h, "sandbox_fs_list", {"max_entries": MAX_ENTRIES}, modern=True)
+    _report("sandbox_fs_list", f"at-the-cap-{character!r}", len(frame), cap, bound)
+    result = json.loads(frame)["result"]["structuredContent"]
+    assert result["truncated"] is True
+    assert "bytes" in result["hint"]
+    assert 0 < len(result["entries"]) < 200
     assert len(frame) <= bound
 
 

@@ -41,7 +41,7 @@ def listing(
         relative_path=path, recursive=recursive, max_depth=max_depth, max_entries=max_entries
     )
     try:
-        result = list_sync(root, args, allow_hard_links=allow_hard_links)
+        result = list_sync(root, args, allow_hard_links=allow_hard_links, max_bytes=16_777_216)
     except ProblemError as exc:
         return checked_problem(exc, tree)
     text = result.model_dump_json()
@@ -241,7 +241,7 @@ def test_an_unexpected_os_error_propagates_and_leaves_no_descriptor(
     monkeypatch.setattr(os, "scandir", broken)
     before = len(os.listdir("/proc/self/fd"))
     with pytest.raises(OSError) as info:
-        list_sync(root_dir, SandboxFsListArgs(relative_path="sub"), allow_hard_links=False)
+        list_sync(root_dir, SandboxFsListArgs(relative_path="sub"), allow_hard_links=False, max_bytes=20_000)
     assert info.value.errno == errno.EIO
     assert len(os.listdir("/proc/self/fd")) == before
 

@@ -27,7 +27,8 @@ def test_defaults_match_the_spec() -> None:
     assert settings.metrics_enabled is True
     assert settings.sql_statement_timeout_ms == 5_000
     assert settings.sql_max_rows == 200
-    assert settings.sql_max_result_bytes == 200_000
+    assert settings.sql_max_result_bytes == 20_000
+    assert settings.fs_list_max_bytes == 20_000
     assert settings.fs_max_bytes == 1_048_576
     assert settings.max_concurrency == 16
     assert settings.queue_wait_s == 5

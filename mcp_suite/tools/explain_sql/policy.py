@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from mcp_suite.problems import InvalidArgumentsError, QueryViolationError
+from mcp_suite.problems import InvalidArgumentsError, QueryViolationError, ResultTooLargeError
 from mcp_suite.settings import MAX_JSON_DEPTH
 
 __all__ = [
     "OPAQUE_SCAN",
     "hidden_rows_refusal",
     "plan_document",
+    "plan_too_large",
     "relation_names",
     "summarise",
     "too_deep_refusal",
@@ -75,6 +76,20 @@ def too_deep_refusal() -> InvalidArgumentsError:
         "Ask for the plan of a simpler query (fewer nested subqueries), or of one part at a time.",
         invalid_params=("sql",),
         metadata={"max_depth": MAX_JSON_DEPTH},
+    )
+
+
+def plan_too_large(max_bytes: int) -> ResultTooLargeError:
+    """The refusal of a plan larger than the reply's byte cap. A plan is not cut: a node's cost
+    and rows include its children's, and the nodes left out would be the ones that explain them
+    (docs/tools/explain_sql.md, "Reply size")."""
+    return ResultTooLargeError(
+        f"The plan is larger than the reply's {max_bytes} bytes of JSON, and a plan cut short would"
+        " mislead, so it is not shown. Explain one part of the query at a time (a subquery, one"
+        " branch of a UNION, fewer partitions or tables), or shorten long literals, which a plan"
+        " repeats whole.",
+        invalid_params=("sql",),
+        metadata={"max_result_bytes": max_bytes},
     )
 
 

@@ -13,10 +13,12 @@ import logging
 from typing import TYPE_CHECKING, Any, Final
 
 from mcp_suite.lazy import Lazy
+from mcp_suite.problems import ResultTooLargeError
 from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.explain_sql.policy import (
     hidden_rows_refusal,
     plan_document,
+    plan_too_large,
     relation_names,
     summarise,
     too_deep_refusal,
@@ -116,8 +118,15 @@ def _explain(engine: SqlEngine, args: ExplainSqlArgs, ticket: CallTicket, *, gua
     a refused plan has run (as read_only_sql would run the same query) but none of its figures
     leave this function.
     """
+    from mcp_suite.tools.sql_engine.result import fits  # with the executor: off `initialize`
+
     analyze = args.analyze
-    result = engine.vet_and_run(args.sql, args.max_rows, ticket, explain="analyze" if analyze else "plan")
+    max_bytes = engine.settings.sql_max_result_bytes
+    try:
+        result = engine.vet_and_run(args.sql, args.max_rows, ticket, explain="analyze" if analyze else "plan")
+    except ResultTooLargeError:
+        # The plan passed the pipeline's byte limit while it arrived (several times the cap).
+        raise plan_too_large(max_bytes) from None
     output, too_deep = plan_document(output_of(result))
     if guard_hidden_rows:
         check_hidden_rows(engine, output, ticket, analyze=analyze)
@@ -125,4 +134,7 @@ def _explain(engine: SqlEngine, args: ExplainSqlArgs, ticket: CallTicket, *, gua
     # comes from statistics, so refusing a deep plan first would tell about hidden rows.
     if too_deep:
         raise too_deep_refusal()
+    # The size of a plan too follows the plan chosen: its refusal comes after the check as well.
+    if not fits(result.columns, result.rows_json, max_bytes):
+        raise plan_too_large(max_bytes)
     return output

@@ -20,6 +20,7 @@ __all__ = [
     "SqlColumn",
     "make_args_model",
     "result_json",
+    "truncation_hint",
 ]
 
 DEFAULT_MAX_ROWS: Final = 50
@@ -40,9 +41,13 @@ class ReadOnlySqlArgs(StrictModel):
     max_rows: Annotated[int, Field(ge=1, description="The most rows to return.")] = DEFAULT_MAX_ROWS
 
 
+def _empty(value: object) -> bool:
+    return value == ""
+
+
 class SqlColumn(StrictModel):
-    name: Annotated[str, Field(description="Column name as PostgreSQL reports it")]
-    type: Annotated[str, Field(description="PostgreSQL type name, e.g. integer, text, jsonb")]
+    name: str
+    type: Annotated[str, Field(description="PostgreSQL type, e.g. integer, text, jsonb")]
 
 
 class ReadOnlySqlResult(StrictModel):
@@ -50,13 +55,14 @@ class ReadOnlySqlResult(StrictModel):
     rows: Annotated[
         list[list[JsonValue]],
         Field(
-            description="Rows as arrays of JSON values in column order: numbers stay numbers "
+            description="Arrays of JSON values in column order: numbers stay numbers "
             "(numeric and non-finite floats are strings), times ISO 8601, bytea \\x hex, json "
             "as JSON, arrays as arrays, other types their PostgreSQL text, NULL null."
         ),
     ]
-    row_count: Annotated[int, Field(ge=0, description="Number of rows returned")]
-    truncated: Annotated[bool, Field(description="True when more rows existed than returned")]
+    row_count: Annotated[int, Field(ge=0, description="Rows returned")]
+    truncated: Annotated[bool, Field(description="More rows existed than returned (hint: next step)")]
+    hint: Annotated[str, Field(exclude_if=_empty)] = ""  # only when truncated
 
 
 def make_args_model(
@@ -84,12 +90,36 @@ def make_args_model(
     return model
 
 
+def truncation_hint(row_count: int, *, cut_at_bytes: bool, max_rows_limit: int, max_bytes: int) -> str:
+    """The next step for a truncated result: how to get the rows that were left out."""
+    more = f"continue after the last row: ORDER BY a key, WHERE key > its last value (or OFFSET {row_count})"
+    if cut_at_bytes:
+        return (
+            f"The next row did not fit in the reply's {max_bytes} bytes. To read on, {more};"
+            " select fewer or shorter columns (left(col, 200)) for more rows per call."
+        )
+    return f"More rows exist. Raise max_rows (at most {max_rows_limit}), or {more}."
+
+
 def result_json(
-    columns: list[tuple[str, str]], rows_json: bytes, *, row_count: int, truncated: bool
+    columns: list[tuple[str, str]],
+    rows_json: bytes,
+    *,
+    row_count: int,
+    truncated: bool,
+    hint: str | None = None,
 ) -> bytes:
     """A `ReadOnlySqlResult` as compact, ASCII-only JSON, around rows the executor has already
     converted and written (`rows_json`); no model is built and nothing is validated again
-    (tests/pg/test_sql_result.py proves the bytes against the outputSchema)."""
+    (tests/pg/test_sql_result.py proves the bytes against the outputSchema). `hint` only when
+    `truncated`."""
     names = compact_json([{"name": name, "type": type_} for name, type_ in columns]).encode("ascii")
     flag = b"true" if truncated else b"false"
-    return b'{"columns":%s,"rows":%s,"row_count":%d,"truncated":%s}' % (names, rows_json, row_count, flag)
+    tail = b',"hint":%s' % compact_json(hint).encode("ascii") if hint is not None else b""
+    return b'{"columns":%s,"rows":%s,"row_count":%d,"truncated":%s%s}' % (
+        names,
+        rows_json,
+        row_count,
+        flag,
+        tail,
+    )

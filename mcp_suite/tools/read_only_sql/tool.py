@@ -43,7 +43,8 @@ DESCRIPTION = (
     "Run ONE read-only SQL query (SELECT, VALUES, UNION/INTERSECT/EXCEPT; PostgreSQL dialect) and "
     "get its columns and rows as JSON. Find tables and columns with sql_schema first. Writes, "
     "DDL, several statements, bind parameters and functions with side effects are refused. At "
-    "most `max_rows` rows are returned (`truncated` says more existed); size and time are capped."
+    "most `max_rows` rows that fit a size cap are returned (`truncated`, `hint`: what is left "
+    "out); time is capped."
 )
 
 
@@ -95,11 +96,21 @@ def spec(engine: SqlEngine) -> ToolSpec:
             raise
         finally:
             log_statement(tool=TOOL_NAME, sql=args.sql, outcome=outcome, started=started, rows=rows)
-        from mcp_suite.tools.read_only_sql.models import result_json  # loaded with the models
+        from mcp_suite.tools.read_only_sql.models import result_json, truncation_hint  # with the models
 
         columns = [(c.name, c.type) for c in result.columns]
+        row_count = len(result.rows)
+        hint = None
+        if result.truncated:
+            settings = engine.settings
+            hint = truncation_hint(
+                row_count,
+                cut_at_bytes=result.cut_at_bytes,
+                max_rows_limit=settings.sql_max_rows,
+                max_bytes=settings.sql_max_result_bytes,
+            )
         return EncodedResult(
-            result_json(columns, result.rows_json, row_count=len(result.rows), truncated=result.truncated)
+            result_json(columns, result.rows_json, row_count=row_count, truncated=result.truncated, hint=hint)
         )
 
     def models() -> tuple[type[ReadOnlySqlArgs], type[ReadOnlySqlResult]]:

@@ -17,6 +17,10 @@ MAX_DEPTH: Final = 8
 DEFAULT_DEPTH: Final = 3
 
 
+def _empty(value: object) -> bool:
+    return value == ""
+
+
 class SandboxFsListArgs(StrictModel):
     """Which directory of the sandbox folder to list, and how much of it."""
 
@@ -45,6 +49,7 @@ class FsEntry(StrictModel):
 class SandboxFsListResult(StrictModel):
     """The entries of one directory of the sandbox folder."""
 
-    path: str = Field(description="The relative path as the caller gave it.")
+    path: str = Field(description="relative_path as given.")
     entries: list[FsEntry]
-    truncated: bool = Field(description="True when more entries existed than were returned.")
+    truncated: bool = Field(description="More entries existed than returned (hint: next step)")
+    hint: Annotated[str, Field(exclude_if=_empty)] = ""  # only when truncated

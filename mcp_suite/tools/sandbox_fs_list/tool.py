@@ -7,31 +7,55 @@ refusal is a `Refusal` of that tool's policy, so nothing about anything outside 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from mcp_suite.lazy import Lazy
+from mcp_suite.problems import ResultTooLargeError
+from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.tools.sandbox_fs_read import fdwalk
 from mcp_suite.tools.sandbox_fs_read.policy import RefusedError, display_path, split_directory_path
 
 if TYPE_CHECKING:
     from mcp_suite.tools.sandbox_fs_list.models import FsEntry, SandboxFsListArgs, SandboxFsListResult
 
-__all__ = ["DESCRIPTION", "TITLE", "TOOL_NAME", "list_sync", "models"]
+__all__ = [
+    "DESCRIPTION",
+    "HINT_BYTES",
+    "TITLE",
+    "TOOL_NAME",
+    "fit_entries",
+    "list_sync",
+    "listing_hint",
+    "models",
+]
+
+# The answer's own members around the entries and the path:
+# {"path":...,"entries":[],"truncated":false}, with room to spare.
+_ENVELOPE_BYTES: Final = 64
+# Room the cap keeps for a truncated listing's hint (`listing_hint` as JSON, at most this long:
+# tests/unit/test_fs_list_size.py).
+HINT_BYTES: Final = 220
 
 TOOL_NAME: Final = "sandbox_fs_list"
 TITLE: Final = "List a folder of the sandbox"
 DESCRIPTION: Final = (
     "List one directory below the sandbox folder: each entry's name, kind (file, directory, "
     "symlink, other) and size. Use it first to find the files to read with sandbox_fs_read. "
-    "`recursive` goes down `max_depth` levels; `truncated` says more entries existed. Links are "
+    "`recursive` goes down `max_depth` levels; `truncated`, `hint`: what is left out. Links are "
     "shown, not followed."
 )
 
 
 def list_sync(
-    root: fdwalk.RootDir, args: SandboxFsListArgs, *, allow_hard_links: bool
+    root: fdwalk.RootDir, args: SandboxFsListArgs, *, allow_hard_links: bool, max_bytes: int
 ) -> SandboxFsListResult:
-    """The whole call, blocking (run it in a worker thread). Raises a `ProblemError` on refusal."""
+    """The whole call, blocking (run it in a worker thread). Raises a `ProblemError` on refusal.
+
+    Limits: the entries returned are those whose JSON, with the rest of the answer, fits in
+    `max_bytes` (`MCP_FS_LIST_MAX_BYTES`), counted as the wire writes it; the listing itself reads
+    at most `max_entries + 1` names, so nothing larger than that is ever built.
+    """
     try:
         parts = split_directory_path(args.relative_path)
         listing = fdwalk.list_directory(
@@ -43,12 +67,66 @@ def list_sync(
         )
     except RefusedError as exc:
         raise exc.refusal.problem(display_path(args.relative_path)) from None
+    more = listing.truncated
+    entries, cut = fit_entries(listing.entries, args.relative_path, max_bytes=max_bytes, more=more)
     result, entry = _RESULT_MODELS.get()
+    truncated = more or cut
+    hint = ""
+    if truncated:
+        from mcp_suite.tools.sandbox_fs_list.models import MAX_ENTRIES  # loaded with the result models
+
+        hint = listing_hint(cut_at_bytes=cut, max_bytes=max_bytes, max_entries_limit=MAX_ENTRIES)
     return result.model_construct(
         path=args.relative_path,
-        entries=[entry.model_construct(name=e.name, kind=e.kind, size=e.size) for e in listing.entries],
-        truncated=listing.truncated,
+        entries=[entry.model_construct(name=e.name, kind=e.kind, size=e.size) for e in entries],
+        truncated=truncated,
+        hint=hint,
     )
+
+
+def listing_hint(*, cut_at_bytes: bool, max_bytes: int, max_entries_limit: int) -> str:
+    """The next step for a truncated listing (ASCII, no quotes: at most `HINT_BYTES` as JSON)."""
+    rest = "list a subdirectory (relative_path) or fewer levels (max_depth) for the rest"
+    if cut_at_bytes:
+        return (
+            f"The next entry did not fit in the reply's {max_bytes} bytes. Entries come breadth"
+            f" first: {rest}."
+        )
+    return f"More entries exist. Raise max_entries (at most {max_entries_limit}), or {rest}."
+
+
+def fit_entries(
+    entries: Sequence[fdwalk.DirEntry], path: str, *, max_bytes: int, more: bool
+) -> tuple[Sequence[fdwalk.DirEntry], bool]:
+    """The first `entries` whose JSON fits in `max_bytes` with the rest of the answer (`path`, the
+    envelope and, when entries are left out, the hint), and whether the cap left some out.
+
+    Raises `ResultTooLargeError` when the answer cannot hold even the first entry (or, for an empty
+    directory, the path alone).
+    """
+    budget = max_bytes - len(compact_json(path)) - _ENVELOPE_BYTES
+    used = 0
+    count = 0
+    for entry in entries:
+        size = len(compact_json({"name": entry.name, "kind": entry.kind, "size": entry.size})) + 1
+        if used + size > budget:
+            break
+        used += size
+        count += 1
+    cut = count < len(entries)
+    if cut or more:
+        while count and used > budget - HINT_BYTES:  # a truncated answer carries its hint
+            count -= 1
+            entry = entries[count]
+            used -= len(compact_json({"name": entry.name, "kind": entry.kind, "size": entry.size})) + 1
+            cut = True
+    if budget < 0 or (count == 0 and (cut or more)):
+        raise ResultTooLargeError(
+            f"An entry (or the path) is larger than the reply's {max_bytes} bytes of JSON. List a"
+            " directory further down, or ask the operator to raise MCP_FS_LIST_MAX_BYTES.",
+            metadata={"max_result_bytes": max_bytes},
+        )
+    return entries[:count], cut
 
 
 def models() -> tuple[type[SandboxFsListArgs], type[SandboxFsListResult]]:

@@ -108,7 +108,9 @@ def open_sandbox_fs_read(settings: Settings) -> Iterator[Toolset | None]:
         )
 
         def list_dir(args: SandboxFsListArgs) -> SandboxFsListResult:
-            return fs_list.list_sync(root, args, allow_hard_links=allow_hard_links)
+            return fs_list.list_sync(
+                root, args, allow_hard_links=allow_hard_links, max_bytes=settings.fs_list_max_bytes
+            )
 
         # Listings have their own threads: a large directory does not hold up the reads.
         lister = stack.enter_context(

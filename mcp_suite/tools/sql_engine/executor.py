@@ -35,7 +35,15 @@ from mcp_suite.tools.sql_engine.convert import register_loaders
 from mcp_suite.tools.sql_engine.definers import DefinerGuard
 from mcp_suite.tools.sql_engine.naming import APPLICATION_NAME
 from mcp_suite.tools.sql_engine.pipeline import run_pipeline
-from mcp_suite.tools.sql_engine.result import Column, QueryResult, description, json_rows, load_rows
+from mcp_suite.tools.sql_engine.result import (
+    Column,
+    QueryResult,
+    description,
+    json_rows,
+    load_rows,
+    plan_json,
+    too_large,
+)
 from mcp_suite.tools.sql_engine.role_audit.audit import audit_with_settings
 from mcp_suite.tools.sql_engine.role_audit.connect import connect_timeout
 from mcp_suite.tools.sql_engine.role_audit.finding import refusals
@@ -418,18 +426,26 @@ class Executor:
         commands.extend(_reset_statements())
         try:
             # One pipeline, one Sync, one round trip. Every statement uses the extended protocol,
-            # so PostgreSQL itself accepts exactly one statement in DECLARE ... FOR <query>.
-            results = run_pipeline(
+            # so PostgreSQL itself accepts exactly one statement in DECLARE ... FOR <query>. The
+            # FETCH's rows come one by one, so those that arrived before the byte limit are kept.
+            piped = run_pipeline(
                 conn,
                 commands,
                 max_bytes=self._max_bytes,
                 timeout_s=self._exchange_timeout_s,
+                stream=_FETCH if explain is None else None,
             )
             self._counted()
+            results = piped.results
             failed = next((r for r in results if r.status == _FATAL_ERROR), None)
             if failed is not None:
                 raise psycopg.errors.error_from_result(failed, encoding=conn.info.encoding)
-            names_and_oids = description(conn, results[_FETCH])
+            row_results = [*piped.rows, *results[_FETCH : _FETCH + 1]]
+            if not any(r.ntuples for r in row_results):
+                if piped.cut:  # not even the first row arrived whole within the limit
+                    raise too_large(self._max_bytes)
+                row_results = results[_FETCH : _FETCH + 1]  # no rows: the columns still count
+            names_and_oids = description(conn, row_results[0])
         except psycopg.Error as exc:
             self._fail(conn, exc, ticket)
         finally:
@@ -437,14 +453,28 @@ class Executor:
         if ticket.cancelled:
             # A cancel may have raced the end of the pipeline: make sure the reset really ran.
             self._restore(conn)
+        # After a cut the connection is closed: a type name not cached yet reads "oid <n>".
         columns = tuple(Column(name=name, type=self._types.name(conn, oid)) for name, oid in names_and_oids)
         oids = [oid for _, oid in names_and_oids]
         self._types.install_array_loaders(conn, oids)
-        rows = load_rows(conn, results[_FETCH])
-        values, data = json_rows(
-            rows[:max_rows], columns, oids, encoding=conn.info.encoding, max_bytes=self._max_bytes
+        rows = load_rows(conn, row_results)
+        if explain is not None:
+            # One row, the plan: the tool checks its size (after the hidden-rows check).
+            values = [list(row) for row in rows]
+            return QueryResult(columns=columns, rows=values, truncated=False, rows_json=plan_json(values))
+        more = piped.cut or sum(r.ntuples for r in row_results) > max_rows
+        values, data, cut = json_rows(
+            rows,
+            columns,
+            oids,
+            encoding=conn.info.encoding,
+            max_bytes=self._max_bytes,
+            max_rows=max_rows,
+            more=more,
         )
-        return QueryResult(columns=columns, rows=values, truncated=len(rows) > max_rows, rows_json=data)
+        return QueryResult(
+            columns=columns, rows=values, truncated=more or cut, rows_json=data, cut_at_bytes=cut or piped.cut
+        )
 
     def _fail(self, conn: psycopg.Connection[Any], exc: psycopg.Error, ticket: CallTicket) -> NoReturn:
         """After a failed statement: clean the connection, then raise the error again

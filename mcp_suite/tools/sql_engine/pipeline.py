@@ -12,7 +12,8 @@ import select
 import struct
 import termios
 import time
-from typing import Any, Final
+from dataclasses import dataclass, field
+from typing import Any, Final, NoReturn
 
 import psycopg
 from psycopg import pq
@@ -20,9 +21,15 @@ from psycopg.pq.abc import PGresult
 
 from mcp_suite.tools.sql_engine.result import too_large
 
-__all__ = ["run_pipeline"]
+__all__ = ["PipelineResults", "run_pipeline"]
 
 _PIPELINE_SYNC: Final = pq.ExecStatus.PIPELINE_SYNC
+_SINGLE_TUPLE: Final = pq.ExecStatus.SINGLE_TUPLE
+_TUPLES_CHUNK: Final = pq.ExecStatus.TUPLES_CHUNK
+# The streamed command's rows come in results of this many (libpq's chunked mode; the last may
+# hold fewer). Single rows doubled the CPU of a 100-row round trip; chunks of 8 cost about what one
+# result does (docs/performance.md, the mechanisms table).
+CHUNK_ROWS: Final = 8
 _FATAL_ERROR: Final = pq.ExecStatus.FATAL_ERROR
 _SQLSTATE: Final = pq.DiagnosticField.SQLSTATE
 # Bytes read from the socket for one call before it is refused. libpq hands over a result only
@@ -30,6 +37,10 @@ _SQLSTATE: Final = pq.DiagnosticField.SQLSTATE
 # most about 2.5 times its JSON (4-byte length words on tiny values); the slack covers the replies
 # of the transaction statements and the row description.
 _WIRE_FACTOR: Final = 4
+# With a streamed command, room for one whole chunk of rows that each fit the cap (a chunk is
+# handed over only once all its rows have arrived): `CHUNK_ROWS` times 2.5. Past it, some row of
+# the chunk being read is larger than the cap, so the rows kept so far are the answer.
+_STREAM_WIRE_FACTOR: Final = CHUNK_ROWS * 5 // 2
 _WIRE_SLACK: Final = 64 << 10
 
 
@@ -48,13 +59,6 @@ def _wait_socket(conn: psycopg.Connection[Any], deadline: float, *, write: bool)
     poller.poll(remaining * 1000)
 
 
-def _within(size: int, limit: int, max_bytes: int) -> int:
-    """`size`, or `result-too-large` (for a cap of `max_bytes`) once it passes `limit` bytes."""
-    if size > limit:
-        raise too_large(max_bytes)
-    return size
-
-
 def _consume(conn: psycopg.Connection[Any], results: list[PGresult]) -> None:
     """Read what arrived; when the server closed the connection, raise its own word about why.
 
@@ -71,27 +75,64 @@ def _consume(conn: psycopg.Connection[Any], results: list[PGresult]) -> None:
         raise
 
 
+@dataclass(frozen=True, slots=True)
+class PipelineResults:
+    """What one pipeline brought back.
+
+    `results`: one per command, in order (fewer when `cut`: those that completed). `rows`: the
+    streamed command's rows, in results of up to `CHUNK_ROWS` rows as they arrived, when a command
+    was streamed. `cut`: the byte limit was passed while the streamed command's rows arrived; the
+    connection was closed there (the query died with it), and `rows` holds the chunks that had
+    arrived whole.
+    """
+
+    results: list[PGresult]
+    rows: list[PGresult] = field(default_factory=list)
+    cut: bool = False
+
+
+def _refuse(max_bytes: int) -> NoReturn:
+    raise too_large(max_bytes)
+
+
+def _chunked_rows(pg: Any) -> bool:
+    """Chunked-rows mode for the query whose results come next (libpq takes it only between two
+    queries' results, before the first of them is read); False when libpq refuses it, or is older
+    than 17 (the rows then come as one result, under the same byte limit)."""
+    try:
+        pg.set_chunked_rows_mode(CHUNK_ROWS)
+    except (psycopg.OperationalError, psycopg.NotSupportedError):
+        return False
+    return True
+
+
 def run_pipeline(
     conn: psycopg.Connection[Any],
     commands: list[bytes],
     *,
     max_bytes: int,
     timeout_s: float,
-) -> list[PGresult]:
+    stream: int | None = None,
+) -> PipelineResults:
     """Send `commands` in one pipeline with one Sync; return one result per command.
 
+    `stream`: the index of the command whose rows are read in chunks of `CHUNK_ROWS` (libpq's
+    chunked-rows mode), so that the chunks that arrived before the byte limit is passed are kept.
     Limits: the whole exchange takes at most `timeout_s`; once the bytes libpq took off the socket
-    pass `_WIRE_FACTOR` times `max_bytes` (plus slack), the connection is closed (the query dies
-    with it) and the call gets `result-too-large`, so a result never holds more than that in
+    pass `_WIRE_FACTOR` times `max_bytes` (`_STREAM_WIRE_FACTOR` with a streamed command), plus
+    slack, the connection is closed (the query dies with it): while the streamed command's rows
+    arrive, the answer is the chunks that arrived whole (`cut`); otherwise the call gets
+    `result-too-large`. So a result never holds more than that in
     memory while it arrives (plus what one read of libpq takes). The count is a lower bound (bytes
     that arrive during a read and are taken by it are not seen), so one value of hundreds of MB,
     which libpq reads whole, is stopped late.
     """
     pg = conn.pgconn
     deadline = time.monotonic() + timeout_s
-    wire_limit = _WIRE_FACTOR * max_bytes + _WIRE_SLACK
+    wire_limit = (_WIRE_FACTOR if stream is None else _STREAM_WIRE_FACTOR) * max_bytes + _WIRE_SLACK
     received = 0
     results: list[PGresult] = []
+    rows: list[PGresult] = []
     with conn.lock:
         pg.enter_pipeline_mode()
         try:
@@ -100,6 +141,7 @@ def run_pipeline(
             pg.pipeline_sync()
             while pg.flush():
                 _wait_socket(conn, deadline, write=True)
+            streaming = stream == 0 and _chunked_rows(pg)
             while True:
                 while pg.is_busy():
                     _wait_socket(conn, deadline, write=False)
@@ -109,12 +151,22 @@ def run_pipeline(
                     waiting = _pending_bytes(pg.socket)
                     _consume(conn, results)
                     taken = waiting - _pending_bytes(pg.socket)
-                    received = _within(received + max(taken, 0), wire_limit, max_bytes)
+                    received += max(taken, 0)
+                    if received > wire_limit:
+                        if not (streaming and len(results) == stream):  # not amid the streamed rows
+                            _refuse(max_bytes)
+                        conn.close()  # the query dies with it; the rows kept are the answer
+                        return PipelineResults(results, rows, cut=True)
                 result = pg.get_result()
                 if result is None:  # the end of one command's results
+                    if stream is not None and len(results) == stream and not streaming:
+                        streaming = _chunked_rows(pg)
                     continue
                 if result.status == _PIPELINE_SYNC:
                     break
+                if result.status in (_TUPLES_CHUNK, _SINGLE_TUPLE):
+                    rows.append(result)
+                    continue
                 results.append(result)
             pg.exit_pipeline_mode()
         except BaseException:
@@ -123,4 +175,4 @@ def run_pipeline(
     if len(results) != len(commands):  # pragma: no cover  # libpq returns one per command
         conn.close()
         raise psycopg.OperationalError("unexpected pipeline results")
-    return results
+    return PipelineResults(results, rows)

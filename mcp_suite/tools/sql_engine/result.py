@@ -1,14 +1,16 @@
 """A query result's shape: its columns (name, type name), its rows as JSON values, the byte cap.
 
 The rows arrive as libpq results held in memory (`pipeline.run_pipeline`); here they become Python
-values through the connection's loaders (convert.py), then JSON-ready rows whose compact JSON must
-fit the result byte cap. No I/O.
+values through the connection's loaders (convert.py), then JSON-ready rows, one at a time, as many
+as fit the result byte cap (the rest are left out, with a hint saying how to read on). No I/O.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import islice
+from typing import Any, Final
 
 import psycopg
 import pydantic_core
@@ -19,7 +21,17 @@ from mcp_suite.problems import ResultTooLargeError
 from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.tools.sql_engine.convert import JSON_READY_OIDS, to_json_value
 
-__all__ = ["Column", "QueryResult", "description", "json_rows", "load_rows", "too_large"]
+__all__ = [
+    "HINT_BYTES",
+    "Column",
+    "QueryResult",
+    "description",
+    "fits",
+    "json_rows",
+    "load_rows",
+    "plan_json",
+    "too_large",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,15 +44,24 @@ class Column:
 class QueryResult:
     columns: tuple[Column, ...]
     rows: list[list[Any]]
-    truncated: bool
+    truncated: bool  # more rows existed than were returned
     rows_json: bytes  # `rows` as compact, ASCII-only JSON: written once, for the byte cap
+    # The rows stop where the next one would have passed the byte cap (not at `max_rows`).
+    cut_at_bytes: bool = False
+
+
+# Rows converted and written together by `json_rows` (the pipeline's chunk of rows).
+_BATCH: Final = 8
+
+# Room the byte cap keeps for a truncated result's hint (`read_only_sql.models.truncation_hint`,
+# ASCII, at most this long with the largest figures: tests/unit/test_sql_truncation_hint.py).
+HINT_BYTES: Final = 320
 
 
 def too_large(max_bytes: int) -> ResultTooLargeError:
     return ResultTooLargeError(
-        f"The result is larger than {max_bytes} bytes of JSON. Select fewer or"
-        " shorter values: fewer columns, a smaller max_rows, left(col, 200) for long"
-        " text, or an aggregate.",
+        f"A row is larger than the reply's {max_bytes} bytes of JSON. Select fewer or"
+        " shorter values: fewer columns, left(col, 200) for long text, or an aggregate.",
         metadata={"max_result_bytes": max_bytes},
     )
 
@@ -53,41 +74,113 @@ def description(conn: psycopg.Connection[Any], result: PGresult) -> list[tuple[s
     ]
 
 
-def load_rows(conn: psycopg.Connection[Any], result: PGresult) -> list[tuple[Any, ...]]:
-    """The fetched rows as Python values, through the connection's loaders (no I/O)."""
+def load_rows(conn: psycopg.Connection[Any], results: Sequence[PGresult]) -> Iterator[tuple[Any, ...]]:
+    """The rows of `results` (in order: one result per row when they were streamed) as Python
+    values, through the connection's loaders (no I/O), each loaded only when it is asked for."""
     transformer = Transformer(conn)
-    transformer.set_pgresult(result)
-    return transformer.load_rows(0, result.ntuples, tuple)
+    first = True
+    for result in results:
+        if not result.ntuples:
+            continue
+        transformer.set_pgresult(result, set_loaders=first)  # every result has the same columns
+        first = False
+        yield from transformer.load_rows(0, result.ntuples, tuple)
 
 
 def json_rows(
-    rows: list[tuple[Any, ...]],
+    rows: Iterable[tuple[Any, ...]],
     columns: tuple[Column, ...],
     oids: list[int],
     *,
     encoding: str,
     max_bytes: int,
-) -> tuple[list[list[Any]], bytes]:
-    """JSON-ready rows (`oids`: each column's type; `encoding`: the connection's) and their
-    compact, ASCII-only JSON, or ResultTooLargeError past the byte cap.
+    max_rows: int,
+    more: bool,
+) -> tuple[list[list[Any]], bytes, bool]:
+    """At most `max_rows` JSON-ready rows of `rows` (`oids`: each column's type; `encoding`: the
+    connection's), their compact, ASCII-only JSON, and whether the byte cap cut them short.
 
+    The rows stop before the first one that would take the answer past `max_bytes`
+    (`MCP_SQL_MAX_RESULT_BYTES`: the column list, the rows, 64 bytes for the result's members and,
+    when rows are left out (`more`: more rows than `max_rows` exist, or the cap cut them),
+    `HINT_BYTES` for the hint). Raises `ResultTooLargeError` when not even the first row fits.
     Only the columns of a type outside `JSON_READY_OIDS` go through `to_json_value`.
-    Limits: at most `max_rows` rows arrive here, already in memory, and their wire form was at
-    most four times the cap (the pipeline counted it while they arrived), so the one exact
-    serialisation below stays within a few times the cap. Their JSON plus the column list must fit
-    `max_bytes` (`MCP_SQL_MAX_RESULT_BYTES`).
+    Limits: rows are taken, converted and written `_BATCH` at a time (one serialiser call per batch:
+    per row would cost twice the CPU, bench_stages), row by row only in the batch the cap cuts, and
+    none after it: no more than the cap plus one batch is ever written.
     """
-    out = [list(row) for row in rows]
     # On a SQL_ASCII database psycopg loads text as bytes: every column is converted there.
     ready = JSON_READY_OIDS if encoding != "ascii" else frozenset()
-    for index, oid in enumerate(oids):
-        if oid not in ready:
-            for row in out:
-                row[index] = to_json_value(row[index])
-    data = _wire_json(out)
-    if len(_wire_json([{"name": c.name, "type": c.type} for c in columns])) + len(data) + 64 > max_bytes:
+    convert = [index for index, oid in enumerate(oids) if oid not in ready]
+    budget = max_bytes - 64 - len(_wire_json([{"name": c.name, "type": c.type} for c in columns]))
+    if more:
+        budget -= HINT_BYTES  # rows are left out whatever the cap does: the hint is sure to come
+    out: list[list[Any]] = []
+    parts: list[bytes] = []  # the JSON of a batch of rows (without its brackets), or of one row
+    counts: list[int] = []  # the rows in each part
+    used = 2  # the brackets
+    cut = False
+    source = iter(rows)
+    while not cut and len(out) < max_rows:
+        batch = [list(row) for row in islice(source, min(_BATCH, max_rows - len(out)))]
+        if not batch:
+            break
+        for values in batch:
+            for index in convert:
+                values[index] = to_json_value(values[index])
+        data = _wire_json(batch)[1:-1]
+        size = len(data) + (1 if parts else 0)
+        if used + size <= budget:
+            out.extend(batch)
+            parts.append(data)
+            counts.append(len(batch))
+            used += size
+            continue
+        cut = True  # some row of this batch does not fit: take those before it
+        for values in batch:
+            data = _wire_json(values)
+            size = len(data) + (1 if parts else 0)
+            if used + size > budget:
+                break
+            out.append(values)
+            parts.append(data)
+            counts.append(1)
+            used += size
+    if cut and not more:
+        # A truncated answer carries its hint: the last rows give up the room it takes.
+        used = _shrink(out, parts, counts, used, budget - HINT_BYTES)
+    if not out and (cut or more):
         raise too_large(max_bytes)
-    return out, data
+    return out, b"[" + b",".join(parts) + b"]", cut
+
+
+def _shrink(out: list[list[Any]], parts: list[bytes], counts: list[int], used: int, limit: int) -> int:
+    """Drop rows from the end of `out` (and their JSON from `parts`) until `used` is within `limit`;
+    the new `used`. A batch is split into single rows first (its size is theirs and the commas)."""
+    while parts and used > limit:
+        count = counts[-1]
+        if count > 1:
+            parts.pop()
+            counts.pop()
+            parts.extend(_wire_json(values) for values in out[-count:])
+            counts.extend([1] * count)
+            continue
+        used -= len(parts.pop()) + (1 if parts else 0)
+        counts.pop()
+        out.pop()
+    return used
+
+
+def plan_json(rows: list[list[Any]]) -> bytes:
+    """`explain_sql`'s one row (the plan) as the wire writes it, uncapped: the pipeline's byte limit
+    bounds it; the tool checks it against the cap (`fits`) once the hidden-rows check is done."""
+    return _wire_json(rows)
+
+
+def fits(columns: tuple[Column, ...], rows_json: bytes, max_bytes: int) -> bool:
+    """Whether rows written as `rows_json` fit the byte cap as `json_rows` counts it."""
+    names = _wire_json([{"name": c.name, "type": c.type} for c in columns])
+    return len(names) + len(rows_json) + 64 <= max_bytes
 
 
 def _wire_json(value: Any) -> bytes:

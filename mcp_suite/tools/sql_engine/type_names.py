@@ -66,6 +66,8 @@ class TypeNames:
         name = self._names.get(oid)
         if name is not None:
             return name
+        if conn.closed:  # a result cut at the byte limit closed its connection: no lookup
+            return f"oid {oid}"
         with self._lock:
             if oid not in self._names:
                 self._lookups += 1

@@ -129,7 +129,7 @@ lock:
 # The MCP bundle (docs/operations/bundle.md): packed and validated by the official MCPB CLI (npm),
 # for this machine's platform and Python; MCPB_URL is where it will be downloaded from (server.json).
 mcpb: $(STAMP)
-	$(BIN)/python -m mcpb.build --url '$(MCPB_URL)' --registry-name '$(MCP_REGISTRY_NAME)'
+	$(BIN)/python -m mcpb.build --url '$(MCPB_URL)' --registry-name '$(REGISTRY_NAME)'
 
 run-container:
 	@containers/run.sh

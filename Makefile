@@ -24,7 +24,7 @@ endif
 # Sub-makes never print "Entering directory" either (read above: MAKEFLAGS as make was invoked).
 MAKEFLAGS += --no-print-directory
 
-.PHONY: help venv run demo test lint types pytest bench lock run-container smoke clean system-packages mutate mutate-sample
+.PHONY: help venv run demo test lint types pytest bench lock run-container smoke clean system-packages mutate mutate-sample mcpb
 
 help:
 	@echo "make run            serve MCP on stdio (demo PostgreSQL + examples folder + metrics);"
@@ -42,6 +42,7 @@ help:
 	@echo "make lock           re-lock requirements/*.txt (name, version, hash)"
 	@echo "make run-container  build the hardened image if needed and serve it on stdio"
 	@echo "make smoke          build the image and prove its profile (podman; ENGINE=docker for Docker)"
+	@echo "make mcpb           the MCP bundle for Claude Desktop and the registry's server.json, in dist/"
 	@echo "make clean          remove the demo database, .venv and the tool caches"
 	@echo "make help           this list"
 
@@ -82,8 +83,8 @@ demo: $(STAMP)
 	@$(BIN)/python -m mcp_suite.devdb demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check mcp_suite tests bench
-	$(BIN)/ruff format --check mcp_suite tests bench
+	$(BIN)/ruff check mcp_suite tests bench mcpb
+	$(BIN)/ruff format --check mcp_suite tests bench mcpb
 	$(BIN)/flake8 --select=ASYNC mcp_suite
 	$(BIN)/lint-imports
 	$(BIN)/pre-commit validate-config .pre-commit-config.yaml
@@ -130,6 +131,11 @@ lock:
 	cd requirements && $(CURDIR)/$(BIN)/pip-compile -q --generate-hashes --no-emit-index-url --no-emit-find-links --allow-unsafe --strip-extras --no-header -o runtime.txt runtime.in
 	cd requirements && $(CURDIR)/$(BIN)/pip-compile -q --generate-hashes --no-emit-index-url --no-emit-find-links --allow-unsafe --strip-extras --no-header -o demo.txt demo.in
 	cd requirements && $(CURDIR)/$(BIN)/pip-compile -q --generate-hashes --no-emit-index-url --no-emit-find-links --allow-unsafe --strip-extras --no-header -o dev.txt dev.in
+
+# The MCP bundle (docs/operations/bundle.md): packed and validated by the official MCPB CLI (npm),
+# for this machine's platform and Python; MCPB_URL is where it will be downloaded from (server.json).
+mcpb: $(STAMP)
+	$(BIN)/python -m mcpb.build --url '$(MCPB_URL)' --registry-name '$(REGISTRY_NAME)'
 
 run-container:
 	@containers/run.sh

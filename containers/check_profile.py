@@ -27,6 +27,11 @@ DIGEST_PINNED = re.compile(r"^[^\s@]+@sha256:[0-9a-f]{64}$")
 UID_GID = "10001:10001"
 TMPFS_PATH = "/tmp"  # noqa: S108  # the container's tmpfs mount point, not a file we create
 TMPFS_OPTIONS = {"rw", "noexec", "nosuid", "size=16m"}
+# Explicit resource limits: without them podman (as root) asks the runtime for 1048576 open files and
+# processes, which a host with lower limits of its own refuses (exit 126). Lower ones always work.
+ULIMITS = {"nofile": 1024, "nproc": 1024}
+ULIMIT_NOFILE = f"nofile={ULIMITS['nofile']}:{ULIMITS['nofile']}"
+ULIMIT_NPROC = f"nproc={ULIMITS['nproc']}:{ULIMITS['nproc']}"
 
 
 @dataclass
@@ -349,6 +354,10 @@ def check_compose(text: str, report: Report) -> None:
     report.check(get("user") == UID_GID, f"compose.yaml: user {UID_GID}")
     report.check(get("stop_signal") == "SIGTERM", "compose.yaml: stop_signal: SIGTERM")
     report.check(get("stdin_open") is True and not get("tty"), "compose.yaml: stdin open, no TTY (stdio)")
+    report.check(
+        get("ulimits") == {name: {"soft": n, "hard": n} for name, n in ULIMITS.items()},
+        "compose.yaml: ulimits nofile and nproc 1024",
+    )
     for forbidden in ("privileged", "devices", "pid", "ipc", "userns_mode", "cgroup_parent"):
         report.check(not get(forbidden), f"compose.yaml: no {forbidden}")
     env = get("environment") or {}
@@ -407,6 +416,8 @@ def check_profile_script(profile: str, run_script: str, report: Report) -> None:
         ("--cpus", "1"),
         ("--user", UID_GID),
         ("--stop-signal", "SIGTERM"),
+        ("--ulimit", ULIMIT_NOFILE),
+        ("--ulimit", ULIMIT_NPROC),
     ):
         report.check(expected in pairs, f"profile.sh: {' '.join(expected)}")
     report.check("--read-only" in flags, "profile.sh: --read-only")

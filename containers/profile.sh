@@ -12,6 +12,11 @@
 #   --cpus 1               one CPU
 #   --user 10001:10001     never root, even if the image's USER were changed
 #   SIGTERM, 10 s          the server drains for MCP_DRAIN_GRACE_S (5 s), the engine waits 10 s
+#   --ulimit nofile, nproc 1024 descriptors, 1024 processes of uid 10001: explicit, because podman
+#                          (as root) otherwise asks the runtime for 1048576 of each, which a host whose
+#                          own limits are lower (no CAP_SYS_RESOURCE, as in some sandboxes and CI
+#                          machines) refuses: "error setting rlimit type 7", exit 126. Lower limits
+#                          are always settable, so the same flags work everywhere, docker included.
 # The project's podman settings (runc, no default ulimits: crun cannot set up the cgroups of some
 # kernels, the CI machine's among them), unless the caller chose a file or runc is not installed.
 if [[ -z "${CONTAINERS_CONF:-}" ]] && command -v runc >/dev/null; then
@@ -35,6 +40,8 @@ MCP_PROFILE=(
     --user 10001:10001
     --stop-signal SIGTERM
     --stop-timeout "$MCP_STOP_TIMEOUT_S"
+    --ulimit nofile=1024:1024
+    --ulimit nproc=1024:1024
 )
 
 # podman where it exists (with the project's containers.conf), else docker.

@@ -126,6 +126,17 @@ sql_flag=()
 [[ "${MCP_SMOKE_SQL:-1}" == 0 ]] && sql_flag=(--no-sql)
 "$driver_py" "$here/smoke_driver.py" --engine "$engine" --image "$MCP_SUITE_IMAGE" --work "$work" \
     "${sql_flag[@]}" --compose "${compose[@]}" -- "${MCP_PROFILE[@]}" || status=$?
+# Every container snippet of docs/operations/clients.md, as printed, as a client starts it (without
+# this script's CONTAINERS_CONF): tests/e2e/test_client_snippets.py, which `make test` runs for the
+# other snippets. It needs the project's venv (the MCP SDK and pytest).
+say "the container snippets of docs/operations/clients.md"
+if [[ -x "$root/.venv/bin/python" ]]; then
+    (cd "$root" && env -u CONTAINERS_CONF MCP_SUITE_IMAGE="$MCP_SUITE_IMAGE" .venv/bin/python -m pytest \
+        -p no:cacheprovider -q -m container tests/e2e/test_client_snippets.py) || status=1
+else
+    say "FAIL: the docs' container snippets were not tried: no .venv (make venv)"
+    status=1
+fi
 if [[ -n "$compose_missing" ]]; then
     say "FAIL: the compose file was not tried: $compose_missing"
     status=1

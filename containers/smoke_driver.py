@@ -99,6 +99,11 @@ def first(*paths):
             pass
     return None
 out["pids_max"] = first("/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max")
+import resource
+out["rlimits"] = {
+    "nofile": list(resource.getrlimit(resource.RLIMIT_NOFILE)),
+    "nproc": list(resource.getrlimit(resource.RLIMIT_NPROC)),
+}
 out["memory_max"] = first("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
 out["cpu_max"] = first("/sys/fs/cgroup/cpu.max")
 quota = first("/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
@@ -186,6 +191,11 @@ def run_probe(engine: str, image: str, profile: Sequence[str], data: Path, repor
     report.check(probe["seccomp"] == "2", "probe: a seccomp filter is active", probe["seccomp"])
     report.check(probe["net"] == ["lo"], "probe: network namespace has loopback only", probe["net"])
     report.check(probe["pids_max"] == "64", "probe: pids limit 64", probe["pids_max"])
+    report.check(
+        probe["rlimits"] == {"nofile": [1024, 1024], "nproc": [1024, 1024]},
+        "probe: 1024 open files and 1024 processes (the profile's --ulimit)",
+        probe["rlimits"],
+    )
     report.check(
         probe["memory_max"] == str(256 * 1024 * 1024), "probe: memory limit 256 MiB", probe["memory_max"]
     )

@@ -164,7 +164,7 @@ async def test_a_database_down_at_start_up_is_served_and_audited_when_it_is_back
     finally:
         with trio.CancelScope(shield=True):  # bounded: start() waits at most 30 s
             await trio.to_thread.run_sync(demo_cluster.start)
-    assert "the database is unreachable at start-up" in caplog.text
+    assert "the database of MCP_SQL_DSN is unreachable at start-up" in caplog.text
 
 
 async def test_a_role_the_database_refuses_is_logged_with_its_reason_and_never_its_password(

@@ -11,6 +11,7 @@ import pytest
 
 from mcp_suite.problems import DatabaseUnavailableError
 from mcp_suite.tools.sql_engine.availability import Availability, State, login_refused
+from mcp_suite.tools.sql_engine.role_audit.connect import connection_failure
 
 DOWN = psycopg.OperationalError(
     'connection failed: connection to server at "127.0.0.1", port 1 failed: Connection refused'
@@ -72,9 +73,9 @@ def test_one_log_line_per_change_of_state_never_one_per_call(caplog: pytest.LogC
     availability.succeeded()
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 3
-    assert "the database is refusing the login at start-up" in lines[0]
+    assert "the database of MCP_SQL_DSN is refusing the login at start-up" in lines[0]
     assert "password authentication failed" in lines[0]
-    assert "the database is unreachable (" in lines[1]
+    assert "the database of MCP_SQL_DSN is unreachable (" in lines[1]
     assert lines[2] == "read_only_sql: the database is available again"
     assert not [r for r in caplog.records if r.exc_info]
 
@@ -95,8 +96,43 @@ def test_an_unreachable_database_at_start_up_is_fatal_with_exit_69_when_required
     required = _start({"MCP_SQL_DSN": dsn, "MCP_SQL_REQUIRE_DATABASE": "true"})
     assert required.returncode == 69, required.stderr
     assert b"MCP_SQL_REQUIRE_DATABASE" in required.stderr
+    assert b"no connection to the database of MCP_SQL_DSN (" in required.stderr
     assert b"Zebra" not in required.stderr
     assert required.stdout == b""
     served = _start({"MCP_SQL_DSN": dsn})  # not required: it serves (and stops at EOF)
     assert served.returncode == 0, served.stderr
-    assert b"the database is unreachable at start-up" in served.stderr
+    assert b"the database of MCP_SQL_DSN is unreachable at start-up" in served.stderr
+
+
+def test_the_operator_is_told_which_setting_and_which_host_failed_but_not_the_host() -> None:
+    # A primary and its replica in one DSN (docs/operations/deployments.md), both down: the log
+    # names the setting and each host by its place in the DSN's list, never its name or port.
+    dsn = "host=127.0.0.1,127.0.0.2 port=1,2 user=reader password=Zebra-Quokka dbname=docs"
+    served = _start({"MCP_SQL_DSN": dsn})
+    assert served.returncode == 0, served.stderr
+    (line,) = [line for line in served.stderr.decode().splitlines() if "unreachable" in line]
+    assert "the database of MCP_SQL_DSN is unreachable at start-up" in line
+    assert "host 1 of 2: connection failed" in line
+    assert "host 2 of 2: connection failed" in line
+    for part in ("127.0.0", "port 1", "port 2", "reader", "docs", "Zebra"):
+        assert part not in line
+
+
+def test_each_host_of_a_multi_host_dsn_is_named_by_its_place_in_the_list() -> None:
+    both = psycopg.OperationalError(
+        'connection failed: connection to server at "10.0.0.2", port 5433 failed: Connection refused\n'
+        "Multiple connection attempts failed. All failures were:\n"
+        "- host: 'db1.internal', port: '5432', hostaddr: '10.0.0.1': connection failed: connection "
+        'to server at "10.0.0.1", port 5432 failed: FATAL:  password authentication failed for user "r"\n'
+        "- host: 'db2.internal', port: '5433', hostaddr: '10.0.0.2': connection failed: connection "
+        'to server at "10.0.0.2", port 5433 failed: Connection refused'
+    )
+    assert connection_failure(both) == (
+        'host 1 of 2: connection failed: connection to server at "…", port … failed: FATAL:  '
+        'password authentication failed for user "…"; '
+        'host 2 of 2: connection failed: connection to server at "…", port … failed: Connection refused'
+    )
+    assert login_refused(both)  # one host answered and refused the role: not merely down
+    assert connection_failure(DOWN) == (  # one host: its reason alone, as before
+        'connection failed: connection to server at "…", port … failed: Connection refused'
+    )

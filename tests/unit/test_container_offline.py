@@ -152,6 +152,20 @@ MUTATIONS: dict[str, tuple[Mutation, str]] = {
         lambda: _failures(compose=_replace(COMPOSE, "rw,noexec,nosuid", "rw,nosuid")),
         "compose.yaml: /tmp is a 16 MiB rw,noexec,nosuid tmpfs",
     ),
+    "profile without nofile ulimit": (
+        lambda: _failures(profile=_replace(PROFILE, "    --ulimit nofile=1024:1024\n", "")),
+        "profile.sh: --ulimit nofile=1024:1024",
+    ),
+    "profile with the engine's nproc": (
+        lambda: _failures(profile=_replace(PROFILE, "    --ulimit nproc=1024:1024\n", "")),
+        "profile.sh: --ulimit nproc=1024:1024",
+    ),
+    "compose without ulimits": (
+        lambda: _failures(
+            compose=_replace(COMPOSE, "      nproc:\n        soft: 1024\n        hard: 1024\n", "")
+        ),
+        "compose.yaml: ulimits nofile and nproc 1024",
+    ),
     "profile without read-only": (
         lambda: _failures(profile=_replace(PROFILE, "    --read-only\n", "")),
         "profile.sh: --read-only",

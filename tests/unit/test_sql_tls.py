@@ -53,7 +53,7 @@ def test_a_missing_root_file_is_named_by_its_role_not_its_path(tmp_path: Path) -
     message = tls_refusal(f"host=db.example port=5432 sslmode=verify-full sslrootcert={missing}", timeout_s=1)
     assert message is not None
     assert "does not exist" in message
-    assert "sslmode=verify-full" in message
+    assert "sslmode=verify-full in MCP_SQL_DSN" in message  # the setting to fix, by name
     for part in ("secret-dir", "ca.pem", "db.example", "5432"):
         assert part not in message
 
@@ -63,7 +63,7 @@ def test_libpq_environment_variables_count(monkeypatch: pytest.MonkeyPatch, tmp_
     monkeypatch.setenv("PGSSLROOTCERT", str(tmp_path / "nowhere.crt"))
     message = tls_refusal("host=127.0.0.1 port=1", timeout_s=1)
     assert message is not None
-    assert "sslmode=verify-ca" in message
+    assert "sslmode=verify-ca in PGSSLMODE" in message  # not in MCP_SQL_DSN: the variable is named
 
 
 def test_a_unix_socket_is_not_a_tls_matter(root: Path) -> None:

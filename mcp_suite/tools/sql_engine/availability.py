@@ -86,8 +86,8 @@ class Availability:
         if changed:
             when = " at start-up" if at_start else ""
             log.warning(
-                "read_only_sql: the database is %s%s (%s); calls get database-unavailable until a "
-                "connection succeeds (attempts back off up to %g s)",
+                "read_only_sql: the database of MCP_SQL_DSN is %s%s (%s); calls get "
+                "database-unavailable until a connection succeeds (attempts back off up to %g s)",
                 state.value,
                 when,
                 connection_failure(exc),

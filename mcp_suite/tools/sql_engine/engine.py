@@ -194,7 +194,7 @@ def _audit_at_start(dsn: str, settings: Settings, availability: Availability) ->
     except psycopg.OperationalError as exc:
         if settings.sql_require_database:
             raise StartupUnavailableError(
-                f"no connection to the database ({connection_failure(exc)}) and "
+                f"no connection to the database of MCP_SQL_DSN ({connection_failure(exc)}) and "
                 "MCP_SQL_REQUIRE_DATABASE is true"
             ) from None
         # Down, or up but refusing this role (a wrong password, a missing database): the log says

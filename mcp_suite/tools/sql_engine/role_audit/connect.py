@@ -54,19 +54,35 @@ _DSN_PARTS: Final = (
 )
 
 
+# psycopg tries each host of a multi-host DSN (a primary and its replicas) and then lists every
+# failure, one line each, in the DSN's order: "- host: 'h', port: 'p', hostaddr: 'a': <reason>".
+_ATTEMPT: Final = re.compile(r"^- host: '[^']*', port: '[^']*', hostaddr: '[^']*': (?P<reason>.*)$")
+
+
+def _without_dsn_parts(line: str) -> str:
+    for pattern, mark in _DSN_PARTS:
+        line = pattern.sub(mark, line)
+    return line
+
+
 def connection_failure(exc: psycopg.Error) -> str:
     """Why a connection failed, for the operator's log: the first line of psycopg's message, with
     every part of the DSN it names (host, address, port, socket, user, database) cut out.
 
     What stays is the reason: the server's own (a refused password, a database that does not
     exist, a connection limit reached) or the network's (refused, timed out). libpq never repeats
-    the password.
+    the password. When the DSN lists several hosts (a primary and its replicas), each one's reason
+    is given by its position in that list ("host 2 of 3: ..."), which tells the operator which
+    connection failed without naming it.
     """
     lines = str(exc).strip().splitlines()
-    line = lines[0] if lines else type(exc).__name__
-    for pattern, mark in _DSN_PARTS:
-        line = pattern.sub(mark, line)
-    return line
+    attempts = [m["reason"] for m in map(_ATTEMPT.match, lines) if m is not None]
+    if len(attempts) > 1:
+        return "; ".join(
+            f"host {n} of {len(attempts)}: {_without_dsn_parts(reason)}"
+            for n, reason in enumerate(attempts, start=1)
+        )
+    return _without_dsn_parts(lines[0] if lines else type(exc).__name__)
 
 
 def audit_dsn(

@@ -42,8 +42,8 @@ def _param(params: Mapping[str, object], key: str) -> str:
     return str(value)
 
 
-def _prefix(mode: str) -> str:
-    return f"read_only_sql: the database server's TLS certificate was refused (sslmode={mode}): "
+def _prefix(mode: str, source: str) -> str:
+    return f"read_only_sql: the database server's TLS certificate was refused (sslmode={mode} in {source}): "
 
 
 def tls_refusal(dsn: str, *, timeout_s: float) -> str | None:
@@ -54,11 +54,12 @@ def tls_refusal(dsn: str, *, timeout_s: float) -> str | None:
     """
     params = conninfo_to_dict(dsn)
     mode = _param(params, "sslmode")
+    source = "MCP_SQL_DSN" if params.get("sslmode") else _ENV["sslmode"]  # the setting to fix
     if mode not in _VERIFYING:
         return None
     root = _param(params, "sslrootcert") or str(Path.home() / ".postgresql" / "root.crt")
     if root != "system" and not Path(root).is_file():
-        return _prefix(mode) + (
+        return _prefix(mode, source) + (
             "the root certificate file (sslrootcert, default ~/.postgresql/root.crt) does not exist."
             " Give the CA certificate that signed the server's certificate in sslrootcert."
         )
@@ -78,7 +79,7 @@ def tls_refusal(dsn: str, *, timeout_s: float) -> str | None:
             with context.wrap_socket(raw, server_hostname=host):
                 return None  # verified: something else failed
     except ssl.SSLCertVerificationError as exc:
-        return _prefix(mode) + _reason(exc.verify_code)
+        return _prefix(mode, source) + _reason(exc.verify_code)
     except (OSError, ValueError):
         return None  # unreachable, an unreadable root file, no TLS: not a refused certificate
 

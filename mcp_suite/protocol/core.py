@@ -549,13 +549,19 @@ class SessionCore:
         if note.method != "notifications/cancelled":
             return None
         for key in _lenient_keys(note.params.get("requestId")):
-            call = self._calls.get(key)
-            if call is not None:
-                if call.client_cancelled:
-                    return None
-                call.client_cancelled = True
-                return CancelCall(key)
+            if key in self._calls:
+                return self.withdraw(key)
         return None
+
+    def withdraw(self, key: IdKey) -> CancelCall | None:
+        """The client withdrew the call `key`: by `notifications/cancelled`, or (Streamable HTTP,
+        2026-07-28 "Cancellation") by closing the request's response stream. Nothing is sent for
+        it; None when it is unknown or already withdrawn."""
+        call = self._calls.get(key)
+        if call is None or call.client_cancelled:
+            return None
+        call.client_cancelled = True
+        return CancelCall(key)
 
     # -- frames ----------------------------------------------------------------------------------
 

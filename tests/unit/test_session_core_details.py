@@ -300,6 +300,18 @@ def test_a_cancelled_call_hands_the_audit_its_id_method_tool_and_arguments() -> 
     assert (answer.tool, answer.arguments) == ("echo", CALL["arguments"])
 
 
+def test_a_call_the_transport_saw_withdrawn_gets_no_answer_and_is_audited_as_cancelled() -> None:
+    # Streamable HTTP (2026-07-28): a closed response stream is the cancellation.
+    session = make_core()
+    started = session.receive(modern("tools/call", CALL, 9))
+    assert isinstance(started, core.StartCall)
+    assert session.withdraw(started.key) == core.CancelCall(started.key)
+    assert session.withdraw(started.key) is None  # once
+    assert session.withdraw(core.id_key(10)) is None  # unknown
+    answer = session.call_finished(started.key, core.CallInterrupted(deadline_passed=False))
+    assert (answer.frame, answer.outcome, answer.tool) == (None, "cancelled", "echo")
+
+
 # -- the answers given at once, their words and the members the audit reads ----------------------
 
 _CAPABILITIES: Final = {"tools": {"listChanged": False}}

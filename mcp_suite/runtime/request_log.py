@@ -201,7 +201,8 @@ def _excerpt(arguments: Any) -> str:
 
 
 class AuditLog:
-    """The audit trail of requests: time, id, method, tool, outcome or problem slug, duration.
+    """The audit trail of requests: time, id, method, tool, outcome or problem slug, duration, and
+    over HTTP the caller's token subject (`sub`).
 
     Written straight to the sink (no LogRecord) because it runs once per request on the hot path.
     """
@@ -219,6 +220,7 @@ class AuditLog:
         problem: str | None = None,
         arguments: Any = None,
         incident: str | None = None,
+        subject: str | None = None,
     ) -> None:
         sink = _sink
         if sink is None or not _audit_logger.isEnabledFor(logging.INFO):
@@ -233,4 +235,6 @@ class AuditLog:
             event["args_excerpt"] = _excerpt(arguments)
         if incident is not None:
             event["incident"] = incident
+        if subject is not None:  # over HTTP: the caller's token subject (`anonymous` without auth)
+            event["sub"] = subject[:NAME_ECHO_CHARS]
         sink.write_line(_dumps(event))

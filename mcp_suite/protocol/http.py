@@ -75,10 +75,15 @@ def accepts_json(accept: str | None) -> bool:
     if accept is None:
         return True
     for item in accept.split(","):
-        media, _, params = item.strip().partition(";")
-        media = media.strip().lower()
-        if media in ("application/json", "application/*", "*/*") and "q=0" not in params.replace(" ", ""):
-            return True
+        media, *params = (part.strip().lower() for part in item.split(";"))
+        if media not in ("application/json", "application/*", "*/*"):
+            continue
+        weights = [p[2:] for p in params if p.startswith("q=")]
+        try:
+            if not weights or float(weights[0]) > 0:
+                return True
+        except ValueError:
+            continue
     return False
 
 

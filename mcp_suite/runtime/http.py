@@ -140,6 +140,11 @@ class HttpApp:
 
     async def _http(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]
+        # hypercorn bounds a header block that arrives in pieces; one that arrives whole in a
+        # single read is measured here.
+        limit = self.settings.http_max_header_bytes
+        if sum(len(name) + len(value) + 4 for name, value in scope["headers"]) > limit:
+            raise _RefusalError(431, f"the headers are longer than {limit} bytes")
         if path in self._metadata_paths and self.verifier is not None:
             if method not in ("GET", "HEAD"):
                 raise _RefusalError(405, "the metadata is read with GET", [(b"allow", b"GET")])

@@ -41,7 +41,8 @@ EXIT_STATUSES: Final = (
     (
         os.EX_UNAVAILABLE,
         "the database cannot be reached or refuses the login: at start-up with "
-        "MCP_SQL_REQUIRE_DATABASE=true, or for check-role; demo: the demo database cannot be started",
+        "MCP_SQL_REQUIRE_DATABASE=true, or for check-role; demo: the demo database cannot be started; "
+        "serve-http: the address cannot be listened on",
     ),
     (os.EX_SOFTWARE, "an unexpected failure (details on stderr only)"),
     (

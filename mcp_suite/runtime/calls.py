@@ -145,7 +145,7 @@ class CallRunner:
         finally:
             if ticket is not None:
                 self.limiter.release(ticket)  # also when the task was cancelled before it ran
-        return outcome
+        return outcome  # noqa: ASYNC910  # every path awaits the call (or is cancelled at its first await)
 
     async def _guarded_call(
         self, tool: ToolSpec, arguments: Any, ticket: Ticket, scope: trio.CancelScope

@@ -116,7 +116,8 @@ class HttpApp:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
-        if scope["type"] != "http":
+        if scope["type"] != "http":  # websocket: not served
+            await trio.lowlevel.checkpoint()
             return
         headers = {
             name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]
@@ -186,6 +187,7 @@ class HttpApp:
 
     async def _authenticate(self, headers: dict[str, str]) -> Identity:
         if self.verifier is None:
+            await trio.lowlevel.checkpoint()
             return ANONYMOUS
         token = bearer_token(headers.get("authorization"))
         if token is None:
@@ -450,7 +452,8 @@ async def _send_refusal(send: Send, refusal: _RefusalError) -> None:
 
 async def _wait_for_signal() -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        if early_signals.take():
+        if early_signals.take():  # a signal that came while the server was starting
+            await trio.lowlevel.checkpoint()
             return
         async for signum in signals:
             logger.info("signal %s: stopping", signal.Signals(signum).name)

@@ -118,7 +118,7 @@ class TokenVerifier:
         except (OSError, ValueError, KeyError, JoseError, trio.TooSlowError) as exc:
             # Kept: the keys fetched before, if any (they are still the issuer's).
             logger.warning("the issuer's key set could not be fetched: %s", type(exc).__name__)
-            return
+            return  # noqa: ASYNC910  # the fetch in a thread was awaited (or was cancelled there)
         if len(keys) > MAX_KEYS:
             logger.warning("the issuer's key set holds %d keys; the first %d are used", len(keys), MAX_KEYS)
             keys = keys[:MAX_KEYS]

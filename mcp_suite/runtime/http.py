@@ -385,6 +385,10 @@ class HttpApp:
         self._audit(answer, started, identity)
         if answer.frame is not None:
             await self._send_answer(send, answer, era)
+        elif session is not None:
+            # Cancelled by notifications/cancelled: no JSON-RPC message may go out for it, but
+            # the POST still gets an HTTP answer, an empty one (a closed connection gets none).
+            await _send(send, 204, b"")
 
     async def _watch_disconnect(
         self, receive: Receive, core: SessionCore, key: IdKey, call_scope: trio.CancelScope

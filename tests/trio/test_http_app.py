@@ -433,3 +433,53 @@ async def test_a_closed_connection_cancels_its_modern_call() -> None:
             while not server.log.cancelled:
                 await trio.sleep(0.01)
             assert server.log.cancelled == [7]
+
+
+async def test_a_body_that_does_not_arrive_in_time_is_408() -> None:
+    with trio.fail_after(30):
+        async with serving(http_body_timeout_s=0.5, http_idle_timeout_s=60) as server:
+            stream = await trio.open_tcp_stream(server.host, server.port)
+            async with stream:
+                head = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                await stream.send_all(head + b"Content-Length: 100\r\n\r\n{")
+                with trio.fail_after(10):
+                    answer = await stream.receive_some(65_536)
+            assert answer.startswith(b"HTTP/1.1 408")
+
+
+async def test_a_legacy_session_s_call_is_cancelled_by_notifications_cancelled() -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    sleep = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "sleep", "arguments": {"seconds": 20, "tag": 3}},
+    }
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+    with trio.fail_after(30):
+        async with serving() as server, httpx2.AsyncClient() as http:
+            opened = await http.post(server.url, json=initialize)
+            session = {"Mcp-Session-Id": opened.headers["mcp-session-id"]}
+            answers: list[httpx2.Response] = []
+
+            async def post_sleep() -> None:
+                answers.append(await http.post(server.url, json=sleep, headers=session))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(post_sleep)
+                while not server.log.started:
+                    await trio.sleep(0.01)
+                accepted = await http.post(server.url, json=cancel, headers=session)
+                assert accepted.status_code == 202
+            assert server.log.cancelled == [3]
+            # No JSON-RPC message for a cancelled call: an empty answer.
+            assert [(a.status_code, a.content) for a in answers] == [(204, b"")]

@@ -153,15 +153,19 @@ def check_mirrored_headers(
     return None
 
 
-def status_of(jsonrpc_code: int | None, *, has_id: bool, era: HttpEra) -> int:
+def status_of(jsonrpc_code: int | None, *, has_id: bool, era: HttpEra, outside_session: bool = False) -> int:
     """The HTTP status of a JSON-RPC answer (None: a result).
 
     2026-07-28: an unknown method is 404, an unsupported version and a header mismatch are 400.
-    Both eras: a body that is not a request the server can read (no id to answer) is 400; every
-    other answer, errors included, is a JSON-RPC response in a 200.
+    2025-11-25: a request without `Mcp-Session-Id` that needs a session (`outside_session`: the
+    core answered session-not-initialized) is 400. Both eras: a body that is not a request the
+    server can read (no id to answer) is 400; every other answer, errors included, is a JSON-RPC
+    response in a 200.
     """
     if jsonrpc_code is None:
         return 200
+    if outside_session and era is HttpEra.LEGACY:
+        return 400
     if jsonrpc_code in (HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION):
         return 400
     if era is HttpEra.MODERN and jsonrpc_code == METHOD_NOT_FOUND:

@@ -26,7 +26,12 @@ from urllib.parse import urlsplit
 
 import trio
 
-from mcp_suite.problems import InsufficientScopeError, InvalidRequestError, ProblemError
+from mcp_suite.problems import (
+    InsufficientScopeError,
+    InvalidRequestError,
+    ProblemError,
+    SessionNotInitializedError,
+)
 from mcp_suite.protocol import mcp
 from mcp_suite.protocol.authz import (
     ANONYMOUS,
@@ -429,7 +434,8 @@ class HttpApp:
             if "error" in message:
                 code = message["error"]["code"]
                 has_id = message.get("id") is not None
-        status = status_of(code, has_id=has_id, era=era)
+        outside_session = isinstance(answer.problem, SessionNotInitializedError)
+        status = status_of(code, has_id=has_id, era=era, outside_session=outside_session)
         await _send(send, status, frame.rstrip(b"\n"), [_JSON, *extra])
 
     async def _send_problem(self, send: Send, problem: ProblemError, request_id: Any, era: HttpEra) -> None:

@@ -382,6 +382,7 @@ async def test_a_legacy_session_lives_from_initialize_to_delete_and_belongs_to_i
             assert [t["name"] for t in listed.json()["result"]["tools"]] == ["system_metrics"]
             # Without the session, the request is not part of any: the core says so.
             alone = await http.post(server.url, json=tools_list, headers={"Authorization": f"Bearer {alice}"})
+            assert alone.status_code == 400
             assert alone.json()["error"]["code"] == -32600
             # Another caller cannot use it, nor end it.
             as_mallory = {"Authorization": f"Bearer {mallory}", "Mcp-Session-Id": session_id}
@@ -483,3 +484,32 @@ async def test_a_legacy_session_s_call_is_cancelled_by_notifications_cancelled()
             assert server.log.cancelled == [3]
             # No JSON-RPC message for a cancelled call: an empty answer.
             assert [(a.status_code, a.content) for a in answers] == [(204, b"")]
+
+
+async def test_legacy_sessions_are_bounded_in_number_and_in_idle_time() -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+    with trio.fail_after(30):
+        async with (
+            serving(http_max_sessions=2, http_session_idle_s=0.5) as server,
+            httpx2.AsyncClient() as http,
+        ):
+            ids = [(await http.post(server.url, json=initialize)).headers["mcp-session-id"] for _ in range(3)]
+            statuses = [
+                (await http.post(server.url, json=ping, headers={"Mcp-Session-Id": i})).status_code
+                for i in ids
+            ]
+            assert statuses == [404, 200, 200]  # the longest idle made room for the third
+            await trio.sleep(0.6)
+            assert (
+                await http.post(server.url, json=ping, headers={"Mcp-Session-Id": ids[2]})
+            ).status_code == 404

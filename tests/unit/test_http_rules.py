@@ -162,6 +162,10 @@ def test_the_status_of_an_answer(code: int | None, has_id: bool, era: HttpEra, s
     assert status_of(code, has_id=has_id, era=era) == status
 
 
+def test_a_legacy_request_that_needs_a_session_and_names_none_is_400() -> None:
+    assert status_of(INVALID_REQUEST, has_id=True, era=HttpEra.LEGACY, outside_session=True) == 400
+
+
 # -- authorization ---------------------------------------------------------------------------------
 
 ISSUER = "https://issuer.example"

@@ -128,6 +128,23 @@ async def test_sdk_pinned_to_the_modern_version_lists_and_calls_with_a_bearer_to
     assert all(token not in json.dumps(r) for r in server.records())  # the token is never logged
 
 
+async def test_sdk_auto_mode_probe_finds_a_modern_server_over_http(
+    server: HttpServer, issuer: TestIssuer
+) -> None:
+    token = issuer.token(server.url, sub="dora")
+    with trio.fail_after(60):
+        async with (
+            _client(token) as http,
+            Client(streamable_http_client(server.url, http_client=http)) as client,
+        ):
+            assert client.session.discover_result is not None
+            assert client.protocol_version == MODERN_VERSION
+            await _list_and_call(client)
+    audit = server.audit(3)
+    assert [r["method"] for r in audit] == ["server/discover", "tools/list", "tools/call"]
+    assert {r["sub"] for r in audit} == {"dora"}
+
+
 async def test_sdk_legacy_mode_opens_a_session_lists_calls_and_ends_it(
     server: HttpServer, issuer: TestIssuer
 ) -> None:

@@ -56,7 +56,7 @@ from mcp_suite.protocol.jsonrpc import encode_error, sniff_id
 from mcp_suite.runtime import early_signals
 from mcp_suite.runtime.calls import CallRunner, ToolCatalogue, new_core
 from mcp_suite.runtime.http_auth import JwksFetcher, KeysUnavailableError, TokenVerifier, fetch_jwks
-from mcp_suite.runtime.request_log import AuditLog, logger
+from mcp_suite.runtime.request_log import AuditLog, audit_subject, logger
 from mcp_suite.settings import Settings
 from mcp_suite.tools.registry import Registry
 
@@ -162,6 +162,7 @@ class HttpApp:
         if not origin_allowed(headers.get("origin"), self.settings.http_allowed_origins):
             raise _RefusalError(403, "this Origin is not allowed to call the server")
         identity = await self._authenticate(headers)
+        audit_subject.set(identity.subject)  # this request's task only (and its worker threads)
         count = self.in_progress.get(identity.subject, 0)
         if count >= self.settings.http_max_requests_per_identity:
             raise _RefusalError(

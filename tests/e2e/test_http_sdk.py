@@ -10,15 +10,8 @@ insufficient_scope). Every audit record carries the token's subject.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx2
 import pytest
@@ -28,30 +21,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from mcp_suite.protocol.mcp import MODERN_VERSION
-from tests.support.client import REPO, server_env
-from tests.support.issuer import TestIssuer, free_port, open_issuer
+from tests.support.http_server import HttpServer, open_http_server
+from tests.support.issuer import TestIssuer, open_issuer
 
 pytestmark = pytest.mark.e2e
-
-
-class HttpServer:
-    def __init__(self, process: subprocess.Popen[bytes], errlog: Any, url: str) -> None:
-        self.process = process
-        self.errlog = errlog
-        self.url = url
-
-    def records(self) -> list[dict[str, Any]]:
-        self.errlog.seek(0)
-        return [json.loads(line) for line in self.errlog.read().splitlines() if line.startswith("{")]
-
-    def audit(self, count: int) -> list[dict[str, Any]]:
-        """The audit records once `count` are written (the log is written in batches)."""
-        deadline = time.monotonic() + 10
-        while True:
-            records = [r for r in self.records() if r.get("event") == "request"]
-            if len(records) >= count or time.monotonic() > deadline:
-                return records
-            time.sleep(0.02)
 
 
 @pytest.fixture
@@ -63,39 +36,8 @@ def issuer() -> Iterator[TestIssuer]:
 @pytest.fixture
 def server(issuer: TestIssuer, tmp_path: Path) -> Iterator[HttpServer]:
     (tmp_path / "a.txt").write_text("hello\n")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    env = server_env(
-        {
-            "MCP_HTTP_PORT": str(port),
-            "MCP_HTTP_RESOURCE_URI": url,
-            "MCP_HTTP_ISSUER": issuer.issuer,
-            "MCP_HTTP_JWKS_URL": issuer.jwks_url,
-            "MCP_SAFE_DATA_DIR": str(tmp_path),
-            "PYTHONPATH": str(REPO),
-        }
-    )
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
-        process = subprocess.Popen(
-            [sys.executable, "-X", "dev", "-m", "mcp_suite", "serve-http"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=errlog,
-            env=env,
-            cwd=REPO,
-        )
-        running = HttpServer(process, errlog, url)
-        try:
-            deadline = time.monotonic() + 30
-            while not any("serving over HTTP" in r.get("msg", "") for r in running.records()):
-                assert process.poll() is None, running.records()
-                assert time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.05)
-            yield running
-        finally:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-            assert process.wait(15) == os.EX_OK, running.records()
+    with open_http_server(issuer, {"MCP_SAFE_DATA_DIR": str(tmp_path)}) as running:
+        yield running
 
 
 def _client(token: str) -> httpx2.AsyncClient:

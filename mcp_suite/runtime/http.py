@@ -367,7 +367,7 @@ class HttpApp:
                 scope=scope_needed,
                 description=f"{start.name} needs {scope_needed}",
             )
-            await _send(send, 403, answer.frame or b"", [_JSON, (b"www-authenticate", value)])
+            await _send(send, 403, (answer.frame or b"").rstrip(b"\n"), [_JSON, (b"www-authenticate", value)])
             return
         try:
             ticket = self.runner.reserve(start)

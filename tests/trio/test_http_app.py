@@ -22,6 +22,7 @@ from mcp_suite.settings import Settings
 from mcp_suite.tools.registry import open_registry
 from tests.support.harness import ToolLog, tool_opener
 from tests.support.issuer import TestIssuer, open_issuer
+from tests.support.wire import check_line
 
 RESOURCE: Final = "http://127.0.0.1/mcp"
 META: Final = {
@@ -189,6 +190,7 @@ async def test_a_missing_scope_hides_the_tool_and_refuses_its_call_with_403(issu
             assert 'error="insufficient_scope"' in challenge
             assert 'scope="metrics:read"' in challenge
             assert refused.json()["error"]["data"]["type"] == "urn:mcp-suite:problem:insufficient-scope"
+            check_line(refused.content + b"\n")  # the problem agrees with the error table
             # A tool mapped to no scope is refused to every token (deny by default).
             every = issuer.token(RESOURCE, scope="sql:read files:read metrics:read")
             echo = modern("tools/call", {"name": "echo", "arguments": {"text": "x"}})
@@ -333,6 +335,7 @@ async def test_modern_posts_check_their_headers_and_answer_with_the_spec_s_statu
             mismatch = await http.post(server.url, json=body, headers=modern_headers("tools/call"))
             assert mismatch.status_code == 400
             assert mismatch.json()["error"]["code"] == -32020
+            check_line(mismatch.content + b"\n")
             unsupported = await http.post(
                 server.url, json=body, headers={"MCP-Protocol-Version": "1999-01-01"}
             )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import resource
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
@@ -25,6 +26,7 @@ from tests.support.issuer import TestIssuer, open_issuer
 from tests.support.wire import check_line
 
 RESOURCE: Final = "http://127.0.0.1/mcp"
+IDLE_CONNECTIONS: Final = 1_000
 META: Final = {
     "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
     "io.modelcontextprotocol/clientCapabilities": {},
@@ -283,10 +285,24 @@ async def test_a_slow_header_sender_is_cut_off_and_the_server_keeps_serving() ->
                 assert trio.current_time() - started < 6
 
 
+@pytest.fixture
+def descriptors_for_idle_connections() -> Iterator[None]:
+    """Room for both ends of 1,000 connections in this process (the soft limit is often 1,024)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = IDLE_CONNECTIONS * 2 + 256
+    assert hard == resource.RLIM_INFINITY or hard >= wanted, f"RLIMIT_NOFILE hard limit {hard} < {wanted}"
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted), hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@pytest.mark.usefixtures("descriptors_for_idle_connections")
 async def test_idle_connections_are_closed_and_do_not_stop_the_server() -> None:
     with trio.fail_after(30):
         async with serving(http_idle_timeout_s=1) as server, httpx2.AsyncClient() as http:
-            streams = [await trio.open_tcp_stream(server.host, server.port) for _ in range(300)]
+            streams = [await trio.open_tcp_stream(server.host, server.port) for _ in range(IDLE_CONNECTIONS)]
             try:
                 ok = await http.post(
                     server.url, json=modern("tools/list"), headers=modern_headers("tools/list")

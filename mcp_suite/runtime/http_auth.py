@@ -92,10 +92,16 @@ class TokenVerifier:
         async with self._lock:
             now = trio.current_time()
             age = now - self._fetched_at
-            stale = self._keys is None or age >= self._settings.http_jwks_max_age_s
-            unknown = kid is not None and kid not in self._kids
-            if stale or (unknown and age >= self._settings.http_jwks_refresh_min_s):
+            due = age >= self._settings.http_jwks_refresh_min_s
+            if self._keys is None:
+                refresh = due  # none yet: try again, but not on every request
+            else:
+                expired = age >= self._settings.http_jwks_max_age_s
+                refresh = expired or (kid is not None and kid not in self._kids and due)
+            if refresh:
                 await self._refresh(now)
+            else:
+                await trio.lowlevel.checkpoint()
             if self._keys is None:
                 raise KeysUnavailableError("the issuer's key set cannot be fetched")
             return self._keys

@@ -381,7 +381,10 @@ class HttpApp:
             session.in_flight[start.key] = call_scope
         try:
             async with trio.open_nursery() as watchers:
-                watchers.start_soon(self._watch_disconnect, receive, core, start.key, call_scope)
+                if era is HttpEra.MODERN:
+                    # 2026-07-28: closing the response stream cancels the request. (2025-11-25: a
+                    # disconnection SHOULD NOT be taken as cancellation; notifications/cancelled is.)
+                    watchers.start_soon(self._watch_disconnect, receive, core, start.key, call_scope)
                 outcome = await self.runner.run(start, ticket, call_scope)
                 watchers.cancel_scope.cancel()
         finally:

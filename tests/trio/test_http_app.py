@@ -532,3 +532,45 @@ async def test_legacy_sessions_are_bounded_in_number_and_in_idle_time() -> None:
             assert (
                 await http.post(server.url, json=ping, headers={"Mcp-Session-Id": ids[2]})
             ).status_code == 404
+
+
+async def test_a_closed_connection_does_not_cancel_a_legacy_call() -> None:
+    # 2025-11-25: "Disconnection SHOULD NOT be interpreted as the client cancelling its request."
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    with trio.fail_after(30):
+        async with serving() as server, httpx2.AsyncClient() as http:
+            opened = await http.post(server.url, json=initialize)
+            session_id = opened.headers["mcp-session-id"]
+            body = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "tools/call",
+                    "params": {"name": "sleep", "arguments": {"seconds": 0.5, "tag": 8}},
+                }
+            )
+            request = (
+                "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                f"Mcp-Session-Id: {session_id}\r\nContent-Length: {len(body)}\r\n\r\n{body}"
+            ).encode()
+            stream = await trio.open_tcp_stream(server.host, server.port)
+            await stream.send_all(request)
+            while not server.log.started:
+                await trio.sleep(0.01)
+            await stream.aclose()
+            while not server.log.finished:
+                await trio.sleep(0.01)
+            assert (server.log.finished, server.log.cancelled) == ([8], [])
+            # The session serves on.
+            listed = {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}
+            again = await http.post(server.url, json=listed, headers={"Mcp-Session-Id": session_id})
+            assert again.status_code == 200

@@ -72,9 +72,11 @@ def new_core(
     tools: Callable[[], Sequence[mcp.ToolDescription]],
     *,
     resource_uris: Callable[[str], bool] | None = None,
+    per_caller_lists: bool = False,
 ) -> SessionCore:
     """A `SessionCore` serving `registry`'s tools (every one callable; `tools` is what tools/list
-    shows) and its resources (those `resource_uris` admits, all when it is None)."""
+    shows) and its resources (those `resource_uris` admits, all when it is None).
+    `per_caller_lists`: the lists depend on who asks (their cache scope is private)."""
     return SessionCore(
         server_name=SERVER_NAME,
         server_version=__version__,
@@ -93,6 +95,7 @@ def new_core(
         arg_max_depth=settings.arg_max_depth,
         arg_max_items=settings.arg_max_items,
         call_deadline_s=settings.call_deadline_s,
+        per_caller_lists=per_caller_lists,
     )
 
 

@@ -286,6 +286,7 @@ class HttpApp:
             self.registry,
             visible_tools,
             resource_uris=lambda uri: identity.holds(required_scope(resource_uri=uri)),
+            per_caller_lists=not identity.unrestricted,
         )
 
     # -- legacy sessions -------------------------------------------------------------------------

@@ -186,6 +186,7 @@ async def test_a_missing_scope_hides_the_tool_and_refuses_its_call_with_403(issu
             )
             assert listed.status_code == 200
             assert listed.json()["result"]["tools"] == []
+            assert listed.json()["result"]["cacheScope"] == "private"  # it depends on the token
             refused = await call_metrics(http, server.url, token)
             assert refused.status_code == 403
             challenge = refused.headers["www-authenticate"]

@@ -312,6 +312,15 @@ def test_a_call_the_transport_saw_withdrawn_gets_no_answer_and_is_audited_as_can
     assert (answer.frame, answer.outcome, answer.tool) == (None, "cancelled", "echo")
 
 
+def test_lists_that_depend_on_the_caller_are_cached_privately() -> None:
+    # server/utilities/caching: a "public" list may be shared across tokens.
+    shared = answer_of(make_core().receive(modern("tools/list")))
+    assert shared["result"]["cacheScope"] == "public"
+    per_caller = make_core(per_caller_lists=True)
+    for method in ("tools/list", "resources/list"):
+        assert answer_of(per_caller.receive(modern(method)))["result"]["cacheScope"] == "private"
+
+
 # -- the answers given at once, their words and the members the audit reads ----------------------
 
 _CAPABILITIES: Final = {"tools": {"listChanged": False}}

@@ -1,6 +1,7 @@
 """Command line: argv and environment → settings → `trio.run(serve)`.
 
     mcp-suite [serve]      serve MCP on stdio (the default)
+    mcp-suite serve-http   serve MCP over Streamable HTTP (docs/operations/remote.md)
     mcp-suite check-role   run the PostgreSQL role audit alone and print the findings
     mcp-suite role-guide   print the least-privilege role guide (SQL) the audit points to
     mcp-suite --version | --help
@@ -10,6 +11,7 @@ Exit status: see `EXIT_STATUSES` (printed by `--help`, documented in docs/config
 
 from __future__ import annotations
 
+import functools
 import gc
 import logging
 import os
@@ -40,7 +42,8 @@ EXIT_STATUSES: Final = (
     (
         os.EX_UNAVAILABLE,
         "the database cannot be reached or refuses the login: at start-up with "
-        "MCP_SQL_REQUIRE_DATABASE=true, or for check-role; demo: the demo database cannot be started",
+        "MCP_SQL_REQUIRE_DATABASE=true, or for check-role; demo: the demo database cannot be started; "
+        "serve-http: the address cannot be listened on",
     ),
     (os.EX_SOFTWARE, "an unexpected failure (details on stderr only)"),
     (
@@ -75,9 +78,10 @@ def _parser() -> argparse.ArgumentParser:
         "command",
         nargs="?",
         default="serve",
-        choices=("serve", "check-role", "role-guide", "demo"),
+        choices=("serve", "serve-http", "check-role", "role-guide", "demo"),
         help=(
-            "serve (default): MCP on stdio; check-role: audit the MCP_SQL_DSN role and exit; "
+            "serve (default): MCP on stdio; serve-http: MCP over Streamable HTTP (MCP_HTTP_*); "
+            "check-role: audit the MCP_SQL_DSN role and exit; "
             "role-guide: print the SQL of a least-privilege role on stdout; "
             "demo: MCP on stdio with a throwaway PostgreSQL and the example folder (the [demo] extra)"
         ),
@@ -122,6 +126,8 @@ def main(argv: Sequence[str] | None = None, *, extra_tools: Iterable[ToolOpener]
         if demo_action == "destroy":
             return devdb_main(["destroy"])
         return devdb_main(["serve", "--", sys.executable, "-m", "mcp_suite"])
+    if command == "serve-http":
+        return _serve_http(settings, list(extra_tools))
     return _serve(settings, list(extra_tools))
 
 
@@ -135,6 +141,45 @@ def _print_role_guide() -> int:
     sys.stdout.write(text)
     sys.stdout.flush()
     return os.EX_OK
+
+
+def _serve_http(settings: Settings, extra_tools: list[ToolOpener]) -> int:
+    """`mcp-suite serve-http`: the tools over Streamable HTTP until SIGINT/SIGTERM."""
+    problems = settings.http_problems()
+    if problems:
+        return _refuse(f"invalid configuration: {'; '.join(problems)}", os.EX_CONFIG)
+    from mcp_suite.runtime.http import serve_http  # hypercorn and joserfc: only for HTTP
+
+    configure_logging(settings.log_level)
+    for name in foreign_variables():
+        logger.warning("%s is not a setting of mcp-suite (another program's?): ignored", name)
+    try:
+        try:
+            with open_registry(settings, extra=extra_tools) as registry:
+                # No handshake to keep fast here: every tool's models and schemas are built first.
+                for step in registry.warm_up:
+                    step()
+                gc.freeze()
+                trio.run(functools.partial(serve_http, settings, registry))
+        except (StartupRefusedError, SettingsError) as exc:
+            shutdown_logging()
+            return _refuse(f"refusing to start: {exc}", os.EX_CONFIG)
+        except StartupUnavailableError as exc:
+            shutdown_logging()
+            return _refuse(f"refusing to start: {exc}", os.EX_UNAVAILABLE)
+        except OSError as exc:  # the address is taken, or not ours to bind
+            logger.critical(
+                "cannot listen on %s:%d: %s", settings.http_host, settings.http_port, exc.strerror
+            )
+            return os.EX_UNAVAILABLE
+        except Exception:  # noqa: BLE001  # last resort: log it on stderr, exit EX_SOFTWARE
+            logger.critical("the server failed", exc_info=True)
+            return os.EX_SOFTWARE
+        logger.info("shut down cleanly")
+        return os.EX_OK
+    finally:
+        shutdown_logging()
+        logging.shutdown()
 
 
 def _check_role(settings: Settings) -> int:

@@ -36,6 +36,9 @@ ENV_PREFIX = "MCP_"
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 _LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _AFFINITIES: Final = ("single", "off")
+_HTTP_AUTH_MODES: Final = ("jwt", "none")
+# The hosts `MCP_HTTP_AUTH=none` may bind: loopback only (docs/operations/remote.md).
+LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "::1", "localhost"})
 
 # Wire limits fixed by the contract (docs/wire.md): not read from the environment. The code that
 # enforces them, and the tests, import them from here.
@@ -186,6 +189,45 @@ class Settings:
     inbound_channel_size: int = field(default=16, metadata=_int(1, 4_096))
     outbound_channel_size: int = field(default=64, metadata=_int(1, 4_096))
 
+    # --- HTTP (`mcp-suite serve-http`, docs/operations/remote.md) ---------------------------------
+    http_host: str = field(default="127.0.0.1", metadata=_of(str))
+    # 0: any free port (the start-up log names the one bound).
+    http_port: int = field(default=8000, metadata=_int(0, 65_535))
+    # The MCP endpoint's path; the protected resource metadata is served beside it.
+    http_path: str = field(default="/mcp", metadata=_of(str))
+    # Origins a browser may call from (`scheme://host[:port]`); any other `Origin` gets 403.
+    http_allowed_origins: tuple[str, ...] = field(default=(), metadata=_of(tuple))
+    # A request body over this is refused with 413 while it is read (the declared length first).
+    http_max_body_bytes: int = field(default=MAX_FRAME_BYTES, metadata=_int(1_024, 16_777_216))
+    # The request line and headers of one request, in bytes (hypercorn's incomplete-request bound).
+    http_max_header_bytes: int = field(default=16_384, metadata=_int(1_024, 1_048_576))
+    # An idle connection, and one whose request headers are not complete within it, is closed.
+    http_idle_timeout_s: float = field(default=5.0, metadata=_float(0, 300, low_open=True))
+    # The whole body must arrive within this, counted from the end of the headers (408 then).
+    http_body_timeout_s: float = field(default=10.0, metadata=_float(0, 300, low_open=True))
+    # Requests one identity (a token's subject; the anonymous caller of MCP_HTTP_AUTH=none) may
+    # have in progress at once; one more is refused with 429.
+    http_max_requests_per_identity: int = field(default=16, metadata=_int(1, 1_024))
+    # Legacy (2025-11-25 and earlier) sessions: at most this many at once, each dropped after this
+    # long without a request (its id then gets 404, and the client starts a new one).
+    http_max_sessions: int = field(default=256, metadata=_int(1, 100_000))
+    http_session_idle_s: float = field(default=600.0, metadata=_float(0, 86_400, low_open=True))
+    # "jwt": every request carries a bearer JWT from MCP_HTTP_ISSUER; "none": no authorization,
+    # allowed only on a loopback host and named in the start-up log.
+    http_auth: Literal["jwt", "none"] = field(default="jwt", metadata={"choices": _HTTP_AUTH_MODES})
+    # This server's canonical URI (RFC 8707): a token's `aud` must name it.
+    http_resource_uri: str | None = field(default=None, metadata=_of(str, type(None)))
+    http_issuer: str | None = field(default=None, metadata=_of(str, type(None)))
+    http_jwks_url: str | None = field(default=None, metadata=_of(str, type(None)))
+    # The issuer's keys are kept this long, fetched again sooner on an unknown `kid`, but at
+    # most once per MCP_HTTP_JWKS_REFRESH_MIN_S; a key set over MCP_HTTP_JWKS_MAX_BYTES is refused.
+    http_jwks_max_age_s: float = field(default=3_600.0, metadata=_float(0, 86_400, low_open=True))
+    http_jwks_refresh_min_s: float = field(default=30.0, metadata=_float(0, 3_600))
+    http_jwks_timeout_s: float = field(default=5.0, metadata=_float(0, 60, low_open=True))
+    http_jwks_max_bytes: int = field(default=65_536, metadata=_int(1_024, 1_048_576))
+    # Clock skew allowed on a token's `exp` and `nbf`.
+    http_clock_leeway_s: int = field(default=30, metadata=_int(0, 300))
+
     # --- contract constants (not from the environment) ------------------------------------------
     max_frame_bytes: int = field(default=MAX_FRAME_BYTES, metadata=_int(1, 1 << 30))
     max_json_depth: int = field(default=MAX_JSON_DEPTH, metadata=_int(1, 1_000))
@@ -201,10 +243,26 @@ class Settings:
                 object.__setattr__(self, spec.name, float(getattr(self, spec.name)))
         if self.sql_pool_min_size > self.sql_pool_max_size:
             raise SettingsError("MCP_SQL_POOL_MIN_SIZE must not exceed MCP_SQL_POOL_MAX_SIZE")
+        if self.http_auth == "none" and self.http_host not in LOOPBACK_HOSTS:
+            raise SettingsError(
+                "MCP_HTTP_AUTH=none is allowed only on a loopback MCP_HTTP_HOST (127.0.0.1, ::1, localhost)"
+            )
         if self.sql_statement_timeout_ms >= self.call_deadline_s * 1000:
             raise SettingsError(
                 "MCP_SQL_STATEMENT_TIMEOUT_MS must be below the call deadline (MCP_CALL_DEADLINE_S)"
             )
+
+    def http_problems(self) -> list[str]:
+        """What `mcp-suite serve-http` still lacks: with MCP_HTTP_AUTH=jwt, the resource, the
+        issuer and its key set (stdio needs none of them, so they are checked only there)."""
+        if self.http_auth != "jwt":
+            return []
+        needed = {
+            "MCP_HTTP_RESOURCE_URI": self.http_resource_uri,
+            "MCP_HTTP_ISSUER": self.http_issuer,
+            "MCP_HTTP_JWKS_URL": self.http_jwks_url,
+        }
+        return [f"{name} is required with MCP_HTTP_AUTH=jwt" for name, value in needed.items() if not value]
 
     @property
     def max_queued_calls(self) -> int:
@@ -314,6 +372,48 @@ def _parse_role_names(raw: str) -> tuple[str, ...]:
     return names
 
 
+def _parse_host(raw: str) -> str:
+    host = raw.strip()
+    if not host or any(c in host for c in " /[]"):
+        raise ValueError("expected a host name or an IP address (no brackets, no port)")
+    return host
+
+
+def _parse_endpoint_path(raw: str) -> str:
+    path = raw.strip()
+    if not path.startswith("/") or path == "/" or path.endswith("/") or any(c in path for c in " ?#%"):
+        raise ValueError("expected a path such as /mcp (no trailing slash, query or fragment)")
+    return path
+
+
+def _parse_url(raw: str) -> str:
+    from urllib.parse import urlsplit  # only when an HTTP setting is set
+
+    url = raw.strip()
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.fragment or " " in url:
+        raise ValueError("expected an absolute http(s) URL without a fragment")
+    return url
+
+
+def _parse_origins(raw: str) -> tuple[str, ...]:
+    from urllib.parse import urlsplit
+
+    origins = tuple(part.strip().lower() for part in raw.split(",") if part.strip())
+    for origin in origins:
+        parts = urlsplit(origin)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path or parts.query:
+            raise ValueError("expected origins as scheme://host[:port], separated by commas")
+    return origins
+
+
+def _parse_http_auth(raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in _HTTP_AUTH_MODES:
+        raise ValueError("expected jwt or none")
+    return value
+
+
 def _parse_level(raw: str) -> str:
     level = raw.strip().upper()
     if level == "WARN":
@@ -363,6 +463,26 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "DRAIN_GRACE_S": ("drain_grace_s", _parse_float),
     "LOG_LEVEL": ("log_level", _parse_level),
     "CPU_AFFINITY": ("cpu_affinity", _parse_affinity),
+    "HTTP_HOST": ("http_host", _parse_host),
+    "HTTP_PORT": ("http_port", _parse_int),
+    "HTTP_PATH": ("http_path", _parse_endpoint_path),
+    "HTTP_ALLOWED_ORIGINS": ("http_allowed_origins", _parse_origins),
+    "HTTP_MAX_BODY_BYTES": ("http_max_body_bytes", _parse_int),
+    "HTTP_MAX_HEADER_BYTES": ("http_max_header_bytes", _parse_int),
+    "HTTP_IDLE_TIMEOUT_S": ("http_idle_timeout_s", _parse_float),
+    "HTTP_BODY_TIMEOUT_S": ("http_body_timeout_s", _parse_float),
+    "HTTP_MAX_REQUESTS_PER_IDENTITY": ("http_max_requests_per_identity", _parse_int),
+    "HTTP_MAX_SESSIONS": ("http_max_sessions", _parse_int),
+    "HTTP_SESSION_IDLE_S": ("http_session_idle_s", _parse_float),
+    "HTTP_AUTH": ("http_auth", _parse_http_auth),
+    "HTTP_RESOURCE_URI": ("http_resource_uri", _parse_url),
+    "HTTP_ISSUER": ("http_issuer", _parse_url),
+    "HTTP_JWKS_URL": ("http_jwks_url", _parse_url),
+    "HTTP_JWKS_MAX_AGE_S": ("http_jwks_max_age_s", _parse_float),
+    "HTTP_JWKS_REFRESH_MIN_S": ("http_jwks_refresh_min_s", _parse_float),
+    "HTTP_JWKS_TIMEOUT_S": ("http_jwks_timeout_s", _parse_float),
+    "HTTP_JWKS_MAX_BYTES": ("http_jwks_max_bytes", _parse_int),
+    "HTTP_CLOCK_LEEWAY_S": ("http_clock_leeway_s", _parse_int),
 }
 
 ENV_VARIABLES: tuple[str, ...] = tuple(ENV_PREFIX + name for name in _VARIABLES)
@@ -393,7 +513,7 @@ _KNOWN_NAMES: Final = frozenset(ENV_VARIABLES) | TOOLING_VARIABLES
 # Other programs share the `MCP_` prefix in the same environments (Claude Code's `MCP_TIMEOUT`,
 # a harness's `MCP_SUITE_CHECKOUT`), so a name outside these families is refused only when it is
 # within `_TYPO_DISTANCE` edits of a known name.
-SETTING_FAMILIES: Final = ("MCP_SQL_", "MCP_FS_", "MCP_SAFE_", "MCP_METRICS_")
+SETTING_FAMILIES: Final = ("MCP_SQL_", "MCP_FS_", "MCP_SAFE_", "MCP_METRICS_", "MCP_HTTP_")
 _TYPO_DISTANCE: Final = 2
 
 

@@ -16,6 +16,7 @@ from mcp_suite.settings import ECHO_MAX_CHARS
 
 __all__ = [
     "ECHO_MAX_CHARS",
+    "HEADER_MISMATCH",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
@@ -32,6 +33,8 @@ __all__ = [
     "ConflictError",
     "DatabaseUnavailableError",
     "ExecutionTimeoutError",
+    "HeaderMismatchError",
+    "InsufficientScopeError",
     "InternalServerError",
     "InvalidArgumentsError",
     "InvalidParamsError",
@@ -62,6 +65,8 @@ INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
 # MCP 2026-07-28, basic/index "Error Codes": the request's protocol version is not served here.
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+# MCP 2026-07-28, Streamable HTTP "Server Validation": a mirrored header does not match the body.
+HEADER_MISMATCH: Final = -32020
 # MCP 2024-11-05 to 2025-11-25, server/resources "Error Handling": "Resource not found: -32002".
 # 2026-07-28 answers -32602 instead (and asks clients to accept both).
 RESOURCE_NOT_FOUND: Final = -32002
@@ -245,6 +250,30 @@ class UnsupportedVersionError(ProblemError):
     jsonrpc_code = UNSUPPORTED_PROTOCOL_VERSION
 
 
+class HeaderMismatchError(ProblemError):
+    """Over HTTP: a header that mirrors the body (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`)
+    is missing, malformed or says something else than the body (HTTP 400)."""
+
+    slug = "header-mismatch"
+    title = "Header mismatch"
+    status = 400
+    code = "MCP_HEADER_MISMATCH"
+    channel = Channel.ERROR
+    jsonrpc_code = HEADER_MISMATCH
+
+
+class InsufficientScopeError(ProblemError):
+    """Over HTTP: the bearer token's scopes do not cover the tool or resource asked for (HTTP 403
+    with `WWW-Authenticate: Bearer error="insufficient_scope"`, naming the scope it needs)."""
+
+    slug = "insufficient-scope"
+    title = "Insufficient scope"
+    status = 403
+    code = "MCP_INSUFFICIENT_SCOPE"
+    channel = Channel.ERROR
+    jsonrpc_code = INVALID_REQUEST
+
+
 class DatabaseUnavailableError(ProblemError):
     """The database cannot be reached or refuses the server's login: a fault of the infrastructure.
 
@@ -307,6 +336,8 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     InvalidRequestError,
     MethodNotFoundError,
     UnsupportedVersionError,
+    HeaderMismatchError,
+    InsufficientScopeError,
     DatabaseUnavailableError,
     RoleRefusedError,
     ShuttingDownError,
@@ -321,6 +352,8 @@ WIRE_CODES: Final[Mapping[str, frozenset[int]]] = {
     "invalid-request": frozenset({INVALID_REQUEST, PARSE_ERROR}),
     "method-not-found": frozenset({METHOD_NOT_FOUND}),
     "unsupported-protocol-version": frozenset({UNSUPPORTED_PROTOCOL_VERSION}),
+    "header-mismatch": frozenset({HEADER_MISMATCH}),
+    "insufficient-scope": frozenset({INVALID_REQUEST}),
     "not-found": frozenset({RESOURCE_NOT_FOUND}),
     "database-unavailable": frozenset({INTERNAL_ERROR}),
     # In-band for a tool; a resource read has no in-band channel, so there it is -32603.

@@ -227,6 +227,7 @@ class SessionCore:
         "_deadline_s",
         "_instructions",
         "_legacy_known",
+        "_list_scope",
         "_max_depth",
         "_max_depth_args",
         "_max_frame_bytes",
@@ -259,6 +260,7 @@ class SessionCore:
         arg_max_depth: int,
         arg_max_items: int,
         call_deadline_s: float,
+        per_caller_lists: bool = False,
     ) -> None:
         self._server_name = server_name
         self._server_version = server_version
@@ -271,6 +273,10 @@ class SessionCore:
         self._max_items = arg_max_items
         self._max_depth_args = arg_max_depth
         self._deadline_s = call_deadline_s
+        # server/utilities/caching, "cacheScope": a list that depends on who asks (the HTTP
+        # transport shows each token only what its scopes allow) must not be shared across
+        # authorization contexts: "private".
+        self._list_scope = "private" if per_caller_lists else "public"
         common = {"tools/list", "tools/call"} | (_RESOURCE_METHODS if resources else set())
         self._legacy_known = frozenset(common | {"initialize", "ping"})
         self._modern_known = frozenset(common | {"server/discover"})
@@ -486,11 +492,11 @@ class SessionCore:
             elif method == "tools/list":
                 result = mcp.tools_list_result(self._tools(), request.params)
                 if era is Era.MODERN:
-                    result.update(mcp.cache_fields(ttl_ms=mcp.LIST_TTL_MS, scope="public"))
+                    result.update(mcp.cache_fields(ttl_ms=mcp.LIST_TTL_MS, scope=self._list_scope))
             elif method == "resources/list":
                 result = {"resources": [mcp.resource_entry(r) for r in self._resources.values()]}
                 if era is Era.MODERN:
-                    result.update(mcp.cache_fields(ttl_ms=mcp.LIST_TTL_MS, scope="public"))
+                    result.update(mcp.cache_fields(ttl_ms=mcp.LIST_TTL_MS, scope=self._list_scope))
             else:  # resources/templates/list: the only inline method left in both tables
                 result = {"resourceTemplates": []}
                 if era is Era.MODERN:
@@ -549,13 +555,19 @@ class SessionCore:
         if note.method != "notifications/cancelled":
             return None
         for key in _lenient_keys(note.params.get("requestId")):
-            call = self._calls.get(key)
-            if call is not None:
-                if call.client_cancelled:
-                    return None
-                call.client_cancelled = True
-                return CancelCall(key)
+            if key in self._calls:
+                return self.withdraw(key)
         return None
+
+    def withdraw(self, key: IdKey) -> CancelCall | None:
+        """The client withdrew the call `key`: by `notifications/cancelled`, or (Streamable HTTP,
+        2026-07-28 "Cancellation") by closing the request's response stream. Nothing is sent for
+        it; None when it is unknown or already withdrawn."""
+        call = self._calls.get(key)
+        if call is None or call.client_cancelled:
+            return None
+        call.client_cancelled = True
+        return CancelCall(key)
 
     # -- frames ----------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ excerpt of `ECHO_MAX_CHARS`; a tool's own audit events (`extra={"audit": fields}
 from __future__ import annotations
 
 import collections
+import contextvars
 import json
 import logging
 import sys
@@ -25,6 +26,7 @@ from mcp_suite.settings import ECHO_MAX_CHARS, NAME_ECHO_CHARS
 __all__ = [
     "AuditLog",
     "StderrSink",
+    "audit_subject",
     "configure_logging",
     "logger",
     "shutdown_logging",
@@ -34,6 +36,12 @@ __all__ = [
 logger: Final = logging.getLogger("mcp_suite")
 _audit_logger: Final = logging.getLogger("mcp_suite.audit")
 _BUFFER_LINES: Final = 10_000
+# Over HTTP, the subject of the caller's token, set in the request's own task: the audit events a
+# tool logs while serving it (in that task, or in the worker threads it starts, which inherit the
+# context) carry it as `sub`, like the request's own record.
+audit_subject: Final[contextvars.ContextVar[str | None]] = contextvars.ContextVar(
+    "audit_subject", default=None
+)
 _FLUSH_INTERVAL_S: Final = 0.02
 
 
@@ -110,6 +118,9 @@ def _line(record: logging.LogRecord) -> str:
     audit = record.__dict__.get("audit")
     if audit is not None:  # an audit event a tool logged with `extra={"audit": fields}`
         event = {"ts": _timestamp(record.created), "level": "info", "logger": record.name}
+        subject = audit_subject.get()
+        if subject is not None:
+            event["sub"] = subject[:NAME_ECHO_CHARS]
         return _dumps({**event, "event": record.getMessage(), **audit})
     payload: dict[str, Any] = {
         "ts": _timestamp(record.created),
@@ -201,7 +212,8 @@ def _excerpt(arguments: Any) -> str:
 
 
 class AuditLog:
-    """The audit trail of requests: time, id, method, tool, outcome or problem slug, duration.
+    """The audit trail of requests: time, id, method, tool, outcome or problem slug, duration, and
+    over HTTP the caller's token subject (`sub`).
 
     Written straight to the sink (no LogRecord) because it runs once per request on the hot path.
     """
@@ -219,6 +231,7 @@ class AuditLog:
         problem: str | None = None,
         arguments: Any = None,
         incident: str | None = None,
+        subject: str | None = None,
     ) -> None:
         sink = _sink
         if sink is None or not _audit_logger.isEnabledFor(logging.INFO):
@@ -233,4 +246,6 @@ class AuditLog:
             event["args_excerpt"] = _excerpt(arguments)
         if incident is not None:
             event["incident"] = incident
+        if subject is not None:  # over HTTP: the caller's token subject (`anonymous` without auth)
+            event["sub"] = subject[:NAME_ECHO_CHARS]
         sink.write_line(_dumps(event))

@@ -7,8 +7,9 @@
 
 Both channels are bounded, so a flood, a client that never reads, or a never-ending line cannot
 grow memory: back-pressure stops the reader instead. What to answer, to start or to cancel is decided
-by `protocol.core.SessionCore`; this module only moves bytes, runs one task and cancel scope per call,
-and turns a call's exception into an outcome for the core (the one exception boundary).
+by `protocol.core.SessionCore`; this module only moves bytes and runs one task and cancel scope per
+call (`runtime.calls.CallRunner`, shared with the HTTP transport, runs the call itself and is the one
+exception boundary).
 """
 
 from __future__ import annotations
@@ -17,38 +18,29 @@ import gc
 import signal
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 import trio
 
-from mcp_suite import SERVER_NAME, __version__
-from mcp_suite.lazy import Lazy
-from mcp_suite.problems import InternalServerError, ProblemError
+from mcp_suite.problems import ProblemError
 from mcp_suite.protocol import mcp
 from mcp_suite.protocol.core import (
     Answer,
-    CallInterrupted,
-    CallKind,
-    CallOutcome,
     CallRaised,
     CancelCall,
     IdKey,
-    ResourceRead,
     SessionCore,
     Shutdown,
     StartCall,
-    ToolSucceeded,
 )
 from mcp_suite.protocol.framing import Frame, LineDecoder, OversizedFrame
-from mcp_suite.protocol.mcp import structured_json
 from mcp_suite.runtime import early_signals
+from mcp_suite.runtime.calls import CallRunner, ToolCatalogue, new_core
 from mcp_suite.runtime.limiter import CallLimiter, Ticket
 from mcp_suite.runtime.request_log import AuditLog, logger
 from mcp_suite.settings import Settings
-from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.registry import Registry
 
 __all__ = ["Session", "serve_session"]
@@ -84,11 +76,12 @@ class Session:
     handle_signals: bool = False
     audit: AuditLog = field(default_factory=AuditLog)
     core: SessionCore = field(init=False)
+    runner: CallRunner = field(init=False)
     limiter: CallLimiter = field(init=False)
     # The running calls' tasks, by the core's id key (the core keeps the protocol side of each).
     in_flight: dict[IdKey, _Task] = field(default_factory=dict)
     all_idle: trio.Event = field(default_factory=trio.Event)
-    _tool_descriptions: Lazy[list[mcp.ToolDescription]] = field(init=False)
+    _catalogue: ToolCatalogue = field(init=False)
     _reader_scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     _out_send: trio.MemorySendChannel[Outbound] | None = None
     _root: trio.Nursery | None = None
@@ -101,49 +94,16 @@ class Session:
     _served: bool = False
 
     def __post_init__(self) -> None:
-        settings = self.settings
-        self._tool_descriptions = Lazy(self._describe_tools)
-        self.core = SessionCore(
-            server_name=SERVER_NAME,
-            server_version=__version__,
-            tool_names=list(self.registry.tools),
-            tools=self.tool_descriptions,
-            instructions=self.registry.instructions,
-            resources=[
-                mcp.ResourceDescription(
-                    uri=r.uri, name=r.name, title=r.title, description=r.description, mime_type=r.mime_type
-                )
-                for r in self.registry.resources.values()
-            ],
-            max_frame_bytes=settings.max_frame_bytes,
-            max_json_depth=settings.max_json_depth,
-            arg_max_depth=settings.arg_max_depth,
-            arg_max_items=settings.arg_max_items,
-            call_deadline_s=settings.call_deadline_s,
-        )
-        self.limiter = CallLimiter(
-            slots=settings.max_concurrency,
-            max_waiters=settings.max_queued_calls,
-            wait_s=settings.queue_wait_s,
-        )
+        self.runner = CallRunner(self.settings, self.registry)
+        self.limiter = self.runner.limiter
+        self._catalogue = ToolCatalogue(self.registry)
+        self.core = new_core(self.settings, self.registry, self.tool_descriptions)
         self.all_idle.set()
 
     def tool_descriptions(self) -> list[mcp.ToolDescription]:
         """The advertised tools, built once (by the warm-up, or by the first `tools/list`): the
         models and their JSON Schemas are not needed to answer `initialize`. Thread-safe."""
-        return self._tool_descriptions.get()
-
-    def _describe_tools(self) -> list[mcp.ToolDescription]:
-        return [
-            mcp.ToolDescription(
-                name=tool.name,
-                title=tool.title,
-                description=tool.description,
-                input_schema=mcp.model_json_schema(tool.args_model),
-                output_schema=mcp.model_json_schema(tool.result_model),
-            )
-            for tool in self.registry.tools.values()
-        ]
+        return self._catalogue.descriptions()
 
     # ---------------------------------------------------------------------------------------
     # warm-up
@@ -375,14 +335,12 @@ class Session:
 
     def _start(self, start: StartCall, started: float) -> bytes:
         """Take a place at the limiter (a tool) and spawn the call's task."""
-        ticket: Ticket | None = None
-        if start.kind is CallKind.TOOL:
-            try:
-                ticket = self.limiter.reserve()  # 2. a place in the FIFO line, after the sanitizer
-            except ProblemError as exc:
-                answer = self.core.call_finished(start.key, CallRaised(exc))
-                self._audit(answer, started)
-                return answer.frame or b""
+        try:
+            ticket = self.runner.reserve(start)  # 2. a place in the FIFO line, after the sanitizer
+        except ProblemError as exc:
+            answer = self.core.call_finished(start.key, CallRaised(exc))
+            self._audit(answer, started)
+            return answer.frame or b""
         task = _Task(scope=trio.CancelScope(), ticket=ticket)
         self.in_flight[start.key] = task
         if self.all_idle.is_set():
@@ -392,27 +350,9 @@ class Session:
         return b""
 
     async def _run_call(self, start: StartCall, task: _Task, started: float) -> None:
-        outcome: CallOutcome | None = None
         try:
-            with task.scope:
-                try:
-                    if start.kind is CallKind.TOOL:
-                        tool = self.registry.tools[start.name]
-                        assert task.ticket is not None
-                        data = await self._guarded_call(tool, start.arguments, task.ticket, task.scope)
-                        outcome = ToolSucceeded(data)
-                    else:
-                        task.scope.deadline = trio.current_time() + self.settings.call_deadline_s
-                        outcome = ResourceRead(await self.registry.resources[start.name].read())
-                except ProblemError as exc:  # the core picks its channel
-                    outcome = CallRaised(exc)
-                except Exception as exc:  # noqa: BLE001  # the one exception → wire boundary
-                    outcome = CallRaised(self._incident(exc, f"{start.kind.value} {start.name}"))
-            if outcome is None:  # the scope was cancelled: by the client, the deadline or shutdown
-                outcome = CallInterrupted(deadline_passed=trio.current_time() >= task.scope.deadline)
+            outcome = await self.runner.run(start, task.ticket, task.scope)
         finally:
-            if task.ticket is not None:
-                self.limiter.release(task.ticket)  # also when the task was cancelled before it ran
             del self.in_flight[start.key]
             if not self.in_flight:
                 self.all_idle.set()
@@ -431,33 +371,6 @@ class Session:
         """Cancel every in-flight call; each still reports its end (and gets a shutdown answer)."""
         for task in list(self.in_flight.values()):
             task.scope.cancel()
-
-    async def _guarded_call(
-        self, tool: ToolSpec, arguments: Any, ticket: Ticket, scope: trio.CancelScope
-    ) -> bytes:
-        """The guardrails that wait: the slot (FIFO, bounded wait), the deadline, the schema.
-
-        The sanitizer ran in the core and the place in line was taken by `_start`. `scope` is the
-        call's own cancel scope: the deadline is set on it, so a call has exactly one scope, and the
-        core turns a deadline that fired into `execution-timeout`.
-        """
-        # 2. concurrency limiter: wait for our turn (_run_call releases the ticket)
-        await self.limiter.wait(ticket)
-        # 3. deadline, counted from the moment the call holds a slot
-        scope.deadline = trio.current_time() + self.settings.call_deadline_s
-        # 4. strict argument schema (models not loaded yet: load them off the event loop)
-        if not tool.models.built:
-            await trio.to_thread.run_sync(tool.models.get)
-        result = await tool.call(tool.validate_arguments(arguments))
-        return structured_json(result)
-
-    def _incident(self, exc: BaseException, where: str) -> InternalServerError:
-        incident = uuid.uuid4().hex[:16]
-        logger.error("incident %s in %s", incident, where, exc_info=exc)
-        return InternalServerError(
-            f"The server failed unexpectedly (incident {incident}); the details are in its log.",
-            metadata={"incident": incident},
-        )
 
 
 async def serve_session(

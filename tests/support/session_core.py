@@ -29,7 +29,7 @@ TOOLS: Final = [
 ]
 
 
-def make_core(*, resources: bool = True) -> core.SessionCore:
+def make_core(*, resources: bool = True, per_caller_lists: bool = False) -> core.SessionCore:
     return core.SessionCore(
         server_name="mcp-suite",
         server_version="9.9",
@@ -52,6 +52,7 @@ def make_core(*, resources: bool = True) -> core.SessionCore:
         arg_max_depth=8,
         arg_max_items=1_000,
         call_deadline_s=30,
+        per_caller_lists=per_caller_lists,
     )
 
 

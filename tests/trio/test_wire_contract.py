@@ -14,6 +14,7 @@ import pytest
 import trio
 
 from mcp_suite.problems import (
+    HEADER_MISMATCH,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -226,7 +227,9 @@ async def test_every_entry_of_the_error_table_is_seen_on_the_wire_and_agrees_wit
     table = {(slug, code) for slug, codes in WIRE_CODES.items() for code in codes}
     # check_line already proved seen <= table; this proves the table has no entry the server never uses.
     # shutting-down needs a process told to stop: tests/e2e/test_runtime_shutdown.py sees it on the wire.
-    assert seen == table - {("shutting-down", INTERNAL_ERROR)}
+    # header-mismatch and insufficient-scope exist over HTTP only: tests/trio/test_http_app.py.
+    http_only = {("header-mismatch", HEADER_MISMATCH), ("insufficient-scope", INVALID_REQUEST)}
+    assert seen == table - {("shutting-down", INTERNAL_ERROR)} - http_only
     assert {e["error"]["code"] for e in errors} == {
         PARSE_ERROR,
         INVALID_REQUEST,

@@ -37,6 +37,8 @@ SPEC_TABLE = {
     "invalid-request": ("MCP_INVALID_REQUEST", 400),
     "method-not-found": ("MCP_METHOD_NOT_FOUND", 404),
     "unsupported-protocol-version": ("MCP_UNSUPPORTED_PROTOCOL_VERSION", 400),
+    "header-mismatch": ("MCP_HEADER_MISMATCH", 400),
+    "insufficient-scope": ("MCP_INSUFFICIENT_SCOPE", 403),
     "database-unavailable": ("MCP_DATABASE_UNAVAILABLE", 503),
     "role-refused": ("MCP_ROLE_REFUSED", 503),
     "shutting-down": ("MCP_SHUTTING_DOWN", 503),

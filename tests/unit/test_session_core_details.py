@@ -311,6 +311,27 @@ def test_a_call_cut_off_by_the_shutdown_tells_the_client_it_may_send_it_again() 
     assert (data["code"], data["metadata"]) == ("MCP_SHUTTING_DOWN", {"retryable": True})
 
 
+def test_a_call_the_transport_saw_withdrawn_gets_no_answer_and_is_audited_as_cancelled() -> None:
+    # Streamable HTTP (2026-07-28): a closed response stream is the cancellation.
+    session = make_core()
+    started = session.receive(modern("tools/call", CALL, 9))
+    assert isinstance(started, core.StartCall)
+    assert session.withdraw(started.key) == core.CancelCall(started.key)
+    assert session.withdraw(started.key) is None  # once
+    assert session.withdraw(core.id_key(10)) is None  # unknown
+    answer = session.call_finished(started.key, core.CallInterrupted(deadline_passed=False))
+    assert (answer.frame, answer.outcome, answer.tool) == (None, "cancelled", "echo")
+
+
+def test_lists_that_depend_on_the_caller_are_cached_privately() -> None:
+    # server/utilities/caching: a "public" list may be shared across tokens.
+    shared = answer_of(make_core().receive(modern("tools/list")))
+    assert shared["result"]["cacheScope"] == "public"
+    per_caller = make_core(per_caller_lists=True)
+    for method in ("tools/list", "resources/list"):
+        assert answer_of(per_caller.receive(modern(method)))["result"]["cacheScope"] == "private"
+
+
 # -- the answers given at once, their words and the members the audit reads ----------------------
 
 _CAPABILITIES: Final = {"tools": {"listChanged": False}}

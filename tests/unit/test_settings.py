@@ -278,3 +278,69 @@ def test_the_pool_idle_time_is_a_setting_and_an_idle_pool_keeps_no_connection_by
     assert settings.sql_pool_max_idle_s == 30.0
     assert settings.sql_pool_min_size == 0
     assert load_settings({}).sql_pool_max_idle_s == 600.0
+
+
+# -- HTTP (serve-http) -------------------------------------------------------------------------------
+
+
+def test_http_defaults_listen_on_loopback_and_require_a_token() -> None:
+    settings = load_settings({})
+    assert (settings.http_host, settings.http_port, settings.http_path) == ("127.0.0.1", 8000, "/mcp")
+    assert settings.http_auth == "jwt"
+    assert settings.http_problems() == [
+        "MCP_HTTP_RESOURCE_URI is required with MCP_HTTP_AUTH=jwt",
+        "MCP_HTTP_ISSUER is required with MCP_HTTP_AUTH=jwt",
+        "MCP_HTTP_JWKS_URL is required with MCP_HTTP_AUTH=jwt",
+    ]
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1", "localhost"])
+def test_no_authorization_is_allowed_on_loopback(host: str) -> None:
+    settings = load_settings({"MCP_HTTP_AUTH": "none", "MCP_HTTP_HOST": host})
+    assert settings.http_problems() == []
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.0.0.5", "mcp.example.com"])
+def test_no_authorization_is_refused_off_loopback(host: str) -> None:
+    with pytest.raises(SettingsError, match="MCP_HTTP_AUTH=none is allowed only on a loopback"):
+        load_settings({"MCP_HTTP_AUTH": "none", "MCP_HTTP_HOST": host})
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("MCP_HTTP_PATH", "mcp"),
+        ("MCP_HTTP_PATH", "/mcp/"),
+        ("MCP_HTTP_PATH", "/"),
+        ("MCP_HTTP_PATH", "/mcp?x=1"),
+        ("MCP_HTTP_HOST", "[::1]"),
+        ("MCP_HTTP_HOST", "a b"),
+        ("MCP_HTTP_ALLOWED_ORIGINS", "evil"),
+        ("MCP_HTTP_ALLOWED_ORIGINS", "https://app.example/path"),
+        ("MCP_HTTP_RESOURCE_URI", "mcp.example.com"),
+        ("MCP_HTTP_RESOURCE_URI", "https://mcp.example.com#fragment"),
+        ("MCP_HTTP_ISSUER", "ftp://idp.example"),
+        ("MCP_HTTP_AUTH", "basic"),
+        ("MCP_HTTP_PORT", "65536"),
+        ("MCP_HTTP_MAX_BODY_BYTES", "100"),
+        ("MCP_HTTP_IDLE_TIMEOUT_S", "0"),
+        ("MCP_HTTP_CLOCK_LEEWAY_S", "301"),
+    ],
+)
+def test_a_bad_http_setting_is_refused_by_name(name: str, value: str) -> None:
+    with pytest.raises(SettingsError, match=name):
+        load_settings({name: value})
+
+
+def test_http_origins_are_a_list() -> None:
+    settings = load_settings({"MCP_HTTP_ALLOWED_ORIGINS": "https://a.example, HTTP://B.example:8080"})
+    assert settings.http_allowed_origins == ("https://a.example", "http://b.example:8080")
+
+
+def test_serve_http_without_its_issuer_exits_78(capsys: pytest.CaptureFixture[str]) -> None:
+    from mcp_suite.cli import main
+
+    assert main(["serve-http"]) == 78
+    record = json.loads(capsys.readouterr().err)
+    assert "MCP_HTTP_ISSUER is required" in record["msg"]
+    assert record["exit_status"] == 78

@@ -1,0 +1,175 @@
+"""The Streamable HTTP transport's decisions, without I/O: Origin, Accept, the era of a POST, the
+headers that mirror the body, and the HTTP status of an answer (MCP 2026-07-28 and 2025-11-25).
+
+Plain functions over header values and bytes; `runtime.http` carries them out. Must not import trio.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import enum
+from collections.abc import Collection
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from mcp_suite.problems import (
+    HEADER_MISMATCH,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    HeaderMismatchError,
+    ProblemError,
+    UnsupportedVersionError,
+    echo,
+)
+from mcp_suite.protocol import mcp
+from mcp_suite.protocol.jsonrpc import JsonRpcError, Request, decode_message
+from mcp_suite.settings import NAME_ECHO_CHARS
+
+__all__ = [
+    "HttpEra",
+    "accepts_json",
+    "check_mirrored_headers",
+    "era_of",
+    "origin_allowed",
+    "status_of",
+]
+
+_B64_PREFIX: Final = "=?base64?"
+_B64_SUFFIX: Final = "?="
+
+
+class HttpEra(enum.Enum):
+    MODERN = "modern"  # 2026-07-28: stateless, every POST carries its version header
+    LEGACY = "legacy"  # 2025-11-25 and earlier: `initialize` opens a session (`Mcp-Session-Id`)
+
+
+def _origin_key(origin: str) -> str | None:
+    parts = urlsplit(origin.strip().lower())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    port = port or (443 if parts.scheme == "https" else 80)
+    return f"{parts.scheme}://{parts.hostname}:{port}"
+
+
+def origin_allowed(origin: str | None, allowed: Collection[str]) -> bool:
+    """Whether a request with this `Origin` may be served (DNS-rebinding protection).
+
+    No `Origin` (a client that is not a browser) is served; a present one must be on the list,
+    compared by scheme, host and port (the default port spelled or not); `null` never is.
+    """
+    if origin is None:
+        return True
+    key = _origin_key(origin)
+    return key is not None and key in {_origin_key(entry) for entry in allowed}
+
+
+def accepts_json(accept: str | None) -> bool:
+    """Whether the client takes an `application/json` answer (no `Accept`: it takes anything)."""
+    if accept is None:
+        return True
+    for item in accept.split(","):
+        media, *params = (part.strip().lower() for part in item.split(";"))
+        if media not in ("application/json", "application/*", "*/*"):
+            continue
+        weights = [p[2:] for p in params if p.startswith("q=")]
+        try:
+            if not weights or float(weights[0]) > 0:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def era_of(version_header: str | None) -> HttpEra | ProblemError:
+    """The era of a POST by its `MCP-Protocol-Version` header: the modern version, a legacy one
+    (absent: 2025-03-26, as both revisions allow), or a version not served (400)."""
+    if version_header == mcp.MODERN_VERSION:
+        return HttpEra.MODERN
+    if version_header is None or version_header in mcp.LEGACY_VERSIONS:
+        return HttpEra.LEGACY
+    return UnsupportedVersionError(
+        f"This server does not serve protocol version {echo(version_header, NAME_ECHO_CHARS)!r}; it "
+        f"serves {', '.join(mcp.ALL_VERSIONS)}.",
+        metadata={"supported": list(mcp.ALL_VERSIONS)},
+    )
+
+
+def _decoded_name(value: str) -> str | None:
+    if value.startswith(_B64_PREFIX) and value.endswith(_B64_SUFFIX) and len(value) >= 11:
+        try:
+            return base64.b64decode(value[len(_B64_PREFIX) : -len(_B64_SUFFIX)], validate=True).decode()
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+    return value
+
+
+def _mismatch(detail: str) -> HeaderMismatchError:
+    return HeaderMismatchError(f"Header mismatch: {detail}.")
+
+
+def check_mirrored_headers(
+    body: bytes, headers: dict[str, str], *, max_depth: int
+) -> HeaderMismatchError | None:
+    """A modern POST's headers against its body (Streamable HTTP, "Server Validation"):
+    `MCP-Protocol-Version` equals the body's `_meta` version, `Mcp-Method` its method, `Mcp-Name`
+    (base64 sentinel decoded) its tool name or resource URI. `headers` has lower-case names.
+
+    A body that is not a JSON-RPC request is left to the core, which answers it.
+    """
+    try:
+        message = decode_message(body, max_depth=max_depth)
+    except JsonRpcError:
+        return None
+    if not isinstance(message, Request):
+        return None
+    meta = message.params.get("_meta")
+    body_version = meta.get(mcp.PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
+    header_version = headers.get("mcp-protocol-version")
+    if body_version != header_version:
+        return _mismatch(
+            f"MCP-Protocol-Version {echo(str(header_version), NAME_ECHO_CHARS)!r} is not the body's "
+            f"{mcp.PROTOCOL_VERSION_KEY} {echo(str(body_version), NAME_ECHO_CHARS)!r}"
+        )
+    method = headers.get("mcp-method")
+    if method != message.method:
+        return _mismatch(
+            f"Mcp-Method {echo(str(method), NAME_ECHO_CHARS)!r} is not the body's method "
+            f"{echo(message.method, NAME_ECHO_CHARS)!r}"
+        )
+    name_field = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name"}.get(message.method)
+    if name_field is not None:
+        body_name: Any = message.params.get(name_field)
+        header_name = headers.get("mcp-name")
+        decoded = None if header_name is None else _decoded_name(header_name)
+        if decoded is None or decoded != body_name:
+            return _mismatch(f"Mcp-Name does not match params.{name_field} (or is missing or malformed)")
+    return None
+
+
+def status_of(jsonrpc_code: int | None, *, has_id: bool, era: HttpEra, outside_session: bool = False) -> int:
+    """The HTTP status of a JSON-RPC answer (None: a result).
+
+    2026-07-28: an unknown method is 404, an unsupported version and a header mismatch are 400.
+    2025-11-25: a request without `Mcp-Session-Id` that needs a session (`outside_session`: the
+    core answered session-not-initialized) is 400. Both eras: a body that is not a request the
+    server can read (no id to answer) is 400; every other answer, errors included, is a JSON-RPC
+    response in a 200.
+    """
+    if jsonrpc_code is None:
+        return 200
+    if outside_session and era is HttpEra.LEGACY:
+        return 400
+    if jsonrpc_code in (HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION):
+        return 400
+    if era is HttpEra.MODERN and jsonrpc_code == METHOD_NOT_FOUND:
+        return 404
+    if not has_id and jsonrpc_code in (PARSE_ERROR, INVALID_REQUEST):
+        return 400
+    return 200

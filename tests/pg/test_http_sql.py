@@ -1,0 +1,89 @@
+"""A SQL call through `mcp-suite serve-http` and the official SDK's Streamable HTTP client, with a
+token from a test issuer: `sql:read` lists and calls the SQL tools; without it they are neither
+listed nor callable. The statement's audit record and the request's carry on as on stdio, the
+request's with the token's subject."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx2
+import pytest
+import trio
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.protocol.mcp import MODERN_VERSION
+from tests.support.http_server import HttpServer, open_http_server
+from tests.support.issuer import TestIssuer, open_issuer
+
+pytestmark = [pytest.mark.pg, pytest.mark.e2e]
+
+
+@pytest.fixture
+def issuer() -> Iterator[TestIssuer]:
+    with open_issuer() as made:
+        yield made
+
+
+@pytest.fixture
+def server(issuer: TestIssuer, demo_cluster: Cluster) -> Iterator[HttpServer]:
+    with open_http_server(issuer, {"MCP_SQL_DSN": demo_cluster.reader_dsn}) as running:
+        yield running
+
+
+async def test_a_sql_call_over_http_with_the_sql_read_scope(server: HttpServer, issuer: TestIssuer) -> None:
+    token = issuer.token(server.url, sub="erin", scope="sql:read")
+    with trio.fail_after(60):
+        async with (
+            create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http,
+            Client(streamable_http_client(server.url, http_client=http), mode=MODERN_VERSION) as client,
+        ):
+            listed = await client.list_tools()
+            assert [t.name for t in listed.tools] == ["sql_schema", "read_only_sql", "explain_sql"]
+            result = await client.call_tool("read_only_sql", {"sql": "SELECT version FROM reports.releases"})
+            assert result.is_error is False
+            assert result.structured_content is not None
+            assert result.structured_content["row_count"] == 3
+    audit = server.audit(2)
+    assert [(r["method"], r["sub"]) for r in audit] == [("tools/list", "erin"), ("tools/call", "erin")]
+    statements = [r for r in server.records() if r.get("event") == "statement"]
+    assert [(r["sql"], r["sub"]) for r in statements] == [("SELECT version FROM reports.releases", "erin")]
+
+
+async def test_without_sql_read_the_sql_tools_are_hidden_and_refused(
+    server: HttpServer, issuer: TestIssuer
+) -> None:
+    token = issuer.token(server.url, sub="frank", scope="metrics:read")
+    with trio.fail_after(60):
+        async with (
+            create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http,
+            Client(streamable_http_client(server.url, http_client=http), mode=MODERN_VERSION) as client,
+        ):
+            listed = await client.list_tools()
+            assert [t.name for t in listed.tools] == ["system_metrics"]
+        async with httpx2.AsyncClient() as raw:
+            body = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {
+                    "name": "read_only_sql",
+                    "arguments": {"sql": "SELECT 1"},
+                    "_meta": {
+                        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+                        "io.modelcontextprotocol/clientCapabilities": {},
+                    },
+                },
+            }
+            headers = {
+                "Authorization": f"Bearer {token}",
+                "MCP-Protocol-Version": MODERN_VERSION,
+                "Mcp-Method": "tools/call",
+                "Mcp-Name": "read_only_sql",
+            }
+            refused = await raw.post(server.url, json=body, headers=headers)
+            assert refused.status_code == 403
+            assert 'scope="sql:read"' in refused.headers["www-authenticate"]

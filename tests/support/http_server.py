@@ -1,0 +1,78 @@
+"""`mcp-suite serve-http` as a child process for the tests: started on a free loopback port with a
+test issuer's key set, its stderr (JSON lines) collected, stopped with SIGTERM (exit 0 expected)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from tests.support.client import REPO, server_env
+from tests.support.issuer import TestIssuer, free_port
+
+__all__ = ["HttpServer", "open_http_server"]
+
+
+class HttpServer:
+    def __init__(self, process: subprocess.Popen[bytes], errlog: Any, url: str) -> None:
+        self.process = process
+        self.errlog = errlog
+        self.url = url
+
+    def records(self) -> list[dict[str, Any]]:
+        self.errlog.seek(0)
+        return [json.loads(line) for line in self.errlog.read().splitlines() if line.startswith("{")]
+
+    def audit(self, count: int) -> list[dict[str, Any]]:
+        """The audit records once `count` are written (the log is written in batches)."""
+        deadline = time.monotonic() + 10
+        while True:
+            records = [r for r in self.records() if r.get("event") == "request"]
+            if len(records) >= count or time.monotonic() > deadline:
+                return records
+            time.sleep(0.02)
+
+
+@contextmanager
+def open_http_server(issuer: TestIssuer, env: Mapping[str, str]) -> Iterator[HttpServer]:
+    """serve-http with `env` (tools) and authorization by `issuer`, until the block ends."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    full_env = server_env(
+        {
+            "MCP_HTTP_PORT": str(port),
+            "MCP_HTTP_RESOURCE_URI": url,
+            "MCP_HTTP_ISSUER": issuer.issuer,
+            "MCP_HTTP_JWKS_URL": issuer.jwks_url,
+            "PYTHONPATH": str(REPO),
+            **env,
+        }
+    )
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
+        process = subprocess.Popen(
+            [sys.executable, "-X", "dev", "-m", "mcp_suite", "serve-http"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errlog,
+            env=full_env,
+            cwd=REPO,
+        )
+        running = HttpServer(process, errlog, url)
+        try:
+            deadline = time.monotonic() + 30
+            while not any("serving over HTTP" in r.get("msg", "") for r in running.records()):
+                assert process.poll() is None, running.records()
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.05)
+            yield running
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+            assert process.wait(15) == os.EX_OK, running.records()

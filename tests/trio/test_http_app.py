@@ -1,0 +1,577 @@
+"""The HTTP transport in-process: hypercorn's trio worker on a loopback port, the real app, a test
+issuer's JWKS on loopback, real sockets. Hostile input first (tokens, Origin, body, slow headers,
+idle connections), then the transport's shape (metadata, eras, sessions, limits, cancellation)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import resource
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+import httpx2
+import pytest
+import trio
+from joserfc.jwk import ECKey
+
+from mcp_suite.protocol.mcp import MODERN_VERSION
+from mcp_suite.runtime.http import serve_http
+from mcp_suite.settings import Settings
+from mcp_suite.tools.registry import open_registry
+from tests.support.harness import ToolLog, tool_opener
+from tests.support.issuer import TestIssuer, open_issuer
+from tests.support.wire import check_line
+
+RESOURCE: Final = "http://127.0.0.1/mcp"
+IDLE_CONNECTIONS: Final = 1_000
+META: Final = {
+    "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+@dataclass
+class Server:
+    url: str
+    host: str
+    port: int
+    log: ToolLog
+
+
+@pytest.fixture
+def issuer() -> Iterator[TestIssuer]:
+    with open_issuer() as made:
+        yield made
+
+
+@contextlib.asynccontextmanager
+async def serving(issuer: TestIssuer | None = None, **overrides: Any) -> AsyncIterator[Server]:
+    """serve-http on a free loopback port, with the metrics tool and the test tools."""
+    auth: dict[str, Any] = {"http_auth": "none"}
+    if issuer is not None:
+        auth = {
+            "http_auth": "jwt",
+            "http_resource_uri": RESOURCE,
+            "http_issuer": issuer.issuer,
+            "http_jwks_url": issuer.jwks_url,
+        }
+    settings = Settings(http_port=0, **{**auth, **overrides})
+    log = ToolLog()
+    with open_registry(settings, extra=[tool_opener(log)]) as registry:
+        stop = trio.Event()
+        async with trio.open_nursery() as nursery:
+            binds = await nursery.start(functools.partial(serve_http, settings, registry, shutdown=stop.wait))
+            address = binds[0].removeprefix("http://")
+            host, _, port = address.rpartition(":")
+            yield Server(binds[0] + "/mcp", host, int(port), log)
+            stop.set()
+
+
+def modern(method: str, params: dict[str, Any] | None = None, request_id: int = 1) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**(params or {}), "_meta": META}}
+
+
+def modern_headers(method: str, name: str | None = None, token: str | None = None) -> dict[str, str]:
+    headers = {"MCP-Protocol-Version": MODERN_VERSION, "Mcp-Method": method}
+    if name is not None:
+        headers["Mcp-Name"] = name
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    return headers
+
+
+async def list_tools(http: httpx2.AsyncClient, url: str, token: str | None = None) -> httpx2.Response:
+    return await http.post(url, json=modern("tools/list"), headers=modern_headers("tools/list", token=token))
+
+
+async def call_metrics(http: httpx2.AsyncClient, url: str, token: str | None) -> httpx2.Response:
+    body = modern("tools/call", {"name": "system_metrics", "arguments": {}})
+    return await http.post(url, json=body, headers=modern_headers("tools/call", "system_metrics", token))
+
+
+# -- tokens ----------------------------------------------------------------------------------------
+
+
+async def test_no_token_is_401_pointing_at_the_resource_metadata(issuer: TestIssuer) -> None:
+    with trio.fail_after(30):
+        async with serving(issuer) as server, httpx2.AsyncClient() as http:
+            refused = await call_metrics(http, server.url, None)
+            assert refused.status_code == 401
+            assert refused.headers["www-authenticate"] == (
+                'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource/mcp"'
+            )
+            basic = await http.post(server.url, json={}, headers={"Authorization": "Basic YTpi"})
+            assert basic.status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("claims", "reason"),
+    [
+        ({"expires_in": -120}, "expired"),
+        ({"aud": "http://127.0.0.1/other"}, "audience"),
+        ({"iss": "http://127.0.0.1:1"}, "issuer"),
+        ({"nbf": 4_000_000_000}, "not valid yet"),
+    ],
+)
+async def test_a_token_whose_claims_do_not_hold_is_401_invalid_token(
+    issuer: TestIssuer, claims: dict[str, Any], reason: str
+) -> None:
+    with trio.fail_after(30):
+        async with serving(issuer) as server, httpx2.AsyncClient() as http:
+            aud = claims.pop("aud", RESOURCE)
+            refused = await call_metrics(http, server.url, issuer.token(aud, **claims))
+            assert refused.status_code == 401
+            challenge = refused.headers["www-authenticate"]
+            assert challenge.startswith('Bearer resource_metadata="')
+            assert 'error="invalid_token"' in challenge
+            assert reason in challenge
+            # The same request with a good token is served: the refusal was the claim's.
+            assert (await call_metrics(http, server.url, issuer.token(RESOURCE))).status_code == 200
+
+
+async def test_a_bad_signature_is_401_and_an_unknown_kid_refetches_the_keys_at_most_once_per_interval(
+    issuer: TestIssuer,
+) -> None:
+    forger = ECKey.generate_key("P-256", parameters={"kid": "k1"})  # the issuer's kid, another key
+    stranger = ECKey.generate_key("P-256", parameters={"kid": "k9"})
+    with trio.fail_after(30):
+        async with serving(issuer, http_jwks_refresh_min_s=1) as server, httpx2.AsyncClient() as http:
+            assert (await call_metrics(http, server.url, issuer.token(RESOURCE))).status_code == 200
+            assert issuer.fetches == 1
+            forged = await call_metrics(http, server.url, issuer.token(RESOURCE, key=forger))
+            assert forged.status_code == 401
+            assert "signature" in forged.headers["www-authenticate"]
+            assert issuer.fetches == 1  # a known kid needs no new keys
+            unknown = await call_metrics(http, server.url, issuer.token(RESOURCE, key=stranger))
+            assert unknown.status_code == 401
+            assert issuer.fetches == 1  # within the refresh interval of the last fetch: none
+            await trio.sleep(1.1)
+            # An unknown kid: the keys are fetched again (a rotation), but not again and again.
+            for _ in range(5):
+                unknown = await call_metrics(http, server.url, issuer.token(RESOURCE, key=stranger))
+                assert unknown.status_code == 401
+            assert issuer.fetches == 2
+
+
+async def test_a_rotated_key_is_taken_up_on_its_first_token(issuer: TestIssuer) -> None:
+    rotated = ECKey.generate_key("P-256", parameters={"kid": "k2"})
+    with trio.fail_after(30):
+        async with serving(issuer, http_jwks_refresh_min_s=0) as server, httpx2.AsyncClient() as http:
+            assert (await call_metrics(http, server.url, issuer.token(RESOURCE))).status_code == 200
+            issuer.published.append(rotated)
+            assert (
+                await call_metrics(http, server.url, issuer.token(RESOURCE, key=rotated))
+            ).status_code == 200
+
+
+async def test_keys_that_cannot_be_fetched_are_503_not_a_pass(issuer: TestIssuer) -> None:
+    with trio.fail_after(30):
+        async with (
+            serving(issuer, http_jwks_url="http://127.0.0.1:9/nothing") as server,
+            httpx2.AsyncClient() as http,
+        ):
+            refused = await call_metrics(http, server.url, issuer.token(RESOURCE))
+            assert refused.status_code == 503
+
+
+async def test_a_missing_scope_hides_the_tool_and_refuses_its_call_with_403(issuer: TestIssuer) -> None:
+    token = issuer.token(RESOURCE, scope="files:read")
+    with trio.fail_after(30):
+        async with serving(issuer) as server, httpx2.AsyncClient() as http:
+            listed = await http.post(
+                server.url, json=modern("tools/list"), headers=modern_headers("tools/list", token=token)
+            )
+            assert listed.status_code == 200
+            assert listed.json()["result"]["tools"] == []
+            assert listed.json()["result"]["cacheScope"] == "private"  # it depends on the token
+            refused = await call_metrics(http, server.url, token)
+            assert refused.status_code == 403
+            challenge = refused.headers["www-authenticate"]
+            assert 'error="insufficient_scope"' in challenge
+            assert 'scope="metrics:read"' in challenge
+            assert refused.json()["error"]["data"]["type"] == "urn:mcp-suite:problem:insufficient-scope"
+            check_line(refused.content + b"\n")  # the problem agrees with the error table
+            # A tool mapped to no scope is refused to every token (deny by default).
+            every = issuer.token(RESOURCE, scope="sql:read files:read metrics:read")
+            echo = modern("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+            denied = await http.post(
+                server.url, json=echo, headers=modern_headers("tools/call", "echo", every)
+            )
+            assert denied.status_code == 403
+
+
+async def test_the_protected_resource_metadata_is_served_at_both_well_known_paths(issuer: TestIssuer) -> None:
+    with trio.fail_after(30):
+        async with serving(issuer) as server, httpx2.AsyncClient() as http:
+            base = server.url.removesuffix("/mcp")
+            for path in (
+                "/.well-known/oauth-protected-resource/mcp",
+                "/.well-known/oauth-protected-resource",
+            ):
+                document = (await http.get(base + path)).json()
+                assert document["resource"] == RESOURCE
+                assert document["authorization_servers"] == [issuer.issuer]
+                assert "metrics:read" in document["scopes_supported"]
+
+
+# -- Origin, body, headers, connections ------------------------------------------------------------
+
+
+async def test_a_foreign_origin_is_403_and_a_listed_one_is_served() -> None:
+    with trio.fail_after(30):
+        async with (
+            serving(http_allowed_origins=("https://app.example",)) as server,
+            httpx2.AsyncClient() as http,
+        ):
+            body = modern("tools/list")
+            headers = modern_headers("tools/list")
+            foreign = await http.post(
+                server.url, json=body, headers={**headers, "Origin": "http://evil.example"}
+            )
+            assert foreign.status_code == 403
+            assert "id" not in foreign.json()
+            listed = await http.post(
+                server.url, json=body, headers={**headers, "Origin": "https://app.example"}
+            )
+            assert listed.status_code == 200
+
+
+async def test_an_oversized_body_is_413_by_its_declared_length_and_while_it_streams() -> None:
+    with trio.fail_after(30):
+        async with serving(http_max_body_bytes=4_096) as server, httpx2.AsyncClient() as http:
+            big = {**modern("tools/list"), "pad": "x" * 5_000}
+            declared = await http.post(server.url, json=big, headers=modern_headers("tools/list"))
+            assert declared.status_code == 413
+            # No declared length, and the body never ends: the answer comes once the cap is passed.
+            stream = await trio.open_tcp_stream(server.host, server.port)
+            async with stream:
+                await stream.send_all(
+                    b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    b"Transfer-Encoding: chunked\r\n\r\n"
+                )
+                for _ in range(5):
+                    await stream.send_all(b"400\r\n" + b"x" * 1024 + b"\r\n")
+                answer = await stream.receive_some(65_536)
+            assert answer.startswith(b"HTTP/1.1 413")
+            ok = await list_tools(http, server.url)
+            assert ok.status_code == 200
+
+
+async def test_a_slow_header_sender_is_cut_off_and_the_server_keeps_serving() -> None:
+    with trio.fail_after(30):
+        async with serving(http_idle_timeout_s=1) as server, httpx2.AsyncClient() as http:
+            stream = await trio.open_tcp_stream(server.host, server.port)
+            async with stream:
+                started = trio.current_time()
+                closed = False
+                for byte in b"POST /mcp HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100:
+                    try:
+                        await stream.send_all(bytes([byte]))
+                    except trio.BrokenResourceError:
+                        closed = True
+                        break
+                    # Meanwhile every other client is served.
+                    ok = await http.post(
+                        server.url, json=modern("tools/list"), headers=modern_headers("tools/list")
+                    )
+                    assert ok.status_code == 200
+                    await trio.sleep(0.1)
+                if not closed:
+                    with trio.move_on_after(5):
+                        closed = await stream.receive_some(1024) == b""
+                assert closed
+                assert trio.current_time() - started < 6
+
+
+@pytest.fixture
+def descriptors_for_idle_connections() -> Iterator[None]:
+    """Room for both ends of 1,000 connections in this process (the soft limit is often 1,024)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = IDLE_CONNECTIONS * 2 + 256
+    assert hard == resource.RLIM_INFINITY or hard >= wanted, f"RLIMIT_NOFILE hard limit {hard} < {wanted}"
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted), hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@pytest.mark.usefixtures("descriptors_for_idle_connections")
+async def test_idle_connections_are_closed_and_do_not_stop_the_server() -> None:
+    with trio.fail_after(30):
+        async with serving(http_idle_timeout_s=1) as server, httpx2.AsyncClient() as http:
+            streams = [await trio.open_tcp_stream(server.host, server.port) for _ in range(IDLE_CONNECTIONS)]
+            try:
+                ok = await http.post(
+                    server.url, json=modern("tools/list"), headers=modern_headers("tools/list")
+                )
+                assert ok.status_code == 200
+                with trio.fail_after(10):
+                    for stream in streams:
+                        assert await stream.receive_some(1024) == b""  # closed by the server
+            finally:
+                for stream in streams:
+                    await stream.aclose()
+
+
+async def test_a_header_block_over_the_limit_is_refused() -> None:
+    with trio.fail_after(30):
+        # A long idle timeout: only the size bound can end the connection within the test's bound.
+        async with (
+            serving(http_max_header_bytes=2_048, http_idle_timeout_s=60) as server,
+            httpx2.AsyncClient() as http,
+        ):
+            headers = {**modern_headers("tools/list"), "X-Big": "a" * 4_000}
+            refused = await http.post(server.url, json=modern("tools/list"), headers=headers)
+            assert refused.status_code == 431
+            # Sent in pieces, hypercorn's own bound ends it before the block is complete.
+            stream = await trio.open_tcp_stream(server.host, server.port)
+            async with stream:
+                await stream.send_all(b"POST /mcp HTTP/1.1\r\nHost: x\r\n")
+                with contextlib.suppress(trio.BrokenResourceError):
+                    for _ in range(10):
+                        await stream.send_all(b"X-Big: " + b"a" * 1_000 + b"\r\n")
+                        await trio.sleep(0.01)
+                with trio.fail_after(10):
+                    answer = await stream.receive_some(65_536)
+            assert answer == b"" or answer.startswith(b"HTTP/1.1 4")
+            ok = await list_tools(http, server.url)
+            assert ok.status_code == 200
+
+
+# -- the transport's shape -------------------------------------------------------------------------
+
+
+async def test_modern_posts_check_their_headers_and_answer_with_the_spec_s_statuses() -> None:
+    with trio.fail_after(30):
+        async with serving() as server, httpx2.AsyncClient() as http:
+            body = modern("tools/list")
+            mismatch = await http.post(server.url, json=body, headers=modern_headers("tools/call"))
+            assert mismatch.status_code == 400
+            assert mismatch.json()["error"]["code"] == -32020
+            check_line(mismatch.content + b"\n")
+            unsupported = await http.post(
+                server.url, json=body, headers={"MCP-Protocol-Version": "1999-01-01"}
+            )
+            assert unsupported.status_code == 400
+            assert unsupported.json()["error"]["code"] == -32022
+            unknown = await http.post(
+                server.url, json=modern("nope/nope"), headers=modern_headers("nope/nope")
+            )
+            assert unknown.status_code == 404
+            assert unknown.json()["error"]["code"] == -32601
+            note = {"jsonrpc": "2.0", "method": "notifications/whatever"}
+            assert (await http.post(server.url, json=note)).status_code == 202
+            assert (await http.get(server.url)).status_code == 405
+            wrong_type = await http.post(server.url, content=b"{}", headers={"Content-Type": "text/plain"})
+            assert wrong_type.status_code == 415
+            event_stream_only = await http.post(
+                server.url, json=body, headers={"Accept": "text/event-stream"}
+            )
+            assert event_stream_only.status_code == 406
+
+
+async def test_a_legacy_session_lives_from_initialize_to_delete_and_belongs_to_its_caller(
+    issuer: TestIssuer,
+) -> None:
+    alice = issuer.token(RESOURCE, sub="alice")
+    mallory = issuer.token(RESOURCE, sub="mallory")
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    tools_list = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+    with trio.fail_after(30):
+        async with serving(issuer) as server, httpx2.AsyncClient() as http:
+            opened = await http.post(
+                server.url, json=initialize, headers={"Authorization": f"Bearer {alice}"}
+            )
+            assert opened.status_code == 200
+            session_id = opened.headers["mcp-session-id"]
+            as_alice = {"Authorization": f"Bearer {alice}", "Mcp-Session-Id": session_id}
+            listed = await http.post(server.url, json=tools_list, headers=as_alice)
+            assert [t["name"] for t in listed.json()["result"]["tools"]] == ["system_metrics"]
+            # Without the session, the request is not part of any: the core says so.
+            alone = await http.post(server.url, json=tools_list, headers={"Authorization": f"Bearer {alice}"})
+            assert alone.status_code == 400
+            assert alone.json()["error"]["code"] == -32600
+            # Another caller cannot use it, nor end it.
+            as_mallory = {"Authorization": f"Bearer {mallory}", "Mcp-Session-Id": session_id}
+            assert (await http.post(server.url, json=tools_list, headers=as_mallory)).status_code == 404
+            assert (await http.delete(server.url, headers=as_mallory)).status_code == 404
+            wrong_version = {**as_alice, "MCP-Protocol-Version": "2025-06-18"}
+            assert (await http.post(server.url, json=tools_list, headers=wrong_version)).status_code == 400
+            assert (await http.delete(server.url, headers=as_alice)).status_code == 204
+            assert (await http.post(server.url, json=tools_list, headers=as_alice)).status_code == 404
+            unknown = {"Authorization": f"Bearer {alice}", "Mcp-Session-Id": "nope"}
+            assert (await http.post(server.url, json=tools_list, headers=unknown)).status_code == 404
+
+
+async def test_one_caller_s_requests_in_progress_are_bounded_with_429() -> None:
+    sleep = modern("tools/call", {"name": "sleep", "arguments": {"seconds": 2, "tag": 1}})
+    with trio.fail_after(30):
+        async with serving(http_max_requests_per_identity=1) as server, httpx2.AsyncClient() as http:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(
+                    functools.partial(
+                        http.post, server.url, json=sleep, headers=modern_headers("tools/call", "sleep")
+                    )
+                )
+                while not server.log.started:
+                    await trio.sleep(0.01)
+                busy = await http.post(
+                    server.url, json=modern("tools/list"), headers=modern_headers("tools/list")
+                )
+                assert busy.status_code == 429
+                assert busy.headers["retry-after"] == "1"
+            ok = await list_tools(http, server.url)
+            assert ok.status_code == 200
+
+
+async def test_a_closed_connection_cancels_its_modern_call() -> None:
+    with trio.fail_after(30):
+        async with serving() as server:
+            body = json.dumps(modern("tools/call", {"name": "sleep", "arguments": {"seconds": 20, "tag": 7}}))
+            request = (
+                "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                f"MCP-Protocol-Version: {MODERN_VERSION}\r\nMcp-Method: tools/call\r\nMcp-Name: sleep\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n{body}"
+            ).encode()
+            stream = await trio.open_tcp_stream(server.host, server.port)
+            await stream.send_all(request)
+            while not server.log.started:
+                await trio.sleep(0.01)
+            await stream.aclose()
+            while not server.log.cancelled:
+                await trio.sleep(0.01)
+            assert server.log.cancelled == [7]
+
+
+async def test_a_body_that_does_not_arrive_in_time_is_408() -> None:
+    with trio.fail_after(30):
+        async with serving(http_body_timeout_s=0.5, http_idle_timeout_s=60) as server:
+            stream = await trio.open_tcp_stream(server.host, server.port)
+            async with stream:
+                head = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                await stream.send_all(head + b"Content-Length: 100\r\n\r\n{")
+                with trio.fail_after(10):
+                    answer = await stream.receive_some(65_536)
+            assert answer.startswith(b"HTTP/1.1 408")
+
+
+async def test_a_legacy_session_s_call_is_cancelled_by_notifications_cancelled() -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    sleep = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "sleep", "arguments": {"seconds": 20, "tag": 3}},
+    }
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+    with trio.fail_after(30):
+        async with serving() as server, httpx2.AsyncClient() as http:
+            opened = await http.post(server.url, json=initialize)
+            session = {"Mcp-Session-Id": opened.headers["mcp-session-id"]}
+            answers: list[httpx2.Response] = []
+
+            async def post_sleep() -> None:
+                answers.append(await http.post(server.url, json=sleep, headers=session))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(post_sleep)
+                while not server.log.started:
+                    await trio.sleep(0.01)
+                accepted = await http.post(server.url, json=cancel, headers=session)
+                assert accepted.status_code == 202
+            assert server.log.cancelled == [3]
+            # No JSON-RPC message for a cancelled call: an empty answer.
+            assert [(a.status_code, a.content) for a in answers] == [(204, b"")]
+
+
+async def test_legacy_sessions_are_bounded_in_number_and_in_idle_time() -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+    with trio.fail_after(30):
+        async with (
+            serving(http_max_sessions=2, http_session_idle_s=0.5) as server,
+            httpx2.AsyncClient() as http,
+        ):
+            ids = [(await http.post(server.url, json=initialize)).headers["mcp-session-id"] for _ in range(3)]
+            statuses = [
+                (await http.post(server.url, json=ping, headers={"Mcp-Session-Id": i})).status_code
+                for i in ids
+            ]
+            assert statuses == [404, 200, 200]  # the longest idle made room for the third
+            await trio.sleep(0.6)
+            assert (
+                await http.post(server.url, json=ping, headers={"Mcp-Session-Id": ids[2]})
+            ).status_code == 404
+
+
+async def test_a_closed_connection_does_not_cancel_a_legacy_call() -> None:
+    # 2025-11-25: "Disconnection SHOULD NOT be interpreted as the client cancelling its request."
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    with trio.fail_after(30):
+        async with serving() as server, httpx2.AsyncClient() as http:
+            opened = await http.post(server.url, json=initialize)
+            session_id = opened.headers["mcp-session-id"]
+            body = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "tools/call",
+                    "params": {"name": "sleep", "arguments": {"seconds": 0.5, "tag": 8}},
+                }
+            )
+            request = (
+                "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                f"Mcp-Session-Id: {session_id}\r\nContent-Length: {len(body)}\r\n\r\n{body}"
+            ).encode()
+            stream = await trio.open_tcp_stream(server.host, server.port)
+            await stream.send_all(request)
+            while not server.log.started:
+                await trio.sleep(0.01)
+            await stream.aclose()
+            while not server.log.finished:
+                await trio.sleep(0.01)
+            assert (server.log.finished, server.log.cancelled) == ([8], [])
+            # The session serves on.
+            listed = {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}
+            again = await http.post(server.url, json=listed, headers={"Mcp-Session-Id": session_id})
+            assert again.status_code == 200

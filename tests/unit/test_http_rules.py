@@ -1,0 +1,299 @@
+"""The HTTP transport's decisions (protocol.http) and authorization's (protocol.authz), loop-free."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+from mcp_suite.problems import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    UnsupportedVersionError,
+)
+from mcp_suite.protocol import authz
+from mcp_suite.protocol.authz import Identity, TokenRejectedError, check_claims
+from mcp_suite.protocol.http import (
+    HttpEra,
+    accepts_json,
+    check_mirrored_headers,
+    era_of,
+    origin_allowed,
+    status_of,
+)
+from mcp_suite.protocol.mcp import MODERN_VERSION
+
+# -- Origin, Accept, era ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("origin", "allowed", "served"),
+    [
+        (None, [], True),  # not a browser
+        ("https://app.example", [], False),
+        ("https://app.example", ["https://app.example"], True),
+        ("https://APP.example:443", ["https://app.example"], True),  # default port, case
+        ("http://app.example", ["https://app.example"], False),  # another scheme
+        ("https://app.example:8443", ["https://app.example"], False),  # another port
+        ("https://evil.example", ["https://app.example"], False),
+        ("null", ["https://app.example"], False),
+        ("https://app.example:99999", ["https://app.example"], False),  # no such port
+        ("file://", ["https://app.example"], False),
+    ],
+)
+def test_an_origin_is_served_only_when_listed(origin: str | None, allowed: list[str], served: bool) -> None:
+    assert origin_allowed(origin, allowed) is served
+
+
+@pytest.mark.parametrize(
+    ("accept", "takes_json"),
+    [
+        (None, True),
+        ("application/json, text/event-stream", True),
+        ("text/event-stream", False),
+        ("*/*", True),
+        ("application/*;q=0.5", True),
+        ("application/json;q=0", False),
+        ("text/html", False),
+    ],
+)
+def test_a_json_answer_needs_an_accept_that_takes_it(accept: str | None, takes_json: bool) -> None:
+    assert accepts_json(accept) is takes_json
+
+
+def test_the_era_of_a_post_is_its_version_header() -> None:
+    assert era_of(MODERN_VERSION) is HttpEra.MODERN
+    assert era_of("2025-11-25") is HttpEra.LEGACY
+    assert era_of(None) is HttpEra.LEGACY  # 2025-03-26, as both revisions allow
+    refused = era_of("1999-01-01")
+    assert isinstance(refused, UnsupportedVersionError)
+    assert refused.metadata["supported"][0] == MODERN_VERSION
+
+
+# -- the headers that mirror the body --------------------------------------------------------------
+
+_META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def _body(method: str = "tools/call", **params: Any) -> bytes:
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": _META}}
+    ).encode()
+
+
+def _headers(**extra: str) -> dict[str, str]:
+    return {"mcp-protocol-version": MODERN_VERSION, "mcp-method": "tools/call", "mcp-name": "t", **extra}
+
+
+def test_matching_headers_pass() -> None:
+    assert check_mirrored_headers(_body(name="t"), _headers(), max_depth=64) is None
+
+
+def test_a_base64_sentinel_name_is_decoded_before_it_is_compared() -> None:
+    name = "héllo wörld"
+    encoded = "=?base64?" + base64.b64encode(name.encode()).decode() + "?="
+    assert check_mirrored_headers(_body(name=name), _headers(**{"mcp-name": encoded}), max_depth=64) is None
+    broken = _headers(**{"mcp-name": "=?base64?!!!?="})
+    assert check_mirrored_headers(_body(name=name), broken, max_depth=64) is not None
+
+
+@pytest.mark.parametrize(
+    ("headers", "body", "names"),
+    [
+        (_headers(**{"mcp-protocol-version": "2025-11-25"}), _body(name="t"), "MCP-Protocol-Version"),
+        ({"mcp-method": "tools/call", "mcp-name": "t"}, _body(name="t"), "MCP-Protocol-Version"),
+        (_headers(**{"mcp-method": "tools/list"}), _body(name="t"), "Mcp-Method"),
+        ({"mcp-protocol-version": MODERN_VERSION, "mcp-name": "t"}, _body(name="t"), "Mcp-Method"),
+        (_headers(**{"mcp-name": "other"}), _body(name="t"), "Mcp-Name"),
+        ({"mcp-protocol-version": MODERN_VERSION, "mcp-method": "tools/call"}, _body(name="t"), "Mcp-Name"),
+        (
+            _headers(**{"mcp-method": "resources/read", "mcp-name": "x://a"}),
+            _body("resources/read", uri="x://b"),
+            "Mcp-Name",
+        ),
+    ],
+)
+def test_a_header_missing_or_unlike_the_body_is_a_header_mismatch(
+    headers: dict[str, str], body: bytes, names: str
+) -> None:
+    problem = check_mirrored_headers(body, headers, max_depth=64)
+    assert problem is not None
+    assert problem.jsonrpc_code == HEADER_MISMATCH
+    assert names in problem.detail
+
+
+def test_a_body_that_is_no_request_is_left_to_the_core() -> None:
+    assert check_mirrored_headers(b"{not json", {}, max_depth=64) is None
+    note = json.dumps({"jsonrpc": "2.0", "method": "notifications/x"}).encode()
+    assert check_mirrored_headers(note, {}, max_depth=64) is None
+
+
+def test_a_method_without_a_name_needs_no_mcp_name() -> None:
+    headers = {"mcp-protocol-version": MODERN_VERSION, "mcp-method": "tools/list"}
+    assert check_mirrored_headers(_body("tools/list"), headers, max_depth=64) is None
+
+
+@pytest.mark.parametrize(
+    ("code", "has_id", "era", "status"),
+    [
+        (None, True, HttpEra.MODERN, 200),
+        (INVALID_PARAMS, True, HttpEra.MODERN, 200),
+        (INTERNAL_ERROR, True, HttpEra.LEGACY, 200),
+        (METHOD_NOT_FOUND, True, HttpEra.MODERN, 404),
+        (METHOD_NOT_FOUND, True, HttpEra.LEGACY, 200),
+        (UNSUPPORTED_PROTOCOL_VERSION, True, HttpEra.MODERN, 400),
+        (HEADER_MISMATCH, True, HttpEra.MODERN, 400),
+        (PARSE_ERROR, False, HttpEra.LEGACY, 400),
+        (INVALID_REQUEST, False, HttpEra.MODERN, 400),
+        (INVALID_REQUEST, True, HttpEra.LEGACY, 200),
+    ],
+)
+def test_the_status_of_an_answer(code: int | None, has_id: bool, era: HttpEra, status: int) -> None:
+    assert status_of(code, has_id=has_id, era=era) == status
+
+
+def test_a_legacy_request_that_needs_a_session_and_names_none_is_400() -> None:
+    assert status_of(INVALID_REQUEST, has_id=True, era=HttpEra.LEGACY, outside_session=True) == 400
+
+
+# -- authorization ---------------------------------------------------------------------------------
+
+ISSUER = "https://issuer.example"
+AUDIENCE = "https://mcp.example/mcp"
+NOW = 1_800_000_000.0
+
+
+def _claims(**changes: Any) -> dict[str, Any]:
+    claims: dict[str, Any] = {
+        "iss": ISSUER,
+        "aud": AUDIENCE,
+        "sub": "alice",
+        "exp": NOW + 60,
+        "scope": "metrics:read files:read",
+    }
+    claims.update(changes)
+    return {k: v for k, v in claims.items() if v is not None}
+
+
+def _check(claims: dict[str, Any]) -> Identity:
+    return check_claims(claims, issuer=ISSUER, audience=AUDIENCE, now=NOW, leeway_s=30)
+
+
+def test_good_claims_name_the_subject_and_its_scopes() -> None:
+    identity = _check(_claims())
+    assert identity == Identity("alice", frozenset({"metrics:read", "files:read"}))
+    assert identity.holds("files:read")
+    assert not identity.holds("sql:read")
+    assert _check(_claims(aud=["other", AUDIENCE])).subject == "alice"
+    assert _check(_claims(scope=None, scp=["sql:read"])).scopes == {"sql:read"}
+    assert _check(_claims(scope=None)).scopes == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("changes", "reason"),
+    [
+        ({"iss": "https://other.example"}, "issuer"),
+        ({"iss": None}, "issuer"),
+        ({"aud": "https://mcp.example"}, "audience"),  # another resource, even a prefix of this one
+        ({"aud": ["https://other.example"]}, "audience"),
+        ({"aud": None}, "audience"),
+        ({"exp": None}, "no exp"),
+        ({"exp": "soon"}, "not a number"),
+        ({"exp": True}, "not a number"),
+        ({"exp": NOW - 31}, "expired"),
+        ({"nbf": NOW + 31}, "not valid yet"),
+        ({"sub": None}, "no sub"),
+        ({"sub": ""}, "no sub"),
+        ({"sub": 7}, "no sub"),
+    ],
+)
+def test_claims_that_do_not_hold_are_rejected(changes: dict[str, Any], reason: str) -> None:
+    with pytest.raises(TokenRejectedError, match=reason):
+        _check(_claims(**changes))
+
+
+def test_the_leeway_covers_a_little_clock_skew_only() -> None:
+    assert _check(_claims(exp=NOW - 29, nbf=NOW + 29)).subject == "alice"
+
+
+def test_the_anonymous_caller_holds_every_scope() -> None:
+    assert authz.ANONYMOUS.holds("sql:read")
+    assert authz.ANONYMOUS.holds(authz.required_scope("a tool nobody mapped"))
+
+
+@pytest.mark.parametrize(
+    ("tool", "uri", "scope"),
+    [
+        ("read_only_sql", None, "sql:read"),
+        ("sql_schema", None, "sql:read"),
+        ("explain_sql", None, "sql:read"),
+        ("sandbox_fs_read", None, "files:read"),
+        ("sandbox_fs_list", None, "files:read"),
+        ("system_metrics", None, "metrics:read"),
+        (None, "postgres://db/schema", "sql:read"),
+    ],
+)
+def test_each_tool_group_has_its_scope(tool: str | None, uri: str | None, scope: str) -> None:
+    assert authz.required_scope(tool, resource_uri=uri) == scope
+
+
+def test_a_tool_or_resource_mapped_nowhere_needs_a_scope_no_token_grants() -> None:
+    needed = {authz.required_scope("new_tool"), authz.required_scope(resource_uri="file:///x")}
+    assert needed.isdisjoint(authz.SCOPES)
+    everything = Identity("alice", frozenset(authz.SCOPES))
+    assert not any(everything.holds(scope) for scope in needed)
+
+
+@pytest.mark.parametrize(
+    ("header", "token"),
+    [
+        ("Bearer abc.def-_~+/ghi==", "abc.def-_~+/ghi=="),
+        ("bearer abc", "abc"),
+        ("Bearer  abc", "abc"),
+        (None, None),
+        ("Basic abc", None),
+        ("Bearer", None),
+        ("Bearer a b", None),
+        ("Bearer a,b", None),
+    ],
+)
+def test_the_bearer_token_of_an_authorization_header(header: str | None, token: str | None) -> None:
+    assert authz.bearer_token(header) == token
+
+
+def test_a_challenge_quotes_its_parameters() -> None:
+    value = authz.challenge(
+        "https://mcp.example/.well-known/oauth-protected-resource/mcp",
+        error="insufficient_scope",
+        scope="files:read",
+        description='needs "files:read"\r\n',
+    )
+    assert value == (
+        'Bearer resource_metadata="https://mcp.example/.well-known/oauth-protected-resource/mcp", '
+        'error="insufficient_scope", scope="files:read", error_description="needs \\"files:read\\""'
+    )
+
+
+def test_the_metadata_is_served_at_the_path_suffixed_and_the_root_well_known_uri() -> None:
+    assert authz.metadata_paths("https://mcp.example/mcp") == (
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    )
+    assert authz.metadata_paths("https://mcp.example") == ("/.well-known/oauth-protected-resource",)
+    document = authz.protected_resource_metadata(AUDIENCE, [ISSUER])
+    assert document == {
+        "resource": AUDIENCE,
+        "authorization_servers": [ISSUER],
+        "scopes_supported": ["sql:read", "files:read", "metrics:read"],
+        "bearer_methods_supported": ["header"],
+    }

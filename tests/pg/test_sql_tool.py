@@ -189,7 +189,7 @@ async def test_a_role_the_database_refuses_is_logged_with_its_reason_and_never_i
         assert "password authentication" not in json.dumps(response)  # the reason is for the log only
     reason = 'password authentication failed for user "…"'  # the reason, no part of the DSN
     ours = [r for r in caplog.records if r.name.startswith("mcp_suite")]
-    states = [r.getMessage() for r in ours if "the database is" in r.getMessage()]
+    states = [r.getMessage() for r in ours if "the database of MCP_SQL_DSN is" in r.getMessage()]
     assert len(states) == 1  # one line for the state, none per call
     assert "refusing the login at start-up" in states[0]
     assert reason in states[0]  # not "down": the server said why

@@ -24,7 +24,9 @@ __all__ = [
 ]
 
 MAX_PATH_CHARS: Final = 4_096
-DEFAULT_MAX_BYTES: Final = 65_536
+# The default answer fits the clients' limits: 3 x 20,000 bytes at most, about 20,000 tokens
+# (docs/configuration.md, "Answers and tokens").
+DEFAULT_MAX_BYTES: Final = 20_000
 # The largest MCP_FS_MAX_BYTES settings accept; the per-settings model narrows it.
 _MAX_BYTES_CEILING: Final = 16_777_216
 

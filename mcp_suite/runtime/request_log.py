@@ -18,10 +18,13 @@ import logging
 import sys
 import threading
 import time
-from typing import Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.settings import ECHO_MAX_CHARS, NAME_ECHO_CHARS
+
+if TYPE_CHECKING:
+    from mcp_suite.protocol.core import Answer
 
 __all__ = [
     "AuditLog",
@@ -219,6 +222,21 @@ class AuditLog:
     """
 
     __slots__ = ()
+
+    def answered(self, answer: Answer, started: float, *, subject: str | None = None) -> None:
+        """The record of a request the session core answered (every transport's one way)."""
+        problem = answer.problem
+        self.request(
+            request_id=answer.request_id,
+            method=answer.method,
+            tool=answer.tool,
+            outcome=answer.outcome,
+            problem=problem.slug if problem else None,
+            started=started,
+            arguments=answer.arguments,
+            incident=problem.metadata.get("incident") if problem else None,
+            subject=subject,
+        )
 
     def request(
         self,

@@ -310,7 +310,7 @@ class Session:
         receive = self.core.receive
         event = receive(item.data) if isinstance(item, Frame) else self.core.receive_oversized(item)
         if isinstance(event, Answer):
-            self._audit(event, started)
+            self.audit.answered(event, started)
             return event.frame or b"", event.warm_up
         if isinstance(event, StartCall):
             return self._start(event, started), False
@@ -320,26 +320,13 @@ class Session:
                 task.scope.cancel()
         return b"", False
 
-    def _audit(self, answer: Answer, started: float) -> None:
-        problem = answer.problem
-        self.audit.request(
-            request_id=answer.request_id,
-            method=answer.method,
-            tool=answer.tool,
-            outcome=answer.outcome,
-            problem=problem.slug if problem else None,
-            started=started,
-            arguments=answer.arguments,
-            incident=problem.metadata.get("incident") if problem else None,
-        )
-
     def _start(self, start: StartCall, started: float) -> bytes:
         """Take a place at the limiter (a tool) and spawn the call's task."""
         try:
             ticket = self.runner.reserve(start)  # 2. a place in the FIFO line, after the sanitizer
         except ProblemError as exc:
             answer = self.core.call_finished(start.key, CallRaised(exc))
-            self._audit(answer, started)
+            self.audit.answered(answer, started)
             return answer.frame or b""
         task = _Task(scope=trio.CancelScope(), ticket=ticket)
         self.in_flight[start.key] = task
@@ -365,7 +352,7 @@ class Session:
                 await self._send(answer.frame)
         else:
             await self._send(answer.frame)
-        self._audit(answer, started)
+        self.audit.answered(answer, started)
 
     def _cancel_all(self) -> None:
         """Cancel every in-flight call; each still reports its end (and gets a shutdown answer)."""

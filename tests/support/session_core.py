@@ -3,6 +3,7 @@ eras, the table of requests that get a JSON-RPC error, and a call."""
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Final
 
@@ -30,7 +31,10 @@ TOOLS: Final = [
 
 
 def make_core(*, resources: bool = True, per_caller_lists: bool = False) -> core.SessionCore:
-    return core.SessionCore(
+    """A core of the two test tools; without `per_caller_lists` it is built with the core's own
+    default, as the stdio transport builds it."""
+    build = functools.partial(
+        core.SessionCore,
         server_name="mcp-suite",
         server_version="9.9",
         tool_names=[tool.name for tool in TOOLS],
@@ -52,8 +56,8 @@ def make_core(*, resources: bool = True, per_caller_lists: bool = False) -> core
         arg_max_depth=8,
         arg_max_items=1_000,
         call_deadline_s=30,
-        per_caller_lists=per_caller_lists,
     )
+    return build(per_caller_lists=True) if per_caller_lists else build()
 
 
 def line(method: str, params: dict[str, Any] | None = None, request_id: Any = 1) -> bytes:

@@ -36,12 +36,17 @@ _GROUP_SETTLE_S: Final = 0.05
 
 
 def sigint_disposition(pid: int) -> Disposition | None:
-    """What process `pid` does with SIGINT: "caught", "ignored" or "default" (None when gone)."""
+    """What process `pid` does with SIGINT: "caught", "ignored" or "default" (None when gone).
+
+    A process that has exited and is not yet reaped (state Z) is gone too: its masks read as
+    empty, which would look like "default", a SIGINT taken."""
     masks: dict[str, int] = {}
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as status:
             for line in status:
                 key, _, value = line.partition(":")
+                if key == "State" and value.split()[0] in ("Z", "X"):
+                    return None
                 if key in ("SigCgt", "SigIgn"):
                     masks[key] = int(value, 16)
     except (FileNotFoundError, ProcessLookupError):
@@ -71,7 +76,7 @@ def relay(make_pid: int, target_pid: int, *, poll_s: float = POLL_S) -> bool:
         while not poller.poll(timeout_ms):
             state = sigint_disposition(make_pid)
             if state != "caught":
-                return state == "default" and _relay_unless_group_wide(target)
+                return state == "default" and _relay_unless_group_wide(make, target)
             timeout_ms = int(poll_s * 1000)
         return False
 
@@ -89,10 +94,14 @@ def _pidfd(pid: int) -> Iterator[int | None]:
         os.close(fd)
 
 
-def _relay_unless_group_wide(target: int) -> bool:
+def _relay_unless_group_wide(make: int, target: int) -> bool:
     time.sleep(_GROUP_SETTLE_S)
     if signal.SIGINT in signal.sigpending():
         return False  # the whole group got it, the server too
+    if select.select([make], [], [], 0)[0]:
+        # make has exited meanwhile: it was ending, not interrupted (a process on its way out may
+        # reset its handlers first, which reads as "default").
+        return False
     try:
         signal.pidfd_send_signal(target, signal.SIGTERM)
     except ProcessLookupError:

@@ -23,7 +23,6 @@ from mcp_suite.problems import (
     InternalServerError,
     InvalidParamsError,
     InvalidRequestError,
-    MethodNotFoundError,
     ProblemError,
     ResourceNotFoundError,
     ShuttingDownError,
@@ -435,9 +434,7 @@ class SessionCore:
         if method not in self._modern_known:
             problem: ProblemError
             if method in _REMOVED_IN_MODERN:
-                problem = MethodNotFoundError(
-                    f"The method {method!r} does not exist in protocol version {mcp.MODERN_VERSION}."
-                )
+                problem = mcp.removed_method(method)
             else:
                 problem = mcp.unknown_method(method)
             return self._error(request.id, method, problem)

@@ -21,6 +21,7 @@ from mcp_suite.problems import (
     UNSUPPORTED_PROTOCOL_VERSION,
     HeaderMismatchError,
     InvalidRequestMetaError,
+    MethodNotFoundError,
     ProblemError,
     UnsupportedVersionError,
     echo,
@@ -117,14 +118,16 @@ def _mismatch(detail: str) -> HeaderMismatchError:
 
 def check_mirrored_headers(
     body: bytes, headers: dict[str, str], *, max_depth: int
-) -> HeaderMismatchError | InvalidRequestMetaError | None:
+) -> HeaderMismatchError | InvalidRequestMetaError | MethodNotFoundError | None:
     """A modern POST's headers against its body (Streamable HTTP, "Server Validation"):
     `MCP-Protocol-Version` equals the body's `_meta` version, `Mcp-Method` its method, `Mcp-Name`
     (base64 sentinel decoded) its tool name or resource URI. `headers` has lower-case names.
 
     A body with no `_meta` version to compare is not a mismatch but a malformed request (-32602,
-    HTTP 400), as the core would answer it were it not sent in the modern era. A body that is not a
-    JSON-RPC request is left to the core, which answers it.
+    HTTP 400), as the core would answer it were it not sent in the modern era. An `initialize`
+    whose headers match is a method the modern revision removed (-32601, HTTP 404): the core
+    takes every `initialize` as the legacy handshake, which over HTTP is one sent without the
+    modern header. A body that is not a JSON-RPC request is left to the core, which answers it.
     """
     try:
         message = decode_message(body, max_depth=max_depth)
@@ -157,6 +160,8 @@ def check_mirrored_headers(
         decoded = None if header_name is None else _decoded_name(header_name)
         if decoded is None or decoded != body_name:
             return _mismatch(f"Mcp-Name does not match params.{name_field} (or is missing or malformed)")
+    if message.method == "initialize":
+        return mcp.removed_method(message.method)
     return None
 
 

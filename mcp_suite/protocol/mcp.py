@@ -89,6 +89,13 @@ def unsupported_version_data(requested: str) -> dict[str, Any]:
     return {"supported": list(ALL_VERSIONS), "requested": requested}
 
 
+def removed_method(method: str) -> MethodNotFoundError:
+    """A method the 2026-07-28 revision removed (`initialize`, `ping`, ...), asked for in that era."""
+    return MethodNotFoundError(
+        f"The method {echo(method, NAME_ECHO_CHARS)!r} does not exist in protocol version {MODERN_VERSION}."
+    )
+
+
 def unknown_method(method: str) -> MethodNotFoundError:
     return MethodNotFoundError(f"The method {echo(method, NAME_ECHO_CHARS)!r} does not exist on this server.")
 

@@ -374,7 +374,9 @@ async def test_modern_posts_check_their_headers_and_answer_with_the_spec_s_statu
             assert event_stream_only.status_code == 406
 
 
-async def test_a_version_not_served_and_a_malformed_meta_are_400_answering_the_request_s_id() -> None:
+async def test_a_version_not_served_a_malformed_meta_and_a_modern_initialize_answer_the_request_s_id() -> (
+    None
+):
     with trio.fail_after(30):
         async with serving() as server, httpx2.AsyncClient() as http:
             # basic/versioning: -32022 lists the versions served and echoes the one asked for.
@@ -405,6 +407,13 @@ async def test_a_version_not_served_and_a_malformed_meta_are_400_answering_the_r
                 assert refused.json()["id"] == malformed["id"]
                 assert refused.json()["error"]["code"] == -32602
                 assert refused.json()["error"]["data"]["invalid_params"] == ["_meta"]
+            # initialize is the 2025 handshake: under the 2026-07-28 header it is a removed method.
+            initialize = modern("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}}, 7)
+            removed = await http.post(server.url, json=initialize, headers=modern_headers("initialize"))
+            assert removed.status_code == 404
+            assert removed.json()["id"] == 7
+            assert removed.json()["error"]["code"] == -32601
+            assert "mcp-session-id" not in removed.headers
             # Any other -32602 stays a JSON-RPC error in a 200.
             unknown_tool = modern("tools/call", {"name": "nope", "arguments": {}})
             refused = await http.post(

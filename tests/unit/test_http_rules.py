@@ -17,6 +17,7 @@ from mcp_suite.problems import (
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
     InvalidRequestMetaError,
+    MethodNotFoundError,
     UnsupportedVersionError,
 )
 from mcp_suite.protocol import authz
@@ -156,6 +157,19 @@ def test_a_body_without_its_meta_version_is_malformed_not_a_header_mismatch(
     assert problem.jsonrpc_code == INVALID_PARAMS
     assert problem.invalid_params == ("_meta",)
     assert what in problem.detail
+
+
+def test_initialize_under_the_modern_header_is_a_removed_method() -> None:
+    # The core takes `initialize` as the 2025 handshake; under the 2026-07-28 header it does not exist.
+    headers = {"mcp-protocol-version": MODERN_VERSION, "mcp-method": "initialize"}
+    problem = check_mirrored_headers(_body("initialize"), headers, max_depth=64)
+    assert isinstance(problem, MethodNotFoundError)
+    assert status_of(problem.jsonrpc_code, has_id=True, era=HttpEra.MODERN) == 404
+    mismatched = check_mirrored_headers(
+        _body("initialize"), {**headers, "mcp-method": "tools/list"}, max_depth=64
+    )
+    assert mismatched is not None
+    assert mismatched.jsonrpc_code == HEADER_MISMATCH  # the headers are checked first
 
 
 def test_a_body_that_is_no_request_is_left_to_the_core() -> None:

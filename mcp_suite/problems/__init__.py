@@ -39,6 +39,7 @@ __all__ = [
     "InvalidArgumentsError",
     "InvalidParamsError",
     "InvalidRequestError",
+    "InvalidRequestMetaError",
     "MethodNotFoundError",
     "NotFoundError",
     "ProblemError",
@@ -138,6 +139,12 @@ class InvalidParamsError(InvalidArgumentsError):
 
     channel = Channel.ERROR
     jsonrpc_code = INVALID_PARAMS
+
+
+class InvalidRequestMetaError(InvalidParamsError):
+    """A 2026-07-28 request whose `params._meta` lacks a required per-request field or has one of
+    the wrong type: malformed, -32602, and over HTTP a 400 (basic/index, "Per-request protocol
+    fields": "On HTTP, the response status MUST be 400 Bad Request")."""
 
 
 class AccessDeniedError(ProblemError):

@@ -23,7 +23,6 @@ from mcp_suite.problems import (
     InternalServerError,
     InvalidParamsError,
     InvalidRequestError,
-    MethodNotFoundError,
     ProblemError,
     ResourceNotFoundError,
     ShuttingDownError,
@@ -431,14 +430,11 @@ class SessionCore:
                 f"request; it serves {mcp.MODERN_VERSION} so, and {', '.join(mcp.LEGACY_VERSIONS)} "
                 "through initialize.",
             )
-            extra = {"supported": list(mcp.ALL_VERSIONS), "requested": version}
-            return self._error(request.id, method, unsupported, extra)
+            return self._error(request.id, method, unsupported, mcp.unsupported_version_data(version))
         if method not in self._modern_known:
             problem: ProblemError
             if method in _REMOVED_IN_MODERN:
-                problem = MethodNotFoundError(
-                    f"The method {method!r} does not exist in protocol version {mcp.MODERN_VERSION}."
-                )
+                problem = mcp.removed_method(method)
             else:
                 problem = mcp.unknown_method(method)
             return self._error(request.id, method, problem)
@@ -447,12 +443,7 @@ class SessionCore:
         return self._inline(request, Era.MODERN)
 
     def _invalid_meta(self, request: Request, what: str) -> Answer:
-        problem = InvalidParamsError(
-            f"A {mcp.MODERN_VERSION} request {what}: every request carries {mcp.PROTOCOL_VERSION_KEY!r} "
-            f"and {mcp.CLIENT_CAPABILITIES_KEY!r} in params._meta.",
-            invalid_params=["_meta"],
-        )
-        return self._error(request.id, request.method, problem)
+        return self._error(request.id, request.method, mcp.invalid_request_meta(what))
 
     def _legacy(self, request: Request) -> Event:
         method = request.method

@@ -20,6 +20,8 @@ from mcp_suite.problems import (
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
     HeaderMismatchError,
+    InvalidRequestMetaError,
+    MethodNotFoundError,
     ProblemError,
     UnsupportedVersionError,
     echo,
@@ -116,12 +118,16 @@ def _mismatch(detail: str) -> HeaderMismatchError:
 
 def check_mirrored_headers(
     body: bytes, headers: dict[str, str], *, max_depth: int
-) -> HeaderMismatchError | None:
+) -> HeaderMismatchError | InvalidRequestMetaError | MethodNotFoundError | None:
     """A modern POST's headers against its body (Streamable HTTP, "Server Validation"):
     `MCP-Protocol-Version` equals the body's `_meta` version, `Mcp-Method` its method, `Mcp-Name`
     (base64 sentinel decoded) its tool name or resource URI. `headers` has lower-case names.
 
-    A body that is not a JSON-RPC request is left to the core, which answers it.
+    A body with no `_meta` version to compare is not a mismatch but a malformed request (-32602,
+    HTTP 400), as the core would answer it were it not sent in the modern era. An `initialize`
+    whose headers match is a method the modern revision removed (-32601, HTTP 404): the core
+    takes every `initialize` as the legacy handshake, which over HTTP is one sent without the
+    modern header. A body that is not a JSON-RPC request is left to the core, which answers it.
     """
     try:
         message = decode_message(body, max_depth=max_depth)
@@ -130,7 +136,11 @@ def check_mirrored_headers(
     if not isinstance(message, Request):
         return None
     meta = message.params.get("_meta")
-    body_version = meta.get(mcp.PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
+    if not isinstance(meta, dict):
+        return mcp.invalid_request_meta("needs params._meta with the per-request protocol fields")
+    if mcp.PROTOCOL_VERSION_KEY not in meta:
+        return mcp.invalid_request_meta(f"lacks {mcp.PROTOCOL_VERSION_KEY!r}")
+    body_version = meta[mcp.PROTOCOL_VERSION_KEY]
     header_version = headers.get("mcp-protocol-version")
     if body_version != header_version:
         return _mismatch(
@@ -150,13 +160,24 @@ def check_mirrored_headers(
         decoded = None if header_name is None else _decoded_name(header_name)
         if decoded is None or decoded != body_name:
             return _mismatch(f"Mcp-Name does not match params.{name_field} (or is missing or malformed)")
+    if message.method == "initialize":
+        return mcp.removed_method(message.method)
     return None
 
 
-def status_of(jsonrpc_code: int | None, *, has_id: bool, era: HttpEra, outside_session: bool = False) -> int:
+def status_of(
+    jsonrpc_code: int | None,
+    *,
+    has_id: bool,
+    era: HttpEra,
+    outside_session: bool = False,
+    malformed_meta: bool = False,
+) -> int:
     """The HTTP status of a JSON-RPC answer (None: a result).
 
-    2026-07-28: an unknown method is 404, an unsupported version and a header mismatch are 400.
+    2026-07-28: an unknown method is 404, an unsupported version and a header mismatch are 400,
+    and so is a request whose per-request `_meta` is malformed (`malformed_meta`: the answer is an
+    `InvalidRequestMetaError`; basic/index, "Per-request protocol fields").
     2025-11-25: a request without `Mcp-Session-Id` that needs a session (`outside_session`: the
     core answered session-not-initialized) is 400. Both eras: a body that is not a request the
     server can read (no id to answer) is 400; every other answer, errors included, is a JSON-RPC
@@ -166,7 +187,7 @@ def status_of(jsonrpc_code: int | None, *, has_id: bool, era: HttpEra, outside_s
         return 200
     if outside_session and era is HttpEra.LEGACY:
         return 400
-    if jsonrpc_code in (HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION):
+    if malformed_meta or jsonrpc_code in (HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION):
         return 400
     if era is HttpEra.MODERN and jsonrpc_code == METHOD_NOT_FOUND:
         return 404

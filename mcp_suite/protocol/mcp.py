@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 from mcp_suite.problems import (
     InvalidArgumentsError,
     InvalidParamsError,
+    InvalidRequestMetaError,
     MethodNotFoundError,
     ProblemError,
     SessionNotInitializedError,
@@ -70,6 +71,28 @@ READ_TTL_MS: Final = 0
 def not_initialized(method: str) -> SessionNotInitializedError:
     return SessionNotInitializedError(
         f"{echo(method, NAME_ECHO_CHARS)!r} needs an initialized session; send 'initialize' first."
+    )
+
+
+def invalid_request_meta(what: str) -> InvalidRequestMetaError:
+    """A 2026-07-28 request whose `params._meta` `what` (e.g. "lacks ..."): malformed, -32602."""
+    return InvalidRequestMetaError(
+        f"A {MODERN_VERSION} request {what}: every request carries {PROTOCOL_VERSION_KEY!r} "
+        f"and {CLIENT_CAPABILITIES_KEY!r} in params._meta.",
+        invalid_params=["_meta"],
+    )
+
+
+def unsupported_version_data(requested: str) -> dict[str, Any]:
+    """The members of a -32022 error's `data` beside its problem document (basic/versioning,
+    "Protocol Version Negotiation"): the versions served and the one asked for."""
+    return {"supported": list(ALL_VERSIONS), "requested": requested}
+
+
+def removed_method(method: str) -> MethodNotFoundError:
+    """A method the 2026-07-28 revision removed (`initialize`, `ping`, ...), asked for in that era."""
+    return MethodNotFoundError(
+        f"The method {echo(method, NAME_ECHO_CHARS)!r} does not exist in protocol version {MODERN_VERSION}."
     )
 
 

@@ -29,6 +29,7 @@ import trio
 from mcp_suite.problems import (
     InsufficientScopeError,
     InvalidRequestError,
+    InvalidRequestMetaError,
     ProblemError,
     SessionNotInitializedError,
 )
@@ -217,13 +218,16 @@ class HttpApp:
         content_type = headers.get("content-type", "application/json").split(";")[0].strip().lower()
         if content_type != "application/json":
             raise _RefusalError(415, "the body must be application/json")
-        era = era_of(headers.get("mcp-protocol-version"))
-        if isinstance(era, ProblemError):
-            await self._send_problem(send, era, None, HttpEra.LEGACY)
-            return
+        version = headers.get("mcp-protocol-version")
+        era = era_of(version)
         body = await self._read_body(headers, receive)
         if body is None:
             return  # the client went away while sending
+        if isinstance(era, ProblemError):
+            # Answered with the request's id, and the versions served beside the one asked for.
+            data = mcp.unsupported_version_data(version or "")
+            await self._send_problem(send, era, sniff_id(body[:4096]), HttpEra.LEGACY, data)
+            return
         session: _LegacySession | None = None
         if era is HttpEra.MODERN:
             # 2026-07-28: the headers mirror the body, and a session id is ignored.
@@ -425,13 +429,30 @@ class HttpApp:
             if "error" in message:
                 code = message["error"]["code"]
                 has_id = message.get("id") is not None
-        outside_session = isinstance(answer.problem, SessionNotInitializedError)
-        status = status_of(code, has_id=has_id, era=era, outside_session=outside_session)
+        status = status_of(
+            code,
+            has_id=has_id,
+            era=era,
+            outside_session=isinstance(answer.problem, SessionNotInitializedError),
+            malformed_meta=isinstance(answer.problem, InvalidRequestMetaError),
+        )
         await _send(send, status, frame.rstrip(b"\n"), [_JSON, *extra])
 
-    async def _send_problem(self, send: Send, problem: ProblemError, request_id: Any, era: HttpEra) -> None:
-        frame = encode_error(request_id, problem, omit_unknown_id=True)
-        status = status_of(problem.jsonrpc_code, has_id=request_id is not None, era=era)
+    async def _send_problem(
+        self,
+        send: Send,
+        problem: ProblemError,
+        request_id: Any,
+        era: HttpEra,
+        data_extra: dict[str, Any] | None = None,
+    ) -> None:
+        frame = encode_error(request_id, problem, omit_unknown_id=True, data_extra=data_extra)
+        status = status_of(
+            problem.jsonrpc_code,
+            has_id=request_id is not None,
+            era=era,
+            malformed_meta=isinstance(problem, InvalidRequestMetaError),
+        )
         logger.info("HTTP %d: %s", status, problem.slug)
         await _send(send, status, frame.rstrip(b"\n"), [_JSON])
 

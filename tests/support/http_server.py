@@ -1,5 +1,6 @@
 """`mcp-suite serve-http` as a child process for the tests: started on a free loopback port with a
-test issuer's key set, its stderr (JSON lines) collected, stopped with SIGTERM (exit 0 expected)."""
+test issuer's key set (or with `MCP_HTTP_AUTH=none` when there is no issuer), its stderr (JSON lines)
+collected, stopped with SIGTERM (exit 0 expected)."""
 
 from __future__ import annotations
 
@@ -41,20 +42,22 @@ class HttpServer:
 
 
 @contextmanager
-def open_http_server(issuer: TestIssuer, env: Mapping[str, str]) -> Iterator[HttpServer]:
-    """serve-http with `env` (tools) and authorization by `issuer`, until the block ends."""
-    port = free_port()
+def open_http_server(
+    issuer: TestIssuer | None, env: Mapping[str, str], *, port: int | None = None
+) -> Iterator[HttpServer]:
+    """serve-http with `env` (tools) and authorization by `issuer` (None: `MCP_HTTP_AUTH=none`, the
+    loopback-only setting), on `port` (None: a free one), until the block ends."""
+    port = port or free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    full_env = server_env(
-        {
-            "MCP_HTTP_PORT": str(port),
+    if issuer is None:
+        auth = {"MCP_HTTP_AUTH": "none"}
+    else:
+        auth = {
             "MCP_HTTP_RESOURCE_URI": url,
             "MCP_HTTP_ISSUER": issuer.issuer,
             "MCP_HTTP_JWKS_URL": issuer.jwks_url,
-            "PYTHONPATH": str(REPO),
-            **env,
         }
-    )
+    full_env = server_env({"MCP_HTTP_PORT": str(port), **auth, "PYTHONPATH": str(REPO), **env})
     with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
         process = subprocess.Popen(
             [sys.executable, "-X", "dev", "-m", "mcp_suite", "serve-http"],

@@ -16,6 +16,8 @@ from mcp_suite.problems import (
     METHOD_NOT_FOUND,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
+    InvalidRequestMetaError,
+    MethodNotFoundError,
     UnsupportedVersionError,
 )
 from mcp_suite.protocol import authz
@@ -132,6 +134,44 @@ def test_a_header_missing_or_unlike_the_body_is_a_header_mismatch(
     assert names in problem.detail
 
 
+@pytest.mark.parametrize(
+    ("params", "what"),
+    [
+        ({}, "needs params._meta"),
+        ({"_meta": "2026-07-28"}, "needs params._meta"),
+        (
+            {"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}},
+            "lacks 'io.modelcontextprotocol/protocolVersion'",
+        ),
+    ],
+)
+def test_a_body_without_its_meta_version_is_malformed_not_a_header_mismatch(
+    params: dict[str, Any], what: str
+) -> None:
+    # basic/index, "Per-request protocol fields": a missing field is -32602 (HTTP 400), whatever
+    # the headers say; there is no body value for the version header to mismatch.
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}).encode()
+    headers = {"mcp-protocol-version": MODERN_VERSION, "mcp-method": "tools/list"}
+    problem = check_mirrored_headers(body, headers, max_depth=64)
+    assert isinstance(problem, InvalidRequestMetaError)
+    assert problem.jsonrpc_code == INVALID_PARAMS
+    assert problem.invalid_params == ("_meta",)
+    assert what in problem.detail
+
+
+def test_initialize_under_the_modern_header_is_a_removed_method() -> None:
+    # The core takes `initialize` as the 2025 handshake; under the 2026-07-28 header it does not exist.
+    headers = {"mcp-protocol-version": MODERN_VERSION, "mcp-method": "initialize"}
+    problem = check_mirrored_headers(_body("initialize"), headers, max_depth=64)
+    assert isinstance(problem, MethodNotFoundError)
+    assert status_of(problem.jsonrpc_code, has_id=True, era=HttpEra.MODERN) == 404
+    mismatched = check_mirrored_headers(
+        _body("initialize"), {**headers, "mcp-method": "tools/list"}, max_depth=64
+    )
+    assert mismatched is not None
+    assert mismatched.jsonrpc_code == HEADER_MISMATCH  # the headers are checked first
+
+
 def test_a_body_that_is_no_request_is_left_to_the_core() -> None:
     assert check_mirrored_headers(b"{not json", {}, max_depth=64) is None
     note = json.dumps({"jsonrpc": "2.0", "method": "notifications/x"}).encode()
@@ -164,6 +204,12 @@ def test_the_status_of_an_answer(code: int | None, has_id: bool, era: HttpEra, s
 
 def test_a_legacy_request_that_needs_a_session_and_names_none_is_400() -> None:
     assert status_of(INVALID_REQUEST, has_id=True, era=HttpEra.LEGACY, outside_session=True) == 400
+
+
+@pytest.mark.parametrize("era", list(HttpEra))
+def test_a_malformed_meta_is_400_while_other_invalid_params_stay_in_a_200(era: HttpEra) -> None:
+    assert status_of(INVALID_PARAMS, has_id=True, era=era, malformed_meta=True) == 400
+    assert status_of(INVALID_PARAMS, has_id=True, era=era) == 200  # an unknown tool, say
 
 
 # -- authorization ---------------------------------------------------------------------------------

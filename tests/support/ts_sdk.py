@@ -1,0 +1,25 @@
+"""The official TypeScript SDK's Streamable HTTP client, installed from npm by the tests themselves.
+
+`tests/support/ts_sdk/` pins both lines of the SDK with every dependency (a package-lock.json with
+integrity hashes, no download addresses): v1 (`@modelcontextprotocol/sdk`, the 2025 era only) and
+v2 (`@modelcontextprotocol/client`, which negotiates 2026-07-28 or stays legacy), and holds
+`client.mjs`, the script the tests run. `ts_sdk_client()` runs `npm ci` once per lock into
+`.venv/npm/` and returns the script's installed path; it runs on the machine's Node (20 or later).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+from bench.common import npm_ci_once
+
+__all__ = ["ts_sdk_client"]
+
+_SOURCE: Final = Path(__file__).with_name("ts_sdk")
+_FILES: Final = ("package.json", "package-lock.json", "client.mjs")
+
+
+def ts_sdk_client() -> Path:
+    """`client.mjs` beside its installed `node_modules`, installed on first use."""
+    return npm_ci_once(_SOURCE, "ts-sdk", _FILES) / "client.mjs"

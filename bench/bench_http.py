@@ -1,0 +1,389 @@
+"""Over HTTP, side by side with DBHub (docs/performance.md, "HTTP"): the peers' two queries through
+`mcp-suite serve-http` and through DBHub 1.x's HTTP transport, at 1, 8 and 32 clients.
+
+Both servers run on loopback without authorization (DBHub's default; this server's
+`MCP_HTTP_AUTH=none`, which it allows on loopback only), against the bench's cluster with the same
+read-only role and the same `tools/call` bodies (MCP 2026-07-28, stateless: one POST per call, the
+same body every time). Each server is pinned to one CPU, the load generator (`bench/http_client.py`,
+one thread, plain sockets) to the others. Per server, workload and number of clients: p50 and p99,
+calls/s by the wall clock, calls per CPU second of the server's process (psutil), and the client's
+own CPU per call. Servers take turns round by round as in `bench_peers`; figures are medians of the
+rounds, and each is printed as ours ÷ DBHub's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import IO, Any, Final
+
+import psutil
+
+from bench.bench_peers import (
+    WORKLOADS,
+    Workload,
+    check_answer,
+    connections_unlimited,
+    looks_failed,
+    peers_home,
+    percentile,
+    url_dsn,
+)
+from bench.common import REPO, SERVER_ARGV, Figure, off_the_cpus_of, server_env
+from bench.http_client import HttpResponse, drive, post_request
+
+ROUNDS: Final = 3
+CLIENTS: Final = (1, 8, 32)
+CALLS: Final = {1: 600, 8: 2_000, 32: 3_000}  # timed calls per series, after each client's first
+WARM_UP_CALLS: Final = 200  # per server and workload, 8 clients, before the timed series
+MODERN_VERSION: Final = "2026-07-28"
+HOST: Final = "127.0.0.1"
+PATH: Final = "/mcp"
+
+OURS: Final = "mcp-suite serve-http"
+DBHUB: Final = "dbhub 1.4.0 --transport http"
+
+
+# --- the figures (pure) -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One server, one workload, one number of clients, one round."""
+
+    p50_ms: float
+    p99_ms: float
+    rate: float  # calls/s by the wall clock
+    per_core: float  # calls per CPU second of the server's process (user + system)
+    client_us: float  # the load generator's CPU per call
+    client_busy: float  # the load generator's CPU time ÷ the wall time (1.0: it was the limit)
+
+
+def sample_of(
+    latencies_ms: Sequence[float], wall_s: float, server_cpu_s: float, client_cpu_s: float
+) -> Sample:
+    calls = len(latencies_ms)
+    return Sample(
+        p50_ms=percentile(latencies_ms, 50),
+        p99_ms=percentile(latencies_ms, 99),
+        rate=calls / wall_s,
+        per_core=calls / server_cpu_s if server_cpu_s > 0 else float("inf"),
+        client_us=client_cpu_s / calls * 1e6,
+        client_busy=client_cpu_s / wall_s,
+    )
+
+
+def median_sample(rounds: Sequence[Sample]) -> Sample:
+    """Each figure's median over the rounds."""
+    return Sample(*(statistics.median(getattr(s, f.name) for s in rounds) for f in fields(Sample)))
+
+
+Level = tuple[Workload, int]  # a workload and a number of clients
+Results = dict[str, dict[Level, Sample]]  # server -> level -> medians of the rounds
+LEVELS: Final = tuple((w, n) for w in WORKLOADS for n in CLIENTS)
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    heading: str
+    unit: str
+    value: Callable[[Sample], float]
+    digits: int
+
+
+COLUMNS: Final = (
+    Column("p50", "ms", lambda s: s.p50_ms, 2),
+    Column("p99", "ms", lambda s: s.p99_ms, 2),
+    Column("calls/s", "", lambda s: s.rate, 0),
+    Column("calls/s per core", "", lambda s: s.per_core, 0),
+)
+
+
+def level_name(level: Level) -> str:
+    workload, clients = level
+    return f"{workload.label}, {clients} client{'s' if clients > 1 else ''}"
+
+
+def render_table(results: Results, ours: str = OURS, peer: str = DBHUB) -> str:
+    """The side-by-side table (Markdown): per level, each figure of both servers and ours ÷ peer's."""
+    head = ["workload, clients"]
+    for column in COLUMNS:
+        head += [f"{column.heading}: {ours}", f"{column.heading}: {peer}", "ours ÷ peer"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for level in LEVELS:
+        cells = [level_name(level)]
+        for column in COLUMNS:
+            a, b = column.value(results[ours][level]), column.value(results[peer][level])
+            suffix = f" {column.unit}" if column.unit else ""
+            cells += [f"{a:,.{column.digits}f}{suffix}", f"{b:,.{column.digits}f}{suffix}", f"{a / b:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def ratio_figures(results: Results, note: str, ours: str = OURS, peer: str = DBHUB) -> list[Figure]:
+    """Ours ÷ the peer's, per level: calls/s per core and by the wall clock (higher is better),
+    p50 and p99 (lower is better). Informational: the issue sets no target over HTTP."""
+    figures = []
+    for level in LEVELS:
+        a, b = results[ours][level], results[peer][level]
+        for name, mine, theirs in (
+            ("calls/s per core", a.per_core, b.per_core),
+            ("calls/s", a.rate, b.rate),
+            ("p50", a.p50_ms, b.p50_ms),
+            ("p99", a.p99_ms, b.p99_ms),
+        ):
+            figures.append(
+                Figure(f"http: {level_name(level)}: {name} ÷ DBHub's", mine / theirs, "x", note=note)
+            )
+    return figures
+
+
+def client_figures(results: Results) -> list[Figure]:
+    """What the load generator cost: its CPU per call and its busiest share of a CPU, over all runs."""
+    samples = [s for by_level in results.values() for s in by_level.values()]
+    return [
+        Figure("http: load generator CPU per call, most", max(s.client_us for s in samples), "µs"),
+        Figure("http: load generator busy share of its CPU, most", max(s.client_busy for s in samples), ""),
+    ]
+
+
+def call_body(tool: str, arguments: dict[str, Any]) -> bytes:
+    """A stateless (2026-07-28) `tools/call`: its version and capabilities ride in `_meta`."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    params = {"name": tool, "arguments": arguments, "_meta": meta}
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).encode()
+
+
+def call_request(port: int, tool: str, arguments: dict[str, Any]) -> bytes:
+    """The whole POST of one call, with the headers that mirror the body (2026-07-28)."""
+    headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", MODERN_VERSION),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", tool),
+    ]
+    return post_request(HOST, port, PATH, headers, call_body(tool, arguments))
+
+
+def answer_line(response: HttpResponse) -> bytes:
+    """The JSON-RPC answer of a response: its JSON body, or the last `data:` of an SSE stream."""
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        data = [line[5:].strip() for line in response.body.splitlines() if line.startswith(b"data:")]
+        return data[-1] if data else b""
+    return response.body
+
+
+# --- the servers ----------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+class HttpServer:
+    """A server process listening on a loopback port, pinned to `cpu`, stopped with SIGTERM."""
+
+    def __init__(
+        self, name: str, argv: Sequence[str], env: dict[str, str], port: int, cpu: int | None
+    ) -> None:
+        self.name = name
+        self.port = port
+        self._errlog: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 -- closed by close()
+
+        def pin() -> None:  # in the child before exec: every thread it starts inherits the CPU
+            if cpu is not None:
+                os.sched_setaffinity(0, {cpu})
+
+        self.proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._errlog,
+            env=env,
+            cwd=REPO,
+            preexec_fn=pin,  # the bench runs no other thread while it starts a server
+        )
+        self.pid = self.proc.pid
+        self._process = psutil.Process(self.pid)
+        try:
+            self._wait_listening()
+        except BaseException:
+            self.close()
+            raise
+
+    def _wait_listening(self, timeout_s: float = 60) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited ({self.proc.returncode}): {self.stderr_tail()}")
+            with contextlib.suppress(OSError), socket.create_connection((HOST, self.port), timeout=1):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} did not listen within {timeout_s} s: {self.stderr_tail()}")
+            time.sleep(0.05)
+
+    def stderr_tail(self) -> str:
+        self._errlog.seek(0)
+        return self._errlog.read()[-2_000:].decode(errors="replace")
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the server's process and its children (psutil)."""
+        total = 0.0
+        for member in [self._process, *self._process.children(recursive=True)]:
+            with contextlib.suppress(Exception):  # a child gone meanwhile
+                times = member.cpu_times()
+                total += times.user + times.system
+        return total
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._errlog.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Contender:
+    name: str
+    open: Callable[[], HttpServer]
+    request: Callable[[int, Workload], bytes]  # port, workload -> the POST of one call
+
+
+def server_cpu() -> int | None:
+    """The CPU both servers are pinned to (the last this process may use); None without affinity."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    return max(os.sched_getaffinity(0))
+
+
+def contenders(dsn: str, scratch: Path) -> list[Contender]:
+    home = peers_home() / "node_modules"
+    config = scratch / "dbhub.toml"
+    config.write_text(
+        f'[[sources]]\nid = "default"\ndsn = {json.dumps(url_dsn(dsn))}\n\n'
+        '[[tools]]\nname = "execute_sql"\nsource = "default"\nreadonly = true\n'
+    )
+    cpu = server_cpu()
+
+    def ours() -> HttpServer:
+        port = free_port()
+        env = server_env(
+            MCP_SQL_DSN=dsn,
+            MCP_METRICS_ENABLED="false",
+            MCP_HTTP_HOST=HOST,
+            MCP_HTTP_PORT=str(port),
+            MCP_HTTP_AUTH="none",
+            # With no authorization every caller is one identity (`anonymous`); the bench's clients
+            # stand for as many callers, each of whom a token would give a budget of its own.
+            MCP_HTTP_MAX_REQUESTS_PER_IDENTITY=str(max(CLIENTS)),
+        )
+        return HttpServer(OURS, [*SERVER_ARGV, "serve-http"], env, port, cpu)
+
+    def dbhub() -> HttpServer:
+        port = free_port()
+        node = str(home / "node22/bin/node")
+        argv = [node, str(home / "dbhub1/dist/index.js"), "--transport", "http", "--host", HOST]
+        argv += ["--port", str(port), "--config", str(config)]
+        return HttpServer(DBHUB, argv, server_env(), port, cpu)
+
+    def our_call(port: int, w: Workload) -> bytes:
+        return call_request(port, "read_only_sql", {"sql": w.sql, "max_rows": w.rows})
+
+    def dbhub_call(port: int, w: Workload) -> bytes:
+        return call_request(port, "execute_sql", {"sql": w.sql})
+
+    return [Contender(OURS, ours, our_call), Contender(DBHUB, dbhub, dbhub_call)]
+
+
+# --- the run ------------------------------------------------------------------------------------
+
+
+def checker(name: str, workload: Workload) -> Callable[[HttpResponse], None]:
+    """Every answer a 200 without an error at a glance; the first of each series read in full."""
+    seen = [0]
+
+    def check(response: HttpResponse) -> None:
+        line = answer_line(response)
+        if response.status != 200 or seen[0] == 0 or looks_failed(line):
+            if response.status != 200:
+                raise RuntimeError(f"{name}: HTTP {response.status}: {response.body[:300]!r}")
+            check_answer(name, workload, line)
+        seen[0] += 1
+
+    return check
+
+
+def measure(contender: Contender, server: HttpServer, workload: Workload, clients: int, calls: int) -> Sample:
+    request = contender.request(server.port, workload)
+    address = (HOST, server.port)
+    with off_the_cpus_of(server.pid):
+        before = server.cpu_seconds()
+        run = drive(address, request, clients, calls, checker(contender.name, workload))
+        cpu = server.cpu_seconds() - before
+    return sample_of(run.latencies_ms, run.wall_s, cpu, run.client_cpu_s)
+
+
+def run_rounds(
+    line_up: Sequence[Contender],
+    rounds: int = ROUNDS,
+    calls: dict[int, int] = CALLS,
+    warm_up: int = WARM_UP_CALLS,
+) -> Results:
+    taken: dict[str, dict[Level, list[Sample]]] = {c.name: {lv: [] for lv in LEVELS} for c in line_up}
+    for r in range(rounds):
+        for contender in [*line_up[r % len(line_up) :], *line_up[: r % len(line_up)]]:
+            server = contender.open()
+            try:
+                for workload in WORKLOADS:
+                    measure(contender, server, workload, 8, warm_up)
+                    for clients in CLIENTS:
+                        sample = measure(contender, server, workload, clients, calls[clients])
+                        taken[contender.name][(workload, clients)].append(sample)
+            finally:
+                server.close()
+        print(f"round {r + 1} of {rounds} done", flush=True)
+    return {name: {lv: median_sample(s) for lv, s in by.items()} for name, by in taken.items()}
+
+
+def machine_note() -> str:
+    """The CPUs and the load average the figures were taken with (a busy 2-core machine says so)."""
+    cpus = os.cpu_count() or 0
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return f"{cpus} CPUs, load {load:.1f}, both unauthenticated on loopback"
+
+
+def run() -> list[Figure]:
+    from mcp_suite.devdb.cluster import open_demo_cluster
+
+    note = machine_note()
+    cluster, started_here = open_demo_cluster()
+    try:
+        with tempfile.TemporaryDirectory() as scratch, connections_unlimited(cluster.admin_dsn):
+            line_up = contenders(cluster.reader_dsn, Path(scratch))
+            results = run_rounds(line_up)
+    finally:
+        if started_here:
+            cluster.stop()
+    print(f"medians of {ROUNDS} interleaved rounds; same cluster, role and queries; {note}\n")
+    print(render_table(results) + "\n", flush=True)
+    return ratio_figures(results, note) + client_figures(results)

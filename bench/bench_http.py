@@ -41,6 +41,7 @@ from bench.bench_peers import (
 )
 from bench.common import REPO, SERVER_ARGV, Figure, off_the_cpus_of, server_env
 from bench.http_client import HttpResponse, drive, post_request
+from tests.support.issuer import TestIssuer, open_issuer
 
 ROUNDS: Final = 3
 CLIENTS: Final = (1, 8, 32)
@@ -52,6 +53,7 @@ PATH: Final = "/mcp"
 
 OURS: Final = "mcp-suite serve-http"
 DBHUB: Final = "dbhub 1.4.0 --transport http"
+OURS_JWT: Final = "mcp-suite serve-http, bearer JWTs"
 
 
 # --- the figures (pure) -------------------------------------------------------------------------
@@ -94,18 +96,24 @@ LEVELS: Final = tuple((w, n) for w in WORKLOADS for n in CLIENTS)
 
 
 @dataclass(frozen=True, slots=True)
-class Column:
-    heading: str
+class Row:
+    figure: str
     unit: str
     value: Callable[[Sample], float]
     digits: int
 
 
-COLUMNS: Final = (
-    Column("p50", "ms", lambda s: s.p50_ms, 2),
-    Column("p99", "ms", lambda s: s.p99_ms, 2),
-    Column("calls/s", "", lambda s: s.rate, 0),
-    Column("calls/s per core", "", lambda s: s.per_core, 0),
+ROWS: Final = (
+    Row("p50", "ms", lambda s: s.p50_ms, 2),
+    Row("p99", "ms", lambda s: s.p99_ms, 2),
+    Row("calls/s", "", lambda s: s.rate, 0),
+    Row("calls/s per core", "", lambda s: s.per_core, 0),
+)
+# (heading, server, against): the ratio columns
+RATIOS: Final = (
+    ("ours ÷ DBHub's", OURS, DBHUB),
+    ("with JWTs ÷ DBHub's", OURS_JWT, DBHUB),
+    ("with JWTs ÷ without", OURS_JWT, OURS),
 )
 
 
@@ -114,28 +122,30 @@ def level_name(level: Level) -> str:
     return f"{workload.label}, {clients} client{'s' if clients > 1 else ''}"
 
 
-def render_table(results: Results, ours: str = OURS, peer: str = DBHUB) -> str:
-    """The side-by-side table (Markdown): per level, each figure of both servers and ours ÷ peer's."""
-    head = ["workload, clients"]
-    for column in COLUMNS:
-        head += [f"{column.heading}: {ours}", f"{column.heading}: {peer}", "ours ÷ peer"]
-    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+def render_table(results: Results) -> str:
+    """The side-by-side table (Markdown): per workload, clients and figure, each server's median
+    and the ratios of `RATIOS`."""
+    servers = (OURS, DBHUB, OURS_JWT)
+    head = ["workload, clients", "figure", *servers, *(heading for heading, _, _ in RATIOS)]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
     for level in LEVELS:
-        cells = [level_name(level)]
-        for column in COLUMNS:
-            a, b = column.value(results[ours][level]), column.value(results[peer][level])
-            suffix = f" {column.unit}" if column.unit else ""
-            cells += [f"{a:,.{column.digits}f}{suffix}", f"{b:,.{column.digits}f}{suffix}", f"{a / b:.2f}"]
-        lines.append("| " + " | ".join(cells) + " |")
+        for row in ROWS:
+            value = {name: row.value(results[name][level]) for name in servers}
+            suffix = f" {row.unit}" if row.unit else ""
+            cells = [level_name(level), row.figure]
+            cells += [f"{value[name]:,.{row.digits}f}{suffix}" for name in servers]
+            cells += [f"{value[a] / value[b]:.2f}" for _, a, b in RATIOS]
+            lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def ratio_figures(results: Results, note: str, ours: str = OURS, peer: str = DBHUB) -> list[Figure]:
-    """Ours ÷ the peer's, per level: calls/s per core and by the wall clock (higher is better),
-    p50 and p99 (lower is better). Informational: the issue sets no target over HTTP."""
+def ratio_figures(results: Results, note: str) -> list[Figure]:
+    """Per level, ours ÷ DBHub's: calls/s per core and by the wall clock (higher is better), p50
+    and p99 (lower is better); then what the JWT check costs: calls/s per core with JWTs ÷
+    without. Informational: the issue sets no target over HTTP."""
     figures = []
     for level in LEVELS:
-        a, b = results[ours][level], results[peer][level]
+        a, b = results[OURS][level], results[DBHUB][level]
         for name, mine, theirs in (
             ("calls/s per core", a.per_core, b.per_core),
             ("calls/s", a.rate, b.rate),
@@ -145,6 +155,11 @@ def ratio_figures(results: Results, note: str, ours: str = OURS, peer: str = DBH
             figures.append(
                 Figure(f"http: {level_name(level)}: {name} ÷ DBHub's", mine / theirs, "x", note=note)
             )
+    for level in LEVELS:
+        with_jwt = results[OURS_JWT][level].per_core / results[OURS][level].per_core
+        figures.append(
+            Figure(f"http, bearer JWTs: {level_name(level)}: calls/s per core ÷ without", with_jwt, "x")
+        )
     return figures
 
 
@@ -167,9 +182,11 @@ def call_body(tool: str, arguments: dict[str, Any]) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).encode()
 
 
-def call_request(port: int, tool: str, arguments: dict[str, Any]) -> bytes:
+def call_request(port: int, tool: str, arguments: dict[str, Any], token: str | None = None) -> bytes:
     """The whole POST of one call, with the headers that mirror the body (2026-07-28)."""
+    bearer = [("Authorization", f"Bearer {token}")] if token else []
     headers = [
+        *bearer,
         ("Content-Type", "application/json"),
         ("Accept", "application/json, text/event-stream"),
         ("MCP-Protocol-Version", MODERN_VERSION),
@@ -266,7 +283,7 @@ class HttpServer:
 class Contender:
     name: str
     open: Callable[[], HttpServer]
-    request: Callable[[int, Workload], bytes]  # port, workload -> the POST of one call
+    requests: Callable[[int, Workload], list[bytes]]  # port, workload -> each client's POST
 
 
 def server_cpu() -> int | None:
@@ -276,7 +293,9 @@ def server_cpu() -> int | None:
     return max(os.sched_getaffinity(0))
 
 
-def contenders(dsn: str, scratch: Path) -> list[Contender]:
+def contenders(dsn: str, scratch: Path, issuer: TestIssuer) -> list[Contender]:
+    """DBHub, this server without authorization (the pair compared), and this server with bearer
+    JWTs of `issuer`, one subject per client (informational: what the check costs)."""
     home = peers_home() / "node_modules"
     config = scratch / "dbhub.toml"
     config.write_text(
@@ -284,20 +303,30 @@ def contenders(dsn: str, scratch: Path) -> list[Contender]:
         '[[tools]]\nname = "execute_sql"\nsource = "default"\nreadonly = true\n'
     )
     cpu = server_cpu()
+    ours_env = server_env(MCP_SQL_DSN=dsn, MCP_METRICS_ENABLED="false", MCP_HTTP_HOST=HOST)
 
     def ours() -> HttpServer:
         port = free_port()
-        env = server_env(
-            MCP_SQL_DSN=dsn,
-            MCP_METRICS_ENABLED="false",
-            MCP_HTTP_HOST=HOST,
-            MCP_HTTP_PORT=str(port),
-            MCP_HTTP_AUTH="none",
+        env = {
+            **ours_env,
+            "MCP_HTTP_PORT": str(port),
+            "MCP_HTTP_AUTH": "none",
             # With no authorization every caller is one identity (`anonymous`); the bench's clients
             # stand for as many callers, each of whom a token would give a budget of its own.
-            MCP_HTTP_MAX_REQUESTS_PER_IDENTITY=str(max(CLIENTS)),
-        )
+            "MCP_HTTP_MAX_REQUESTS_PER_IDENTITY": str(max(CLIENTS)),
+        }
         return HttpServer(OURS, [*SERVER_ARGV, "serve-http"], env, port, cpu)
+
+    def ours_jwt() -> HttpServer:
+        port = free_port()
+        env = {
+            **ours_env,
+            "MCP_HTTP_PORT": str(port),
+            "MCP_HTTP_RESOURCE_URI": resource_uri(port),
+            "MCP_HTTP_ISSUER": issuer.issuer,
+            "MCP_HTTP_JWKS_URL": issuer.jwks_url,
+        }
+        return HttpServer(OURS_JWT, [*SERVER_ARGV, "serve-http"], env, port, cpu)
 
     def dbhub() -> HttpServer:
         port = free_port()
@@ -306,13 +335,29 @@ def contenders(dsn: str, scratch: Path) -> list[Contender]:
         argv += ["--port", str(port), "--config", str(config)]
         return HttpServer(DBHUB, argv, server_env(), port, cpu)
 
-    def our_call(port: int, w: Workload) -> bytes:
-        return call_request(port, "read_only_sql", {"sql": w.sql, "max_rows": w.rows})
+    def our_calls(port: int, w: Workload) -> list[bytes]:
+        return [call_request(port, "read_only_sql", {"sql": w.sql, "max_rows": w.rows})]
 
-    def dbhub_call(port: int, w: Workload) -> bytes:
-        return call_request(port, "execute_sql", {"sql": w.sql})
+    def our_calls_with_tokens(port: int, w: Workload) -> list[bytes]:
+        arguments = {"sql": w.sql, "max_rows": w.rows}
+        tokens = [
+            issuer.token(resource_uri(port), sub=f"bench-client-{i}", scope="sql:read", expires_in=900)
+            for i in range(max(CLIENTS))
+        ]
+        return [call_request(port, "read_only_sql", arguments, token) for token in tokens]
 
-    return [Contender(OURS, ours, our_call), Contender(DBHUB, dbhub, dbhub_call)]
+    def dbhub_calls(port: int, w: Workload) -> list[bytes]:
+        return [call_request(port, "execute_sql", {"sql": w.sql})]
+
+    return [
+        Contender(OURS, ours, our_calls),
+        Contender(DBHUB, dbhub, dbhub_calls),
+        Contender(OURS_JWT, ours_jwt, our_calls_with_tokens),
+    ]
+
+
+def resource_uri(port: int) -> str:
+    return f"http://{HOST}:{port}{PATH}"
 
 
 # --- the run ------------------------------------------------------------------------------------
@@ -334,11 +379,11 @@ def checker(name: str, workload: Workload) -> Callable[[HttpResponse], None]:
 
 
 def measure(contender: Contender, server: HttpServer, workload: Workload, clients: int, calls: int) -> Sample:
-    request = contender.request(server.port, workload)
+    requests = contender.requests(server.port, workload)
     address = (HOST, server.port)
     with off_the_cpus_of(server.pid):
         before = server.cpu_seconds()
-        run = drive(address, request, clients, calls, checker(contender.name, workload))
+        run = drive(address, requests, clients, calls, checker(contender.name, workload))
         cpu = server.cpu_seconds() - before
     return sample_of(run.latencies_ms, run.wall_s, cpu, run.client_cpu_s)
 
@@ -378,8 +423,12 @@ def run() -> list[Figure]:
     note = machine_note()
     cluster, started_here = open_demo_cluster()
     try:
-        with tempfile.TemporaryDirectory() as scratch, connections_unlimited(cluster.admin_dsn):
-            line_up = contenders(cluster.reader_dsn, Path(scratch))
+        with (
+            tempfile.TemporaryDirectory() as scratch,
+            connections_unlimited(cluster.admin_dsn),
+            open_issuer() as issuer,
+        ):
+            line_up = contenders(cluster.reader_dsn, Path(scratch), issuer)
             results = run_rounds(line_up)
     finally:
         if started_here:

@@ -145,6 +145,7 @@ class HttpRun:
 @dataclass(slots=True)
 class _Client:
     sock: socket.socket
+    request: bytes
     reader: ResponseReader
     sent_at: float = 0.0
 
@@ -168,28 +169,30 @@ def open_clients(address: tuple[str, int], clients: int) -> list[socket.socket]:
 
 def drive(
     address: tuple[str, int],
-    request: bytes,
+    requests: Sequence[bytes],
     clients: int,
     calls: int,
     check: Callable[[HttpResponse], None],
     timeout_s: float = 60.0,
 ) -> HttpRun:
     """`calls` requests from `clients` keep-alive connections, each sending its next request when
-    its last answer is in. Every connection first makes one call that is not timed (its warm-up);
-    `check` sees every response and raises on a failed one.
+    its last answer is in; client `i` always sends `requests[i % len(requests)]` (one request for
+    all, or one per client: its own token). Every connection first makes one call that is not
+    timed (its warm-up); `check` sees every response and raises on a failed one.
 
     Limits: the whole series must end within `timeout_s` (TimeoutError otherwise).
     """
     socks = open_clients(address, clients)
+    mine = [requests[i % len(requests)] for i in range(clients)]
     try:
-        for sock in socks:  # one untimed call each: the connection is set up on both sides
+        for sock, request in zip(socks, mine, strict=True):  # one untimed call each: set-up on both sides
             sock.sendall(request)
         for sock in socks:
             reader = ResponseReader()
             while not (answers := reader.feed(sock.recv(RECV_BYTES) or _closed())):
                 pass
             check(answers[0])
-        return _timed(socks, request, calls, check, timeout_s)
+        return _timed(socks, mine, calls, check, timeout_s)
     finally:
         for sock in socks:
             sock.close()
@@ -201,7 +204,7 @@ def _closed() -> bytes:
 
 def _timed(
     socks: list[socket.socket],
-    request: bytes,
+    requests: list[bytes],
     calls: int,
     check: Callable[[HttpResponse], None],
     timeout_s: float,
@@ -213,9 +216,9 @@ def _timed(
     deadline = start + timeout_s
     sent = 0
     try:
-        for sock in socks[:calls]:
+        for sock, request in list(zip(socks, requests, strict=True))[:calls]:
             sock.setblocking(False)
-            client = _Client(sock, ResponseReader(), time.perf_counter())
+            client = _Client(sock, request, ResponseReader(), time.perf_counter())
             _send(sock, request)
             sent += 1
             selector.register(sock, selectors.EVENT_READ, client)
@@ -235,7 +238,7 @@ def _timed(
                 check(answers[0])
                 if sent < calls:
                     client.sent_at = now
-                    _send(client.sock, request)
+                    _send(client.sock, client.request)
                     sent += 1
         wall = time.perf_counter() - start
     finally:

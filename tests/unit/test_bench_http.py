@@ -12,6 +12,7 @@ from bench.bench_http import (
     DBHUB,
     LEVELS,
     OURS,
+    OURS_JWT,
     Results,
     Sample,
     answer_line,
@@ -31,8 +32,12 @@ def sample(p50: float = 1.0, p99: float = 2.0, rate: float = 1_000, per_core: fl
     return Sample(p50, p99, rate, per_core, client_us=40.0, client_busy=0.04)
 
 
-def results(ours: Sample, peer: Sample) -> Results:
-    return {OURS: dict.fromkeys(LEVELS, ours), DBHUB: dict.fromkeys(LEVELS, peer)}
+def results(ours: Sample, peer: Sample, with_jwt: Sample | None = None) -> Results:
+    return {
+        OURS: dict.fromkeys(LEVELS, ours),
+        DBHUB: dict.fromkeys(LEVELS, peer),
+        OURS_JWT: dict.fromkeys(LEVELS, with_jwt or ours),
+    }
 
 
 def test_a_series_gives_its_percentiles_its_rates_and_what_the_client_cost() -> None:
@@ -59,26 +64,32 @@ def test_the_medians_are_taken_figure_by_figure() -> None:
     assert median_sample(rounds) == Sample(2.0, 6.0, 200, 200, 20, 0.2)
 
 
-def test_the_table_has_a_row_per_workload_and_clients_with_ours_over_the_peers() -> None:
-    table = render_table(results(sample(p50=1.5, rate=1_200), sample(p50=1.0, rate=800)))
-    lines = table.splitlines()
-    assert len(lines) == 2 + len(LEVELS)
-    assert lines[0].count("ours ÷ peer") == 4
-    row = next(line for line in lines if line.startswith(f"| {WIDE.label}, 32 clients |"))
-    cells = [cell.strip() for cell in row.strip("|").split("|")]
-    assert cells[1:4] == ["1.50 ms", "1.00 ms", "1.50"]  # p50: ours, peer's, ratio
-    assert cells[7:10] == ["1,200", "800", "1.50"]  # calls/s
-    assert any(line.startswith(f"| {SMALL.label}, 1 client |") for line in lines)
+def test_the_table_has_a_row_per_workload_clients_and_figure_with_the_ratios() -> None:
+    given = results(sample(p50=1.5, rate=1_200), sample(p50=1.0, rate=800), sample(p50=3.0, rate=600))
+    lines = render_table(given).splitlines()
+    assert len(lines) == 2 + len(LEVELS) * 4
+    assert lines[0].endswith("| ours ÷ DBHub's | with JWTs ÷ DBHub's | with JWTs ÷ without |")
+    p50 = next(line for line in lines if line.startswith(f"| {WIDE.label}, 32 clients | p50 |"))
+    assert [cell.strip() for cell in p50.strip("|").split("|")][2:] == [
+        "1.50 ms", "1.00 ms", "3.00 ms", "1.50", "3.00", "2.00"
+    ]  # fmt: skip
+    rate = next(line for line in lines if line.startswith(f"| {SMALL.label}, 1 client | calls/s |"))
+    assert [cell.strip() for cell in rate.strip("|").split("|")][2:] == [
+        "1,200", "800", "600", "1.50", "0.75", "0.50"
+    ]  # fmt: skip
 
 
-def test_the_ratio_figures_are_ours_over_the_peers_for_every_level() -> None:
-    figures = ratio_figures(results(sample(p99=3.0, per_core=2_000), sample(p99=2.0, per_core=1_000)), "note")
-    assert len(figures) == 4 * len(LEVELS) == 4 * 2 * len(CLIENTS)
+def test_the_ratio_figures_are_ours_over_the_peers_for_every_level_then_the_jwt_cost() -> None:
+    given = results(sample(p99=3.0, per_core=2_000), sample(p99=2.0, per_core=1_000), sample(per_core=1_500))
+    figures = ratio_figures(given, "note")
+    assert len(figures) == 5 * len(LEVELS) == 5 * 2 * len(CLIENTS)
     by_name = {f.name: f for f in figures}
     per_core = by_name[f"http: {SMALL.label}, 8 clients: calls/s per core ÷ DBHub's"]
     assert per_core.value == 2.0
+    assert per_core.note == "note"
     assert by_name[f"http: {WIDE.label}, 1 client: p99 ÷ DBHub's"].value == 1.5
-    assert all(f.ok is None and f.note == "note" for f in figures)
+    assert by_name[f"http, bearer JWTs: {WIDE.label}, 32 clients: calls/s per core ÷ without"].value == 0.75
+    assert all(f.ok is None for f in figures)
 
 
 def test_the_client_figures_are_the_worst_over_every_series() -> None:

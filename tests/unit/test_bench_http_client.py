@@ -103,13 +103,13 @@ def test_the_request_carries_its_length_host_and_headers() -> None:
 
 
 @pytest.fixture
-def answering_server() -> Iterator[tuple[tuple[str, int], list[int]]]:
+def answering_server() -> Iterator[tuple[tuple[str, int], list[bytes]]]:
     """Answers every request (read up to its 4-byte body) with the chunked response, sent one
-    byte at a time for the first request of each connection; counts the requests it served."""
+    byte at a time for the first request of each connection; keeps the bodies it was sent."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)
-    served = [0]
+    served: list[bytes] = []
     lock = threading.Lock()
 
     def serve(conn: socket.socket) -> None:
@@ -125,7 +125,7 @@ def answering_server() -> Iterator[tuple[tuple[str, int], list[int]]]:
                 _head, _, rest = buffer.partition(b"\r\n\r\n")
                 buffer = rest[4:]
                 with lock:
-                    served[0] += 1
+                    served.append(rest[:4])
                 if first:
                     for byte in CHUNKED_RESPONSE:
                         conn.sendall(bytes([byte]))
@@ -149,22 +149,22 @@ def answering_server() -> Iterator[tuple[tuple[str, int], list[int]]]:
 
 
 def test_drive_makes_exactly_the_calls_asked_plus_one_untimed_per_client(
-    answering_server: tuple[tuple[str, int], list[int]],
+    answering_server: tuple[tuple[str, int], list[bytes]],
 ) -> None:
     address, served = answering_server
     seen: list[bytes] = []
     request = post_request(address[0], address[1], "/mcp", [], b"ping")
-    run = drive(address, request, clients=5, calls=37, check=lambda r: seen.append(r.body))
+    run = drive(address, [request], clients=5, calls=37, check=lambda r: seen.append(r.body))
     assert len(run.latencies_ms) == 37
     assert all(latency > 0 for latency in run.latencies_ms)
-    assert served[0] == 37 + 5
+    assert served == [b"ping"] * (37 + 5)
     assert seen == [b"event: data"] * (37 + 5)
     assert run.wall_s > 0
     assert run.client_cpu_s >= 0
 
 
 def test_drive_stops_on_the_first_answer_its_check_refuses(
-    answering_server: tuple[tuple[str, int], list[int]],
+    answering_server: tuple[tuple[str, int], list[bytes]],
 ) -> None:
     address, _ = answering_server
     calls = [0]
@@ -176,5 +176,19 @@ def test_drive_stops_on_the_first_answer_its_check_refuses(
 
     request = post_request(address[0], address[1], "/mcp", [], b"ping")
     with pytest.raises(RuntimeError, match="refused"):
-        drive(address, request, clients=2, calls=10, check=check)
+        drive(address, [request], clients=2, calls=10, check=check)
     assert calls[0] == 4
+
+
+def test_drive_gives_client_i_the_request_i_modulo_their_number(
+    answering_server: tuple[tuple[str, int], list[bytes]],
+) -> None:
+    address, served = answering_server
+    requests = [post_request(address[0], address[1], "/mcp", [], body) for body in (b"aaaa", b"bbbb")]
+    drive(address, requests, clients=1, calls=6, check=lambda r: None)
+    assert served == [b"aaaa"] * 7
+    served.clear()
+    drive(address, requests, clients=3, calls=30, check=lambda r: None)
+    assert len(served) == 33
+    assert set(served) == {b"aaaa", b"bbbb"}
+    assert served.count(b"aaaa") >= 2  # clients 0 and 2 at least warmed up with it

@@ -22,7 +22,7 @@ import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import IO, Any, Final
@@ -153,7 +153,12 @@ def ratio_figures(results: Results, note: str) -> list[Figure]:
             ("p99", a.p99_ms, b.p99_ms),
         ):
             figures.append(
-                Figure(f"http: {level_name(level)}: {name} ÷ DBHub's", mine / theirs, "x", note=note)
+                Figure(
+                    f"http, no auth on loopback: {level_name(level)}: {name} ÷ DBHub's",
+                    mine / theirs,
+                    "x",
+                    note=note,
+                )
             )
     for level in LEVELS:
         with_jwt = results[OURS_JWT][level].per_core / results[OURS][level].per_core
@@ -213,6 +218,21 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@contextlib.contextmanager
+def pinned_thread(cpu: int | None) -> Iterator[None]:
+    """This thread (Linux: affinity is per thread) on `cpu` alone while the block runs; a process
+    it starts meanwhile, and every thread that process starts, stays on that CPU."""
+    if cpu is None:
+        yield
+        return
+    mine = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, mine)
+
+
 class HttpServer:
     """A server process listening on a loopback port, pinned to `cpu`, stopped with SIGTERM."""
 
@@ -223,19 +243,15 @@ class HttpServer:
         self.port = port
         self._errlog: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 -- closed by close()
 
-        def pin() -> None:  # in the child before exec: every thread it starts inherits the CPU
-            if cpu is not None:
-                os.sched_setaffinity(0, {cpu})
-
-        self.proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=self._errlog,
-            env=env,
-            cwd=REPO,
-            preexec_fn=pin,  # the bench runs no other thread while it starts a server
-        )
+        with pinned_thread(cpu):  # a child inherits the CPUs of the thread that started it
+            self.proc = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self._errlog,
+                env=env,
+                cwd=REPO,
+            )
         self.pid = self.proc.pid
         self._process = psutil.Process(self.pid)
         try:
@@ -410,17 +426,17 @@ def run_rounds(
     return {name: {lv: median_sample(s) for lv, s in by.items()} for name, by in taken.items()}
 
 
-def machine_note() -> str:
-    """The CPUs and the load average the figures were taken with (a busy 2-core machine says so)."""
-    cpus = os.cpu_count() or 0
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return f"{cpus} CPUs, load {load:.1f}, both unauthenticated on loopback"
+def machine_note(cpus: int, load: float) -> str:
+    """The CPUs and the load average (1 min) the figures were taken with: a load over half the
+    CPUs before the run starts marks the figures as taken on a busy machine."""
+    busy = ", BUSY" if load > cpus / 2 else ""
+    return f"{cpus} CPUs, load {load:.1f} at the start{busy}"
 
 
 def run() -> list[Figure]:
     from mcp_suite.devdb.cluster import open_demo_cluster
 
-    note = machine_note()
+    note = machine_note(os.cpu_count() or 1, os.getloadavg()[0])
     cluster, started_here = open_demo_cluster()
     try:
         with (
@@ -433,6 +449,7 @@ def run() -> list[Figure]:
     finally:
         if started_here:
             cluster.stop()
-    print(f"medians of {ROUNDS} interleaved rounds; same cluster, role and queries; {note}\n")
+    print(f"medians of {ROUNDS} interleaved rounds; same cluster, role and queries; {note}")
+    print(f"load at the end {os.getloadavg()[0]:.1f}; servers pinned to CPU {server_cpu()}\n")
     print(render_table(results) + "\n", flush=True)
     return ratio_figures(results, note) + client_figures(results)

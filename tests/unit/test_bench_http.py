@@ -4,6 +4,9 @@ the ratio figures, and the one request both servers get (its headers mirror its 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -18,7 +21,9 @@ from bench.bench_http import (
     answer_line,
     call_request,
     client_figures,
+    machine_note,
     median_sample,
+    pinned_thread,
     ratio_figures,
     render_table,
     sample_of,
@@ -84,10 +89,10 @@ def test_the_ratio_figures_are_ours_over_the_peers_for_every_level_then_the_jwt_
     figures = ratio_figures(given, "note")
     assert len(figures) == 5 * len(LEVELS) == 5 * 2 * len(CLIENTS)
     by_name = {f.name: f for f in figures}
-    per_core = by_name[f"http: {SMALL.label}, 8 clients: calls/s per core ÷ DBHub's"]
+    per_core = by_name[f"http, no auth on loopback: {SMALL.label}, 8 clients: calls/s per core ÷ DBHub's"]
     assert per_core.value == 2.0
     assert per_core.note == "note"
-    assert by_name[f"http: {WIDE.label}, 1 client: p99 ÷ DBHub's"].value == 1.5
+    assert by_name[f"http, no auth on loopback: {WIDE.label}, 1 client: p99 ÷ DBHub's"].value == 1.5
     assert by_name[f"http, bearer JWTs: {WIDE.label}, 32 clients: calls/s per core ÷ without"].value == 0.75
     assert all(f.ok is None for f in figures)
 
@@ -123,3 +128,26 @@ def test_the_call_is_a_stateless_request_whose_headers_mirror_its_body(
     assert message["params"]["name"] == tool
     assert message["params"]["arguments"] == {"sql": SMALL.sql, **arguments}
     assert int(headers["content-length"]) == len(body)
+
+
+def test_a_load_over_half_the_cpus_marks_the_figures_as_taken_on_a_busy_machine() -> None:
+    assert machine_note(2, 0.4) == "2 CPUs, load 0.4 at the start"
+    assert machine_note(2, 1.0) == "2 CPUs, load 1.0 at the start"
+    assert machine_note(2, 1.6) == "2 CPUs, load 1.6 at the start, BUSY"
+    assert machine_note(8, 3.9).endswith("start")
+
+
+def test_a_server_started_in_a_pinned_thread_stays_on_that_cpu_and_the_thread_is_restored() -> None:
+    mine = os.sched_getaffinity(0)
+    cpu = max(mine)
+    with pinned_thread(cpu):
+        assert os.sched_getaffinity(0) == {cpu}
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert os.sched_getaffinity(0) == mine
+        assert os.sched_getaffinity(child.pid) == {cpu}
+    finally:
+        child.kill()
+        child.wait()
+    with pinned_thread(None):
+        assert os.sched_getaffinity(0) == mine

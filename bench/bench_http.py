@@ -45,7 +45,7 @@ from tests.support.issuer import TestIssuer, open_issuer
 
 ROUNDS: Final = 3
 CLIENTS: Final = (1, 8, 32)
-CALLS: Final = {1: 600, 8: 2_000, 32: 3_000}  # timed calls per series, after each client's first
+CALLS: Final = {1: 400, 8: 1_500, 32: 2_000}  # timed calls per series, after each client's first
 WARM_UP_CALLS: Final = 200  # per server and workload, 8 clients, before the timed series
 MODERN_VERSION: Final = "2026-07-28"
 HOST: Final = "127.0.0.1"

@@ -1,5 +1,6 @@
 """`mcp-suite serve-http` as a child process for the tests: started on a free loopback port with a
-test issuer's key set, its stderr (JSON lines) collected, stopped with SIGTERM (exit 0 expected)."""
+test issuer's key set, its stderr (JSON lines) collected, stopped with SIGTERM (exit 0 expected), or
+killed on purpose (`kill()`: SIGKILL, as a crash or the OOM killer ends it)."""
 
 from __future__ import annotations
 
@@ -21,10 +22,18 @@ __all__ = ["HttpServer", "open_http_server"]
 
 
 class HttpServer:
-    def __init__(self, process: subprocess.Popen[bytes], errlog: Any, url: str) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], errlog: Any, port: int) -> None:
         self.process = process
         self.errlog = errlog
-        self.url = url
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}/mcp"
+        self.killed = False
+
+    def kill(self) -> None:
+        """SIGKILL: no drain, nothing flushed; its records so far stay readable."""
+        self.killed = True
+        self.process.kill()
+        self.process.wait(15)
 
     def records(self) -> list[dict[str, Any]]:
         self.errlog.seek(0)
@@ -41,9 +50,12 @@ class HttpServer:
 
 
 @contextmanager
-def open_http_server(issuer: TestIssuer, env: Mapping[str, str]) -> Iterator[HttpServer]:
-    """serve-http with `env` (tools) and authorization by `issuer`, until the block ends."""
-    port = free_port()
+def open_http_server(
+    issuer: TestIssuer, env: Mapping[str, str], *, port: int | None = None
+) -> Iterator[HttpServer]:
+    """serve-http with `env` (tools; it may name another MCP_HTTP_RESOURCE_URI, a proxy's) and
+    authorization by `issuer` on `port` (else a free one), until the block ends."""
+    port = port or free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     full_env = server_env(
         {
@@ -64,7 +76,7 @@ def open_http_server(issuer: TestIssuer, env: Mapping[str, str]) -> Iterator[Htt
             env=full_env,
             cwd=REPO,
         )
-        running = HttpServer(process, errlog, url)
+        running = HttpServer(process, errlog, port)
         try:
             deadline = time.monotonic() + 30
             while not any("serving over HTTP" in r.get("msg", "") for r in running.records()):
@@ -75,4 +87,5 @@ def open_http_server(issuer: TestIssuer, env: Mapping[str, str]) -> Iterator[Htt
         finally:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
-            assert process.wait(15) == os.EX_OK, running.records()
+            expected = -signal.SIGKILL if running.killed else os.EX_OK
+            assert process.wait(15) == expected, running.records()

@@ -202,21 +202,6 @@ def test_a_waiter_is_called_back_once_its_line_and_every_earlier_one_are_written
     sink.close()
 
 
-def test_a_waiter_skips_the_writers_gathering_pause() -> None:
-    stream = BlockedStream()
-    stream.release.set()
-    sink = StderrSink(stream, capacity=100)
-    try:
-        for n in range(20):
-            called = threading.Event()
-            sink.when_written(sink.write_line(f"line {n}"), called.set)
-            assert called.wait(5)
-        # Each line went out on its own, without waiting for others to gather.
-        assert stream.writes == 20
-    finally:
-        sink.close()
-
-
 async def test_an_http_answer_waits_for_its_audit_record_but_not_for_a_stderr_nobody_reads() -> None:
     stream = BlockedStream()
     configure_logging("INFO", stream=stream)

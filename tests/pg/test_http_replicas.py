@@ -270,17 +270,10 @@ def test_a_legacy_session_keeps_reaching_the_replica_that_opened_it(fleet: Fleet
         assert http.delete(fleet.proxy.url, headers=session).status_code == 204
     table = fleet.proxy.command("show table mcp_replicas")
     assert opened.headers["mcp-session-id"] in table
-    deadline = time.monotonic() + 10
-    while True:
-        where = {
-            n
-            for n, record in call_records(fleet.everyone())
-            if (tag_of(record) or "").startswith("lb-legacy-")
-        }
-        records = [r for _, r in call_records(fleet.everyone()) if (tag_of(r) or "").startswith("lb-legacy-")]
-        if len(records) >= 12 or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
+    # An answer leaves a replica once its audit record is on stderr: no waiting for a writer here.
+    legacy = [(n, r) for n, r in call_records(fleet.everyone()) if (tag_of(r) or "").startswith("lb-legacy-")]
+    where = {n for n, _ in legacy}
+    records = [r for _, r in legacy]
     assert len(where) == 1
     assert sorted(tag_of(r) or "" for r in records) == sorted(f"lb-legacy-{n}" for n in range(12))
 
@@ -302,16 +295,12 @@ async def test_a_thousand_calls_are_answered_while_a_replica_is_killed_and_resta
     assert run.killed.is_set()
     assert run.back.is_set()
 
-    # Every answered call left its audit record on the replica that answered it (the killed one's
-    # first life included), under the subject of the client that made it.
+    # Every answered call had its audit record written before its answer left, on the replica that
+    # gave it (the killed one's first life included), under the subject of the client that made it.
+    # No waiting for a log writer here.
     servers = fleet.everyone()
-    deadline = time.monotonic() + 10
-    while True:
-        records = [(n, r) for n, r in call_records(servers) if (tag_of(r) or "").startswith("lb-call-")]
-        audited = {tag_of(r): r.get("sub") for _, r in records if r.get("outcome") == "ok"}
-        if set(audited) >= set(run.answered) or time.monotonic() > deadline:
-            break
-        await trio.sleep(0.05)
+    records = [(n, r) for n, r in call_records(servers) if (tag_of(r) or "").startswith("lb-call-")]
+    audited = {tag_of(r): r.get("sub") for _, r in records if r.get("outcome") == "ok"}
     missing = sorted(set(run.answered) - set(audited))
     before_kill = {tag: round(run.killed_at - run.answered_at[tag], 4) for tag in missing}
     assert missing == [], (

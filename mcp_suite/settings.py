@@ -53,6 +53,9 @@ ECHO_MAX_CHARS = 256
 NAME_ECHO_CHARS = 64
 # The audit record of a SQL statement holds its text up to this many characters (then `sql_truncated`).
 AUDIT_SQL_MAX_CHARS = 4_096
+# Over HTTP an answer leaves once its audit record is written to stderr (a replica killed right after
+# answering keeps the record), waiting at most this long for a stderr nobody reads.
+AUDIT_WRITE_WAIT_S = 1.0
 # A caller's SQL text (`read_only_sql`, `explain_sql`) holds at most this many characters.
 SQL_MAX_CHARS = 10_000
 

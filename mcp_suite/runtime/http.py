@@ -245,7 +245,7 @@ class HttpApp:
         if isinstance(event, Answer):
             if session is None and era is HttpEra.LEGACY and core.legacy_version is not None:
                 extra.append((b"mcp-session-id", self._open_session(core, identity).encode("ascii")))
-            self.audit.answered(event, started, subject=identity.subject)
+            await self._audited(event, started, identity)
             await self._send_answer(send, event, era, extra)
         elif isinstance(event, StartCall):
             await self._call(identity, core, session, event, started, era, receive, send)
@@ -366,7 +366,7 @@ class HttpApp:
                 f"This token's scopes do not cover {start.name!r}; it needs the scope {scope_needed!r}."
             )
             answer = core.call_finished(start.key, CallRaised(problem))
-            self.audit.answered(answer, started, subject=identity.subject)
+            await self._audited(answer, started, identity)
             value = self._challenge(
                 error="insufficient_scope",
                 scope=scope_needed,
@@ -378,7 +378,7 @@ class HttpApp:
             ticket = self.runner.reserve(start)
         except ProblemError as exc:
             answer = core.call_finished(start.key, CallRaised(exc))
-            self.audit.answered(answer, started, subject=identity.subject)
+            await self._audited(answer, started, identity)
             await self._send_answer(send, answer, era)
             return
         call_scope = trio.CancelScope()
@@ -396,7 +396,7 @@ class HttpApp:
             if session is not None:
                 session.in_flight.pop(start.key, None)
         answer = core.call_finished(start.key, outcome)
-        self.audit.answered(answer, started, subject=identity.subject)
+        await self._audited(answer, started, identity)
         if answer.frame is not None:
             await self._send_answer(send, answer, era)
         elif session is not None:
@@ -417,6 +417,13 @@ class HttpApp:
                 return
 
     # -- writing ---------------------------------------------------------------------------------
+
+    async def _audited(self, answer: Answer, started: float, identity: Identity) -> None:
+        """Write the request's audit record and wait until it is on stderr: an answer a client
+        holds has its record even when the replica is killed right after (a load balancer's
+        replicas come and go)."""
+        ticket = self.audit.answered(answer, started, subject=identity.subject)
+        await self.audit.wait_written(ticket)
 
     async def _send_answer(
         self, send: Send, answer: Answer, era: HttpEra, extra: Iterable[tuple[bytes, bytes]] = ()

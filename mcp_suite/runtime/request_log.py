@@ -12,16 +12,20 @@ excerpt of `ECHO_MAX_CHARS`; a tool's own audit events (`extra={"audit": fields}
 from __future__ import annotations
 
 import collections
+import contextlib
 import contextvars
 import json
 import logging
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
+import trio
+
 from mcp_suite.protocol.jsonrpc import compact_json
-from mcp_suite.settings import ECHO_MAX_CHARS, NAME_ECHO_CHARS
+from mcp_suite.settings import AUDIT_WRITE_WAIT_S, ECHO_MAX_CHARS, NAME_ECHO_CHARS
 
 if TYPE_CHECKING:
     from mcp_suite.protocol.core import Answer
@@ -64,6 +68,9 @@ def _dumps(payload: dict[str, Any]) -> str:
 class StderrSink:
     """A bounded line buffer drained to a text stream by one daemon thread.
 
+    Every line gets a ticket, its number in order; `when_written(ticket, callback)` calls back from
+    the writer thread once that line and every one before it are out (or were dropped).
+
     Limits: at most `capacity` lines wait; beyond that new lines are dropped and counted in `dropped`.
     """
 
@@ -73,46 +80,80 @@ class StderrSink:
         self._capacity = capacity
         self._stop = threading.Event()
         self._wake = threading.Event()
+        # Set while someone waits for a line: the writer skips its gathering pause.
+        self._hurry = threading.Event()
+        # Tickets and the queue change together (lines come from the loop and from worker threads).
+        self._lock = threading.Lock()
+        self._accepted = 0
+        self._written = 0
+        self._waiters: list[tuple[int, Callable[[], object]]] = []
         self.dropped = 0
         self._thread = threading.Thread(target=self._run, name="mcp-suite-log", daemon=True)
         self._thread.start()
 
-    def write_line(self, line: str) -> None:
-        if len(self._lines) >= self._capacity:
-            self.dropped += 1
-            return
-        was_empty = not self._lines
-        self._lines.append(line)
+    def write_line(self, line: str) -> int:
+        """Queue `line`; its ticket. Never blocks on the stream."""
+        with self._lock:
+            self._accepted += 1
+            ticket = self._accepted
+            if len(self._lines) >= self._capacity:
+                self.dropped += 1
+                return ticket
+            was_empty = not self._lines
+            self._lines.append(line)
         if was_empty:
             self._wake.set()  # once per batch, not per line
+        return ticket
+
+    def when_written(self, ticket: int, callback: Callable[[], object]) -> None:
+        """Call `callback` once the line of `ticket` is written (at once if it is already), from
+        the writer thread: it must only hand the news over (trio's `run_sync_soon`)."""
+        with self._lock:
+            if ticket > self._written:
+                self._waiters.append((ticket, callback))
+                self._hurry.set()
+                self._wake.set()
+                return
+        callback()
 
     def _drain(self) -> None:
-        batch: list[str] = []
-        while self._lines:
-            batch.append(self._lines.popleft())
-        if self.dropped:
-            count, self.dropped = self.dropped, 0
-            batch.append(_dumps({"level": "warning", "msg": f"{count} log line(s) dropped"}))
+        with self._lock:
+            batch = list(self._lines)
+            self._lines.clear()
+            upto = self._accepted
+            if self.dropped:
+                count, self.dropped = self.dropped, 0
+                batch.append(_dumps({"level": "warning", "msg": f"{count} log line(s) dropped"}))
         if batch:
             try:
                 self._stream.write("\n".join(batch) + "\n")
                 self._stream.flush()
             except (OSError, ValueError):
                 pass  # stderr is gone; nothing else can report it
+        with self._lock:
+            self._written = upto
+            ready = [callback for ticket, callback in self._waiters if ticket <= upto]
+            self._waiters = [(ticket, callback) for ticket, callback in self._waiters if ticket > upto]
+            if not self._waiters:
+                self._hurry.clear()
+        for callback in ready:
+            callback()
 
     def _run(self) -> None:
         while not self._stop.is_set():
             # Idle, the thread sleeps until there is something to write (no periodic wake-ups);
-            # busy, it lets lines gather for a moment so they are written in one batch.
+            # busy, it lets lines gather for a moment so they are written in one batch, unless
+            # someone waits for a line to be out.
             self._wake.wait()
             self._wake.clear()
-            self._stop.wait(_FLUSH_INTERVAL_S)
+            self._hurry.wait(_FLUSH_INTERVAL_S)
             self._drain()
         self._drain()
 
     def close(self) -> None:
         """Write everything still buffered and stop the thread."""
         self._stop.set()
+        self._hurry.set()
         self._wake.set()
         self._thread.join(timeout=5)
 
@@ -223,10 +264,11 @@ class AuditLog:
 
     __slots__ = ()
 
-    def answered(self, answer: Answer, started: float, *, subject: str | None = None) -> None:
-        """The record of a request the session core answered (every transport's one way)."""
+    def answered(self, answer: Answer, started: float, *, subject: str | None = None) -> int | None:
+        """The record of a request the session core answered (every transport's one way); its
+        ticket for `wait_written`, None when none is written."""
         problem = answer.problem
-        self.request(
+        return self.request(
             request_id=answer.request_id,
             method=answer.method,
             tool=answer.tool,
@@ -250,10 +292,10 @@ class AuditLog:
         arguments: Any = None,
         incident: str | None = None,
         subject: str | None = None,
-    ) -> None:
+    ) -> int | None:
         sink = _sink
         if sink is None or not _audit_logger.isEnabledFor(logging.INFO):
-            return
+            return None
         event = _audit_event("request", outcome, started)
         event.update(id=request_id, method=method[:NAME_ECHO_CHARS])
         if tool is not None:
@@ -266,4 +308,27 @@ class AuditLog:
             event["incident"] = incident
         if subject is not None:  # over HTTP: the caller's token subject (`anonymous` without auth)
             event["sub"] = subject[:NAME_ECHO_CHARS]
-        sink.write_line(_dumps(event))
+        return sink.write_line(_dumps(event))
+
+    async def wait_written(self, ticket: int | None) -> None:
+        """Return once the record of `ticket` (and every line logged before it, such as the
+        request's statement records) is written to stderr.
+
+        Limits: at most AUDIT_WRITE_WAIT_S (a stderr nobody reads); then the answer goes out and
+        the record stays queued.
+        Cancellation: a checkpoint; cancelling only stops the wait.
+        """
+        sink = _sink
+        if ticket is None or sink is None:
+            await trio.lowlevel.checkpoint()
+            return
+        token = trio.lowlevel.current_trio_token()
+        written = trio.Event()
+
+        def hand_over() -> None:  # in the writer thread
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(written.set)
+
+        sink.when_written(ticket, hand_over)
+        with trio.move_on_after(AUDIT_WRITE_WAIT_S):
+            await written.wait()

@@ -1,6 +1,7 @@
 """`mcp-suite serve-http` as a child process for the tests: started on a free loopback port with a
 test issuer's key set (or with `MCP_HTTP_AUTH=none` when there is no issuer), its stderr (JSON lines)
-collected, stopped with SIGTERM (exit 0 expected)."""
+collected, stopped with SIGTERM (exit 0 expected), or killed on purpose (`kill()`: SIGKILL, as a crash
+or the OOM killer ends it)."""
 
 from __future__ import annotations
 
@@ -22,10 +23,18 @@ __all__ = ["HttpServer", "open_http_server"]
 
 
 class HttpServer:
-    def __init__(self, process: subprocess.Popen[bytes], errlog: Any, url: str) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], errlog: Any, port: int) -> None:
         self.process = process
         self.errlog = errlog
-        self.url = url
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}/mcp"
+        self.killed = False
+
+    def kill(self) -> None:
+        """SIGKILL: no drain, nothing flushed; its records so far stay readable."""
+        self.killed = True
+        self.process.kill()
+        self.process.wait(15)
 
     def records(self) -> list[dict[str, Any]]:
         self.errlog.seek(0)
@@ -45,8 +54,9 @@ class HttpServer:
 def open_http_server(
     issuer: TestIssuer | None, env: Mapping[str, str], *, port: int | None = None
 ) -> Iterator[HttpServer]:
-    """serve-http with `env` (tools) and authorization by `issuer` (None: `MCP_HTTP_AUTH=none`, the
-    loopback-only setting), on `port` (None: a free one), until the block ends."""
+    """serve-http with `env` (tools; it may name another MCP_HTTP_RESOURCE_URI, a proxy's) and
+    authorization by `issuer` (None: `MCP_HTTP_AUTH=none`, the loopback-only setting), on `port`
+    (None: a free one), until the block ends."""
     port = port or free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     if issuer is None:
@@ -67,7 +77,7 @@ def open_http_server(
             env=full_env,
             cwd=REPO,
         )
-        running = HttpServer(process, errlog, url)
+        running = HttpServer(process, errlog, port)
         try:
             deadline = time.monotonic() + 30
             while not any("serving over HTTP" in r.get("msg", "") for r in running.records()):
@@ -78,4 +88,5 @@ def open_http_server(
         finally:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
-            assert process.wait(15) == os.EX_OK, running.records()
+            expected = -signal.SIGKILL if running.killed else os.EX_OK
+            assert process.wait(15) == expected, running.records()

@@ -11,6 +11,7 @@ import warnings
 from collections.abc import Iterator
 
 import pytest
+import trio
 
 from mcp_suite.runtime.request_log import (
     AuditLog,
@@ -20,7 +21,7 @@ from mcp_suite.runtime.request_log import (
     shutdown_logging,
     write_line_now,
 )
-from mcp_suite.settings import AUDIT_SQL_MAX_CHARS
+from mcp_suite.settings import AUDIT_SQL_MAX_CHARS, AUDIT_WRITE_WAIT_S
 from mcp_suite.tools.read_only_sql.statement_log import log_statement
 
 
@@ -176,3 +177,47 @@ def test_a_line_written_before_logging_runs_is_one_json_object_with_its_fields(
     event = json.loads(line)
     assert (event["level"], event["logger"], event["exit_status"]) == ("critical", "mcp_suite", 78)
     assert event["msg"] == "refusing to start: a reason"
+
+
+def test_a_waiter_is_called_back_once_its_line_and_every_earlier_one_are_written() -> None:
+    stream = BlockedStream()
+    sink = StderrSink(stream, capacity=100)
+    tickets = [sink.write_line(f"line {n}") for n in range(3)]
+    assert tickets == [1, 2, 3]
+    called = threading.Event()
+    seen: list[str] = []
+
+    def told() -> None:
+        seen.append(stream.getvalue())
+        called.set()
+
+    sink.when_written(tickets[1], told)
+    assert not called.wait(0.2)  # the stream is blocked: nothing is out, nobody is told
+    stream.release.set()
+    assert called.wait(5)
+    assert seen[0].splitlines()[:2] == ["line 0", "line 1"]
+    late: list[int] = []
+    sink.when_written(tickets[0], lambda: late.append(1))  # already out: called at once
+    assert late == [1]
+    sink.close()
+
+
+async def test_an_http_answer_waits_for_its_audit_record_but_not_for_a_stderr_nobody_reads() -> None:
+    stream = BlockedStream()
+    configure_logging("INFO", stream=stream)
+    try:
+        audit = AuditLog()
+        ticket = audit.request(request_id=1, method="tools/list", outcome="ok", started=time.perf_counter())
+        assert ticket is not None
+        started = trio.current_time()
+        with trio.fail_after(AUDIT_WRITE_WAIT_S + 1):
+            await audit.wait_written(ticket)  # the stream is blocked: gives up after the bound
+        assert trio.current_time() - started >= AUDIT_WRITE_WAIT_S
+        assert stream.writes == 0
+        stream.release.set()
+        second = audit.request(request_id=2, method="tools/list", outcome="ok", started=time.perf_counter())
+        with trio.fail_after(5):
+            await audit.wait_written(second)
+        assert [json.loads(line)["id"] for line in stream.getvalue().splitlines()] == [1, 2]
+    finally:
+        shutdown_logging()

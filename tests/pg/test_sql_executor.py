@@ -169,12 +169,17 @@ def test_rows_far_past_the_byte_limit_on_the_wire_still_return_the_first_that_fi
     reader_executor: Executor,
 ) -> None:
     # Rows of 500 kB from the 12th on: 94 MB on the wire, far past the 20 x cap the pipeline holds.
-    # The rows come in chunks of 8; the chunks that arrived before the limit are kept (the second,
-    # rows 9-16, never arrives whole), the connection is closed there, and the rows that fit are
-    # the answer.
+    # The rows come in chunks of 8; the chunks handed over before the limit are kept, the
+    # connection is closed there, and the rows that fit are the answer: the first chunk (rows
+    # 1-8). The count of bytes is a lower bound (what arrives during one of libpq's reads is taken
+    # unseen, run_pipeline's docstring), so it can see the limit late, after the second chunk has
+    # arrived whole; the answer's byte cap then keeps rows 9-11 as well (seen once in CI on
+    # 2026-12-04). Either way, the first rows in order and never a row of 500 kB.
     sql = "SELECT n, repeat('w', CASE WHEN n <= 11 THEN 10 ELSE 500000 END) FROM generate_series(1, 200) AS n"
     result = reader_executor.run(sql, max_rows=200, ticket=CallTicket())
-    assert [row[0] for row in result.rows] == list(range(1, 9))  # the first chunk, whole
+    numbers = [row[0] for row in result.rows]
+    assert numbers == list(range(1, len(numbers) + 1))  # the first rows, in order
+    assert 8 <= len(numbers) <= 11  # the first chunk at least, and no row of 500 kB
     assert result.truncated
     assert result.cut_at_bytes
     assert [c.type for c in result.columns] == ["integer", "text"]

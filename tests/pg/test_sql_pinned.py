@@ -93,7 +93,7 @@ def test_a_direct_call_is_begin_the_check_the_cursor_rollback_and_the_reset(
 ) -> None:
     per_call = statements_per_call(demo_cluster.reader_dsn, "none", statement_log)
     kinds = [statement.split(" ")[0] for statement in per_call]
-    assert kinds == ["BEGIN", "SELECT", "DECLARE", "FETCH", "ROLLBACK", "DEALLOCATE", "SELECT"]
+    assert kinds == ["BEGIN", "SELECT", "DECLARE", "FETCH", "MOVE", "ROLLBACK", "DEALLOCATE", "SELECT"]
     assert "current_setting" in per_call[1]
     assert not any("RESET ALL" in statement or "set_config" in statement for statement in per_call)
 
@@ -108,6 +108,7 @@ def test_behind_a_pooler_every_call_resets_and_sets_its_settings(
         "SELECT",
         "DECLARE",
         "FETCH",
+        "MOVE",
         "ROLLBACK",
         "DEALLOCATE",
         "SELECT",

@@ -138,6 +138,7 @@ _EXPLAIN: Final[dict[str, bytes]] = {
 
 _FATAL_ERROR: Final = pq.ExecStatus.FATAL_ERROR
 _SQLSTATE: Final = pq.DiagnosticField.SQLSTATE
+_MOVE: Final = f'MOVE FORWARD 1 IN "{CURSOR_NAME}"'.encode()
 # Every call's transaction (explain_sql's too): READ ONLY.
 _BEGIN: Final = b"BEGIN READ ONLY"
 # What the pin check raises on a backend that is not the one pinned (no such setting: 42704), or
@@ -487,16 +488,18 @@ class Executor:
     ) -> QueryResult:
         if not ticket.attach(conn):
             raise CallCancelledError
-        fetch = f'FETCH FORWARD {int(max_rows) + 1} FROM "{CURSOR_NAME}"'.encode()
+        # The rows, then whether one more exists: MOVE counts it without sending it, so a huge row
+        # past `max_rows` costs neither the wire nor the memory bound.
+        reads = [f'FETCH FORWARD {int(max_rows)} FROM "{CURSOR_NAME}"'.encode(), _MOVE]
         if explain is not None:
-            fetch = _EXPLAIN[explain] + sql.encode()
+            reads = [_EXPLAIN[explain] + sql.encode()]
         declare = f'DECLARE "{CURSOR_NAME}" NO SCROLL CURSOR FOR {sql}'.encode()
         if self._direct:  # the settings were set on the connection: check them
-            commands = [_BEGIN, conn.pin_check, declare, fetch, b"ROLLBACK"]
+            commands = [_BEGIN, conn.pin_check, declare]
         else:  # behind a pooler: set them in the transaction
-            commands = [_BEGIN, b"RESET ALL", self._set_local, declare, fetch, b"ROLLBACK"]
-        at_fetch = len(commands) - 2
-        commands.extend(_reset_statements())
+            commands = [_BEGIN, b"RESET ALL", self._set_local, declare]
+        at_fetch = len(commands)
+        commands += [*reads, b"ROLLBACK", *_reset_statements()]
         try:
             # One pipeline, one Sync, one round trip. Every statement uses the extended protocol,
             # so PostgreSQL itself accepts exactly one statement in DECLARE ... FOR <query>. The
@@ -537,7 +540,7 @@ class Executor:
             # One row, the plan: the tool checks its size (after the hidden-rows check).
             values = [list(row) for row in rows]
             return QueryResult(columns=columns, rows=values, truncated=False, rows_json=plan_json(values))
-        more = piped.cut or sum(r.ntuples for r in row_results) > max_rows
+        more = piped.cut or piped.results[at_fetch + 1].command_status == b"MOVE 1"
         values, data, cut = json_rows(
             rows,
             columns,

@@ -39,16 +39,18 @@ def run() -> list[Figure]:
         cluster.start()
         password = password_of(cluster.reader_dsn)
 
-        def load(dsn: str) -> FleetResult:
+        def load(dsn: str, pooler: str) -> FleetResult:
             with (
-                open_fleet(dsn, servers=SERVERS, in_flight=IN_FLIGHT) as fleet,
+                open_fleet(
+                    dsn, servers=SERVERS, in_flight=IN_FLIGHT, env={"MCP_SQL_POOLER": pooler}
+                ) as fleet,
                 backend_counter(cluster.admin_dsn, READER_USER) as backends,
             ):
                 return run_fleet(fleet, in_flight=IN_FLIGHT, rounds=ROUNDS, watch=backends)
 
-        direct = load(cluster.reader_dsn)
+        direct = load(cluster.reader_dsn, "none")
         with open_pgbouncer(cluster, {READER_USER: password}, pool_size=POOL) as bouncer:
-            pooled = load(bouncer.dsn(READER_USER, password, cluster.dbname))
+            pooled = load(bouncer.dsn(READER_USER, password, cluster.dbname), "transaction")
     finally:
         cluster.destroy()
     expected = SERVERS * IN_FLIGHT * ROUNDS

@@ -130,7 +130,8 @@ def _figures(dsn: str) -> list[Figure]:
         )
 
         # 3. the reset: today's two statements against the former one, the same pipeline otherwise
-        set_local = executor_module._transaction_settings(settings, dsn)  # the executor's own statement
+        # the executor's own statement
+        set_local = executor_module._pinned_settings(settings, dsn, local=True)
         declare = f'DECLARE "c" NO SCROLL CURSOR FOR {known.sql}'.encode()
         head = [
             b"BEGIN READ ONLY",

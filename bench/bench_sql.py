@@ -249,6 +249,43 @@ def executor_figures(dsn: str, calls: int) -> tuple[float, float, float]:
     return statistics.median(samples) * 1000, trips, seconds / loops * 1e6
 
 
+def pooler_ab(dsn: str, sql: str, *, rounds: int = 6, calls: int = 300) -> tuple[float, float]:
+    """(p50 ms with the settings set once per connection, p50 ms with them set in every call) of
+    `Executor.run_vetted` in this process: `MCP_SQL_POOLER=none` against `transaction`, the same
+    query, rounds interleaved (ABBA), each figure the median of its rounds' p50s."""
+    from mcp_suite.settings import SecretStr, Settings
+    from mcp_suite.tools.sql_engine.executor import CallTicket, Executor
+    from mcp_suite.tools.sql_engine.policy import vet_sql
+
+    vetted = vet_sql(sql, max_rows=200)
+    executors = {}
+    for mode in ("none", "transaction"):
+        settings = Settings(
+            sql_dsn=SecretStr(dsn), metrics_enabled=False, sql_pooler=mode, sql_max_result_bytes=1 << 20
+        )
+        executors[mode] = Executor(settings, dsn)
+        executors[mode].open()
+        executors[mode].mark_audited()
+    p50s: dict[str, list[float]] = {"none": [], "transaction": []}
+    try:
+        for executor in executors.values():
+            for _ in range(50):
+                executor.run_vetted(vetted, max_rows=200, ticket=CallTicket())
+        for index in range(rounds):
+            order = ("none", "transaction") if index % 4 in (0, 3) else ("transaction", "none")
+            for mode in order:
+                samples = []
+                for _ in range(calls):
+                    start = time.perf_counter()
+                    executors[mode].run_vetted(vetted, max_rows=200, ticket=CallTicket())
+                    samples.append(time.perf_counter() - start)
+                p50s[mode].append(statistics.median(samples) * 1000)
+    finally:
+        for executor in executors.values():
+            executor.close()
+    return statistics.median(p50s["none"]), statistics.median(p50s["transaction"])
+
+
 class _CountingProxy:
     """A loopback TCP proxy counting round trips: client bytes after server bytes = one trip."""
 
@@ -408,6 +445,17 @@ def _figures(dsn: str, port: int) -> list[Figure]:
             note="ratio = its share of the executor p50",
         )
     )
+    for label, sql in (("small aggregate", QUERY), ("100 rows × 7 columns", ROWS_QUERY)):
+        direct_p50, pooled_p50 = pooler_ab(dsn, sql)
+        figures.append(
+            Figure(
+                f"sql: executor p50, settings once per connection ({label})",
+                direct_p50,
+                "ms",
+                floor=pooled_p50,
+                note="floor: the same executor with MCP_SQL_POOLER=transaction, interleaved",
+            )
+        )
     figures.append(Figure("sql: server ping p50 (runtime alone, same process)", ping, "ms"))
     figures.append(Figure("sql: server CPU per sequential call", cpu_per_call, "ms"))
     figures.append(

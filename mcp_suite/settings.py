@@ -37,6 +37,7 @@ LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 _LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _AFFINITIES: Final = ("single", "off")
 _HTTP_AUTH_MODES: Final = ("jwt", "none")
+_SQL_POOLERS: Final = ("none", "transaction")
 # The hosts `MCP_HTTP_AUTH=none` may bind: loopback only (docs/operations/remote.md).
 LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "::1", "localhost"})
 
@@ -166,6 +167,12 @@ class Settings:
     # information_schema views and the host/connection functions freely (logged at start-up as a
     # warning; docs/tools/read_only_sql.md, "The catalogue").
     sql_allow_catalogue: bool = field(default=False, metadata=_of(bool))
+    # What sits between the pool and PostgreSQL. "none": each pooled connection is its own backend,
+    # so a call's pinned settings are set once per connection and every call only checks them (a
+    # mismatch refuses the call and drops the connection). "transaction": a transaction-pooling
+    # PgBouncer (or another pooler that hands backends around): every call sets them itself, inside
+    # its transaction, after RESET ALL (docs/tools/read_only_sql.md, "Settings of a call").
+    sql_pooler: Literal["none", "transaction"] = field(default="none", metadata={"choices": _SQL_POOLERS})
 
     # --- files ---------------------------------------------------------------------------------
     fs_max_bytes: int = field(default=1_048_576, metadata=_int(1, 16_777_216))
@@ -417,6 +424,13 @@ def _parse_http_auth(raw: str) -> str:
     return value
 
 
+def _parse_pooler(raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in _SQL_POOLERS:
+        raise ValueError("expected none or transaction")
+    return value
+
+
 def _parse_level(raw: str) -> str:
     level = raw.strip().upper()
     if level == "WARN":
@@ -457,6 +471,7 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "SQL_REAUDIT_INTERVAL_S": ("sql_reaudit_interval_s", _parse_float),
     "SQL_ACCEPT_FUNCTION_CREATORS": ("sql_accept_function_creators", _parse_role_names),
     "SQL_ALLOW_CATALOGUE": ("sql_allow_catalogue", _parse_bool),
+    "SQL_POOLER": ("sql_pooler", _parse_pooler),
     "FS_MAX_BYTES": ("fs_max_bytes", _parse_int),
     "FS_ALLOW_HARD_LINKS": ("fs_allow_hard_links", _parse_bool),
     "FS_LIST_MAX_BYTES": ("fs_list_max_bytes", _parse_int),

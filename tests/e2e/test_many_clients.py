@@ -30,6 +30,7 @@ IN_FLIGHT = 2
 ROUNDS = 5
 POOL = 8
 IDLE_TIMEOUT_S = 1
+BEHIND_POOLER = {"MCP_SQL_POOLER": "transaction"}
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +61,7 @@ def test_32_servers_share_a_pool_of_8_and_release_it_when_idle(cluster: Cluster)
     ) as bouncer:
         dsn = bouncer.dsn(READER_USER, password, cluster.dbname)
         with (
-            open_fleet(dsn, servers=SERVERS, in_flight=IN_FLIGHT) as fleet,
+            open_fleet(dsn, servers=SERVERS, in_flight=IN_FLIGHT, env=BEHIND_POOLER) as fleet,
             backend_counter(cluster.admin_dsn, READER_USER) as backends,
         ):
             result = run_fleet(fleet, in_flight=IN_FLIGHT, rounds=ROUNDS, watch=backends)

@@ -164,8 +164,8 @@ HAND_CHECKS = (
     HandCheck(
         "drop READ ONLY from the call's transaction",
         "mcp_suite/tools/sql_engine/executor.py",
-        'b"BEGIN READ ONLY", b"RESET ALL"',
-        'b"BEGIN", b"RESET ALL"',
+        '_BEGIN: Final = b"BEGIN READ ONLY"',
+        '_BEGIN: Final = b"BEGIN"',
         ("tests/pg/test_sql_layers.py",),
     ),
     HandCheck(

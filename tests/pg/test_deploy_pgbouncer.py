@@ -19,7 +19,7 @@ import trio
 from mcp_suite.devdb.cluster import ADMIN_USER, READER_USER, Cluster
 from mcp_suite.devdb.pgbouncer import PgBouncer, open_pgbouncer
 from mcp_suite.problems import AccessDeniedError, ExecutionTimeoutError, QueryViolationError
-from mcp_suite.tools.sql_engine.executor import Executor
+from mcp_suite.tools.sql_engine.executor import Executor, SettingsNotPinnedError
 from mcp_suite.tools.sql_engine.naming import APPLICATION_NAME
 from mcp_suite.tools.sql_engine.ticket import CallTicket
 from tests.support.client import ServerProcess
@@ -38,6 +38,11 @@ DIRTY_SESSION = (
     "SET statement_timeout = 0",
     "SET idle_in_transaction_session_timeout = 0",
     "SET search_path = pg_catalog",
+)
+
+SETTINGS_SQL = (
+    "SELECT current_setting('statement_timeout'), current_setting('search_path'),"
+    " current_setting('DateStyle')"
 )
 
 VALUES_SQL = (
@@ -76,7 +81,7 @@ def reader_dsn(bouncer: PgBouncer, cluster: Cluster) -> str:
 
 @pytest.fixture
 def pooled_executor(bouncer: PgBouncer, demo_cluster: Cluster) -> Iterator[Executor]:
-    executor = open_executor(reader_dsn(bouncer, demo_cluster))
+    executor = open_executor(reader_dsn(bouncer, demo_cluster), sql_pooler="transaction")
     try:
         yield executor
     finally:
@@ -114,7 +119,9 @@ def test_a_call_is_right_on_a_backend_another_client_left_dirty(
 def test_calls_through_the_pooler_fail_and_recover_like_direct_ones(
     bouncer: PgBouncer, demo_cluster: Cluster
 ) -> None:
-    executor = open_executor(reader_dsn(bouncer, demo_cluster), sql_statement_timeout_ms=300)
+    executor = open_executor(
+        reader_dsn(bouncer, demo_cluster), sql_pooler="transaction", sql_statement_timeout_ms=300
+    )
     try:
         run = executor.run
         assert run("SELECT count(*) FROM docs.pages", max_rows=1, ticket=CallTicket()).rows == [[30]]
@@ -139,7 +146,7 @@ def test_calls_through_the_pooler_fail_and_recover_like_direct_ones(
 async def test_the_server_serves_through_the_pooler_under_its_application_name(
     bouncer: PgBouncer, demo_cluster: Cluster
 ) -> None:
-    settings = sql_settings(reader_dsn(bouncer, demo_cluster))
+    settings = sql_settings(reader_dsn(bouncer, demo_cluster), sql_pooler="transaction")
     sql = "SELECT slug, words FROM docs.pages ORDER BY slug LIMIT 3"
     with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
         expected = [list(row) for row in admin.execute(sql).fetchall()]
@@ -170,7 +177,11 @@ def test_the_role_audit_runs_through_the_pooler(bouncer: PgBouncer, demo_cluster
     assert superuser.returncode == 78
     assert "superuser" in superuser.stdout
     with ServerProcess(
-        env={"MCP_SQL_DSN": reader_dsn(bouncer, demo_cluster), "MCP_METRICS_ENABLED": "false"}
+        env={
+            "MCP_SQL_DSN": reader_dsn(bouncer, demo_cluster),
+            "MCP_SQL_POOLER": "transaction",
+            "MCP_METRICS_ENABLED": "false",
+        }
     ) as server:
         server.initialize()
         result = server.call_tool("read_only_sql", {"sql": "SELECT count(*) FROM docs.pages"})
@@ -191,7 +202,9 @@ def test_the_role_audit_runs_through_the_pooler(bouncer: PgBouncer, demo_cluster
 def test_a_cancel_request_reaches_the_backend_through_the_pooler(
     bouncer: PgBouncer, demo_cluster: Cluster
 ) -> None:
-    executor = open_executor(reader_dsn(bouncer, demo_cluster), sql_statement_timeout_ms=20_000)
+    executor = open_executor(
+        reader_dsn(bouncer, demo_cluster), sql_pooler="transaction", sql_statement_timeout_ms=20_000
+    )
     ticket = CallTicket()
     outcome: list[object] = []
 
@@ -227,3 +240,23 @@ def test_a_cancel_request_reaches_the_backend_through_the_pooler(
         assert executor.run("SELECT 1", max_rows=1, ticket=CallTicket()).rows == [[1]]
     finally:
         executor.close()
+
+
+def test_a_server_told_no_pooler_is_in_front_refuses_to_serve_through_one_and_leaves_no_setting(
+    bouncer: PgBouncer, demo_cluster: Cluster
+) -> None:
+    dsn = reader_dsn(bouncer, demo_cluster)
+    with psycopg.connect(dsn, autocommit=True) as before:
+        settings_before = before.execute(SETTINGS_SQL).fetchone()
+    executor = open_executor(dsn, sql_pooler="none", sql_statement_timeout_ms=300)
+    try:
+        for _ in range(2):
+            with pytest.raises(SettingsNotPinnedError, match="MCP_SQL_POOLER=transaction"):
+                executor.run("SELECT count(*) FROM docs.pages", max_rows=1, ticket=CallTicket())
+    finally:
+        executor.close()
+    # The pooler's one backend (every client's) kept its own settings: none of ours stayed on it.
+    with psycopg.connect(dsn, autocommit=True) as after:
+        assert after.execute(SETTINGS_SQL).fetchone() == settings_before
+    assert settings_before is not None
+    assert settings_before[0] != "300ms"

@@ -85,6 +85,7 @@ def fleet(demo_cluster: Cluster) -> Iterator[Fleet]:
         proxy = stack.enter_context(open_haproxy([f"127.0.0.1:{port}" for port in ports]))
         env = {
             "MCP_SQL_DSN": bouncer.dsn(READER_USER, reader_password, demo_cluster.dbname),
+            "MCP_SQL_POOLER": "transaction",
             # Tokens name the proxy's address, the one the clients know: every replica is that resource.
             "MCP_HTTP_RESOURCE_URI": proxy.url,
         }

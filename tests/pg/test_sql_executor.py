@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +21,7 @@ from mcp_suite.problems import (
     QueryViolationError,
     ResultTooLargeError,
 )
+from mcp_suite.tools.sql_engine import pipeline as pipeline_module
 from mcp_suite.tools.sql_engine.executor import (
     CallCancelledError,
     CallTicket,
@@ -171,15 +173,13 @@ def test_rows_far_past_the_byte_limit_on_the_wire_still_return_the_first_that_fi
     # Rows of 500 kB from the 12th on: 94 MB on the wire, far past the 20 x cap the pipeline holds.
     # The rows come in chunks of 8; the chunks handed over before the limit are kept, the
     # connection is closed there, and the rows that fit are the answer: the first chunk (rows
-    # 1-8). The count of bytes is a lower bound (what arrives during one of libpq's reads is taken
-    # unseen, run_pipeline's docstring), so it can see the limit late, after the second chunk has
-    # arrived whole; the answer's byte cap then keeps rows 9-11 as well (seen once in CI on
-    # 2026-12-04). Either way, the first rows in order and never a row of 500 kB.
+    # 1-8). Over TCP the pipeline counts exactly the bytes libpq took off the socket, so the second
+    # chunk (2.5 MB) never arrives whole. (With the earlier count, a lower bound, it once did in CI,
+    # and the answer's byte cap then kept rows 9-11 too.)
     sql = "SELECT n, repeat('w', CASE WHEN n <= 11 THEN 10 ELSE 500000 END) FROM generate_series(1, 200) AS n"
     result = reader_executor.run(sql, max_rows=200, ticket=CallTicket())
     numbers = [row[0] for row in result.rows]
-    assert numbers == list(range(1, len(numbers) + 1))  # the first rows, in order
-    assert 8 <= len(numbers) <= 11  # the first chunk at least, and no row of 500 kB
+    assert numbers == list(range(1, 9))  # the first chunk, and no row of 500 kB
     assert result.truncated
     assert result.cut_at_bytes
     assert [c.type for c in result.columns] == ["integer", "text"]
@@ -479,8 +479,8 @@ def test_the_pipeline_keeps_the_streamed_rows_that_arrived_whole_when_it_passes_
 ) -> None:
     # 1,000 rows of 1,011 bytes on the wire against a limit of 20 x 1,024 + 64 KiB: the chunks of
     # rows that arrived before it are kept, and the connection is closed (the query dies with it).
-    # The bound is the limit plus what one read of libpq takes (its 16 KiB input buffer: bytes
-    # that arrive during that read are not seen by the count), so at most 101 rows.
+    # The bound is the limit plus what one read of libpq takes (its 16 KiB input buffer; over TCP
+    # the count is exact: the kernel's bytes received less those still waiting), so at most 101 rows.
     sql = b"SELECT repeat('v', 1000) FROM generate_series(1, 1000)"
     with psycopg.connect(demo_cluster.reader_dsn, autocommit=True) as conn:
         piped = run_pipeline(conn, [sql], max_bytes=1_024, timeout_s=10, stream=0)
@@ -496,3 +496,23 @@ def test_the_pipeline_keeps_the_streamed_rows_that_arrived_whole_when_it_passes_
         pytest.raises(ResultTooLargeError),
     ):
         run_pipeline(conn, [sql], max_bytes=1_024, timeout_s=10)
+
+
+def test_over_a_unix_socket_the_pipeline_counts_a_lower_bound_and_still_cuts(
+    demo_cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A Unix socket has no kernel count of bytes received: the socket is not taken for TCP, keeps
+    # its descriptor, and the pipeline counts what waits before and after each read instead.
+    left, right = socket.socketpair(socket.AF_UNIX)
+    with left, right:
+        assert pipeline_module._tcp_socket(left.fileno()) is None
+        right.sendall(b"still open")
+        assert left.recv(10) == b"still open"
+    monkeypatch.setattr(pipeline_module, "_tcp_socket", lambda fd: None)
+    sql = b"SELECT repeat('v', 1000) FROM generate_series(1, 1000)"
+    with psycopg.connect(demo_cluster.reader_dsn, autocommit=True) as conn:
+        piped = run_pipeline(conn, [sql], max_bytes=1_024, timeout_s=10, stream=0)
+        assert piped.cut
+        assert conn.closed
+    kept = sum(r.ntuples for r in piped.rows)
+    assert 50 < kept < 1_000

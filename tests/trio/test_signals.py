@@ -18,6 +18,15 @@ from mcp_suite.settings import Settings
 from tests.support.harness import open_session, ping_line
 
 
+@pytest.fixture
+def autojump_clock() -> trio.testing.MockClock:
+    """pytest-trio's, but virtual time leaps only after 0.1 s of real idleness: a signal the test
+    sends reaches the session's watcher (through trio's wakeup socket) before the clock can leap
+    past it. With the default of 0, a second signal was once seen only after the 300 s grace had
+    run out in virtual time, when trio no longer owned SIGINT (a KeyboardInterrupt)."""
+    return trio.testing.MockClock(autojump_threshold=0.1)
+
+
 async def test_sigterm_lets_calls_run_for_the_5_s_grace_then_cancels_the_rest(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

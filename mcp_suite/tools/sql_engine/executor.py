@@ -1,8 +1,9 @@
 """The read-only executor: the pool and one call's transaction for `read_only_sql` (docs/tools/).
 
 Owns the psycopg_pool pool and its hygiene (the pool's `reset` hook cleans a connection a call
-could not clean itself), the role-audit gate, and one call: BEGIN READ ONLY, its settings and
-timeouts set inside it (so that a transaction-pooling PgBouncer may sit in between), the query
+could not clean itself), the role-audit gate, and one call: BEGIN READ ONLY, its pinned settings and
+timeouts (set once per connection and checked by every call on a direct connection; set inside
+every call behind a transaction-pooling PgBouncer, `MCP_SQL_POOLER=transaction`), the query
 through a server-side named cursor, at most `max_rows + 1` rows, always rolled back, session state
 reset, sent as one round trip (`pipeline.py`); `result.py` shapes the rows, `type_names.py` names
 the types, `sqlstate.py` maps errors. Runs in worker threads only: no trio here.
@@ -94,13 +95,19 @@ def _reset_statements() -> tuple[bytes, bytes]:
     )
 
 
-# What every transaction of ours runs with, set inside it: RESET ALL first (what another client of
-# a transaction-pooling PgBouncer left on the backend it lends us, such as a search_path, is gone),
-# then these (`set_config(..., true)` is SET LOCAL). Both roll back with the transaction, so the
-# session itself is never changed, and nothing is sent in the startup packet (PgBouncer refuses
-# `options`). Values print the way convert.py expects; the timeouts and application_name (which
-# RESET ALL would clear behind a pooler) are added per executor.
-_TRANSACTION_SETTINGS: Final = (
+# What every transaction of ours runs with (values print the way convert.py expects; the timeouts,
+# application_name and the search path are added per executor). Where they are set depends on
+# `MCP_SQL_POOLER` (docs/tools/read_only_sql.md, "Settings of a call"):
+# - "transaction" (a transaction-pooling PgBouncer lends us any backend for each transaction):
+#   inside every call, RESET ALL first (what another client left on the backend, such as a
+#   search_path, is gone), then `set_config(..., true)` (SET LOCAL), all rolled back with it;
+# - "none" (each pooled connection is its own backend): once per connection (`set_config(...,
+#   false)`, a session setting), after making sure no pooler answers for the backend. A call
+#   cannot change them for the next: every call rolls back, and a SET rolls back with its
+#   transaction. Every call checks, in its transaction and before its query, that its backend is
+#   the one pinned and was not reset since (`_pin_check`); otherwise the call is refused.
+# Nothing is sent in the startup packet (PgBouncer refuses `options`).
+_PINNED_SETTINGS: Final = (
     ("DateStyle", "ISO, YMD"),
     ("IntervalStyle", "postgres"),
     ("TimeZone", "UTC"),
@@ -130,7 +137,13 @@ _EXPLAIN: Final[dict[str, bytes]] = {
 }
 
 _FATAL_ERROR: Final = pq.ExecStatus.FATAL_ERROR
-_FETCH: Final = 4  # the FETCH's place in a call's pipeline
+_SQLSTATE: Final = pq.DiagnosticField.SQLSTATE
+_MOVE: Final = f'MOVE FORWARD 1 IN "{CURSOR_NAME}"'.encode()
+# Every call's transaction (explain_sql's too): READ ONLY.
+_BEGIN: Final = b"BEGIN READ ONLY"
+# What the pin check raises on a backend that is not the one pinned (no such setting: 42704), or
+# one whose settings were reset since (RESET ALL leaves it empty, not a number: 22P02).
+_CHECK_FAILED: Final = frozenset({b"42704", b"22P02"})
 
 
 def _closed_while_idle(conn: psycopg.Connection[Any]) -> bool:
@@ -161,16 +174,52 @@ class ExecutorStatistics:
     pool_available: int  # idle connections in the pool
 
 
-def _transaction_settings(settings: Settings, dsn: str) -> bytes:
-    """One statement that sets, for the current transaction only, everything a call relies on."""
+def _pinned_settings(settings: Settings, dsn: str, *, local: bool, pin: str | None = None) -> bytes:
+    """One statement that sets everything a call relies on, for the current transaction only
+    (`local`) or for the session; and, when given, the custom setting `pin` to 1."""
     values = (
-        *_TRANSACTION_SETTINGS,
+        *_PINNED_SETTINGS,
         ("statement_timeout", str(int(settings.sql_statement_timeout_ms))),
         ("idle_in_transaction_session_timeout", str(_idle_in_tx_ms(settings))),
         ("application_name", str(conninfo_to_dict(dsn).get("application_name") or APPLICATION_NAME)),
     )
-    calls = ", ".join(f"pg_catalog.set_config('{name}', {sql_quote(value)}, true)" for name, value in values)
-    return f"SELECT {calls}, {_PINNED_SEARCH_PATH}".encode()
+    scope = "true" if local else "false"
+    calls = ", ".join(
+        f"pg_catalog.set_config('{name}', {sql_quote(value)}, {scope})" for name, value in values
+    )
+    search_path = _PINNED_SEARCH_PATH.replace(", true)", f", {scope})")
+    marker = f", pg_catalog.set_config('{pin}', '1', false)" if pin else ""
+    return f"SELECT {calls}, {search_path}{marker}".encode()
+
+
+def _pin_check(pin: str) -> bytes:
+    """One statement that fails (`_CHECK_FAILED`) unless the session's custom setting `pin` is 1:
+    on any backend but the one it was set on, or after a RESET ALL there. One schema-qualified
+    function and a cast to a qualified type: behind a pooler it may run under any search path.
+    (Comparing every pinned setting's value instead cost about 80 µs a call, as much as setting
+    them: bench/bench_sql.py, docs/performance.md.)"""
+    return f"SELECT pg_catalog.current_setting('{pin}')::pg_catalog.int4".encode()
+
+
+class PinnedConnection(psycopg.Connection[Any]):
+    """A connection of the pool; on a direct one (`MCP_SQL_POOLER=none`), `pin_check` is the
+    statement that proves, inside a call's transaction, that its backend is still the one whose
+    session was pinned, and was not reset since."""
+
+    pin_check: bytes = b""
+
+
+class SettingsNotPinnedError(DatabaseUnavailableError):
+    """A backend does not show the settings pinned on its connection: something between the pool and
+    PostgreSQL hands backends around, and `MCP_SQL_POOLER` says nothing does."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The database connection's settings are not the ones this server set on it, so the call"
+            " was refused and the connection closed: a connection pooler sits between this server and"
+            " PostgreSQL. The operator sets MCP_SQL_POOLER=transaction for it.",
+            metadata={"retryable": False},
+        )
 
 
 def _idle_in_tx_ms(settings: Settings) -> int:
@@ -225,7 +274,10 @@ class Executor:
         )
         self._round_trips = 0
         self._count_lock = threading.Lock()
-        self._set_local = _transaction_settings(settings, dsn)
+        # `read_catalogue` sets them in its transaction whatever the pooler; a call does so only
+        # behind one (`_pin_session` sets them once per direct connection).
+        self._set_local = _pinned_settings(settings, dsn, local=True)
+        self._direct = settings.sql_pooler == "none"
         # The whole exchange of one call: the statement timeout, plus time for the server to
         # notice it, plus a connect timeout's worth of network slack.
         self._exchange_timeout_s = (
@@ -238,8 +290,9 @@ class Executor:
             # The DBA's handle in pg_stat_activity; an application_name in the DSN wins.
             "fallback_application_name": APPLICATION_NAME,
         }
-        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+        self._pool: ConnectionPool[PinnedConnection] = ConnectionPool(
             dsn,
+            connection_class=PinnedConnection,
             kwargs=self._kwargs,
             min_size=settings.sql_pool_min_size,
             max_size=settings.sql_pool_max_size,
@@ -271,9 +324,26 @@ class Executor:
     def close(self) -> None:
         self._pool.close(timeout=self._settings.sql_connect_timeout_s)
 
-    @staticmethod
-    def _configure(conn: psycopg.Connection[Any]) -> None:
+    def _configure(self, conn: PinnedConnection) -> None:
         register_loaders(conn.adapters, encoding=conn.info.encoding)
+        if self._direct:
+            self._pin_session(conn)
+
+    def _pin_session(self, conn: PinnedConnection) -> None:
+        """Set the pinned settings for the session of a direct connection, with a custom setting of
+        its own that every call checks (`_pin_check`). A pooler in front is refused first, before
+        any setting could stay on a backend it lends to others: the process id its handshake
+        announces is its own, not the backend's."""
+        row = conn.execute(b"SELECT pg_catalog.pg_backend_pid()").fetchone()
+        if row is None or row[0] != conn.info.backend_pid:
+            log.error(
+                "MCP_SQL_POOLER=none, but this database connection does not lead straight to a"
+                " PostgreSQL backend (a pooler answers for it); set MCP_SQL_POOLER=transaction"
+            )
+            raise SettingsNotPinnedError
+        pin = f"mcp_suite.pinned_{secrets.token_hex(8)}"  # this connection's own: no other backend has it
+        conn.execute(_pinned_settings(self._settings, self._dsn, local=False, pin=pin))
+        conn.pin_check = _pin_check(pin)
 
     def _counted(self) -> None:
         with self._count_lock:
@@ -315,7 +385,7 @@ class Executor:
         SECURITY DEFINER function (`definers.DefinerGuard`). Blocking; otherwise as `run`."""
         ticket.started = True
 
-        def work(conn: psycopg.Connection[Any]) -> QueryResult:
+        def work(conn: PinnedConnection) -> QueryResult:
             self._definers.check(conn, query.functions, query.operators)
             return self._run_on(conn, query.sql, max_rows=max_rows, ticket=ticket, explain=explain)
 
@@ -343,7 +413,7 @@ class Executor:
             ticket, lambda conn: self._run_on(conn, sql, max_rows=max_rows, ticket=ticket, explain=explain)
         )
 
-    def _with_connection(self, ticket: CallTicket, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+    def _with_connection(self, ticket: CallTicket, work: Callable[[PinnedConnection], T]) -> T:
         # When a call is retried (docs/tools/read_only_sql.md): a pooled connection that the
         # server closed while it sat idle (a restart, pg_terminate_backend, an idle timeout) is
         # found so before anything of the call is sent, and another is taken: safe (nothing ran)
@@ -378,9 +448,9 @@ class Executor:
             metadata={"retryable": True},
         )
 
-    def _with_direct_connection(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+    def _with_direct_connection(self, work: Callable[[PinnedConnection], T]) -> T:
         try:
-            conn = psycopg.Connection.connect(self._dsn, **self._kwargs)
+            conn = PinnedConnection.connect(self._dsn, **self._kwargs)
         except psycopg.OperationalError as exc:
             # Down, or refusing this role: the log says which and why, once per change.
             raise self._availability.failed(exc) from None
@@ -391,7 +461,7 @@ class Executor:
         finally:
             conn.close()
 
-    def _answering(self, conn: psycopg.Connection[Any], work: Callable[[psycopg.Connection[Any]], T]) -> T:
+    def _answering(self, conn: PinnedConnection, work: Callable[[PinnedConnection], T]) -> T:
         """`work(conn)` after the audit gate; a database error becomes what `sqlstate.classify`
         says: the caller's problem, `database-unavailable` (through `Availability`, logged) for a
         failure of the connection itself, or the error itself for a server fault (the dispatcher
@@ -409,7 +479,7 @@ class Executor:
 
     def _run_on(
         self,
-        conn: psycopg.Connection[Any],
+        conn: PinnedConnection,
         sql: str,
         *,
         max_rows: int,
@@ -418,12 +488,18 @@ class Executor:
     ) -> QueryResult:
         if not ticket.attach(conn):
             raise CallCancelledError
-        fetch = f'FETCH FORWARD {int(max_rows) + 1} FROM "{CURSOR_NAME}"'.encode()
+        # The rows, then whether one more exists: MOVE counts it without sending it, so a huge row
+        # past `max_rows` costs neither the wire nor the memory bound.
+        reads = [f'FETCH FORWARD {int(max_rows)} FROM "{CURSOR_NAME}"'.encode(), _MOVE]
         if explain is not None:
-            fetch = _EXPLAIN[explain] + sql.encode()
+            reads = [_EXPLAIN[explain] + sql.encode()]
         declare = f'DECLARE "{CURSOR_NAME}" NO SCROLL CURSOR FOR {sql}'.encode()
-        commands = [b"BEGIN READ ONLY", b"RESET ALL", self._set_local, declare, fetch, b"ROLLBACK"]
-        commands.extend(_reset_statements())
+        if self._direct:  # the settings were set on the connection: check them
+            commands = [_BEGIN, conn.pin_check, declare]
+        else:  # behind a pooler: set them in the transaction
+            commands = [_BEGIN, b"RESET ALL", self._set_local, declare]
+        at_fetch = len(commands)
+        commands += [*reads, b"ROLLBACK", *_reset_statements()]
         try:
             # One pipeline, one Sync, one round trip. Every statement uses the extended protocol,
             # so PostgreSQL itself accepts exactly one statement in DECLARE ... FOR <query>. The
@@ -433,18 +509,20 @@ class Executor:
                 commands,
                 max_bytes=self._max_bytes,
                 timeout_s=self._exchange_timeout_s,
-                stream=_FETCH if explain is None else None,
+                stream=at_fetch if explain is None else None,
             )
             self._counted()
             results = piped.results
             failed = next((r for r in results if r.status == _FATAL_ERROR), None)
             if failed is not None:
+                if self._direct and failed is results[1] and failed.error_field(_SQLSTATE) in _CHECK_FAILED:
+                    self._refuse_unpinned(conn)
                 raise psycopg.errors.error_from_result(failed, encoding=conn.info.encoding)
-            row_results = [*piped.rows, *results[_FETCH : _FETCH + 1]]
+            row_results = [*piped.rows, *results[at_fetch : at_fetch + 1]]
             if not any(r.ntuples for r in row_results):
                 if piped.cut:  # not even the first row arrived whole within the limit
                     raise too_large(self._max_bytes)
-                row_results = results[_FETCH : _FETCH + 1]  # no rows: the columns still count
+                row_results = results[at_fetch : at_fetch + 1]  # no rows: the columns still count
             names_and_oids = description(conn, row_results[0])
         except psycopg.Error as exc:
             self._fail(conn, exc, ticket)
@@ -462,7 +540,7 @@ class Executor:
             # One row, the plan: the tool checks its size (after the hidden-rows check).
             values = [list(row) for row in rows]
             return QueryResult(columns=columns, rows=values, truncated=False, rows_json=plan_json(values))
-        more = piped.cut or sum(r.ntuples for r in row_results) > max_rows
+        more = piped.cut or piped.results[at_fetch + 1].command_status == b"MOVE 1"
         values, data, cut = json_rows(
             rows,
             columns,
@@ -475,6 +553,16 @@ class Executor:
         return QueryResult(
             columns=columns, rows=values, truncated=more or cut, rows_json=data, cut_at_bytes=cut or piped.cut
         )
+
+    @staticmethod
+    def _refuse_unpinned(conn: PinnedConnection) -> NoReturn:
+        """The pin check failed: the backend is not the one whose session was pinned, or was reset."""
+        log.error(
+            "a call's database backend did not show the settings pinned on its connection; the call"
+            " was refused and the connection closed (a pooler in front? set MCP_SQL_POOLER=transaction)"
+        )
+        conn.close()  # the pool discards it
+        raise SettingsNotPinnedError
 
     def _fail(self, conn: psycopg.Connection[Any], exc: psycopg.Error, ticket: CallTicket) -> NoReturn:
         """After a failed statement: clean the connection, then raise the error again

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import select
+import socket
 import struct
 import termios
 import time
@@ -44,9 +45,33 @@ _STREAM_WIRE_FACTOR: Final = CHUNK_ROWS * 5 // 2
 _WIRE_SLACK: Final = 64 << 10
 
 
+# Linux's `struct tcp_info` up to and including `tcpi_bytes_received` (a u64 at offset 128, 4.1+).
+_TCP_INFO_BYTES: Final = 136
+
+
 def _pending_bytes(fd: int) -> int:
     """Bytes waiting in the socket's receive queue (what the next read will take, at least)."""
     return int(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0])
+
+
+def _tcp_socket(fd: int) -> socket.socket | None:
+    """The connection's socket, when the kernel counts the bytes it received (TCP on Linux 4.1+);
+    None otherwise (a Unix socket). Detach it before the connection closes (it does not own `fd`)."""
+    sock = socket.socket(fileno=fd)
+    try:
+        if len(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_BYTES)) >= _TCP_INFO_BYTES:
+            return sock
+    except OSError:
+        pass
+    sock.detach()
+    return None
+
+
+def _taken_so_far(sock: socket.socket) -> int:
+    """Bytes read off the socket since it opened: what the kernel received less what still waits.
+    Exact between two reads, whenever bytes arrive (nothing else reads this socket)."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_BYTES)
+    return int(struct.unpack_from("Q", info, 128)[0]) - _pending_bytes(sock.fileno())
 
 
 def _wait_socket(conn: psycopg.Connection[Any], deadline: float, *, write: bool) -> None:
@@ -91,6 +116,11 @@ class PipelineResults:
     cut: bool = False
 
 
+def _detach(sock: socket.socket | None) -> None:
+    if sock is not None:
+        sock.detach()  # the connection owns the descriptor
+
+
 def _refuse(max_bytes: int) -> NoReturn:
     raise too_large(max_bytes)
 
@@ -123,9 +153,10 @@ def run_pipeline(
     slack, the connection is closed (the query dies with it): while the streamed command's rows
     arrive, the answer is the chunks that arrived whole (`cut`); otherwise the call gets
     `result-too-large`. So a result never holds more than that in
-    memory while it arrives (plus what one read of libpq takes). The count is a lower bound (bytes
-    that arrive during a read and are taken by it are not seen), so one value of hundreds of MB,
-    which libpq reads whole, is stopped late.
+    memory while it arrives (plus what one read of libpq takes). Over TCP the count is exact (the
+    kernel's count of bytes received, less those still waiting); over a Unix socket it is a lower
+    bound (bytes that arrive during a read and are taken by it are not seen), so there one value of
+    hundreds of MB, which libpq reads whole, is stopped late.
     """
     pg = conn.pgconn
     deadline = time.monotonic() + timeout_s
@@ -133,6 +164,8 @@ def run_pipeline(
     received = 0
     results: list[PGresult] = []
     rows: list[PGresult] = []
+    tcp = _tcp_socket(pg.socket)
+    start = _taken_so_far(tcp) if tcp is not None else 0
     with conn.lock:
         pg.enter_pipeline_mode()
         try:
@@ -145,16 +178,20 @@ def run_pipeline(
             while True:
                 while pg.is_busy():
                     _wait_socket(conn, deadline, write=False)
-                    # What libpq took off the socket this time: what was waiting before its read
-                    # less what still waits after it. libpq may take only part of what waits, and
-                    # the rest must not be counted again on the next pass.
-                    waiting = _pending_bytes(pg.socket)
-                    _consume(conn, results)
-                    taken = waiting - _pending_bytes(pg.socket)
-                    received += max(taken, 0)
+                    if tcp is not None:
+                        _consume(conn, results)
+                        received = _taken_so_far(tcp) - start
+                    else:
+                        # What libpq took off the socket this time: what was waiting before its
+                        # read less what still waits after it (a lower bound). libpq may take only
+                        # part of what waits, and the rest must not be counted again next time.
+                        waiting = _pending_bytes(pg.socket)
+                        _consume(conn, results)
+                        received += max(waiting - _pending_bytes(pg.socket), 0)
                     if received > wire_limit:
                         if not (streaming and len(results) == stream):  # not amid the streamed rows
                             _refuse(max_bytes)
+                        _detach(tcp)
                         conn.close()  # the query dies with it; the rows kept are the answer
                         return PipelineResults(results, rows, cut=True)
                 result = pg.get_result()
@@ -170,8 +207,10 @@ def run_pipeline(
                 results.append(result)
             pg.exit_pipeline_mode()
         except BaseException:
+            _detach(tcp)
             conn.close()  # a half-read pipeline cannot be reused: the pool discards it
             raise
+    _detach(tcp)
     if len(results) != len(commands):  # pragma: no cover  # libpq returns one per command
         conn.close()
         raise psycopg.OperationalError("unexpected pipeline results")

@@ -185,6 +185,15 @@ def fits(columns: tuple[Column, ...], rows_json: bytes, max_bytes: int) -> bool:
 
 def _wire_json(value: Any) -> bytes:
     """`value` as the wire carries it: pydantic's serializer (the result model's own), or, when
-    that is not ASCII, the escaping encoder the wire then uses."""
+    that is not ASCII or may hold a non-finite float, the escaping encoder the wire then uses.
+
+    Security: pydantic writes a NaN or an infinity as a bare `NaN` / `Infinity`, which is not JSON;
+    the loaders never return one (they become strings), and one that slipped through is refused
+    here as the envelope's encoder refuses it (ValueError), not sent. The two byte searches cost
+    far less than a serializer call (bench/encoder_ab.py); a string holding those words takes the
+    escaping encoder, which writes the same value.
+    """
     data = pydantic_core.to_json(value)
-    return data if data.isascii() else compact_json(value).encode("ascii")
+    if data.isascii() and b"NaN" not in data and b"Infinity" not in data:
+        return data
+    return compact_json(value).encode("ascii")

@@ -5,8 +5,8 @@ booleans, integers of any size (jsonb keeps integers past 64 bits), finite float
 character but a lone surrogate, lists, objects with text keys), the rows' JSON is one ASCII line
 that strict decoding turns back into the rows, and it is the standard library's compact ASCII JSON
 byte for byte, but for two spellings JSON allows: a float's (`1e-7` for `1e-07`) and a raw DEL
-(`quote_json_text` escapes it in the text copy). A NaN or an infinity is refused, as the
-envelope's encoder refuses it.
+(`quote_json_text` escapes it in the text copy). A NaN or an infinity, which the loaders never
+return, is written as the string `to_json_value` makes of it, never as a bare `NaN`.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import json
 import math
 from typing import Any
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mcp_suite.tools.sql_engine.convert import to_json_value
 from mcp_suite.tools.sql_engine.result import Column, json_rows, plan_json
 
 # Every character but the surrogates (the loaders never return one: PostgreSQL text is UTF-8,
@@ -85,28 +85,28 @@ def _holds_float(value: Any) -> bool:
     rows_of(rows_of(_values(plain_leaves), max_size=7), max_size=10),
     st.sampled_from([math.nan, math.inf, -math.inf]),
     st.integers(min_value=0, max_value=3),
+    texts,
 )
-def test_a_nan_or_an_infinity_is_refused_as_the_envelope_refuses_it(
-    rows: list[list[Any]], constant: float, depth: int
+def test_a_nan_or_an_infinity_is_written_as_to_json_value_writes_it_never_bare(
+    rows: list[list[Any]], constant: float, depth: int, text: str
 ) -> None:
     value: Any = constant
+    mapped: Any = to_json_value(constant)  # "NaN", "Infinity" or "-Infinity"
     for _ in range(depth):
-        value = [value]
-    rows = [*rows, ["x", value]]
-    with pytest.raises(ValueError, match="JSON compliant"):
-        _compact(rows)
-    with pytest.raises(ValueError, match="JSON compliant"):
-        plan_json(rows)
-    with pytest.raises(ValueError, match="JSON compliant"):
-        json_rows(
-            [tuple(row) for row in rows],
-            (Column("a", "text"), Column("b", "json")),
-            [25, 114],  # text and json: both trusted to load as JSON values, neither converted
-            encoding="utf-8",
-            max_bytes=1_000_000,
-            max_rows=100,
-            more=False,
-        )
+        value, mapped = [value], [mapped]
+    data = plan_json([*rows, [text, value]])
+    assert data == plan_json([*rows, [text, mapped]])
+    assert _strict(data) == [*rows, [text, mapped]]
+    _, data, _ = json_rows(
+        [*map(tuple, rows), (text, value)],
+        (Column("a", "text"), Column("b", "json")),
+        [25, 114],  # text and json: both trusted to load as JSON values, neither converted
+        encoding="utf-8",
+        max_bytes=1_000_000,
+        max_rows=100,
+        more=False,
+    )
+    assert _strict(data) == [*rows, [text, mapped]]
 
 
 @given(rows_of(st.tuples(texts, _values(plain_leaves | floats)), max_size=20))

@@ -10,8 +10,10 @@ orjson and msgspec are not dependencies: install them beside the venv for the A/
   the exact size check) with each encoder, in this process; plus the same rows with one non-ASCII
   character, where each compiled encoder falls back to the escaping one as today. Medians of the
   rounds' per-call µs (CPU of this thread).
-- `python -m bench.encoder_ab e2e`: the server over pipes, one process per encoder, 100-row calls
-  one after the other in ABBA rounds: p50 and server CPU per call.
+- `python -m bench.encoder_ab e2e [ROUNDS [CALLS]] [ENCODER...]` (8 rounds of 1,500 calls; the
+  tree's encoder against orjson): the server over pipes, one process per encoder, 100-row calls
+  one after the other in ABBA rounds: p50 and server CPU per call, medians of the rounds, and the
+  median of each round's ratio to the first encoder.
 
 The server variants run `python -m bench.encoder_ab serve ENCODER`, which swaps the module global
 `result._wire_json` (the rows' one encoder call) before serving: the rest of the server is the tree's.
@@ -159,7 +161,7 @@ def micro(dsn: str) -> None:
         sys.stdout.write(f"{what:40} {name:9} {statistics.median(values):8.1f} µs ({low:.1f}-{high:.1f})\n")
 
 
-def e2e(dsn: str, names: list[str]) -> None:
+def e2e(dsn: str, names: list[str], rounds: int = E2E_ROUNDS, calls: int = E2E_CALLS) -> None:
     from bench.bench_sql import ROWS_QUERY, _Server, server_sequential_ms
     from bench.common import cpu_seconds, server_env, spawn
 
@@ -180,13 +182,13 @@ def e2e(dsn: str, names: list[str]) -> None:
         for server in servers.values():
             server.initialize()
             server_sequential_ms(server, 200, ROWS_QUERY)  # warm-up
-        for round_ in range(E2E_ROUNDS):
+        for round_ in range(rounds):
             order = names if round_ % 2 == 0 else names[::-1]
             for name in order:
                 server = servers[name]
                 cpu = cpu_seconds(server.proc.pid)
-                p50 = server_sequential_ms(server, E2E_CALLS, ROWS_QUERY)[0]
-                cpu_ms = (cpu_seconds(server.proc.pid) - cpu) / E2E_CALLS * 1000
+                p50 = server_sequential_ms(server, calls, ROWS_QUERY)[0]
+                cpu_ms = (cpu_seconds(server.proc.pid) - cpu) / calls * 1000
                 figures[name].append((p50, cpu_ms))
                 sys.stdout.write(f"round {round_} {name:9} p50 {p50:.3f} ms, CPU {cpu_ms:.3f} ms per call\n")
                 sys.stdout.flush()
@@ -228,7 +230,9 @@ def main(argv: list[str]) -> int:
         if mode == "micro":
             micro(cluster.reader_dsn)
         else:
-            e2e(cluster.reader_dsn, rest or ["tree", "orjson"])
+            numbers = [int(word) for word in rest if word.isdigit()]  # [ROUNDS [CALLS]]
+            names = [word for word in rest if not word.isdigit()] or ["tree", "orjson"]
+            e2e(cluster.reader_dsn, names, *numbers[:2])
     finally:
         if started_here:
             cluster.stop()

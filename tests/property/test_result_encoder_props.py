@@ -15,7 +15,7 @@ import json
 import math
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mcp_suite.tools.sql_engine.convert import to_json_value
@@ -87,6 +87,7 @@ def _holds_float(value: Any) -> bool:
     st.integers(min_value=0, max_value=3),
     texts,
 )
+@example(rows=[[{"\u00e9": [1.5, None]}]], constant=-math.inf, depth=2, text="\u00e9")  # the escaping path
 def test_a_nan_or_an_infinity_is_written_as_to_json_value_writes_it_never_bare(
     rows: list[list[Any]], constant: float, depth: int, text: str
 ) -> None:

@@ -198,3 +198,15 @@ def test_a_result_cut_at_the_byte_cap_with_its_hint_validates_against_the_output
     assert result.cut_at_bytes
     hint = truncation_hint(len(result.rows), cut_at_bytes=True, max_rows_limit=200, max_bytes=20_000)
     _assert_valid_on_the_wire(result, hint)
+
+
+def test_a_json_value_with_a_lone_surrogate_escape_is_returned_as_its_text(reader_executor: Executor) -> None:
+    # PostgreSQL's json keeps the escape as written (jsonb refuses it); loaded, it was a string no
+    # UTF-8 encoder writes, and the call failed with an incident.
+    lone = '["\\ud800", {"\\udfff": 1}]'
+    paired = '["\\ud83d\\ude00", "\\\\ud800"]'  # a pair, and an escaped backslash before "ud800"
+    result = reader_executor.run(
+        f"SELECT '{lone}'::json AS lone, '{paired}'::json AS paired", max_rows=1, ticket=CallTicket()
+    )
+    assert result.rows == [[lone, ["\U0001f600", "\\ud800"]]]
+    _assert_valid_on_the_wire(result)

@@ -7,6 +7,7 @@ as fit the result byte cap (the rest are left out, with a hint saying how to rea
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
@@ -185,6 +186,28 @@ def fits(columns: tuple[Column, ...], rows_json: bytes, max_bytes: int) -> bool:
 
 def _wire_json(value: Any) -> bytes:
     """`value` as the wire carries it: pydantic's serializer (the result model's own), or, when
-    that is not ASCII, the escaping encoder the wire then uses."""
-    data = pydantic_core.to_json(value)
-    return data if data.isascii() else compact_json(value).encode("ascii")
+    that is not ASCII, the escaping encoder the wire then uses.
+
+    Security: a NaN or an infinity, which the loaders never return (they become strings), is
+    written as `to_json_value` writes it, "NaN", "Infinity" or "-Infinity", never as pydantic's
+    default bare `NaN`, which is not JSON. Asked of the serializer, not looked for in its output:
+    two byte searches cost about as much as the serializer itself (bench/encoder_ab.py).
+    """
+    data = pydantic_core.to_json(value, inf_nan_mode="strings")
+    if data.isascii():
+        return data
+    try:
+        return compact_json(value).encode("ascii")
+    except ValueError:  # a non-finite float: written as above
+        return compact_json(_finite(value)).encode("ascii")
+
+
+def _finite(value: Any) -> Any:
+    """`value` with its non-finite floats as strings (see `_wire_json`)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return to_json_value(value)
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    return value

@@ -145,7 +145,7 @@ if [[ "$engine" == podman ]]; then
     done
     say "stack images built in $((SECONDS - tb)) s: $(podman image inspect --format '{{.Size}}' \
         localhost/mcp-suite-pgbouncer:latest localhost/mcp-suite-haproxy:latest |
-        awk '{printf "%s%.1f MB", NR > 1 ? ", " : "", $1 / 1e6}') (pgbouncer, haproxy)"
+        awk '{printf "%s%.1f MB", (NR > 1 ? ", " : ""), $1 / 1e6}') (pgbouncer, haproxy)"
     http_flag=(--http-project "$http_project")
 else
     # The private dockerd started above has no bridge and no iptables (--bridge=none): it cannot

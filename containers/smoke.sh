@@ -4,9 +4,10 @@
 #   containers/smoke.sh            the full test: engine tools, local base image (debootstrap, cached),
 #                                  image build, then containers/smoke_driver.py (profile probe, MCP
 #                                  over container stdio via run.sh and via the compose file, sandbox
-#                                  escapes, SIGTERM drain)
-#   containers/smoke.sh --offline  only the static check of Containerfile, compose.yaml and the run
-#                                  flags (containers/check_profile.py): no engine, no network
+#                                  escapes, SIGTERM drain; then, with podman, the HTTP stack of
+#                                  compose.http.yaml and `run.sh http`: containers/smoke_http.py)
+#   containers/smoke.sh --offline  only the static check of the Containerfiles, the compose files and
+#                                  the run flags (containers/check_profile.py): no engine, no network
 #
 # Full mode needs root with podman, runc and debootstrap (CI installs them from Debian's packages:
 # see docs/operations/container.md). read_only_sql is exercised against the demo PostgreSQL when the

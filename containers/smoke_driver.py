@@ -1,6 +1,6 @@
 """Runtime half of containers/smoke.sh: drive the built image and check the hardened profile for real.
 
-Standard library only (it runs on the host's python3). Three parts:
+Standard library only (it runs on the host's python3), except the HTTP part. Four parts (`--parts`):
 
 1. probe   `podman run` with the full profile and python as the entrypoint: identity, read-only root
            and venv, writable but noexec /tmp, no pip / package manager / compiler / setuid file, no
@@ -9,7 +9,9 @@ Standard library only (it runs on the host's python3). Three parts:
            `make run-container` runs) and once through the compose file: initialize, initialized,
            tools/list, a tools/call of each enabled tool, sandbox escapes, then SIGTERM via the engine's
            stop (exit 0 within the drain grace);
-3. report  one line per check, then "smoke: N passed, N failed"; exit status 1 on any failure.
+3. http    with --http-project: the compose stack of compose.http.yaml and `run.sh http`, driven
+           through their published ports (containers/smoke_http.py; it needs the project's venv);
+4. report  one line per check, then "smoke: N passed, N failed"; exit status 1 on any failure.
 """
 
 # A test driver: it runs the container engine by design and probes /tmp inside the container.

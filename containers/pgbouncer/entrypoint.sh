@@ -13,8 +13,10 @@
 # read-only at /run/secrets/userlist ("user" "password" lines, PgBouncer's auth_file format). Transaction
 # pooling: a replica's session is never pinned to a backend (docs/operations/deployments.md).
 set -eu
-: "${MCP_STACK_PG_HOST:?MCP_STACK_PG_HOST is required: the PostgreSQL host PgBouncer connects to}"
-: "${MCP_STACK_PG_DBNAME:?MCP_STACK_PG_DBNAME is required: the database the replicas use}"
+if [ -z "${MCP_STACK_PG_HOST:-}" ] || [ -z "${MCP_STACK_PG_DBNAME:-}" ]; then
+    echo "mcp-pgbouncer: MCP_STACK_PG_HOST (PostgreSQL's host) and MCP_STACK_PG_DBNAME (the replicas' database) are required" >&2
+    exit 78
+fi
 case "$MCP_STACK_PG_HOST$MCP_STACK_PG_DBNAME${MCP_STACK_PG_PORT:-}${MCP_STACK_POOL_SIZE:-}" in
 *[!A-Za-z0-9._/-]*)
     echo "mcp-pgbouncer: MCP_STACK_PG_HOST, _PORT, _DBNAME and MCP_STACK_POOL_SIZE take letters, digits, . _ / - only" >&2

@@ -24,7 +24,7 @@ endif
 # Sub-makes never print "Entering directory" either (read above: MAKEFLAGS as make was invoked).
 MAKEFLAGS += --no-print-directory
 
-.PHONY: help venv run demo test lint types pytest bench lock run-container smoke clean system-packages mutate mutate-sample mcpb
+.PHONY: help venv run demo test lint types pytest bench lock run-container run-container-http smoke clean system-packages mutate mutate-sample mcpb
 
 help:
 	@echo "make run            serve MCP on stdio (demo PostgreSQL + examples folder + metrics);"
@@ -41,6 +41,7 @@ help:
 	@echo "make venv           create .venv with every locked dependency (make run installs fewer)"
 	@echo "make lock           re-lock requirements/*.txt (name, version, hash)"
 	@echo "make run-container  build the hardened image if needed and serve it on stdio"
+	@echo "make run-container-http  the same image and hardening, serving MCP over HTTP on 127.0.0.1:8000"
 	@echo "make smoke          build the image and prove its profile (podman; ENGINE=docker for Docker)"
 	@echo "make mcpb           the MCP bundle for Claude Desktop and the registry's server.json, in dist/"
 	@echo "make clean          remove the demo database, .venv and the tool caches"
@@ -139,6 +140,9 @@ mcpb: $(STAMP)
 
 run-container:
 	@containers/run.sh
+
+run-container-http:
+	@containers/run.sh http
 
 smoke:
 	@containers/smoke.sh

@@ -2,12 +2,13 @@
 
 Run by `containers/smoke.sh --offline`.
 
-Parses containers/Containerfile, containers/compose.yaml and the shared flag list in
-containers/profile.sh with the standard library alone and asserts every element of the hardened
-profile is present (and nothing that would undo it). Exit status 0 when all checks pass, 1 otherwise;
-one line per check on stdout. compose.yaml is read with a small parser for the YAML subset it uses
-(block mappings and lists, plain or quoted scalars); where PyYAML is importable the two readings must
-agree, so the file cannot drift outside that subset unnoticed.
+Parses containers/Containerfile, containers/compose.yaml, the shared flag lists in
+containers/profile.sh (stdio and HTTP), and the HTTP stack's containers/compose.http.yaml and
+containers/Containerfile.stack with the standard library alone and asserts every element of the
+hardened profile is present in each (and nothing that would undo it). Exit status 0 when all checks
+pass, 1 otherwise; one line per check on stdout. The compose files are read with a small parser for
+the YAML subset they use (block mappings and lists, plain or quoted scalars); where PyYAML is
+importable the two readings must agree, so a file cannot drift outside that subset unnoticed.
 """
 
 from __future__ import annotations
@@ -395,43 +396,265 @@ def check_compose(text: str, report: Report) -> None:
 # --- profile.sh (the flags of run.sh and smoke.sh) -------------------------------------------------
 
 
-def profile_flags(text: str) -> list[str]:
-    match = re.search(r"^MCP_PROFILE=\((.*?)^\)", text, re.MULTILINE | re.DOTALL)
-    if not match:
-        return []
-    body = "\n".join(_strip_comment(line) for line in match.group(1).splitlines())
-    return shlex.split(body)
+def shell_arrays(text: str) -> dict[str, list[str]]:
+    """Every `NAME=( ... )` array of a bash file, in order, with `"${OTHER[@]}"` expanded from the
+    arrays before it (the only expansion profile.sh uses); other words are kept as written."""
+    arrays: dict[str, list[str]] = {}
+    for match in re.finditer(r"^([A-Za-z_][A-Za-z0-9_]*)=\((.*?)\)[ \t]*$", text, re.MULTILINE | re.DOTALL):
+        body = "\n".join(_strip_comment(line) for line in match.group(2).splitlines())
+        words: list[str] = []
+        for word in shlex.split(body):
+            reference = re.fullmatch(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[@\]\}", word)
+            words.extend(arrays.get(reference.group(1), [word]) if reference else [word])
+        arrays[match.group(1)] = words
+    return arrays
+
+
+def profile_flags(text: str, name: str = "MCP_PROFILE") -> list[str]:
+    return shell_arrays(text).get(name, [])
+
+
+def shell_default(text: str, name: str) -> str | None:
+    """The default of `NAME="${NAME:-default}"` in a bash file, or None."""
+    match = re.search(rf'^{name}="\$\{{{name}:-([^}}]*)\}}"', text, re.MULTILINE)
+    return match.group(1) if match else None
+
+
+HARDENING_PAIRS = (
+    ("--cap-drop", "ALL"),
+    ("--security-opt", "no-new-privileges"),
+    ("--tmpfs", f"{TMPFS_PATH}:rw,noexec,nosuid,size=16m"),
+    ("--pids-limit", "64"),
+    ("--memory", "256m"),
+    ("--cpus", "1"),
+    ("--user", UID_GID),
+    ("--stop-signal", "SIGTERM"),
+    ("--ulimit", ULIMIT_NOFILE),
+    ("--ulimit", ULIMIT_NPROC),
+)
+FORBIDDEN_FLAGS = ("--privileged", "--cap-add", "--device", "--pid", "--ipc", "--userns")
+
+
+def _check_hardening(flags: list[str], label: str, report: Report) -> None:
+    pairs = set(zip(flags, [*flags[1:], ""], strict=True))
+    for expected in HARDENING_PAIRS:
+        report.check(expected in pairs, f"{label}: {' '.join(expected)}")
+    report.check("--read-only" in flags, f"{label}: --read-only")
+    for bad in FORBIDDEN_FLAGS:
+        report.check(not any(f == bad or f.startswith(bad + "=") for f in flags), f"{label}: no {bad}")
 
 
 def check_profile_script(profile: str, run_script: str, report: Report) -> None:
     flags = profile_flags(profile)
+    _check_hardening(flags, "profile.sh", report)
     pairs = set(zip(flags, [*flags[1:], ""], strict=True))
-    for expected in (
-        ("--cap-drop", "ALL"),
-        ("--security-opt", "no-new-privileges"),
-        ("--network", "none"),
-        ("--tmpfs", f"{TMPFS_PATH}:rw,noexec,nosuid,size=16m"),
-        ("--pids-limit", "64"),
-        ("--memory", "256m"),
-        ("--cpus", "1"),
-        ("--user", UID_GID),
-        ("--stop-signal", "SIGTERM"),
-        ("--ulimit", ULIMIT_NOFILE),
-        ("--ulimit", ULIMIT_NPROC),
-    ):
-        report.check(expected in pairs, f"profile.sh: {' '.join(expected)}")
-    report.check("--read-only" in flags, "profile.sh: --read-only")
-    for bad in ("--privileged", "--cap-add", "--device", "--pid", "--ipc", "--userns"):
-        report.check(not any(f == bad or f.startswith(bad + "=") for f in flags), f"profile.sh: no {bad}")
+    report.check(("--network", "none") in pairs, "profile.sh: --network none")
     report.check('"${MCP_PROFILE[@]}"' in run_script, "run.sh: runs with the whole profile")
     report.check(":/safe_data_dir:ro" in run_script, "run.sh: mounts the data folder read-only")
 
 
-def run_checks(containerfile: Path, compose: Path, profile: Path, run_script: Path) -> Report:
+def check_http_profile_script(profile: str, run_script: str, report: Report) -> None:
+    """The HTTP mode: the same hardening, a network that is not the host's, one port published on
+    loopback unless the operator says otherwise."""
+    http = profile_flags(profile, "MCP_PROFILE_HTTP")
+    _check_hardening(http, "profile.sh (http)", report)
+    networks = [value for flag, value in zip(http, [*http[1:], ""], strict=True) if flag == "--network"]
+    network_default = shell_default(profile, "MCP_CONTAINER_NETWORK")
+    report.check(
+        networks == ["$MCP_CONTAINER_NETWORK"] and network_default not in (None, "", "host", "none"),
+        "profile.sh (http): one --network, by default the engine's bridge (never the host's)",
+    )
+    published = [
+        value for flag, value in zip(http, [*http[1:], ""], strict=True) if flag in ("--publish", "-p")
+    ]
+    publish_default = shell_default(profile, "MCP_CONTAINER_PUBLISH") or ""
+    report.check(
+        published == ["$MCP_CONTAINER_PUBLISH:8000"] and publish_default.startswith("127.0.0.1:"),
+        "profile.sh (http): exactly one port published, on 127.0.0.1 by default",
+    )
+    report.check(
+        '"${MCP_PROFILE_HTTP[@]}"' in run_script, "run.sh: the HTTP mode runs with the whole HTTP profile"
+    )
+
+
+# --- compose.http.yaml -----------------------------------------------------------------------------
+
+HTTP_SERVICES = {"haproxy", "mcp1", "mcp2", "mcp3", "pgbouncer"}
+REPLICAS = ("mcp1", "mcp2", "mcp3")
+
+
+def _binds(service: dict[str, Any]) -> list[dict[str, Any]]:
+    return [v for v in service.get("volumes") or [] if isinstance(v, dict)]
+
+
+def check_http_compose(text: str, report: Report) -> None:
+    label = "compose.http.yaml"
+    try:
+        document = parse_yaml_subset(text)
+    except YamlSubsetError as exc:
+        report.check(False, f"{label}: parses as the supported YAML subset ({exc})")
+        return
+    report.check(True, f"{label}: parses as the supported YAML subset")
+    try:
+        import yaml
+    except ImportError:
+        pass
+    else:
+        report.check(yaml.safe_load(text) == document, f"{label}: PyYAML reads the same document")
+    services = document.get("services") if isinstance(document, dict) else None
+    if (
+        not isinstance(services, dict)
+        or set(services) != HTTP_SERVICES
+        or not all(isinstance(s, dict) for s in services.values())
+    ):
+        report.check(False, f"{label}: services haproxy, mcp1..mcp3, pgbouncer")
+        return
+    report.check("name" not in document, f"{label}: no top-level name (docker-compose 1.x refuses it)")
+    networks = document.get("networks") or {}
+    report.check(
+        isinstance(networks, dict) and (networks.get("mcp") or {}).get("internal") is True,
+        f"{label}: the network between proxy, replicas and PgBouncer is internal",
+    )
+    for name, service in sorted(services.items()):
+        get = service.get
+        where = f"{label}: {name}"
+        report.check(get("read_only") is True, f"{where}: read_only: true")
+        report.check(get("cap_drop") == ["ALL"] and not get("cap_add"), f"{where}: cap_drop ALL, no cap_add")
+        report.check(
+            any(str(o) in ("no-new-privileges", "no-new-privileges:true") for o in get("security_opt") or []),
+            f"{where}: no-new-privileges",
+        )
+        tmp = [t for t in get("tmpfs") or [] if isinstance(t, str) and t.split(":", 1)[0] == TMPFS_PATH]
+        report.check(
+            len(tmp) == 1 and set(tmp[0].partition(":")[2].split(",")) >= TMPFS_OPTIONS,
+            f"{where}: /tmp is a 16 MiB rw,noexec,nosuid tmpfs",
+        )
+        report.check(get("pids_limit") == 64, f"{where}: pids_limit: 64")
+        report.check(str(get("mem_limit")).lower() == "256m", f"{where}: mem_limit: 256m")
+        report.check(str(get("cpus")) in ("1", "1.0"), f"{where}: cpus: 1")
+        report.check(get("user") == UID_GID, f"{where}: user {UID_GID}")
+        limits = get("ulimits") or {}
+        report.check(
+            limits.get("nproc") == {"soft": ULIMITS["nproc"], "hard": ULIMITS["nproc"]}
+            and isinstance(limits.get("nofile"), dict),
+            f"{where}: explicit ulimits (nproc 1024, nofile)",
+        )
+        for forbidden in (
+            "privileged",
+            "devices",
+            "pid",
+            "ipc",
+            "userns_mode",
+            "cgroup_parent",
+            "network_mode",
+        ):
+            report.check(not get(forbidden), f"{where}: no {forbidden}")
+        report.check(
+            all(v.get("read_only") is True for v in _binds(service))
+            and not any(isinstance(v, str) for v in get("volumes") or []),
+            f"{where}: every mount read-only",
+        )
+        report.check(
+            all("docker.sock" not in str(v) and "podman.sock" not in str(v) for v in get("volumes") or []),
+            f"{where}: no engine socket mounted",
+        )
+        report.check(
+            "front" not in (get("networks") or []) or name == "haproxy", f"{where}: not on the front network"
+        )
+        report.check(
+            bool(get("ports")) == (name == "haproxy"),
+            f"{where}: {'the' if name == 'haproxy' else 'no'} published port",
+        )
+        build = get("build")
+        if isinstance(build, dict):
+            base = _expand_default((build.get("args") or {}).get("BASE_IMAGE", ""))
+            report.check(
+                bool(DIGEST_PINNED.match(str(base))),
+                f"{where}: the build's BASE_IMAGE default is digest-pinned",
+            )
+
+    ports = services["haproxy"].get("ports") or []
+    published = _expand_default(ports[0]) if len(ports) == 1 else ""
+    report.check(
+        isinstance(published, str) and published.startswith("127.0.0.1:") and published.endswith(":8080"),
+        f"{label}: HAProxy publishes one port, on 127.0.0.1 by default",
+    )
+    report.check(
+        any(
+            v.get("target") == "/etc/haproxy/mcp-suite.cfg" and v.get("source") == "./haproxy/haproxy.cfg"
+            for v in _binds(services["haproxy"])
+        ),
+        f"{label}: HAProxy runs the shipped template",
+    )
+    first = services[REPLICAS[0]]
+    report.check(
+        all(services[r] == first for r in REPLICAS), f"{label}: the three replicas are configured alike"
+    )
+    env = first.get("environment") or {}
+    report.check(first.get("command") == ["serve-http"], f"{label}: the replicas run serve-http")
+    report.check(
+        env.get("MCP_HTTP_HOST") == "0.0.0.0" and "MCP_HTTP_AUTH" not in env,  # noqa: S104  # the expected value
+        f"{label}: the replicas listen on their interface with bearer tokens (no MCP_HTTP_AUTH)",
+    )
+    report.check(
+        "password" not in str(env.get("MCP_SQL_DSN", "")) and "passfile=" in str(env.get("MCP_SQL_DSN", "")),
+        f"{label}: the replicas' DSN holds no password (a passfile)",
+    )
+    report.check(
+        set(first.get("networks") or []) == {"mcp", "egress"},
+        f"{label}: the replicas are on mcp and egress only",
+    )
+    report.check(
+        any(v.get("target") == "/safe_data_dir" for v in _binds(first)),
+        f"{label}: the data folder is mounted",
+    )
+    report.check(
+        any(v.get("target") == "/run/secrets/userlist" for v in _binds(services["pgbouncer"])),
+        f"{label}: PgBouncer's userlist is a mounted file",
+    )
+
+
+# --- Containerfile.stack ---------------------------------------------------------------------------
+
+
+def check_stack_containerfile(text: str, report: Report) -> None:
+    label = "Containerfile.stack"
+    global_args, stages = parse_containerfile(text)
+    report.check(
+        bool(DIGEST_PINNED.match(global_args.get("BASE_IMAGE", ""))),
+        f"{label}: ARG BASE_IMAGE defaults to a digest-pinned image",
+    )
+    report.check(
+        {s.name for s in stages} == {"pgbouncer", "haproxy"}, f"{label}: targets pgbouncer and haproxy"
+    )
+    for stage in stages:
+        where = f"{label}: {stage.name}"
+        runs = " ".join(stage.all("RUN"))
+        report.check(stage.base in ("${BASE_IMAGE}", "$BASE_IMAGE"), f"{where}: FROM the BASE_IMAGE argument")
+        report.check("--no-install-recommends" in runs, f"{where}: apt-get install --no-install-recommends")
+        report.check("chmod a-s" in runs, f"{where}: setuid/setgid bits cleared")
+        report.check(stage.all("USER")[-1:] == [UID_GID], f"{where}: USER {UID_GID}")
+        entry = stage.all("ENTRYPOINT")[-1:] or [""]
+        report.check(entry[0].startswith("["), f"{where}: ENTRYPOINT in exec form")
+        report.check(not stage.all("EXPOSE"), f"{where}: no EXPOSE (compose publishes what it must)")
+
+
+def run_checks(
+    containerfile: Path,
+    compose: Path,
+    profile: Path,
+    run_script: Path,
+    compose_http: Path = HERE / "compose.http.yaml",
+    containerfile_stack: Path = HERE / "Containerfile.stack",
+) -> Report:
     report = Report()
     check_containerfile(containerfile.read_text(encoding="utf-8"), report)
     check_compose(compose.read_text(encoding="utf-8"), report)
-    check_profile_script(profile.read_text(encoding="utf-8"), run_script.read_text(encoding="utf-8"), report)
+    profile_text, run_text = profile.read_text(encoding="utf-8"), run_script.read_text(encoding="utf-8")
+    check_profile_script(profile_text, run_text, report)
+    check_http_profile_script(profile_text, run_text, report)
+    check_http_compose(compose_http.read_text(encoding="utf-8"), report)
+    check_stack_containerfile(containerfile_stack.read_text(encoding="utf-8"), report)
     return report
 
 
@@ -446,8 +669,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compose", type=Path, default=HERE / "compose.yaml")
     parser.add_argument("--profile", type=Path, default=HERE / "profile.sh")
     parser.add_argument("--run-script", type=Path, default=HERE / "run.sh")
+    parser.add_argument("--compose-http", type=Path, default=HERE / "compose.http.yaml")
+    parser.add_argument("--containerfile-stack", type=Path, default=HERE / "Containerfile.stack")
     args = parser.parse_args(argv)
-    report = run_checks(args.containerfile, args.compose, args.profile, args.run_script)
+    report = run_checks(
+        args.containerfile,
+        args.compose,
+        args.profile,
+        args.run_script,
+        args.compose_http,
+        args.containerfile_stack,
+    )
     out = sys.stdout
     for line in _lines(report):
         out.write(line + "\n")

@@ -5,7 +5,8 @@
 #   --read-only            the image's root file system, the venv included, cannot be written
 #   --cap-drop ALL         no Linux capabilities at all (the server needs none)
 #   no-new-privileges      execve can never gain privileges (setuid bits are also stripped)
-#   --network none         no network namespace beyond loopback: no egress, no exfiltration
+#   --network none         no network namespace beyond loopback: no egress, no exfiltration (stdio;
+#                          the HTTP mode has a network and publishes its one port: see below)
 #   --tmpfs /tmp ...       the only writable place: 16 MiB, noexec, nosuid
 #   --pids-limit 64        bounded threads/processes (trio worker threads count here)
 #   --memory 256m          bounded memory, no swap beyond the engine default
@@ -28,11 +29,10 @@ MCP_LOCAL_BASE_IMAGE="${MCP_LOCAL_BASE_IMAGE:-localhost/mcp-suite-base:bookworm}
 MCP_STOP_TIMEOUT_S="${MCP_STOP_TIMEOUT_S:-10}"
 # Used by the scripts that source this file; the commas are tmpfs options, not array separators.
 # shellcheck disable=SC2034,SC2054
-MCP_PROFILE=(
+MCP_HARDENING=(
     --read-only
     --cap-drop ALL
     --security-opt no-new-privileges
-    --network none
     --tmpfs /tmp:rw,noexec,nosuid,size=16m
     --pids-limit 64
     --memory 256m
@@ -43,6 +43,17 @@ MCP_PROFILE=(
     --ulimit nofile=1024:1024
     --ulimit nproc=1024:1024
 )
+# stdio (the default): no network at all.
+# shellcheck disable=SC2034
+MCP_PROFILE=("${MCP_HARDENING[@]}" --network none)
+# HTTP (`containers/run.sh http`): the same hardening; a network instead of none, because the port
+# must be reachable and the issuer's key set fetched (docs/operations/remote.md), and that one port
+# published, on the host's loopback unless MCP_CONTAINER_PUBLISH says otherwise
+# (host-address:port, or a port alone for every address of the host).
+MCP_CONTAINER_NETWORK="${MCP_CONTAINER_NETWORK:-bridge}"
+MCP_CONTAINER_PUBLISH="${MCP_CONTAINER_PUBLISH:-127.0.0.1:8000}"
+# shellcheck disable=SC2034
+MCP_PROFILE_HTTP=("${MCP_HARDENING[@]}" --network "$MCP_CONTAINER_NETWORK" --publish "$MCP_CONTAINER_PUBLISH:8000")
 
 # podman where it exists (with the project's containers.conf), else docker.
 mcp_engine() {

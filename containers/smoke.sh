@@ -4,9 +4,10 @@
 #   containers/smoke.sh            the full test: engine tools, local base image (debootstrap, cached),
 #                                  image build, then containers/smoke_driver.py (profile probe, MCP
 #                                  over container stdio via run.sh and via the compose file, sandbox
-#                                  escapes, SIGTERM drain)
-#   containers/smoke.sh --offline  only the static check of Containerfile, compose.yaml and the run
-#                                  flags (containers/check_profile.py): no engine, no network
+#                                  escapes, SIGTERM drain; then, with podman, the HTTP stack of
+#                                  compose.http.yaml and `run.sh http`: containers/smoke_http.py)
+#   containers/smoke.sh --offline  only the static check of the Containerfiles, the compose files and
+#                                  the run flags (containers/check_profile.py): no engine, no network
 #
 # Full mode needs root with podman, runc and debootstrap (CI installs them from Debian's packages:
 # see docs/operations/container.md). read_only_sql is exercised against the demo PostgreSQL when the
@@ -28,7 +29,19 @@ engine="$(mcp_engine)"
 t0=$SECONDS
 work="$(mktemp -d "${TMPDIR:-/tmp}/mcp-suite-smoke.XXXXXX")"
 docker_daemon=""
+# The HTTP stack's compose project: unique, so a parallel run's containers are never touched, and
+# removed by its label at exit whatever happened to the driver.
+http_project="mcp-smoke-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"
 cleanup() {
+    if [[ "${engine:-}" == podman ]]; then
+        local left
+        left="$(podman ps -aq --filter "label=io.podman.compose.project=$http_project" 2>/dev/null || true)"
+        # shellcheck disable=SC2086  # container ids, one word each
+        [[ -n "$left" ]] && podman rm -f -t 5 $left >/dev/null 2>&1
+        left="$(podman network ls -q --filter "label=io.podman.compose.project=$http_project" 2>/dev/null || true)"
+        # shellcheck disable=SC2086  # network names, one word each
+        [[ -n "$left" ]] && podman network rm -f $left >/dev/null 2>&1
+    fi
     if [[ -n "$docker_daemon" ]]; then
         kill "$docker_daemon" 2>/dev/null || true
         wait "$docker_daemon" 2>/dev/null || true
@@ -117,6 +130,30 @@ say "image built in $((SECONDS - tb)) s; size: $("$engine" image inspect --forma
     "$MCP_SUITE_IMAGE" | awk '{printf "%.1f MB (%d bytes)", $1 / 1e6, $1}'); layers: $("$engine" image \
     inspect --format '{{len .RootFS.Layers}}' "$MCP_SUITE_IMAGE")"
 
+# The HTTP stack's two helper images (containers/Containerfile.stack), on the same base; each is a
+# cached apt layer after its first build.
+http_flag=()
+if [[ "$engine" == podman ]]; then
+    tb=$SECONDS
+    for target in pgbouncer haproxy; do
+        build_args=(build -f "$here/Containerfile.stack" --target "$target" -t "localhost/mcp-suite-$target:latest")
+        [[ -n "$base" ]] && build_args+=(--build-arg "BASE_IMAGE=$base")
+        if ! podman "${build_args[@]}" "$here" >"$work/build-$target.log" 2>&1; then
+            tail -n 30 "$work/build-$target.log"
+            say "FAIL: the $target image did not build"
+            exit 1
+        fi
+    done
+    say "stack images built in $((SECONDS - tb)) s: $(podman image inspect --format '{{.Size}}' \
+        localhost/mcp-suite-pgbouncer:latest localhost/mcp-suite-haproxy:latest |
+        awk '{printf "%s%.1f MB", (NR > 1 ? ", " : ""), $1 / 1e6}') (pgbouncer, haproxy)"
+    http_flag=(--http-project "$http_project")
+else
+    # The private dockerd started above has no bridge and no iptables (--bridge=none): it cannot
+    # publish a port, so the HTTP stack is podman's part of this test.
+    say "the HTTP stack is run with podman only (this dockerd has no bridge network)"
+fi
+
 status=0
 # The driver runs on the project's venv when there is one (`make venv`): it then starts the demo
 # PostgreSQL (docs/tools/read_only_sql.md) and exercises read_only_sql through a mounted Unix socket.
@@ -125,7 +162,7 @@ sql_flag=()
 [[ -x "$root/.venv/bin/python" ]] && driver_py="$root/.venv/bin/python"
 [[ "${MCP_SMOKE_SQL:-1}" == 0 ]] && sql_flag=(--no-sql)
 "$driver_py" "$here/smoke_driver.py" --engine "$engine" --image "$MCP_SUITE_IMAGE" --work "$work" \
-    "${sql_flag[@]}" --compose "${compose[@]}" -- "${MCP_PROFILE[@]}" || status=$?
+    "${sql_flag[@]}" "${http_flag[@]}" --compose "${compose[@]}" -- "${MCP_PROFILE[@]}" || status=$?
 # Every container snippet of docs/operations/clients.md, as printed, as a client starts it (without
 # this script's CONTAINERS_CONF): tests/e2e/test_client_snippets.py, which `make test` runs for the
 # other snippets. It needs the project's venv (the MCP SDK and pytest).

@@ -1,6 +1,6 @@
 """Runtime half of containers/smoke.sh: drive the built image and check the hardened profile for real.
 
-Standard library only (it runs on the host's python3). Three parts:
+Standard library only (it runs on the host's python3), except the HTTP part. Four parts (`--parts`):
 
 1. probe   `podman run` with the full profile and python as the entrypoint: identity, read-only root
            and venv, writable but noexec /tmp, no pip / package manager / compiler / setuid file, no
@@ -9,7 +9,9 @@ Standard library only (it runs on the host's python3). Three parts:
            `make run-container` runs) and once through the compose file: initialize, initialized,
            tools/list, a tools/call of each enabled tool, sandbox escapes, then SIGTERM via the engine's
            stop (exit 0 within the drain grace);
-3. report  one line per check, then "smoke: N passed, N failed"; exit status 1 on any failure.
+3. http    with --http-project: the compose stack of compose.http.yaml and `run.sh http`, driven
+           through their published ports (containers/smoke_http.py; it needs the project's venv);
+4. report  one line per check, then "smoke: N passed, N failed"; exit status 1 on any failure.
 """
 
 # A test driver: it runs the container engine by design and probes /tmp inside the container.
@@ -33,6 +35,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import smoke_http  # containers/smoke_http.py, beside this file
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -610,13 +614,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_false",
         help="skip the demo PostgreSQL (read_only_sql must then be absent)",
     )
+    parser.add_argument(
+        "--http-project",
+        default="",
+        help="run the HTTP stack (compose.http.yaml) and run.sh http under this compose project name",
+    )
+    parser.add_argument(
+        "--parts", default="probe,stdio,http", help="comma-separated: probe, stdio, http (default: all)"
+    )
     parser.add_argument("profile", nargs=argparse.REMAINDER, help="-- then the run profile flags")
     args = parser.parse_args(argv)
     profile = [flag for flag in args.profile if flag != "--"]
+    parts = set(args.parts.split(","))
     report = Report()
 
     with data_folder(args.work) as data:
-        run_probe(args.engine, args.image, profile, data, report)
+        if "probe" in parts:
+            run_probe(args.engine, args.image, profile, data, report)
 
         with contextlib.ExitStack() as stack:
             env = dict(
@@ -637,22 +651,44 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
                 compose_files.append(str(override))
 
-            name = f"mcp-suite-smoke-{uuid.uuid4().hex[:8]}"
-            mcp_session(
-                "run.sh",
-                args.engine,
-                [str(HERE / "run.sh")],
-                dict(env, MCP_CONTAINER_NAME=name),
-                name,
-                report,
-                sql=sql is not None,
-            )
+            if "stdio" in parts:
+                name = f"mcp-suite-smoke-{uuid.uuid4().hex[:8]}"
+                mcp_session(
+                    "run.sh",
+                    args.engine,
+                    [str(HERE / "run.sh")],
+                    dict(env, MCP_CONTAINER_NAME=name),
+                    name,
+                    report,
+                    sql=sql is not None,
+                )
 
-            if args.compose:
+            if "stdio" in parts and args.compose:
                 name = f"mcp-suite-smoke-{uuid.uuid4().hex[:8]}"
                 files = [arg for path in compose_files for arg in ("-f", path)]
                 compose_argv = [*args.compose, *files, "run", "--rm", "-T", "--name", name, "mcp-suite"]
                 mcp_session("compose", args.engine, compose_argv, env, name, report, sql=sql is not None)
+
+            # The HTTP stack reaches the same demo cluster through the same relay's socket.
+            if (
+                "http" in parts
+                and args.http_project
+                and report.check(
+                    sql is not None and bool(args.compose),
+                    "http stack: the demo database and podman-compose are there to run it",
+                )
+            ):
+                assert sql is not None
+                smoke_http.run_stack(
+                    args.engine,
+                    args.compose,
+                    args.image,
+                    data,
+                    args.work,
+                    smoke_http.database_of(*sql),
+                    args.http_project,
+                    report,
+                )
 
     failed = sum(1 for ok, _ in report.results if not ok)
     sys.stdout.write(f"smoke: {len(report.results) - failed} passed, {failed} failed\n")

@@ -521,6 +521,17 @@ TOOLING_VARIABLES: Final = frozenset(
         "SKIP_BUILD",
         "REBUILD",
         "SMOKE_SQL",
+        "CONTAINER_NETWORK",
+        "CONTAINER_PUBLISH",
+        "STACK_PUBLISH",
+        "STACK_PG_HOST",
+        "STACK_PG_PORT",
+        "STACK_PG_DBNAME",
+        "STACK_PG_USER",
+        "STACK_PG_SSLMODE",
+        "STACK_POOL_SIZE",
+        "STACK_USERLIST",
+        "STACK_PGPASS",
     )
 )
 _VARIABLE_OF: Final = {field_name: ENV_PREFIX + suffix for suffix, (field_name, _) in _VARIABLES.items()}

@@ -28,10 +28,12 @@ def free_port() -> int:
 class TestIssuer:
     __test__ = False  # not a test class
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, *, issuer: str | None = None) -> None:
+        """An issuer on loopback `port`, or named `issuer` where its JWKS is served elsewhere (the
+        container smoke test serves it from a container, as `http://issuer:8080`)."""
         self.key = ECKey.generate_key("P-256", parameters={"kid": "k1", "use": "sig", "alg": "ES256"})
         self.published: list[ECKey] = [self.key]
-        self.issuer = f"http://127.0.0.1:{port}"
+        self.issuer = issuer or f"http://127.0.0.1:{port}"
         self.jwks_url = f"{self.issuer}/jwks.json"
         self.fetches = 0
 

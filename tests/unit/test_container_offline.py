@@ -34,6 +34,8 @@ CONTAINERFILE = (CONTAINERS / "Containerfile").read_text(encoding="utf-8")
 COMPOSE = (CONTAINERS / "compose.yaml").read_text(encoding="utf-8")
 PROFILE = (CONTAINERS / "profile.sh").read_text(encoding="utf-8")
 RUN_SCRIPT = (CONTAINERS / "run.sh").read_text(encoding="utf-8")
+COMPOSE_HTTP = (CONTAINERS / "compose.http.yaml").read_text(encoding="utf-8")
+CONTAINERFILE_STACK = (CONTAINERS / "Containerfile.stack").read_text(encoding="utf-8")
 
 
 def _failures(
@@ -41,13 +43,25 @@ def _failures(
     compose: str = COMPOSE,
     profile: str = PROFILE,
     run_script: str = RUN_SCRIPT,
+    compose_http: str = COMPOSE_HTTP,
+    containerfile_stack: str = CONTAINERFILE_STACK,
 ) -> list[str]:
     report = check.Report()
     check.check_containerfile(containerfile, report)
     check.check_compose(compose, report)
     check.check_profile_script(profile, run_script, report)
+    check.check_http_profile_script(profile, run_script, report)
+    check.check_http_compose(compose_http, report)
+    check.check_stack_containerfile(containerfile_stack, report)
     failures: list[str] = report.failures
     return failures
+
+
+def _in_mcp2(old: str, new: str) -> str:
+    """compose.http.yaml with `old` replaced by `new` in the mcp2 service only."""
+    start = COMPOSE_HTTP.index("\n  mcp2:\n")
+    end = COMPOSE_HTTP.index("\n  mcp3:\n")
+    return COMPOSE_HTTP[:start] + _replace(COMPOSE_HTTP[start:end], old, new) + COMPOSE_HTTP[end:]
 
 
 def _replace(text: str, old: str, new: str) -> str:
@@ -176,6 +190,92 @@ MUTATIONS: dict[str, tuple[Mutation, str]] = {
         ),
         "profile.sh: no --privileged",
     ),
+    "http profile on every host address": (
+        lambda: _failures(profile=_replace(PROFILE, ':-127.0.0.1:8000}"', ':-8000}"')),
+        "profile.sh (http): exactly one port published, on 127.0.0.1 by default",
+    ),
+    "http profile on the host's network": (
+        lambda: _failures(
+            profile=_replace(PROFILE, "MCP_CONTAINER_NETWORK:-bridge}", "MCP_CONTAINER_NETWORK:-host}")
+        ),
+        "profile.sh (http): one --network, by default the engine's bridge (never the host's)",
+    ),
+    "http profile without the hardening": (
+        lambda: _failures(
+            profile=_replace(PROFILE, 'MCP_PROFILE_HTTP=("${MCP_HARDENING[@]}" ', "MCP_PROFILE_HTTP=(")
+        ),
+        "profile.sh (http): --read-only",
+    ),
+    "http replica with a capability": (
+        lambda: _failures(
+            compose_http=_in_mcp2("    cap_drop:\n", "    cap_add:\n      - NET_RAW\n    cap_drop:\n")
+        ),
+        "compose.http.yaml: mcp2: cap_drop ALL, no cap_add",
+    ),
+    "http replica port published": (
+        lambda: _failures(
+            compose_http=_in_mcp2("    networks:\n", '    ports:\n      - "8000:8000"\n    networks:\n')
+        ),
+        "compose.http.yaml: mcp2: no published port",
+    ),
+    "http replica writable root": (
+        lambda: _failures(compose_http=_in_mcp2("    read_only: true\n    cap_drop", "    cap_drop")),
+        "compose.http.yaml: mcp2: read_only: true",
+    ),
+    "http replica as root": (
+        lambda: _failures(compose_http=_in_mcp2('user: "10001:10001"', 'user: "0:0"')),
+        "compose.http.yaml: mcp2: user 10001:10001",
+    ),
+    "http proxy on every host address": (
+        lambda: _failures(
+            compose_http=_replace(
+                COMPOSE_HTTP, "MCP_STACK_PUBLISH:-127.0.0.1:8080}", "MCP_STACK_PUBLISH:-8080}"
+            )
+        ),
+        "compose.http.yaml: HAProxy publishes one port, on 127.0.0.1 by default",
+    ),
+    "http internal network opened": (
+        lambda: _failures(
+            compose_http=_replace(
+                COMPOSE_HTTP, "  mcp:\n    internal: true\n", "  mcp:\n    driver: bridge\n"
+            )
+        ),
+        "compose.http.yaml: the network between proxy, replicas and PgBouncer is internal",
+    ),
+    "http replicas without tokens": (
+        lambda: _failures(
+            compose_http=_replace(
+                COMPOSE_HTTP,
+                "      MCP_HTTP_HOST: 0.0.0.0\n",
+                "      MCP_HTTP_HOST: 0.0.0.0\n      MCP_HTTP_AUTH: none\n",
+            )
+        ),
+        "compose.http.yaml: the replicas listen on their interface with bearer tokens (no MCP_HTTP_AUTH)",
+    ),
+    "http password in the DSN": (
+        lambda: _failures(
+            compose_http=_replace(COMPOSE_HTTP, "passfile=/run/secrets/pgpass", "password=secret")
+        ),
+        "compose.http.yaml: the replicas' DSN holds no password (a passfile)",
+    ),
+    "http writable secret": (
+        lambda: _failures(
+            compose_http=_replace(
+                COMPOSE_HTTP,
+                "target: /run/secrets/userlist\n        read_only: true\n",
+                "target: /run/secrets/userlist\n",
+            )
+        ),
+        "compose.http.yaml: pgbouncer: every mount read-only",
+    ),
+    "stack image as root": (
+        lambda: _failures(
+            containerfile_stack=_replace(
+                CONTAINERFILE_STACK, "USER 10001:10001\n# HAProxy", "USER 0:0\n# HAProxy"
+            )
+        ),
+        "Containerfile.stack: haproxy: USER 10001:10001",
+    ),
 }
 
 
@@ -187,6 +287,7 @@ def test_offline_check_reports_each_weakened_profile(name: str) -> None:
 
 def test_yaml_subset_reader_agrees_with_pyyaml_on_compose() -> None:
     assert check.parse_yaml_subset(COMPOSE) == yaml.safe_load(COMPOSE)
+    assert check.parse_yaml_subset(COMPOSE_HTTP) == yaml.safe_load(COMPOSE_HTTP)
 
 
 def test_yaml_subset_reader_refuses_what_it_does_not_model() -> None:

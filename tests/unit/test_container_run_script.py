@@ -3,6 +3,7 @@ daemon in one line of its own, before any engine command runs. The engine is a s
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 from pathlib import Path
@@ -59,3 +60,98 @@ def test_a_docker_cli_without_its_daemon_gets_a_one_line_hint_instead_of_its_ban
     ]
     assert proc.stdout == ""
     assert not (tmp_path / "calls").exists()  # no build, no run
+
+
+# A stand-in `podman` that records each argument of its one `run` on its own line.
+RECORDER = """#!/bin/sh
+printf '%s\\n' "$@" > "{calls}"
+exit 0
+"""
+
+
+def _run_http(tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    podman = bin_dir / "podman"
+    calls = tmp_path / "calls"
+    podman.write_text(RECORDER.format(calls=calls))
+    podman.chmod(0o755)
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_", "ENGINE", "CONTAINERS_CONF"))}
+    proc = subprocess.run(
+        [str(RUN_SCRIPT), "http"],
+        env={
+            **base,
+            "PATH": f"{bin_dir}:{base.get('PATH', '/usr/bin:/bin')}",
+            "ENGINE": "podman",
+            "MCP_SKIP_BUILD": "1",
+            **env,
+        },
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    argv = calls.read_text().splitlines() if calls.exists() else []
+    return proc, argv
+
+
+def test_the_http_mode_publishes_one_loopback_port_and_keeps_settings_off_the_command_line(
+    tmp_path: Path,
+) -> None:
+    secret_dsn = "host=db dbname=app user=mcp_reader password=not-on-a-command-line"
+    proc, argv = _run_http(
+        tmp_path,
+        MCP_SQL_DSN=secret_dsn,
+        MCP_HTTP_RESOURCE_URI="https://mcp.example.com/mcp",
+        MCP_HTTP_ISSUER="https://idp.example.com",
+        MCP_HTTP_JWKS_URL="https://idp.example.com/jwks",
+        MCP_HTTP_HOST="127.0.0.1",
+        MCP_HTTP_PORT="9999",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert argv[0] == "run"
+    assert argv[-2:] == ["localhost/mcp-suite:latest", "serve-http"]
+    pairs = set(itertools.pairwise(argv))
+    assert ("--publish", "127.0.0.1:8000:8000") in pairs
+    assert ("--network", "bridge") in pairs
+    assert "-i" not in argv
+    assert sum(a in ("--publish", "-p") for a in argv) == 1
+    for flag in ("--read-only", "--cap-drop", "--security-opt", "--user", "--pids-limit", "--memory"):
+        assert flag in argv
+    # The server listens on the container's interface, on the port that is published.
+    assert ("-e", "MCP_HTTP_HOST=0.0.0.0") in pairs
+    assert ("-e", "MCP_HTTP_PORT=8000") in pairs
+    for name in ("MCP_SQL_DSN", "MCP_HTTP_RESOURCE_URI", "MCP_HTTP_ISSUER", "MCP_HTTP_JWKS_URL"):
+        assert ("-e", name) in pairs  # the name alone: the engine copies the value
+    assert not any("not-on-a-command-line" in a or "idp.example.com" in a for a in argv)
+    assert ("-e", "MCP_HTTP_HOST") not in pairs
+    assert ("-e", "MCP_HTTP_PORT") not in pairs
+
+
+def test_the_http_mode_takes_another_published_address_and_network(tmp_path: Path) -> None:
+    proc, argv = _run_http(tmp_path, MCP_CONTAINER_PUBLISH="10.0.0.5:443", MCP_CONTAINER_NETWORK="mcp-edge")
+    assert proc.returncode == 0, proc.stderr
+    pairs = set(itertools.pairwise(argv))
+    assert ("--publish", "10.0.0.5:443:8000") in pairs
+    assert ("--network", "mcp-edge") in pairs
+
+
+def test_the_http_mode_refuses_to_run_without_tokens(tmp_path: Path) -> None:
+    proc, argv = _run_http(tmp_path, MCP_HTTP_AUTH="none")
+    assert proc.returncode == 78
+    assert proc.stderr.startswith("run-container: MCP_HTTP_AUTH=none is for a loopback address only")
+    assert argv == []  # nothing ran
+
+
+def test_an_unknown_mode_is_refused() -> None:
+    proc = subprocess.run(
+        [str(RUN_SCRIPT), "sse"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 64
+    assert proc.stderr == "run-container: usage: containers/run.sh [stdio|http]\n"

@@ -17,6 +17,7 @@
 #                           when it exists; otherwise the tool serves an empty folder)
 #   MCP_SQL_DSN             passed to the server; with --network none only a Unix-socket DSN works,
 #   MCP_PG_SOCKET_DIR       ...from this host directory, mounted read-only at the same path
+#   MCP_SQL_POOLER          passed to the server: `transaction` behind PgBouncer (docs/configuration.md)
 #   MCP_HTTP_*              (http) every one that is set is passed to the server, except MCP_HTTP_HOST
 #                           and MCP_HTTP_PORT: inside the container it listens on 0.0.0.0:8000
 #   MCP_CONTAINER_PUBLISH   (http) the host address and port to publish, default 127.0.0.1:8000
@@ -69,13 +70,13 @@ if [[ "$mode" == http ]]; then
     # Inside its own network namespace the server must listen on the container's interface for the
     # published port to reach it; the host side of that port is MCP_CONTAINER_PUBLISH (loopback).
     args=(run --rm --log-driver none "${MCP_PROFILE_HTTP[@]}" -e MCP_HTTP_HOST=0.0.0.0 -e MCP_HTTP_PORT=8000)
-    passed=(MCP_SQL_DSN MCP_METRICS_ENABLED MCP_LOG_LEVEL MCP_CALL_DEADLINE_S MCP_DRAIN_GRACE_S)
+    passed=(MCP_SQL_DSN MCP_SQL_POOLER MCP_METRICS_ENABLED MCP_LOG_LEVEL MCP_CALL_DEADLINE_S MCP_DRAIN_GRACE_S)
     for name in $(compgen -e MCP_HTTP_); do
         [[ "$name" == MCP_HTTP_HOST || "$name" == MCP_HTTP_PORT ]] || passed+=("$name")
     done
 else
     args=(run --rm -i --log-driver none "${MCP_PROFILE[@]}")
-    passed=(MCP_SQL_DSN MCP_METRICS_ENABLED MCP_LOG_LEVEL MCP_CALL_DEADLINE_S MCP_DRAIN_GRACE_S)
+    passed=(MCP_SQL_DSN MCP_SQL_POOLER MCP_METRICS_ENABLED MCP_LOG_LEVEL MCP_CALL_DEADLINE_S MCP_DRAIN_GRACE_S)
 fi
 [[ -n "${MCP_CONTAINER_NAME:-}" ]] && args+=(--name "$MCP_CONTAINER_NAME")
 [[ -n "$data" ]] && args+=(-v "$data:/safe_data_dir:ro")

@@ -580,6 +580,7 @@ def run_sh_http(
         MCP_HTTP_RESOURCE_URI=url,
         MCP_HTTP_ISSUER=ISSUER_URL,
         MCP_HTTP_JWKS_URL=f"{ISSUER_URL}/jwks.json",
+        MCP_SQL_POOLER="transaction",  # the stack's PgBouncer
         MCP_SQL_DSN=(
             f"host=pgbouncer port=6432 dbname={database.dbname} user={database.user} "
             f"password={database.password}"

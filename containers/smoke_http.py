@@ -617,16 +617,19 @@ def _recreate_replica(
     old = _mcp_address(engine, containers[RECREATED])
     # Calls go on through HAProxy, one after another, from the removal until the new replica is routed.
     answers: list[bool] = []
+    slowest = [0.0]
     done = threading.Event()
 
     def keep_calling() -> None:
         while not done.is_set():
+            sent = time.monotonic()
             try:
                 listed = modern(url, token, "tools/list", {})
             except OSError:
                 answers.append(False)
             else:
                 answers.append(listed.status == 200 and tool_names(listed) == ALL_TOOLS)
+            slowest[0] = max(slowest[0], time.monotonic() - sent)
             time.sleep(0.1)
 
     caller = threading.Thread(target=keep_calling, daemon=True)
@@ -671,7 +674,10 @@ def _recreate_replica(
         f"http stack: every call meanwhile was answered ({len(answers)} tools/list)",
         f"{answers.count(False)} of {len(answers)} not answered",
     )
-    report.figure(f"http stack: {RECREATED} removed to routed again: {time.monotonic() - started:.1f} s")
+    report.figure(
+        f"http stack: {RECREATED} removed to routed again: {time.monotonic() - started:.1f} s;"
+        f" the slowest call meanwhile: {slowest[0]:.2f} s"
+    )
     answered = 0
     for n in range(RECREATED_CALLS):
         sql = f"SELECT 'smoke-recreated-{n}' AS tag"
@@ -690,9 +696,10 @@ def _recreate_replica(
     said = [
         line.strip()
         for line in (proxy_log.stdout + proxy_log.stderr).splitlines()
-        if line.startswith(f"{BACKEND}/{RECREATED} ") or line.startswith(f"Server {BACKEND}/{RECREATED} ")
+        if line.startswith((f"{BACKEND}/{RECREATED} ", f"Server {BACKEND}/{RECREATED} "))
     ]
-    for line in said[-3:]:
+    moved = [n for n, line in enumerate(said) if "changed its IP" in line]
+    for line in said[moved[-1] :] if moved else []:
         report.figure(f"http stack: haproxy: {line[:140]}")
     report.check(
         answered == RECREATED_CALLS and bool(tags),

@@ -12,9 +12,11 @@ starts, all with podman-compose under one project name, and tears down at the en
 Then: initialize, tools/list and read_only_sql through HAProxy with a bearer token; a request
 without one gets 401 with `WWW-Authenticate`; a narrower token sees and calls less; every call's
 audit record names the token's subject, the calls reached more than one replica, and no log line
-holds the token; every container of the stack runs read-only, without capabilities, as 10001, and
-only one port is published. Then `containers/run.sh http` on the stack's egress network, the same
-way. Standard library, plus the project's venv for the tokens (joserfc).
+holds the token; every container of the stack runs read-only, without capabilities, as 10001, with
+a bounded restart policy, and only one port is published. Then mcp2 is removed and created again:
+HAProxy must route to its new address within a bound while calls through it are all answered, and
+the new mcp2 must run some tagged calls. Then `containers/run.sh http` on the stack's egress
+network, the same way. Standard library, plus the project's venv for the tokens (joserfc).
 """
 
 # A test driver: it runs the container engine by design.

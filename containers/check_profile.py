@@ -481,6 +481,9 @@ def check_http_profile_script(profile: str, run_script: str, report: Report) -> 
 
 HTTP_SERVICES = {"haproxy", "mcp1", "mcp2", "mcp3", "pgbouncer"}
 REPLICAS = ("mcp1", "mcp2", "mcp3")
+# podman restarts a container that failed, without a pause between tries: a bound keeps a container
+# that cannot start (a wrong setting) from restarting for ever.
+RESTART_POLICY = re.compile(r"^on-failure:([1-9]|10)$")
 
 
 def _binds(service: dict[str, Any]) -> list[dict[str, Any]]:
@@ -565,6 +568,10 @@ def check_http_compose(text: str, report: Report) -> None:
             bool(get("ports")) == (name == "haproxy"),
             f"{where}: {'the' if name == 'haproxy' else 'no'} published port",
         )
+        report.check(
+            bool(RESTART_POLICY.match(str(get("restart") or ""))),
+            f"{where}: restart: on-failure with at most 10 tries",
+        )
         build = get("build")
         if isinstance(build, dict):
             base = _expand_default((build.get("args") or {}).get("BASE_IMAGE", ""))
@@ -585,6 +592,15 @@ def check_http_compose(text: str, report: Report) -> None:
             for v in _binds(services["haproxy"])
         ),
         f"{label}: HAProxy runs the shipped template",
+    )
+    proxy_env = services["haproxy"].get("environment") or {}
+    report.check(
+        isinstance(proxy_env, dict) and proxy_env.get("MCPLB_RESOLVERS") == "resolv.conf",
+        f"{label}: HAProxy keeps resolving the replicas' names (MCPLB_RESOLVERS: resolv.conf)",
+    )
+    report.check(
+        not set(services["haproxy"].get("depends_on") or []) & set(REPLICAS),
+        f"{label}: HAProxy does not depend on the replicas (each can be re-created alone)",
     )
     first = services[REPLICAS[0]]
     report.check(

@@ -12,9 +12,11 @@ starts, all with podman-compose under one project name, and tears down at the en
 Then: initialize, tools/list and read_only_sql through HAProxy with a bearer token; a request
 without one gets 401 with `WWW-Authenticate`; a narrower token sees and calls less; every call's
 audit record names the token's subject, the calls reached more than one replica, and no log line
-holds the token; every container of the stack runs read-only, without capabilities, as 10001, and
-only one port is published. Then `containers/run.sh http` on the stack's egress network, the same
-way. Standard library, plus the project's venv for the tokens (joserfc).
+holds the token; every container of the stack runs read-only, without capabilities, as 10001, with
+a bounded restart policy, and only one port is published. Then mcp2 is removed and created again:
+HAProxy must route to its new address within a bound while calls through it are all answered, and
+the new mcp2 must run some tagged calls. Then `containers/run.sh http` on the stack's egress
+network, the same way. Standard library, plus the project's venv for the tokens (joserfc).
 """
 
 # A test driver: it runs the container engine by design.
@@ -29,6 +31,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -389,11 +392,24 @@ def run_stack(
                 continue  # the test's own helper, not part of the shipped stack
             for port_name, address in check_hardened(engine, f"http stack: {service}", container, report):
                 published.append((service, f"{port_name} -> {address}"))
+            policy = engine_out(
+                engine,
+                "inspect",
+                "--format",
+                "{{.HostConfig.RestartPolicy.Name}}:{{.HostConfig.RestartPolicy.MaximumRetryCount}}",
+                container,
+            )
+            report.check(
+                policy.stdout.strip() == "on-failure:5",
+                f"http stack: {service}: podman restarts it on failure, 5 times at most",
+                policy.stdout.strip() or policy.stderr,
+            )
         report.check(
             published == [("haproxy", f"8080/tcp -> 127.0.0.1:{port}")],
             "http stack: one port published, HAProxy's, on 127.0.0.1",
             published,
         )
+        _recreate_replica(engine, (*compose, "-p", project, *files), env, containers, resource, token, report)
         run_sh_http(engine, image, data, work, project, database, issuer, report)
     finally:
         tear_down(engine, compose, files, project, env)
@@ -550,6 +566,148 @@ def _audit(engine: str, containers: dict[str, str], token: str, report: Checks) 
         + ", ".join(f"{service} {len(tags)}" for service, tags in sorted(per_replica.items()))
     )
     report.check(not leaked, "http stack: no replica's log holds the token", leaked)
+
+
+# --- a replica re-created ------------------------------------------------------------------------
+
+RECREATED = "mcp2"
+BACKEND = "mcp_replicas"  # the template's backend
+RECREATED_CALLS = 6
+# HAProxy asks its nameservers every second and needs two health checks (`rise 2`, 1 s apart).
+ROUTED_AGAIN_S = 20.0
+
+
+def _mcp_address(engine: str, container: str) -> str:
+    """The container's address on the stack's internal network (`<project>_mcp`)."""
+    inspected = engine_out(engine, "inspect", "--format", "{{json .NetworkSettings.Networks}}", container)
+    with contextlib.suppress(ValueError, AttributeError):
+        for network, settings in json.loads(inspected.stdout).items():
+            if network.endswith("_mcp"):
+                return str(settings.get("IPAddress", ""))
+    return ""
+
+
+def _server_states(engine: str, haproxy: str) -> dict[str, tuple[str, str]]:
+    """server name -> (address, operational state) from the runtime API's `show servers state`
+    (state 2 is running), asked inside the HAProxy container (its socket is in its /tmp)."""
+    ask = (
+        "import socket; s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect('/tmp/haproxy.sock'); "
+        f"s.sendall(b'show servers state {BACKEND}\\n'); print(s.makefile().read())"
+    )
+    shown = engine_out(engine, "exec", haproxy, "python3", "-c", ask, timeout=30)
+    states = {}
+    for line in shown.stdout.splitlines():
+        fields = line.split()
+        if len(fields) > 5 and fields[1] == BACKEND:
+            states[fields[3]] = (fields[4], fields[5])
+    return states
+
+
+def _recreate_replica(
+    engine: str,
+    compose: Sequence[str],
+    env: dict[str, str],
+    containers: dict[str, str],
+    url: str,
+    token: str,
+    report: Checks,
+) -> None:
+    """Remove one replica's container and create it again, as an operator who changes its
+    configuration does: it comes back on another address, and HAProxy (MCPLB_RESOLVERS) must find it
+    there while the calls in between are answered by the others."""
+    started = time.monotonic()
+    old = _mcp_address(engine, containers[RECREATED])
+    # Calls go on through HAProxy, one after another, from the removal until the new replica is routed.
+    answers: list[bool] = []
+    slowest = [0.0]
+    done = threading.Event()
+
+    def keep_calling() -> None:
+        while not done.is_set():
+            sent = time.monotonic()
+            try:
+                listed = modern(url, token, "tools/list", {})
+            except OSError:
+                answers.append(False)
+            else:
+                answers.append(listed.status == 200 and tool_names(listed) == ALL_TOOLS)
+            slowest[0] = max(slowest[0], time.monotonic() - sent)
+            time.sleep(0.1)
+
+    caller = threading.Thread(target=keep_calling, daemon=True)
+    caller.start()
+    try:
+        removed = engine_out(engine, "rm", "-f", "-t", "5", containers[RECREATED])
+        up = subprocess.run(
+            [*compose, "up", "-d", "--no-build", "--no-deps", RECREATED],
+            env=env,
+            cwd=str(ROOT),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if not report.check(
+            removed.returncode == 0 and up.returncode == 0,
+            f"http stack: {RECREATED} removed and created again (podman-compose up -d --no-deps)",
+            (removed.stderr, up.stderr[-800:]),
+        ):
+            return
+        new = _mcp_address(engine, containers[RECREATED])
+        report.figure(
+            f"http stack: {RECREATED}'s address {old} -> {new}"
+            + (" (podman reused it)" if old == new else " (a new one)")
+        )
+        deadline = time.monotonic() + ROUTED_AGAIN_S
+        state = _server_states(engine, containers["haproxy"]).get(RECREATED)
+        while state != (new, "2") and time.monotonic() < deadline:
+            time.sleep(0.5)
+            state = _server_states(engine, containers["haproxy"]).get(RECREATED)
+    finally:
+        done.set()
+        caller.join(timeout=60)
+    report.check(
+        state == (new, "2"),
+        f"http stack: HAProxy routes to the new {RECREATED} at its new address within {ROUTED_AGAIN_S:.0f} s",
+        (old, new, state),
+    )
+    report.check(
+        bool(answers) and all(answers),
+        f"http stack: every call meanwhile was answered ({len(answers)} tools/list)",
+        f"{answers.count(False)} of {len(answers)} not answered",
+    )
+    report.figure(
+        f"http stack: {RECREATED} removed to routed again: {time.monotonic() - started:.1f} s;"
+        f" the slowest call meanwhile: {slowest[0]:.2f} s"
+    )
+    answered = 0
+    for n in range(RECREATED_CALLS):
+        sql = f"SELECT 'smoke-recreated-{n}' AS tag"
+        reply = modern(url, token, "tools/call", {"name": "read_only_sql", "arguments": {"sql": sql}})
+        answered += rows_of(reply) == [[f"smoke-recreated-{n}"]]
+    logs = engine_out(engine, "logs", containers[RECREATED])
+    tags = {
+        n
+        for record in records_of(logs.stdout + logs.stderr)
+        if record.get("event") == "request" and record.get("sub") == SUBJECT
+        for n in range(RECREATED_CALLS)
+        if f"'smoke-recreated-{n}'" in str(record.get("args_excerpt", ""))
+    }
+    report.figure(f"http stack: tagged calls run by the new {RECREATED}: {len(tags)} of {RECREATED_CALLS}")
+    proxy_log = engine_out(engine, "logs", containers["haproxy"])
+    said = [
+        line.strip()
+        for line in (proxy_log.stdout + proxy_log.stderr).splitlines()
+        if line.startswith((f"{BACKEND}/{RECREATED} ", f"Server {BACKEND}/{RECREATED} "))
+    ]
+    moved = [n for n, line in enumerate(said) if "changed its IP" in line]
+    for line in said[moved[-1] :] if moved else []:
+        report.figure(f"http stack: haproxy: {line[:140]}")
+    report.check(
+        answered == RECREATED_CALLS and bool(tags),
+        f"http stack: {RECREATED_CALLS} tagged calls answered, some by the new {RECREATED} (its audit log)",
+        (answered, sorted(tags)),
+    )
 
 
 # --- containers/run.sh http ----------------------------------------------------------------------

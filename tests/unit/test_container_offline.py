@@ -268,6 +268,28 @@ MUTATIONS: dict[str, tuple[Mutation, str]] = {
         ),
         "compose.http.yaml: pgbouncer: every mount read-only",
     ),
+    "http replica restarted for ever": (
+        lambda: _failures(compose_http=_in_mcp2("restart: on-failure:5", "restart: always")),
+        "compose.http.yaml: mcp2: restart: on-failure with at most 10 tries",
+    ),
+    "http replica without a restart policy": (
+        lambda: _failures(compose_http=_in_mcp2("    restart: on-failure:5\n", "")),
+        "compose.http.yaml: mcp2: restart: on-failure with at most 10 tries",
+    ),
+    "http proxy resolving only at start": (
+        lambda: _failures(compose_http=_replace(COMPOSE_HTTP, "      MCPLB_RESOLVERS: resolv.conf\n", "")),
+        "compose.http.yaml: HAProxy keeps resolving the replicas' names (MCPLB_RESOLVERS: resolv.conf)",
+    ),
+    "http proxy tied to a replica": (
+        lambda: _failures(
+            compose_http=_replace(
+                COMPOSE_HTTP,
+                "    environment:\n      MCPLB_BIND:",
+                "    depends_on:\n      - mcp2\n    environment:\n      MCPLB_BIND:",
+            )
+        ),
+        "compose.http.yaml: HAProxy does not depend on the replicas (each can be re-created alone)",
+    ),
     "stack image as root": (
         lambda: _failures(
             containerfile_stack=_replace(

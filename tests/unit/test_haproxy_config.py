@@ -1,12 +1,15 @@
 """The shipped HAProxy template (containers/haproxy/haproxy.cfg): `haproxy -c` accepts it once its
 variables are set and refuses it when one is missing (the backends come from the environment, none
-is written in), and its timeouts sit where docs/operations/remote.md says, beside the server's own
-defaults."""
+is written in); with MCPLB_RESOLVERS it starts while no replica's name resolves yet, without it a
+name must resolve at start, as before; and its timeouts sit where docs/operations/remote.md says,
+beside the server's own defaults."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+import pytest
 
 from mcp_suite.settings import load_settings
 from tests.support.haproxy import HAPROXY_CONFIG, check_config, template_env
@@ -32,6 +35,45 @@ def test_haproxy_refuses_the_template_when_a_replica_is_not_named(tmp_path: Path
     checked = check_config(env)
     assert checked.returncode != 0
     assert "'server' expects <name> and <addr>" in checked.stderr
+
+
+# Names that never resolve: what HAProxy in the compose stack sees before the replicas exist.
+UNRESOLVED = ("mcp1.invalid:8000", "mcp2.invalid:8000", "mcp3.invalid:8000")
+
+
+@pytest.mark.parametrize("resolvers", ["resolv.conf", "127.0.0.1:53"])
+def test_haproxy_accepts_the_template_with_resolvers_while_no_name_resolves(
+    tmp_path: Path, resolvers: str
+) -> None:
+    env = template_env("127.0.0.1:18000", tmp_path / "admin.sock", UNRESOLVED)
+    env["MCPLB_RESOLVERS"] = resolvers
+    checked = check_config(env)
+    assert checked.returncode == 0
+    assert checked.stdout.strip().splitlines() == ["Warnings were found.", "Configuration file is valid"]
+    # The servers wait in maintenance for their names (init-addr ... none), HAProxy starts.
+    assert checked.stderr.count("could not resolve address") == 3
+    assert "disabling server" in checked.stderr
+
+
+def test_haproxy_with_resolvers_also_takes_ip_addresses(tmp_path: Path) -> None:
+    env = template_env("127.0.0.1:18000", tmp_path / "admin.sock", REPLICAS)
+    env["MCPLB_RESOLVERS"] = "resolv.conf"
+    checked = check_config(env)
+    assert (checked.returncode, checked.stdout.strip()) == (0, "Configuration file is valid")
+
+
+def test_haproxy_without_resolvers_refuses_names_that_do_not_resolve_at_start(tmp_path: Path) -> None:
+    checked = check_config(template_env("127.0.0.1:18000", tmp_path / "admin.sock", UNRESOLVED))
+    assert checked.returncode != 0
+    assert "could not resolve address 'mcp1.invalid'" in checked.stderr
+
+
+def test_haproxy_refuses_a_nameserver_without_a_port(tmp_path: Path) -> None:
+    env = template_env("127.0.0.1:18000", tmp_path / "admin.sock", REPLICAS)
+    env["MCPLB_RESOLVERS"] = "127.0.0.1"
+    checked = check_config(env)
+    assert checked.returncode != 0
+    assert "missing port specification" in checked.stderr
 
 
 def test_the_templates_timeouts_leave_the_replicas_answers_to_the_replicas() -> None:

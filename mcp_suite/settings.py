@@ -237,6 +237,9 @@ class Settings:
     http_jwks_max_bytes: int = field(default=65_536, metadata=_int(1_024, 1_048_576))
     # Clock skew allowed on a token's `exp` and `nbf`.
     http_clock_leeway_s: int = field(default=30, metadata=_int(0, 300))
+    # The signatures of this many recently verified tokens are not checked again while the key set
+    # stays the same (their claims are, on every request); 0 checks every request's signature.
+    http_token_cache_size: int = field(default=256, metadata=_int(0, 65_536))
 
     # --- contract constants (not from the environment) ------------------------------------------
     max_frame_bytes: int = field(default=MAX_FRAME_BYTES, metadata=_int(1, 1 << 30))
@@ -501,6 +504,7 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "HTTP_JWKS_TIMEOUT_S": ("http_jwks_timeout_s", _parse_float),
     "HTTP_JWKS_MAX_BYTES": ("http_jwks_max_bytes", _parse_int),
     "HTTP_CLOCK_LEEWAY_S": ("http_clock_leeway_s", _parse_int),
+    "HTTP_TOKEN_CACHE_SIZE": ("http_token_cache_size", _parse_int),
 }
 
 ENV_VARIABLES: tuple[str, ...] = tuple(ENV_PREFIX + name for name in _VARIABLES)

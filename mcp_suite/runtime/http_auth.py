@@ -3,16 +3,20 @@ signature check (joserfc); the claims are decided by `protocol.authz.check_claim
 
 Limits: the key set is fetched with a timeout and a size cap, holds at most `MAX_KEYS` keys, is
 kept `MCP_HTTP_JWKS_MAX_AGE_S` and fetched again on an unknown `kid` at most once per
-`MCP_HTTP_JWKS_REFRESH_MIN_S`; one fetch at a time. Security: the token is never logged nor passed
-on; only asymmetric algorithms are accepted (never `none`, never a shared secret).
+`MCP_HTTP_JWKS_REFRESH_MIN_S`; one fetch at a time. The signatures of the last
+`MCP_HTTP_TOKEN_CACHE_SIZE` tokens that verified are not checked again while the key set is the one
+that verified them (a token is the same bytes, so its signature checks the same); their claims are
+(expiry, audience, issuer), on every request. Security: the token is never logged nor passed on;
+only asymmetric algorithms are accepted (never `none`, never a shared secret).
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import trio
@@ -53,7 +57,13 @@ def fetch_jwks(url: str, timeout_s: float, max_bytes: int) -> dict[str, Any]:
 class TokenVerifier:
     """Verifies bearer JWTs for one resource against one issuer's key set."""
 
-    def __init__(self, settings: Settings, *, fetch: JwksFetcher = fetch_jwks) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        fetch: JwksFetcher = fetch_jwks,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
         assert settings.http_issuer is not None
         assert settings.http_resource_uri is not None
         assert settings.http_jwks_url is not None
@@ -66,27 +76,56 @@ class TokenVerifier:
         self._kids: frozenset[str] = frozenset()
         self._fetched_at = -float("inf")  # trio clock
         self._lock = trio.Lock()
+        self._wall_clock = wall_clock
+        # Tokens whose signature verified, least recently used first: token -> (the key set that
+        # verified it, its kid, its claims). Emptied whenever the key set is replaced.
+        self._verified: collections.OrderedDict[str, tuple[KeySet, str | None, Mapping[str, Any]]] = (
+            collections.OrderedDict()
+        )
         self.fetches = 0
+        self.signature_checks = 0
 
     async def verify(self, token: str) -> Identity:
         """Who the token names, or `TokenRejectedError` (401); `KeysUnavailableError` (503)."""
+        cached = self._verified.get(token)
+        if cached is not None:
+            keys, kid, claims = cached
+            # The same refresh rules as a first check; a refresh empties the cache.
+            if await self._key_set(kid) is keys and token in self._verified:
+                self._verified.move_to_end(token)
+                return self._check_claims(token, claims)
         try:
             header = jws.extract_compact(token.encode("ascii")).protected
         except (JoseError, ValueError, UnicodeError) as exc:
             raise TokenRejectedError("the token is not a signed JWT") from exc
         kid = header.get("kid")
-        keys = await self._key_set(kid if isinstance(kid, str) else None)
+        kid = kid if isinstance(kid, str) else None
+        keys = await self._key_set(kid)
+        self.signature_checks += 1
         try:
             verified = jwt.decode(token, keys, algorithms=list(ALGORITHMS))
         except JoseError as exc:
             raise TokenRejectedError(f"the token's signature does not verify ({exc.error})") from exc
-        return check_claims(
-            verified.claims,
-            issuer=self._issuer,
-            audience=self._audience,
-            now=time.time(),
-            leeway_s=self._settings.http_clock_leeway_s,
-        )
+        identity = self._check_claims(token, verified.claims)
+        size = self._settings.http_token_cache_size
+        if size > 0:
+            self._verified[token] = (keys, kid, verified.claims)
+            while len(self._verified) > size:
+                self._verified.popitem(last=False)
+        return identity
+
+    def _check_claims(self, token: str, claims: Mapping[str, Any]) -> Identity:
+        try:
+            return check_claims(
+                claims,
+                issuer=self._issuer,
+                audience=self._audience,
+                now=self._wall_clock(),
+                leeway_s=self._settings.http_clock_leeway_s,
+            )
+        except TokenRejectedError:
+            self._verified.pop(token, None)  # expired (or never valid): not kept
+            raise
 
     async def _key_set(self, kid: str | None) -> KeySet:
         async with self._lock:
@@ -129,5 +168,6 @@ class TokenVerifier:
             logger.warning("the issuer's key set holds %d keys; the first %d are used", len(keys), MAX_KEYS)
             keys = keys[:MAX_KEYS]
         self._keys = key_set
+        self._verified.clear()  # what the old key set verified is checked again against the new one
         self._kids = frozenset(str(key["kid"]) for key in keys if "kid" in key)
         logger.info("the issuer's key set: %d key(s)", len(keys))

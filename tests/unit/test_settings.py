@@ -325,6 +325,8 @@ def test_no_authorization_is_refused_off_loopback(host: str) -> None:
         ("MCP_HTTP_MAX_BODY_BYTES", "100"),
         ("MCP_HTTP_IDLE_TIMEOUT_S", "0"),
         ("MCP_HTTP_CLOCK_LEEWAY_S", "301"),
+        ("MCP_HTTP_TOKEN_CACHE_SIZE", "-1"),
+        ("MCP_HTTP_TOKEN_CACHE_SIZE", "65537"),
     ],
 )
 def test_a_bad_http_setting_is_refused_by_name(name: str, value: str) -> None:

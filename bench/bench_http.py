@@ -54,6 +54,8 @@ PATH: Final = "/mcp"
 OURS: Final = "mcp-suite serve-http"
 DBHUB: Final = "dbhub 1.4.0 --transport http"
 OURS_JWT: Final = "mcp-suite serve-http, bearer JWTs"
+# The same with MCP_HTTP_TOKEN_CACHE_SIZE=0: every request's signature checked (what the cache saves).
+OURS_JWT_UNCACHED: Final = "mcp-suite serve-http, bearer JWTs, every signature checked"
 
 
 # --- the figures (pure) -------------------------------------------------------------------------
@@ -114,6 +116,7 @@ RATIOS: Final = (
     ("ours ÷ DBHub's", OURS, DBHUB),
     ("with JWTs ÷ DBHub's", OURS_JWT, DBHUB),
     ("with JWTs ÷ without", OURS_JWT, OURS),
+    ("token cache ÷ none", OURS_JWT, OURS_JWT_UNCACHED),
 )
 
 
@@ -125,7 +128,7 @@ def level_name(level: Level) -> str:
 def render_table(results: Results) -> str:
     """The side-by-side table (Markdown): per workload, clients and figure, each server's median
     and the ratios of `RATIOS`."""
-    servers = (OURS, DBHUB, OURS_JWT)
+    servers = (OURS, DBHUB, OURS_JWT, OURS_JWT_UNCACHED)
     head = ["workload, clients", "figure", *servers, *(heading for heading, _, _ in RATIOS)]
     lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
     for level in LEVELS:
@@ -142,7 +145,8 @@ def render_table(results: Results) -> str:
 def ratio_figures(results: Results, note: str) -> list[Figure]:
     """Per level, ours ÷ DBHub's: calls/s per core and by the wall clock (higher is better), p50
     and p99 (lower is better); then what the JWT check costs: calls/s per core with JWTs ÷
-    without. Informational: the issue sets no target over HTTP."""
+    without; then what the token cache saves: with it ÷ with every signature checked.
+    Informational: the issue sets no target over HTTP."""
     figures = []
     for level in LEVELS:
         a, b = results[OURS][level], results[DBHUB][level]
@@ -164,6 +168,13 @@ def ratio_figures(results: Results, note: str) -> list[Figure]:
         with_jwt = results[OURS_JWT][level].per_core / results[OURS][level].per_core
         figures.append(
             Figure(f"http, bearer JWTs: {level_name(level)}: calls/s per core ÷ without", with_jwt, "x")
+        )
+    for level in LEVELS:
+        cached = results[OURS_JWT][level].per_core / results[OURS_JWT_UNCACHED][level].per_core
+        figures.append(
+            Figure(
+                f"http, bearer JWTs: {level_name(level)}: calls/s per core, token cache ÷ none", cached, "x"
+            )
         )
     return figures
 
@@ -311,7 +322,8 @@ def server_cpu() -> int | None:
 
 def contenders(dsn: str, scratch: Path, issuer: TestIssuer) -> list[Contender]:
     """DBHub, this server without authorization (the pair compared), and this server with bearer
-    JWTs of `issuer`, one subject per client (informational: what the check costs)."""
+    JWTs of `issuer`, one subject (and token) per client, once with its token cache and once
+    checking every signature (informational: what the check costs, and what the cache saves)."""
     home = peers_home() / "node_modules"
     config = scratch / "dbhub.toml"
     config.write_text(
@@ -333,7 +345,7 @@ def contenders(dsn: str, scratch: Path, issuer: TestIssuer) -> list[Contender]:
         }
         return HttpServer(OURS, [*SERVER_ARGV, "serve-http"], env, port, cpu)
 
-    def ours_jwt() -> HttpServer:
+    def ours_jwt(name: str, **extra: str) -> HttpServer:
         port = free_port()
         env = {
             **ours_env,
@@ -341,8 +353,9 @@ def contenders(dsn: str, scratch: Path, issuer: TestIssuer) -> list[Contender]:
             "MCP_HTTP_RESOURCE_URI": resource_uri(port),
             "MCP_HTTP_ISSUER": issuer.issuer,
             "MCP_HTTP_JWKS_URL": issuer.jwks_url,
+            **extra,
         }
-        return HttpServer(OURS_JWT, [*SERVER_ARGV, "serve-http"], env, port, cpu)
+        return HttpServer(name, [*SERVER_ARGV, "serve-http"], env, port, cpu)
 
     def dbhub() -> HttpServer:
         port = free_port()
@@ -368,7 +381,12 @@ def contenders(dsn: str, scratch: Path, issuer: TestIssuer) -> list[Contender]:
     return [
         Contender(OURS, ours, our_calls),
         Contender(DBHUB, dbhub, dbhub_calls),
-        Contender(OURS_JWT, ours_jwt, our_calls_with_tokens),
+        Contender(OURS_JWT, lambda: ours_jwt(OURS_JWT), our_calls_with_tokens),
+        Contender(
+            OURS_JWT_UNCACHED,
+            lambda: ours_jwt(OURS_JWT_UNCACHED, MCP_HTTP_TOKEN_CACHE_SIZE="0"),
+            our_calls_with_tokens,
+        ),
     ]
 
 

@@ -16,6 +16,7 @@ from bench.bench_http import (
     LEVELS,
     OURS,
     OURS_JWT,
+    OURS_JWT_UNCACHED,
     Results,
     Sample,
     answer_line,
@@ -37,11 +38,14 @@ def sample(p50: float = 1.0, p99: float = 2.0, rate: float = 1_000, per_core: fl
     return Sample(p50, p99, rate, per_core, client_us=40.0, client_busy=0.04)
 
 
-def results(ours: Sample, peer: Sample, with_jwt: Sample | None = None) -> Results:
+def results(
+    ours: Sample, peer: Sample, with_jwt: Sample | None = None, uncached: Sample | None = None
+) -> Results:
     return {
         OURS: dict.fromkeys(LEVELS, ours),
         DBHUB: dict.fromkeys(LEVELS, peer),
         OURS_JWT: dict.fromkeys(LEVELS, with_jwt or ours),
+        OURS_JWT_UNCACHED: dict.fromkeys(LEVELS, uncached or with_jwt or ours),
     }
 
 
@@ -70,30 +74,44 @@ def test_the_medians_are_taken_figure_by_figure() -> None:
 
 
 def test_the_table_has_a_row_per_workload_clients_and_figure_with_the_ratios() -> None:
-    given = results(sample(p50=1.5, rate=1_200), sample(p50=1.0, rate=800), sample(p50=3.0, rate=600))
+    given = results(
+        sample(p50=1.5, rate=1_200),
+        sample(p50=1.0, rate=800),
+        sample(p50=3.0, rate=600),
+        sample(p50=4.0, rate=400),
+    )
     lines = render_table(given).splitlines()
     assert len(lines) == 2 + len(LEVELS) * 4
-    assert lines[0].endswith("| ours ÷ DBHub's | with JWTs ÷ DBHub's | with JWTs ÷ without |")
+    assert lines[0].endswith(
+        "| ours ÷ DBHub's | with JWTs ÷ DBHub's | with JWTs ÷ without | token cache ÷ none |"
+    )
     p50 = next(line for line in lines if line.startswith(f"| {WIDE.label}, 32 clients | p50 |"))
     assert [cell.strip() for cell in p50.strip("|").split("|")][2:] == [
-        "1.50 ms", "1.00 ms", "3.00 ms", "1.50", "3.00", "2.00"
+        "1.50 ms", "1.00 ms", "3.00 ms", "4.00 ms", "1.50", "3.00", "2.00", "0.75"
     ]  # fmt: skip
     rate = next(line for line in lines if line.startswith(f"| {SMALL.label}, 1 client | calls/s |"))
     assert [cell.strip() for cell in rate.strip("|").split("|")][2:] == [
-        "1,200", "800", "600", "1.50", "0.75", "0.50"
+        "1,200", "800", "600", "400", "1.50", "0.75", "0.50", "1.50"
     ]  # fmt: skip
 
 
-def test_the_ratio_figures_are_ours_over_the_peers_for_every_level_then_the_jwt_cost() -> None:
-    given = results(sample(p99=3.0, per_core=2_000), sample(p99=2.0, per_core=1_000), sample(per_core=1_500))
+def test_the_ratio_figures_are_ours_over_the_peers_for_every_level_then_the_jwt_cost_and_cache() -> None:
+    given = results(
+        sample(p99=3.0, per_core=2_000),
+        sample(p99=2.0, per_core=1_000),
+        sample(per_core=1_500),
+        sample(per_core=1_200),
+    )
     figures = ratio_figures(given, "note")
-    assert len(figures) == 5 * len(LEVELS) == 5 * 2 * len(CLIENTS)
+    assert len(figures) == 6 * len(LEVELS) == 6 * 2 * len(CLIENTS)
     by_name = {f.name: f for f in figures}
     per_core = by_name[f"http, no auth on loopback: {SMALL.label}, 8 clients: calls/s per core ÷ DBHub's"]
     assert per_core.value == 2.0
     assert per_core.note == "note"
     assert by_name[f"http, no auth on loopback: {WIDE.label}, 1 client: p99 ÷ DBHub's"].value == 1.5
     assert by_name[f"http, bearer JWTs: {WIDE.label}, 32 clients: calls/s per core ÷ without"].value == 0.75
+    cached = by_name[f"http, bearer JWTs: {SMALL.label}, 1 client: calls/s per core, token cache ÷ none"]
+    assert cached.value == 1.25
     assert all(f.ok is None for f in figures)
 
 

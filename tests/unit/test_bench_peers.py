@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 
 import pytest
@@ -19,11 +20,13 @@ from bench.bench_peers import (
     PEERS,
     SMALL,
     WIDE,
+    Load,
     Results,
     Sample,
     Workload,
     executor_targets,
     lock_addresses,
+    measure,
     median_sample,
     peer_targets,
     per_row_us,
@@ -124,6 +127,48 @@ def test_each_figure_is_its_own_median_over_the_rounds() -> None:
     assert median_sample(rounds) == sample(2, 8, 200, 0.2, 80, load_cpu=0.5, rate_32=600, load_cpu_32=0.8)
     wide = median_sample([at_8_only(r) for r in rounds])
     assert (wide.rates, wide.load_cpu_ms) == ({8: 200}, {8: 0.5})  # the levels measured, no other
+
+
+class ScriptedSubject:
+    """A subject whose CPU grows by a set amount per call: 1 ms in sequence (warm-up included),
+    2 ms per call at 8 in flight, 3 ms at 32."""
+
+    pid = os.getpid()
+
+    def __init__(self) -> None:
+        self.cpu = 0.0
+        self.loads: list[Load] = []
+
+    def sequential_ms(self, workload: Workload, calls: int) -> list[float]:
+        self.cpu += calls * 0.001
+        return [float(n % 10) for n in range(calls)]
+
+    def rate(self, workload: Workload, load: Load) -> float:
+        self.loads.append(load)
+        self.cpu += load.calls * {8: 0.002, 32: 0.003}[load.in_flight]
+        return float(load.in_flight * 100)
+
+    def cpu_seconds(self) -> float:
+        return self.cpu
+
+    def rss_mb(self) -> float:
+        return 50.0
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_cpu_per_call_is_split_between_the_sequential_calls_and_each_load() -> None:
+    subject = ScriptedSubject()
+    small = measure(subject, SMALL)
+    assert subject.loads == list(SMALL.loads)
+    assert small.cpu_ms == pytest.approx(1.0)  # the warm-up's calls are not counted
+    assert small.load_cpu_ms == pytest.approx({8: 2.0, 32: 3.0})
+    assert small.rates == {8: 800, 32: 3_200}
+    assert (small.p50_ms, small.p99_ms, small.rss_mb) == (4.0, 9.0, 50.0)
+    wide = measure(ScriptedSubject(), WIDE)
+    assert wide.rates == {8: 800}
+    assert wide.load_cpu_ms == pytest.approx({8: 2.0})
 
 
 def test_the_cost_per_row_is_the_p50_slope_over_the_97_extra_rows() -> None:

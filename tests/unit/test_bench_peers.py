@@ -42,8 +42,8 @@ PEER_TARGETS = [
     "100-row p50",
     "3-row calls/s, 8 in flight",
     "100-row calls/s, 8 in flight",
-    "3-row CPU per call in sequence",
-    "100-row CPU per call in sequence",
+    "3-row CPU per call, in sequence",
+    "100-row CPU per call, in sequence",
     "3-row CPU per call, 8 in flight",
     "100-row CPU per call, 8 in flight",
     "3-row p99",
@@ -198,8 +198,8 @@ def test_targets_compare_with_the_best_peer_of_each_figure_and_with_the_executor
         ("100-row p50", peer): (1.0, True),  # 1.10× (b's) is within 1.10×
         ("3-row calls/s, 8 in flight", peer): (1_100, True),  # the highest rate is the best: 0.82×
         ("100-row calls/s, 8 in flight", peer): (1_200, True),  # equal to the best is enough
-        ("3-row CPU per call in sequence", peer): (0.45, True),  # 1.11×
-        ("100-row CPU per call in sequence", peer): (0.6, False),  # 1.25×
+        ("3-row CPU per call, in sequence", peer): (0.45, True),  # 1.11×
+        ("100-row CPU per call, in sequence", peer): (0.6, False),  # 1.25×
         ("3-row CPU per call, 8 in flight", peer): (0.5, True),  # 1.2× is within 1.2×
         ("100-row CPU per call, 8 in flight", peer): (0.45, True),
         ("3-row p99", peer): (4.0, True),
@@ -230,8 +230,8 @@ AT_THE_BOUNDS = [
     ("100-row p50", "wide", "p50", 1.10, 1.11),
     ("3-row calls/s, 8 in flight", "small", "rate", 800, 799),
     ("100-row calls/s, 8 in flight", "wide", "rate", 1_000, 999),
-    ("3-row CPU per call in sequence", "small", "cpu", 1.2, 1.21),
-    ("100-row CPU per call in sequence", "wide", "cpu", 1.2, 1.21),
+    ("3-row CPU per call, in sequence", "small", "cpu", 1.2, 1.21),
+    ("100-row CPU per call, in sequence", "wide", "cpu", 1.2, 1.21),
     ("3-row CPU per call, 8 in flight", "small", "load_cpu", 1.2, 1.21),
     ("100-row CPU per call, 8 in flight", "wide", "load_cpu", 1.2, 1.21),
     ("3-row p99", "small", "p99", 0.69, 0.70),  # the worst of runs 7-11

@@ -20,7 +20,7 @@ import argparse
 import os
 import statistics
 import sys
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.bench_peers import OURS, WORKLOADS, Sample, StdioServer, Workload, measure, median_sample
@@ -42,6 +42,15 @@ def parse_variant(text: str) -> Variant:
         raise argparse.ArgumentTypeError(f"not NAME=TREE[:SETTING=VALUE,...]: {text!r}")
     settings = dict(pair.split("=", 1) for pair in tail.split(",") if pair)
     return Variant(name, tuple(Path(t).resolve() for t in tree.split("+")), settings)
+
+
+def flatten(sample: Sample) -> dict[str, float]:
+    """A sample's figures by name, one per in-flight level for the rates and the CPU under load."""
+    figures = {"p50_ms": sample.p50_ms, "p99_ms": sample.p99_ms, "cpu_ms": sample.cpu_ms}
+    figures |= {f"rate_{n}": rate for n, rate in sample.rates.items()}
+    figures |= {f"load_cpu_ms_{n}": cpu for n, cpu in sample.load_cpu_ms.items()}
+    figures["rss_mb"] = sample.rss_mb
+    return figures
 
 
 def open_variant(variant: Variant, dsn: str) -> StdioServer:
@@ -80,13 +89,10 @@ def main(argv: list[str]) -> int:
     first = variants[0].name
     for workload in WORKLOADS:
         print(f"\n{workload.label} (medians of {args.rounds} rounds; ratio to {first})")
-        base = median_sample(taken[first][workload])
+        base = flatten(median_sample(taken[first][workload]))
         for variant in variants:
-            med = median_sample(taken[variant.name][workload])
-            cells = []
-            for f in fields(Sample):
-                value, ratio = getattr(med, f.name), getattr(med, f.name) / getattr(base, f.name)
-                cells.append(f"{f.name} {value:.3f} (×{ratio:.2f})")
+            figures = flatten(median_sample(taken[variant.name][workload]))
+            cells = [f"{name} {value:.3f} (×{value / base[name]:.2f})" for name, value in figures.items()]
             spread = [s.p50_ms for s in taken[variant.name][workload]]
             cells.append(f"p50 range {min(spread):.3f}–{max(spread):.3f}, sd {statistics.pstdev(spread):.3f}")
             print(f"  {variant.name}: " + "; ".join(cells))

@@ -227,8 +227,28 @@ async def test_every_entry_of_the_error_table_is_seen_on_the_wire_and_agrees_wit
     table = {(slug, code) for slug, codes in WIRE_CODES.items() for code in codes}
     # check_line already proved seen <= table; this proves the table has no entry the server never uses.
     # shutting-down needs a process told to stop: tests/e2e/test_runtime_shutdown.py sees it on the wire.
-    # header-mismatch and insufficient-scope exist over HTTP only: tests/trio/test_http_app.py.
-    http_only = {("header-mismatch", HEADER_MISMATCH), ("insufficient-scope", INVALID_REQUEST)}
+    # header-mismatch, insufficient-scope and the refusals made before a request reaches the session
+    # core exist over HTTP only: tests/trio/test_http_app.py.
+    http_only = {
+        ("header-mismatch", HEADER_MISMATCH),
+        ("insufficient-scope", INVALID_REQUEST),
+        ("authorization-unavailable", INTERNAL_ERROR),
+        *(
+            (slug, INVALID_REQUEST)
+            for slug in (
+                "unauthorized",
+                "origin-not-allowed",
+                "method-not-allowed",
+                "not-acceptable",
+                "request-timeout",
+                "request-too-large",
+                "headers-too-large",
+                "unsupported-content",
+                "concurrency-limit",
+                "not-found",
+            )
+        ),
+    }
     assert seen == table - {("shutting-down", INTERNAL_ERROR)} - http_only
     assert {e["error"]["code"] for e in errors} == {
         PARSE_ERROR,

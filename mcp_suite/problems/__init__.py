@@ -155,7 +155,14 @@ class InvalidParamsError(InvalidArgumentsError):
 class InvalidRequestMetaError(InvalidParamsError):
     """A 2026-07-28 request whose `params._meta` lacks a required per-request field or has one of
     the wrong type: malformed, -32602, and over HTTP a 400 (basic/index, "Per-request protocol
-    fields": "On HTTP, the response status MUST be 400 Bad Request")."""
+    fields": "On HTTP, the response status MUST be 400 Bad Request"). A type of its own, with the
+    status 400 that HTTP answers, not `validation-error`'s 422: the document agrees with the
+    status line."""
+
+    slug = "malformed-meta"
+    title = "The request's _meta is malformed"
+    status = 400
+    code = "MCP_MALFORMED_META"
 
 
 class AccessDeniedError(ProblemError):
@@ -460,6 +467,7 @@ class InternalServerError(ProblemError):
 
 PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     InvalidArgumentsError,
+    InvalidRequestMetaError,
     AccessDeniedError,
     QueryViolationError,
     ExecutionTimeoutError,
@@ -493,6 +501,7 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
 # A test enforces that every rendered error agrees with it.
 WIRE_CODES: Final[Mapping[str, frozenset[int]]] = {
     "validation-error": frozenset({INVALID_PARAMS}),
+    "malformed-meta": frozenset({INVALID_PARAMS}),
     "session-not-initialized": frozenset({INVALID_REQUEST}),
     "invalid-request": frozenset({INVALID_REQUEST, PARSE_ERROR}),
     "method-not-found": frozenset({METHOD_NOT_FOUND}),

@@ -203,6 +203,8 @@ async def _provoke_every_error(h: Harness) -> list[dict[str, Any]]:
         b'{"jsonrpc":"2.0","id":"init","method":"initialize","params":{}}',  # -32600 second initialize
         b'{"jsonrpc":"2.0","id":"tool","method":"tools/call","params":{"name":"nope"}}',  # -32602
         b'{"jsonrpc":"2.0","id":"cur","method":"tools/list","params":{"cursor":"abc"}}',  # -32602
+        # -32602 malformed-meta: a modern request whose _meta lacks the per-request fields
+        b'{"jsonrpc":"2.0","id":"meta","method":"server/discover","params":{"_meta":{"x":1}}}',
         b'{"jsonrpc":"2.0","id":"boom","method":"tools/call","params":{"name":"boom"}}',  # -32603
         # -32022: a modern request for a version that is not served per request
         b'{"jsonrpc":"2.0","id":"v","method":"tools/list","params":{"_meta":{'

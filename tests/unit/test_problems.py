@@ -24,6 +24,7 @@ from mcp_suite.protocol.jsonrpc import JsonParseError, JsonRpcError
 
 SPEC_TABLE = {
     "validation-error": ("MCP_VALIDATION_ERROR", 422),
+    "malformed-meta": ("MCP_MALFORMED_META", 400),
     "access-denied": ("MCP_ACCESS_DENIED", 403),
     "query-violation": ("MCP_QUERY_VIOLATION", 403),
     "execution-timeout": ("MCP_EXECUTION_TIMEOUT", 504),

@@ -448,6 +448,9 @@ async def test_a_version_not_served_a_malformed_meta_and_a_modern_initialize_ans
                 assert refused.json()["id"] == malformed["id"]
                 assert refused.json()["error"]["code"] == -32602
                 assert refused.json()["error"]["data"]["invalid_params"] == ["_meta"]
+                # The problem document says what the status line says.
+                problem = check_line(refused.content + b"\n")["error"]["data"]
+                assert (problem["status"], slug_of(problem)) == (400, "malformed-meta")
             # initialize is the 2025 handshake: under the 2026-07-28 header it is a removed method.
             initialize = modern("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}}, 7)
             removed = await http.post(server.url, json=initialize, headers=modern_headers("initialize"))

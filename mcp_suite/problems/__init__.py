@@ -28,12 +28,16 @@ __all__ = [
     "UNSUPPORTED_PROTOCOL_VERSION",
     "WIRE_CODES",
     "AccessDeniedError",
+    "AuthorizationUnavailableError",
     "Channel",
     "ConcurrencyLimitError",
     "ConflictError",
     "DatabaseUnavailableError",
     "ExecutionTimeoutError",
     "HeaderMismatchError",
+    "HeadersTooLargeError",
+    "HttpMethodNotAllowedError",
+    "HttpNotFoundError",
     "InsufficientScopeError",
     "InternalServerError",
     "InvalidArgumentsError",
@@ -41,16 +45,23 @@ __all__ = [
     "InvalidRequestError",
     "InvalidRequestMetaError",
     "MethodNotFoundError",
+    "NotAcceptableError",
     "NotFoundError",
+    "OriginNotAllowedError",
     "ProblemError",
     "QueryViolationError",
+    "RequestTimeoutError",
+    "RequestTooLargeError",
     "ResourceLimitError",
     "ResourceNotFoundError",
     "ResultTooLargeError",
     "RoleRefusedError",
     "SessionNotInitializedError",
     "ShuttingDownError",
+    "TooManyRequestsError",
+    "UnauthorizedError",
     "UnsupportedContentError",
+    "UnsupportedMediaTypeError",
     "UnsupportedVersionError",
     "echo",
     "render_problem",
@@ -144,7 +155,14 @@ class InvalidParamsError(InvalidArgumentsError):
 class InvalidRequestMetaError(InvalidParamsError):
     """A 2026-07-28 request whose `params._meta` lacks a required per-request field or has one of
     the wrong type: malformed, -32602, and over HTTP a 400 (basic/index, "Per-request protocol
-    fields": "On HTTP, the response status MUST be 400 Bad Request")."""
+    fields": "On HTTP, the response status MUST be 400 Bad Request"). A type of its own, with the
+    status 400 that HTTP answers, not `validation-error`'s 422: the document agrees with the
+    status line."""
+
+    slug = "malformed-meta"
+    title = "The request's _meta is malformed"
+    status = 400
+    code = "MCP_MALFORMED_META"
 
 
 class AccessDeniedError(ProblemError):
@@ -175,6 +193,14 @@ class ConcurrencyLimitError(ProblemError):
     code = "MCP_CONCURRENCY_LIMIT"
 
 
+class TooManyRequestsError(ConcurrencyLimitError):
+    """Over HTTP: one caller has too many requests in progress (HTTP 429 with `Retry-After`), refused
+    before the request is read: a JSON-RPC error without an id."""
+
+    channel = Channel.ERROR
+    jsonrpc_code = INVALID_REQUEST
+
+
 class ConflictError(ProblemError):
     """The database gave up on the call because of what others were doing (a hot standby replaying
     a change the query was in the way of, a deadlock): nothing is wrong with the call; retry it."""
@@ -200,11 +226,27 @@ class ResourceNotFoundError(NotFoundError):
     jsonrpc_code = RESOURCE_NOT_FOUND
 
 
+class HttpNotFoundError(NotFoundError):
+    """Over HTTP: a path that is not the MCP endpoint, or a legacy session id that is unknown, expired
+    or another caller's (HTTP 404): a JSON-RPC error without an id."""
+
+    channel = Channel.ERROR
+    jsonrpc_code = INVALID_REQUEST
+
+
 class UnsupportedContentError(ProblemError):
     slug = "unsupported-content"
     title = "The content is not supported"
     status = 415
     code = "MCP_UNSUPPORTED_CONTENT"
+
+
+class UnsupportedMediaTypeError(UnsupportedContentError):
+    """Over HTTP: a request body that is not `application/json` (HTTP 415): a JSON-RPC error without
+    an id."""
+
+    channel = Channel.ERROR
+    jsonrpc_code = INVALID_REQUEST
 
 
 class ResultTooLargeError(ProblemError):
@@ -281,6 +323,101 @@ class InsufficientScopeError(ProblemError):
     jsonrpc_code = INVALID_REQUEST
 
 
+class UnauthorizedError(ProblemError):
+    """Over HTTP: no bearer token, or one that is not valid (HTTP 401 with `WWW-Authenticate`; for a
+    token that was checked and refused, `error="invalid_token"`)."""
+
+    slug = "unauthorized"
+    title = "Authentication required"
+    status = 401
+    code = "MCP_UNAUTHORIZED"
+    channel = Channel.ERROR
+    jsonrpc_code = INVALID_REQUEST
+
+
+class OriginNotAllowedError(ProblemError):
+    """Over HTTP: a request whose `Origin` is not one the server allows (HTTP 403; Streamable HTTP,
+    "Security": against DNS rebinding)."""
+
+    slug = "origin-not-allowed"
+    title = "The Origin is not allowed"
+    status = 403
+    code = "MCP_ORIGIN_NOT_ALLOWED"
+    channel = Channel.ERROR
+    jsonrpc_code = INVALID_REQUEST
+
+
+class HttpMethodNotAllowedError(ProblemError):
+    """Over HTTP: an HTTP method the path does not take (HTTP 405 with `Allow`). Not the JSON-RPC
+    method of the body: that is `method-not-found`."""
+
+    slug = "method-not-allowed"
+    title = "The HTTP method is not allowed"
+    status = 405
+    code = "MCP_METHOD_NOT_ALLOWED"
+    channel = Channel.ERROR
+    jsonrpc_code = INVALID_REQUEST
+
+
+class NotAcceptableError(ProblemError):
+    """Over HTTP: an `Accept` header that does not take `application/json` (HTTP 406)."""
+
+    slug = "not-acceptable"
+    title = "The response type asked for is not served"
+    status = 406
+    code = "MCP_NOT_ACCEPTABLE"
+    channel = Channel.ERROR
+    jsonrpc_code = INVALID_REQUEST
+
+
+class RequestTimeoutError(ProblemError):
+    """Over HTTP: the request body did not all arrive within MCP_HTTP_BODY_TIMEOUT_S (HTTP 408,
+    and the connection is closed). Not a call that ran out of time: that is `execution-timeout`."""
+
+    slug = "request-timeout"
+    title = "The request did not arrive in time"
+    status = 408
+    code = "MCP_REQUEST_TIMEOUT"
+    channel = Channel.ERROR
+    jsonrpc_code = INVALID_REQUEST
+
+
+class RequestTooLargeError(ProblemError):
+    """Over HTTP: a request body longer than MCP_HTTP_MAX_BODY_BYTES, declared or as it streams (HTTP
+    413, and the connection is closed). Not a result over its cap: that is `result-too-large`."""
+
+    slug = "request-too-large"
+    title = "The request is too large"
+    status = 413
+    code = "MCP_REQUEST_TOO_LARGE"
+    channel = Channel.ERROR
+    jsonrpc_code = INVALID_REQUEST
+
+
+class HeadersTooLargeError(ProblemError):
+    """Over HTTP: a header block longer than MCP_HTTP_MAX_HEADER_BYTES (HTTP 431)."""
+
+    slug = "headers-too-large"
+    title = "The request's headers are too large"
+    status = 431
+    code = "MCP_HEADERS_TOO_LARGE"
+    channel = Channel.ERROR
+    jsonrpc_code = INVALID_REQUEST
+
+
+class AuthorizationUnavailableError(ProblemError):
+    """Over HTTP: the issuer's key set cannot be fetched and none is cached, so no token can be
+    checked (HTTP 503 with `Retry-After`). A fault of the infrastructure, not of the request: it
+    travels as -32603, like `database-unavailable`, with `metadata.retryable: true`."""
+
+    slug = "authorization-unavailable"
+    title = "Tokens cannot be checked now"
+    status = 503
+    code = "MCP_AUTHORIZATION_UNAVAILABLE"
+    channel = Channel.ERROR
+    jsonrpc_code = INTERNAL_ERROR
+
+
 class DatabaseUnavailableError(ProblemError):
     """The database cannot be reached or refuses the server's login: a fault of the infrastructure.
 
@@ -330,6 +467,7 @@ class InternalServerError(ProblemError):
 
 PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     InvalidArgumentsError,
+    InvalidRequestMetaError,
     AccessDeniedError,
     QueryViolationError,
     ExecutionTimeoutError,
@@ -345,6 +483,14 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     UnsupportedVersionError,
     HeaderMismatchError,
     InsufficientScopeError,
+    UnauthorizedError,
+    OriginNotAllowedError,
+    HttpMethodNotAllowedError,
+    NotAcceptableError,
+    RequestTimeoutError,
+    RequestTooLargeError,
+    HeadersTooLargeError,
+    AuthorizationUnavailableError,
     DatabaseUnavailableError,
     RoleRefusedError,
     ShuttingDownError,
@@ -355,13 +501,27 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
 # A test enforces that every rendered error agrees with it.
 WIRE_CODES: Final[Mapping[str, frozenset[int]]] = {
     "validation-error": frozenset({INVALID_PARAMS}),
+    "malformed-meta": frozenset({INVALID_PARAMS}),
     "session-not-initialized": frozenset({INVALID_REQUEST}),
     "invalid-request": frozenset({INVALID_REQUEST, PARSE_ERROR}),
     "method-not-found": frozenset({METHOD_NOT_FOUND}),
     "unsupported-protocol-version": frozenset({UNSUPPORTED_PROTOCOL_VERSION}),
     "header-mismatch": frozenset({HEADER_MISMATCH}),
     "insufficient-scope": frozenset({INVALID_REQUEST}),
-    "not-found": frozenset({RESOURCE_NOT_FOUND}),
+    # Over HTTP only: a refusal before the request reaches the session core (HTTP 4xx/503).
+    "unauthorized": frozenset({INVALID_REQUEST}),
+    "origin-not-allowed": frozenset({INVALID_REQUEST}),
+    "method-not-allowed": frozenset({INVALID_REQUEST}),
+    "not-acceptable": frozenset({INVALID_REQUEST}),
+    "request-timeout": frozenset({INVALID_REQUEST}),
+    "request-too-large": frozenset({INVALID_REQUEST}),
+    "headers-too-large": frozenset({INVALID_REQUEST}),
+    "authorization-unavailable": frozenset({INTERNAL_ERROR}),
+    # In-band for a tool; over HTTP, refusals of the same meaning (HTTP 415, 429) travel as -32600.
+    "unsupported-content": frozenset({INVALID_REQUEST}),
+    "concurrency-limit": frozenset({INVALID_REQUEST}),
+    # -32002: a legacy resources/read; -32600: over HTTP, an unknown path or session (HTTP 404).
+    "not-found": frozenset({RESOURCE_NOT_FOUND, INVALID_REQUEST}),
     "database-unavailable": frozenset({INTERNAL_ERROR}),
     # In-band for a tool; a resource read has no in-band channel, so there it is -32603.
     "role-refused": frozenset({INTERNAL_ERROR}),

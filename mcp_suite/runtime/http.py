@@ -27,11 +27,22 @@ from urllib.parse import urlsplit
 import trio
 
 from mcp_suite.problems import (
+    AuthorizationUnavailableError,
+    HeadersTooLargeError,
+    HttpMethodNotAllowedError,
+    HttpNotFoundError,
     InsufficientScopeError,
     InvalidRequestError,
     InvalidRequestMetaError,
+    NotAcceptableError,
+    OriginNotAllowedError,
     ProblemError,
+    RequestTimeoutError,
+    RequestTooLargeError,
     SessionNotInitializedError,
+    TooManyRequestsError,
+    UnauthorizedError,
+    UnsupportedMediaTypeError,
 )
 from mcp_suite.protocol import mcp
 from mcp_suite.protocol.authz import (
@@ -82,11 +93,19 @@ class _LegacySession:
 
 
 class _RefusalError(Exception):
-    """An HTTP-level refusal before the core sees the request."""
+    """An HTTP-level refusal before the core sees the request: its body is the JSON-RPC error of a
+    `kind` problem, and its HTTP status is that problem's status, so the two always agree."""
 
-    def __init__(self, status: int, detail: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    def __init__(
+        self,
+        kind: type[ProblemError],
+        detail: str,
+        headers: Iterable[tuple[bytes, bytes]] = (),
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(detail)
-        self.status = status
+        self.problem = kind(detail[:256], metadata=metadata)
+        self.status = kind.status
         self.detail = detail
         self.headers = list(headers)
 
@@ -151,23 +170,25 @@ class HttpApp:
         # single read is measured here.
         limit = self.settings.http_max_header_bytes
         if sum(len(name) + len(value) + 4 for name, value in scope["headers"]) > limit:
-            raise _RefusalError(431, f"the headers are longer than {limit} bytes")
+            raise _RefusalError(HeadersTooLargeError, f"the headers are longer than {limit} bytes")
         if path in self._metadata_paths and self.verifier is not None:
             if method not in ("GET", "HEAD"):
-                raise _RefusalError(405, "the metadata is read with GET", [(b"allow", b"GET")])
+                raise _RefusalError(
+                    HttpMethodNotAllowedError, "the metadata is read with GET", [(b"allow", b"GET")]
+                )
             await _send(send, 200, self._metadata, [_JSON, (b"cache-control", b"max-age=3600")])
             return
         if path != self.settings.http_path:
-            raise _RefusalError(404, f"the MCP endpoint is {self.settings.http_path}")
+            raise _RefusalError(HttpNotFoundError, f"the MCP endpoint is {self.settings.http_path}")
         # Streamable HTTP, "Security": a present Origin that is not allowed is 403 (DNS rebinding).
         if not origin_allowed(headers.get("origin"), self.settings.http_allowed_origins):
-            raise _RefusalError(403, "this Origin is not allowed to call the server")
+            raise _RefusalError(OriginNotAllowedError, "this Origin is not allowed to call the server")
         identity = await self._authenticate(headers)
         audit_subject.set(identity.subject)  # this request's task only (and its worker threads)
         count = self.in_progress.get(identity.subject, 0)
         if count >= self.settings.http_max_requests_per_identity:
             raise _RefusalError(
-                429,
+                TooManyRequestsError,
                 f"at most {self.settings.http_max_requests_per_identity} requests at once per caller",
                 [(b"retry-after", b"1")],
             )
@@ -181,7 +202,7 @@ class HttpApp:
                 # No standalone SSE stream is offered (2025-11-25 lets a server say so with 405;
                 # 2026-07-28 has none).
                 raise _RefusalError(
-                    405,
+                    HttpMethodNotAllowedError,
                     "the MCP endpoint takes POST (and DELETE to end a session)",
                     [(b"allow", b"POST, DELETE")],
                 )
@@ -198,14 +219,18 @@ class HttpApp:
             return ANONYMOUS
         token = bearer_token(headers.get("authorization"))
         if token is None:
-            raise _RefusalError(401, "a bearer token is required", [(b"www-authenticate", self._challenge())])
+            raise _RefusalError(
+                UnauthorizedError, "a bearer token is required", [(b"www-authenticate", self._challenge())]
+            )
         try:
             return await self.verifier.verify(token)
         except TokenRejectedError as exc:
             value = self._challenge(error="invalid_token", description=str(exc))
-            raise _RefusalError(401, str(exc), [(b"www-authenticate", value)]) from None
+            raise _RefusalError(UnauthorizedError, str(exc), [(b"www-authenticate", value)]) from None
         except KeysUnavailableError as exc:
-            raise _RefusalError(503, str(exc), [(b"retry-after", b"5")]) from None
+            raise _RefusalError(
+                AuthorizationUnavailableError, str(exc), [(b"retry-after", b"5")], {"retryable": True}
+            ) from None
 
     def _challenge(self, **params: str) -> bytes:
         return challenge(self._metadata_url, **params).encode("latin-1")
@@ -214,10 +239,10 @@ class HttpApp:
 
     async def _post(self, identity: Identity, headers: dict[str, str], receive: Receive, send: Send) -> None:
         if not accepts_json(headers.get("accept")):
-            raise _RefusalError(406, "the server answers with application/json")
+            raise _RefusalError(NotAcceptableError, "the server answers with application/json")
         content_type = headers.get("content-type", "application/json").split(";")[0].strip().lower()
         if content_type != "application/json":
-            raise _RefusalError(415, "the body must be application/json")
+            raise _RefusalError(UnsupportedMediaTypeError, "the body must be application/json")
         version = headers.get("mcp-protocol-version")
         era = era_of(version)
         body = await self._read_body(headers, receive)
@@ -262,7 +287,9 @@ class HttpApp:
         cap = self.settings.http_max_body_bytes
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > cap:
-            raise _RefusalError(413, f"the body is longer than {cap} bytes", [(b"connection", b"close")])
+            raise _RefusalError(
+                RequestTooLargeError, f"the body is longer than {cap} bytes", [(b"connection", b"close")]
+            )
         chunks: list[bytes] = []
         size = 0
         with trio.move_on_after(self.settings.http_body_timeout_s):
@@ -274,12 +301,16 @@ class HttpApp:
                 size += len(chunk)
                 if size > cap:
                     raise _RefusalError(
-                        413, f"the body is longer than {cap} bytes", [(b"connection", b"close")]
+                        RequestTooLargeError,
+                        f"the body is longer than {cap} bytes",
+                        [(b"connection", b"close")],
                     )
                 chunks.append(chunk)
                 if not message.get("more_body", False):
                     return b"".join(chunks)
-        raise _RefusalError(408, "the body did not arrive in time", [(b"connection", b"close")])
+        raise _RefusalError(
+            RequestTimeoutError, "the body did not arrive in time", [(b"connection", b"close")]
+        )
 
     def _new_core(self, identity: Identity) -> SessionCore:
         def visible_tools() -> list[mcp.ToolDescription]:
@@ -307,10 +338,12 @@ class HttpApp:
             self._end_session(session_id)
             session = None
         if session is None or session.subject != identity.subject:
-            raise _RefusalError(404, "no such session; send initialize to open a new one")
+            raise _RefusalError(HttpNotFoundError, "no such session; send initialize to open a new one")
         version = headers.get("mcp-protocol-version")
         if version is not None and version != session.core.legacy_version:
-            raise _RefusalError(400, "MCP-Protocol-Version is not the version this session negotiated")
+            raise _RefusalError(
+                InvalidRequestError, "MCP-Protocol-Version is not the version this session negotiated"
+            )
         session.last_used = now
         return session
 
@@ -337,10 +370,10 @@ class HttpApp:
     async def _delete(self, identity: Identity, headers: dict[str, str], send: Send) -> None:
         session_id = headers.get(_SESSION_HEADER)
         if session_id is None:
-            raise _RefusalError(400, "DELETE names the session to end in Mcp-Session-Id")
+            raise _RefusalError(InvalidRequestError, "DELETE names the session to end in Mcp-Session-Id")
         session = self.sessions.get(session_id)
         if session is None or session.subject != identity.subject:
-            raise _RefusalError(404, "no such session")
+            raise _RefusalError(HttpNotFoundError, "no such session")
         self._end_session(session_id)
         await _send(send, 204, b"")
 
@@ -472,7 +505,7 @@ async def _send(send: Send, status: int, body: bytes, headers: Iterable[tuple[by
 
 async def _send_refusal(send: Send, refusal: _RefusalError) -> None:
     # Streamable HTTP: the body of a refusal MAY be a JSON-RPC error response without an id.
-    frame = encode_error(None, InvalidRequestError(refusal.detail[:256]), omit_unknown_id=True)
+    frame = encode_error(None, refusal.problem, omit_unknown_id=True)
     await _send(send, refusal.status, frame.rstrip(b"\n"), [_JSON, *refusal.headers])
 
 

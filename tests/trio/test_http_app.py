@@ -23,7 +23,7 @@ from mcp_suite.settings import Settings
 from mcp_suite.tools.registry import open_registry
 from tests.support.harness import ToolLog, tool_opener
 from tests.support.issuer import TestIssuer, open_issuer
-from tests.support.wire import check_line
+from tests.support.wire import check_line, slug_of
 
 RESOURCE: Final = "http://127.0.0.1/mcp"
 IDLE_CONNECTIONS: Final = 1_000
@@ -83,6 +83,33 @@ def modern_headers(method: str, name: str | None = None, token: str | None = Non
     return headers
 
 
+def refusal_body(body: bytes, status: int, slug: str) -> dict[str, Any]:
+    """The body of an HTTP refusal: a JSON-RPC error without an id whose problem says what the
+    status line says (its status, and the slug of the problem meant)."""
+    message = check_line(body + b"\n")
+    assert "id" not in message, message
+    problem = message["error"]["data"]
+    assert (problem["status"], slug_of(problem)) == (status, slug), message
+    return message
+
+
+def assert_refused(response: httpx2.Response, status: int, slug: str) -> dict[str, Any]:
+    """`response` is an HTTP `status` whose body (`refusal_body`) agrees with it."""
+    assert response.status_code == status, response.content
+    assert response.headers["content-type"] == "application/json"
+    return refusal_body(response.content, status, slug)
+
+
+async def raw_answer(stream: trio.SocketStream) -> tuple[bytes, bytes]:
+    """The status line and the body of one answer on a raw connection the server closes after it."""
+    answer = b""
+    with trio.fail_after(10):
+        while chunk := await stream.receive_some(65_536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return head.split(b"\r\n")[0], body
+
+
 async def list_tools(http: httpx2.AsyncClient, url: str, token: str | None = None) -> httpx2.Response:
     return await http.post(url, json=modern("tools/list"), headers=modern_headers("tools/list", token=token))
 
@@ -98,13 +125,13 @@ async def call_metrics(http: httpx2.AsyncClient, url: str, token: str | None) ->
 async def test_no_token_is_401_pointing_at_the_resource_metadata(issuer: TestIssuer) -> None:
     with trio.fail_after(30):
         async with serving(issuer) as server, httpx2.AsyncClient() as http:
-            refused = await call_metrics(http, server.url, None)
-            assert refused.status_code == 401
-            assert refused.headers["www-authenticate"] == (
+            missing = await call_metrics(http, server.url, None)
+            assert "bearer token" in assert_refused(missing, 401, "unauthorized")["error"]["data"]["detail"]
+            assert missing.headers["www-authenticate"] == (
                 'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource/mcp"'
             )
             basic = await http.post(server.url, json={}, headers={"Authorization": "Basic YTpi"})
-            assert basic.status_code == 401
+            assert_refused(basic, 401, "unauthorized")
 
 
 @pytest.mark.parametrize(
@@ -122,9 +149,9 @@ async def test_a_token_whose_claims_do_not_hold_is_401_invalid_token(
     with trio.fail_after(30):
         async with serving(issuer) as server, httpx2.AsyncClient() as http:
             aud = claims.pop("aud", RESOURCE)
-            refused = await call_metrics(http, server.url, issuer.token(aud, **claims))
-            assert refused.status_code == 401
-            challenge = refused.headers["www-authenticate"]
+            rejected = await call_metrics(http, server.url, issuer.token(aud, **claims))
+            assert_refused(rejected, 401, "unauthorized")
+            challenge = rejected.headers["www-authenticate"]
             assert challenge.startswith('Bearer resource_metadata="')
             assert 'error="invalid_token"' in challenge
             assert reason in challenge
@@ -173,8 +200,11 @@ async def test_keys_that_cannot_be_fetched_are_503_not_a_pass(issuer: TestIssuer
             serving(issuer, http_jwks_url="http://127.0.0.1:9/nothing") as server,
             httpx2.AsyncClient() as http,
         ):
-            refused = await call_metrics(http, server.url, issuer.token(RESOURCE))
-            assert refused.status_code == 503
+            unavailable = await call_metrics(http, server.url, issuer.token(RESOURCE))
+            error = assert_refused(unavailable, 503, "authorization-unavailable")["error"]
+            assert error["code"] == -32603  # the infrastructure's fault, as database-unavailable
+            assert error["data"]["metadata"] == {"retryable": True}
+            assert unavailable.headers["retry-after"] == "5"
 
 
 async def test_a_missing_scope_hides_the_tool_and_refuses_its_call_with_403(issuer: TestIssuer) -> None:
@@ -215,6 +245,9 @@ async def test_the_protected_resource_metadata_is_served_at_both_well_known_path
                 assert document["resource"] == RESOURCE
                 assert document["authorization_servers"] == [issuer.issuer]
                 assert "metrics:read" in document["scopes_supported"]
+                posted = await http.post(base + path, json={})
+                assert_refused(posted, 405, "method-not-allowed")
+                assert posted.headers["allow"] == "GET"
 
 
 # -- Origin, body, headers, connections ------------------------------------------------------------
@@ -231,8 +264,7 @@ async def test_a_foreign_origin_is_403_and_a_listed_one_is_served() -> None:
             foreign = await http.post(
                 server.url, json=body, headers={**headers, "Origin": "http://evil.example"}
             )
-            assert foreign.status_code == 403
-            assert "id" not in foreign.json()
+            assert_refused(foreign, 403, "origin-not-allowed")
             listed = await http.post(
                 server.url, json=body, headers={**headers, "Origin": "https://app.example"}
             )
@@ -244,7 +276,8 @@ async def test_an_oversized_body_is_413_by_its_declared_length_and_while_it_stre
         async with serving(http_max_body_bytes=4_096) as server, httpx2.AsyncClient() as http:
             big = {**modern("tools/list"), "pad": "x" * 5_000}
             declared = await http.post(server.url, json=big, headers=modern_headers("tools/list"))
-            assert declared.status_code == 413
+            assert_refused(declared, 413, "request-too-large")
+            assert declared.headers["connection"] == "close"
             # No declared length, and the body never ends: the answer comes once the cap is passed.
             stream = await trio.open_tcp_stream(server.host, server.port)
             async with stream:
@@ -254,8 +287,9 @@ async def test_an_oversized_body_is_413_by_its_declared_length_and_while_it_stre
                 )
                 for _ in range(5):
                     await stream.send_all(b"400\r\n" + b"x" * 1024 + b"\r\n")
-                answer = await stream.receive_some(65_536)
-            assert answer.startswith(b"HTTP/1.1 413")
+                status_line, body = await raw_answer(stream)
+            assert status_line.startswith(b"HTTP/1.1 413")
+            refusal_body(body, 413, "request-too-large")
             ok = await list_tools(http, server.url)
             assert ok.status_code == 200
 
@@ -325,8 +359,11 @@ async def test_a_header_block_over_the_limit_is_refused() -> None:
             httpx2.AsyncClient() as http,
         ):
             headers = {**modern_headers("tools/list"), "X-Big": "a" * 4_000}
-            refused = await http.post(server.url, json=modern("tools/list"), headers=headers)
-            assert refused.status_code == 431
+            assert_refused(
+                await http.post(server.url, json=modern("tools/list"), headers=headers),
+                431,
+                "headers-too-large",
+            )
             # Sent in pieces, hypercorn's own bound ends it before the block is complete.
             stream = await trio.open_tcp_stream(server.host, server.port)
             async with stream:
@@ -365,13 +402,17 @@ async def test_modern_posts_check_their_headers_and_answer_with_the_spec_s_statu
             assert unknown.json()["error"]["code"] == -32601
             note = {"jsonrpc": "2.0", "method": "notifications/whatever"}
             assert (await http.post(server.url, json=note)).status_code == 202
-            assert (await http.get(server.url)).status_code == 405
+            get = await http.get(server.url)
+            assert_refused(get, 405, "method-not-allowed")
+            assert get.headers["allow"] == "POST, DELETE"
             wrong_type = await http.post(server.url, content=b"{}", headers={"Content-Type": "text/plain"})
-            assert wrong_type.status_code == 415
+            assert_refused(wrong_type, 415, "unsupported-content")
             event_stream_only = await http.post(
                 server.url, json=body, headers={"Accept": "text/event-stream"}
             )
-            assert event_stream_only.status_code == 406
+            assert_refused(event_stream_only, 406, "not-acceptable")
+            elsewhere = await http.post(server.url.removesuffix("/mcp") + "/other", json=body)
+            assert_refused(elsewhere, 404, "not-found")
 
 
 async def test_a_version_not_served_a_malformed_meta_and_a_modern_initialize_answer_the_request_s_id() -> (
@@ -407,6 +448,9 @@ async def test_a_version_not_served_a_malformed_meta_and_a_modern_initialize_ans
                 assert refused.json()["id"] == malformed["id"]
                 assert refused.json()["error"]["code"] == -32602
                 assert refused.json()["error"]["data"]["invalid_params"] == ["_meta"]
+                # The problem document says what the status line says.
+                problem = check_line(refused.content + b"\n")["error"]["data"]
+                assert (problem["status"], slug_of(problem)) == (400, "malformed-meta")
             # initialize is the 2025 handshake: under the 2026-07-28 header it is a removed method.
             initialize = modern("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}}, 7)
             removed = await http.post(server.url, json=initialize, headers=modern_headers("initialize"))
@@ -455,14 +499,18 @@ async def test_a_legacy_session_lives_from_initialize_to_delete_and_belongs_to_i
             assert alone.json()["error"]["code"] == -32600
             # Another caller cannot use it, nor end it.
             as_mallory = {"Authorization": f"Bearer {mallory}", "Mcp-Session-Id": session_id}
-            assert (await http.post(server.url, json=tools_list, headers=as_mallory)).status_code == 404
-            assert (await http.delete(server.url, headers=as_mallory)).status_code == 404
+            assert_refused(await http.post(server.url, json=tools_list, headers=as_mallory), 404, "not-found")
+            assert_refused(await http.delete(server.url, headers=as_mallory), 404, "not-found")
             wrong_version = {**as_alice, "MCP-Protocol-Version": "2025-06-18"}
-            assert (await http.post(server.url, json=tools_list, headers=wrong_version)).status_code == 400
+            assert_refused(
+                await http.post(server.url, json=tools_list, headers=wrong_version), 400, "invalid-request"
+            )
+            no_session = {"Authorization": f"Bearer {alice}"}
+            assert_refused(await http.delete(server.url, headers=no_session), 400, "invalid-request")
             assert (await http.delete(server.url, headers=as_alice)).status_code == 204
-            assert (await http.post(server.url, json=tools_list, headers=as_alice)).status_code == 404
+            assert_refused(await http.post(server.url, json=tools_list, headers=as_alice), 404, "not-found")
             unknown = {"Authorization": f"Bearer {alice}", "Mcp-Session-Id": "nope"}
-            assert (await http.post(server.url, json=tools_list, headers=unknown)).status_code == 404
+            assert_refused(await http.post(server.url, json=tools_list, headers=unknown), 404, "not-found")
 
 
 async def test_one_caller_s_requests_in_progress_are_bounded_with_429() -> None:
@@ -480,7 +528,7 @@ async def test_one_caller_s_requests_in_progress_are_bounded_with_429() -> None:
                 busy = await http.post(
                     server.url, json=modern("tools/list"), headers=modern_headers("tools/list")
                 )
-                assert busy.status_code == 429
+                assert_refused(busy, 429, "concurrency-limit")
                 assert busy.headers["retry-after"] == "1"
             ok = await list_tools(http, server.url)
             assert ok.status_code == 200
@@ -512,9 +560,9 @@ async def test_a_body_that_does_not_arrive_in_time_is_408() -> None:
             async with stream:
                 head = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                 await stream.send_all(head + b"Content-Length: 100\r\n\r\n{")
-                with trio.fail_after(10):
-                    answer = await stream.receive_some(65_536)
-            assert answer.startswith(b"HTTP/1.1 408")
+                status_line, body = await raw_answer(stream)
+            assert status_line.startswith(b"HTTP/1.1 408")
+            refusal_body(body, 408, "request-timeout")
 
 
 async def test_a_legacy_session_s_call_is_cancelled_by_notifications_cancelled() -> None:

@@ -203,6 +203,8 @@ async def _provoke_every_error(h: Harness) -> list[dict[str, Any]]:
         b'{"jsonrpc":"2.0","id":"init","method":"initialize","params":{}}',  # -32600 second initialize
         b'{"jsonrpc":"2.0","id":"tool","method":"tools/call","params":{"name":"nope"}}',  # -32602
         b'{"jsonrpc":"2.0","id":"cur","method":"tools/list","params":{"cursor":"abc"}}',  # -32602
+        # -32602 malformed-meta: a modern request whose _meta lacks the per-request fields
+        b'{"jsonrpc":"2.0","id":"meta","method":"server/discover","params":{"_meta":{"x":1}}}',
         b'{"jsonrpc":"2.0","id":"boom","method":"tools/call","params":{"name":"boom"}}',  # -32603
         # -32022: a modern request for a version that is not served per request
         b'{"jsonrpc":"2.0","id":"v","method":"tools/list","params":{"_meta":{'
@@ -227,8 +229,28 @@ async def test_every_entry_of_the_error_table_is_seen_on_the_wire_and_agrees_wit
     table = {(slug, code) for slug, codes in WIRE_CODES.items() for code in codes}
     # check_line already proved seen <= table; this proves the table has no entry the server never uses.
     # shutting-down needs a process told to stop: tests/e2e/test_runtime_shutdown.py sees it on the wire.
-    # header-mismatch and insufficient-scope exist over HTTP only: tests/trio/test_http_app.py.
-    http_only = {("header-mismatch", HEADER_MISMATCH), ("insufficient-scope", INVALID_REQUEST)}
+    # header-mismatch, insufficient-scope and the refusals made before a request reaches the session
+    # core exist over HTTP only: tests/trio/test_http_app.py.
+    http_only = {
+        ("header-mismatch", HEADER_MISMATCH),
+        ("insufficient-scope", INVALID_REQUEST),
+        ("authorization-unavailable", INTERNAL_ERROR),
+        *(
+            (slug, INVALID_REQUEST)
+            for slug in (
+                "unauthorized",
+                "origin-not-allowed",
+                "method-not-allowed",
+                "not-acceptable",
+                "request-timeout",
+                "request-too-large",
+                "headers-too-large",
+                "unsupported-content",
+                "concurrency-limit",
+                "not-found",
+            )
+        ),
+    }
     assert seen == table - {("shutting-down", INTERNAL_ERROR)} - http_only
     assert {e["error"]["code"] for e in errors} == {
         PARSE_ERROR,

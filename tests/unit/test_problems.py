@@ -24,6 +24,7 @@ from mcp_suite.protocol.jsonrpc import JsonParseError, JsonRpcError
 
 SPEC_TABLE = {
     "validation-error": ("MCP_VALIDATION_ERROR", 422),
+    "malformed-meta": ("MCP_MALFORMED_META", 400),
     "access-denied": ("MCP_ACCESS_DENIED", 403),
     "query-violation": ("MCP_QUERY_VIOLATION", 403),
     "execution-timeout": ("MCP_EXECUTION_TIMEOUT", 504),
@@ -39,6 +40,14 @@ SPEC_TABLE = {
     "unsupported-protocol-version": ("MCP_UNSUPPORTED_PROTOCOL_VERSION", 400),
     "header-mismatch": ("MCP_HEADER_MISMATCH", 400),
     "insufficient-scope": ("MCP_INSUFFICIENT_SCOPE", 403),
+    "unauthorized": ("MCP_UNAUTHORIZED", 401),
+    "origin-not-allowed": ("MCP_ORIGIN_NOT_ALLOWED", 403),
+    "method-not-allowed": ("MCP_METHOD_NOT_ALLOWED", 405),
+    "not-acceptable": ("MCP_NOT_ACCEPTABLE", 406),
+    "request-timeout": ("MCP_REQUEST_TIMEOUT", 408),
+    "request-too-large": ("MCP_REQUEST_TOO_LARGE", 413),
+    "headers-too-large": ("MCP_HEADERS_TOO_LARGE", 431),
+    "authorization-unavailable": ("MCP_AUTHORIZATION_UNAVAILABLE", 503),
     "database-unavailable": ("MCP_DATABASE_UNAVAILABLE", 503),
     "role-refused": ("MCP_ROLE_REFUSED", 503),
     "shutting-down": ("MCP_SHUTTING_DOWN", 503),
@@ -88,8 +97,16 @@ def test_a_problem_class_that_travels_as_an_error_has_a_code_its_type_allows(cls
         # in-band: as an error only from a method without in-band results, as an internal error
         # (role-refused from a resource read, say)
         assert cls.jsonrpc_code == INTERNAL_ERROR
-        # (and not-found, whose legacy resource-read subclass travels as -32002)
-        assert cls.slug not in WIRE_CODES or cls.slug in ("validation-error", "role-refused", "not-found")
+        # (and not-found, whose legacy resource-read subclass travels as -32002; it, unsupported-content
+        # and concurrency-limit have subclasses for the same refusals made over HTTP, as -32600)
+        in_band_with_an_error_subclass = (
+            "validation-error",
+            "role-refused",
+            "not-found",
+            "unsupported-content",
+            "concurrency-limit",
+        )
+        assert cls.slug not in WIRE_CODES or cls.slug in in_band_with_an_error_subclass
 
 
 def test_the_channel_and_code_are_facts_of_the_class_not_of_an_instance() -> None:

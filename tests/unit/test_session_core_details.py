@@ -91,6 +91,7 @@ def test_a_malformed_modern_request_says_what_its_meta_lacks(meta: Any, detail: 
     )
     assert answer.problem is not None
     assert answer.problem.jsonrpc_code == INVALID_PARAMS
+    assert (error["data"]["status"], error["data"]["code"]) == (400, "MCP_MALFORMED_META")
 
 
 def test_a_modern_request_lacking_both_fields_names_both() -> None:

@@ -20,21 +20,20 @@ PROBLEM_MEMBERS: Final = frozenset(
     {"type", "title", "status", "detail", "code", "invalid_params", "metadata"}
 )
 # Problem types that travel only as JSON-RPC errors, never in-band (docs/wire.md, the "surface" column).
+# The refusals of the HTTP transport before a request reaches the session core (a JSON-RPC error
+# without an id); all but `authorization-unavailable` (-32603) travel as -32600.
+HTTP_REFUSALS: Final = (
+    "unauthorized",
+    "origin-not-allowed",
+    "method-not-allowed",
+    "not-acceptable",
+    "request-timeout",
+    "request-too-large",
+    "headers-too-large",
+    "authorization-unavailable",
+)
 _WIRE_ONLY: Final = frozenset(
-    {
-        "session-not-initialized",
-        "invalid-request",
-        "method-not-found",
-        # the refusals of the HTTP transport (a JSON-RPC error without an id)
-        "unauthorized",
-        "origin-not-allowed",
-        "method-not-allowed",
-        "not-acceptable",
-        "request-timeout",
-        "request-too-large",
-        "headers-too-large",
-        "authorization-unavailable",
-    }
+    {"session-not-initialized", "invalid-request", "method-not-found", *HTTP_REFUSALS}
 )
 _BY_SLUG: Final[dict[str, type[ProblemError]]] = {cls.slug: cls for cls in PROBLEM_TYPES}
 # A detail echoes at most 256 characters of caller input; with the fixed wording around it, a detail

@@ -26,7 +26,7 @@ from mcp_suite.problems import (
 )
 from mcp_suite.settings import MAX_FRAME_BYTES
 from tests.support.harness import TRANSPORTS, Harness, Transport, open_session, refused_resource_opener
-from tests.support.wire import slug_of
+from tests.support.wire import HTTP_REFUSALS, slug_of
 
 _DEEP = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":' + b'{"a":' * 70 + b"1" + b"}" * 70 + b"}"
 
@@ -237,18 +237,8 @@ async def test_every_entry_of_the_error_table_is_seen_on_the_wire_and_agrees_wit
         ("authorization-unavailable", INTERNAL_ERROR),
         *(
             (slug, INVALID_REQUEST)
-            for slug in (
-                "unauthorized",
-                "origin-not-allowed",
-                "method-not-allowed",
-                "not-acceptable",
-                "request-timeout",
-                "request-too-large",
-                "headers-too-large",
-                "unsupported-content",
-                "concurrency-limit",
-                "not-found",
-            )
+            for slug in (*HTTP_REFUSALS, "unsupported-content", "concurrency-limit", "not-found")
+            if slug != "authorization-unavailable"
         ),
     }
     assert seen == table - {("shutting-down", INTERNAL_ERROR)} - http_only

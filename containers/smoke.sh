@@ -9,8 +9,9 @@
 #   containers/smoke.sh --offline  only the static check of the Containerfiles, the compose files and
 #                                  the run flags (containers/check_profile.py): no engine, no network
 #
-# Full mode needs root with podman, runc and debootstrap (CI installs them from Debian's packages:
-# see docs/operations/container.md). read_only_sql is exercised against the demo PostgreSQL when the
+# Full mode needs root with podman, runc, debootstrap and iptables, which podman's network backend
+# (netavark) runs for every bridge network, the image build's included (CI installs them from
+# Debian's packages: see docs/operations/container.md). read_only_sql is exercised against the demo PostgreSQL when the
 # project's venv exists: the cluster listens on loopback TCP, which --network none cannot reach, so
 # the driver relays a Unix socket to it and mounts that socket into the container. Without the venv
 # the test checks that read_only_sql is not registered (no DSN).
@@ -84,6 +85,11 @@ start_docker() {
 [[ "$engine" == docker ]] && start_docker
 
 say "$engine $("$engine" --version | awk '{print $NF}'), runtime $(command -v runc || echo '?')"
+if [[ "$engine" == podman ]] && ! PATH="$PATH:/usr/sbin:/sbin" command -v iptables >/dev/null; then
+    # Otherwise the first build step fails with only "netavark: No such file or directory".
+    say "FAIL: podman's network backend needs iptables (Debian's package iptables)"
+    exit 1
+fi
 
 # podman-compose from the hash-locked containers/tools.txt, in its own venv (Debian's 1.0.3 drops
 # pids_limit and ignores network_mode: none).

@@ -111,6 +111,8 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_sql_rewrite.py",
         "tests/property/test_sql_policy_properties.py",
     ),
+    # who may call what over HTTP: the claims of a verified token and the scope each tool needs
+    "mcp_suite/protocol/authz.py": ("tests/unit/test_http_rules.py", "tests/trio/test_http_keys.py"),
 }
 
 

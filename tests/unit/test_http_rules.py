@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from typing import Any
 
 import pytest
@@ -245,31 +246,42 @@ def test_good_claims_name_the_subject_and_its_scopes() -> None:
     assert _check(_claims(scope=None)).scopes == frozenset()
 
 
+_NOT_OURS = "the token was not issued by the configured issuer"
+_NOT_FOR_US = "the token's audience is not this resource"
+_NO_SUB = "the token has no sub claim"
+
+
 @pytest.mark.parametrize(
     ("changes", "reason"),
     [
-        ({"iss": "https://other.example"}, "issuer"),
-        ({"iss": None}, "issuer"),
-        ({"aud": "https://mcp.example"}, "audience"),  # another resource, even a prefix of this one
-        ({"aud": ["https://other.example"]}, "audience"),
-        ({"aud": None}, "audience"),
-        ({"exp": None}, "no exp"),
-        ({"exp": "soon"}, "not a number"),
-        ({"exp": True}, "not a number"),
-        ({"exp": NOW - 31}, "expired"),
-        ({"nbf": NOW + 31}, "not valid yet"),
-        ({"sub": None}, "no sub"),
-        ({"sub": ""}, "no sub"),
-        ({"sub": 7}, "no sub"),
+        ({"iss": "https://other.example"}, _NOT_OURS),
+        ({"iss": None}, _NOT_OURS),
+        ({"aud": "https://mcp.example"}, _NOT_FOR_US),  # another resource, even a prefix of this one
+        ({"aud": ["https://other.example"]}, _NOT_FOR_US),
+        ({"aud": None}, _NOT_FOR_US),
+        ({"exp": None}, "the token has no exp claim"),
+        ({"exp": "soon"}, "the exp claim is not a number"),
+        ({"exp": True}, "the exp claim is not a number"),
+        ({"exp": NOW - 31}, "the token has expired"),
+        ({"nbf": NOW + 31}, "the token is not valid yet"),
+        ({"nbf": "later"}, "the nbf claim is not a number"),
+        ({"sub": None}, _NO_SUB),
+        ({"sub": ""}, _NO_SUB),
+        ({"sub": 7}, _NO_SUB),
     ],
 )
-def test_claims_that_do_not_hold_are_rejected(changes: dict[str, Any], reason: str) -> None:
-    with pytest.raises(TokenRejectedError, match=reason):
+def test_claims_that_do_not_hold_are_rejected_with_their_exact_reason(
+    changes: dict[str, Any], reason: str
+) -> None:
+    # The reason reaches the client as `error_description` and the log: each says exactly why.
+    with pytest.raises(TokenRejectedError, match=f"^{re.escape(reason)}$"):
         _check(_claims(**changes))
 
 
 def test_the_leeway_covers_a_little_clock_skew_only() -> None:
     assert _check(_claims(exp=NOW - 29, nbf=NOW + 29)).subject == "alice"
+    # At exactly the leeway, the token still holds on both sides.
+    assert _check(_claims(exp=NOW - 30, nbf=NOW + 30)).subject == "alice"
 
 
 def test_the_anonymous_caller_holds_every_scope() -> None:
@@ -294,7 +306,13 @@ def test_each_tool_group_has_its_scope(tool: str | None, uri: str | None, scope:
 
 
 def test_a_tool_or_resource_mapped_nowhere_needs_a_scope_no_token_grants() -> None:
-    needed = {authz.required_scope("new_tool"), authz.required_scope(resource_uri="file:///x")}
+    needed = {
+        authz.required_scope("new_tool"),
+        authz.required_scope(resource_uri="file:///x"),
+        authz.required_scope(),
+    }
+    # A real scope name (a challenge names it), just not one any token is granted.
+    assert all(isinstance(scope, str) and scope for scope in needed)
     assert needed.isdisjoint(authz.SCOPES)
     everything = Identity("alice", frozenset(authz.SCOPES))
     assert not any(everything.holds(scope) for scope in needed)
@@ -328,6 +346,10 @@ def test_a_challenge_quotes_its_parameters() -> None:
         'Bearer resource_metadata="https://mcp.example/.well-known/oauth-protected-resource/mcp", '
         'error="insufficient_scope", scope="files:read", error_description="needs \\"files:read\\""'
     )
+    # A backslash is escaped, DEL and the other control characters are dropped.
+    assert authz.challenge("m", description="a\\b\x7fc\x00") == (
+        'Bearer resource_metadata="m", error_description="a\\\\bc"'
+    )
 
 
 def test_the_metadata_is_served_at_the_path_suffixed_and_the_root_well_known_uri() -> None:
@@ -336,6 +358,11 @@ def test_the_metadata_is_served_at_the_path_suffixed_and_the_root_well_known_uri
         "/.well-known/oauth-protected-resource",
     )
     assert authz.metadata_paths("https://mcp.example") == ("/.well-known/oauth-protected-resource",)
+    # Only the slashes at the end go: nothing else of the path.
+    assert authz.metadata_paths("https://mcp.example/BOX/") == (
+        "/.well-known/oauth-protected-resource/BOX",
+        "/.well-known/oauth-protected-resource",
+    )
     document = authz.protected_resource_metadata(AUDIENCE, [ISSUER])
     assert document == {
         "resource": AUDIENCE,

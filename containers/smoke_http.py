@@ -575,6 +575,11 @@ BACKEND = "mcp_replicas"  # the template's backend
 RECREATED_CALLS = 6
 # HAProxy asks its nameservers every second and needs two health checks (`rise 2`, 1 s apart).
 ROUTED_AGAIN_S = 20.0
+# A replica re-created within two health checks (`fall 2`) is never marked down: HAProxy shows it
+# running at its new address before the new process listens, and a request sent there then fails
+# to connect and goes to another replica (`retry-on conn-failure`). So the state is read only once
+# the new replica answers, and after the checks that were under way then (`inter 1s`, connect 2 s).
+CHECKS_SETTLE_S = 2.5
 
 
 def _mcp_address(engine: str, container: str) -> str:
@@ -601,6 +606,18 @@ def _server_states(engine: str, haproxy: str) -> dict[str, tuple[str, str]]:
         if len(fields) > 5 and fields[1] == BACKEND:
             states[fields[3]] = (fields[4], fields[5])
     return states
+
+
+def _replica_answers(engine: str, haproxy: str, address: str) -> bool:
+    """Whether the replica at `address` answers HAProxy's own health check (the same request, from
+    inside the HAProxy container, on the stack's internal network)."""
+    ask = (
+        f"import http.client as h; c = h.HTTPConnection({address!r}, 8000, timeout=2); "
+        "c.request('GET', '/.well-known/oauth-protected-resource', headers={'Host': 'mcp-health'}); "
+        "print(c.getresponse().status)"
+    )
+    shown = engine_out(engine, "exec", haproxy, "python3", "-c", ask, timeout=30)
+    return shown.stdout.strip() == "200"
 
 
 def _recreate_replica(
@@ -659,6 +676,12 @@ def _recreate_replica(
             + (" (podman reused it)" if old == new else " (a new one)")
         )
         deadline = time.monotonic() + ROUTED_AGAIN_S
+        listening = _replica_answers(engine, containers["haproxy"], new)
+        while not listening and time.monotonic() < deadline:
+            time.sleep(0.25)
+            listening = _replica_answers(engine, containers["haproxy"], new)
+        report.figure(f"http stack: the new {RECREATED} answered after {time.monotonic() - started:.1f} s")
+        time.sleep(CHECKS_SETTLE_S)
         state = _server_states(engine, containers["haproxy"]).get(RECREATED)
         while state != (new, "2") and time.monotonic() < deadline:
             time.sleep(0.5)
@@ -667,9 +690,10 @@ def _recreate_replica(
         done.set()
         caller.join(timeout=60)
     report.check(
-        state == (new, "2"),
-        f"http stack: HAProxy routes to the new {RECREATED} at its new address within {ROUTED_AGAIN_S:.0f} s",
-        (old, new, state),
+        listening and state == (new, "2"),
+        f"http stack: the new {RECREATED} answers, and HAProxy routes to it at its new address, within"
+        f" {ROUTED_AGAIN_S:.0f} s",
+        (old, new, listening, state),
     )
     report.check(
         bool(answers) and all(answers),

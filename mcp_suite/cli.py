@@ -191,15 +191,17 @@ def _check_role(settings: Settings) -> int:
 def check_role(settings: Settings, *, out: TextIO | None = None) -> int:
     """`mcp-suite check-role`: audit the role of MCP_SQL_DSN and print the findings on `out`.
 
-    Returns EX_OK when the role is fit to serve, EX_CONFIG when it is not (or no DSN is set, or the
-    server's TLS certificate is refused), EX_UNAVAILABLE when the database cannot be reached. The
-    findings are the command's output (stdout); a failure to audit is one JSON line on stderr with
-    its exit status, like every other refusal of the CLI.
+    Returns EX_OK when the role is fit to serve, EX_CONFIG when it is not (or no DSN is set, the
+    server's TLS certificate is refused, or MCP_SQL_POOLER=none but a pooler answers),
+    EX_UNAVAILABLE when the database cannot be reached. The findings are the command's output
+    (stdout); a failure to audit is one JSON line on stderr with its exit status, like every other
+    refusal of the CLI.
     """
     # The role audit (and psycopg) is imported only when asked for.
     import psycopg
 
     from mcp_suite.tools.sql_engine.role_audit.connect import (
+        PoolerInFrontError,
         TlsRefusedError,
         audit_role,
         connection_failure,
@@ -211,7 +213,7 @@ def check_role(settings: Settings, *, out: TextIO | None = None) -> int:
         return _refuse("check-role needs MCP_SQL_DSN", os.EX_CONFIG)
     try:
         findings = audit_role(settings.sql_dsn.get_secret_value(), settings)
-    except TlsRefusedError as exc:  # as the server itself refuses to start
+    except (TlsRefusedError, PoolerInFrontError) as exc:  # as the server itself refuses to start
         return _refuse(f"check-role: {exc}", os.EX_CONFIG)
     except psycopg.Error as exc:
         return _refuse(f"check-role: could not audit the role: {connection_failure(exc)}", os.EX_UNAVAILABLE)

@@ -168,11 +168,12 @@ async def test_the_server_serves_through_the_pooler_under_its_application_name(
 
 
 def test_the_role_audit_runs_through_the_pooler(bouncer: PgBouncer, demo_cluster: Cluster) -> None:
-    fit = check_role(reader_dsn(bouncer, demo_cluster))
+    fit = check_role(reader_dsn(bouncer, demo_cluster), pooler="transaction")
     assert (fit.returncode, fit.stdout.strip()) == (
         0,
         "check-role: the role can only read; read_only_sql will serve.",
     )
+    # A role unfit to serve is told first, whatever MCP_SQL_POOLER says.
     superuser = check_role(bouncer.dsn(ADMIN_USER, password_of(demo_cluster.admin_dsn), demo_cluster.dbname))
     assert superuser.returncode == 78
     assert "superuser" in superuser.stdout
@@ -260,3 +261,28 @@ def test_a_server_told_no_pooler_is_in_front_refuses_to_serve_through_one_and_le
         assert after.execute(SETTINGS_SQL).fetchone() == settings_before
     assert settings_before is not None
     assert settings_before[0] != "300ms"
+
+
+def test_told_no_pooler_is_in_front_check_role_and_the_server_refuse_one_at_start(
+    bouncer: PgBouncer, demo_cluster: Cluster
+) -> None:
+    dsn = reader_dsn(bouncer, demo_cluster)
+    told_none = check_role(dsn, pooler="none")
+    assert told_none.returncode == 78, told_none.stdout + told_none.stderr
+    assert "read_only_sql will serve" not in told_none.stdout
+    assert "a pooler answers for it); set MCP_SQL_POOLER=transaction" in told_none.stderr
+    refused = ServerProcess(
+        env={"MCP_SQL_DSN": dsn, "MCP_SQL_POOLER": "none", "MCP_METRICS_ENABLED": "false"}
+    )
+    with refused:
+        assert refused.wait(timeout=30) == 78
+    said = refused.stderr_text()
+    assert "refusing to start" in said
+    assert "set MCP_SQL_POOLER=transaction" in said
+    assert password_of(demo_cluster.reader_dsn) not in said
+    # Straight to PostgreSQL, the same role and setting serve.
+    direct = check_role(demo_cluster.reader_dsn, pooler="none")
+    assert (direct.returncode, direct.stdout.strip().splitlines()[-1]) == (
+        0,
+        "check-role: the role can only read; read_only_sql will serve.",
+    )

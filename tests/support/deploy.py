@@ -46,14 +46,14 @@ def query_once(dsn: str, sql: str) -> list[list[Any]]:
         executor.close()
 
 
-def check_role(dsn: str) -> subprocess.CompletedProcess[str]:
-    """`mcp-suite check-role` against `dsn`, as an operator runs it."""
+def check_role(dsn: str, *, pooler: str = "none") -> subprocess.CompletedProcess[str]:
+    """`mcp-suite check-role` against `dsn` (with `MCP_SQL_POOLER=pooler`), as an operator runs it."""
     return subprocess.run(
         [sys.executable, "-m", "mcp_suite", "check-role"],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
-        env=server_env({"MCP_SQL_DSN": dsn, "MCP_METRICS_ENABLED": "false"}),
+        env=server_env({"MCP_SQL_DSN": dsn, "MCP_SQL_POOLER": pooler, "MCP_METRICS_ENABLED": "false"}),
         cwd=REPO,
     )

@@ -23,7 +23,12 @@ from mcp_suite.settings import Settings
 from mcp_suite.tools.base import StartupRefusedError, StartupUnavailableError
 from mcp_suite.tools.sql_engine.availability import Availability
 from mcp_suite.tools.sql_engine.introspect.lookup import decode_cursor, lookup
-from mcp_suite.tools.sql_engine.role_audit.connect import TlsRefusedError, audit_role, connection_failure
+from mcp_suite.tools.sql_engine.role_audit.connect import (
+    PoolerInFrontError,
+    TlsRefusedError,
+    audit_role,
+    connection_failure,
+)
 from mcp_suite.tools.sql_engine.role_audit.finding import format_findings, refusals
 from mcp_suite.tools.sql_engine.role_audit.reaudit import AuditGate, audit_once, serve_reaudit
 from mcp_suite.tools.sql_engine.ticket import CallTicket
@@ -164,9 +169,10 @@ class SqlEngine:
 def open_engine(settings: Settings, dsn: str) -> SqlEngine:
     """Audit the role at start-up (blocking, bounded by the connect timeout) and make the engine.
 
-    Raises StartupRefusedError when the role could do more than read, or when the server's TLS
-    certificate is refused (sslmode verify-ca / verify-full), and StartupUnavailableError when no
-    connection could be made and the operator requires one. A database that cannot be connected to
+    Raises StartupRefusedError when the role could do more than read, when the server's TLS
+    certificate is refused (sslmode verify-ca / verify-full), or when MCP_SQL_POOLER=none but a
+    pooler answers for the connection, and StartupUnavailableError when no connection could be
+    made and the operator requires one. A database that cannot be connected to
     otherwise is not fatal: the log says why, calls get -32603 until a connection succeeds, and the
     audit then runs before the first query.
     """
@@ -189,7 +195,7 @@ def _audit_at_start(dsn: str, settings: Settings, availability: Availability) ->
     made (the executor then audits before the first query)."""
     try:
         findings = audit_role(dsn, settings)
-    except TlsRefusedError as exc:
+    except (TlsRefusedError, PoolerInFrontError) as exc:
         raise StartupRefusedError(str(exc)) from None
     except psycopg.OperationalError as exc:
         if settings.sql_require_database:

@@ -46,7 +46,7 @@ from mcp_suite.tools.sql_engine.result import (
     too_large,
 )
 from mcp_suite.tools.sql_engine.role_audit.audit import audit_with_settings
-from mcp_suite.tools.sql_engine.role_audit.connect import connect_timeout
+from mcp_suite.tools.sql_engine.role_audit.connect import POOLER_IN_FRONT, connect_timeout, pooler_in_front
 from mcp_suite.tools.sql_engine.role_audit.finding import refusals
 from mcp_suite.tools.sql_engine.role_audit.reaudit import AuditGate
 from mcp_suite.tools.sql_engine.sqlstate import Fault, classify, problem_from_sqlstate
@@ -334,12 +334,8 @@ class Executor:
         its own that every call checks (`_pin_check`). A pooler in front is refused first, before
         any setting could stay on a backend it lends to others: the process id its handshake
         announces is its own, not the backend's."""
-        row = conn.execute(b"SELECT pg_catalog.pg_backend_pid()").fetchone()
-        if row is None or row[0] != conn.info.backend_pid:
-            log.error(
-                "MCP_SQL_POOLER=none, but this database connection does not lead straight to a"
-                " PostgreSQL backend (a pooler answers for it); set MCP_SQL_POOLER=transaction"
-            )
+        if pooler_in_front(conn):
+            log.error(POOLER_IN_FRONT)
             raise SettingsNotPinnedError
         pin = f"mcp_suite.pinned_{secrets.token_hex(8)}"  # this connection's own: no other backend has it
         conn.execute(_pinned_settings(self._settings, self._dsn, local=False, pin=pin))

@@ -16,16 +16,24 @@ import psycopg
 from mcp_suite.settings import Settings
 from mcp_suite.tools.sql_engine.naming import APPLICATION_NAME
 from mcp_suite.tools.sql_engine.role_audit.audit import audit_connection
-from mcp_suite.tools.sql_engine.role_audit.finding import Finding
+from mcp_suite.tools.sql_engine.role_audit.finding import Finding, refusals
 
 __all__ = [
+    "POOLER_IN_FRONT",
+    "PoolerInFrontError",
     "TlsRefusedError",
     "audit_dsn",
     "audit_role",
     "connect",
     "connect_timeout",
     "connection_failure",
+    "pooler_in_front",
 ]
+
+POOLER_IN_FRONT: Final = (
+    "MCP_SQL_POOLER=none, but this database connection does not lead straight to a PostgreSQL"
+    " backend (a pooler answers for it); set MCP_SQL_POOLER=transaction"
+)
 
 
 def connect_timeout(seconds: float) -> int:
@@ -85,16 +93,29 @@ def connection_failure(exc: psycopg.Error) -> str:
     return _without_dsn_parts(lines[0] if lines else type(exc).__name__)
 
 
+def pooler_in_front(conn: psycopg.Connection[Any]) -> bool:
+    """Whether a pooler answers for this connection: the process id its handshake announced is
+    not its backend's (PgBouncer announces one of its own)."""
+    row = conn.execute(b"SELECT pg_catalog.pg_backend_pid()").fetchone()
+    return row is None or row[0] != conn.info.backend_pid
+
+
 def audit_dsn(
     dsn: str,
     *,
     connect_timeout_s: float,
     accepted: Iterable[str] = (),
     accepted_creators: Iterable[str] = (),
+    direct: bool = False,
 ) -> list[Finding]:
-    """Connect once and audit (in a read-only transaction). Raises psycopg.OperationalError."""
+    """Connect once and audit (in a read-only transaction). With `direct` (MCP_SQL_POOLER=none),
+    a role fit to serve is refused with PoolerInFrontError when a pooler answers for the
+    connection (a role unfit to serve is told first). Raises psycopg.OperationalError."""
     with connect(dsn, connect_timeout_s=connect_timeout_s) as conn:
-        return audit_connection(conn, accepted=accepted, accepted_creators=accepted_creators)
+        findings = audit_connection(conn, accepted=accepted, accepted_creators=accepted_creators)
+        if direct and not refusals(findings) and pooler_in_front(conn):
+            raise PoolerInFrontError(POOLER_IN_FRONT)
+        return findings
 
 
 class TlsRefusedError(Exception):
@@ -106,7 +127,8 @@ def audit_role(dsn: str, settings: Settings) -> list[Finding]:
     """`audit_dsn` with the settings' connect timeout and accepted definer functions.
 
     Raises TlsRefusedError when the server's certificate is why no connection could be made (that
-    will not fix itself), else psycopg.OperationalError when none could be made.
+    will not fix itself), PoolerInFrontError when MCP_SQL_POOLER=none but a pooler answers, else
+    psycopg.OperationalError when none could be made.
     """
     try:
         return audit_dsn(
@@ -114,6 +136,7 @@ def audit_role(dsn: str, settings: Settings) -> list[Finding]:
             connect_timeout_s=settings.sql_connect_timeout_s,
             accepted=settings.sql_accept_definer_functions,
             accepted_creators=settings.sql_accept_function_creators,
+            direct=settings.sql_pooler == "none",
         )
     except psycopg.OperationalError:
         from mcp_suite.tools.sql_engine.role_audit.tls import tls_refusal  # only on this failure path
@@ -122,3 +145,8 @@ def audit_role(dsn: str, settings: Settings) -> list[Finding]:
         if refusal is not None:
             raise TlsRefusedError(refusal) from None
         raise
+
+
+class PoolerInFrontError(Exception):
+    """MCP_SQL_POOLER=none, but a pooler answers for the connection (a setting that will not fix
+    itself); `str()` is the operator's message."""

@@ -90,9 +90,11 @@ class TokenVerifier:
         cached = self._verified.get(token)
         if cached is not None:
             keys, kid, claims = cached
-            # The same refresh rules as a first check; a refresh empties the cache.
-            if await self._key_set(kid) is keys and token in self._verified:
-                self._verified.move_to_end(token)
+            # The same refresh rules as a first check; a refresh replaces the key set (and empties
+            # the cache), so the signature is then checked again below.
+            if await self._key_set(kid) is keys:
+                if token in self._verified:  # not pushed out by other tokens meanwhile
+                    self._verified.move_to_end(token)
                 return self._check_claims(token, claims)
         try:
             header = jws.extract_compact(token.encode("ascii")).protected

@@ -6,7 +6,12 @@ clock (and a wall clock the test sets), moved by the test."""
 
 from __future__ import annotations
 
+import base64
+import json
+import logging
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,7 +19,7 @@ import trio
 from joserfc.jwk import ECKey, KeySet
 
 from mcp_suite.protocol.authz import TokenRejectedError
-from mcp_suite.runtime.http_auth import KeysUnavailableError, TokenVerifier
+from mcp_suite.runtime.http_auth import JwksFetcher, KeysUnavailableError, TokenVerifier
 from mcp_suite.settings import Settings
 from tests.support.issuer import TestIssuer
 
@@ -28,9 +33,11 @@ class Keys:
         self.keys: list[Any] = list(keys)
         self.calls = 0
         self.failing = False
+        self.asked: list[tuple[str, float, int]] = []
 
     def __call__(self, url: str, timeout_s: float, max_bytes: int) -> dict[str, Any]:
         self.calls += 1
+        self.asked.append((url, timeout_s, max_bytes))
         if self.failing:
             raise OSError("connection refused")
         return dict(KeySet(self.keys).as_dict(private=False))
@@ -46,8 +53,15 @@ class WallClock:
         return self.now
 
 
+@pytest.fixture
+def said(caplog: pytest.LogCaptureFixture) -> Callable[[], list[str]]:
+    """What the verifier has logged so far (from INFO up), in order."""
+    caplog.set_level(logging.INFO, logger="mcp_suite")
+    return lambda: [record.getMessage() for record in caplog.records if record.name == "mcp_suite"]
+
+
 def _verifier(
-    fetch: Keys, issuer: TestIssuer, wall_clock: WallClock | None = None, **overrides: Any
+    fetch: JwksFetcher, issuer: TestIssuer, wall_clock: WallClock | None = None, **overrides: Any
 ) -> TokenVerifier:
     settings = Settings(
         http_resource_uri=RESOURCE,
@@ -112,7 +126,7 @@ async def test_keys_that_cannot_be_fetched_are_tried_once_per_interval_and_never
 
 
 async def test_a_key_set_holds_at_most_32_keys(
-    issuer: TestIssuer, mock_clock: trio.testing.MockClock
+    issuer: TestIssuer, mock_clock: trio.testing.MockClock, said: Callable[[], list[str]]
 ) -> None:
     many = [ECKey.generate_key("P-256", parameters={"kid": f"x{i}"}) for i in range(40)]
     keys = Keys(*many, issuer.key)  # the issuer's key is the 41st: not kept
@@ -120,6 +134,19 @@ async def test_a_key_set_holds_at_most_32_keys(
     with pytest.raises(TokenRejectedError):
         await verifier.verify(issuer.token(RESOURCE))
     assert (await verifier.verify(issuer.token(RESOURCE, key=many[0]))).subject == "alice"
+    assert said() == [
+        "the issuer's key set holds 41 keys; the first 32 are used",
+        "the issuer's key set: 32 key(s)",
+    ]
+
+
+async def test_a_key_set_of_exactly_32_keys_is_kept_whole_without_a_warning(
+    issuer: TestIssuer, mock_clock: trio.testing.MockClock, said: Callable[[], list[str]]
+) -> None:
+    many = [ECKey.generate_key("P-256", parameters={"kid": f"x{i}"}) for i in range(31)]
+    verifier = _verifier(Keys(*many, issuer.key), issuer)  # the issuer's key is the 32nd: kept
+    assert (await verifier.verify(issuer.token(RESOURCE))).subject == "alice"
+    assert said() == ["the issuer's key set: 32 key(s)"]
 
 
 async def test_a_token_that_is_no_jwt_or_uses_no_asymmetric_algorithm_is_rejected(
@@ -130,7 +157,8 @@ async def test_a_token_that_is_no_jwt_or_uses_no_asymmetric_algorithm_is_rejecte
 
     verifier = _verifier(Keys(issuer.key), issuer)
     for token in ("not-a-jwt", "a.b.c", "é.é.é"):
-        with pytest.raises(TokenRejectedError):
+        # The reason is the client's (the challenge's error_description): said exactly.
+        with pytest.raises(TokenRejectedError, match=r"^the token is not a signed JWT$"):
             await verifier.verify(token)
     secret = OctKey.generate_key(256, parameters={"kid": "k1"})
     claims = {"iss": issuer.issuer, "aud": RESOURCE, "sub": "x", "exp": 4_000_000_000}
@@ -212,3 +240,184 @@ async def test_a_cache_of_size_0_checks_every_signature(
     for _ in range(3):
         await verifier.verify(token)
     assert verifier.signature_checks == 3
+
+
+def _unsigned(header: dict[str, Any], claims: dict[str, Any]) -> str:
+    """A compact JWS of `header` and `claims` with a signature of nothing: what a forger sends."""
+
+    def part(value: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    return f"{part(header)}.{part(claims)}.AAAA"
+
+
+async def test_the_key_set_is_asked_at_its_url_within_the_settings_bounds_and_counted(
+    issuer: TestIssuer, mock_clock: trio.testing.MockClock
+) -> None:
+    keys = Keys(issuer.key)
+    verifier = _verifier(keys, issuer, http_jwks_timeout_s=3.5, http_jwks_max_bytes=12_345)
+    assert verifier.fetches == 0
+    await verifier.verify(issuer.token(RESOURCE))
+    mock_clock.jump(3_600)
+    await verifier.verify(issuer.token(RESOURCE))
+    assert keys.asked == [(issuer.jwks_url, 3.5, 12_345)] * 2
+    assert verifier.fetches == keys.calls == 2
+
+
+async def test_known_keys_are_kept_until_their_maximum_age_exactly(
+    issuer: TestIssuer, mock_clock: trio.testing.MockClock, said: Callable[[], list[str]]
+) -> None:
+    second = ECKey.generate_key("P-256", parameters={"kid": "k2"})
+    keys = Keys(issuer.key, second)
+    verifier = _verifier(keys, issuer)
+    await verifier.verify(issuer.token(RESOURCE))
+    mock_clock.jump(30)  # a refresh would be allowed, but every kid is known: none
+    await verifier.verify(issuer.token(RESOURCE))
+    await verifier.verify(issuer.token(RESOURCE, key=second))
+    mock_clock.jump(3_600 - 30 - 0.5)
+    await verifier.verify(issuer.token(RESOURCE))
+    assert keys.calls == 1
+    mock_clock.jump(0.5)  # the maximum age, exactly
+    await verifier.verify(issuer.token(RESOURCE))
+    assert keys.calls == 2
+    assert said() == ["the issuer's key set: 2 key(s)"] * 2
+
+
+async def test_with_no_keys_yet_a_token_without_a_kid_asks_again_after_the_interval(
+    issuer: TestIssuer, mock_clock: trio.testing.MockClock, said: Callable[[], list[str]]
+) -> None:
+    from joserfc import jwt
+
+    keys = Keys(issuer.key)
+    keys.failing = True
+    verifier = _verifier(keys, issuer)
+    claims = {"iss": issuer.issuer, "aud": RESOURCE, "sub": "bob", "exp": int(time.time()) + 300}
+    no_kid = jwt.encode({"alg": "ES256"}, claims, issuer.key)
+    with pytest.raises(KeysUnavailableError, match=r"^the issuer's key set cannot be fetched$"):
+        await verifier.verify(no_kid)
+    mock_clock.jump(30)
+    keys.failing = False
+    assert (await verifier.verify(no_kid)).subject == "bob"
+    assert keys.calls == 2
+    assert said() == [
+        "the issuer's key set could not be fetched: OSError",
+        "the issuer's key set: 1 key(s)",
+    ]
+
+
+async def test_a_kid_that_is_no_string_is_no_unknown_kid_and_asks_for_nothing(
+    issuer: TestIssuer, mock_clock: trio.testing.MockClock
+) -> None:
+    keys = Keys(issuer.key)
+    verifier = _verifier(keys, issuer)
+    await verifier.verify(issuer.token(RESOURCE))
+    mock_clock.jump(30)
+    claims = {"iss": issuer.issuer, "aud": RESOURCE, "sub": "x", "exp": 4_000_000_000}
+    for kid in (7, None, ["k9"], {"k": "k9"}):
+        with pytest.raises(TokenRejectedError):
+            await verifier.verify(_unsigned({"alg": "ES256", "kid": kid}, claims))
+    assert keys.calls == 1
+    with pytest.raises(TokenRejectedError, match="signature"):  # a string the set lacks: asked
+        await verifier.verify(_unsigned({"alg": "ES256", "kid": "k9"}, claims))
+    assert keys.calls == 2
+
+
+async def test_a_shared_secret_published_in_the_key_set_signs_nothing(
+    issuer: TestIssuer, mock_clock: trio.testing.MockClock
+) -> None:
+    """An issuer that lists a symmetric key in its JWKS has published the secret: a token signed
+    with it (HS256) must not pass, though the key is in the set and the signature checks out."""
+    from joserfc import jwt
+    from joserfc.jwk import OctKey
+
+    secret = OctKey.generate_key(256, parameters={"kid": "shared"})
+
+    def published(url: str, timeout_s: float, max_bytes: int) -> dict[str, Any]:
+        return {"keys": [issuer.key.as_dict(private=False), secret.as_dict(private=True)]}
+
+    verifier = _verifier(published, issuer)
+    claims = {"iss": issuer.issuer, "aud": RESOURCE, "sub": "mallory", "exp": 4_000_000_000}
+    for alg in ("HS256", "HS512"):
+        forged = jwt.encode({"alg": alg, "kid": "shared"}, claims, secret, algorithms=[alg])
+        with pytest.raises(TokenRejectedError, match=r"^the token's signature does not verify \("):
+            await verifier.verify(forged)
+    assert (await verifier.verify(issuer.token(RESOURCE))).subject == "alice"
+
+
+async def test_a_cache_of_size_1_keeps_one_token(
+    issuer: TestIssuer, mock_clock: trio.testing.MockClock
+) -> None:
+    verifier = _verifier(Keys(issuer.key), issuer, http_token_cache_size=1)
+    a, b = issuer.token(RESOURCE, sub="a"), issuer.token(RESOURCE, sub="b")
+    for token in (a, a, b, b, a):
+        await verifier.verify(token)
+    assert verifier.signature_checks == 3
+
+
+class HangingKeys(Keys):
+    """A fetch that hangs until the test lets it go (or 30 s pass), then fails."""
+
+    def __init__(self, *keys: ECKey) -> None:
+        super().__init__(*keys)
+        self.hang = False
+        self.entered = threading.Event()
+        self.go = threading.Event()
+        self.returned = threading.Event()
+
+    def __call__(self, url: str, timeout_s: float, max_bytes: int) -> dict[str, Any]:
+        if not self.hang:
+            return super().__call__(url, timeout_s, max_bytes)
+        self.calls += 1
+        self.entered.set()
+        try:
+            self.go.wait(timeout=30)
+            raise OSError("the issuer never answered")
+        finally:
+            self.returned.set()
+
+
+async def test_a_fetch_that_hangs_is_abandoned_after_twice_its_timeout(
+    issuer: TestIssuer, autojump_clock: trio.testing.MockClock
+) -> None:
+    keys = HangingKeys(issuer.key)
+    keys.hang = True
+    verifier = _verifier(keys, issuer, http_jwks_timeout_s=4.0)
+    started = trio.current_time()
+    try:
+        with pytest.raises(KeysUnavailableError):
+            await verifier.verify(issuer.token(RESOURCE))
+        # Given up on at its deadline, while the fetch's thread has not returned (abandoned, not
+        # joined: joined, the check would have waited for the thread, which waits for the test).
+        assert trio.current_time() - started == 8.0
+        assert not keys.returned.is_set()
+    finally:
+        keys.go.set()
+
+
+async def test_a_kept_token_pushed_out_while_its_check_waited_is_answered_from_that_check(
+    issuer: TestIssuer, mock_clock: trio.testing.MockClock
+) -> None:
+    """Cache of one: `a` is kept; the key set grows old; `b`'s check refreshes it (the refresh
+    fails, so the same key set stays) while `a`'s check waits for it, then keeps `b`, pushing `a`
+    out. `a` is still answered from its verified signature, which the same key set verified."""
+    keys = HangingKeys(issuer.key)
+    verifier = _verifier(keys, issuer, http_token_cache_size=1)
+    a, b = issuer.token(RESOURCE, sub="a"), issuer.token(RESOURCE, sub="b")
+    await verifier.verify(a)
+    mock_clock.jump(3_600)
+    keys.hang = True
+    answers: dict[str, str] = {}
+
+    async def check(token: str) -> None:
+        answers[token] = (await verifier.verify(token)).subject
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(check, b)
+        await trio.to_thread.run_sync(keys.entered.wait)  # b holds the refresh
+        nursery.start_soon(check, a)
+        await trio.testing.wait_all_tasks_blocked()  # a waits for it
+        keys.go.set()
+    assert answers == {a: "a", b: "b"}
+    assert verifier.signature_checks == 2  # a's signature was not checked again
+    await verifier.verify(a)
+    assert verifier.signature_checks == 3  # b is the one kept now

@@ -113,6 +113,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     # who may call what over HTTP: the claims of a verified token and the scope each tool needs
     "mcp_suite/protocol/authz.py": ("tests/unit/test_http_rules.py", "tests/trio/test_http_keys.py"),
+    # the signature behind those claims: the issuer's key set, its bounds and refreshes, kept tokens
+    "mcp_suite/runtime/http_auth.py": ("tests/trio/test_http_keys.py", "tests/unit/test_http_jwks.py"),
 }
 
 

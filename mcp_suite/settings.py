@@ -167,6 +167,9 @@ class Settings:
     # information_schema views and the host/connection functions freely (logged at start-up as a
     # warning; docs/tools/read_only_sql.md, "The catalogue").
     sql_allow_catalogue: bool = field(default=False, metadata=_of(bool))
+    # Extensions whose functions a query may call although they are not on the reviewed list
+    # (docs/tools/read_only_sql.md, "Functions"), as pg_extension names them; logged at start-up.
+    sql_allow_extensions: tuple[str, ...] = field(default=(), metadata=_of(tuple))
     # What sits between the pool and PostgreSQL. "none": each pooled connection is its own backend,
     # so a call's pinned settings are set once per connection and every call only checks them (a
     # mismatch refuses the call and drops the connection). "transaction": a transaction-pooling
@@ -385,6 +388,13 @@ def _parse_role_names(raw: str) -> tuple[str, ...]:
     return names
 
 
+def _parse_extension_names(raw: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in raw.split(",") if part.strip())
+    if any(c in name for name in names for c in "\"' "):
+        raise ValueError("expected extension names as pg_extension holds them, separated by commas")
+    return names
+
+
 def _parse_host(raw: str) -> str:
     host = raw.strip()
     if not host or any(c in host for c in " /[]"):
@@ -474,6 +484,7 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "SQL_REAUDIT_INTERVAL_S": ("sql_reaudit_interval_s", _parse_float),
     "SQL_ACCEPT_FUNCTION_CREATORS": ("sql_accept_function_creators", _parse_role_names),
     "SQL_ALLOW_CATALOGUE": ("sql_allow_catalogue", _parse_bool),
+    "SQL_ALLOW_EXTENSIONS": ("sql_allow_extensions", _parse_extension_names),
     "SQL_POOLER": ("sql_pooler", _parse_pooler),
     "FS_MAX_BYTES": ("fs_max_bytes", _parse_int),
     "FS_ALLOW_HARD_LINKS": ("fs_allow_hard_links", _parse_bool),

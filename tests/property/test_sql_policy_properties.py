@@ -244,7 +244,7 @@ def _tree(sql: str) -> Any:
 
     def strip(node: Any) -> Any:
         if isinstance(node, dict):
-            return {k: strip(v) for k, v in node.items() if k not in ("location", "stmt_len")}
+            return {k: strip(v) for k, v in node.items() if k not in ("location", "list_start", "list_end", "stmt_len")}
         if isinstance(node, list):
             return [strip(item) for item in node]
         return node

@@ -1,6 +1,6 @@
-"""The SQL policy's pipeline: every reading of a text goes through the parsers it is given, the text
-PostgreSQL cannot read back is the validator's limit (not the caller's syntax error), and the cache
-keeps at most its bound of verdicts. Faults are injected through `vet_sql`'s parameters."""
+"""The SQL policy's pipeline: the caller's text goes through the parsers it is given, sqlglot never
+writes the text that runs, and the cache keeps at most its bound of verdicts. Faults are injected
+through `vet_sql`'s parameters."""
 
 from __future__ import annotations
 
@@ -48,28 +48,30 @@ def _refusal(sql: str, dialect: Postgres) -> ProblemError:
     return caught.value
 
 
+def _wrapped(sql: str) -> str:
+    return f"SELECT * FROM (\n{sql}\n) AS q LIMIT 11"
+
+
 def test_the_caller_s_text_is_read_by_the_dialect_given() -> None:
-    assert vet_sql("SELECT 1", max_rows=10, dialect=_dialect()).sql == "SELECT 1 LIMIT 11"
-    # only the caller's text holds two spaces in a row: the text that will run is sqlglot's own
+    assert vet_sql("SELECT 1", max_rows=10, dialect=_dialect()).sql == _wrapped("SELECT 1")
     assert _refusal("SELECT  1", _dialect(needle="  ")).metadata == UNSUPPORTED
 
 
-def test_the_text_that_will_run_is_read_again_by_the_dialect_given() -> None:
-    assert _refusal("SELECT 1", _dialect(needle="LIMIT")).metadata == UNSUPPORTED
+def test_sqlglot_reads_only_the_caller_s_text_never_the_wrapper() -> None:
+    # The wrapper is PostgreSQL's to read: a dialect that fails on it is never asked.
+    assert vet_sql("SELECT 1", max_rows=10, dialect=_dialect(needle="LIMIT 11")).sql == _wrapped("SELECT 1")
 
 
-def test_what_postgres_regenerates_is_read_again_by_the_dialect_given() -> None:
-    # sqlglot cannot read ORDER BY ... USING: PostgreSQL's tree stands in for it
+def test_a_text_sqlglot_cannot_read_runs_as_postgresql_reads_it() -> None:
+    # sqlglot cannot read ORDER BY ... USING: PostgreSQL's reading stands alone
     sql = "SELECT 1 FROM t ORDER BY 1 USING <"
-    assert vet_sql(sql, max_rows=10, dialect=_dialect()).sql == sql + " LIMIT 11"
-    assert _refusal(sql, _dialect(needle="LIMIT")).metadata == UNSUPPORTED
+    assert vet_sql(sql, max_rows=10, dialect=_dialect()).sql == _wrapped(sql)
 
 
-def test_a_text_sqlglot_writes_that_postgres_cannot_read_back_is_regenerated_from_postgres_s_tree() -> None:
-    # sqlglot reads QUALIFY, PostgreSQL does not: the validator's limit, not the caller's syntax error
+def test_what_sqlglot_would_write_never_runs() -> None:
     dialect = _dialect(writes="SELECT a FROM t LIMIT 11 QUALIFY a")
     vetted = vet_sql("SELECT a FROM t", max_rows=10, dialect=dialect)
-    assert vetted == VettedQuery(sql="SELECT a FROM t LIMIT 11", limit=11)
+    assert vetted == VettedQuery(sql=_wrapped("SELECT a FROM t"), limit=11)
 
 
 class _Counting:

@@ -2,8 +2,8 @@
 the detail, `invalid_params` and the metadata). A caller (or a model) fixes its query from these words.
 
 Most are reached through `vet_sql`; the sqlglot walk's own words, which a caller sees only where
-PostgreSQL's walk has a gap, are reached by giving the walk a tree with the construct smuggled in,
-or a deparser that writes it into the text that will run.
+PostgreSQL's walk has a gap, are reached by giving the walk a tree with the construct smuggled in;
+the proof that the text that runs is the caller's, by giving it texts that are not.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from sqlglot.dialects.postgres import Postgres
 
 from mcp_suite.problems import InvalidArgumentsError, ProblemError, QueryViolationError
 from mcp_suite.tools.sql_engine.policy import QueryPolicy, VettedQuery, sqlglot_walk, vet_sql
-from mcp_suite.tools.sql_engine.policy.rewrite import Deparser
+from mcp_suite.tools.sql_engine.policy.postgres_walk import check_postgres
+from mcp_suite.tools.sql_engine.policy.rewrite import check_wrapped, wrap
 
 SEND = "Send one SELECT (or VALUES / UNION / INTERSECT / EXCEPT) statement"
 ONLY = "Only SELECT, VALUES and set operations are allowed"
@@ -25,11 +26,6 @@ UNSUPPORTED = (
     "The query uses syntax the validator does not support. Rewrite that part in plain PostgreSQL "
     "syntax: a function call instead of special syntax, or VALUES with ORDER BY / LIMIT wrapped in "
     "a subquery (FROM (VALUES ...) AS v(x))."
-)
-DISAGREEMENT = (
-    "The validator reads part of this query differently from PostgreSQL. Write it in plainer "
-    'syntax: no Unicode-escaped identifiers (U&"..."), no 0x/0o/0b or underscored number literals, '
-    "one string literal instead of adjacent ones, INTERVAL '1 day' instead of INTERVAL '1' DAY."
 )
 TOO_DEEP = (
     "The query is nested too deeply to be checked; flatten it (fewer nested parentheses, brackets, "
@@ -95,8 +91,6 @@ REFUSALS: list[tuple[Any, type[ProblemError], str, dict[str, str]]] = [
         "semicolons between them).",
         {"rule": "multiple-statements"},
     ),
-    ('SELECT U&"d\\0061ta" FROM t', BAD, DISAGREEMENT, {"rule": "parser-disagreement"}),
-    ("SELECT 0x1F", BAD, DISAGREEMENT, {"rule": "parser-disagreement"}),
     # a statement that is not a query: its kind, and the fix for it
     (
         "EXPLAIN SELECT 1",
@@ -247,45 +241,40 @@ def test_sqlglot_counting_more_statements_than_postgres_is_refused_in_its_own_wo
     assert caught.value.metadata == {"rule": "multiple-statements"}
 
 
-# --- PostgreSQL's tree standing in: what its deparser writes is checked again ------------------------
+# --- the text that runs: the caller's statement, unchanged, inside the outer LIMIT ------------------
 
-
-def _deparser(text: str | None) -> Deparser:
-    """A deparser that writes `text` for any tree, or fails when `text` is None."""
-
-    def deparse(node: Any) -> str:
-        if text is None:
-            raise KeyError("deparser gap")
-        return text
-
-    return lambda: deparse
-
-
-# (what the deparser writes, or None when it fails; problem class, detail, metadata)
-DEPARSED: list[tuple[str | None, type[ProblemError], str, dict[str, str]]] = [
-    (None, BAD, UNSUPPORTED, {"rule": "unsupported-syntax"}),
-    ("SELECT (", BAD, UNSUPPORTED, {"rule": "unsupported-syntax"}),  # PostgreSQL cannot read it back
-    ("SELECT 1", BAD, LIMIT_REWRITE, {"rule": "limit-rewrite"}),  # the outer LIMIT is gone
-    ("SELECT 1 LIMIT 10", BAD, LIMIT_REWRITE, {"rule": "limit-rewrite"}),  # another one than applied
-    (
-        "WITH x AS (INSERT INTO t VALUES (1) RETURNING *) SELECT * FROM x LIMIT 11",
-        VIOLATION,
-        DATA_MODIFYING.format("INSERT"),  # sqlglot's walk names it first, without PostgreSQL's node
-        {"rule": "data-modifying"},
-    ),
+CALLER = "VALUES (1) ORDER BY 1"
+# Texts that are not `SELECT * FROM (<CALLER>) AS q LIMIT 11`, each refused as a failed rewrite.
+NOT_THE_WRAPPER = [
+    "SELECT * FROM (\nVALUES (1) ORDER BY 1\n) AS q",  # the outer LIMIT is gone
+    "SELECT * FROM (\nVALUES (1) ORDER BY 1\n) AS q LIMIT 10",  # another one than applied
+    "SELECT * FROM (\nVALUES (2) ORDER BY 1\n) AS q LIMIT 11",  # another statement inside
+    "SELECT * FROM (\nVALUES  (1) ORDER BY 1\n) AS q LIMIT 11",  # the same, moved
+    "SELECT * FROM (\nVALUES (1) ORDER BY 1\n) AS q WHERE true LIMIT 11",  # a clause added
+    "SELECT * FROM (\nVALUES (1) ORDER BY 1\n) AS r LIMIT 11",  # another alias
+    "SELECT 1 FROM (\nVALUES (1) ORDER BY 1\n) AS q LIMIT 11",  # another target list
+    "SELECT * FROM (\nVALUES (1) ORDER BY 1\n) AS q, t LIMIT 11",  # another relation
+    "SELECT * FROM t LIMIT 11",  # no subquery at all
 ]
 
 
-@pytest.mark.parametrize(("text", "kind", "detail", "metadata"), DEPARSED)
-def test_what_postgres_regenerates_is_refused_with_its_exact_problem(
-    text: str | None, kind: type[ProblemError], detail: str, metadata: dict[str, str]
-) -> None:
+def test_the_text_that_runs_is_the_caller_s_own_inside_the_limit() -> None:
+    executed, shift = wrap(f" ;/* x */ {CALLER}; -- y", 11)
+    assert executed == f"SELECT * FROM (\n{CALLER}\n) AS q LIMIT 11"
+    original = check_postgres(f" ;/* x */ {CALLER}; -- y", executed=False).root
+    check_wrapped(check_postgres(executed, executed=True).root, original, 11, shift)
+
+
+@pytest.mark.parametrize("executed", NOT_THE_WRAPPER)
+def test_a_text_that_is_not_the_caller_s_inside_the_limit_is_refused(executed: str) -> None:
+    _, shift = wrap(CALLER, 11)
+    original = check_postgres(CALLER, executed=False).root
     with pytest.raises(ProblemError) as caught:
-        vet_sql("VALUES (1) ORDER BY 1", max_rows=10, deparser=_deparser(text))
-    assert isinstance(caught.value, kind)
-    assert caught.value.detail == detail
+        check_wrapped(check_postgres(executed, executed=True).root, original, 11, shift)
+    assert type(caught.value) is BAD
+    assert caught.value.detail == LIMIT_REWRITE
     assert caught.value.invalid_params == ("sql",)
-    assert caught.value.metadata == metadata
+    assert caught.value.metadata == {"rule": "limit-rewrite"}
 
 
 class _GeneratorBug(Postgres):
@@ -295,9 +284,9 @@ class _GeneratorBug(Postgres):
         raise KeyError("sqlglot bug")
 
 
-def test_a_text_sqlglot_cannot_write_back_is_regenerated_from_postgres_s_tree() -> None:
+def test_sqlglot_never_writes_the_text_that_runs() -> None:
     vetted = vet_sql("SELECT a FROM t LIMIT 500", max_rows=10, dialect=_GeneratorBug())
-    assert vetted == VettedQuery(sql="SELECT a FROM t LIMIT 11", limit=11)
+    assert vetted == VettedQuery(sql="SELECT * FROM (\nSELECT a FROM t LIMIT 500\n) AS q LIMIT 11", limit=11)
 
 
 # --- the cache ------------------------------------------------------------------------------------

@@ -1,39 +1,75 @@
-"""The outer LIMIT's rewrite at its edges: what counts as the caller's literal, the text that will
-run keeps the caller's names and drops every comment, and the proof refuses a root without
-the LIMIT it expects."""
+"""The outer LIMIT at its edges: what counts as the caller's literal, and the text that will run is
+the caller's statement, names and positions kept, comments blanked out, inside the outer LIMIT."""
 
 from __future__ import annotations
 
 import pytest
-from sqlglot import exp
 
-from mcp_suite.problems import ProblemError
 from mcp_suite.tools.sql_engine.policy import vet_sql
-from mcp_suite.tools.sql_engine.policy.rewrite import check_postgres_limit, literal_limit
+from mcp_suite.tools.sql_engine.policy.postgres_walk import check_postgres
+from mcp_suite.tools.sql_engine.policy.rewrite import literal_limit
 
 
-def test_a_limit_clause_with_more_than_its_count_is_not_a_plain_literal() -> None:
-    five = exp.Literal.number(5)
-    assert literal_limit(exp.Limit(expression=five.copy())) == 5
-    assert literal_limit(exp.Limit(expression=five.copy(), offset=exp.Literal.number(2))) is None
-    assert literal_limit(exp.Limit(expression=exp.Literal.string("5"))) is None
+@pytest.mark.parametrize(
+    ("sql", "literal"),
+    [
+        ("SELECT 1 LIMIT 5", 5),
+        ("SELECT 1 LIMIT 0", 0),  # PostgreSQL writes the integer 0 as an empty `ival`
+        ("SELECT 1 LIMIT 5 OFFSET 2", 5),
+        ("SELECT 1 FETCH FIRST 5 ROWS ONLY", 5),
+        ("SELECT 1 LIMIT '5'", None),
+        ("SELECT 1 LIMIT 2 + 3", None),
+        ("SELECT 1 LIMIT NULL", None),
+        ("SELECT 1 LIMIT ALL", None),
+        ("SELECT 1 ORDER BY 1 FETCH FIRST 5 ROWS WITH TIES", None),
+        ("SELECT 1", None),
+    ],
+)
+def test_only_a_plain_integer_is_the_caller_s_literal_limit(sql: str, literal: int | None) -> None:
+    assert literal_limit(check_postgres(sql, executed=False).root) == literal
 
 
 @pytest.mark.parametrize(
     ("sql", "executed"),
     [
-        ('SELECT "MyFunc"(1)', 'SELECT "MyFunc"(1) LIMIT 11'),  # a quoted name keeps its case
-        ("SELECT 1 /*+ SeqScan(t) */ FROM t -- note", "SELECT 1 FROM t LIMIT 11"),  # no hint survives
-        ("/* a */ SELECT 1 /* b */ AS x", "SELECT 1 AS x LIMIT 11"),
+        ('SELECT "MyFunc"(1)', 'SELECT "MyFunc"(1)'),  # a quoted name keeps its case
+        # no hint survives
+        (
+            "SELECT 1 /*+ SeqScan(t) */ FROM t -- note",
+            "SELECT 1 " + " " * len("/*+ SeqScan(t) */") + " FROM t",
+        ),
+        ("/* a */ SELECT 1 /* é */ AS x;", "SELECT 1 " + " " * len("/* é */".encode()) + " AS x"),
+        ("SELECT 1 -- a\nFROM t", "SELECT 1     \nFROM t"),
+        ("SELECT log10(2.0), interval 'P1D', to_hex(255)", "SELECT log10(2.0), interval 'P1D', to_hex(255)"),
     ],
 )
-def test_the_text_that_runs_keeps_the_callers_names_and_no_comment(sql: str, executed: str) -> None:
-    assert vet_sql(sql, max_rows=10).sql == executed
+def test_the_text_that_runs_is_the_caller_s_statement_without_comments(sql: str, executed: str) -> None:
+    assert vet_sql(sql, max_rows=10).sql == f"SELECT * FROM (\n{executed}\n) AS q LIMIT 11"
 
 
-def test_limit_null_at_the_root_is_no_proof_of_limit_0() -> None:
-    null_limit = {"limitOption": "LIMIT_OPTION_COUNT", "limitCount": {"A_Const": {"isnull": True}}}
-    with pytest.raises(ProblemError):
-        check_postgres_limit(null_limit, 0, 10)
-    zero = {"limitOption": "LIMIT_OPTION_COUNT", "limitCount": {"A_Const": {"ival": {}}}}
-    check_postgres_limit(zero, 0, 10)  # PostgreSQL writes the integer 0 as an empty `ival`
+@pytest.mark.parametrize(
+    ("sql", "limit"),
+    [
+        ("SELECT 1 LIMIT 3", 3),
+        ("SELECT 1 LIMIT 500", 11),
+        ("SELECT 1 ORDER BY 1 FETCH FIRST 3 ROWS WITH TIES", 11),  # ties may bring more than 3
+        ("SELECT 1 LIMIT 2 + 3", 11),
+    ],
+)
+def test_the_answer_s_bound_is_the_caller_s_literal_limit_or_the_cap(sql: str, limit: int) -> None:
+    assert vet_sql(sql, max_rows=10).limit == limit
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT 0x1F AS n",  # sqlglot: a bit string
+        "SELECT 1_000",  # sqlglot: 1 AS _000
+        "SELECT 0o17",
+        'SELECT U&"\\0073lug" FROM docs.pages',
+        "SELECT interval '1' day AS i",
+        "SELECT 1 FROM docs.pages\u2028",  # U+2028: part of a name for PostgreSQL, whitespace for sqlglot
+    ],
+)
+def test_a_text_sqlglot_reads_otherwise_runs_as_postgresql_reads_it(sql: str) -> None:
+    assert vet_sql(sql, max_rows=10).sql == f"SELECT * FROM (\n{sql}\n) AS q LIMIT 11"

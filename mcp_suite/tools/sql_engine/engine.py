@@ -145,14 +145,14 @@ class SqlEngine:
 
     def _reaudit(self) -> list[Finding] | None:
         """One re-audit (blocking, in its worker thread): the whole role audit on its own connection,
-        and, when the executor exists, its definer guard's catalogue refreshed on the same one."""
+        and, when the executor exists, its guards' catalogue refreshed on the same one."""
         database = self._database
         try:
             executor = database.get() if database.built else None  # never built here: off the warm-up
         except RuntimeError:  # the tool closed under an abandoned re-audit (shutdown)
             executor = None
         return audit_once(
-            self._dsn, self.settings, refresh=executor.definers.refresh if executor is not None else None
+            self._dsn, self.settings, refresh=executor.refresh_catalogue if executor is not None else None
         )
 
     def _preload_type_names(self) -> None:
@@ -186,6 +186,12 @@ def open_engine(settings: Settings, dsn: str) -> SqlEngine:
             "read_only_sql: MCP_SQL_ALLOW_CATALOGUE is true: queries read pg_catalog unfiltered "
             "(other objects' names, definitions and comments, role names, other sessions' queries, "
             "the server's address)"
+        )
+    if settings.sql_allow_extensions:
+        log.warning(
+            "read_only_sql: MCP_SQL_ALLOW_EXTENSIONS lets queries call every function of these "
+            "extensions, which are not on the reviewed list: %s",
+            ", ".join(settings.sql_allow_extensions),
         )
     return engine
 

@@ -34,6 +34,7 @@ from mcp_suite.settings import Settings
 from mcp_suite.tools.sql_engine.availability import Availability
 from mcp_suite.tools.sql_engine.convert import register_loaders
 from mcp_suite.tools.sql_engine.definers import DefinerGuard
+from mcp_suite.tools.sql_engine.names import NameGuard
 from mcp_suite.tools.sql_engine.naming import APPLICATION_NAME
 from mcp_suite.tools.sql_engine.pipeline import run_pipeline
 from mcp_suite.tools.sql_engine.result import (
@@ -272,6 +273,9 @@ class Executor:
         self._definers = DefinerGuard(
             accepted=settings.sql_accept_definer_functions, cache_s=settings.sql_function_cache_s
         )
+        self._names = NameGuard(
+            allowed_extensions=settings.sql_allow_extensions, cache_s=settings.sql_function_cache_s
+        )
         self._round_trips = 0
         self._count_lock = threading.Lock()
         # `read_catalogue` sets them in its transaction whatever the pooler; a call does so only
@@ -369,6 +373,15 @@ class Executor:
     def definers(self) -> DefinerGuard:
         return self._definers
 
+    @property
+    def names(self) -> NameGuard:
+        return self._names
+
+    def refresh_catalogue(self, conn: psycopg.Connection[Any]) -> None:
+        """Both run-time guards read the catalogue now, on `conn` (the re-audit's connection)."""
+        self._definers.refresh(conn)
+        self._names.refresh(conn)
+
     def run_vetted(
         self,
         query: VettedQuery,
@@ -378,10 +391,13 @@ class Executor:
         explain: ExplainMode | None = None,
     ) -> QueryResult:
         """Run a query the policy vetted, after refusing it (`QueryViolationError`) when it names a
-        SECURITY DEFINER function (`definers.DefinerGuard`). Blocking; otherwise as `run`."""
+        SECURITY DEFINER function (`definers.DefinerGuard`), or a function or type outside
+        PostgreSQL's own schemas that the role's catalogue does not allow (`names.NameGuard`).
+        Blocking; otherwise as `run`."""
         ticket.started = True
 
         def work(conn: PinnedConnection) -> QueryResult:
+            self._names.check(conn, query.external_functions, query.external_types)
             self._definers.check(conn, query.functions, query.operators)
             return self._run_on(conn, query.sql, max_rows=max_rows, ticket=ticket, explain=explain)
 

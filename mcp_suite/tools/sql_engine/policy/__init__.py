@@ -2,38 +2,30 @@
 
 Owns: the pipeline and a bounded LRU of verdicts. Two parsers read every text: PostgreSQL's own grammar
 (`postgres_walk`, pglast) first and last, on the caller's text and on the text that will run; sqlglot
-(`sqlglot_walk`) for the tree the outer LIMIT is put on (`rewrite`) and as the second opinion. When
-sqlglot cannot read a text that PostgreSQL's grammar accepts and whose tree passes the walk, the text
-is rewritten and regenerated from PostgreSQL's tree instead; where the two parsers read a text
-differently, the query is refused. Both walks apply the catalogue rule (`catalogue`) unless the
-operator allows the whole catalogue. Every refusal is worded in `refusals`. Pure: no I/O, no trio, no
-psycopg; it raises only `InvalidArgumentsError` and `QueryViolationError`. The policy is a filter, not
-the boundary: the read-only transaction and the least-privilege role are (docs/tools/read_only_sql.md
-and docs/operations/).
+(`sqlglot_walk`) as the second opinion on the caller's text (where sqlglot cannot read a text that
+PostgreSQL's grammar accepts, PostgreSQL's reading stands alone). The text that runs is the caller's
+own statement inside the outer LIMIT (`rewrite`): no parser regenerates it. Both walks apply the
+catalogue rule (`catalogue`) unless the operator allows the whole catalogue; PostgreSQL's applies the
+function and type allow-lists (`allowlist`). Every refusal is worded in `refusals`. Pure: no I/O, no
+trio, no psycopg; it raises only `InvalidArgumentsError` and `QueryViolationError`. The policy is a
+filter, not the boundary: the read-only transaction and the least-privilege role are
+(docs/tools/read_only_sql.md and docs/operations/).
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pglast.stream import RawStream
 from sqlglot.dialects.dialect import Dialect
 
 from mcp_suite.problems import InvalidArgumentsError, ProblemError, QueryViolationError
 from mcp_suite.settings import SQL_MAX_CHARS
 from mcp_suite.tools.sql_engine.policy import refusals
-from mcp_suite.tools.sql_engine.policy.postgres_walk import check_agreement, check_postgres
-from mcp_suite.tools.sql_engine.policy.rewrite import (
-    Deparser,
-    apply_limit,
-    check_postgres_limit,
-    generate,
-    regenerate_from_postgres,
-)
+from mcp_suite.tools.sql_engine.policy.postgres_walk import check_postgres
+from mcp_suite.tools.sql_engine.policy.rewrite import check_wrapped, literal_limit, wrap
 from mcp_suite.tools.sql_engine.policy.sqlglot_walk import (
     DIALECT,
     check_sqlglot,
@@ -47,14 +39,18 @@ __all__ = ["SQL_MAX_CHARS", "QueryPolicy", "VettedQuery", "vet_sql"]
 
 @dataclass(frozen=True, slots=True)
 class VettedQuery:
-    """What the executor runs: SQL regenerated from the validated tree, with its outer LIMIT."""
+    """What the executor runs: the caller's statement inside the outer LIMIT, and what it names."""
 
-    sql: str  # regenerated from the validated tree, comments dropped, outer LIMIT applied
-    limit: int  # the outer LIMIT actually applied (<= max_rows + 1)
+    sql: str  # SELECT * FROM (<the caller's statement>) AS q LIMIT <max_rows + 1>
+    limit: int  # the answer's bound: the caller's literal LIMIT when smaller, else max_rows + 1
     # What the executed text calls by name, as PostgreSQL reads it (last name component, case-folded):
     # the executor refuses a call of a SECURITY DEFINER function, which the policy cannot see into.
     functions: frozenset[str] = frozenset()
     operators: frozenset[str] = frozenset()
+    # Functions and types outside PostgreSQL's own schemas, (schema or "", name) case-folded: the
+    # engine allows them only as the role's catalogue says (`names.NameGuard`).
+    external_functions: frozenset[tuple[str, str]] = frozenset()
+    external_types: frozenset[tuple[str, str]] = frozenset()
 
 
 def vet_sql(
@@ -63,13 +59,11 @@ def vet_sql(
     max_rows: int,
     allow_catalogue: bool = False,
     dialect: Dialect = DIALECT,
-    deparser: Deparser = RawStream,
 ) -> VettedQuery:
     """The uncached policy (docs/tools/read_only_sql.md). See `QueryPolicy.vet`.
 
     `allow_catalogue`: skip the catalogue rule (MCP_SQL_ALLOW_CATALOGUE; a `QueryPolicy` gets it
-    through its `vet`). `dialect` (sqlglot's postgres dialect) and `deparser` (pglast's): a test
-    passes parts that fail.
+    through its `vet`). `dialect` (sqlglot's postgres dialect): a test passes parts that fail.
     """
     if not isinstance(max_rows, int) or isinstance(max_rows, bool) or max_rows < 1:
         raise refusals.bad_max_rows()
@@ -88,31 +82,25 @@ def vet_sql(
         original = check_postgres(sql, executed=False, allow_catalogue=allow_catalogue)
         try:
             tree = parse_sqlglot(merge_string_continuations(without_comments(sql)), dialect)
-            check_sqlglot(tree, allow_catalogue=allow_catalogue)
-            tree, limit = apply_limit(tree, cap)
-            executed = generate(tree, dialect)
-            # The second check, on exactly the text that will run: both parsers again, the LIMIT
-            # proven on PostgreSQL's own reading, and nothing in it that the caller did not write.
-            check_sqlglot(parse_sqlglot(executed, dialect), allow_catalogue=allow_catalogue)
-            final = check_postgres(executed, executed=True, allow_catalogue=allow_catalogue)
         except refusals.UnreadableError:
-            # PostgreSQL's grammar reads the caller's text and its tree passed the walk, but
-            # sqlglot cannot read it, or cannot write back what it read. That alone is no reason
-            # to refuse: PostgreSQL's own tree is rewritten and regenerated, and that text gets
-            # the same second check (sqlglot's too, when it can read it).
-            executed, limit = regenerate_from_postgres(sql, cap, deparser)
-            with contextlib.suppress(refusals.UnreadableError):
-                check_sqlglot(parse_sqlglot(executed, dialect), allow_catalogue=allow_catalogue)
-            final = check_postgres(executed, executed=True, allow_catalogue=allow_catalogue)
-        check_postgres_limit(final.root, limit, cap)
-        check_agreement(original, final, limit)
+            pass  # sqlglot cannot read what PostgreSQL's grammar accepts: PostgreSQL's reading stands
+        else:
+            check_sqlglot(tree, allow_catalogue=allow_catalogue)
+        executed, shift = wrap(sql, cap)
+        # The second check, on exactly the text that will run: PostgreSQL's grammar again, and the
+        # proof that it is the caller's statement, unchanged, inside the outer LIMIT.
+        final = check_postgres(executed, executed=True, allow_catalogue=allow_catalogue)
+        check_wrapped(final.root, original.root, cap, shift)
     except RecursionError:
         raise refusals.too_deep() from None
+    literal = literal_limit(original.root)
     return VettedQuery(
         sql=executed,
-        limit=limit,
+        limit=cap if literal is None else min(literal, cap),
         functions=frozenset(final.functions),
         operators=frozenset(final.operators),
+        external_functions=frozenset(final.external_functions),
+        external_types=frozenset(final.external_types),
     )
 
 

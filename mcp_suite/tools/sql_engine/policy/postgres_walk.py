@@ -18,10 +18,10 @@ from typing import Any, Final
 from pglast import parser as pg_parser
 
 from mcp_suite.tools.sql_engine.denylist import denied_reason
-from mcp_suite.tools.sql_engine.policy import refusals
+from mcp_suite.tools.sql_engine.policy import allowlist, refusals
 from mcp_suite.tools.sql_engine.policy.catalogue import check_catalogue
 
-__all__ = ["MAX_LITERAL_LENGTH", "MAX_TREE_DEPTH", "PgFacts", "check_agreement", "check_postgres", "walk"]
+__all__ = ["MAX_LITERAL_LENGTH", "MAX_TREE_DEPTH", "PgFacts", "check_postgres", "walk"]
 
 MAX_TREE_DEPTH: Final = 320  # depth of PostgreSQL's parse tree (JSON levels)
 # A literal length above this for repeat()/lpad()/rpad() is refused (a computed one is bounded only by
@@ -113,6 +113,8 @@ _OPERATOR_FIELDS: Final = {"A_Expr": "name", "SortBy": "useOp", "SubLink": "oper
 _REFUSED_FIELDS: Final = {"intoClause": "IntoClause", "lockingClause": "LockingClause"}
 # Functions whose second argument is the length of the value they build.
 _SIZED_FUNCTIONS: Final = frozenset({"repeat", "lpad", "rpad"})
+# TABLESAMPLE's built-in methods: they name a tsm_handler, which only TABLESAMPLE may call.
+_SAMPLING_METHODS: Final = frozenset({"bernoulli", "system"})
 
 
 @dataclass(slots=True)
@@ -127,11 +129,19 @@ class PgFacts:
     operators: set[str] = field(default_factory=set)
     types: set[str] = field(default_factory=set)  # last name component, case-folded
     settings: set[str | None] = field(default_factory=set)  # current_setting()'s name; None: computed
+    calls: set[tuple[str, ...]] = field(default_factory=set)  # each function name as written
+    named_types: set[tuple[str, ...]] = field(default_factory=set)  # each type name as written
+    # Names outside PostgreSQL's own schemas, (schema or "", name) case-folded: the engine judges
+    # them on the role's catalogue (`allowlist.EXTERNAL`).
+    external_functions: set[tuple[str, str]] = field(default_factory=set)
+    external_types: set[tuple[str, str]] = field(default_factory=set)
 
 
 def check_postgres(sql: str, *, executed: bool, allow_catalogue: bool = False) -> PgFacts:
     """PostgreSQL's grammar: one statement, a SelectStmt root, allowed nodes only, no denied function,
-    and (unless `allow_catalogue`, MCP_SQL_ALLOW_CATALOGUE) no catalogue read the catalogue rule refuses.
+    (unless `allow_catalogue`, MCP_SQL_ALLOW_CATALOGUE) no catalogue read the catalogue rule refuses,
+    and only functions and types on the allow-lists (`allowlist`); names outside PostgreSQL's own
+    schemas are noted for the engine (`PgFacts.external_functions`, `external_types`).
 
     `executed`: `sql` is the regenerated text; a parse failure there is the validator's limit, not a
     syntax error of the caller's.
@@ -162,7 +172,29 @@ def check_postgres(sql: str, *, executed: bool, allow_catalogue: bool = False) -
         check_catalogue(
             relations=facts.relations, functions=facts.functions, types=facts.types, settings=facts.settings
         )
+    _check_allowlists(facts, allow_catalogue=allow_catalogue)
     return facts
+
+
+def _check_allowlists(facts: PgFacts, *, allow_catalogue: bool) -> None:
+    """Every function and type named is allowed, or noted as external; in a fixed order (sorted)."""
+    for parts in sorted(facts.calls):
+        schema = parts[-2].casefold() if len(parts) > 1 else ""
+        name = parts[-1].casefold()
+        verdict = allowlist.function_verdict(schema, name, allow_catalogue=allow_catalogue)
+        if verdict is allowlist.EXTERNAL:
+            facts.external_functions.add((schema, name))
+        elif verdict is not None and verdict[0] not in ("denied", "catalogue"):
+            # The denylist and the catalogue rule word their own refusals (above, and in the walk).
+            raise refusals.unlisted_function(".".join(parts), verdict[1])
+    for parts in sorted(facts.named_types):
+        schema = parts[-2].casefold() if len(parts) > 1 else ""
+        name = parts[-1].casefold()
+        type_verdict = allowlist.type_verdict(schema, name, allow_catalogue=allow_catalogue)
+        if type_verdict is allowlist.EXTERNAL:
+            facts.external_types.add((schema, name))
+        elif type_verdict is not None:
+            raise refusals.unlisted_type(".".join(parts), type_verdict)
 
 
 def walk(root: dict[str, Any], facts: PgFacts) -> None:
@@ -203,12 +235,16 @@ def _note(kind: str, value: dict[str, Any], facts: PgFacts) -> None:
         _check_function(value)
         name = _last_name(value["funcname"])
         facts.functions.add(name)
+        facts.calls.add(tuple(part["String"]["sval"] for part in value["funcname"]))
         if name == "current_setting":
             facts.settings.add(_setting_name(value.get("args")))
     elif kind == "RangeTableSample":
         # TABLESAMPLE <method> names a function too (a tsm_handler): the same denylist applies.
         _check_function({"funcname": value["method"]})
-        facts.functions.add(_last_name(value["method"]))
+        method = _last_name(value["method"])
+        facts.functions.add(method)
+        if method not in _SAMPLING_METHODS:
+            facts.calls.add(tuple(part["String"]["sval"] for part in value["method"]))
     elif kind in _OPERATOR_FIELDS:
         names = value.get(_OPERATOR_FIELDS[kind])
         if names:
@@ -227,6 +263,7 @@ def _note(kind: str, value: dict[str, Any], facts: PgFacts) -> None:
 def _note_type(type_name: dict[str, Any], facts: PgFacts) -> None:
     # PostgreSQL's grammar names every type a query writes (casts, column definitions, RETURNING).
     facts.types.add(_last_name(type_name["names"]))
+    facts.named_types.add(tuple(part["String"]["sval"] for part in type_name["names"]))
 
 
 def _setting_name(args: list[dict[str, Any]] | None) -> str | None:
@@ -269,24 +306,3 @@ def _check_function(call: dict[str, Any]) -> None:
         size = args[1].get("A_Const", {}).get("ival") if len(args) > 1 else None
         if isinstance(size, dict) and size.get("ival", 0) > MAX_LITERAL_LENGTH:
             raise refusals.oversized_value(name, size["ival"], MAX_LITERAL_LENGTH)
-
-
-def check_agreement(original: PgFacts, final: PgFacts, limit: int) -> None:
-    """The executed text names exactly the columns and relations the caller wrote, and no constant
-    the caller did not write (parser differentials: sqlglot reads `U&"..."` identifiers, `0x1F`,
-    `1_000` or adjacent strings differently from PostgreSQL, and a clause it silently dropped would
-    change the result). Only the caller's outer LIMIT may go: it is replaced by ours."""
-    added = final.constants.copy()
-    added[("number", Decimal(limit))] -= 1  # the outer LIMIT is ours
-    added -= original.constants
-    replaced = PgFacts(root={})
-    if "limitCount" in original.root:
-        walk(original.root["limitCount"], replaced)
-    if (
-        added
-        or not final.columns <= original.columns
-        or not final.relations <= original.relations
-        or not original.columns <= final.columns | replaced.columns
-        or not original.relations <= final.relations | replaced.relations
-    ):
-        raise refusals.parser_disagreement()

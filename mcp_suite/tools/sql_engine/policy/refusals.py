@@ -256,3 +256,23 @@ def catalogue(what: str, reason: str) -> QueryViolationError:
         "catalogue",
         object=echo(what, NAME_ECHO_CHARS),
     )
+
+
+def unlisted_function(name: str, reason: str) -> QueryViolationError:
+    """The function allow-list (`allowlist`): `name` (as written) is refused because it `reason`."""
+    return violation(
+        f"The function {echo(name, NAME_ECHO_CHARS)}() is not allowed: it {reason}. Remove it from "
+        "the query; docs/tools/read_only_sql.md lists the families of functions a query may call.",
+        "function-allow-list",
+        function=echo(name, NAME_ECHO_CHARS),
+    )
+
+
+def unlisted_type(name: str, reason: str) -> QueryViolationError:
+    """The type allow-list (`allowlist`): the type `name` (as written) is refused because it `reason`."""
+    return violation(
+        f"The type {echo(name, NAME_ECHO_CHARS)} is not allowed: it {reason}. Cast to an ordinary type, "
+        "or name a table or column type the role may read: sql_schema lists them.",
+        "type-allow-list",
+        type=echo(name, NAME_ECHO_CHARS),
+    )

@@ -1,136 +1,117 @@
 """The deterministic outer LIMIT (docs/tools/read_only_sql.md), and the text that will run.
 
-Owns: reading the caller's outer limit (a plain integer literal, else none), putting
-`LIMIT min(literal, max_rows + 1)` on the whole result, in sqlglot's tree or, where sqlglot cannot
-read the text, in PostgreSQL's; regenerating the text from that tree (comments dropped); and the proof,
-on PostgreSQL's reading of the regenerated text, that its root carries exactly that LIMIT. Pure: no I/O.
+Owns: the text that runs, which is the caller's own statement (its comments blanked), inside
+`SELECT * FROM (<statement>) AS q LIMIT <max_rows + 1>`; the caller's outer limit as the answer's
+bound (a plain integer literal, else none); and the proof, on PostgreSQL's reading of that text,
+that its root is exactly that wrapper around exactly the caller's tree. No parser regenerates the
+caller's text: what PostgreSQL runs is what was sent, and the rows it returns are cut at the cap.
+Pure: no I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Final
 
-from pglast import ast as pg_ast
-from pglast import parse_sql as pg_parse_sql
-from pglast.enums.nodes import LimitOption
-from pglast.stream import RawStream
-from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
+from pglast import parser as pg_parser
 
 from mcp_suite.tools.sql_engine.policy import refusals
-from mcp_suite.tools.sql_engine.policy.sqlglot_walk import DIALECT
 
-__all__ = [
-    "SUBQUERY_ALIAS",
-    "Deparser",
-    "apply_limit",
-    "check_postgres_limit",
-    "generate",
-    "literal_limit",
-    "regenerate_from_postgres",
-]
+__all__ = ["SUBQUERY_ALIAS", "check_wrapped", "literal_limit", "wrap"]
 
 SUBQUERY_ALIAS: Final = "q"
+_PREFIX: Final = "SELECT * FROM (\n"
+# The newline ends a `--` comment the caller's text may end with.
+_SUFFIX: Final = "\n) AS " + SUBQUERY_ALIAS + " LIMIT "
+_SKIPPED: Final = frozenset({"ASCII_59", "SQL_COMMENT", "C_COMMENT"})  # `;` and comments
+# The fields of PostgreSQL's tree that hold a byte position in the text (PostgreSQL's JSON leaves a
+# zero out; an unknown position is -1).
+_POSITIONS: Final = frozenset({"location", "list_start", "list_end"})
 
-# Makes a pglast deparser (`RawStream`): one per text, as a deparser keeps state while it writes.
-Deparser = Callable[[], Callable[[Any], str]]
 
+def wrap(sql: str, cap: int) -> tuple[str, int]:
+    """The text to run for the caller's one statement `sql`, and how far (in bytes) the statement
+    moved in it.
 
-def literal_limit(clause: exp.Expr | None) -> int | None:
-    """The caller's outer limit when it is a plain non-negative integer literal, else None.
-
-    None (then `max_rows + 1` applies) for: no limit, LIMIT ALL / NULL, expressions, strings,
-    PERCENT, WITH TIES.
+    Semicolons and comments before the first token and after the last are left out (PostgreSQL
+    has already counted exactly one statement); everything between is the caller's, as written,
+    except that each comment is blanked out (a comment can carry planner hints, for pg_hint_plan),
+    byte for byte, so that PostgreSQL's positions in the statement do not move.
     """
-    if isinstance(clause, exp.Limit):
-        value = clause.expression
-        extra = {k for k, v in clause.args.items() if v is not None and k != "expression"}
-    elif isinstance(clause, exp.Fetch):
-        value = clause.args.get("count")
-        options = clause.args.get("limit_options")
-        if options is not None and (options.args.get("percent") or options.args.get("with_ties")):
-            return None
-        if value is None:
-            return 1  # FETCH FIRST ROW ONLY: the count defaults to one (SQL standard, PostgreSQL)
-        extra = set()
-    else:
+    scanned = pg_parser.scan(sql)
+    tokens = [token for token in scanned if token.name not in _SKIPPED]
+    first, last = tokens[0].start, tokens[-1].end + 1
+    pieces: list[str] = []
+    done = first
+    for token in scanned:
+        if token.name in ("SQL_COMMENT", "C_COMMENT") and first < token.start < last:
+            comment = sql[token.start : token.end + 1]
+            pieces.append(sql[done : token.start])
+            pieces.append("".join(c if c == "\n" else " " * len(c.encode()) for c in comment))
+            done = token.end + 1
+    pieces.append(sql[done:last])
+    shift = len(_PREFIX.encode()) - len(sql[:first].encode())
+    return f"{_PREFIX}{''.join(pieces)}{_SUFFIX}{cap}", shift
+
+
+def literal_limit(select: dict[str, Any]) -> int | None:
+    """The caller's outer LIMIT in PostgreSQL's tree when it is a plain non-negative integer, else None
+    (no limit, LIMIT ALL / NULL, an expression, a string, WITH TIES)."""
+    if select.get("limitOption") != "LIMIT_OPTION_COUNT":
         return None
-    if extra or not isinstance(value, exp.Literal) or value.is_string:
+    count = select.get("limitCount", {}).get("A_Const")
+    if count is None or "ival" not in count:
         return None
-    text = value.this
-    if not (isinstance(text, str) and text.isascii() and text.isdigit()):
-        return None
-    return int(text)
+    value = count["ival"].get("ival", 0)  # PostgreSQL's JSON leaves a zero out
+    return value if isinstance(value, int) and value >= 0 else None
 
 
-def apply_limit(tree: exp.Expr, cap: int) -> tuple[exp.Expr, int]:
-    """Put `LIMIT min(literal, cap)` on the whole result. Subquery and CTE limits never count."""
-    if isinstance(tree, exp.Select | exp.SetOperation):
-        literal = literal_limit(tree.args.get("limit"))
-        limit = cap if literal is None else min(literal, cap)
-        tree.set("limit", exp.Limit(expression=exp.Literal.number(limit)))
-        return tree, limit
-    # VALUES or a parenthesised query at the root: wrap it, keeping its own limit inside.
-    literal = literal_limit(tree.args.get("limit"))
-    limit = cap if literal is None else min(literal, cap)
-    wrapped = (
-        exp.select("*")
-        .from_(exp.Subquery(this=tree, alias=exp.TableAlias(this=exp.to_identifier(SUBQUERY_ALIAS))))
-        .limit(limit)
-    )
-    return wrapped, limit
-
-
-def generate(tree: exp.Expr, dialect: Dialect = DIALECT) -> str:
-    """sqlglot's text for `tree` (comments dropped); `dialect`: a test passes one that fails."""
-    try:
-        # copy=False: the tree is ours and never used again; a copy would slow every uncached check
-        # (bench_policy).
-        return dialect.generate(tree, copy=False, comments=False, normalize_functions=False)
-    except RecursionError:
-        raise
-    except Exception:  # noqa: BLE001  # a generator failure on caller text refuses (fail closed)
-        raise refusals.cannot_reproduce() from None
-
-
-def regenerate_from_postgres(sql: str, cap: int, deparser: Deparser = RawStream) -> tuple[str, int]:
-    """The caller's text as PostgreSQL parses it, with `LIMIT min(literal, cap)` on the root
-    SelectStmt (a SELECT, a set operation or VALUES: PostgreSQL puts the outer LIMIT there for
-    all three), regenerated by pglast's deparser (comments dropped). `check_postgres` has
-    already accepted `sql`; the text returned is checked again like any other.
-    """
-    (raw,) = pg_parse_sql(sql)
-    root: Any = raw.stmt  # a SelectStmt: `check_postgres` has seen the root
-    literal = _pg_literal_limit(root)
-    limit = cap if literal is None else min(literal, cap)
-    root.limitCount = pg_ast.A_Const(isnull=False, val=pg_ast.Integer(ival=limit))
-    root.limitOption = LimitOption.LIMIT_OPTION_COUNT
-    try:
-        text: str = deparser()(raw)
-    except RecursionError:
-        raise
-    except Exception:  # noqa: BLE001  # a deparser gap on caller text refuses (fail closed)
-        raise refusals.unsupported() from None
-    return text, limit
-
-
-def _pg_literal_limit(select: Any) -> int | None:
-    """The caller's outer LIMIT in PostgreSQL's tree when it is a plain non-negative integer, else
-    None (no limit, LIMIT ALL / NULL, an expression, a string, WITH TIES)."""
-    count = select.limitCount
-    if select.limitOption != LimitOption.LIMIT_OPTION_COUNT or not isinstance(count, pg_ast.A_Const):
-        return None
-    value = count.val
-    number = value.ival if isinstance(value, pg_ast.Integer) and not count.isnull else None
-    if not isinstance(number, int) or number < 0:
-        return None
-    return number
-
-
-def check_postgres_limit(select: dict[str, Any], limit: int, cap: int) -> None:
-    """The executed text's root must carry `LIMIT <limit>`; anything else means the rewrite failed."""
-    count = select.get("limitCount", {}).get("A_Const", {})
-    value = count.get("ival", {}).get("ival", 0) if "ival" in count else None
-    if select.get("limitOption") != "LIMIT_OPTION_COUNT" or value != limit or limit > cap:
+def check_wrapped(executed: dict[str, Any], original: dict[str, Any], cap: int, shift: int) -> None:
+    """The executed text's root must be `SELECT * FROM (<original>) AS q LIMIT <cap>` and nothing else,
+    with the subquery node for node the caller's tree (its positions moved by `shift` bytes)."""
+    star: list[Any] = [{"ResTarget": {"val": {"ColumnRef": {"fields": [{"A_Star": {}}]}}}}]
+    clause = executed.get("fromClause", [])
+    inner = clause[0].get("RangeSubselect", {}) if len(clause) == 1 else {}
+    count = executed.get("limitCount", {}).get("A_Const", {}).get("ival", {}).get("ival")
+    if (
+        set(executed) != {"targetList", "fromClause", "limitCount", "limitOption", "op"}
+        or _without_locations(executed["targetList"]) != star
+        or executed["limitOption"] != "LIMIT_OPTION_COUNT"
+        or count != cap
+        or set(inner) != {"subquery", "alias"}
+        or inner["alias"] != {"aliasname": SUBQUERY_ALIAS}
+        or not _same_tree(inner["subquery"].get("SelectStmt"), original, shift)
+    ):
         raise refusals.limit_rewrite()
+
+
+def _without_locations(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {key: _without_locations(value) for key, value in node.items() if key not in _POSITIONS}
+    if isinstance(node, list):
+        return [_without_locations(item) for item in node]
+    return node
+
+
+def _same_tree(moved: Any, original: Any, shift: int) -> bool:
+    """Whether `moved` is `original` with every known position moved by `shift` (iteratively).
+    PostgreSQL's JSON leaves a zero position out; an unknown one is -1 in both."""
+    pairs = [(moved, original)]
+    while pairs:
+        left, right = pairs.pop()
+        if type(left) is not type(right):
+            return False
+        if isinstance(left, dict):
+            if left.keys() - _POSITIONS != right.keys() - _POSITIONS:
+                return False
+            for key in _POSITIONS & (left.keys() | right.keys()):
+                position = right.get(key, 0)
+                if left.get(key, 0) != (position if position < 0 else position + shift):
+                    return False
+            pairs.extend((left[key], right[key]) for key in left if key not in _POSITIONS)
+        elif isinstance(left, list):
+            if len(left) != len(right):
+                return False
+            pairs.extend(zip(left, right, strict=True))
+        elif left != right:
+            return False
+    return True

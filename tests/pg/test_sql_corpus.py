@@ -48,13 +48,14 @@ _SEARCH_PATH = (
 # Arrays of types made after initdb (citext[], hstore[], a table's row type...): psycopg has no
 # loader for them; the server makes one per element type (convert.array_loader), and so does this.
 _USER_ARRAYS = (
-    "SELECT t.oid::int8, (CASE WHEN e.typtype = 'd' THEN e.typbasetype ELSE e.oid END)::int8, t.typdelim::text"
+    "SELECT t.oid::int8, (CASE WHEN e.typtype = 'd' THEN e.typbasetype ELSE e.oid END)::int8,"
+    " t.typdelim::text"
     " FROM pg_catalog.pg_type t JOIN pg_catalog.pg_type e ON e.oid = t.typelem"
     " WHERE t.oid >= 16384 AND t.typcategory = 'A'"
 )
 _FORMAT_TYPES = (
-    "SELECT pg_catalog.format_type(o, NULL) FROM pg_catalog.unnest(%s::pg_catalog.oid[]) WITH ORDINALITY AS u(o, n)"
-    " ORDER BY n"
+    "SELECT pg_catalog.format_type(o, NULL)"
+    " FROM pg_catalog.unnest(%s::pg_catalog.oid[]) WITH ORDINALITY AS u(o, n) ORDER BY n"
 )
 
 
@@ -173,7 +174,8 @@ def test_an_answer_is_postgresql_s_cut_at_max_rows(
 ) -> None:
     columns, rows = postgres(direct, case.sql)
     answer = served(engine, case.sql, case.max_rows)
-    assert [*column_differences(columns, answer.columns), *differences(rows[: case.max_rows], answer.rows)] == []
+    cut = rows[: case.max_rows]
+    assert [*column_differences(columns, answer.columns), *differences(cut, answer.rows)] == []
     assert answer.truncated is (len(rows) > case.max_rows)
 
 

@@ -53,6 +53,7 @@ class Truncation:
     name: str
     sql: str
     max_rows: int
+    ordered: bool = True  # False: not cut, and the order of the rows is not defined (a multiset)
 
 
 # --- the data ----------------------------------------------------------------------------------------
@@ -1249,7 +1250,7 @@ SELECT count(*), count(shipped_at), count(note) FROM corpus.orders
 """
 
 # Answered with a small `max_rows` (after the name): LIMITs below, at and above it, LIMITs that are
-# expressions, OFFSET, FETCH, and answers exactly `max_rows` long.
+# expressions, OFFSET, FETCH, and answers exactly `max_rows` long; `unordered` ones are not cut.
 _TRUNCATIONS = r"""
 -- limit-below-max-rows (max_rows 5)
 SELECT id FROM corpus.orders ORDER BY id LIMIT 3
@@ -1271,6 +1272,15 @@ SELECT id FROM corpus.categories ORDER BY id
 
 -- limit-expression-above (max_rows 7)
 SELECT id FROM corpus.orders ORDER BY id LIMIT 4 * 5
+
+-- limit-expression-below (max_rows 7)
+SELECT id FROM corpus.orders ORDER BY id LIMIT 2 + 1
+
+-- limit-subquery-below (max_rows 20)
+SELECT id FROM corpus.orders ORDER BY id LIMIT (SELECT count(*) FROM corpus.categories)
+
+-- with-ties-top-level-under-max-rows (max_rows 10, unordered)
+SELECT id, customer_id FROM corpus.orders ORDER BY customer_id FETCH FIRST 3 ROWS WITH TIES
 
 -- limit-subquery-above (max_rows 4)
 SELECT id FROM corpus.orders ORDER BY id LIMIT (SELECT count(*) FROM corpus.categories)
@@ -1319,7 +1329,12 @@ def _split(text: str) -> list[tuple[str, str | None, str]]:
 QUERIES: tuple[CorpusQuery, ...] = tuple(
     CorpusQuery(name, sql, ordered=note != "unordered") for name, note, sql in _split(_QUERIES)
 )
-TRUNCATIONS: tuple[Truncation, ...] = tuple(
-    Truncation(name, sql, int((note or "").removeprefix("max_rows ")))
-    for name, note, sql in _split(_TRUNCATIONS)
-)
+
+
+def _truncation(name: str, note: str | None, sql: str) -> Truncation:
+    """`note`: "max_rows <n>", then ", unordered" when the order of the rows is not defined."""
+    cap, _, order = (note or "").removeprefix("max_rows ").partition(", ")
+    return Truncation(name, sql, int(cap), ordered=order != "unordered")
+
+
+TRUNCATIONS: tuple[Truncation, ...] = tuple(_truncation(*block) for block in _split(_TRUNCATIONS))

@@ -566,11 +566,27 @@ justify_hours(shipped_at - ordered_at) AS justified FROM corpus.orders WHERE shi
 ORDER BY id
 
 -- interval-literal-forms
-SELECT interval '1 day 2 hours', INTERVAL '90 minutes', '2 weeks'::interval, interval '1' year,
-interval '3 4:05' DAY TO MINUTE
+SELECT interval '1 day 2 hours', INTERVAL '90 minutes', '2 weeks'::interval, interval '3 4:05' DAY TO MINUTE
+
+-- interval-sql-standard-qualifier
+SELECT id, ordered_at + interval '1' year AS renewal, ordered_at - interval '90' minute AS before
+FROM corpus.orders WHERE id <= 5 ORDER BY id
+
+-- interval-days-and-time
+SELECT id, ordered_at + interval '2 days 03:00' AS due FROM corpus.orders WHERE id <= 5 ORDER BY id
+
+-- to-char-interval
+SELECT id, to_char(shipped_at - ordered_at, 'DD "days" HH24:MI') AS took FROM corpus.orders
+WHERE shipped_at IS NOT NULL ORDER BY id
 
 -- current-timestamp-precision
-SELECT to_char(current_timestamp(0), 'US') AS micros, to_char(localtimestamp(0), 'US') AS local_micros
+SELECT to_char(current_timestamp(0), 'US') AS micros
+
+-- current-timestamp-millisecond-precision
+SELECT right(to_char(current_timestamp(3), 'US'), 3) AS below_milliseconds
+
+-- localtimestamp-precision
+SELECT to_char(localtimestamp(0), 'US') AS local_micros
 
 -- date-arithmetic
 SELECT id, signed_up + 30 AS trial_end, signed_up - DATE '2023-01-01' AS days_in, signed_up + interval
@@ -627,6 +643,18 @@ FROM corpus.orders WHERE id <= 10 ORDER BY id
 -- greatest-least-nullif-coalesce
 SELECT id, greatest(total, 100), least(total, 100), nullif(status, 'new'), coalesce(note, '(none)')
 FROM corpus.orders WHERE id <= 12 ORDER BY id
+
+-- arithmetic-operators
+SELECT id, id / 4 AS int_div, id / 4.0 AS num_div, -id % 4 AS rem, 2 ^ (id % 8) AS pow2, total ^ 0.5 AS root
+FROM corpus.orders WHERE id <= 8 ORDER BY id
+
+-- date-part-of-interval
+SELECT id, date_part('epoch', shipped_at - ordered_at) / 3600 AS hours_to_ship,
+date_part('day', shipped_at - ordered_at) AS days FROM corpus.orders WHERE shipped_at IS NOT NULL ORDER BY id
+
+-- jsonb-subscripts
+SELECT id, payload['device']['os'] AS os, payload -> 'items' -> -1 AS last_item FROM corpus.events
+WHERE id <= 8 ORDER BY id
 
 -- trigonometry-and-pi
 SELECT round(pi()::numeric, 6), degrees(radians(180)), sin(0), cos(0), atan2(1, 1), tanh(0.5)
@@ -688,6 +716,13 @@ ORDER BY id
 
 -- starts-with-and-operator
 SELECT id, name FROM corpus.customers WHERE starts_with(name, 'H') OR name ^@ 'J' ORDER BY id
+
+-- starts-with-operator-value
+SELECT id, name ^@ 'A' AS starts_a FROM corpus.customers ORDER BY id
+
+-- function-aliases
+SELECT id, pow(id, 2), ceiling(total / 7), character_length(status) FROM corpus.orders WHERE id <= 6
+ORDER BY id
 
 -- md5-and-encode
 SELECT id, md5(name), encode(convert_to(city, 'UTF8'), 'base64'), encode(sha256(convert_to(name,
@@ -1154,10 +1189,21 @@ ORDER BY id
 SELECT id, embedding <-> '[1, 2, 1]' AS distance FROM corpus.customers WHERE embedding IS NOT NULL
 ORDER BY distance, id LIMIT 5
 
--- vector-cosine-and-inner-product
-SELECT id, round((embedding <=> '[1, 1, 1]')::numeric, 6) AS cosine, embedding <#> '[1, 0, 0]' AS
-neg_inner
-FROM corpus.customers WHERE embedding IS NOT NULL AND id <= 10 ORDER BY id
+-- vector-cosine-nearest
+SELECT id, embedding <=> '[1, 1, 1]' AS cosine FROM corpus.customers WHERE embedding IS NOT NULL
+ORDER BY cosine, id LIMIT 5
+
+-- vector-cosine-rounded
+SELECT id, round((embedding <=> '[1, 1, 1]')::numeric, 6) AS cosine FROM corpus.customers
+WHERE embedding IS NOT NULL AND id <= 10 ORDER BY id
+
+-- vector-inner-product
+SELECT id, embedding <#> '[1, 0, 0]' AS neg_inner FROM corpus.customers WHERE embedding IS NOT NULL
+ORDER BY id
+
+-- vector-l1-distance
+SELECT id, embedding <+> '[1, 0, 0]' AS taxicab FROM corpus.customers WHERE embedding IS NOT NULL
+ORDER BY taxicab, id
 
 -- vector-functions
 SELECT id, vector_dims(embedding), round(vector_norm(embedding)::numeric, 4), embedding + '[1, 1, 1]' AS

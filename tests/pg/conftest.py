@@ -13,8 +13,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.devdb.cluster import READER_USER, Cluster
 from mcp_suite.tools.sql_engine.executor import Executor
+from tests.support.corpus import create_corpus, drop_corpus
 from tests.support.pg import (
     DOMAIN_TYPE,
     ENUM_TYPE,
@@ -47,6 +48,20 @@ def pg_helpers(demo_cluster: Cluster) -> Iterator[None]:
             conn.execute(f"DROP FUNCTION IF EXISTS {WRITE_FUNCTION}()")
             conn.execute(f"DROP TYPE IF EXISTS {ENUM_TYPE}")
             conn.execute(f"DROP DOMAIN IF EXISTS {DOMAIN_TYPE}")
+
+
+@pytest.fixture(scope="module")
+def corpus(demo_cluster: Cluster) -> Iterator[None]:
+    """The everyday-queries corpus (tests.support.corpus): schema `corpus` and its extensions, made by
+    the superuser and readable by the reader role, for one module; dropped afterwards, so the other
+    modules see the cluster as seeded."""
+    with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as conn:
+        create_corpus(conn, READER_USER)
+    try:
+        yield
+    finally:
+        with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as conn:
+            drop_corpus(conn)
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from pglast import parser as pg_parser
 from mcp_suite.problems import InvalidArgumentsError, QueryViolationError
 from mcp_suite.tools.sql_engine.denylist import DENIED_FUNCTIONS, DENIED_PREFIXES
 from mcp_suite.tools.sql_engine.policy import QueryPolicy, VettedQuery
+from mcp_suite.tools.sql_engine.policy.rewrite import POSITIONS
 from tests.support.properties import security_property
 from tests.support.sql_corpus import HONEST, assert_safe
 
@@ -244,7 +245,7 @@ def _tree(sql: str) -> Any:
 
     def strip(node: Any) -> Any:
         if isinstance(node, dict):
-            return {k: strip(v) for k, v in node.items() if k not in ("location", "list_start", "list_end", "stmt_len")}
+            return {k: strip(v) for k, v in node.items() if k not in POSITIONS and k != "stmt_len"}
         if isinstance(node, list):
             return [strip(item) for item in node]
         return node

@@ -43,9 +43,7 @@ class Case:
         return InvalidArgumentsError if self.rule in _INVALID_RULES else QueryViolationError
 
 
-_INVALID_RULES = frozenset(
-    {"syntax", "empty", "too-deep", "too-long", "nul", "unsupported-syntax", "parser-disagreement"}
-)
+_INVALID_RULES = frozenset({"syntax", "empty", "too-deep", "too-long", "nul", "unsupported-syntax"})
 
 
 def allow(sql: str, why: str, *, deterministic: bool = True) -> Case:

@@ -14,8 +14,6 @@ from sqlglot.tokenizer_core import Token
 from mcp_suite.problems import ProblemError
 from mcp_suite.tools.sql_engine.policy import QueryPolicy, VettedQuery, vet_sql
 
-UNSUPPORTED = {"rule": "unsupported-syntax"}
-
 
 class _Refuses(Postgres):
     """The postgres dialect whose tokenizer fails on a text holding `needle` (sqlglot's own
@@ -54,7 +52,9 @@ def _wrapped(sql: str) -> str:
 
 def test_the_caller_s_text_is_read_by_the_dialect_given() -> None:
     assert vet_sql("SELECT 1", max_rows=10, dialect=_dialect()).sql == _wrapped("SELECT 1")
-    assert _refusal("SELECT  1", _dialect(needle="  ")).metadata == UNSUPPORTED
+    # a dialect that cannot tokenize the caller's text leaves PostgreSQL's reading alone
+    assert vet_sql("SELECT  1", max_rows=10, dialect=_dialect(needle="  ")).sql == _wrapped("SELECT  1")
+    assert _refusal("SELECT  pg_sleep(1)", _dialect(needle="  ")).metadata["rule"] == "denied-function"
 
 
 def test_sqlglot_reads_only_the_caller_s_text_never_the_wrapper() -> None:

@@ -30,6 +30,7 @@ from mcp_suite.tools.sql_engine.policy import (
     QueryPolicy,
     VettedQuery,
     postgres_walk,
+    refusals,
     sqlglot_walk,
     vet_sql,
 )
@@ -441,8 +442,16 @@ class _ParserRecursion(Postgres):
         raise RecursionError
 
 
-def test_a_foreign_exception_from_sqlglot_parsing_fails_closed() -> None:
-    assert _rule("SELECT 1", dialect=_ParserBug()) == "unsupported-syntax"
+def test_a_foreign_exception_from_sqlglot_parsing_leaves_postgresql_s_reading_alone() -> None:
+    # sqlglot's second opinion cannot be had (a TypeError on pgvector's <#> is one such bug): the
+    # caller's text is judged by PostgreSQL's walk alone, as when sqlglot cannot parse it.
+    with pytest.raises(refusals.UnreadableError):
+        sqlglot_walk.parse_sqlglot("SELECT 1", _ParserBug())
+    assert (
+        vet_sql("SELECT 1", max_rows=5, dialect=_ParserBug()).sql
+        == "SELECT * FROM (\nSELECT 1\n) AS q LIMIT 6"
+    )
+    assert _rule("SELECT pg_sleep(1)", dialect=_ParserBug()) == "denied-function"
 
 
 def test_recursion_in_the_sqlglot_parser_is_passed_up() -> None:

@@ -40,8 +40,8 @@ def violation(detail: str, rule: str, **extra: str) -> QueryViolationError:
 
 
 class UnreadableError(InvalidArgumentsError):
-    """sqlglot cannot read the text, or cannot write back what it read (an `unsupported-syntax`
-    refusal, unless PostgreSQL's own tree can stand in for sqlglot's)."""
+    """sqlglot cannot read the text: PostgreSQL's reading then stands alone (`vet_sql`); where there
+    is none to stand in (the executed text), an `unsupported-syntax` refusal."""
 
     def __init__(self, problem: InvalidArgumentsError) -> None:
         super().__init__(problem.detail, invalid_params=problem.invalid_params, metadata=problem.metadata)
@@ -113,28 +113,12 @@ def multiple_statements_as_read(count: int) -> QueryViolationError:
 
 
 def unsupported() -> InvalidArgumentsError:
-    """sqlglot cannot read the text, or cannot write it back, and PostgreSQL's tree cannot stand in."""
+    """The validator cannot read the text (or sqlglot's second opinion failed on it)."""
     return invalid(
         "The query uses syntax the validator does not support. Rewrite that part in "
         "plain PostgreSQL syntax: a function call instead of special syntax, or VALUES with "
         "ORDER BY / LIMIT wrapped in a subquery (FROM (VALUES ...) AS v(x)).",
         "unsupported-syntax",
-    )
-
-
-def cannot_reproduce() -> UnreadableError:
-    """sqlglot's generator failed on a tree it read: `vet_sql` then regenerates the text from
-    PostgreSQL's tree, so no caller reads these words; a failure there is worded on its own."""
-    return UnreadableError(unsupported())
-
-
-def parser_disagreement() -> InvalidArgumentsError:
-    return invalid(
-        "The validator reads part of this query differently from PostgreSQL. Write it in "
-        'plainer syntax: no Unicode-escaped identifiers (U&"..."), no 0x/0o/0b or '
-        "underscored number literals, one string literal instead of adjacent ones, "
-        "INTERVAL '1 day' instead of INTERVAL '1' DAY.",
-        "parser-disagreement",
     )
 
 

@@ -16,16 +16,29 @@ from pglast import parser as pg_parser
 
 from mcp_suite.tools.sql_engine.policy import refusals
 
-__all__ = ["SUBQUERY_ALIAS", "check_wrapped", "literal_limit", "wrap"]
+__all__ = ["POSITIONS", "SUBQUERY_ALIAS", "check_wrapped", "literal_limit", "wrap"]
 
 SUBQUERY_ALIAS: Final = "q"
 _PREFIX: Final = "SELECT * FROM (\n"
 # The newline ends a `--` comment the caller's text may end with.
 _SUFFIX: Final = "\n) AS " + SUBQUERY_ALIAS + " LIMIT "
 _SKIPPED: Final = frozenset({"ASCII_59", "SQL_COMMENT", "C_COMMENT"})  # `;` and comments
-# The fields of PostgreSQL's tree that hold a byte position in the text (PostgreSQL's JSON leaves a
-# zero out; an unknown position is -1).
-_POSITIONS: Final = frozenset({"location", "list_start", "list_end"})
+# The fields of PostgreSQL's tree that hold a byte position in the text (every `ParseLoc` of pglast's
+# nodes; PostgreSQL's JSON leaves a zero out, and an unknown position is -1).
+POSITIONS: Final = frozenset(
+    {
+        "location",
+        "list_start",
+        "list_end",
+        "rexpr_list_start",
+        "rexpr_list_end",
+        "arg_location",
+        "name_location",
+        "payload_location",
+        "conninfo_location",
+        "stmt_location",
+    }
+)
 
 
 def wrap(sql: str, cap: int) -> tuple[str, int]:
@@ -86,7 +99,7 @@ def check_wrapped(executed: dict[str, Any], original: dict[str, Any], cap: int, 
 
 def _without_locations(node: Any) -> Any:
     if isinstance(node, dict):
-        return {key: _without_locations(value) for key, value in node.items() if key not in _POSITIONS}
+        return {key: _without_locations(value) for key, value in node.items() if key not in POSITIONS}
     if isinstance(node, list):
         return [_without_locations(item) for item in node]
     return node
@@ -101,13 +114,13 @@ def _same_tree(moved: Any, original: Any, shift: int) -> bool:
         if type(left) is not type(right):
             return False
         if isinstance(left, dict):
-            if left.keys() - _POSITIONS != right.keys() - _POSITIONS:
+            if left.keys() - POSITIONS != right.keys() - POSITIONS:
                 return False
-            for key in _POSITIONS & (left.keys() | right.keys()):
+            for key in POSITIONS & (left.keys() | right.keys()):
                 position = right.get(key, 0)
                 if left.get(key, 0) != (position if position < 0 else position + shift):
                     return False
-            pairs.extend((left[key], right[key]) for key in left if key not in _POSITIONS)
+            pairs.extend((left[key], right[key]) for key in left if key not in POSITIONS)
         elif isinstance(left, list):
             if len(left) != len(right):
                 return False

@@ -105,24 +105,25 @@ def merge_string_continuations(sql: str) -> str:
 
 
 def parse_sqlglot(sql: str, dialect: Dialect = DIALECT) -> exp.Expr:
-    """sqlglot's single statement, or a problem. Anything sqlglot cannot read fails closed.
+    """sqlglot's single statement, or a problem: `UnreadableError` where sqlglot cannot tokenize or
+    parse the text (PostgreSQL's reading then stands alone), another refusal for anything else.
 
     `dialect`: the postgres dialect; a test passes one whose parts fail.
     """
     try:
         tokens = dialect.tokenize(sql)
-    except Exception:  # noqa: BLE001  # any tokenizer failure on caller text refuses (fail closed)
-        raise refusals.unsupported() from None
+    except Exception:  # noqa: BLE001  # sqlglot cannot read it (pgvector's <#>, say): as a ParseError
+        raise refusals.UnreadableError(refusals.unsupported()) from None
     _check_token_depth(tokens)
     try:
         statements = dialect.parser().parse(tokens, sql)
     except ParseError:
-        # PostgreSQL's tree then stands in (vet_sql): these words never reach a caller.
+        # PostgreSQL's reading then stands alone (vet_sql): these words never reach a caller.
         raise refusals.UnreadableError(refusals.unsupported()) from None
     except RecursionError:
         raise
-    except Exception:  # noqa: BLE001  # a parser bug on caller text refuses (fail closed)
-        raise refusals.unsupported() from None
+    except Exception:  # noqa: BLE001  # a sqlglot bug (a TypeError on pgvector's <#>): as a ParseError
+        raise refusals.UnreadableError(refusals.unsupported()) from None
     real = [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
     if len(real) != 1:
         # PostgreSQL counted exactly one statement; a disagreement refuses (fail closed).

@@ -29,16 +29,9 @@ DEFAULT_MAX_ROWS: Final = 50
 class ReadOnlySqlArgs(StrictModel):
     """Arguments of `read_only_sql`; `make_args_model` binds `max_rows`'s maximum to settings."""
 
-    sql: Annotated[
-        str,
-        Field(
-            min_length=1,
-            max_length=SQL_MAX_CHARS,
-            description="One read-only query (SELECT / VALUES / set operation), no trailing "
-            "statements, literals inline (no $1 parameters).",
-        ),
-    ]
-    max_rows: Annotated[int, Field(ge=1, description="The most rows to return.")] = DEFAULT_MAX_ROWS
+    # The tool's description says what the query may be; the names say the rest.
+    sql: Annotated[str, Field(min_length=1, max_length=SQL_MAX_CHARS)]
+    max_rows: Annotated[int, Field(ge=1)] = DEFAULT_MAX_ROWS
 
 
 def _empty(value: object) -> bool:
@@ -79,12 +72,8 @@ def make_args_model(
         __doc__=doc,
         max_rows=(
             int,
-            Field(
-                default=default,
-                ge=1,
-                le=max_rows_limit,
-                description=f"The most rows to return (1–{max_rows_limit}, default {default}).",
-            ),
+            # The limit is enforced here and told by the refusal and the truncation hint.
+            Field(default=default, ge=1, le=max_rows_limit),
         ),
     )
     return model

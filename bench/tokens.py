@@ -8,6 +8,7 @@ Loaded on first use, once per process.
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Final, Protocol
 
 __all__ = ["ENCODING", "count_tokens"]
@@ -21,9 +22,13 @@ class _Encoding(Protocol):
 
 @functools.cache
 def _encoding() -> _Encoding:
-    import bpe_openai  # type: ignore[import-untyped]  # the wheel has no py.typed marker
+    # bpe-openai 0.1.4 reads its ranks with `importlib.resources.open_binary`, deprecated since
+    # Python 3.11: the warning is about its code, not ours (and the tests turn warnings to errors).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import bpe_openai  # type: ignore[import-untyped]  # the wheel has no py.typed marker
 
-    encoding: _Encoding = bpe_openai.get_encoding(ENCODING)
+        encoding: _Encoding = bpe_openai.get_encoding(ENCODING)
     return encoding
 
 

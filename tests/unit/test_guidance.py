@@ -90,6 +90,28 @@ def test_the_order_of_use_is_the_order_of_the_instructions_and_of_tools_list(tmp
     assert positions == sorted(positions)
 
 
+def test_the_order_of_use_is_told_by_the_instructions_alone(tmp_path: Path) -> None:
+    # Issue 46: each fact once. The instructions give the order; a description that said it again
+    # ("use it first", "call it before") would cost every turn and could come to disagree.
+    with open_registry(settings(sql=True, fs=True, metrics=True, root=tmp_path)) as opened:
+        for tool in opened.tools.values():
+            assert not re.search(r"\b(first|before|then|after)\b", tool.description, re.IGNORECASE), tool.name
+
+
+def test_each_description_names_what_its_result_says_about_the_rest(tmp_path: Path) -> None:
+    # Output schemas are not shown to the model: the description is where it learns how a result
+    # says that more is left (`truncated` and its `hint`, or `next_cursor`, which `truncated` shadows).
+    with open_registry(settings(sql=True, fs=True, metrics=True, root=tmp_path)) as opened:
+        tools = tools_list(opened)["tools"]
+    for tool in tools:
+        fields = set(tool["outputSchema"]["properties"])
+        told = fields & {"hint", "next_cursor"} or fields & {"truncated"}
+        if "hint" in told:
+            told.add("truncated")
+        for field in told:
+            assert re.search(rf"\b{field}\b", tool["description"]), (tool["name"], field)
+
+
 def test_no_tools_is_said_plainly(tmp_path: Path) -> None:
     with open_registry(settings(sql=False, fs=False, metrics=False, root=tmp_path)) as opened:
         assert opened.tools == {}

@@ -6,11 +6,13 @@ pydantic: the models are built on first use (the session warms them up right aft
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
-from pydantic_core import core_schema
+
+if TYPE_CHECKING:
+    from pydantic_core import core_schema
 
 __all__ = ["AdvertisedJsonSchema", "CompactJsonSchema", "StrictModel", "omitted_when_none"]
 
@@ -118,9 +120,10 @@ class StrictModel(BaseModel):
     """Base of every `<Tool>Args` and `<Tool>Result` model (docs/wire.md).
 
     Strict types (no "5" for 5, no bool for int), unknown keys refused, no NaN/Infinity. The same
-    models produce the advertised `inputSchema` / `outputSchema` (compact: no derived titles; a
-    nullable field is `anyOf` a type and `null`, never a `type` array, which clients that map tool
-    schemas onto a single-`type` dialect reject, as MCP Inspector's `--strict` warns).
+    models produce the advertised `outputSchema` (compact: no derived titles; a nullable field is
+    `anyOf` a type and `null`, never a `type` array, which clients that map tool schemas onto a
+    single-`type` dialect reject, as MCP Inspector's `--strict` warns) and, written by
+    `AdvertisedJsonSchema`, the `inputSchema`.
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)

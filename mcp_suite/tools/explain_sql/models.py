@@ -35,6 +35,6 @@ class ExplainSqlResult(StrictModel):
 
 
 def make_explain_args_model(max_rows_limit: int) -> type[ExplainSqlArgs]:
-    """`ExplainSqlArgs` whose `max_rows` maximum (and advertised schema) is `max_rows_limit`."""
+    """`ExplainSqlArgs` whose `max_rows` maximum is `max_rows_limit`."""
     model = make_args_model(max_rows_limit, ExplainSqlArgs, "Arguments of `explain_sql`.")
     return cast("type[ExplainSqlArgs]", model)

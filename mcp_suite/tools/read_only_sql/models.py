@@ -1,6 +1,6 @@
 """The argument and result models of `read_only_sql` (pydantic), loaded on first use.
 
-`make_args_model` binds `max_rows`'s maximum (and the advertised schema) to settings.
+`make_args_model` binds `max_rows`'s maximum (and its default, when lower) to settings.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def make_args_model(
     doc: str = "Arguments of `read_only_sql`.",
 ) -> type[ReadOnlySqlArgs]:
     """`base` (`ReadOnlySqlArgs` or a subclass, such as `explain_sql`'s) whose `max_rows` maximum
-    (and advertised schema) is `max_rows_limit`."""
+    is `max_rows_limit` (and its default, when lower)."""
     default = min(DEFAULT_MAX_ROWS, max_rows_limit)
     model: type[ReadOnlySqlArgs] = create_model(
         base.__name__,

@@ -1,7 +1,7 @@
 """The argument and result models of `sandbox_fs_read` (pydantic), loaded on first use.
 
 The `max_bytes` bound comes from settings, so the args model is built per settings
-(`args_model_for`) and the advertised schema shows it.
+(`args_model_for`): it enforces the bound; the advertised schema shows the default it sets.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ _PATH_DESCRIPTION: Final = "'/' between parts, e.g. data/cities.csv"
 
 
 # Arguments of `sandbox_fs_read` (docs/tools/); the server validates with `args_model_for(settings)`.
-# The docstrings of both models become the `description` of the advertised schemas.
+# The result model's docstring is its outputSchema's `description`; the arguments' is left out of
+# the inputSchema (`AdvertisedJsonSchema`: the tool's description says what they are for).
 class SandboxFsReadArgs(StrictModel):
     """Which file to read, relative to the sandbox folder, and at most how many bytes of it."""
 

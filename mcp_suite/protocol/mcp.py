@@ -27,6 +27,7 @@ from mcp_suite.settings import NAME_ECHO_CHARS
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
+    from pydantic.json_schema import GenerateJsonSchema
 
 __all__ = [
     "ALL_VERSIONS",
@@ -149,9 +150,15 @@ def discover_result(*, resources: bool, instructions: str) -> dict[str, Any]:
     }
 
 
-def model_json_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The advertised JSON Schema of a model: no `$schema` key, every array has `items`."""
-    schema = model.model_json_schema(mode="validation")
+def model_json_schema(
+    model: type[BaseModel], generator: type[GenerateJsonSchema] | None = None
+) -> dict[str, Any]:
+    """The advertised JSON Schema of a model (written by `generator`, else the model's own):
+    no `$schema` key, every array has `items`."""
+    if generator is None:
+        schema = model.model_json_schema(mode="validation")
+    else:
+        schema = model.model_json_schema(mode="validation", schema_generator=generator)
     schema.pop("$schema", None)
     stack: list[Any] = [schema]
     while stack:

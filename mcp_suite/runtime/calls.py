@@ -59,7 +59,7 @@ class ToolCatalogue:
                 name=tool.name,
                 title=tool.title,
                 description=tool.description,
-                input_schema=mcp.model_json_schema(tool.args_model),
+                input_schema=tool.input_schema(),
                 output_schema=mcp.model_json_schema(tool.result_model),
             )
             for tool in self._registry.tools.values()

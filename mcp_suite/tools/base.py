@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mcp_suite.lazy import Lazy
-from mcp_suite.protocol.mcp import EncodedResult, invalid_arguments
+from mcp_suite.protocol.mcp import EncodedResult, invalid_arguments, model_json_schema
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -67,6 +67,14 @@ class ToolSpec:
     @property
     def result_model(self) -> type[BaseModel]:
         return self.models.get()[1]
+
+    def input_schema(self) -> dict[str, Any]:
+        """The `inputSchema` a model is shown: the arguments model as `AdvertisedJsonSchema`
+        writes it (plain optional fields, no length or range keywords). Calls are validated by
+        `validate_arguments`, never by this schema. Builds the models if no one has yet."""
+        from mcp_suite.tools.models import AdvertisedJsonSchema  # with the models, never before
+
+        return model_json_schema(self.args_model, AdvertisedJsonSchema)
 
     def validate_arguments(self, arguments: dict[str, Any]) -> BaseModel:
         """`arguments` as an instance of the strict arguments model, or `InvalidArgumentsError`

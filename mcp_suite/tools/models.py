@@ -6,12 +6,21 @@ pydantic: the models are built on first use (the session warms them up right aft
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema, JsonSchemaMode
+from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 
-__all__ = ["CompactJsonSchema", "StrictModel", "omitted_when_none"]
+if TYPE_CHECKING:
+    from pydantic_core import core_schema
+
+__all__ = ["AdvertisedJsonSchema", "CompactJsonSchema", "StrictModel", "omitted_when_none"]
+
+# Length and range keywords: the strict model enforces every one of them, and its refusal names the
+# limit it met (`mcp.invalid_arguments`), so the model is not shown them on every turn.
+_BOUNDS: Final = frozenset(
+    {"minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
+)
 
 
 class CompactJsonSchema(GenerateJsonSchema):
@@ -48,6 +57,45 @@ class CompactJsonSchema(GenerateJsonSchema):
         return result
 
 
+class AdvertisedJsonSchema(CompactJsonSchema):
+    """The `inputSchema` a model is shown (`ToolSpec.input_schema`): what it needs to call a tool
+    well, and no more, for the model reads it on every turn (docs/tools/README.md, issue 46).
+
+    - An optional argument whose default is None is its value's plain type, not `anyOf` it and
+      `null` with `default: null`: leaving it out is the same call as sending null.
+    - No length or range keywords (`_BOUNDS`): the limits stay enforced, and told by the refusal
+      that meets them.
+    - No description of the model itself: the tool's description says what the arguments are for.
+
+    The server validates with the strict model, never with this schema: what is advertised may be
+    looser than what is enforced, never stricter (tests/property/test_advertised_schemas.py).
+    """
+
+    def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
+        inner = schema["schema"]
+        if inner["type"] == "nullable" and schema.get("default", ...) is None:
+            return self.generate_inner(inner["schema"])
+        return super().default_schema(schema)
+
+    def str_schema(self, schema: core_schema.StringSchema) -> JsonSchemaValue:
+        return _unbounded(super().str_schema(schema))
+
+    def int_schema(self, schema: core_schema.IntSchema) -> JsonSchemaValue:
+        return _unbounded(super().int_schema(schema))
+
+    def float_schema(self, schema: core_schema.FloatSchema) -> JsonSchemaValue:
+        return _unbounded(super().float_schema(schema))
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        json_schema = super().model_schema(schema)
+        json_schema.pop("description", None)
+        return json_schema
+
+
+def _unbounded(json_schema: JsonSchemaValue) -> JsonSchemaValue:
+    return {key: value for key, value in json_schema.items() if key not in _BOUNDS}
+
+
 def _is_none(value: object) -> bool:
     return value is None
 
@@ -72,9 +120,10 @@ class StrictModel(BaseModel):
     """Base of every `<Tool>Args` and `<Tool>Result` model (docs/wire.md).
 
     Strict types (no "5" for 5, no bool for int), unknown keys refused, no NaN/Infinity. The same
-    models produce the advertised `inputSchema` / `outputSchema` (compact: no derived titles; a
-    nullable field is `anyOf` a type and `null`, never a `type` array, which clients that map tool
-    schemas onto a single-`type` dialect reject, as MCP Inspector's `--strict` warns).
+    models produce the advertised `outputSchema` (compact: no derived titles; a nullable field is
+    `anyOf` a type and `null`, never a `type` array, which clients that map tool schemas onto a
+    single-`type` dialect reject, as MCP Inspector's `--strict` warns) and, written by
+    `AdvertisedJsonSchema`, the `inputSchema`.
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)

@@ -46,7 +46,15 @@ async def test_sdk_client_reads_and_is_refused_as_specified(tmp_path: Path) -> N
             listed = await client.list_tools()
             assert [t.name for t in listed.tools] == ["sandbox_fs_list", "sandbox_fs_read"]
             tool = listed.tools[1]
-            assert tool.input_schema["properties"]["max_bytes"]["maximum"] == 1_048_576
+            # What the model is shown (issue 46): the default, not the bound; the bound is enforced
+            # and told by the refusal that meets it.
+            assert tool.input_schema["properties"]["max_bytes"] == {"default": 20_000, "type": "integer"}
+            over = await client.call_tool(
+                "sandbox_fs_read", {"relative_path": "hello.txt", "max_bytes": 1_048_577}
+            )
+            assert over.is_error is True
+            detail = json.loads(over.content[0].text)["detail"]  # type: ignore[union-attr]  # a text block
+            assert "max_bytes: Input should be less than or equal to 1048576" in detail
 
             read = await client.call_tool("sandbox_fs_read", {"relative_path": "hello.txt"})
             assert read.is_error is False

@@ -23,18 +23,28 @@ def settings_for(cluster: Cluster, **overrides: Any) -> Settings:
     return sql_settings(cluster.reader_dsn, **overrides)
 
 
-async def test_tools_list_binds_max_rows_to_the_settings(demo_cluster: Cluster) -> None:
+async def test_max_rows_is_bound_to_the_settings_and_told_by_the_refusal_not_the_schema(
+    demo_cluster: Cluster,
+) -> None:
     settings = settings_for(demo_cluster, sql_max_rows=120)
     with trio.fail_after(20):
         async with open_session(settings=settings, builtins=True, test_tools=False) as h:
             await h.initialize()
             listed = await h.request("tools/list")
+            over = await h.response(await h.call("read_only_sql", {"sql": "SELECT 1", "max_rows": 121}))
+            empty = await h.response(await h.call("read_only_sql", {"sql": ""}))
     (tool,) = [t for t in listed["result"]["tools"] if t["name"] == "read_only_sql"]
-    max_rows = tool["inputSchema"]["properties"]["max_rows"]
-    assert (max_rows["maximum"], max_rows["minimum"], max_rows["default"]) == (120, 1, 50)
-    sql = tool["inputSchema"]["properties"]["sql"]
-    assert (sql["minLength"], sql["maxLength"]) == (1, 10_000)
+    # What a model is shown (issue 46): the types and the default, no bounds.
+    assert tool["inputSchema"]["properties"] == {
+        "sql": {"type": "string"},
+        "max_rows": {"default": 50, "type": "integer"},
+    }
     assert set(tool["outputSchema"]["properties"]) == {"columns", "rows", "row_count", "truncated", "hint"}
+    # The limits are enforced all the same, and the refusal that meets one says it.
+    refusals = ((over, "max_rows: Input should be less than or equal to 120"), (empty, "at least 1"))
+    for response, said in refusals:
+        assert response["result"]["isError"] is True
+        assert said in json.loads(response["result"]["content"][0]["text"])["detail"]
 
 
 async def test_a_query_returns_columns_and_rows(demo_cluster: Cluster) -> None:

@@ -20,6 +20,7 @@ from mcp_suite.problems import (
 from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.protocol.mcp import model_json_schema
 from mcp_suite.settings import Settings, load_settings
+from mcp_suite.tools.models import AdvertisedJsonSchema
 from mcp_suite.tools.sandbox_fs_read import policy as fs_policy
 from mcp_suite.tools.sandbox_fs_read.models import (
     DEFAULT_MAX_BYTES,
@@ -190,21 +191,22 @@ def test_path_of_exactly_4096_characters_is_valid() -> None:
     args_model_for(Settings()).model_validate({"relative_path": "x" * 4_096}, strict=True)
 
 
-def test_advertised_schema_shows_the_configured_maximum() -> None:
-    schema = model_json_schema(args_model_for(Settings(fs_max_bytes=12_345)))
-    assert schema["properties"]["max_bytes"] == {
-        "default": 12_345,
-        "description": schema["properties"]["max_bytes"]["description"],
-        "maximum": 12_345,
-        "minimum": 1,
-        "type": "integer",
+def test_the_args_model_enforces_the_configured_maximum_which_the_advertised_schema_leaves_out() -> None:
+    model = args_model_for(Settings(fs_max_bytes=12_345))
+    assert model.model_validate({"relative_path": "a", "max_bytes": 12_345}, strict=True).max_bytes == 12_345
+    with pytest.raises(pydantic.ValidationError, match="less than or equal to 12345"):
+        model.model_validate({"relative_path": "a", "max_bytes": 12_346}, strict=True)
+    # What a model is shown (issue 46): the default it gets, not the bounds (the refusal says them).
+    schema = model_json_schema(model, AdvertisedJsonSchema)
+    assert schema["properties"]["max_bytes"] == {"default": 12_345, "type": "integer"}
+    assert schema["properties"]["relative_path"] == {
+        "description": schema["properties"]["relative_path"]["description"],
+        "type": "string",
     }
-    assert schema["properties"]["relative_path"]["maxLength"] == 4_096
-    assert schema["properties"]["relative_path"]["minLength"] == 1
     assert schema["required"] == ["relative_path"]
     assert schema["additionalProperties"] is False
     assert "title" not in schema  # derived titles are left out (docs/tools/README.md)
-    assert all(prop["description"] for prop in schema["properties"].values())
+    assert "description" not in schema  # the tool's description says what the arguments are for
 
 
 def test_result_schema_describes_every_field() -> None:

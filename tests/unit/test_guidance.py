@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from bench.bench_tokens import CONFIGURATIONS, TARGET_TOKENS, Measure, measure, open_configuration
 from mcp_suite.protocol import mcp
 from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.runtime.session import Session
@@ -29,9 +30,22 @@ _NAMES = re.compile(r"\b(" + "|".join(ALL_TOOLS) + r")\b")
 # A database nobody listens on: the start-up audit cannot connect, which is not fatal, and the
 # tools are registered all the same (nothing here calls them).
 _NO_DATABASE = "postgresql://reader:secret@127.0.0.1:1/mcp_demo"
-# The budget of the whole tools/list result with every tool, in bytes of compact JSON (about four
-# bytes a token): peers send about 1.4k to 19k tokens.
-TOOLS_LIST_BUDGET_BYTES = 15_000
+# The budget of the whole tools/list result with every tool (output schemas, titles and annotations
+# included), in bytes of compact JSON.
+TOOLS_LIST_BUDGET_BYTES = 12_000
+# What a model is shown of tools/list (issue 46; bench/bench_tokens.py counts it in o200k tokens):
+# the compact JSON of each tool's name, description and inputSchema, and of each default
+# configuration's whole list, in bytes. A change that grows one fails here and says by how much:
+# make it smaller, or raise the budget in the same commit and say why in its message.
+VISIBLE_BUDGET_BYTES = {
+    "sql_schema": 687,
+    "read_only_sql": 444,
+    "explain_sql": 472,
+    "sandbox_fs_list": 536,
+    "sandbox_fs_read": 462,
+    "system_metrics": 286,
+}
+VISIBLE_TOTAL_BUDGET_BYTES = {"all six tools": 2_894, "SQL tools only": 1_607}
 
 
 def settings(*, sql: bool, fs: bool, metrics: bool, root: Path) -> Settings:
@@ -76,6 +90,28 @@ def test_the_order_of_use_is_the_order_of_the_instructions_and_of_tools_list(tmp
     assert positions == sorted(positions)
 
 
+def test_the_order_of_use_is_told_by_the_instructions_alone(tmp_path: Path) -> None:
+    # Issue 46: each fact once. The instructions give the order; a description that said it again
+    # ("use it first", "call it before") would cost every turn and could come to disagree.
+    with open_registry(settings(sql=True, fs=True, metrics=True, root=tmp_path)) as opened:
+        for tool in opened.tools.values():
+            assert not re.search(r"\b(first|before|then|after)\b", tool.description, re.IGNORECASE), tool.name
+
+
+def test_each_description_names_what_its_result_says_about_the_rest(tmp_path: Path) -> None:
+    # Output schemas are not shown to the model: the description is where it learns how a result
+    # says that more is left (`truncated` and its `hint`, or `next_cursor`, which `truncated` shadows).
+    with open_registry(settings(sql=True, fs=True, metrics=True, root=tmp_path)) as opened:
+        tools = tools_list(opened)["tools"]
+    for tool in tools:
+        fields = set(tool["outputSchema"]["properties"])
+        told = fields & {"hint", "next_cursor"} or fields & {"truncated"}
+        if "hint" in told:
+            told.add("truncated")
+        for field in told:
+            assert re.search(rf"\b{field}\b", tool["description"]), (tool["name"], field)
+
+
 def test_no_tools_is_said_plainly(tmp_path: Path) -> None:
     with open_registry(settings(sql=False, fs=False, metrics=False, root=tmp_path)) as opened:
         assert opened.tools == {}
@@ -87,7 +123,39 @@ def test_tools_list_with_all_six_tools_stays_within_its_budget(tmp_path: Path) -
         payload = compact_json(tools_list(opened))
     assert len(payload.encode()) <= TOOLS_LIST_BUDGET_BYTES
     for tool in tools_list(opened)["tools"]:
-        assert len(tool["description"]) <= 450, tool["name"]
+        assert len(tool["description"]) <= 250, tool["name"]
+
+
+def over_budget(found: Measure, configuration: str) -> list[str]:
+    """Each figure of `found` over its budget, with by how much."""
+    figures = [(f"{tool} entry", size, VISIBLE_BUDGET_BYTES[tool]) for tool, (size, _) in found.tools.items()]
+    figures.append(
+        (f"whole list ({configuration})", found.total_bytes, VISIBLE_TOTAL_BUDGET_BYTES[configuration])
+    )
+    return [
+        f"{what}: {size:,} bytes, {size - budget:,} over its budget of {budget:,}"
+        for what, size, budget in figures
+        if size > budget
+    ]
+
+
+@pytest.mark.parametrize("configuration", list(CONFIGURATIONS))
+def test_what_a_model_is_shown_of_tools_list_stays_within_its_budgets(configuration: str) -> None:
+    with open_configuration(configuration) as tools:
+        found = measure(tools)
+    assert over_budget(found, configuration) == []
+    assert found.total_tokens <= TARGET_TOKENS[configuration], (
+        f"{found.total_tokens:,} o200k tokens, {found.total_tokens - TARGET_TOKENS[configuration]:,} over"
+        f" issue 46's target of {TARGET_TOKENS[configuration]:,}"
+    )
+
+
+def test_a_budget_overrun_is_told_with_by_how_much() -> None:
+    grown = Measure({"sql_schema": (700, 150), "read_only_sql": (444, 101)}, 1_620, 366)
+    assert over_budget(grown, "SQL tools only") == [
+        "sql_schema entry: 700 bytes, 13 over its budget of 687",
+        "whole list (SQL tools only): 1,620 bytes, 13 over its budget of 1,607",
+    ]
 
 
 # Keywords that constrain a value (JSON Schema 2020-12 assertions and applicators): a schema with

@@ -19,9 +19,7 @@ __all__ = ["ExplainSqlArgs", "ExplainSqlResult", "make_explain_args_model"]
 class ExplainSqlArgs(ReadOnlySqlArgs):
     """`read_only_sql`'s arguments plus `analyze`; `make_explain_args_model` binds `max_rows`."""
 
-    analyze: Annotated[
-        bool, Field(description="Run the query (EXPLAIN ANALYZE) for actual rows and time.")
-    ] = False
+    analyze: bool = False  # the tool's description says what it adds
 
 
 class ExplainSqlResult(StrictModel):
@@ -37,6 +35,6 @@ class ExplainSqlResult(StrictModel):
 
 
 def make_explain_args_model(max_rows_limit: int) -> type[ExplainSqlArgs]:
-    """`ExplainSqlArgs` whose `max_rows` maximum (and advertised schema) is `max_rows_limit`."""
+    """`ExplainSqlArgs` whose `max_rows` maximum is `max_rows_limit`."""
     model = make_args_model(max_rows_limit, ExplainSqlArgs, "Arguments of `explain_sql`.")
     return cast("type[ExplainSqlArgs]", model)

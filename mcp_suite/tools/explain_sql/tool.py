@@ -47,11 +47,11 @@ log = logging.getLogger(__name__)
 
 TOOL_NAME: Final = "explain_sql"
 TITLE: Final = "Query plan (EXPLAIN)"
+# What it shows and what a result carries; a plan it refuses is told by its refusal.
 DESCRIPTION: Final = (
-    "Show PostgreSQL's plan for one query read_only_sql would accept (the same rules, rewrite and "
-    "limits, planning included): the plan tree, total cost and estimated rows. `analyze: true` "
-    "runs the query and adds actual rows and time. Refused when the plan reads a table the role "
-    "may not read in full."
+    "PostgreSQL's plan for a query read_only_sql would run, by the same rules and limits. Returns "
+    "plan (EXPLAIN's JSON top node), total_cost and estimated_rows; analyze: true runs the query "
+    "and adds actual_rows and the times in ms."
 )
 
 

@@ -1,6 +1,6 @@
 """The argument and result models of `read_only_sql` (pydantic), loaded on first use.
 
-`make_args_model` binds `max_rows`'s maximum (and the advertised schema) to settings.
+`make_args_model` binds `max_rows`'s maximum (and its default, when lower) to settings.
 """
 
 from __future__ import annotations
@@ -29,16 +29,9 @@ DEFAULT_MAX_ROWS: Final = 50
 class ReadOnlySqlArgs(StrictModel):
     """Arguments of `read_only_sql`; `make_args_model` binds `max_rows`'s maximum to settings."""
 
-    sql: Annotated[
-        str,
-        Field(
-            min_length=1,
-            max_length=SQL_MAX_CHARS,
-            description="One read-only query (SELECT / VALUES / set operation), no trailing "
-            "statements, literals inline (no $1 parameters).",
-        ),
-    ]
-    max_rows: Annotated[int, Field(ge=1, description="The most rows to return.")] = DEFAULT_MAX_ROWS
+    # The tool's description says what the query may be; the names say the rest.
+    sql: Annotated[str, Field(min_length=1, max_length=SQL_MAX_CHARS)]
+    max_rows: Annotated[int, Field(ge=1)] = DEFAULT_MAX_ROWS
 
 
 def _empty(value: object) -> bool:
@@ -71,7 +64,7 @@ def make_args_model(
     doc: str = "Arguments of `read_only_sql`.",
 ) -> type[ReadOnlySqlArgs]:
     """`base` (`ReadOnlySqlArgs` or a subclass, such as `explain_sql`'s) whose `max_rows` maximum
-    (and advertised schema) is `max_rows_limit`."""
+    is `max_rows_limit` (and its default, when lower)."""
     default = min(DEFAULT_MAX_ROWS, max_rows_limit)
     model: type[ReadOnlySqlArgs] = create_model(
         base.__name__,
@@ -79,12 +72,8 @@ def make_args_model(
         __doc__=doc,
         max_rows=(
             int,
-            Field(
-                default=default,
-                ge=1,
-                le=max_rows_limit,
-                description=f"The most rows to return (1–{max_rows_limit}, default {default}).",
-            ),
+            # The limit is enforced here and told by the refusal and the truncation hint.
+            Field(default=default, ge=1, le=max_rows_limit),
         ),
     )
     return model

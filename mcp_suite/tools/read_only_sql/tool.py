@@ -39,12 +39,12 @@ GUIDANCE = (
     "PostgreSQL: sql_schema shows the tables and columns the role may read, then read_only_sql "
     "runs one query at a time; explain_sql shows a query's plan."
 )
+# What it runs and what a result carries (output schemas are not shown to the model); the order of
+# use is the instructions' (GUIDANCE), each limit is told by the refusal or hint that meets it.
 DESCRIPTION = (
-    "Run ONE read-only SQL query (SELECT, VALUES, UNION/INTERSECT/EXCEPT; PostgreSQL dialect) and "
-    "get its columns and rows as JSON. Find tables and columns with sql_schema first. Writes, "
-    "DDL, several statements, bind parameters and functions with side effects are refused. At "
-    "most `max_rows` rows that fit a size cap are returned (`truncated`, `hint`: what is left "
-    "out); time is capped."
+    "Run one read-only PostgreSQL query: SELECT, VALUES or a set operation, literals inline (no $1 "
+    "parameters). Returns columns [{name, type}], rows (arrays in column order), row_count and "
+    "truncated; a truncated result's hint says how to read on."
 )
 
 

@@ -24,20 +24,10 @@ def _empty(value: object) -> bool:
 class SandboxFsListArgs(StrictModel):
     """Which directory of the sandbox folder to list, and how much of it."""
 
-    relative_path: Annotated[
-        str,
-        Field(
-            max_length=MAX_PATH_CHARS,
-            description="Directory relative to the sandbox folder ('' or '.' for the folder itself).",
-        ),
-    ] = ""
-    max_entries: Annotated[int, Field(ge=1, le=MAX_ENTRIES, description="The most entries to return.")] = (
-        DEFAULT_MAX_ENTRIES
-    )
-    recursive: Annotated[bool, Field(description="Also list subdirectories, breadth first.")] = False
-    max_depth: Annotated[
-        int, Field(ge=1, le=MAX_DEPTH, description="With recursive: how many levels down to go.")
-    ] = DEFAULT_DEPTH
+    relative_path: Annotated[str, Field(max_length=MAX_PATH_CHARS)] = ""  # the default: the folder
+    max_entries: Annotated[int, Field(ge=1, le=MAX_ENTRIES)] = DEFAULT_MAX_ENTRIES
+    recursive: Annotated[bool, Field(description="breadth first, max_depth levels")] = False
+    max_depth: Annotated[int, Field(ge=1, le=MAX_DEPTH)] = DEFAULT_DEPTH
 
 
 class FsEntry(StrictModel):

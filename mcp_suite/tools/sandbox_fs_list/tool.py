@@ -39,11 +39,10 @@ HINT_BYTES: Final = 220
 
 TOOL_NAME: Final = "sandbox_fs_list"
 TITLE: Final = "List a folder of the sandbox"
+# What it lists and what a result carries; the order of use is the instructions' (GUIDANCE).
 DESCRIPTION: Final = (
-    "List one directory below the sandbox folder: each entry's name, kind (file, directory, "
-    "symlink, other) and size. Use it first to find the files to read with sandbox_fs_read. "
-    "`recursive` goes down `max_depth` levels; `truncated`, `hint`: what is left out. Links are "
-    "shown, not followed."
+    "List a directory below the sandbox folder. Returns path, entries [{name, kind, size}] and "
+    "truncated; a truncated listing's hint says how to list the rest. Links are shown, not followed."
 )
 
 

@@ -1,7 +1,7 @@
 """The argument and result models of `sandbox_fs_read` (pydantic), loaded on first use.
 
 The `max_bytes` bound comes from settings, so the args model is built per settings
-(`args_model_for`) and the advertised schema shows it.
+(`args_model_for`): it enforces the bound; the advertised schema shows the default it sets.
 """
 
 from __future__ import annotations
@@ -30,27 +30,22 @@ DEFAULT_MAX_BYTES: Final = 20_000
 # The largest MCP_FS_MAX_BYTES settings accept; the per-settings model narrows it.
 _MAX_BYTES_CEILING: Final = 16_777_216
 
-_PATH_DESCRIPTION: Final = (
-    "Path of a file relative to the sandbox folder, components separated by '/'. Absolute paths, "
-    "backslashes and paths leading outside the folder are refused."
-)
-_MAX_BYTES_DESCRIPTION: Final = (
-    "Return at most this many bytes of the file's text as sent in JSON (a non-ASCII character "
-    "counts 6, a quote or newline 2), cut at a whole character."
-)
+# What a model needs to write a path; what it may not be (absolute, backslashes, outside the
+# folder) is told by the refusal that meets it.
+_PATH_DESCRIPTION: Final = "'/' between parts, e.g. data/cities.csv"
 
 
 # Arguments of `sandbox_fs_read` (docs/tools/); the server validates with `args_model_for(settings)`.
-# The docstrings of both models become the `description` of the advertised schemas.
+# The result model's docstring is its outputSchema's `description`; the arguments' is left out of
+# the inputSchema (`AdvertisedJsonSchema`: the tool's description says what they are for).
 class SandboxFsReadArgs(StrictModel):
     """Which file to read, relative to the sandbox folder, and at most how many bytes of it."""
 
     relative_path: Annotated[
         str, Field(min_length=1, max_length=MAX_PATH_CHARS, description=_PATH_DESCRIPTION)
     ]
-    max_bytes: Annotated[int, Field(ge=1, le=_MAX_BYTES_CEILING, description=_MAX_BYTES_DESCRIPTION)] = (
-        DEFAULT_MAX_BYTES
-    )
+    # Counted as the reply carries the text, escapes included (docs/tools/sandbox_fs_read.md).
+    max_bytes: Annotated[int, Field(ge=1, le=_MAX_BYTES_CEILING)] = DEFAULT_MAX_BYTES
 
 
 class SandboxFsReadResult(StrictModel):
@@ -71,12 +66,7 @@ def args_model_for(settings: Settings) -> type[SandboxFsReadArgs]:
         __doc__=SandboxFsReadArgs.__doc__,
         max_bytes=(
             int,
-            Field(
-                default=min(DEFAULT_MAX_BYTES, limit),
-                ge=1,
-                le=limit,
-                description=_MAX_BYTES_DESCRIPTION,
-            ),
+            Field(default=min(DEFAULT_MAX_BYTES, limit), ge=1, le=limit),
         ),
     )
     return model

@@ -41,12 +41,11 @@ GUIDANCE: Final = (
     "Files below one sandbox folder: sandbox_fs_list shows what is there, then sandbox_fs_read "
     "reads one text file."
 )
+# What it reads and what a result carries; the order of use is the instructions' (GUIDANCE), and
+# how escaped characters count against max_bytes is docs/tools/sandbox_fs_read.md's.
 DESCRIPTION: Final = (
-    "Read one UTF-8 text file below the server's sandbox folder (find it with sandbox_fs_list "
-    "first). `relative_path` is relative to that folder, '/' between components (e.g. "
-    "'data/cities.csv'). Links are followed only while they stay inside; anything outside, a "
-    "directory or a special file is refused. At most `max_bytes` bytes are returned; `truncated` "
-    "says the file holds more."
+    "Read a UTF-8 text file below the sandbox folder; links are followed while they stay inside. "
+    "Returns path, size (on disk), content (at most max_bytes of JSON text) and truncated."
 )
 
 

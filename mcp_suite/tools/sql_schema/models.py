@@ -35,34 +35,19 @@ class SqlSchemaArgs(StrictModel):
 
     schema_name: Annotated[
         str | None,
-        Field(alias="schema", min_length=1, max_length=_MAX_NAME_CHARS, description="Exact schema name."),
+        Field(alias="schema", min_length=1, max_length=_MAX_NAME_CHARS, description="exact name"),
     ] = None
     name_like: Annotated[
-        str | None,
-        Field(
-            min_length=1,
-            max_length=_MAX_NAME_CHARS,
-            description="Case-insensitive name pattern: % any text, _ one character, \\ escapes.",
-        ),
+        str | None, Field(min_length=1, max_length=_MAX_NAME_CHARS, description="ILIKE pattern")
     ] = None
     object: Annotated[
-        str | None,
-        Field(min_length=1, max_length=_MAX_NAME_CHARS, description="One object, as schema.name."),
+        str | None, Field(min_length=1, max_length=_MAX_NAME_CHARS, description="schema.name")
     ] = None
-    detail: Annotated[
-        Detail,
-        Field(description="names; columns; full = also keys, foreign keys and indexes."),
-    ] = "columns"
-    max_objects: Annotated[
-        int, Field(ge=1, le=MAX_OBJECTS, description="The most objects to return in one page.")
-    ] = DEFAULT_MAX_OBJECTS
+    detail: Annotated[Detail, Field(description="full adds keys and indexes")] = "columns"
+    max_objects: Annotated[int, Field(ge=1, le=MAX_OBJECTS)] = DEFAULT_MAX_OBJECTS
     cursor: Annotated[
         str | None,
-        Field(
-            min_length=1,
-            max_length=MAX_CURSOR_CHARS,
-            description="The previous page's next_cursor (same filters).",
-        ),
+        Field(min_length=1, max_length=MAX_CURSOR_CHARS, description="next_cursor, same filters"),
     ] = None
 
 

@@ -24,11 +24,10 @@ __all__ = ["DESCRIPTION", "TITLE", "TOOL_NAME", "models", "read_sync", "resource
 
 TOOL_NAME: Final = "sql_schema"
 TITLE: Final = "Tables and columns the SQL role may read"
+# What it lists and what a result carries; each filter's meaning is its argument's description.
 DESCRIPTION: Final = (
-    "List the tables and views read_only_sql may query, in every schema the role can use, with "
-    "comments, estimated rows and readable columns (detail='full' adds keys, foreign keys and "
-    "indexes). Call it before writing SQL. Filter by `schema`, `name_like` (ILIKE pattern) or "
-    "`object` ('schema.name'). Pages: pass `next_cursor` as `cursor`."
+    "The tables and views read_only_sql may query, with comments, estimated rows and readable "
+    "columns. Returns database, objects and next_cursor (null on the last page)."
 )
 
 

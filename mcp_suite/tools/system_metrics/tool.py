@@ -24,11 +24,10 @@ __all__ = ["open_system_metrics"]
 # (docs/tools/system_metrics.md allows up to 2 s).
 SAMPLE_SECONDS: Final = 0.2
 
+# What it tells, and what it never does; the inputSchema says it takes no arguments.
 DESCRIPTION: Final = (
-    "A read-only, aggregate snapshot of the host: CPU use over a short sample, CPU counts and load "
-    "averages; memory and swap totals, availability and percent; usage of the configured disk; "
-    "uptime; and this server's own resident memory, threads and open descriptors. Takes no "
-    "arguments. Lists no processes, users or network details."
+    "An aggregate snapshot of the host: CPU, load, memory, swap, disk, uptime, and this server's "
+    "own memory, threads and open files. No processes, users or network details."
 )
 
 

@@ -16,6 +16,7 @@ import trio
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.tools.sql_engine.executor import CallTicket
+from mcp_suite.tools.sql_engine.policy import vet_sql
 from tests.support.harness import Harness, open_session
 from tests.support.pg import (
     LONG_QUERY,
@@ -181,11 +182,12 @@ PLAN_SQL = " UNION ALL ".join(f"SELECT slug FROM docs.pages WHERE words > {n}" f
 
 
 def _plan_bytes(dsn: str) -> int:
-    """What the byte cap counts of PLAN_SQL's plan (`result.fits`): the column list, the plan's
-    JSON as sent and 64 bytes."""
+    """What the byte cap counts of the plan of PLAN_SQL as it runs (inside the outer LIMIT;
+    `result.fits`): the column list, the plan's JSON as sent and 64 bytes."""
     executor = open_executor(dsn, sql_max_result_bytes=16_777_216)
+    executed = vet_sql(PLAN_SQL, max_rows=MAX_ROWS).sql
     try:
-        plan = executor.run(PLAN_SQL, max_rows=MAX_ROWS, ticket=CallTicket(), explain="plan")
+        plan = executor.run(executed, max_rows=MAX_ROWS, ticket=CallTicket(), explain="plan")
     finally:
         executor.close()
     columns = compact_json([{"name": c.name, "type": c.type} for c in plan.columns])

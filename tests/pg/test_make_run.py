@@ -101,6 +101,7 @@ def _make_run(*, new_group: bool = False) -> Iterator[ServerProcess]:
 
 def _answered_as_shutting_down(server: ServerProcess) -> None:
     (answer,) = [m for m in server.read_to_eof(timeout=60) if m.get("id") == "slow"]
+    assert "error" in answer, answer
     assert slug_of(answer["error"]["data"]) == "shutting-down", answer
 
 

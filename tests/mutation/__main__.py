@@ -115,6 +115,9 @@ MODULES: dict[str, tuple[str, ...]] = {
     "mcp_suite/protocol/authz.py": ("tests/unit/test_http_rules.py", "tests/trio/test_http_keys.py"),
     # the signature behind those claims: the issuer's key set, its bounds and refreshes, kept tokens
     "mcp_suite/runtime/http_auth.py": ("tests/trio/test_http_keys.py", "tests/unit/test_http_jwks.py"),
+    # what a query may name: PostgreSQL's functions and types, and (on the role's catalogue) the others
+    "mcp_suite/tools/sql_engine/policy/allowlist.py": ("tests/unit/test_sql_allowlist.py",),
+    "mcp_suite/tools/sql_engine/names.py": ("tests/unit/test_sql_allowlist.py",),
 }
 
 
@@ -138,11 +141,18 @@ HAND_CHECKS = (
         ("tests/unit/test_fs_attacks.py", "tests/unit/test_fs_race.py"),
     ),
     HandCheck(
-        "skip the LIMIT rewrite",
+        "let the outer LIMIT pass ten times max_rows",
         "mcp_suite/tools/sql_engine/policy/__init__.py",
-        "tree, limit = apply_limit(tree, cap)",
-        "limit = cap",
+        "    cap = max_rows + 1\n",
+        "    cap = 10 * (max_rows + 1)\n",
         ("tests/unit/test_sql_policy.py",),
+    ),
+    HandCheck(
+        "let every function PostgreSQL ships through the allow-list",
+        "mcp_suite/tools/sql_engine/policy/allowlist.py",
+        '    if verdict == "allow" or (allow_catalogue and why in LIFTED_BY_CATALOGUE):',
+        "    if True:",
+        ("tests/unit/test_sql_allowlist.py",),
     ),
     HandCheck(
         "let every denied function through",

@@ -19,6 +19,7 @@ from typing import Any, Final
 import psycopg
 
 from mcp_suite.problems import ResultTooLargeError
+from mcp_suite.protocol.invisible import escape_invisible
 from mcp_suite.tools.sql_engine.convert import json_size
 from mcp_suite.tools.sql_engine.introspect.lookup import Lookup, cap_comment, encode_cursor
 
@@ -158,28 +159,50 @@ def read(
     rows = conn.execute(_OBJECTS_SQL, params).fetchall()
     more = len(rows) > wanted
     objects: dict[int, dict[str, Any]] = {}
+    stored: dict[int, tuple[str, str]] = {}  # the names as stored: the cursor's keyset needs them
     for oid, schema, name, kind, comment, comment_total, estimate in rows[:wanted]:
         objects[oid] = {
-            "schema": schema,
-            "name": name,
+            "schema": _visible(schema),
+            "name": _visible(name),
             "kind": KINDS[kind],
-            "comment": cap_comment(comment, comment_total, comment_chars),
+            "comment": _visible(cap_comment(comment, comment_total, comment_chars)),
             "estimated_rows": estimate,
         }
+        stored[oid] = (schema, name)
     if objects and detail != "names":
         _add_details(conn, objects, full=detail == "full", comment_chars=comment_chars)
     listed: list[dict[str, Any]] = []
-    for item in objects.values():
+    last: tuple[str, str] | None = None
+    for oid, item in objects.items():
         size = json_size(item) + 1
         if size + _cursor_bytes(lookup, item) > budget:
             more = True
             break
         budget -= size
         listed.append(item)
+        last = stored[oid]
     if not listed and objects:
-        listed.append(_without_details(lookup, next(iter(objects.values())), budget, max_bytes))
-    cursor = encode_cursor(lookup, listed[-1]["schema"], listed[-1]["name"]) if more and listed else None
-    return {"database": database, "objects": listed, "truncated": cursor is not None, "next_cursor": cursor}
+        oid, item = next(iter(objects.items()))
+        listed.append(_without_details(lookup, item, budget, max_bytes))
+        last = stored[oid]
+    cursor = encode_cursor(lookup, *last) if more and last is not None else None
+    return {
+        "database": _visible(database),
+        "objects": listed,
+        "truncated": cursor is not None,
+        "next_cursor": cursor,
+    }
+
+
+def _visible(value: Any) -> Any:
+    """Catalogue text as the model and a person reviewing the transcript see it: every invisible
+    character (bidi controls, zero-width and tag characters) as a visible escape (`[U+202E]`),
+    in a string or in the strings of a list."""
+    if isinstance(value, str):
+        return escape_invisible(value)
+    if isinstance(value, list):
+        return [_visible(part) for part in value]
+    return value
 
 
 def _cursor_bytes(lookup: Lookup, item: dict[str, Any]) -> int:
@@ -215,11 +238,11 @@ def _add_details(
     for oid, name, type_, nullable, default, comment, comment_total in columns:
         objects[oid]["columns"].append(
             {
-                "name": name,
-                "type": type_,
+                "name": _visible(name),
+                "type": _visible(type_),
                 "nullable": nullable,
-                "default": default,
-                "comment": cap_comment(comment, comment_total, comment_chars),
+                "default": _visible(default),
+                "comment": _visible(cap_comment(comment, comment_total, comment_chars)),
             }
         )
     if not full:
@@ -227,12 +250,18 @@ def _add_details(
     for oid, kind, columns, references, referenced in conn.execute(_CONSTRAINTS_SQL, oids):
         item = objects[oid]
         if kind == "p":
-            item["primary_key"] = columns
+            item["primary_key"] = _visible(columns)
         elif kind == "u":
-            item["unique"].append(columns)
+            item["unique"].append(_visible(columns))
         else:
             item["foreign_keys"].append(
-                {"columns": columns, "references": references, "referenced_columns": referenced}
+                {
+                    "columns": _visible(columns),
+                    "references": _visible(references),
+                    "referenced_columns": _visible(referenced),
+                }
             )
     for oid, name, unique, definition in conn.execute(_INDEXES_SQL, oids):
-        objects[oid]["indexes"].append({"name": name, "unique": unique, "definition": definition})
+        objects[oid]["indexes"].append(
+            {"name": _visible(name), "unique": unique, "definition": _visible(definition)}
+        )

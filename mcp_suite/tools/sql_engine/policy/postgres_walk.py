@@ -2,17 +2,14 @@
 
 Owns: parsing with PostgreSQL's grammar, the iterative walk of its JSON tree against an allowlist of
 node kinds, the function denylist and the size bound on the functions that build values, the facts
-the walk notes (names, constants, the functions and operators called, the types named), the
-catalogue rule on them (`catalogue`), and the agreement check between the caller's text and the text
-that will run. Pure: no I/O.
+the walk notes (relations, the functions and operators called, the types named), and the catalogue
+rule (`catalogue`) and the allow-lists (`allowlist`) on them. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any, Final
 
 from pglast import parser as pg_parser
@@ -104,9 +101,7 @@ _ALLOWED_NODES: Final = frozenset(
     }
 )
 
-_NOTED_NODES: Final = frozenset(
-    {"FuncCall", "RangeTableSample", "ColumnRef", "RangeVar", "A_Const", "A_Expr", "SortBy", "SubLink"}
-)
+_NOTED_NODES: Final = frozenset({"FuncCall", "RangeTableSample", "RangeVar", "A_Expr", "SortBy", "SubLink"})
 # Where an operator's name sits in the nodes that name one (`OPERATOR(s.op)` gives two parts).
 _OPERATOR_FIELDS: Final = {"A_Expr": "name", "SortBy": "useOp", "SubLink": "operName"}
 # Typed (unwrapped) fields that carry a refused construct.
@@ -119,12 +114,10 @@ _SAMPLING_METHODS: Final = frozenset({"bernoulli", "system"})
 
 @dataclass(slots=True)
 class PgFacts:
-    """What PostgreSQL's reading of a text refers to: the root SELECT, names and constants."""
+    """What PostgreSQL's reading of a text refers to: the root SELECT and the names it holds."""
 
     root: dict[str, Any]
-    columns: set[tuple[str, ...]] = field(default_factory=set)
     relations: set[tuple[str, str]] = field(default_factory=set)
-    constants: Counter[tuple[Any, ...]] = field(default_factory=Counter)
     functions: set[str] = field(default_factory=set)
     operators: set[str] = field(default_factory=set)
     types: set[str] = field(default_factory=set)  # last name component, case-folded
@@ -249,15 +242,8 @@ def _note(kind: str, value: dict[str, Any], facts: PgFacts) -> None:
         names = value.get(_OPERATOR_FIELDS[kind])
         if names:
             facts.operators.add(_last_name(names))
-    elif kind == "ColumnRef":
-        # A bare `*` names nothing (the wrapper of a VALUES root adds one).
-        names = tuple(part["String"]["sval"] for part in value["fields"] if "String" in part)
-        if names:
-            facts.columns.add(names)
-    elif kind == "RangeVar":
+    else:  # RangeVar
         facts.relations.add((value.get("schemaname", ""), value["relname"]))
-    else:  # A_Const
-        facts.constants[_constant(value)] += 1
 
 
 def _note_type(type_name: dict[str, Any], facts: PgFacts) -> None:
@@ -277,22 +263,6 @@ def _setting_name(args: list[dict[str, Any]] | None) -> str | None:
 def _last_name(parts: list[dict[str, Any]]) -> str:
     """The case-folded last component of a qualified name list (`[{"String": {"sval": ...}}, ...]`)."""
     return str(parts[-1]["String"]["sval"]).casefold()
-
-
-def _constant(const: dict[str, Any]) -> tuple[Any, ...]:
-    """A comparable value for a constant: numbers by value, strings case-folded (sqlglot upper-cases
-    some keywords it reads as strings, such as interval units)."""
-    if "ival" in const:
-        return ("number", Decimal(const["ival"].get("ival", 0)))
-    if "fval" in const:
-        return ("number", Decimal(const["fval"]["fval"]))
-    if "sval" in const:
-        return ("string", const["sval"].get("sval", "").casefold())
-    if "bsval" in const:
-        return ("bits", const["bsval"]["bsval"].casefold())
-    if "boolval" in const:
-        return ("bool", bool(const["boolval"].get("boolval", False)))
-    return ("null",)
 
 
 def _check_function(call: dict[str, Any]) -> None:

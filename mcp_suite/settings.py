@@ -29,6 +29,7 @@ __all__ = [
     "SettingsError",
     "foreign_variables",
     "load_settings",
+    "variable_of",
 ]
 
 ENV_PREFIX = "MCP_"
@@ -112,6 +113,9 @@ class Settings:
 
     # --- tools ---------------------------------------------------------------------------------
     sql_dsn: SecretStr | None = field(default=None, metadata=_of(SecretStr, type(None)))
+    # The TOML file naming the databases the SQL tools read (`sources.load_sources`); without it,
+    # MCP_SQL_DSN and the MCP_SQL_* settings describe one source, `default`.
+    config_file: Path | None = field(default=None, metadata=_of(Path, type(None)))
     safe_data_dir: Path | None = field(default=None, metadata=_of(Path, type(None)))
     metrics_enabled: bool = field(default=True, metadata=_of(bool))
     metrics_disk_path: Path = field(default=Path("/"), metadata=_of(Path))
@@ -462,6 +466,7 @@ def _parse_affinity(raw: str) -> str:
 
 _VARIABLES: dict[str, tuple[str, object]] = {
     "SQL_DSN": ("sql_dsn", _parse_dsn),
+    "CONFIG": ("config_file", _parse_path),
     "SAFE_DATA_DIR": ("safe_data_dir", _parse_dir),
     "METRICS_ENABLED": ("metrics_enabled", _parse_bool),
     "METRICS_DISK_PATH": ("metrics_disk_path", _parse_dir),
@@ -596,6 +601,12 @@ def _unknown_variables(env: Mapping[str, str]) -> list[str]:
         hint = f"did you mean {close[0]}?" if close else "see docs/configuration.md for the known names"
         problems.append(f"{name}: not a known setting ({hint})")
     return problems
+
+
+def variable_of(field_name: str) -> str:
+    """The `MCP_*` variable that sets the settings field `field_name`."""
+    (suffix,) = (suffix for suffix, (name, _parser) in _VARIABLES.items() if name == field_name)
+    return ENV_PREFIX + suffix
 
 
 def foreign_variables(environ: Mapping[str, str] | None = None) -> list[str]:

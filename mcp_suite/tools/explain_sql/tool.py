@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from mcp_suite.lazy import Lazy
-from mcp_suite.problems import ResultTooLargeError
+from mcp_suite.problems import ProblemError, ResultTooLargeError
 from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.explain_sql.policy import (
     hidden_rows_refusal,
@@ -23,6 +23,7 @@ from mcp_suite.tools.explain_sql.policy import (
     summarise,
     too_deep_refusal,
 )
+from mcp_suite.tools.sql_engine.router import SqlSources, with_source
 
 if TYPE_CHECKING:
     from mcp_suite.tools.explain_sql.models import ExplainSqlArgs, ExplainSqlResult
@@ -84,28 +85,34 @@ def result_of(output: Any, *, analyze: bool) -> ExplainSqlResult:
     return ExplainSqlResult.model_validate(summarise(output, analyze=analyze))
 
 
-def models(max_rows_limit: int) -> tuple[type[ExplainSqlArgs], type[ExplainSqlResult]]:
+def models(sources: SqlSources) -> tuple[type[ExplainSqlArgs], type[ExplainSqlResult]]:
     from mcp_suite.tools.explain_sql.models import ExplainSqlResult, make_explain_args_model
 
-    return make_explain_args_model(max_rows_limit), ExplainSqlResult
+    arguments = with_source(make_explain_args_model(sources.max_rows_limit), sources)
+    return cast("type[ExplainSqlArgs]", arguments), ExplainSqlResult
 
 
-def spec(engine: SqlEngine, *, guard_hidden_rows: bool = True) -> ToolSpec:
-    """The tool on the shared engine. `guard_hidden_rows=False` serves it without its hidden-rows
-    check: only the test that proves the check's worth (the oracle it closes) passes it."""
+def spec(sources: SqlSources, *, guard_hidden_rows: bool = True) -> ToolSpec:
+    """The tool on the sources' engines. `guard_hidden_rows=False` serves it without its
+    hidden-rows check: only the test that proves the check's worth (the oracle it closes) passes it."""
 
     async def call(args: ExplainSqlArgs) -> ExplainSqlResult:
-        # read_only_sql's own path: the same policy verdict and rewrite, the same execution.
-        output = await engine.run_blocking(
-            functools.partial(_explain, engine, args, guard_hidden_rows=guard_hidden_rows)
-        )
+        name, engine = sources.pick(getattr(args, "source", None), args.max_rows)
+        # read_only_sql's own path: the same policy verdict, the same execution.
+        try:
+            output = await engine.run_blocking(
+                functools.partial(_explain, engine, args, guard_hidden_rows=guard_hidden_rows)
+            )
+        except ProblemError as exc:
+            sources.name_problem(name, exc)
+            raise
         return result_of(output, analyze=args.analyze)
 
     return ToolSpec(
         name=TOOL_NAME,
         title=TITLE,
         description=DESCRIPTION,
-        models=Lazy(functools.partial(models, engine.settings.sql_max_rows)),
+        models=Lazy(functools.partial(models, sources)),
         call=call,
     )
 

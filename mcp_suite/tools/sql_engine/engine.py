@@ -65,6 +65,11 @@ class SqlEngine:
         # Database worker threads: at most the pool size.
         self._limiter = trio.CapacityLimiter(settings.sql_pool_max_size)
 
+    @property
+    def dsn(self) -> str:
+        """The connection string (secret: never logged or shown)."""
+        return self._dsn
+
     async def run_blocking(self, work: Callable[[CallTicket], T]) -> T:
         """`work(ticket)` in a database worker thread; a cancelled caller cancels its query inside
         PostgreSQL and waits (shielded, bounded) for the connection to come back clean."""
@@ -166,8 +171,11 @@ class SqlEngine:
             log.info("read_only_sql: type names not preloaded (the database did not answer)")
 
 
-def open_engine(settings: Settings, dsn: str) -> SqlEngine:
+def open_engine(settings: Settings, dsn: str, *, refuse_at_start: bool = True) -> SqlEngine:
     """Audit the role at start-up (blocking, bounded by the connect timeout) and make the engine.
+
+    `refuse_at_start=False` (one source of several): a role the audit refuses does not stop the
+    start; the engine's gate holds the refusal, so its calls are refused until a re-audit passes.
 
     Raises StartupRefusedError when the role could do more than read, when the server's TLS
     certificate is refused (sslmode verify-ca / verify-full), or when MCP_SQL_POOLER=none but a
@@ -177,7 +185,7 @@ def open_engine(settings: Settings, dsn: str) -> SqlEngine:
     audit then runs before the first query.
     """
     availability = Availability(max_backoff_s=settings.sql_reconnect_max_s)
-    findings = _audit_at_start(dsn, settings, availability)
+    findings = _audit_at_start(dsn, settings, availability, refuse=refuse_at_start)
     engine = SqlEngine(settings, dsn, audited=findings is not None, availability=availability)
     if findings is not None:
         engine.gate.record(findings)  # logs the warnings: the risks the operator accepted, and the others
@@ -196,7 +204,9 @@ def open_engine(settings: Settings, dsn: str) -> SqlEngine:
     return engine
 
 
-def _audit_at_start(dsn: str, settings: Settings, availability: Availability) -> list[Finding] | None:
+def _audit_at_start(
+    dsn: str, settings: Settings, availability: Availability, *, refuse: bool = True
+) -> list[Finding] | None:
     """The start-up role audit: the findings when the role passed; None when no connection could be
     made (the executor then audits before the first query)."""
     try:
@@ -214,7 +224,7 @@ def _audit_at_start(dsn: str, settings: Settings, availability: Availability) ->
         # before the first query.
         availability.failed(exc, at_start=True)
         return None
-    if refusals(findings):
+    if refusals(findings) and refuse:
         raise StartupRefusedError(format_findings(findings))
     return findings
 

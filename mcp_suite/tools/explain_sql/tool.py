@@ -97,11 +97,12 @@ def spec(sources: SqlSources, *, guard_hidden_rows: bool = True) -> ToolSpec:
     hidden-rows check: only the test that proves the check's worth (the oracle it closes) passes it."""
 
     async def call(args: ExplainSqlArgs) -> ExplainSqlResult:
-        name, engine = sources.pick(getattr(args, "source", None), args.max_rows)
+        name, engine = sources.pick(getattr(args, "source", None))
+        max_rows = sources.max_rows(name, engine, args)
         # read_only_sql's own path: the same policy verdict, the same execution.
         try:
             output = await engine.run_blocking(
-                functools.partial(_explain, engine, args, guard_hidden_rows=guard_hidden_rows)
+                functools.partial(_explain, engine, args, max_rows, guard_hidden_rows=guard_hidden_rows)
             )
         except ProblemError as exc:
             sources.name_problem(name, exc)
@@ -117,7 +118,9 @@ def spec(sources: SqlSources, *, guard_hidden_rows: bool = True) -> ToolSpec:
     )
 
 
-def _explain(engine: SqlEngine, args: ExplainSqlArgs, ticket: CallTicket, *, guard_hidden_rows: bool) -> Any:
+def _explain(
+    engine: SqlEngine, args: ExplainSqlArgs, max_rows: int, ticket: CallTicket, *, guard_hidden_rows: bool
+) -> Any:
     """EXPLAIN's JSON, refused when the plan reads rows the role may not select; blocking.
 
     Security: the check reads the plan PostgreSQL made (views expanded, every scan and index), so
@@ -130,7 +133,7 @@ def _explain(engine: SqlEngine, args: ExplainSqlArgs, ticket: CallTicket, *, gua
     analyze = args.analyze
     max_bytes = engine.settings.sql_max_result_bytes
     try:
-        result = engine.vet_and_run(args.sql, args.max_rows, ticket, explain="analyze" if analyze else "plan")
+        result = engine.vet_and_run(args.sql, max_rows, ticket, explain="analyze" if analyze else "plan")
     except ResultTooLargeError:
         # The plan passed the pipeline's byte limit while it arrived (several times the cap).
         raise plan_too_large(max_bytes) from None

@@ -127,12 +127,11 @@ def spec(sources: SqlSources) -> ToolSpec:
     """The tool on the sources' engines."""
 
     async def call(args: ReadOnlySqlArgs) -> EncodedResult:
-        name, engine = sources.pick(getattr(args, "source", None), args.max_rows)
+        name, engine = sources.pick(getattr(args, "source", None))
+        max_rows = sources.max_rows(name, engine, args)
         started, outcome, rows = time.perf_counter(), "error", None
         try:
-            result = await engine.run_blocking(
-                lambda ticket: engine.vet_and_run(args.sql, args.max_rows, ticket)
-            )
+            result = await engine.run_blocking(lambda ticket: engine.vet_and_run(args.sql, max_rows, ticket))
             outcome, rows = "ok", len(result.rows)
         except ProblemError as exc:
             outcome = exc.slug

@@ -54,11 +54,10 @@ class SqlSources:
         is checked by `pick`)."""
         return max((engine.settings.sql_max_rows for engine in self._engines.values()), default=1)
 
-    def pick(self, name: str | None, max_rows: int | None = None) -> tuple[str, SqlEngine]:
+    def pick(self, name: str | None) -> tuple[str, SqlEngine]:
         """The source a call names (the only one when the tools take no `source`), and its engine.
 
-        Raises `RoleRefusedError` for a source not served since its start, and
-        `InvalidArgumentsError` for a `max_rows` above that source's own limit."""
+        Raises `RoleRefusedError` for a source not served since its start."""
         if name is None:
             name = self.names[0]
         why = self._refused.get(name)
@@ -68,15 +67,22 @@ class SqlSources:
                 "server; the other sources serve.",
                 metadata={"source": name, "retryable": False},
             )
-        engine = self._engines[name]  # the arguments model admits configured names only
+        return name, self._engines[name]  # the arguments model admits configured names only
+
+    def max_rows(self, name: str, engine: SqlEngine, arguments: BaseModel) -> int:
+        """The call's `max_rows` for its source: the one given, refused (`InvalidArgumentsError`)
+        above that source's own limit; or the default, lowered to that limit."""
+        given: int = getattr(arguments, "max_rows")  # noqa: B009  # the SQL tools' models all hold it
         limit = engine.settings.sql_max_rows
-        if max_rows is not None and max_rows > limit:
-            raise InvalidArgumentsError(
-                f"max_rows: at most {limit} for the source {name!r}.",
-                invalid_params=("max_rows",),
-                metadata={"source": name, "max_rows_limit": limit},
-            )
-        return name, engine
+        if given <= limit:
+            return given
+        if "max_rows" not in arguments.model_fields_set:
+            return limit
+        raise InvalidArgumentsError(
+            f"max_rows: at most {limit} for the source {name!r}.",
+            invalid_params=("max_rows",),
+            metadata={"source": name, "max_rows_limit": limit},
+        )
 
     def name_problem(self, name: str, problem: ProblemError) -> None:
         """Put the source a problem came from in its metadata (several sources only)."""

@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from pydantic import BaseModel, Field, create_model
-
 from mcp_suite.problems import InvalidArgumentsError, ProblemError, RoleRefusedError
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from mcp_suite.tools.sql_engine.engine import SqlEngine
 
 __all__ = ["SqlSources", "with_source"]
@@ -94,6 +94,8 @@ def with_source(model: type[BaseModel], sources: SqlSources) -> type[BaseModel]:
     """`model` with a `source` argument, one of the configured names, when the tools take one."""
     if not sources.named:
         return model
+    from pydantic import Field, create_model  # with the models: off `initialize`
+
     choice: Any = Literal[sources.names]  # a Literal of the configured names, built at run time
     extended = create_model(
         model.__name__,

@@ -191,9 +191,32 @@ def _serve_http(settings: Settings, extra_tools: list[ToolOpener]) -> int:
 
 
 def _check_role(settings: Settings) -> int:
+    if settings.config_file is not None:
+        return _check_sources(settings)
     if settings.sql_dsn is None:
-        return _refuse("check-role needs MCP_SQL_DSN", os.EX_CONFIG)
+        return _refuse("check-role needs MCP_SQL_DSN or a configuration file (MCP_CONFIG)", os.EX_CONFIG)
     return check_role(settings)
+
+
+def _check_sources(settings: Settings, *, out: TextIO | None = None) -> int:
+    """`check-role` with a configuration file: each source's role, under a heading of its name;
+    the worst exit status of them (EX_CONFIG over EX_UNAVAILABLE over EX_OK)."""
+    from mcp_suite.sources import load_sources
+
+    try:
+        sources = load_sources(settings)
+    except SettingsError as exc:
+        return _refuse(f"invalid configuration: {exc}", os.EX_CONFIG)
+    stream = out or sys.stdout
+    statuses = []
+    for source in sources:
+        stream.write(f"== source {source.name}\n")
+        stream.flush()
+        statuses.append(check_role(source.settings, out=stream))
+    for status in (os.EX_CONFIG, os.EX_UNAVAILABLE):
+        if status in statuses:
+            return status
+    return os.EX_OK
 
 
 def check_role(settings: Settings, *, out: TextIO | None = None) -> int:

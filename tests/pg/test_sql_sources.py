@@ -202,3 +202,18 @@ def test_an_invalid_file_stops_the_server_with_exit_78(tmp_path: Path, text: str
     assert done.returncode == 78, done.stderr.decode()
     assert expected in done.stderr.decode()
     assert done.stdout == b""
+
+
+def test_check_role_audits_each_source_under_its_name(config: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_") or k == "MCP_TEST_LEGACY_PASSWORD"}
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_suite", "--config", str(config), "check-role"],
+        env=env,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    out = done.stdout.decode()
+    assert done.returncode == 0, (out, done.stderr.decode())
+    assert out.index("== source demo") < out.index("== source legacy")
+    assert out.count("the role can only read") == 2

@@ -122,13 +122,16 @@ async def call_metrics(http: httpx2.AsyncClient, url: str, token: str | None) ->
 # -- tokens ----------------------------------------------------------------------------------------
 
 
-async def test_no_token_is_401_pointing_at_the_resource_metadata(issuer: TestIssuer) -> None:
+async def test_no_token_is_401_pointing_at_the_resource_metadata_and_naming_the_scopes_served(issuer: TestIssuer) -> None:
     with trio.fail_after(30):
         async with serving(issuer) as server, httpx2.AsyncClient() as http:
             missing = await call_metrics(http, server.url, None)
             assert "bearer token" in assert_refused(missing, 401, "unauthorized")["error"]["data"]["detail"]
+            # The scopes of what this server serves (its metrics tool; the test tools need none a
+            # token can hold): what a client should ask for (authorization, "Scope Selection Strategy").
             assert missing.headers["www-authenticate"] == (
-                'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource/mcp"'
+                'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource/mcp", '
+                'scope="metrics:read"'
             )
             basic = await http.post(server.url, json={}, headers={"Authorization": "Basic YTpi"})
             assert_refused(basic, 401, "unauthorized")
@@ -599,8 +602,11 @@ async def test_a_legacy_session_s_call_is_cancelled_by_notifications_cancelled()
                 accepted = await http.post(server.url, json=cancel, headers=session)
                 assert accepted.status_code == 202
             assert server.log.cancelled == [3]
-            # No JSON-RPC message for a cancelled call: an empty answer.
-            assert [(a.status_code, a.content) for a in answers] == [(204, b"")]
+            # No JSON-RPC message for a cancelled call, in a form 2025-11-25 allows for a POST that
+            # carried a request: an SSE stream closed without a message.
+            assert [(a.status_code, a.headers["content-type"], a.content) for a in answers] == [
+                (200, "text/event-stream", b"")
+            ]
 
 
 async def test_legacy_sessions_are_bounded_in_number_and_in_idle_time() -> None:

@@ -122,7 +122,9 @@ async def call_metrics(http: httpx2.AsyncClient, url: str, token: str | None) ->
 # -- tokens ----------------------------------------------------------------------------------------
 
 
-async def test_no_token_is_401_pointing_at_the_resource_metadata_and_naming_the_scopes_served(issuer: TestIssuer) -> None:
+async def test_no_token_is_401_pointing_at_the_resource_metadata_and_naming_the_scopes_served(
+    issuer: TestIssuer,
+) -> None:
     with trio.fail_after(30):
         async with serving(issuer) as server, httpx2.AsyncClient() as http:
             missing = await call_metrics(http, server.url, None)

@@ -19,7 +19,12 @@ import trio
 from joserfc.jwk import ECKey, KeySet
 
 from mcp_suite.protocol.authz import TokenRejectedError
-from mcp_suite.runtime.http_auth import JwksFetcher, KeysUnavailableError, TokenVerifier
+from mcp_suite.runtime.http_auth import (
+    JwksFetcher,
+    KeysUnavailableError,
+    TokenVerifier,
+    TokenVerifierStatistics,
+)
 from mcp_suite.settings import Settings
 from tests.support.issuer import TestIssuer
 
@@ -462,3 +467,41 @@ async def test_a_token_whose_key_is_cached_is_verified_while_a_fetch_hangs(
         keys.go.set()
     assert answers == ["cached keys", "unknown kid"]
     assert keys.calls == 2
+
+
+async def test_fetches_are_one_at_a_time_and_the_interval_counts_from_the_end_of_the_last(
+    nursery: trio.Nursery, issuer: TestIssuer, mock_clock: trio.testing.MockClock
+) -> None:
+    keys = HangingKeys(issuer.key)
+    verifier = _verifier(nursery, keys, issuer)
+    with trio.fail_after(10_000):  # virtual seconds: the test jumps 7,230 of them
+        await verifier.wait_fetched()  # none in progress: at once
+        kept = issuer.token(RESOURCE, sub="kept")
+        await verifier.verify(kept)
+        mock_clock.jump(3_600)
+        keys.hang = True
+        try:
+            await verifier.verify(kept)  # the keys are old: a fetch starts, not waited for
+            await trio.to_thread.run_sync(keys.entered.wait)
+            # Old keys and a fetch in progress: no second fetch.
+            assert (await verifier.verify(issuer.token(RESOURCE, sub="new"))).subject == "new"
+            assert keys.calls == 2
+            # Longer than the refresh interval and the keys' maximum age, while the fetch hangs:
+            # still no second fetch.
+            mock_clock.jump(3_600)
+            assert (await verifier.verify(kept)).subject == "kept"
+            assert keys.calls == 2
+        finally:
+            keys.go.set()
+        await verifier.wait_fetched()
+        keys.hang = False
+        stranger = ECKey.generate_key("P-256", parameters={"kid": "k9"})
+        # The interval counts from the end of the last fetch: none yet for an unknown kid.
+        with pytest.raises(TokenRejectedError, match="signature"):
+            await verifier.verify(issuer.token(RESOURCE, key=stranger))
+        assert keys.calls == 2
+        mock_clock.jump(30)
+        with pytest.raises(TokenRejectedError, match="signature"):
+            await verifier.verify(issuer.token(RESOURCE, key=stranger))
+        assert keys.calls == 3
+        assert verifier.statistics() == TokenVerifierStatistics(fetches=3, signature_checks=4, fetching=False)

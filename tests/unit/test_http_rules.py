@@ -403,6 +403,9 @@ def test_a_request_has_one_authorization_header_or_none() -> None:
 
 
 def test_a_401_names_the_scopes_of_what_is_served_in_their_order() -> None:
+    assert authz.challenge("https://m.example/md", scope="sql:read metrics:read") == (
+        'Bearer resource_metadata="https://m.example/md", scope="sql:read metrics:read"'
+    )
     assert authz.scopes_served(["system_metrics"]) == "metrics:read"
     assert authz.scopes_served(["system_metrics", "read_only_sql"]) == "sql:read metrics:read"
     assert authz.scopes_served(["sandbox_fs_read"], ["postgres://db/schema"]) == "sql:read files:read"

@@ -8,7 +8,9 @@ import contextlib
 import functools
 import json
 import logging
+import os
 import resource
+import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
@@ -19,6 +21,9 @@ import pytest
 import trio
 import trio.testing
 from joserfc.jwk import ECKey
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from mcp_suite.protocol.mcp import MODERN_VERSION
 from mcp_suite.runtime.http import serve_http
@@ -26,6 +31,7 @@ from mcp_suite.settings import Settings
 from mcp_suite.tools.registry import ToolOpener, open_registry
 from tests.support.harness import NOTES_TEXT, NOTES_URI, ToolLog, resource_opener, tool_opener
 from tests.support.issuer import TestIssuer, open_issuer
+from tests.support.ts_sdk import ts_sdk_cancel
 from tests.support.wire import check_line, slug_of
 
 RESOURCE: Final = "http://127.0.0.1/mcp"
@@ -896,3 +902,71 @@ async def test_a_resource_outside_the_token_s_scopes_is_403_naming_the_scope_as_
                 server.url, json=read, headers=modern_headers("resources/read", NOTES_URI, granted)
             )
             assert served.json()["result"]["contents"][0]["text"] == NOTES_TEXT
+
+
+# -- a cancelled call in a legacy session, as the SDKs' clients see it -------------------------------
+
+
+async def test_a_cancelled_legacy_call_raises_no_error_in_the_python_sdk(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="mcp")
+    dropped = "dropping response for unknown/late request id"
+    with trio.fail_after(30):
+        async with (
+            serving() as server,
+            create_mcp_http_client() as http,
+            Client(streamable_http_client(server.url, http_client=http), mode="legacy") as client,
+        ):
+            assert client.protocol_version == "2025-11-25"
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(functools.partial(client.call_tool, "sleep", {"seconds": 60, "tag": 5}))
+                while not server.log.started:
+                    await trio.sleep(0.01)
+                nursery.cancel_scope.cancel()  # the SDK sends notifications/cancelled
+            # The call's POST is answered once the server has cancelled the call, and the SDK
+            # drops what it reads there (its caller is gone).
+            while not any(r.getMessage().startswith(dropped) for r in caplog.records):
+                await trio.sleep(0.01)
+            assert server.log.cancelled == [5]
+            assert [t.name for t in (await client.list_tools()).tools][:2] == ["system_metrics", "sleep"]
+    complaints = [
+        r.getMessage() for r in caplog.records if r.name.startswith("mcp") and r.levelno >= logging.WARNING
+    ]
+    assert complaints == []
+
+
+@pytest.mark.parametrize("sdk", ["v1", "v2"])
+async def test_a_cancelled_legacy_call_raises_no_error_event_in_the_typescript_sdks(sdk: str) -> None:
+    script = ts_sdk_cancel()
+    said = b""
+    with trio.fail_after(120):
+        async with serving() as server, trio.open_nursery() as nursery:
+            command = ["node", str(script), sdk, server.url]
+            env = {**os.environ, "MCP_TEST_TOKEN": "unused-without-authorization"}
+            run = functools.partial(
+                trio.run_process, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, check=False
+            )
+            process: trio.Process = await nursery.start(run)
+            assert process.stdin is not None
+            assert process.stdout is not None
+            while b"calling\n" not in said:
+                chunk = await process.stdout.receive_some()
+                assert chunk, said
+                said += chunk
+            while not server.log.started:
+                await trio.sleep(0.01)
+            await process.stdin.send_all(b"cancel\n")
+            await process.stdin.aclose()
+            while chunk := await process.stdout.receive_some():
+                said += chunk
+            assert await process.wait() == 0, said
+    seen = json.loads(said.split(b"calling\n", 1)[1])
+    assert server.log.cancelled == [1]
+    assert seen["outcome"] == "aborted"
+    # The client raised no error event for the answer to the cancelled call's POST: 2025-11-25
+    # answers a POST that carried a request with JSON or an SSE stream, here one closed without
+    # a message.
+    assert seen["errors"] == []
+    assert seen["answer"] == {"status": 200, "contentType": "text/event-stream", "body": ""}
+    assert seen["tools"] >= 2

@@ -71,6 +71,8 @@ const pending = call(controller.signal).then(
 process.stdout.write("calling\n");
 const lines = createInterface({ input: process.stdin });
 for await (const _line of lines) break;
+lines.close();
+process.stdin.destroy(); // nothing more is read: an open stdin would keep Node running
 controller.abort("cancelled by the test");
 const outcome = await pending;
 while (callPost === null) await new Promise((resolve) => setTimeout(resolve, 10));

@@ -221,7 +221,7 @@ class TokenVerifier:
             raise KeysUnavailableError("the issuer's key set cannot be fetched")
         return self._keys
 
-    async def _refresh(self) -> None:
+    async def _refresh(self) -> None:  # noqa: ASYNC910  # the fetch in a thread is awaited, unless it failed before
         """One fetch, in the verifier's nursery. Cancellation: the thread is not abandoned (it
         ends by the fetch's own deadline), so no fetch outlives this task."""
         settings = self._settings
@@ -235,19 +235,20 @@ class TokenVerifier:
             except Exception as exc:  # noqa: BLE001  # any failure keeps the old keys; the server serves on
                 # Kept: the keys fetched before, if any (they are still the issuer's).
                 logger.warning("the issuer's key set could not be fetched: %s", type(exc).__name__)
-                return
-            if len(keys) > MAX_KEYS:
-                logger.warning(
-                    "the issuer's key set holds %d keys; the first %d are used", len(keys), MAX_KEYS
-                )
-                keys = keys[:MAX_KEYS]
-            self._keys = key_set
-            self._verified.clear()  # what the old key set verified is checked again against the new one
-            self._kids = frozenset(str(key["kid"]) for key in keys if "kid" in key)
-            logger.info("the issuer's key set: %d key(s)", len(keys))
+            else:
+                self._replace_keys(keys, key_set)
         finally:
             # A failed fetch waits out the refresh interval too.
             self._fetched_at = trio.current_time()
             fetched, self._fetched = self._fetched, None
             assert fetched is not None
             fetched.set()
+
+    def _replace_keys(self, keys: list[dict[str, Any]], key_set: KeySet) -> None:
+        if len(keys) > MAX_KEYS:
+            logger.warning("the issuer's key set holds %d keys; the first %d are used", len(keys), MAX_KEYS)
+            keys = keys[:MAX_KEYS]
+        self._keys = key_set
+        self._verified.clear()  # what the old key set verified is checked again against the new one
+        self._kids = frozenset(str(key["kid"]) for key in keys if "kid" in key)
+        logger.info("the issuer's key set: %d key(s)", len(keys))

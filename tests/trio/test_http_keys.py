@@ -411,27 +411,28 @@ class HangingKeys(Keys):
 async def test_a_request_that_needs_a_fetch_waits_for_it_a_bounded_time_and_no_thread_is_left(
     nursery: trio.Nursery, issuer: TestIssuer, autojump_clock: trio.testing.MockClock
 ) -> None:
-    keys = HangingKeys(issuer.key)
-    keys.hang = True
-    verifier = _verifier(nursery, keys, issuer, http_jwks_timeout_s=4.0, http_jwks_wait_s=1.5)
-    started = trio.current_time()
-    try:
-        with pytest.raises(KeysUnavailableError, match=r"^the issuer's key set did not arrive in time$"):
-            await verifier.verify(issuer.token(RESOURCE))
-        # Given up on after the wait, while the fetch's thread has not returned.
-        assert trio.current_time() - started == 1.5
-        assert not keys.returned.is_set()
-        # The fetch still runs: another request joins it (no second fetch, no second thread).
-        with pytest.raises(KeysUnavailableError):
-            await verifier.verify(issuer.token(RESOURCE))
-        assert keys.calls == 1
-        assert verifier.statistics().fetching
-    finally:
-        keys.go.set()
-    # The fetch's task ends only when its thread has returned: none is left behind.
-    await verifier.wait_fetched()
-    assert keys.returned.is_set()
-    assert not verifier.statistics().fetching
+    with trio.fail_after(60):
+        keys = HangingKeys(issuer.key)
+        keys.hang = True
+        verifier = _verifier(nursery, keys, issuer, http_jwks_timeout_s=4.0, http_jwks_wait_s=1.5)
+        started = trio.current_time()
+        try:
+            with pytest.raises(KeysUnavailableError, match=r"^the issuer's key set did not arrive in time$"):
+                await verifier.verify(issuer.token(RESOURCE))
+            # Given up on after the wait, while the fetch's thread has not returned.
+            assert trio.current_time() - started == 1.5
+            assert not keys.returned.is_set()
+            # The fetch still runs: another request joins it (no second fetch, no second thread).
+            with pytest.raises(KeysUnavailableError):
+                await verifier.verify(issuer.token(RESOURCE))
+            assert keys.calls == 1
+            assert verifier.statistics().fetching
+        finally:
+            keys.go.set()
+        # The fetch's task ends only when its thread has returned: none is left behind.
+        await verifier.wait_fetched()
+        assert keys.returned.is_set()
+        assert not verifier.statistics().fetching
 
 
 async def test_a_token_whose_key_is_cached_is_verified_while_a_fetch_hangs(
@@ -440,33 +441,34 @@ async def test_a_token_whose_key_is_cached_is_verified_while_a_fetch_hangs(
     """An unknown `kid` (anyone can send one) starts a fetch that hangs: the tokens whose keys are
     cached are verified meanwhile, kept ones and new ones alike; the unknown `kid` waits for the
     fetch alone."""
-    keys = HangingKeys(issuer.key)
-    verifier = _verifier(nursery, keys, issuer)
-    kept = issuer.token(RESOURCE, sub="kept")
-    await verifier.verify(kept)
-    mock_clock.jump(30)
-    keys.hang = True
-    stranger = ECKey.generate_key("P-256", parameters={"kid": "k9"})
-    answers: list[str] = []
+    with trio.fail_after(10_000):
+        keys = HangingKeys(issuer.key)
+        verifier = _verifier(nursery, keys, issuer)
+        kept = issuer.token(RESOURCE, sub="kept")
+        await verifier.verify(kept)
+        mock_clock.jump(30)
+        keys.hang = True
+        stranger = ECKey.generate_key("P-256", parameters={"kid": "k9"})
+        answers: list[str] = []
 
-    async def unknown_kid() -> None:
-        with pytest.raises(TokenRejectedError, match="signature"):
-            await verifier.verify(issuer.token(RESOURCE, key=stranger))
-        answers.append("unknown kid")
+        async def unknown_kid() -> None:
+            with pytest.raises(TokenRejectedError, match="signature"):
+                await verifier.verify(issuer.token(RESOURCE, key=stranger))
+            answers.append("unknown kid")
 
-    try:
-        async with trio.open_nursery() as requests:
-            requests.start_soon(unknown_kid)
-            await trio.to_thread.run_sync(keys.entered.wait)  # the fetch hangs
-            assert (await verifier.verify(kept)).subject == "kept"
-            assert (await verifier.verify(issuer.token(RESOURCE, sub="new"))).subject == "new"
-            answers.append("cached keys")
-            assert verifier.statistics().fetching
-            keys.go.set()  # the fetch fails: the unknown kid is checked against the keys kept
-    finally:
-        keys.go.set()
-    assert answers == ["cached keys", "unknown kid"]
-    assert keys.calls == 2
+        try:
+            async with trio.open_nursery() as requests:
+                requests.start_soon(unknown_kid)
+                await trio.to_thread.run_sync(keys.entered.wait)  # the fetch hangs
+                assert (await verifier.verify(kept)).subject == "kept"
+                assert (await verifier.verify(issuer.token(RESOURCE, sub="new"))).subject == "new"
+                answers.append("cached keys")
+                assert verifier.statistics().fetching
+                keys.go.set()  # the fetch fails: the unknown kid is checked against the keys kept
+        finally:
+            keys.go.set()
+        assert answers == ["cached keys", "unknown kid"]
+        assert keys.calls == 2
 
 
 async def test_fetches_are_one_at_a_time_and_the_interval_counts_from_the_end_of_the_last(

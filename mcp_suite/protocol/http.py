@@ -232,7 +232,7 @@ class CancelledAnswer:
     message may go out for it, so the body is empty."""
 
     status: int
-    content_type: str | None
+    headers: tuple[tuple[str, str], ...]
 
 
 def answer_to_cancelled_call(accept: str | None) -> CancelledAnswer:
@@ -242,8 +242,8 @@ def answer_to_cancelled_call(accept: str | None) -> CancelledAnswer:
     takes one (a 2025-11-25 client MUST list it in `Accept`); an empty 204 otherwise, the only
     answer left without a message."""
     if _takes(accept, ("text/event-stream", "text/*", "*/*")):
-        return CancelledAnswer(200, "text/event-stream")
-    return CancelledAnswer(204, None)
+        return CancelledAnswer(200, (("content-type", "text/event-stream"), ("cache-control", "no-cache")))
+    return CancelledAnswer(204, ())
 
 
 # -- legacy sessions -------------------------------------------------------------------------------

@@ -461,10 +461,8 @@ class HttpApp:
             # the POST still gets an HTTP answer in a form its transport allows (a closed
             # connection gets none).
             cancelled = answer_to_cancelled_call(accept)
-            fields = (
-                [] if cancelled.content_type is None else [(b"content-type", cancelled.content_type.encode())]
-            )
-            await _send(send, cancelled.status, b"", [*fields, (b"cache-control", b"no-cache")])
+            fields = [(name.encode("ascii"), value.encode("ascii")) for name, value in cancelled.headers]
+            await _send(send, cancelled.status, b"", fields)
 
     async def _watch_disconnect(
         self, receive: Receive, core: SessionCore, key: IdKey, call_scope: trio.CancelScope

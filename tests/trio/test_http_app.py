@@ -947,6 +947,7 @@ async def test_a_cancelled_legacy_call_raises_no_error_in_the_python_sdk(
     assert complaints == []
 
 
+@pytest.mark.e2e  # Node and the SDKs' lock, installed on first use
 @pytest.mark.parametrize("sdk", ["v1", "v2"])
 async def test_a_cancelled_legacy_call_raises_no_error_event_in_the_typescript_sdks(sdk: str) -> None:
     script = ts_sdk_cancel()

@@ -430,17 +430,20 @@ def test_a_body_is_json_only_when_it_says_so(content_type: str | None, json_body
     assert is_json_body(content_type) is json_body
 
 
+SSE = CancelledAnswer(200, (("content-type", "text/event-stream"), ("cache-control", "no-cache")))
+
+
 @pytest.mark.parametrize(
     ("accept", "answer"),
     [
-        ("application/json, text/event-stream", CancelledAnswer(200, "text/event-stream")),
-        ("text/event-stream", CancelledAnswer(200, "text/event-stream")),
-        ("application/json, text/*", CancelledAnswer(200, "text/event-stream")),
-        ("*/*", CancelledAnswer(200, "text/event-stream")),
-        (None, CancelledAnswer(200, "text/event-stream")),  # no Accept: it takes anything
-        ("application/json", CancelledAnswer(204, None)),
-        ("application/json, text/event-stream;q=0", CancelledAnswer(204, None)),
-        ("application/json, text/event-stream;q=x", CancelledAnswer(204, None)),
+        ("application/json, text/event-stream", SSE),
+        ("text/event-stream", SSE),
+        ("application/json, text/*", SSE),
+        ("*/*", SSE),
+        (None, SSE),  # no Accept: it takes anything
+        ("application/json", CancelledAnswer(204, ())),
+        ("application/json, text/event-stream;q=0", CancelledAnswer(204, ())),
+        ("application/json, text/event-stream;q=x", CancelledAnswer(204, ())),
     ],
 )
 def test_a_cancelled_legacy_call_is_an_sse_stream_without_a_message_for_a_client_that_takes_one(

@@ -125,7 +125,10 @@ class HttpApp:
         self.settings = settings
         self.registry = registry
         self.verifier = verifier
-        self.runner = CallRunner(settings, registry, per_caller=settings.http_max_calls_per_identity)
+        # A caller's share of the call slots; without authorization every caller is one
+        # (`anonymous`), who holds them all, as on stdio.
+        share = settings.http_max_calls_per_identity if verifier is not None else None
+        self.runner = CallRunner(settings, registry, per_caller=share)
         self.catalogue = ToolCatalogue(registry)
         self.audit = AuditLog()
         self.sessions: dict[str, _LegacySession] = {}

@@ -787,6 +787,25 @@ async def test_one_caller_using_its_whole_share_of_call_slots_leaves_the_others_
             nursery.cancel_scope.cancel()  # closing Alice's connections cancels her calls
 
 
+async def test_without_authorization_the_one_caller_holds_every_call_slot() -> None:
+    with trio.fail_after(30):
+        async with (
+            serving(max_concurrency=2, http_max_calls_per_identity=1) as server,
+            httpx2.AsyncClient(timeout=60) as http,
+        ):
+            async with trio.open_nursery() as nursery:
+                for tag in (1, 2):
+                    body = modern(
+                        "tools/call", {"name": "sleep", "arguments": {"seconds": 20, "tag": tag}}, tag
+                    )
+                    headers = modern_headers("tools/call", "sleep")
+                    nursery.start_soon(functools.partial(http.post, server.url, json=body, headers=headers))
+                while len(server.log.started) < 2:  # both run: `anonymous` is everyone, as on stdio
+                    await trio.sleep(0.01)
+                nursery.cancel_scope.cancel()
+            assert sorted(server.log.started) == [1, 2]
+
+
 async def test_a_key_set_fetch_that_hangs_delays_no_token_whose_key_is_cached(issuer: TestIssuer) -> None:
     stranger = ECKey.generate_key("P-256", parameters={"kid": "k9"})
     with trio.fail_after(30):

@@ -225,9 +225,16 @@ class Settings:
     # Requests one identity (a token's subject; the anonymous caller of MCP_HTTP_AUTH=none) may
     # have in progress at once; one more is refused with 429.
     http_max_requests_per_identity: int = field(default=16, metadata=_int(1, 1_024))
-    # Legacy (2025-11-25 and earlier) sessions: at most this many at once, each dropped after this
-    # long without a request (its id then gets 404, and the client starts a new one).
+    # Call slots (of MCP_MAX_CONCURRENCY) one identity may hold at once, below the server's so that
+    # one caller using its whole share leaves slots to the others; its further calls wait in its
+    # own line, and the lines of waiting callers are served in turn (bench_fairness).
+    http_max_calls_per_identity: int = field(default=8, metadata=_int(1, 256))
+    # Legacy (2025-11-25 and earlier) sessions: at most this many at once, and at most
+    # MCP_HTTP_MAX_SESSIONS_PER_SUBJECT of one token subject (its own least recently used one makes
+    # room); each dropped after this long without a request (its id then gets 404, and the client
+    # starts a new one).
     http_max_sessions: int = field(default=256, metadata=_int(1, 100_000))
+    http_max_sessions_per_subject: int = field(default=8, metadata=_int(1, 100_000))
     http_session_idle_s: float = field(default=600.0, metadata=_float(0, 86_400, low_open=True))
     # "jwt": every request carries a bearer JWT from MCP_HTTP_ISSUER; "none": no authorization,
     # allowed only on a loopback host and named in the start-up log.
@@ -242,7 +249,11 @@ class Settings:
     http_jwks_refresh_min_s: float = field(default=30.0, metadata=_float(0, 3_600))
     http_jwks_timeout_s: float = field(default=5.0, metadata=_float(0, 60, low_open=True))
     http_jwks_max_bytes: int = field(default=65_536, metadata=_int(1_024, 1_048_576))
-    # Clock skew allowed on a token's `exp` and `nbf`.
+    # A request that must wait for the key set (none fetched yet, or its `kid` unknown) waits at
+    # most this long for the fetch in progress, then gets 503; a token whose key is cached never
+    # waits for a fetch.
+    http_jwks_wait_s: float = field(default=2.0, metadata=_float(0, 60, low_open=True))
+    # Clock skew allowed on a token's `exp`, `nbf` and `iat`.
     http_clock_leeway_s: int = field(default=30, metadata=_int(0, 300))
     # The signatures of this many recently verified tokens are not checked again while the key set
     # stays the same (their claims are, on every request); 0 checks every request's signature.
@@ -273,16 +284,26 @@ class Settings:
             )
 
     def http_problems(self) -> list[str]:
-        """What `mcp-suite serve-http` still lacks: with MCP_HTTP_AUTH=jwt, the resource, the
-        issuer and its key set (stdio needs none of them, so they are checked only there)."""
-        if self.http_auth != "jwt":
-            return []
-        needed = {
-            "MCP_HTTP_RESOURCE_URI": self.http_resource_uri,
-            "MCP_HTTP_ISSUER": self.http_issuer,
-            "MCP_HTTP_JWKS_URL": self.http_jwks_url,
-        }
-        return [f"{name} is required with MCP_HTTP_AUTH=jwt" for name, value in needed.items() if not value]
+        """What `mcp-suite serve-http` still lacks or refuses (stdio reads none of these, so they
+        are checked only there): with MCP_HTTP_AUTH=jwt, the resource, the issuer and its key set;
+        and a caller's share of the call slots below the server's."""
+        problems: list[str] = []
+        if self.http_auth == "jwt":
+            needed = {
+                "MCP_HTTP_RESOURCE_URI": self.http_resource_uri,
+                "MCP_HTTP_ISSUER": self.http_issuer,
+                "MCP_HTTP_JWKS_URL": self.http_jwks_url,
+            }
+            problems += [
+                f"{name} is required with MCP_HTTP_AUTH=jwt" for name, value in needed.items() if not value
+            ]
+        # One caller must not be able to hold every call slot (issue 47), unless there is one.
+        share, slots = self.http_max_calls_per_identity, self.max_concurrency
+        if not (share < slots or share == slots == 1):
+            problems.append(
+                "MCP_HTTP_MAX_CALLS_PER_IDENTITY must be below MCP_MAX_CONCURRENCY (or 1 when that is 1)"
+            )
+        return problems
 
     @property
     def max_queued_calls(self) -> int:
@@ -509,7 +530,9 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "HTTP_IDLE_TIMEOUT_S": ("http_idle_timeout_s", _parse_float),
     "HTTP_BODY_TIMEOUT_S": ("http_body_timeout_s", _parse_float),
     "HTTP_MAX_REQUESTS_PER_IDENTITY": ("http_max_requests_per_identity", _parse_int),
+    "HTTP_MAX_CALLS_PER_IDENTITY": ("http_max_calls_per_identity", _parse_int),
     "HTTP_MAX_SESSIONS": ("http_max_sessions", _parse_int),
+    "HTTP_MAX_SESSIONS_PER_SUBJECT": ("http_max_sessions_per_subject", _parse_int),
     "HTTP_SESSION_IDLE_S": ("http_session_idle_s", _parse_float),
     "HTTP_AUTH": ("http_auth", _parse_http_auth),
     "HTTP_RESOURCE_URI": ("http_resource_uri", _parse_url),
@@ -519,6 +542,7 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "HTTP_JWKS_REFRESH_MIN_S": ("http_jwks_refresh_min_s", _parse_float),
     "HTTP_JWKS_TIMEOUT_S": ("http_jwks_timeout_s", _parse_float),
     "HTTP_JWKS_MAX_BYTES": ("http_jwks_max_bytes", _parse_int),
+    "HTTP_JWKS_WAIT_S": ("http_jwks_wait_s", _parse_float),
     "HTTP_CLOCK_LEEWAY_S": ("http_clock_leeway_s", _parse_int),
     "HTTP_TOKEN_CACHE_SIZE": ("http_token_cache_size", _parse_int),
 }

@@ -10,7 +10,7 @@ Must not import trio or do I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -19,6 +19,7 @@ __all__ = [
     "ANONYMOUS",
     "SCOPES",
     "Identity",
+    "MalformedAuthorizationError",
     "TokenRejectedError",
     "bearer_token",
     "challenge",
@@ -26,6 +27,8 @@ __all__ = [
     "metadata_paths",
     "protected_resource_metadata",
     "required_scope",
+    "scopes_served",
+    "the_authorization",
 ]
 
 # Scopes map to tool groups: every tool of a group needs its scope (deny by default: a tool or a
@@ -54,6 +57,11 @@ class TokenRejectedError(Exception):
     """A token that must not be served: the reason is for the log and `error_description`."""
 
 
+class MalformedAuthorizationError(Exception):
+    """A request whose credentials can be read more than one way (RFC 6750 3.1, `invalid_request`:
+    400): the reason is for the log and `error_description`."""
+
+
 @dataclass(frozen=True, slots=True)
 class Identity:
     """Who calls: a token's subject and scopes, or the anonymous caller of `MCP_HTTP_AUTH=none`
@@ -78,6 +86,25 @@ def required_scope(tool: str | None = None, *, resource_uri: str | None = None) 
     return _RESOURCE_SCHEMES.get(scheme, _UNGRANTABLE)
 
 
+def scopes_served(tools: Iterable[str], resource_uris: Iterable[str] = ()) -> str:
+    """The scopes the served tools and resources need, space-separated in `SCOPES` order: the
+    `scope` of a 401's challenge (MCP authorization, "Scope Selection Strategy": the client asks
+    for these when the server names them)."""
+    needed = {required_scope(tool) for tool in tools} | {
+        required_scope(resource_uri=u) for u in resource_uris
+    }
+    return " ".join(scope for scope in SCOPES if scope in needed)
+
+
+def the_authorization(values: Sequence[str]) -> str | None:
+    """The one `Authorization` header of a request (None: there is none). Two or more are a
+    malformed request, whatever they hold: a proxy that reads the first and a server that reads the
+    last would see two callers (RFC 9110 5.3: a field that is no list is sent once)."""
+    if len(values) > 1:
+        raise MalformedAuthorizationError("the request carries more than one Authorization header")
+    return values[0] if values else None
+
+
 def bearer_token(authorization: str | None) -> str | None:
     """The token of an `Authorization: Bearer <token>` header; None for no header or another form."""
     if authorization is None:
@@ -100,8 +127,9 @@ def check_claims(
 ) -> Identity:
     """The claims of a token whose signature was verified: `iss` is the issuer, `aud` names this
     resource (RFC 8707; a string or a list holding it), `exp` is required and not past, `nbf` not
-    ahead (each with `leeway_s`), `sub` a non-empty string. Returns who calls, with their scopes
-    (`scope`, space-separated, RFC 8693; or a `scp` list)."""
+    ahead, `iat` (when present) a number, not negative and not ahead (each with `leeway_s`), `sub`
+    a non-empty string. Returns who calls, with their scopes (`scope`, space-separated, RFC 8693;
+    or a `scp` list)."""
     if claims.get("iss") != issuer:
         raise TokenRejectedError("the token was not issued by the configured issuer")
     aud = claims.get("aud")
@@ -116,6 +144,11 @@ def check_claims(
     nbf = _number(claims, "nbf")
     if nbf is not None and now + leeway_s < nbf:
         raise TokenRejectedError("the token is not valid yet")
+    # RFC 7519 4.1.6: when the token was issued. One issued ahead of this clock (beyond the skew)
+    # or before 1970 was not issued by a working issuer: a forged or broken token, refused.
+    iat = _number(claims, "iat")
+    if iat is not None and (iat < 0 or now + leeway_s < iat):
+        raise TokenRejectedError("the token's iat claim is not a time it can have been issued at")
     subject = claims.get("sub")
     if not isinstance(subject, str) or not subject:
         raise TokenRejectedError("the token has no sub claim")

@@ -53,8 +53,8 @@ async def test_a_sql_call_over_http_with_the_sql_read_scope(server: HttpServer, 
     assert [(r["sql"], r["sub"]) for r in statements] == [("SELECT version FROM reports.releases", "erin")]
 
 
-async def test_without_sql_read_the_sql_tools_are_hidden_and_refused(
-    server: HttpServer, issuer: TestIssuer
+async def test_without_sql_read_the_sql_tools_and_the_schema_resource_are_hidden_and_refused_alike(
+    server: HttpServer, issuer: TestIssuer, demo_cluster: Cluster
 ) -> None:
     token = issuer.token(server.url, sub="frank", scope="metrics:read")
     with trio.fail_after(60):
@@ -87,3 +87,25 @@ async def test_without_sql_read_the_sql_tools_are_hidden_and_refused(
             refused = await raw.post(server.url, json=body, headers=headers)
             assert refused.status_code == 403
             assert 'scope="sql:read"' in refused.headers["www-authenticate"]
+            # The schema resource answers as a tool does: 403 naming the scope (not 404).
+            uri = f"postgres://{demo_cluster.dbname}/schema"
+            meta = body["params"]["_meta"]  # type: ignore[index]  # the dict built above
+            read = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "resources/read",
+                "params": {"uri": uri, "_meta": meta},
+            }
+            headers = {**headers, "Mcp-Method": "resources/read", "Mcp-Name": uri}
+            listed_resources = await raw.post(
+                server.url,
+                json={"jsonrpc": "2.0", "id": 3, "method": "resources/list", "params": {"_meta": meta}},
+                headers={**headers, "Mcp-Method": "resources/list"},
+            )
+            assert listed_resources.json()["result"]["resources"] == []
+            denied = await raw.post(server.url, json=read, headers=headers)
+            assert denied.status_code == 403
+            assert 'error="insufficient_scope"' in denied.headers["www-authenticate"]
+            assert 'scope="sql:read"' in denied.headers["www-authenticate"]
+            assert denied.json()["error"]["data"]["type"] == "urn:mcp-suite:problem:insufficient-scope"
+            assert "sql:read" in denied.json()["error"]["data"]["detail"]

@@ -24,10 +24,16 @@ __all__ = [
     "bearer_token",
     "challenge",
     "check_claims",
+    "may_see",
     "metadata_paths",
     "protected_resource_metadata",
     "required_scope",
+    "scope_lacking",
+    "scoped_input_schema",
     "scopes_served",
+    "source_scope",
+    "sources_allowed",
+    "sql_sources",
     "the_authorization",
 ]
 
@@ -84,6 +90,77 @@ def required_scope(tool: str | None = None, *, resource_uri: str | None = None) 
         return _TOOL_SCOPES.get(tool, _UNGRANTABLE)
     scheme = urlsplit(resource_uri or "").scheme
     return _RESOURCE_SCHEMES.get(scheme, _UNGRANTABLE)
+
+
+# One database of several (a configuration file's sources): `sql:read:<source>` grants the SQL tools
+# and the schema resource for that source alone; `sql:read` grants every source.
+SQL_SOURCE_PREFIX: Final = SQL_READ + ":"
+DEFAULT_SOURCE: Final = "default"  # the one source of MCP_SQL_DSN (mcp_suite.sources)
+
+
+def source_scope(source: str) -> str:
+    """The scope that grants one source."""
+    return SQL_SOURCE_PREFIX + source
+
+
+def sql_sources(input_schemas: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The sources the SQL tools serve, read from their advertised arguments: the `source` enum of
+    a configuration file's tools, else the one source `default`."""
+    for schema in input_schemas:
+        names = schema.get("properties", {}).get("source", {}).get("enum")
+        if names:
+            return tuple(str(name) for name in names)
+    return (DEFAULT_SOURCE,)
+
+
+def sources_allowed(identity: Identity, sources: Sequence[str]) -> tuple[str, ...]:
+    """The sources `identity` may read: all with `sql:read`, else those it holds the scope of."""
+    if identity.holds(SQL_READ):
+        return tuple(sources)
+    return tuple(source for source in sources if identity.holds(source_scope(source)))
+
+
+def scope_lacking(
+    identity: Identity,
+    sources: Sequence[str],
+    *,
+    tool: str | None = None,
+    arguments: Mapping[str, Any] | None = None,
+    resource_uri: str | None = None,
+) -> str | None:
+    """The scope `identity` lacks for a tool call (its `arguments`) or a resource read, or None.
+
+    A SQL tool or the schema resource needs `sql:read`, or the scope of the source it reads: a
+    call's `source` argument (the one source when the tools take none), a resource's host."""
+    needed = required_scope(tool, resource_uri=resource_uri)
+    if identity.holds(needed):
+        return None
+    if needed != SQL_READ:
+        return needed
+    if tool is not None:
+        source = str((arguments or {}).get("source", sources[0]))
+    else:
+        host = urlsplit(resource_uri or "").hostname or ""
+        source = host if host in sources else DEFAULT_SOURCE
+    scope = source_scope(source)
+    return None if identity.holds(scope) else scope
+
+
+def may_see(identity: Identity, needed: str) -> bool:
+    """Whether a tool or resource needing `needed` is listed to `identity`: the SQL ones also to
+    a holder of one source's scope (its arguments then list only that source)."""
+    if identity.holds(needed):
+        return True
+    return needed == SQL_READ and any(scope.startswith(SQL_SOURCE_PREFIX) for scope in identity.scopes)
+
+
+def scoped_input_schema(schema: Mapping[str, Any], allowed: Sequence[str]) -> dict[str, Any]:
+    """A SQL tool's advertised arguments with `source`'s enum cut to the sources allowed."""
+    properties = dict(schema.get("properties", {}))
+    if "source" not in properties:
+        return dict(schema)
+    properties["source"] = {**properties["source"], "enum": list(allowed)}
+    return {**schema, "properties": properties}
 
 
 def scopes_served(tools: Iterable[str], resource_uris: Iterable[str] = ()) -> str:

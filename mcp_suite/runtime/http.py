@@ -13,6 +13,7 @@ request task owns its cancel scope; a closed connection withdraws the call (2026
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -52,10 +53,15 @@ from mcp_suite.protocol.authz import (
     TokenRejectedError,
     bearer_token,
     challenge,
+    may_see,
     metadata_paths,
     protected_resource_metadata,
     required_scope,
+    scope_lacking,
+    scoped_input_schema,
     scopes_served,
+    sources_allowed,
+    sql_sources,
     the_authorization,
 )
 from mcp_suite.protocol.core import Answer, CallKind, CallRaised, CancelCall, IdKey, SessionCore, StartCall
@@ -334,15 +340,23 @@ class HttpApp:
             RequestTimeoutError, "the body did not arrive in time", [(b"connection", b"close")]
         )
 
+    def _sql_sources(self) -> tuple[str, ...]:
+        return sql_sources(d.input_schema for d in self.catalogue.descriptions())
+
     def _new_core(self, identity: Identity) -> SessionCore:
         def visible_tools() -> list[mcp.ToolDescription]:
-            return [d for d in self.catalogue.descriptions() if identity.holds(required_scope(d.name))]
+            allowed = sources_allowed(identity, self._sql_sources())
+            return [
+                dataclasses.replace(d, input_schema=scoped_input_schema(d.input_schema, allowed))
+                for d in self.catalogue.descriptions()
+                if may_see(identity, required_scope(d.name))
+            ]
 
         return new_core(
             self.settings,
             self.registry,
             visible_tools,
-            resource_uris=lambda uri: identity.holds(required_scope(resource_uri=uri)),
+            resource_uris=lambda uri: scope_lacking(identity, self._sql_sources(), resource_uri=uri) is None,
             per_caller_lists=not identity.unrestricted,
         )
 
@@ -418,10 +432,11 @@ class HttpApp:
         send: Send,
     ) -> None:
         if start.kind is CallKind.TOOL:
-            scope_needed = required_scope(start.name)
+            lacking = scope_lacking(identity, self._sql_sources(), tool=start.name, arguments=start.arguments)
         else:
-            scope_needed = required_scope(resource_uri=start.name)
-        if not identity.holds(scope_needed):
+            lacking = scope_lacking(identity, self._sql_sources(), resource_uri=start.name)
+        if lacking is not None:
+            scope_needed = lacking
             problem = InsufficientScopeError(
                 f"This token's scopes do not cover {start.name!r}; it needs the scope {scope_needed!r}."
             )

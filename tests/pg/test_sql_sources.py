@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import psycopg
 import pytest
 import trio
@@ -23,8 +24,11 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.devdb.tls import ssl_pg_bin
+from mcp_suite.protocol.mcp import MODERN_VERSION
 from mcp_suite.settings import Settings
 from tests.support.harness import Harness, open_session
+from tests.support.http_server import HttpServer, open_http_server
+from tests.support.issuer import open_issuer
 
 pytestmark = pytest.mark.pg
 
@@ -217,3 +221,57 @@ def test_check_role_audits_each_source_under_its_name(config: Path) -> None:
     assert done.returncode == 0, (out, done.stderr.decode())
     assert out.index("== source demo") < out.index("== source legacy")
     assert out.count("the role can only read") == 2
+
+
+def _modern(method: str, params: dict[str, Any], ident: int = 1) -> dict[str, Any]:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return {"jsonrpc": "2.0", "id": ident, "method": method, "params": {**params, "_meta": meta}}
+
+
+async def _post(
+    raw: httpx2.AsyncClient, server: HttpServer, token: str, body: dict[str, Any], name: str = ""
+) -> Any:
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "MCP-Protocol-Version": MODERN_VERSION,
+        "Mcp-Method": body["method"],
+        **({"Mcp-Name": name} if name else {}),
+    }
+    return await raw.post(server.url, json=body, headers=headers)
+
+
+async def test_over_http_a_scope_per_source_lists_and_serves_that_source_alone(config: Path) -> None:
+    env = {"MCP_CONFIG": str(config), "MCP_TEST_LEGACY_PASSWORD": os.environ["MCP_TEST_LEGACY_PASSWORD"]}
+    with open_issuer() as issuer, open_http_server(issuer, env) as server:
+        one = issuer.token(server.url, sub="gina", scope="sql:read:legacy")
+        every = issuer.token(server.url, sub="hal", scope="sql:read")
+        with trio.fail_after(60):
+            async with httpx2.AsyncClient() as raw:
+                listed = (await _post(raw, server, one, _modern("tools/list", {}))).json()["result"]["tools"]
+                everything = (await _post(raw, server, every, _modern("tools/list", {}))).json()["result"][
+                    "tools"
+                ]
+                resources = (await _post(raw, server, one, _modern("resources/list", {}))).json()["result"]
+                call = {"name": "read_only_sql", "arguments": {"sql": "SELECT 1 AS one", "source": "legacy"}}
+                served = await _post(raw, server, one, _modern("tools/call", call), "read_only_sql")
+                call["arguments"] = {"sql": "SELECT 1 AS one", "source": "demo"}
+                refused = await _post(raw, server, one, _modern("tools/call", call), "read_only_sql")
+                uri = "postgres://demo/schema"
+                read = _modern("resources/read", {"uri": uri})
+                denied = await _post(raw, server, one, read, uri)
+                allowed = await _post(raw, server, every, read, uri)
+    assert [t["name"] for t in listed] == ["sql_schema", "read_only_sql", "explain_sql"]
+    assert {t["inputSchema"]["properties"]["source"]["enum"][0] for t in listed} == {"legacy"}
+    assert all(len(t["inputSchema"]["properties"]["source"]["enum"]) == 1 for t in listed)
+    assert all(t["inputSchema"]["properties"]["source"]["enum"] == ["demo", "legacy"] for t in everything)
+    assert [r["uri"] for r in resources["resources"]] == ["postgres://legacy/schema"]
+    assert served.status_code == 200
+    assert served.json()["result"]["isError"] is False
+    assert refused.status_code == 403
+    assert 'scope="sql:read:demo"' in refused.headers["www-authenticate"]
+    assert denied.status_code == 403
+    assert 'scope="sql:read:demo"' in denied.headers["www-authenticate"]
+    assert allowed.status_code == 200

@@ -5,6 +5,8 @@ that source's scope."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from mcp_suite.protocol.authz import (
@@ -22,7 +24,10 @@ SOURCES = ("warehouse", "product")
 ONE = Identity(subject="gina", scopes=frozenset({"sql:read:product"}))
 ALL = Identity(subject="hal", scopes=frozenset({"sql:read"}))
 NONE = Identity(subject="ivy", scopes=frozenset({"metrics:read"}))
-SCHEMA = {"type": "object", "properties": {"sql": {"type": "string"}, "source": {"enum": list(SOURCES)}}}
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"sql": {"type": "string"}, "source": {"enum": list(SOURCES)}},
+}
 
 
 def test_the_sources_come_from_the_tools_source_argument_or_are_the_one_default() -> None:

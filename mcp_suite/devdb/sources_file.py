@@ -53,12 +53,16 @@ def _toml(value: object) -> str:
 
 
 def _developer_options(environ: Mapping[str, str]) -> dict[str, str]:
-    """The per-source settings the developer set as variables, as TOML values (validated by the
-    server's own settings: an invalid one raises `SettingsError`, naming the variable)."""
+    """The per-source settings the developer set as variables, as TOML values.
+
+    Validated by the server's own settings, beside the developer's other `MCP_*` variables (a
+    statement timeout must stay below the call deadline...), but for those serve sets itself: an
+    invalid one raises `SettingsError`, naming the variable."""
     moved = _moved_variables()
-    given = {name: value for name, value in environ.items() if name in moved and value}
-    settings = load_settings(given)
-    return {moved[name]: _toml(getattr(settings, PER_SOURCE[moved[name]])) for name in sorted(given)}
+    own = {ENV_PREFIX + "SQL_DSN", ENV_PREFIX + "CONFIG", ENV_PREFIX + "SAFE_DATA_DIR"}
+    settings = load_settings({n: v for n, v in environ.items() if n.startswith(ENV_PREFIX) and n not in own})
+    given = sorted(name for name, value in environ.items() if name in moved and value)
+    return {moved[name]: _toml(getattr(settings, PER_SOURCE[moved[name]])) for name in given}
 
 
 def _write_private(path: Path, text: str) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -24,9 +24,10 @@ from mcp_suite.sources import PER_SOURCE
 if TYPE_CHECKING:
     from mcp_suite.devdb.cluster import Cluster
 
-__all__ = ["SOURCES_NAME", "server_environ", "write_sources_file"]
+__all__ = ["DEMO_SOURCES", "SOURCES_NAME", "server_environ", "write_sources_file"]
 
 SOURCES_NAME: Final = "sources.toml"
+DEMO_SOURCES: Final = ("docs", "ops")
 _HEADER: Final = """\
 # The demo's two databases, written by `python -m mcp_suite.devdb serve` at each start (the port may
 # change): docs/configuration.md, "Several databases: the configuration file". The passwords are in
@@ -75,8 +76,16 @@ def _write_private(path: Path, text: str) -> None:
     staging.replace(path)
 
 
-def write_sources_file(cluster: Cluster, environ: Mapping[str, str]) -> Path:
-    """Write the configuration file and its password files in `cluster.base`; returns its path."""
+def write_sources_file(
+    cluster: Cluster,
+    environ: Mapping[str, str],
+    *,
+    directory: Path | None = None,
+    names: Collection[str] = DEMO_SOURCES,
+) -> Path:
+    """Write the configuration file and its password files in `directory` (default `cluster.base`);
+    returns its path. `names` keeps some of the demo's sources only (`make bench` compares one
+    source with two)."""
     from mcp_suite.devdb.cluster import (
         DEMO_DB,
         OPS_DB,
@@ -104,9 +113,12 @@ def write_sources_file(cluster: Cluster, environ: Mapping[str, str]) -> Path:
             {"pool_max_size": str(OPS_READER_POOL), "max_rows": "100"},
         ),
     )
+    where = cluster.base if directory is None else directory
     tables = []
     for name, description, dsn, password, own in sources:
-        password_file = cluster.base / f"{name}.password"
+        if name not in names:
+            continue
+        password_file = where / f"{name}.password"
         _write_private(password_file, password + "\n")
         options = {**own, **developer}  # the developer's variables win, as they would without a file
         lines = [
@@ -118,7 +130,7 @@ def write_sources_file(cluster: Cluster, environ: Mapping[str, str]) -> Path:
             *(f"{key} = {value}" for key, value in options.items()),
         ]
         tables.append("\n".join(lines) + "\n")
-    path = cluster.base / SOURCES_NAME
+    path = where / SOURCES_NAME
     _write_private(path, _HEADER + "\n" + "\n".join(tables))
     return path
 

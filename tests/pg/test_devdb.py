@@ -436,6 +436,36 @@ def test_serve_moves_per_source_variables_into_every_source_of_the_file() -> Non
             Cluster.open_existing(base).destroy()
 
 
+def test_both_demo_roles_pass_the_servers_role_audit_through_the_file_serve_writes() -> None:
+    base = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-audit-"))
+    base.rmdir()
+    try:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mcp_suite.devdb",
+                "serve",
+                "--",
+                sys.executable,
+                "-m",
+                "mcp_suite",
+                "check-role",
+            ],
+            env={**os.environ, "MCP_DEVDB_DIR": str(base)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        verdict = "check-role: the role can only read; read_only_sql will serve."
+        assert proc.stdout.splitlines() == ["== source docs", verdict, "== source ops", verdict]
+    finally:
+        if base.exists():
+            Cluster.open_existing(base).destroy()
+
+
 def test_a_session_that_finds_the_cluster_serving_another_gets_its_own(demo_cluster: Cluster) -> None:
     proc = _serve(demo_cluster.base)
     assert proc.returncode == 7, proc.stderr

@@ -412,6 +412,7 @@ def test_serve_writes_the_sources_file_and_its_password_files_private_and_withou
     finally:
         if base.exists():
             Cluster.open_existing(base).destroy()
+        base.with_name(f"{base.name}.lock").unlink(missing_ok=True)
 
 
 def test_serve_moves_per_source_variables_into_every_source_of_the_file() -> None:
@@ -434,6 +435,7 @@ def test_serve_moves_per_source_variables_into_every_source_of_the_file() -> Non
     finally:
         if base.exists():
             Cluster.open_existing(base).destroy()
+        base.with_name(f"{base.name}.lock").unlink(missing_ok=True)
 
 
 def test_both_demo_roles_pass_the_servers_role_audit_through_the_file_serve_writes() -> None:
@@ -464,6 +466,7 @@ def test_both_demo_roles_pass_the_servers_role_audit_through_the_file_serve_writ
     finally:
         if base.exists():
             Cluster.open_existing(base).destroy()
+        base.with_name(f"{base.name}.lock").unlink(missing_ok=True)
 
 
 def test_a_session_that_finds_the_cluster_serving_another_gets_its_own(demo_cluster: Cluster) -> None:

@@ -131,12 +131,13 @@ def scope_lacking(
     """The scope `identity` lacks for a tool call (its `arguments`) or a resource read, or None.
 
     A SQL tool or the schema resource needs `sql:read`, or the scope of the source it reads: a
-    call's `source` argument (the one source when the tools take none), a resource's host."""
+    call's `source` argument (the one source when the tools take none), a resource's host. A caller
+    holding no SQL scope at all lacks `sql:read`; one holding other sources' scopes, this one's."""
     needed = required_scope(tool, resource_uri=resource_uri)
     if identity.holds(needed):
         return None
-    if needed != SQL_READ:
-        return needed
+    if not may_see(identity, needed):
+        return needed  # no scope of the group at all: the group's own
     if tool is not None:
         source = str((arguments or {}).get("source", sources[0]))
     else:

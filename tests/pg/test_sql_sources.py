@@ -275,3 +275,23 @@ async def test_over_http_a_scope_per_source_lists_and_serves_that_source_alone(c
     assert denied.status_code == 403
     assert 'scope="sql:read:demo"' in denied.headers["www-authenticate"]
     assert allowed.status_code == 200
+
+
+async def test_with_one_source_in_the_file_the_source_argument_may_be_left_out(
+    demo_cluster: Cluster, tmp_path: Path
+) -> None:
+    dsn, password = _without_password(demo_cluster.reader_dsn)
+    secret = tmp_path / "pw"
+    secret.write_text(password)
+    path = tmp_path / "one.toml"
+    path.write_text(
+        f'[[sources]]\nname = "only"\ndescription = "The demo"\ndsn = "{dsn}"\npassword_file = "{secret}"\n'
+    )
+    with trio.fail_after(60):
+        async with open_session(settings=_settings(path), builtins=True, test_tools=False) as h:
+            await h.initialize()
+            tools = {t["name"]: t for t in (await h.request("tools/list"))["result"]["tools"]}
+            answer = await h.response(await h.call("read_only_sql", {"sql": "SELECT 1 AS one"}))
+    assert "source" not in tools["read_only_sql"]["inputSchema"].get("required", [])
+    assert tools["read_only_sql"]["inputSchema"]["properties"]["source"]["enum"] == ["only"]
+    assert answer["result"]["structuredContent"]["rows"] == [[1]]

@@ -65,6 +65,8 @@ def test_the_source_argument_lists_only_the_sources_allowed() -> None:
         (ONE, "read_only_sql", {"source": "warehouse"}, None, "sql:read:warehouse"),
         (ONE, "read_only_sql", {}, None, "sql:read:warehouse"),  # the first source, when none is named
         (NONE, "system_metrics", {}, None, None),
+        (NONE, "read_only_sql", {"source": "product"}, None, "sql:read"),  # no SQL scope at all
+        (NONE, None, None, "postgres://product/schema", "sql:read"),
         (ONE, "system_metrics", {}, None, "metrics:read"),
         (ONE, None, None, "postgres://product/schema", None),
         (ONE, None, None, "postgres://warehouse/schema", "sql:read:warehouse"),

@@ -97,10 +97,17 @@ def with_source(model: type[BaseModel], sources: SqlSources) -> type[BaseModel]:
     from pydantic import Field, create_model  # with the models: off `initialize`
 
     choice: Any = Literal[sources.names]  # a Literal of the configured names, built at run time
+    # Required when there are several (a model must choose); the one source otherwise.
+    default: Any = sources.names[0] if len(sources.names) == 1 else ...
     extended = create_model(
         model.__name__,
         __base__=model,
         __doc__=model.__doc__,
-        source=(choice, Field(description="which database")),
+        # `enum` even for one name (pydantic writes a `const` then): clients and the per-caller
+        # lists of HTTP (`protocol.authz.sql_sources`) read the names there.
+        source=(
+            choice,
+            Field(default, description="which database", json_schema_extra={"enum": list(sources.names)}),
+        ),
     )
     return cast("type[BaseModel]", extended)

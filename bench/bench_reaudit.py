@@ -49,6 +49,7 @@ def _figures(dsn: str) -> list[Figure]:
     from mcp_suite.tools.sql_engine.executor import CallTicket, Executor
     from mcp_suite.tools.sql_engine.pipeline import run_pipeline
     from mcp_suite.tools.sql_engine.policy import vet_sql
+    from mcp_suite.tools.sql_engine.role_audit.link import AuditLink
     from mcp_suite.tools.sql_engine.role_audit.reaudit import audit_once
 
     settings = Settings(sql_dsn=SecretStr(dsn), metrics_enabled=False)
@@ -57,6 +58,8 @@ def _figures(dsn: str) -> list[Figure]:
     executor.mark_audited()
     known = vet_sql(QUERY, max_rows=50)
     unknown = vet_sql(UNKNOWN, max_rows=50)
+
+    link = AuditLink(dsn, connect_timeout_s=settings.sql_connect_timeout_s, listen=True)
 
     def call() -> None:
         executor.run_vetted(known, max_rows=50, ticket=CallTicket())
@@ -98,9 +101,9 @@ def _figures(dsn: str) -> list[Figure]:
             )
 
         # 2. the re-audit: its own duration, and the calls' p50 while it runs back to back
-        once = median_seconds(lambda: audit_once(dsn, settings, refresh=executor.definers.refresh), runs=5)
+        once = median_seconds(lambda: audit_once(link, settings, refresh=executor.definers.refresh), runs=5)
         figures.append(
-            Figure("reaudit: one re-audit (own connection, audit + guard refresh)", once * 1000, "ms")
+            Figure("reaudit: one re-audit (dedicated connection, audit + guard refresh)", once * 1000, "ms")
         )
         stop = threading.Event()
         audits = 0
@@ -108,7 +111,7 @@ def _figures(dsn: str) -> list[Figure]:
         def reaudit_loop() -> None:
             nonlocal audits
             while not stop.is_set():
-                audit_once(dsn, settings, refresh=executor.definers.refresh)
+                audit_once(link, settings, refresh=executor.definers.refresh)
                 audits += 1
 
         worker = threading.Thread(target=reaudit_loop)
@@ -167,6 +170,7 @@ def _figures(dsn: str) -> list[Figure]:
             )
         )
     finally:
+        link.close()
         executor.close()
     return figures
 

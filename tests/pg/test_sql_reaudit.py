@@ -20,6 +20,7 @@ import pytest
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.problems import RoleRefusedError
 from mcp_suite.tools.sql_engine.executor import Executor
+from mcp_suite.tools.sql_engine.role_audit.link import AuditLink, NoVerdict
 from mcp_suite.tools.sql_engine.role_audit.reaudit import AuditGate, audit_once
 from mcp_suite.tools.sql_engine.ticket import CallTicket
 from tests.support.client import ServerProcess, problem_of
@@ -130,8 +131,12 @@ def test_an_audit_deferred_to_the_first_call_refuses_through_the_gate_and_a_pass
         # Still refused until a re-audit passes (what serve_reaudit records every interval).
         with pytest.raises(RoleRefusedError):
             executor.run("SELECT 1", max_rows=1, ticket=CallTicket())
-        findings = audit_once(dsn, settings, refresh=executor.definers.refresh)
-        assert findings is not None
+        link = AuditLink(dsn, connect_timeout_s=2, listen=False)
+        try:
+            findings = audit_once(link, settings, refresh=executor.definers.refresh)
+        finally:
+            link.close()
+        assert not isinstance(findings, NoVerdict)
         gate.record(findings)
         assert executor.run("SELECT count(*) FROM docs.pages", max_rows=1, ticket=CallTicket()).rows == [[30]]
     finally:

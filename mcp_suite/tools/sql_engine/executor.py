@@ -434,6 +434,7 @@ class Executor:
         # says why. When the pool has no connection to give (it reconnects with back-off after an
         # outage), one direct connection serves the call, so recovery does not wait for the pool.
         self._availability.check()
+        self._gate.check()  # a refusal, or no audit for two intervals: before any connection is taken
         checked = False
         for _attempt in range(self._settings.sql_pool_max_size + 1):  # each dead one is discarded
             if ticket.cancelled:

@@ -258,7 +258,7 @@ def _open_audit_link(link: AuditLink) -> None:
         link.open()
     except AuditDsnError as exc:
         raise StartupRefusedError(str(exc)) from None
-    except psycopg.OperationalError as exc:
+    except psycopg.Error as exc:
         log.warning(
             "read_only_sql: the role audit's own connection could not be opened (%s); the re-audit "
             "tries again",

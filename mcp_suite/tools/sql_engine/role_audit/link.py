@@ -70,6 +70,7 @@ class AuditLink:
         self.listening = listen
         self._lock = threading.Lock()
         self._conn: psycopg.Connection[Any] | None = None
+        self._listens = False  # the open connection has run LISTEN
         self._identity: tuple[str, str] | None = None
 
     def open(self) -> None:
@@ -119,7 +120,7 @@ class AuditLink:
     def fileno(self) -> int | None:
         """The socket a notification arrives on: None unless it listens, is open and is idle."""
         conn = self._conn
-        if not self.listening or conn is None or conn.closed or self._lock.locked():
+        if not self._listens or conn is None or conn.closed or self._lock.locked():
             return None
         return conn.pgconn.socket
 
@@ -141,8 +142,7 @@ class AuditLink:
         )
         try:
             self._check_identity(conn)
-            if self.listening:
-                conn.execute(_LISTEN)
+            self._listens = self.listening and _listen(conn)
         except BaseException:
             conn.close()
             raise
@@ -175,7 +175,7 @@ class AuditLink:
 
     def _pending(self, conn: psycopg.Connection[Any]) -> bool:
         """Consume the notifications received (during the last run, or waiting on the socket)."""
-        if not self.listening:
+        if not self._listens:
             return False
         return sum(1 for _ in conn.notifies(timeout=0)) > 0  # all of them: a burst is one re-audit
 
@@ -183,6 +183,17 @@ class AuditLink:
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
+
+
+def _listen(conn: psycopg.Connection[Any]) -> bool:
+    """LISTEN on `CHANNEL`; False on a hot standby, which cannot (nor would it hear anything: DDL
+    runs on the primary, whose notifications are not replicated), so the interval alone serves."""
+    try:
+        conn.execute(_LISTEN)
+    except psycopg.errors.ReadOnlySqlTransaction:  # "cannot execute LISTEN during recovery"
+        log.info("read_only_sql: the database is a standby: the role audit runs every interval, unnotified")
+        return False
+    return True
 
 
 def _identity(conn: psycopg.Connection[Any]) -> tuple[str, str]:

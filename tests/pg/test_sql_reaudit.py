@@ -15,6 +15,7 @@ trigger a change (`ALTER FUNCTION ... SECURITY DEFINER`) is refused long before 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -331,3 +332,67 @@ def test_without_the_event_trigger_the_same_change_waits_for_the_interval(
                 time.sleep(REAUDIT_S)
     finally:
         probe.execute("DROP FUNCTION IF EXISTS docs.fmt_ticket(text)")
+
+
+# --- the audit's connection itself -------------------------------------------------------------------
+
+
+def _until_true(condition: Any) -> bool:
+    """`condition()` polled for a few seconds; what it last said (the test asserts it)."""
+    deadline = time.monotonic() + 5
+    while not (answer := condition()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return bool(answer)
+
+
+def _backend_pid(conn: psycopg.Connection[Any]) -> int:
+    return conn.info.backend_pid
+
+
+def test_the_audit_connection_hears_a_notification_and_reopens_when_lost(
+    demo_cluster: Cluster, admin: psycopg.Connection[Any]
+) -> None:
+    link = AuditLink(demo_cluster.reader_dsn, connect_timeout_s=2, listen=True)
+    try:
+        link.open()
+        first = link.run(_backend_pid)
+        assert isinstance(first, int)
+        assert not link.drain()  # nothing came
+        assert link.fileno() is not None  # idle and listening: the loop waits on this socket
+        for tag in ("GRANT", "REVOKE", "ALTER FUNCTION"):  # a burst
+            admin.execute(f"NOTIFY mcp_suite_role_audit, '{tag}'".encode())
+        assert _until_true(link.drain)
+        assert not link.drain()  # the whole burst was taken at once
+        # Lost (a DBA's pg_terminate_backend, a restart): drain says so, and the next run reopens.
+        admin.execute("SELECT pg_terminate_backend(%s)", (first,))
+        assert _until_true(link.drain)
+        assert link.fileno() is None  # closed: the loop waits for the interval alone
+        second = link.run(_backend_pid)
+        assert isinstance(second, int)
+        assert second != first
+    finally:
+        link.close()
+
+
+def test_the_audit_connection_is_one_re_audits_at_a_time(demo_cluster: Cluster) -> None:
+    link = AuditLink(demo_cluster.reader_dsn, connect_timeout_s=2, listen=True)
+    entered, release = threading.Event(), threading.Event()
+
+    def slow(conn: psycopg.Connection[Any]) -> int:
+        entered.set()
+        release.wait(10)
+        return _backend_pid(conn)
+
+    worker = threading.Thread(target=link.run, args=(slow,))
+    try:
+        worker.start()
+        assert entered.wait(10)
+        # An abandoned re-audit still holds it: the next is no verdict, and nothing waits on it.
+        assert link.run(_backend_pid) == NoVerdict("the previous re-audit has not finished")
+        assert not link.drain()
+        assert link.fileno() is None
+    finally:
+        release.set()
+        worker.join(10)
+        link.close()
+    assert not worker.is_alive()

@@ -375,7 +375,7 @@ def test_the_audit_connection_hears_a_notification_and_reopens_when_lost(
 
 
 def test_the_audit_connection_is_one_re_audits_at_a_time(demo_cluster: Cluster) -> None:
-    link = AuditLink(demo_cluster.reader_dsn, connect_timeout_s=2, listen=True)
+    link = AuditLink(demo_cluster.reader_dsn, connect_timeout_s=0.5, listen=True)
     entered, release = threading.Event(), threading.Event()
 
     def slow(conn: psycopg.Connection[Any]) -> int:
@@ -391,6 +391,8 @@ def test_the_audit_connection_is_one_re_audits_at_a_time(demo_cluster: Cluster) 
         assert link.run(_backend_pid) == NoVerdict("the previous re-audit has not finished")
         assert not link.drain()
         assert link.fileno() is None
+        link.close()  # at shutdown: returns after a bounded wait, the connection left to its thread
+        assert worker.is_alive()
     finally:
         release.set()
         worker.join(10)

@@ -1,9 +1,11 @@
 """The re-audit while serving, without a database: an injected audit function and trio's virtual clock.
 
 `AuditGate` turns findings into a verdict (and one log line per change of it); `serve_reaudit` runs
-the audit in a worker thread every interval; the session starts a toolset's background task in its
-own nursery and cancels it when it stops serving. The same through a real PostgreSQL and the real
-server process is in tests/pg/test_sql_reaudit.py.
+the audit in a worker thread every interval, a second after a failed one, and `COALESCE_S` after a
+notification (a burst is one re-audit); when none completes for two intervals (it fails, or hangs)
+the gate shuts with `role-unaudited` until one passes (issue 40); the session starts a toolset's
+background task in its own nursery and cancels it when it stops serving. The same through a real
+PostgreSQL and the real server process is in tests/pg/test_sql_reaudit.py.
 """
 
 from __future__ import annotations

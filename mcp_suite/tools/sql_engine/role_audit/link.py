@@ -57,7 +57,7 @@ class AuditLink:
     `dsn`: where it connects. `reference_dsn`: MCP_SQL_DSN when `dsn` is MCP_SQL_AUDIT_DSN; the role
     and database it leads to are read once through it, and every (re)opened audit connection must
     show the same, with no pooler answering for it. `listen`: LISTEN on `CHANNEL` (not behind a
-    transaction pooler, which hands the session's backend to others).
+    transaction pooler, which hands the session's backend to others; a hot standby cannot).
     Limits: one connection, opened with the connect timeout.
     """
 
@@ -125,8 +125,15 @@ class AuditLink:
         return conn.pgconn.socket
 
     def close(self) -> None:
-        with self._lock:
+        """Close the connection; one an abandoned re-audit still uses (a network that stopped
+        answering) is left to its thread after a connect timeout's wait: shutdown does not hang on it."""
+        if not self._lock.acquire(timeout=self._timeout_s):
+            log.debug("read_only_sql: the audit's connection is still in use at close; left to its thread")
+            return
+        try:
             self._close()
+        finally:
+            self._lock.release()
 
     # --- with the lock held ---------------------------------------------------------------------
     def _connection(self) -> psycopg.Connection[Any]:

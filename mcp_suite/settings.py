@@ -121,7 +121,8 @@ class Settings:
     metrics_disk_path: Path = field(default=Path("/"), metadata=_of(Path))
 
     # --- SQL -----------------------------------------------------------------------------------
-    # 0 by default: an idle server holds no backend once `sql_pool_max_idle_s` has passed.
+    # 0 by default: an idle server holds no pooled backend once `sql_pool_max_idle_s` has passed
+    # (the role audit keeps its own connection).
     sql_pool_min_size: int = field(default=0, metadata=_int(0, 64))
     sql_pool_max_size: int = field(default=4, metadata=_int(1, 64))
     # After its last call, an idle server closes every pooled connection above the minimum within

@@ -17,11 +17,19 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
 from mcp_suite.tools.sql_engine.naming import APPLICATION_NAME
 from mcp_suite.tools.sql_engine.role_audit.connect import connect_timeout, connection_failure, pooler_in_front
 
-__all__ = ["AUDIT_APPLICATION_NAME", "CHANNEL", "AuditDsnError", "AuditLink", "NoVerdict"]
+__all__ = [
+    "AUDIT_APPLICATION_NAME",
+    "CHANNEL",
+    "AuditDsnError",
+    "AuditLink",
+    "NoVerdict",
+    "audit_application_name",
+]
 
 log = logging.getLogger(__name__)
 
@@ -29,9 +37,16 @@ T = TypeVar("T")
 
 # The channel docs/tools/postgres-role-guide.sql's event trigger notifies after each DDL command.
 CHANNEL: Final = "mcp_suite_role_audit"
-# The dedicated connection in pg_stat_activity, beside the pool's `mcp-suite/<version>` (a DSN's
-# own application_name wins, as for the pool).
+# The dedicated connection in pg_stat_activity, beside the pool's `mcp-suite/<version>`.
 AUDIT_APPLICATION_NAME: Final = f"{APPLICATION_NAME} role audit"
+_AUDIT_SUFFIX: Final = " role audit"
+
+
+def audit_application_name(dsn: str) -> str:
+    """The audit connection's application_name: the pool's (the DSN's own, else
+    `mcp-suite/<version>`) with " role audit" after it, so a DBA tells it apart from the pool's."""
+    return f"{conninfo_to_dict(dsn).get('application_name') or APPLICATION_NAME}{_AUDIT_SUFFIX}"
+
 
 _LISTEN: Final = f"LISTEN {CHANNEL}".encode()
 _IDENTITY: Final = b"SELECT CURRENT_USER, pg_catalog.current_database()"
@@ -145,7 +160,7 @@ class AuditLink:
             self._dsn,
             autocommit=True,
             connect_timeout=connect_timeout(self._timeout_s),
-            fallback_application_name=AUDIT_APPLICATION_NAME,
+            application_name=audit_application_name(self._dsn),
         )
         try:
             self._check_identity(conn)

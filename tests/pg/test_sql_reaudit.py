@@ -359,14 +359,17 @@ def test_the_audit_connection_hears_a_notification_and_reopens_when_lost(
         assert isinstance(first, int)
         assert not link.drain()  # nothing came
         assert link.fileno() is not None  # idle and listening: the loop waits on this socket
-        for tag in ("GRANT", "REVOKE", "ALTER FUNCTION"):  # a burst
-            admin.execute(f"NOTIFY mcp_suite_role_audit, '{tag}'".encode())
+        # A burst: one migration's commands, delivered together when it commits.
+        admin.execute(
+            "BEGIN; NOTIFY mcp_suite_role_audit, 'GRANT'; NOTIFY mcp_suite_role_audit, 'REVOKE';"
+            " NOTIFY mcp_suite_role_audit, 'ALTER FUNCTION'; COMMIT"
+        )
         assert _until_true(link.drain)
         assert not link.drain()  # the whole burst was taken at once
-        # Lost (a DBA's pg_terminate_backend, a restart): drain says so, and the next run reopens.
+        # Lost (a DBA's pg_terminate_backend, a restart): drain says so and closes it (the loop then
+        # waits for the interval alone), and the next run reopens it.
         admin.execute("SELECT pg_terminate_backend(%s)", (first,))
-        assert _until_true(link.drain)
-        assert link.fileno() is None  # closed: the loop waits for the interval alone
+        assert _until_true(lambda: link.drain() and link.fileno() is None)
         second = link.run(_backend_pid)
         assert isinstance(second, int)
         assert second != first

@@ -121,7 +121,8 @@ class Settings:
     metrics_disk_path: Path = field(default=Path("/"), metadata=_of(Path))
 
     # --- SQL -----------------------------------------------------------------------------------
-    # 0 by default: an idle server holds no backend once `sql_pool_max_idle_s` has passed.
+    # 0 by default: an idle server holds no pooled backend once `sql_pool_max_idle_s` has passed
+    # (the role audit keeps its own connection).
     sql_pool_min_size: int = field(default=0, metadata=_int(0, 64))
     sql_pool_max_size: int = field(default=4, metadata=_int(1, 64))
     # After its last call, an idle server closes every pooled connection above the minimum within
@@ -164,6 +165,11 @@ class Settings:
     # a worker thread). A new refusal stops the SQL tools until a re-audit passes; each re-audit
     # also refreshes the SECURITY DEFINER guard's catalogue.
     sql_reaudit_interval_s: float = field(default=30.0, metadata=_float(0, 60, low_open=True))
+    # Where the re-audit's own connection goes (issue 40): unset, MCP_SQL_DSN. Behind a
+    # transaction-pooling PgBouncer a DSN straight to PostgreSQL (the same role and database: checked)
+    # lets it LISTEN for the role guide's event trigger, so a change is audited within a second
+    # instead of within an interval. A pooler answering for it refuses the start (exit 78).
+    sql_audit_dsn: SecretStr | None = field(default=None, metadata=_of(SecretStr, type(None)))
     # Roles the operator accepts may create functions PUBLIC can execute at once (no default
     # privilege revoking it): the audit logs a warning for each instead of refusing to start.
     sql_accept_function_creators: tuple[str, ...] = field(default=(), metadata=_of(tuple))
@@ -508,6 +514,7 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "SQL_RECONNECT_MAX_S": ("sql_reconnect_max_s", _parse_float),
     "SQL_REQUIRE_DATABASE": ("sql_require_database", _parse_bool),
     "SQL_REAUDIT_INTERVAL_S": ("sql_reaudit_interval_s", _parse_float),
+    "SQL_AUDIT_DSN": ("sql_audit_dsn", _parse_dsn),
     "SQL_ACCEPT_FUNCTION_CREATORS": ("sql_accept_function_creators", _parse_role_names),
     "SQL_ALLOW_CATALOGUE": ("sql_allow_catalogue", _parse_bool),
     "SQL_ALLOW_EXTENSIONS": ("sql_allow_extensions", _parse_extension_names),

@@ -75,6 +75,8 @@ def load_sources(settings: Settings, environ: Mapping[str, str] | None = None) -
         return (Source(DEFAULT_SOURCE, "", settings.sql_dsn, settings),)
     path = settings.config_file
     beside = [ENV_PREFIX + "SQL_DSN"] if settings.sql_dsn is not None else []
+    # One audit DSN cannot be every source's (it must lead to the source's own role and database).
+    beside += [ENV_PREFIX + "SQL_AUDIT_DSN"] if settings.sql_audit_dsn is not None else []
     beside += [name for name in _per_source_variables() if env.get(name)]
     if beside:
         raise SettingsError(

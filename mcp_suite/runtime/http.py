@@ -20,7 +20,7 @@ import logging
 import secrets
 import signal
 import time
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -567,6 +567,21 @@ async def _wait_for_signal() -> None:
             return
 
 
+async def _serving_with(
+    background: Sequence[Callable[[], Awaitable[object]]],
+    serve: Callable[..., Awaitable[object]],
+    *,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """`serve(task_status=...)` with the tools' background tasks (the SQL role's re-audit) running
+    beside it for as long as it serves (issue 40: over HTTP too, the audit runs while serving)."""
+    async with trio.open_nursery() as tasks:
+        for serve_background in background:
+            tasks.start_soon(serve_background)
+        await serve(task_status=task_status)
+        tasks.cancel_scope.cancel()
+
+
 async def serve_http(
     settings: Settings,
     registry: Registry,
@@ -599,7 +614,9 @@ async def serve_http(
         verifier = TokenVerifier(settings, nursery, fetch=fetch) if settings.http_auth == "jwt" else None
         app = HttpApp(settings, registry, verifier)
         binds: list[str] = await nursery.start(
-            functools.partial(serve, app, config, shutdown_trigger=shutdown, mode="asgi")  # type: ignore[arg-type]  # hypercorn's Framework union
+            _serving_with,
+            registry.background,
+            functools.partial(serve, app, config, shutdown_trigger=shutdown, mode="asgi"),  # type: ignore[arg-type]  # hypercorn's Framework union
         )
         auth = (
             f"bearer tokens of {settings.http_issuer}"

@@ -89,6 +89,19 @@ def test_the_dsn_is_never_echoed() -> None:
     assert "hunter2" not in str(info.value)
 
 
+def test_the_audit_dsn_is_a_secret_like_the_dsn() -> None:
+    settings = load_settings({"MCP_SQL_AUDIT_DSN": "postgresql://u:hunter2@db-direct/db"})
+    assert settings.sql_audit_dsn is not None
+    assert settings.sql_audit_dsn.get_secret_value().endswith("@db-direct/db")
+    assert "hunter2" not in repr(settings)
+    with pytest.raises(SettingsError) as info:
+        load_settings({"MCP_SQL_AUDIT_DSN": "postgresql://u:hunter2@h/db?no_such_keyword=1"})
+    assert "MCP_SQL_AUDIT_DSN" in str(info.value)
+    assert "hunter2" not in str(info.value)
+    with pytest.raises(SettingsError, match="MCP_SQL_AUDIT_DSN"):
+        Settings(sql_audit_dsn="postgresql://u:hunter2@h/db")  # type: ignore[arg-type]  # only as a SecretStr
+
+
 def test_every_variable_is_documented() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
     missing = [name for name in (*ENV_VARIABLES, *TOOLING_VARIABLES) if name not in doc]

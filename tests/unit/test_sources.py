@@ -74,6 +74,8 @@ def test_the_file_beside_mcp_sql_dsn_or_a_per_source_variable_is_refused(tmp_pat
     both = Settings(config_file=settings.config_file, sql_dsn=SecretStr("dbname=x"))
     assert "MCP_SQL_DSN may not be set beside it" in _problem(both)
     assert "MCP_SQL_MAX_ROWS" in _problem(settings, {"MCP_SQL_MAX_ROWS": "10"})
+    audit = Settings(config_file=settings.config_file, sql_audit_dsn=SecretStr("dbname=x"))
+    assert "MCP_SQL_AUDIT_DSN may not be set beside it" in _problem(audit)
 
 
 @pytest.mark.parametrize(

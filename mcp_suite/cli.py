@@ -212,15 +212,17 @@ def _check_sources(settings: Settings, *, out: TextIO | None = None) -> int:
     for source in sources:
         stream.write(f"== source {source.name}\n")
         stream.flush()
-        statuses.append(check_role(source.settings, out=stream))
+        roles = source.identity.roles if source.identity is not None else ()
+        statuses.append(check_role(source.settings, out=stream, roles=roles))
     for status in (os.EX_CONFIG, os.EX_UNAVAILABLE):
         if status in statuses:
             return status
     return os.EX_OK
 
 
-def check_role(settings: Settings, *, out: TextIO | None = None) -> int:
-    """`mcp-suite check-role`: audit the role of MCP_SQL_DSN and print the findings on `out`.
+def check_role(settings: Settings, *, out: TextIO | None = None, roles: Sequence[str] = ()) -> int:
+    """`mcp-suite check-role`: audit the role of MCP_SQL_DSN and print the findings on `out`; with
+    an identity map's `roles`, the login role and then each mapped role, one verdict line each.
 
     Returns EX_OK when the role is fit to serve, EX_CONFIG when it is not (or no DSN is set, the
     server's TLS certificate is refused, or MCP_SQL_POOLER=none but a pooler answers),
@@ -243,12 +245,16 @@ def check_role(settings: Settings, *, out: TextIO | None = None) -> int:
     if settings.sql_dsn is None:
         return _refuse("check-role needs MCP_SQL_DSN", os.EX_CONFIG)
     try:
-        findings = audit_role(settings.sql_dsn.get_secret_value(), settings)
+        findings = audit_role(settings.sql_dsn.get_secret_value(), settings, roles)
     except (TlsRefusedError, PoolerInFrontError) as exc:  # as the server itself refuses to start
         return _refuse(f"check-role: {exc}", os.EX_CONFIG)
     except psycopg.Error as exc:
         return _refuse(f"check-role: could not audit the role: {connection_failure(exc)}", os.EX_UNAVAILABLE)
-    if refusals(findings):
+    refused = refusals(findings)
+    for role in roles:  # a mapped role's findings stop its own calls only: say which passed
+        verdict = "refused" if any(f.role == role for f in refused) else "can only read"
+        stream.write(f"check-role: mapped role {role}: {verdict}\n")
+    if refused:
         stream.write(format_findings(findings) + "\n")
         return os.EX_CONFIG
     stream.writelines(format_warning(f) + "\n" for f in findings)

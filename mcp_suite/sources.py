@@ -6,6 +6,8 @@ from a file or an environment variable the file names (never from the file itsel
 settings of that source (its limits, pool, pooler, catalogue setting, accepted risks, re-audit
 interval, extensions): the process's `Settings` with the source's own values in place. Without a
 file, `MCP_SQL_DSN` and the `MCP_SQL_*` settings describe one source named `default`, as before.
+A source's `[sources.identity]` table is its identity map (`protocol.identity`, issue 42): over
+HTTP each call reads as the role the caller's verified claims map to.
 Every problem of the file is reported at once, naming the file, the source and the key, never a
 value, as a `SettingsError` (exit 78). Reads the file and the password files; no network.
 """
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from mcp_suite.dsn import dsn_problem
+from mcp_suite.protocol.identity import IdentityMap, parse_identity
 from mcp_suite.settings import ENV_PREFIX, SecretStr, Settings, SettingsError, variable_of
 
 __all__ = ["DEFAULT_SOURCE", "PER_SOURCE", "Source", "load_sources"]
@@ -48,7 +51,9 @@ PER_SOURCE: Final[Mapping[str, str]] = {
     "require_database": "sql_require_database",
 }
 _LISTS: Final = frozenset({"allow_extensions", "accept_definer_functions", "accept_function_creators"})
-_KEYS: Final = frozenset({"name", "description", "dsn", "password_file", "password_env", *PER_SOURCE})
+_KEYS: Final = frozenset(
+    {"name", "description", "dsn", "password_file", "password_env", "identity", *PER_SOURCE}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +64,7 @@ class Source:
     description: str  # one line, for the model (the `initialize` instructions)
     dsn: SecretStr  # the connection string, password included
     settings: Settings  # the process's settings with this source's own values
+    identity: IdentityMap | None = None  # who reads as which role over HTTP ([sources.identity])
 
 
 def load_sources(settings: Settings, environ: Mapping[str, str] | None = None) -> tuple[Source, ...]:
@@ -136,6 +142,9 @@ def _source(
     elif len(description) > _DESCRIPTION_CHARS:
         problems.append(f"{where}: description: at most {_DESCRIPTION_CHARS} characters")
     dsn = _dsn(table, env, where, problems)
+    identity = None
+    if "identity" in table:
+        identity = parse_identity(table["identity"], f"{where}: identity", problems)
     overrides: dict[str, Any] = {}
     for key, field_name in PER_SOURCE.items():
         if key not in table:
@@ -157,7 +166,7 @@ def _source(
         return None
     if len(problems) > before or dsn is None or not isinstance(name, str) or not isinstance(description, str):
         return None
-    return Source(name, description.strip(), dsn, own)
+    return Source(name, description.strip(), dsn, own, identity)
 
 
 def _dsn(table: dict[str, Any], env: Mapping[str, str], where: str, problems: list[str]) -> SecretStr | None:

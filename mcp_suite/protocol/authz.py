@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -76,6 +76,9 @@ class Identity:
     subject: str
     scopes: frozenset[str]
     unrestricted: bool = False
+    # Every verified claim of the token (the identity map reads `groups`, `roles` and those it
+    # passes on); not part of who the caller is for equality.
+    claims: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def holds(self, scope: str) -> bool:
         return self.unrestricted or scope in self.scopes
@@ -238,7 +241,7 @@ def check_claims(
         scopes = frozenset(scp)
     else:
         scopes = frozenset()
-    return Identity(subject=subject, scopes=scopes)
+    return Identity(subject=subject, scopes=scopes, claims=dict(claims))
 
 
 def _quoted(value: str) -> str:

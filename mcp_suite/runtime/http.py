@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 import trio
 
+from mcp_suite.caller import Caller, current_caller
 from mcp_suite.problems import (
     AuthorizationUnavailableError,
     HeadersTooLargeError,
@@ -205,6 +206,8 @@ class HttpApp:
         authorization = [v.decode("latin-1") for n, v in scope["headers"] if n.lower() == b"authorization"]
         identity = await self._authenticate(authorization)
         audit_subject.set(identity.subject)  # this request's task only (and its worker threads)
+        # The identity map's input (the SQL tools read it): the verified subject and claims.
+        current_caller.set(Caller(identity.subject, identity.claims))
         count = self.in_progress.get(identity.subject, 0)
         if count >= self.settings.http_max_requests_per_identity:
             raise _RefusalError(

@@ -175,8 +175,8 @@ HAND_CHECKS = (
     HandCheck(
         "skip the start-up role audit",
         "mcp_suite/tools/sql_engine/engine.py",
-        "    try:\n        findings = audit_role(dsn, settings)",
-        "    return []\n    try:\n        findings = audit_role(dsn, settings)",
+        "    try:\n        findings = audit_role(dsn, settings, roles)",
+        "    return []\n    try:\n        findings = audit_role(dsn, settings, roles)",
         ("tests/pg/test_sql_audit.py",),
     ),
     HandCheck(

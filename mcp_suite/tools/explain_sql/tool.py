@@ -12,6 +12,7 @@ import functools
 import logging
 from typing import TYPE_CHECKING, Any, Final, cast
 
+from mcp_suite.caller import current_caller
 from mcp_suite.lazy import Lazy
 from mcp_suite.problems import ProblemError, ResultTooLargeError
 from mcp_suite.tools.base import ToolSpec
@@ -26,6 +27,7 @@ from mcp_suite.tools.explain_sql.policy import (
 from mcp_suite.tools.sql_engine.router import SqlSources, with_source
 
 if TYPE_CHECKING:
+    from mcp_suite.protocol.identity import CallRole
     from mcp_suite.tools.explain_sql.models import ExplainSqlArgs, ExplainSqlResult
     from mcp_suite.tools.sql_engine.engine import SqlEngine
     from mcp_suite.tools.sql_engine.executor import QueryResult
@@ -62,7 +64,9 @@ def output_of(result: QueryResult) -> Any:
     return output
 
 
-def check_hidden_rows(engine: SqlEngine, output: Any, ticket: CallTicket, *, analyze: bool) -> None:
+def check_hidden_rows(
+    engine: SqlEngine, output: Any, ticket: CallTicket, *, analyze: bool, role: CallRole | None = None
+) -> None:
     """Raise `hidden_rows_refusal` when the plan reads a relation the role may not read in full;
     blocking (one catalogue query, in a read-only transaction under the statement timeout).
 
@@ -71,7 +75,7 @@ def check_hidden_rows(engine: SqlEngine, output: Any, ticket: CallTicket, *, ana
     statistics over every row, so a plan over such a relation would tell about rows the role
     cannot select: it is refused whole, `analyze` or not (docs/tools/explain_sql.md).
     """
-    hidden = engine.hidden_relations(relation_names(output), ticket)
+    hidden = engine.hidden_relations(relation_names(output), ticket, role)  # judged as the call's role
     if hidden:
         # The operator's log names the relations; the model's answer does not (sql_schema hides them).
         log.info("explain_sql: refused a plan that reads %s (not readable in full)", ", ".join(hidden))
@@ -101,8 +105,11 @@ def spec(sources: SqlSources, *, guard_hidden_rows: bool = True) -> ToolSpec:
         max_rows = sources.max_rows(name, engine, args)
         # read_only_sql's own path: the same policy verdict, the same execution.
         try:
+            role = engine.role_for(current_caller.get())  # None without an identity map
             output = await engine.run_blocking(
-                functools.partial(_explain, engine, args, max_rows, guard_hidden_rows=guard_hidden_rows)
+                functools.partial(
+                    _explain, engine, args, max_rows, guard_hidden_rows=guard_hidden_rows, role=role
+                )
             )
         except ProblemError as exc:
             sources.name_problem(name, exc)
@@ -119,7 +126,13 @@ def spec(sources: SqlSources, *, guard_hidden_rows: bool = True) -> ToolSpec:
 
 
 def _explain(
-    engine: SqlEngine, args: ExplainSqlArgs, max_rows: int, ticket: CallTicket, *, guard_hidden_rows: bool
+    engine: SqlEngine,
+    args: ExplainSqlArgs,
+    max_rows: int,
+    ticket: CallTicket,
+    *,
+    guard_hidden_rows: bool,
+    role: CallRole | None = None,
 ) -> Any:
     """EXPLAIN's JSON, refused when the plan reads rows the role may not select; blocking.
 
@@ -133,13 +146,15 @@ def _explain(
     analyze = args.analyze
     max_bytes = engine.settings.sql_max_result_bytes
     try:
-        result = engine.vet_and_run(args.sql, max_rows, ticket, explain="analyze" if analyze else "plan")
+        result = engine.vet_and_run(
+            args.sql, max_rows, ticket, explain="analyze" if analyze else "plan", role=role
+        )
     except ResultTooLargeError:
         # The plan passed the pipeline's byte limit while it arrived (several times the cap).
         raise plan_too_large(max_bytes) from None
     output, too_deep = plan_document(output_of(result))
     if guard_hidden_rows:
-        check_hidden_rows(engine, output, ticket, analyze=analyze)
+        check_hidden_rows(engine, output, ticket, analyze=analyze, role=role)
     # Only after the hidden-rows check: a plan's depth follows the plan chosen, and that choice
     # comes from statistics, so refusing a deep plan first would tell about hidden rows.
     if too_deep:

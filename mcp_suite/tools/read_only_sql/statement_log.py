@@ -20,11 +20,19 @@ _audit: Final = logging.getLogger("mcp_suite.audit")
 
 
 def log_statement(
-    *, tool: str, sql: str, outcome: str, started: float, rows: int | None, source: str | None = None
+    *,
+    tool: str,
+    sql: str,
+    outcome: str,
+    started: float,
+    rows: int | None,
+    source: str | None = None,
+    role: str | None = None,
 ) -> None:
     """Audit one statement: the rows returned, the time since `started` (a `time.perf_counter()`
-    reading), the outcome (`ok`, a problem slug, `cancelled` or `error`), and the source it went to
-    when the server reads several."""
+    reading), the outcome (`ok`, a problem slug, `cancelled` or `error`), the source it went to
+    when the server reads several, and the role it ran as under an identity map (the record's
+    `sub` names the caller)."""
     if not _audit.isEnabledFor(logging.INFO):
         return
     fields: dict[str, Any] = {
@@ -36,6 +44,8 @@ def log_statement(
     }
     if source is not None:
         fields["source"] = source
+    if role is not None:
+        fields["role"] = role
     if len(sql) > AUDIT_SQL_MAX_CHARS:
         fields["sql_truncated"] = True
         fields["sql_chars"] = len(sql)

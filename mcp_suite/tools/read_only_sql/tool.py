@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, cast
 import trio
 
 import mcp_suite.tools.explain_sql.tool as explain_tool
+from mcp_suite.caller import current_caller
 from mcp_suite.lazy import Lazy
 from mcp_suite.problems import ProblemError
 from mcp_suite.protocol.mcp import EncodedResult
@@ -107,7 +108,8 @@ def _open_source(source: Source, *, named: bool, refused: dict[str, str]) -> Sql
     """The source's engine; with a configuration file, None (and why, in `refused`) for a source
     whose start is refused for a reason no re-audit lifts, while the others serve."""
     try:
-        return open_engine(source.settings, source.dsn.get_secret_value(), refuse_at_start=not named)
+        dsn = source.dsn.get_secret_value()
+        return open_engine(source.settings, dsn, refuse_at_start=not named, identity=source.identity)
     except (StartupRefusedError, StartupUnavailableError) as exc:
         if not named:
             raise
@@ -129,9 +131,12 @@ def spec(sources: SqlSources) -> ToolSpec:
     async def call(args: ReadOnlySqlArgs) -> EncodedResult:
         name, engine = sources.pick(getattr(args, "source", None))
         max_rows = sources.max_rows(name, engine, args)
-        started, outcome, rows = time.perf_counter(), "error", None
+        started, outcome, rows, role = time.perf_counter(), "error", None, None
         try:
-            result = await engine.run_blocking(lambda ticket: engine.vet_and_run(args.sql, max_rows, ticket))
+            role = engine.role_for(current_caller.get())  # None without an identity map
+            result = await engine.run_blocking(
+                lambda ticket: engine.vet_and_run(args.sql, max_rows, ticket, role=role)
+            )
             outcome, rows = "ok", len(result.rows)
         except ProblemError as exc:
             outcome = exc.slug
@@ -148,6 +153,7 @@ def spec(sources: SqlSources) -> ToolSpec:
                 started=started,
                 rows=rows,
                 source=name if sources.named else None,
+                role=role.role if role is not None else None,
             )
         from mcp_suite.tools.read_only_sql.models import result_json, truncation_hint  # with the models
 

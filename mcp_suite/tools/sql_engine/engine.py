@@ -6,6 +6,8 @@ policy (built on first need), the database threads' limiter, the re-audit's gate
 offers the blocking operations the tools run (`vet_and_run`, `schema_page`, `hidden_relations`) and
 the one way to run them (`run_blocking`: in a database worker thread, cancelled inside PostgreSQL).
 The re-audit has a connection of its own (`link.AuditLink`), opened at start-up, outside the pool.
+With an identity map (a source's `[sources.identity]`, issue 42) `role_for` turns the verified
+caller into the `CallRole` each operation takes; every mapped role is audited with the login role.
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import psycopg
 import trio
 
+from mcp_suite.caller import Caller
 from mcp_suite.lazy import Lazy
 from mcp_suite.offload import run_in_db_thread
+from mcp_suite.problems import AccessDeniedError
+from mcp_suite.protocol.identity import CallRole, IdentityMap, call_role
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import StartupRefusedError, StartupUnavailableError
 from mcp_suite.tools.sql_engine.availability import Availability
@@ -51,8 +56,18 @@ T = TypeVar("T")
 class SqlEngine:
     """The executor (a `Lazy`), the policy (a `Lazy`), the limiter and the audit gate of one server."""
 
-    def __init__(self, settings: Settings, dsn: str, *, audited: bool, availability: Availability) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        dsn: str,
+        *,
+        audited: bool,
+        availability: Availability,
+        identity: IdentityMap | None = None,
+    ) -> None:
         self.settings = settings
+        self.identity = identity
+        self.roles: tuple[str, ...] = identity.roles if identity is not None else ()
         self.gate = AuditGate()
         self._dsn = dsn
         # The re-audit's own connection. It LISTENs for the role guide's event trigger unless it
@@ -67,7 +82,13 @@ class SqlEngine:
         self._audited = audited
         self._database = Lazy(
             functools.partial(
-                _open_executor, settings, dsn, audited=audited, availability=availability, gate=self.gate
+                _open_executor,
+                settings,
+                dsn,
+                audited=audited,
+                availability=availability,
+                gate=self.gate,
+                roles=self.roles,
             )
         )
         self._policy = Lazy(
@@ -89,18 +110,44 @@ class SqlEngine:
             work, CallTicket(cancel_timeout_s=grace), limiter=self._limiter, cancel_grace_s=grace
         )
 
+    def role_for(self, caller: Caller | None) -> CallRole | None:
+        """What a call by `caller` runs as: None without an identity map, or without a verified
+        caller (stdio: the DSN's role; under a map that role reads nothing itself). Raises
+        `AccessDeniedError` naming the missing mapping when no rule maps the caller: such a caller
+        never reads with the login role's privileges."""
+        if self.identity is None or caller is None:
+            return None
+        role = call_role(self.identity, caller.subject, caller.claims)
+        if role is None:
+            raise AccessDeniedError(
+                "No rule of this database's identity map maps the caller (neither its subject nor a "
+                "value of its groups or roles claim), and the map has no default_role, so the call "
+                "was refused. An operator adds a rule for it to the configuration file "
+                "([sources.identity]).",
+                metadata={"mapping": "missing", "retryable": False},
+            )
+        return role
+
     def executor(self) -> Executor:
         """The executor, built (and its pool opened) on first need; blocking."""
         return self._database.get()
 
     def vet_and_run(
-        self, sql: str, max_rows: int, ticket: CallTicket, *, explain: ExplainMode | None = None
+        self,
+        sql: str,
+        max_rows: int,
+        ticket: CallTicket,
+        *,
+        explain: ExplainMode | None = None,
+        role: CallRole | None = None,
     ) -> QueryResult:
         """The policy's verdict, then the query (or its EXPLAIN) in one read-only transaction;
         blocking. The policy runs in the worker thread too: an uncached verdict costs milliseconds
         of parsing that must not stall the event loop (pings, other calls)."""
         vetted = self._policy.get().vet(sql, max_rows=max_rows)
-        return self._database.get().run_vetted(vetted, max_rows=max_rows, ticket=ticket, explain=explain)
+        return self._database.get().run_vetted(
+            vetted, max_rows=max_rows, ticket=ticket, explain=explain, role=role
+        )
 
     def schema_page(
         self,
@@ -112,6 +159,7 @@ class SqlEngine:
         detail: str = "columns",
         cursor: str | None = None,
         max_objects: int,
+        role: CallRole | None = None,
     ) -> dict[str, Any]:
         """One page of the schema listing as JSON values (blocking):
         `{"database", "objects", "truncated", "next_cursor"}`, within the result byte cap.
@@ -134,16 +182,21 @@ class SqlEngine:
                 after=after,
             ),
             ticket=ticket,
+            role=role,
         )
 
-    def hidden_relations(self, names: Collection[str], ticket: CallTicket) -> list[str]:
+    def hidden_relations(
+        self, names: Collection[str], ticket: CallTicket, role: CallRole | None = None
+    ) -> list[str]:
         """The names among `names` (relations a plan reads) that the role may not read in full;
         blocking (one catalogue query, read-only, under the statement timeout)."""
         from mcp_suite.tools.sql_engine.introspect.visibility import hidden_relations
 
         if not names:
             return []
-        return self.executor().read_catalogue(lambda conn: hidden_relations(conn, names), ticket=ticket)
+        return self.executor().read_catalogue(
+            lambda conn: hidden_relations(conn, names), ticket=ticket, role=role
+        )
 
     @property
     def warm_up(self) -> tuple[Callable[[], object], ...]:
@@ -176,7 +229,7 @@ class SqlEngine:
         except RuntimeError:  # the tool closed under an abandoned re-audit (shutdown)
             executor = None
         refresh = executor.refresh_catalogue if executor is not None else None
-        return audit_once(self.audit_link, self.settings, refresh=refresh)
+        return audit_once(self.audit_link, self.settings, refresh=refresh, roles=self.roles)
 
     def _preload_type_names(self) -> None:
         """Every type name, read once on the pool's first connection (after a passed audit)."""
@@ -189,7 +242,9 @@ class SqlEngine:
             log.info("read_only_sql: type names not preloaded (the database did not answer)")
 
 
-def open_engine(settings: Settings, dsn: str, *, refuse_at_start: bool = True) -> SqlEngine:
+def open_engine(
+    settings: Settings, dsn: str, *, refuse_at_start: bool = True, identity: IdentityMap | None = None
+) -> SqlEngine:
     """Audit the role at start-up (blocking, bounded by the connect timeout) and make the engine.
 
     `refuse_at_start=False` (one source of several): a role the audit refuses does not stop the
@@ -201,10 +256,15 @@ def open_engine(settings: Settings, dsn: str, *, refuse_at_start: bool = True) -
     made and the operator requires one. A database that cannot be connected to
     otherwise is not fatal: the log says why, calls get -32603 until a connection succeeds, and the
     audit then runs before the first query.
+    `identity`: the source's identity map; the login role and every role it maps to are audited
+    (a finding about one mapped role stops that role's calls only, at start-up too).
     """
     availability = Availability(max_backoff_s=settings.sql_reconnect_max_s)
-    findings = _audit_at_start(dsn, settings, availability, refuse=refuse_at_start)
-    engine = SqlEngine(settings, dsn, audited=findings is not None, availability=availability)
+    roles = identity.roles if identity is not None else ()
+    findings = _audit_at_start(dsn, settings, availability, refuse=refuse_at_start, roles=roles)
+    engine = SqlEngine(
+        settings, dsn, audited=findings is not None, availability=availability, identity=identity
+    )
     if findings is not None:
         engine.gate.record(findings)  # logs the warnings: the risks the operator accepted, and the others
         _open_audit_link(engine.audit_link)
@@ -224,12 +284,17 @@ def open_engine(settings: Settings, dsn: str, *, refuse_at_start: bool = True) -
 
 
 def _audit_at_start(
-    dsn: str, settings: Settings, availability: Availability, *, refuse: bool = True
+    dsn: str,
+    settings: Settings,
+    availability: Availability,
+    *,
+    refuse: bool = True,
+    roles: tuple[str, ...] = (),
 ) -> list[Finding] | None:
     """The start-up role audit: the findings when the role passed; None when no connection could be
     made (the executor then audits before the first query)."""
     try:
-        findings = audit_role(dsn, settings)
+        findings = audit_role(dsn, settings, roles)
     except (TlsRefusedError, PoolerInFrontError) as exc:
         raise StartupRefusedError(str(exc)) from None
     except psycopg.OperationalError as exc:
@@ -243,7 +308,8 @@ def _audit_at_start(
         # before the first query.
         availability.failed(exc, at_start=True)
         return None
-    if refusals(findings) and refuse:
+    # A mapped role's refusal stops its own calls (the gate holds it); the login role's stops the start.
+    if any(not f.role for f in refusals(findings)) and refuse:
         raise StartupRefusedError(format_findings(findings))
     return findings
 
@@ -267,7 +333,13 @@ def _open_audit_link(link: AuditLink) -> None:
 
 
 def _open_executor(
-    settings: Settings, dsn: str, *, audited: bool, availability: Availability, gate: AuditGate
+    settings: Settings,
+    dsn: str,
+    *,
+    audited: bool,
+    availability: Availability,
+    gate: AuditGate,
+    roles: tuple[str, ...] = (),
 ) -> Executor:
     """The executor, its pool open (connections come in the background); blocking.
 
@@ -277,7 +349,7 @@ def _open_executor(
     """
     from mcp_suite.tools.sql_engine.executor import Executor  # deferred on purpose
 
-    executor = Executor(settings, dsn, availability=availability, gate=gate)
+    executor = Executor(settings, dsn, availability=availability, gate=gate, roles=roles)
     if audited:
         executor.mark_audited()
     executor.open()

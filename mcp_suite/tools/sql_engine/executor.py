@@ -19,7 +19,7 @@ import math
 import secrets
 import select
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn, TypeVar
 
@@ -30,6 +30,7 @@ from psycopg.sql import quote as sql_quote
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mcp_suite.problems import DatabaseUnavailableError, ProblemError
+from mcp_suite.protocol.identity import CLAIMS_SETTING, CallRole
 from mcp_suite.settings import Settings
 from mcp_suite.tools.sql_engine.availability import Availability
 from mcp_suite.tools.sql_engine.convert import register_loaders
@@ -49,6 +50,7 @@ from mcp_suite.tools.sql_engine.result import (
 from mcp_suite.tools.sql_engine.role_audit.audit import audit_with_settings
 from mcp_suite.tools.sql_engine.role_audit.connect import POOLER_IN_FRONT, connect_timeout, pooler_in_front
 from mcp_suite.tools.sql_engine.role_audit.finding import refusals
+from mcp_suite.tools.sql_engine.role_audit.login import reachable_roles
 from mcp_suite.tools.sql_engine.role_audit.reaudit import AuditGate
 from mcp_suite.tools.sql_engine.sqlstate import Fault, classify, problem_from_sqlstate
 from mcp_suite.tools.sql_engine.ticket import CallTicket
@@ -193,6 +195,19 @@ def _pinned_settings(settings: Settings, dsn: str, *, local: bool, pin: str | No
     return f"SELECT {calls}, {search_path}{marker}".encode()
 
 
+def _switch_role(role: CallRole) -> bytes:
+    """One statement that switches the call's transaction to its caller's mapped role (issue 42)
+    and tells it who calls: the claims as JSON in `request.jwt.claims` (PostgREST's setting, which
+    row-level security policies written for it already read) and `application_name` (what
+    `pg_stat_activity` and a `log_line_prefix` with `%a` show). `SET LOCAL`, each of them: the
+    call's ROLLBACK ends them, so a pooled connection or a PgBouncer backend never keeps them.
+    The values are quoted literals (`sql_quote`); the policy refuses every statement that could
+    change them (`set_config`, `SET`, `RESET`)."""
+    values = (("role", role.role), (CLAIMS_SETTING, role.claims), ("application_name", role.application_name))
+    calls = ", ".join(f"pg_catalog.set_config('{name}', {sql_quote(value)}, true)" for name, value in values)
+    return f"SELECT {calls}".encode()
+
+
 def _pin_check(pin: str) -> bytes:
     """One statement that fails (`_CHECK_FAILED`) unless the session's custom setting `pin` is 1:
     on any backend but the one it was set on, or after a RESET ALL there. One schema-qualified
@@ -260,8 +275,10 @@ class Executor:
         *,
         availability: Availability | None = None,
         gate: AuditGate | None = None,
+        roles: Sequence[str] = (),
     ) -> None:
         self._settings = settings
+        self._roles = tuple(roles)  # an identity map's roles: each audited, each its own catalogue
         self._gate = gate or AuditGate()
         self._availability = availability or Availability(max_backoff_s=settings.sql_reconnect_max_s)
         self._dsn = dsn
@@ -354,20 +371,20 @@ class Executor:
         with self._audit_lock:
             self._audited = True
 
-    def _ensure_audited(self, conn: psycopg.Connection[Any]) -> None:
+    def _ensure_audited(self, conn: psycopg.Connection[Any], role: str | None = None) -> None:
         """When the database was down at start-up, the audit runs before the first query, and its
         refusal is the gate's (lifted, like a re-audit's, once a re-audit passes). The gate is asked
         again here, before anything reaches the database: it may have shut while the call waited
         for its connection (it was asked first in `_with_connection`)."""
-        self._gate.check()
+        self._gate.check(role)
         if self._audited:
             return
         with self._audit_lock:
             if not self._audited:
-                findings = audit_with_settings(conn, self._settings)
-                self._audited = not refusals(findings)
+                findings = audit_with_settings(conn, self._settings, self._roles)
+                self._audited = not any(not f.role for f in refusals(findings))
                 self._gate.record(findings)  # logs its warnings, or the refusal
-        self._gate.check()
+        self._gate.check(role)
 
     # --- one call ------------------------------------------------------------------------------
     @property
@@ -379,9 +396,16 @@ class Executor:
         return self._names
 
     def refresh_catalogue(self, conn: psycopg.Connection[Any]) -> None:
-        """Both run-time guards read the catalogue now, on `conn` (the re-audit's connection)."""
+        """Both run-time guards read the catalogue now, on `conn` (the re-audit's connection); the
+        name guard once per role it judges for (the login role, and each mapped role it reaches)."""
         self._definers.refresh(conn)
         self._names.refresh(conn)
+        if self._roles:
+            with conn.transaction(force_rollback=True):
+                reachable = reachable_roles(conn, frozenset(self._roles))
+            for role in self._roles:
+                if role in reachable:  # the others are refused by the audit (their calls stop)
+                    self._names.refresh(conn, role)
 
     def run_vetted(
         self,
@@ -390,19 +414,23 @@ class Executor:
         max_rows: int,
         ticket: CallTicket,
         explain: ExplainMode | None = None,
+        role: CallRole | None = None,
     ) -> QueryResult:
         """Run a query the policy vetted, after refusing it (`QueryViolationError`) when it names a
         SECURITY DEFINER function (`definers.DefinerGuard`), or a function or type outside
         PostgreSQL's own schemas that the role's catalogue does not allow (`names.NameGuard`).
+        With `role` (an identity map's), the transaction runs as that role (`_switch_role`), the
+        name guard judges by that role's catalogue, and that role's audit gate is asked.
         Blocking; otherwise as `run`."""
         ticket.started = True
+        as_role = role.role if role is not None else None
 
         def work(conn: PinnedConnection) -> QueryResult:
-            self._names.check(conn, query.external_functions, query.external_types)
+            self._names.check(conn, query.external_functions, query.external_types, role=as_role)
             self._definers.check(conn, query.functions, query.operators)
-            return self._run_on(conn, query.sql, max_rows=max_rows, ticket=ticket, explain=explain)
+            return self._run_on(conn, query.sql, max_rows=max_rows, ticket=ticket, explain=explain, role=role)
 
-        return self._with_connection(ticket, work)
+        return self._with_connection(ticket, work, role=as_role)
 
     def run(
         self, sql: str, *, max_rows: int, ticket: CallTicket, explain: ExplainMode | None = None
@@ -426,7 +454,9 @@ class Executor:
             ticket, lambda conn: self._run_on(conn, sql, max_rows=max_rows, ticket=ticket, explain=explain)
         )
 
-    def _with_connection(self, ticket: CallTicket, work: Callable[[PinnedConnection], T]) -> T:
+    def _with_connection(
+        self, ticket: CallTicket, work: Callable[[PinnedConnection], T], *, role: str | None = None
+    ) -> T:
         # When a call is retried (docs/tools/read_only_sql.md): a pooled connection that the
         # server closed while it sat idle (a restart, pg_terminate_backend, an idle timeout) is
         # found so before anything of the call is sent, and another is taken: safe (nothing ran)
@@ -437,7 +467,7 @@ class Executor:
         self._availability.check()
         # A re-audit's refusal, or no audit for two intervals, stops the call here, before a
         # connection is taken (with the role's slots full, none might be).
-        self._gate.check()
+        self._gate.check(role)
         checked = False
         for _attempt in range(self._settings.sql_pool_max_size + 1):  # each dead one is discarded
             if ticket.cancelled:
@@ -445,13 +475,13 @@ class Executor:
             try:
                 conn = self._pool.getconn(timeout=self._settings.sql_pool_wait_s)
             except PoolTimeout:
-                return self._with_direct_connection(work)
+                return self._with_direct_connection(work, role)
             except psycopg.OperationalError as exc:  # the pool could not connect
                 raise self._availability.failed(exc) from None
             try:
                 if not _closed_while_idle(conn):
                     self._availability.succeeded()
-                    return self._answering(conn, work)
+                    return self._answering(conn, work, role)
                 conn.close()  # the pool discards it
             finally:
                 self._pool.putconn(conn)
@@ -464,7 +494,7 @@ class Executor:
             metadata={"retryable": True},
         )
 
-    def _with_direct_connection(self, work: Callable[[PinnedConnection], T]) -> T:
+    def _with_direct_connection(self, work: Callable[[PinnedConnection], T], role: str | None) -> T:
         try:
             conn = PinnedConnection.connect(self._dsn, **self._kwargs)
         except psycopg.OperationalError as exc:
@@ -473,17 +503,19 @@ class Executor:
         self._availability.succeeded()
         try:
             self._configure(conn)
-            return self._answering(conn, work)
+            return self._answering(conn, work, role)
         finally:
             conn.close()
 
-    def _answering(self, conn: PinnedConnection, work: Callable[[PinnedConnection], T]) -> T:
+    def _answering(
+        self, conn: PinnedConnection, work: Callable[[PinnedConnection], T], role: str | None
+    ) -> T:
         """`work(conn)` after the audit gate; a database error becomes what `sqlstate.classify`
         says: the caller's problem, `database-unavailable` (through `Availability`, logged) for a
         failure of the connection itself, or the error itself for a server fault (the dispatcher
         answers it as an internal error with an incident id)."""
         try:
-            self._ensure_audited(conn)
+            self._ensure_audited(conn, role)
             return work(conn)
         except psycopg.Error as exc:
             answer = classify(exc, broken=conn.broken or conn.closed, timeout_ms=self._timeout_ms)
@@ -501,6 +533,7 @@ class Executor:
         max_rows: int,
         ticket: CallTicket,
         explain: ExplainMode | None = None,
+        role: CallRole | None = None,
     ) -> QueryResult:
         if not ticket.attach(conn):
             raise CallCancelledError
@@ -510,10 +543,12 @@ class Executor:
         if explain is not None:
             reads = [_EXPLAIN[explain] + sql.encode()]
         declare = f'DECLARE "{CURSOR_NAME}" NO SCROLL CURSOR FOR {sql}'.encode()
-        if self._direct:  # the settings were set on the connection: check them
-            commands = [_BEGIN, conn.pin_check, declare]
-        else:  # behind a pooler: set them in the transaction
-            commands = [_BEGIN, b"RESET ALL", self._set_local, declare]
+        # Direct: the settings were set on the connection, check them; behind a pooler: set them in
+        # the transaction.
+        commands = [_BEGIN, conn.pin_check] if self._direct else [_BEGIN, b"RESET ALL", self._set_local]
+        if role is not None:  # the caller's role and claims, in the same round trip (issue 42)
+            commands.append(_switch_role(role))
+        commands.append(declare)
         at_fetch = len(commands)
         commands += [*reads, b"ROLLBACK", *_reset_statements()]
         try:
@@ -614,10 +649,17 @@ class Executor:
             self._types.load(conn)
 
     # --- catalogue reads (sql_schema and the schema resource) ---------------------------------
-    def read_catalogue(self, work: Callable[[psycopg.Connection[Any]], T], *, ticket: CallTicket) -> T:
+    def read_catalogue(
+        self,
+        work: Callable[[psycopg.Connection[Any]], T],
+        *,
+        ticket: CallTicket,
+        role: CallRole | None = None,
+    ) -> T:
         """Run `work(conn)`, fixed catalogue queries, inside a read-only transaction with the
         call's statement timeout, always rolled back; blocking. Cancellation and failures as `run`.
-        """
+        With `role`, the transaction runs as it (what it may read is what `work` sees), after its
+        audit gate."""
         ticket.started = True
 
         def on_connection(conn: psycopg.Connection[Any]) -> T:
@@ -627,10 +669,12 @@ class Executor:
                 with conn.transaction(force_rollback=True):
                     conn.execute(b"SET TRANSACTION READ ONLY")
                     conn.execute(self._set_local)
+                    if role is not None:
+                        conn.execute(_switch_role(role))
                     return work(conn)
             except psycopg.Error as exc:
                 self._fail(conn, exc, ticket)
             finally:
                 ticket.detach()
 
-        return self._with_connection(ticket, on_connection)
+        return self._with_connection(ticket, on_connection, role=role.role if role is not None else None)

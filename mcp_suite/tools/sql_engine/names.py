@@ -12,7 +12,9 @@ statement that names any other:
 An unqualified name passes only when every object of that name outside PostgreSQL's schemas does
 (the search path decides which one runs; the check cannot). Like the definer guard, it reads the
 catalogue only when its cache is missing or stale (`MCP_SQL_FUNCTION_CACHE_S`), never because of
-the names a query holds, and the re-audit refreshes it. Sync psycopg only, no trio.
+the names a query holds, and the re-audit refreshes it. With an identity map (issue 42) each
+mapped role has its own cached catalogue, read under that role (`SET LOCAL ROLE` in a transaction
+rolled back). Sync psycopg only, no trio.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import psycopg
+from psycopg import sql
 
 from mcp_suite.problems import QueryViolationError
 from mcp_suite.tools.sql_engine.policy import allowlist, refusals
@@ -111,7 +114,8 @@ class NameGuard:
         self._extensions = frozenset(allowed_extensions)
         self._cache_s = cache_s
         self._clock = clock
-        self._catalogue: _Catalogue | None = None
+        # The login role's (None) and each mapped role's: one immutable mapping swapped whole.
+        self._catalogues: dict[str | None, _Catalogue] = {}
         self._reads = 0
         self._refused = 0
 
@@ -123,16 +127,19 @@ class NameGuard:
         conn: psycopg.Connection[Any],
         functions: frozenset[tuple[str, str]],
         types: frozenset[tuple[str, str]],
+        *,
+        role: str | None = None,
     ) -> None:
         """Raise `QueryViolationError` for the first (sorted) function or type in `functions` /
         `types` ((schema or "", name), case-folded) that the catalogue does not allow. Blocking:
         reads the catalogue on `conn` (autocommit, outside the call's transaction) only when the
-        cache is missing or stale."""
+        cache is missing or stale. `role`: judge by that mapped role's catalogue (None: the
+        connection's own role)."""
         if not functions and not types:
             return
-        catalogue = self._catalogue
+        catalogue = self._catalogues.get(role)
         if catalogue is None or self._clock() >= catalogue.expires:
-            catalogue = self._read(conn)
+            catalogue = self._read(conn, role)
         for schema, name in sorted(functions):
             if not _allowed(catalogue.functions.get(name, ()), schema):
                 self._refused += 1
@@ -142,14 +149,21 @@ class NameGuard:
                 self._refused += 1
                 raise refusals.unlisted_type(_qualified(schema, name), _TYPE_REASON)
 
-    def refresh(self, conn: psycopg.Connection[Any]) -> None:
-        """Read the catalogue now (blocking; the re-audit calls it on its own connection)."""
-        self._read(conn)
+    def refresh(self, conn: psycopg.Connection[Any], role: str | None = None) -> None:
+        """Read the catalogue now, as `role` when given (blocking; the re-audit calls it on its own
+        connection)."""
+        self._read(conn, role)
 
-    def _read(self, conn: psycopg.Connection[Any]) -> _Catalogue:
+    def _read(self, conn: psycopg.Connection[Any], role: str | None) -> _Catalogue:
+        if role is None:
+            rows = conn.execute(CATALOGUE_SQL).fetchall()
+        else:
+            with conn.transaction(force_rollback=True):
+                conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
+                rows = conn.execute(CATALOGUE_SQL).fetchall()
         functions: _Index = defaultdict(list)
         types: _Index = defaultdict(list)
-        for kind, schema, name, extension, usable in conn.execute(CATALOGUE_SQL).fetchall():
+        for kind, schema, name, extension, usable in rows:
             if kind == "function":
                 allowed = usable and (
                     not extension
@@ -166,7 +180,7 @@ class NameGuard:
                 types[name.casefold()].append((schema.casefold(), bool(allowed)))
         self._reads += 1
         catalogue = _Catalogue(dict(functions), dict(types), self._clock() + self._cache_s)
-        self._catalogue = catalogue
+        self._catalogues = {**self._catalogues, role: catalogue}
         return catalogue
 
 

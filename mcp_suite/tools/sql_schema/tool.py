@@ -12,12 +12,14 @@ import functools
 import json
 from typing import TYPE_CHECKING, Final, cast
 
+from mcp_suite.caller import current_caller
 from mcp_suite.lazy import Lazy
 from mcp_suite.problems import ProblemError
 from mcp_suite.tools.base import ResourceSpec, ToolSpec
 from mcp_suite.tools.sql_engine.router import SqlSources, with_source
 
 if TYPE_CHECKING:
+    from mcp_suite.protocol.identity import CallRole
     from mcp_suite.tools.sql_engine.engine import SqlEngine
     from mcp_suite.tools.sql_engine.ticket import CallTicket
     from mcp_suite.tools.sql_schema.models import SqlSchemaArgs, SqlSchemaResult
@@ -33,8 +35,11 @@ DESCRIPTION: Final = (
 )
 
 
-def read_sync(engine: SqlEngine, args: SqlSchemaArgs, ticket: CallTicket) -> SqlSchemaResult:
-    """One `sql_schema` call, blocking (run it in a database worker thread)."""
+def read_sync(
+    engine: SqlEngine, args: SqlSchemaArgs, ticket: CallTicket, role: CallRole | None = None
+) -> SqlSchemaResult:
+    """One `sql_schema` call, blocking (run it in a database worker thread); with `role` (an
+    identity map's), what that role may read."""
     from mcp_suite.tools.sql_schema.models import SqlSchemaResult
 
     answer = engine.schema_page(
@@ -45,6 +50,7 @@ def read_sync(engine: SqlEngine, args: SqlSchemaArgs, ticket: CallTicket) -> Sql
         detail=args.detail,
         cursor=args.cursor,
         max_objects=args.max_objects,
+        role=role,
     )
     return SqlSchemaResult.model_validate(answer)
 
@@ -61,7 +67,8 @@ def spec(sources: SqlSources) -> ToolSpec:
     async def call(args: SqlSchemaArgs) -> SqlSchemaResult:
         name, engine = sources.pick(getattr(args, "source", None))
         try:
-            return await engine.run_blocking(functools.partial(read_sync, engine, args))
+            role = engine.role_for(current_caller.get())  # None without an identity map
+            return await engine.run_blocking(functools.partial(read_sync, engine, args, role=role))
         except ProblemError as exc:
             sources.name_problem(name, exc)
             raise
@@ -83,8 +90,9 @@ def resource(engine: SqlEngine, uri: str) -> ResourceSpec:
     settings = engine.settings
 
     async def read() -> str:
+        role = engine.role_for(current_caller.get())  # None without an identity map
         schema = await engine.run_blocking(
-            lambda ticket: engine.schema_page(ticket, max_objects=settings.sql_schema_max_tables)
+            lambda ticket: engine.schema_page(ticket, max_objects=settings.sql_schema_max_tables, role=role)
         )
         return json.dumps(schema, ensure_ascii=True, separators=(",", ":"))
 

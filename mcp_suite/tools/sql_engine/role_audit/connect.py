@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 import psycopg
 
 from mcp_suite.settings import Settings
 from mcp_suite.tools.sql_engine.naming import APPLICATION_NAME
-from mcp_suite.tools.sql_engine.role_audit.audit import audit_connection
+from mcp_suite.tools.sql_engine.role_audit.audit import audit_mapped
 from mcp_suite.tools.sql_engine.role_audit.finding import Finding, refusals
 
 __all__ = [
@@ -107,12 +107,13 @@ def audit_dsn(
     accepted: Iterable[str] = (),
     accepted_creators: Iterable[str] = (),
     direct: bool = False,
+    roles: Sequence[str] = (),
 ) -> list[Finding]:
     """Connect once and audit (in a read-only transaction). With `direct` (MCP_SQL_POOLER=none),
     a role fit to serve is refused with PoolerInFrontError when a pooler answers for the
     connection (a role unfit to serve is told first). Raises psycopg.OperationalError."""
     with connect(dsn, connect_timeout_s=connect_timeout_s) as conn:
-        findings = audit_connection(conn, accepted=accepted, accepted_creators=accepted_creators)
+        findings = audit_mapped(conn, accepted=accepted, accepted_creators=accepted_creators, roles=roles)
         if direct and not refusals(findings) and pooler_in_front(conn):
             raise PoolerInFrontError(POOLER_IN_FRONT)
         return findings
@@ -123,8 +124,9 @@ class TlsRefusedError(Exception):
     operator's message (the cause and the fix, no DSN part)."""
 
 
-def audit_role(dsn: str, settings: Settings) -> list[Finding]:
-    """`audit_dsn` with the settings' connect timeout and accepted definer functions.
+def audit_role(dsn: str, settings: Settings, roles: Sequence[str] = ()) -> list[Finding]:
+    """`audit_dsn` with the settings' connect timeout and accepted definer functions (and an
+    identity map's `roles`, each audited after the login role).
 
     Raises TlsRefusedError when the server's certificate is why no connection could be made (that
     will not fix itself), PoolerInFrontError when MCP_SQL_POOLER=none but a pooler answers, else
@@ -137,6 +139,7 @@ def audit_role(dsn: str, settings: Settings) -> list[Finding]:
             accepted=settings.sql_accept_definer_functions,
             accepted_creators=settings.sql_accept_function_creators,
             direct=settings.sql_pooler == "none",
+            roles=roles,
         )
     except psycopg.OperationalError:
         from mcp_suite.tools.sql_engine.role_audit.tls import tls_refusal  # only on this failure path

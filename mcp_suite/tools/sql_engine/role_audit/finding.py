@@ -29,12 +29,16 @@ MAX_LISTED: Final = 10  # objects named per finding (or findings per kind); the 
 class Finding:
     """One capability the role should not have: `problem` says what, `fix` says the SQL to run.
 
-    `warning`: logged and printed, but the server serves (docs/tools/read_only_sql.md)."""
+    `warning`: logged and printed, but the server serves (docs/tools/read_only_sql.md).
+    `role`: the mapped role it is about (the problem names it), or "" for the DSN's own role."""
 
     capability: str
     problem: str
     fix: str
     warning: bool = False
+    # A mapped role's finding (issue 42): it stops that role's calls only; "" for the login role's
+    # (the DSN's), which stops every call.
+    role: str = ""
 
 
 def refusals(findings: Iterable[Finding]) -> list[Finding]:

@@ -46,7 +46,7 @@ def membership_findings(conn: psycopg.Connection[Any], subject: Subject) -> list
             " JOIN pg_catalog.pg_roles u ON u.oid = m.member"
             " WHERE u.rolname = current_user ORDER BY 1"
         ).fetchall()
-        if r not in DANGEROUS_PREDEFINED_ROLES
+        if r not in DANGEROUS_PREDEFINED_ROLES and r not in subject.mapped
     ]
     if not others:
         return []

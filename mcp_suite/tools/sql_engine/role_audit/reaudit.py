@@ -95,6 +95,13 @@ class AuditGate:
             # verdict before the log has said so.
             if not refused:
                 log.warning("read_only_sql: the role passes the audit again; the SQL tools serve again")
+            elif all(f.role for f in refused):  # mapped roles only: the others serve on
+                log.critical(
+                    "read_only_sql: the SQL tools stop serving the mapped role(s) %s: the role audit "
+                    "refused them (the other roles serve). %s",
+                    ", ".join(sorted({f.role for f in refused})),
+                    format_findings(list(findings)),
+                )
             else:
                 # One record (its lines are the findings and fixes, as at start-up).
                 log.critical(
@@ -120,9 +127,10 @@ class AuditGate:
             )
             self._unaudited_s = since_s
 
-    def check(self) -> None:
+    def check(self, role: str | None = None) -> None:
         """Raise `RoleUnauditedError` while no re-audit completes, else `RoleRefusedError` naming
-        the findings while the latest audit refused the role."""
+        the findings while the latest audit refused the role: the login role's findings refuse
+        every call, a mapped role's refuse the calls switched to `role` alone (issue 42)."""
         unaudited_s = self._unaudited_s
         if unaudited_s is not None:
             # Starving the audit never keeps the last verdict, a refusal included: no audit, no call.
@@ -133,15 +141,18 @@ class AuditGate:
                 "Other tools still work.",
                 metadata={"retryable": True},
             )
-        refused = self._refused
+        refused = tuple(f for f in self._refused if not f.role or f.role == role)
         if not refused:
             return
         named = "; ".join(echo(f.problem, _FINDING_CHARS) for f in refused[:_DETAIL_FINDINGS])
         more = len(refused) - _DETAIL_FINDINGS
         if more > 0:
             named += f"; and {more} more"
+        whose = "every call"
+        if all(f.role for f in refused):  # this caller's mapped role alone: the others serve
+            whose = f"the calls that read as the role {role!r}"
         raise RoleRefusedError(
-            f"The database role can do more than read, so the SQL tools refuse every call: {named}. "
+            f"The database role can do more than read, so the SQL tools refuse {whose}: {named}. "
             "An operator must fix the role (the server's log gives the fix); calls are served again "
             "once a re-audit passes. Other tools still work.",
             metadata={"findings": sorted({f.capability for f in refused}), "retryable": True},
@@ -149,17 +160,22 @@ class AuditGate:
 
 
 def audit_once(
-    link: AuditLink, settings: Settings, *, refresh: Callable[[psycopg.Connection[Any]], None] | None = None
+    link: AuditLink,
+    settings: Settings,
+    *,
+    refresh: Callable[[psycopg.Connection[Any]], None] | None = None,
+    roles: Sequence[str] = (),
 ) -> list[Finding] | NoVerdict:
     """The whole role audit on the dedicated connection (blocking), then `refresh(conn)` on it (the
-    definer guard's catalogue, and whatever catalogue snapshots join it); a `NoVerdict` saying why
+    definer guard's catalogue, and whatever catalogue snapshots join it), with an identity map's
+    `roles` audited each in turn; a `NoVerdict` saying why
     when the connection is busy, lost and cannot be opened again, or the audit failed.
 
     Nothing is set in the startup packet (a transaction-pooling PgBouncer refuses `options`).
     """
 
     def work(conn: psycopg.Connection[Any]) -> list[Finding]:
-        findings = audit_with_settings(conn, settings)
+        findings = audit_with_settings(conn, settings, roles)
         if refresh is not None:
             refresh(conn)
         return findings

@@ -22,12 +22,14 @@ __all__ = ["Check", "Subject", "ident"]
 class Subject:
     """`role` and `db`: quoted identifiers, ready for a fix's SQL. `accepted`: SECURITY DEFINER
     functions (`schema.name`) accepted as known risks; `accepted_creators`: roles whose new functions
-    may be executable by PUBLIC."""
+    may be executable by PUBLIC; `mapped`: the roles an identity map switches to (issue 42), which
+    the login role is a member of on purpose (each is audited in its own right)."""
 
     role: str
     db: str
     accepted: frozenset[str]
     accepted_creators: frozenset[str]
+    mapped: frozenset[str] = frozenset()
 
 
 Check: TypeAlias = Callable[[psycopg.Connection[Any], Subject], list[Finding]]

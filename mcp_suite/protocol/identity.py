@@ -1,0 +1,227 @@
+"""Who reads the database over HTTP: the identity map from a caller's verified claims to a PostgreSQL role.
+
+Owns the pure decisions of per-person reading (issue 42): parsing and validating a source's
+`[sources.identity]` table into an `IdentityMap` (rules, first match wins, an optional default
+role, the claims passed on, whether the subject is personal data), the role a caller maps to, and
+what a call's transaction is told (`CallRole`: the role, the claims as JSON for
+`request.jwt.claims`, the `application_name`). No I/O, no trio, no psycopg: the executor quotes and
+sends what this module decides.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+__all__ = [
+    "APPLICATION_PREFIX",
+    "CLAIMS_SETTING",
+    "ROLE_NAME_BYTES",
+    "CallRole",
+    "IdentityMap",
+    "Rule",
+    "application_name",
+    "call_role",
+    "claims_json",
+    "mapped_role",
+    "parse_identity",
+]
+
+# PostgREST's convention: `current_setting('request.jwt.claims', true)::json ->> 'sub'`. Policies
+# written for PostgREST (or Supabase) read the same setting, so a database that already has them
+# needs no new ones (docs/operations/remote.md, "Each person reads as themselves").
+CLAIMS_SETTING: Final = "request.jwt.claims"
+APPLICATION_PREFIX: Final = "mcp-suite/"
+# PostgreSQL keeps at most NAMEDATALEN - 1 bytes of a role name and of application_name.
+ROLE_NAME_BYTES: Final = 63
+_HASH_CHARS: Final = 16  # of the subject's SHA-256, hex: 64 bits, enough to tell people apart
+_KEYS: Final = frozenset({"rules", "default_role", "claims", "personal_subject"})
+_RULE_KINDS: Final = ("group", "subject", "subject_pattern")
+_GROUP_CLAIMS: Final = ("groups", "roles")
+# `sub` always goes; these are the token's own, not the person's (and `scope` is the server's).
+_RESERVED_CLAIMS: Final = frozenset({"sub", "iss", "aud", "exp", "nbf", "iat", "jti", "scope", "scp"})
+_CLAIM_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}")
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One rule: a caller whose `group` (in `groups` or `roles`), exact `subject` or subject
+    matching `pattern` (whole) reads as `role`."""
+
+    role: str
+    group: str | None = None
+    subject: str | None = None
+    pattern: re.Pattern[str] | None = None
+
+    def matches(self, subject: str, groups: frozenset[str]) -> bool:
+        if self.group is not None:
+            return self.group in groups
+        if self.subject is not None:
+            return subject == self.subject
+        assert self.pattern is not None  # parse_identity builds one of the three
+        return self.pattern.fullmatch(subject) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class IdentityMap:
+    """A source's identity map: rules in order, the default role, the claims passed on besides
+    `sub`, and whether `application_name` carries a hash of the subject instead of the subject."""
+
+    rules: tuple[Rule, ...]
+    default_role: str | None = None
+    claims: tuple[str, ...] = ()
+    personal_subject: bool = False
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """Every role the map names, each once, in the order they appear (the audit's list)."""
+        named = [rule.role for rule in self.rules]
+        if self.default_role is not None:
+            named.append(self.default_role)
+        return tuple(dict.fromkeys(named))
+
+
+@dataclass(frozen=True, slots=True)
+class CallRole:
+    """What one call's transaction is switched to: the role, the claims (JSON text for
+    `request.jwt.claims`) and the `application_name` naming the caller."""
+
+    role: str
+    claims: str
+    application_name: str
+
+
+def parse_identity(table: object, where: str, problems: list[str]) -> IdentityMap | None:
+    """The identity map of `table` (a source's `[sources.identity]`), or None with every problem
+    appended to `problems` (each prefixed with `where`, naming the key, never a claim value)."""
+    if not isinstance(table, Mapping):
+        problems.append(f"{where}: a table ([sources.identity])")
+        return None
+    before = len(problems)
+    problems.extend(f"{where}: {key}: unknown key" for key in sorted(set(table) - _KEYS))
+    raw_rules = table.get("rules", [])
+    rules: list[Rule] = []
+    if not isinstance(raw_rules, list):
+        problems.append(f"{where}: rules: an array of tables ([[sources.identity.rules]])")
+        raw_rules = []
+    for index, raw in enumerate(raw_rules):
+        rule = _rule(raw, f"{where}: rules[{index}]", problems)
+        if rule is not None:
+            rules.append(rule)
+    default_role = table.get("default_role")
+    if default_role is not None and not _role_name(default_role):
+        problems.append(f"{where}: default_role: a role name (1 to {ROLE_NAME_BYTES} bytes)")
+    if not raw_rules and default_role is None:
+        problems.append(f"{where}: rules: no rule and no default_role: the map would refuse everyone")
+    claims = table.get("claims", [])
+    named = isinstance(claims, list) and all(isinstance(c, str) and _CLAIM_NAME.fullmatch(c) for c in claims)
+    if not named:
+        problems.append(f"{where}: claims: a list of claim names")
+        claims = []
+    reserved = sorted(set(claims) & _RESERVED_CLAIMS)
+    if reserved:
+        problems.append(f"{where}: claims: {', '.join(reserved)}: passed on already, or the token's own")
+    personal = table.get("personal_subject", False)
+    if not isinstance(personal, bool):
+        problems.append(f"{where}: personal_subject: true or false")
+    if len(problems) > before:
+        return None
+    return IdentityMap(
+        rules=tuple(rules),
+        default_role=default_role,
+        claims=tuple(dict.fromkeys(claims)),
+        personal_subject=personal,
+    )
+
+
+def _role_name(value: object) -> bool:
+    return isinstance(value, str) and 0 < len(value.encode()) <= ROLE_NAME_BYTES and "\x00" not in value
+
+
+def _rule(raw: object, where: str, problems: list[str]) -> Rule | None:
+    if not isinstance(raw, Mapping):
+        problems.append(f"{where}: a table with a role and one of {', '.join(_RULE_KINDS)}")
+        return None
+    unknown = sorted(set(raw) - {"role", *_RULE_KINDS})
+    problems.extend(f"{where}: {key}: unknown key" for key in unknown)
+    kinds = [kind for kind in _RULE_KINDS if kind in raw]
+    role = raw.get("role")
+    ok = not unknown
+    if not _role_name(role):
+        problems.append(f"{where}: role: required, a role name (1 to {ROLE_NAME_BYTES} bytes)")
+        ok = False
+    if len(kinds) != 1:
+        problems.append(f"{where}: exactly one of {', '.join(_RULE_KINDS)}")
+        return None
+    kind = kinds[0]
+    value = raw[kind]
+    if not isinstance(value, str) or not value:
+        problems.append(f"{where}: {kind}: a non-empty string")
+        return None
+    if not ok:
+        return None
+    assert isinstance(role, str)  # checked by _role_name
+    if kind == "group":
+        return Rule(role=role, group=value)
+    if kind == "subject":
+        return Rule(role=role, subject=value)
+    try:
+        pattern = re.compile(value)
+    except re.error as exc:
+        problems.append(f"{where}: subject_pattern: not a regular expression ({exc.msg})")
+        return None
+    return Rule(role=role, pattern=pattern)
+
+
+def _groups(claims: Mapping[str, Any]) -> frozenset[str]:
+    """The values of the `groups` and `roles` claims that are lists of strings (others count as none)."""
+    found: set[str] = set()
+    for name in _GROUP_CLAIMS:
+        value = claims.get(name)
+        if isinstance(value, list):
+            found.update(item for item in value if isinstance(item, str))
+    return frozenset(found)
+
+
+def mapped_role(identity: IdentityMap, subject: str, claims: Mapping[str, Any]) -> str | None:
+    """The role the first matching rule names, else the default role, else None (refused)."""
+    groups = _groups(claims)
+    for rule in identity.rules:
+        if rule.matches(subject, groups):
+            return rule.role
+    return identity.default_role
+
+
+def claims_json(identity: IdentityMap, subject: str, claims: Mapping[str, Any]) -> str:
+    """`{"sub": subject, ...}` with each claim the map names that the token holds, as compact JSON
+    (keys sorted: the same caller always sends the same text)."""
+    passed: dict[str, Any] = {name: claims[name] for name in identity.claims if name in claims}
+    passed["sub"] = subject
+    return json.dumps(passed, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def application_name(identity: IdentityMap, subject: str) -> str:
+    """`mcp-suite/<subject>`, or `mcp-suite/~<hash>` when the subject is personal data or cannot be
+    shown whole: printable ASCII only, at most 63 bytes (PostgreSQL keeps no more)."""
+    shown = subject
+    # A subject of its own starting with "~" would read as a hash: it is hashed too.
+    plain = all(" " <= c <= "~" for c in subject) and not subject.startswith("~")
+    if identity.personal_subject or not plain or len(APPLICATION_PREFIX) + len(subject) > ROLE_NAME_BYTES:
+        shown = "~" + hashlib.sha256(subject.encode()).hexdigest()[:_HASH_CHARS]
+    return APPLICATION_PREFIX + shown
+
+
+def call_role(identity: IdentityMap, subject: str, claims: Mapping[str, Any]) -> CallRole | None:
+    """What a call by `subject` with `claims` runs as; None when no rule maps it (the call is refused)."""
+    role = mapped_role(identity, subject, claims)
+    if role is None:
+        return None
+    return CallRole(
+        role=role,
+        claims=claims_json(identity, subject, claims),
+        application_name=application_name(identity, subject),
+    )

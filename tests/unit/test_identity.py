@@ -1,0 +1,161 @@
+"""The identity map (issue 42), without a database: a source's `[sources.identity]` table read and
+validated (every problem named by key, never a value), the role a caller maps to (first match wins,
+then the default, else refused), the claims passed on and the `application_name` that names the
+caller."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_suite.protocol.identity import (
+    APPLICATION_PREFIX,
+    IdentityMap,
+    application_name,
+    call_role,
+    claims_json,
+    mapped_role,
+    parse_identity,
+)
+from mcp_suite.settings import Settings, SettingsError
+from mcp_suite.sources import load_sources
+
+
+def _parse(table: object) -> tuple[IdentityMap | None, list[str]]:
+    problems: list[str] = []
+    return parse_identity(table, "f: sources[0] (a): identity", problems), problems
+
+
+def _map(**table: Any) -> IdentityMap:
+    identity, problems = _parse(table)
+    assert problems == []
+    assert identity is not None
+    return identity
+
+
+RULES = [
+    {"group": "analysts", "role": "mcp_analyst"},
+    {"subject": "erin", "role": "mcp_erin"},
+    {"subject_pattern": "svc-[a-z]+", "role": "mcp_service"},
+]
+
+
+def test_the_first_matching_rule_names_the_role_then_the_default() -> None:
+    identity = _map(rules=RULES, default_role="mcp_guest")
+    assert mapped_role(identity, "erin", {"groups": ["analysts"]}) == "mcp_analyst"  # first wins
+    assert mapped_role(identity, "erin", {"roles": ["other"]}) == "mcp_erin"
+    assert mapped_role(identity, "frank", {"roles": ["analysts"]}) == "mcp_analyst"  # roles claim too
+    assert mapped_role(identity, "svc-backup", {}) == "mcp_service"
+    assert mapped_role(identity, "svc-backup2", {}) == "mcp_guest"  # a full match only
+    assert mapped_role(identity, "xsvc-a", {}) == "mcp_guest"
+    assert identity.roles == ("mcp_analyst", "mcp_erin", "mcp_service", "mcp_guest")
+
+
+def test_without_a_default_a_caller_no_rule_maps_is_refused() -> None:
+    identity = _map(rules=RULES)
+    assert mapped_role(identity, "frank", {"groups": "analysts"}) is None  # not a list: no group
+    assert mapped_role(identity, "frank", {"groups": [1, "other"]}) is None
+    assert call_role(identity, "frank", {}) is None
+    assert identity.roles == ("mcp_analyst", "mcp_erin", "mcp_service")
+
+
+def test_a_default_role_alone_maps_everyone_and_is_named_once() -> None:
+    identity = _map(rules=[{"group": "a", "role": "r"}], default_role="r")
+    assert identity.roles == ("r",)
+    assert mapped_role(_map(default_role="guest"), "anyone", {}) == "guest"
+
+
+def test_the_claims_passed_on_are_the_subject_and_those_the_map_names() -> None:
+    identity = _map(default_role="r", claims=["department", "tenant", "department"])
+    assert identity.claims == ("department", "tenant")
+    text = claims_json(identity, "erin", {"department": "sales", "groups": ["x"], "sub": "forged"})
+    assert json.loads(text) == {"sub": "erin", "department": "sales"}
+    assert text == '{"department":"sales","sub":"erin"}'  # compact, sorted: the same every call
+    assert claims_json(identity, "é", {}).isascii()
+
+
+def test_application_name_carries_the_subject_or_its_hash() -> None:
+    plain = _map(default_role="r")
+    assert application_name(plain, "erin@example.com") == "mcp-suite/erin@example.com"
+    digest = "~" + hashlib.sha256(b"erin@example.com").hexdigest()[:16]
+    personal = _map(default_role="r", personal_subject=True)
+    assert application_name(personal, "erin@example.com") == APPLICATION_PREFIX + digest
+    # Not printable ASCII, too long for PostgreSQL's 63 bytes, or shaped like a hash: hashed.
+    for subject in ("érin", "a\nb", "x" * 60, "~abc"):
+        name = application_name(plain, subject)
+        assert name.startswith("mcp-suite/~")
+        assert len(name.encode()) <= 63
+        assert name.isascii()
+    assert len(application_name(plain, "x" * 53)) == 63  # the longest shown whole
+
+
+def test_call_role_is_the_role_the_claims_and_the_application_name() -> None:
+    identity = _map(rules=RULES, claims=["department"])
+    role = call_role(identity, "erin", {"department": "ops"})
+    assert role is not None
+    assert (role.role, role.application_name) == ("mcp_erin", "mcp-suite/erin")
+    assert json.loads(role.claims) == {"sub": "erin", "department": "ops"}
+
+
+@pytest.mark.parametrize(
+    ("table", "said"),
+    [
+        ("not a table", "a table ([sources.identity])"),
+        ({}, "rules: no rule and no default_role"),
+        ({"rules": [], "role": "x"}, "role: unknown key"),
+        ({"rules": {"group": "a"}}, "rules: an array of tables"),
+        ({"rules": ["x"]}, "rules[0]: a table with a role"),
+        ({"rules": [{"group": "a"}]}, "rules[0]: role: required"),
+        ({"rules": [{"group": "a", "role": "x" * 64}]}, "rules[0]: role: required"),
+        ({"rules": [{"group": "a", "role": "r\x00"}]}, "rules[0]: role: required"),
+        ({"rules": [{"group": "a", "subject": "b", "role": "r"}]}, "rules[0]: exactly one of"),
+        ({"rules": [{"role": "r"}]}, "rules[0]: exactly one of"),
+        ({"rules": [{"group": "a", "role": "r", "when": 1}]}, "rules[0]: when: unknown key"),
+        ({"rules": [{"group": "", "role": "r"}]}, "rules[0]: group: a non-empty string"),
+        ({"rules": [{"subject": 3, "role": "r"}]}, "rules[0]: subject: a non-empty string"),
+        ({"rules": [{"subject_pattern": "(", "role": "r"}]}, "rules[0]: subject_pattern: not a regular"),
+        ({"default_role": ""}, "default_role: a role name"),
+        ({"default_role": "r", "claims": "department"}, "claims: a list of claim names"),
+        ({"default_role": "r", "claims": ["bad name"]}, "claims: a list of claim names"),
+        ({"default_role": "r", "claims": ["sub", "exp"]}, "claims: exp, sub: passed on already"),
+        ({"default_role": "r", "personal_subject": "yes"}, "personal_subject: true or false"),
+    ],
+)
+def test_every_problem_of_the_table_is_named_by_its_key(table: object, said: str) -> None:
+    identity, problems = _parse(table)
+    assert identity is None
+    assert any(said in p for p in problems), problems
+    assert all(p.startswith("f: sources[0] (a): identity: ") for p in problems)
+
+
+def test_the_configuration_file_gives_a_source_its_identity_map(tmp_path: Path) -> None:
+    path = tmp_path / "sources.toml"
+    path.write_text(
+        "[[sources]]\nname='a'\ndescription='d'\ndsn='dbname=a'\n"
+        "[sources.identity]\ndefault_role = 'guest'\nclaims = ['team']\npersonal_subject = true\n"
+        "[[sources.identity.rules]]\ngroup = 'analysts'\nrole = 'mcp_analyst'\n"
+        "[[sources]]\nname='b'\ndescription='d'\ndsn='dbname=b'\n"
+    )
+    first, second = load_sources(Settings(config_file=path), {})
+    assert first.identity is not None
+    assert first.identity.roles == ("mcp_analyst", "guest")
+    assert (first.identity.claims, first.identity.personal_subject) == (("team",), True)
+    assert second.identity is None
+
+
+def test_a_bad_identity_map_stops_the_start_naming_the_file_source_and_key(tmp_path: Path) -> None:
+    path = tmp_path / "sources.toml"
+    path.write_text(
+        "[[sources]]\nname='a'\ndescription='d'\ndsn='dbname=a'\n"
+        "[[sources.identity.rules]]\nsubject_pattern = '[z'\nrole = 'r'\n"
+    )
+    with pytest.raises(SettingsError) as caught:
+        load_sources(Settings(config_file=path), {})
+    assert f"{path}: sources[0] (a): identity: rules[0]: subject_pattern: not a regular expression" in str(
+        caught.value
+    )
+    assert "[z" not in str(caught.value)

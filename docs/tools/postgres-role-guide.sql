@@ -117,3 +117,62 @@ CREATE EVENT TRIGGER mcp_suite_role_audit ON ddl_command_end
 -- (to remove it: DROP EVENT TRIGGER mcp_suite_role_audit; DROP SCHEMA mcp_suite_audit CASCADE;)
 
 -- 10. Verify: `mcp-suite check-role` prints each problem with its fix, or says the role can only read.
+
+-- ================================================================================================
+-- Part 2. Each person reads as themselves (the HTTP endpoint's identity map, [sources.identity]:
+-- docs/operations/remote.md, "Each person reads as themselves"). Instead of one reader role: a
+-- login role that holds nothing and, for each call, switches to the role the caller's verified
+-- token maps to; row-level security then sees the caller's claims. Over stdio the map does not
+-- apply (the local user reads as the DSN's role): keep part 1 for that. The audit checks all of it.
+
+-- 11. The login role (the DSN's): NOINHERIT (a mapped role's privileges are never its own), CONNECT
+--     only, nothing to read itself. Session settings stay the login role's after SET ROLE, so the
+--     limits of step 2 belong here (an ALTER ROLE <mapped role> SET ... does not apply).
+CREATE ROLE mcp_login
+    LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS NOINHERIT
+    CONNECTION LIMIT 5
+    PASSWORD '<a long random password>';
+ALTER ROLE mcp_login SET statement_timeout = '10s';
+ALTER ROLE mcp_login SET idle_in_transaction_session_timeout = '30s';
+ALTER ROLE mcp_login SET temp_file_limit = '1GB';
+GRANT CONNECT ON DATABASE <database> TO mcp_login;
+
+-- 12. One NOLOGIN role per group the map names, each granted what that group may read; the login
+--     role is a member of each of them and of no other role (the audit refuses any other).
+CREATE ROLE mcp_sales NOLOGIN NOINHERIT;
+CREATE ROLE mcp_support NOLOGIN NOINHERIT;
+GRANT mcp_sales, mcp_support TO mcp_login;
+
+-- 13. A worked example: one table, a policy on the subject. The server sets, for each call's
+--     transaction, `request.jwt.claims` to the caller's claims as JSON (PostgREST's convention),
+--     so `->> 'sub'` is the verified subject.
+CREATE ROLE mcp_notes_owner NOLOGIN;
+CREATE SCHEMA mcp_notes AUTHORIZATION mcp_notes_owner;
+-- As in step 4: the owner's new functions are not PUBLIC's to execute (the audit checks it for
+-- every mapped role; steps 4-7 of part 1 apply to a database served this way too).
+ALTER DEFAULT PRIVILEGES FOR ROLE mcp_notes_owner REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
+CREATE TABLE mcp_notes.notes (owner text NOT NULL, body text NOT NULL);
+ALTER TABLE mcp_notes.notes OWNER TO mcp_notes_owner;
+ALTER TABLE mcp_notes.notes ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_notes ON mcp_notes.notes FOR SELECT TO mcp_sales, mcp_support
+    USING (owner = pg_catalog.current_setting('request.jwt.claims', true)::json ->> 'sub');
+GRANT USAGE ON SCHEMA mcp_notes TO mcp_sales, mcp_support;
+GRANT SELECT ON mcp_notes.notes TO mcp_sales, mcp_support;
+INSERT INTO mcp_notes.notes VALUES
+    ('ann@example.com', 'Call the Lisbon customer back'),
+    ('bo@example.com', 'Ticket 4312 waits for a log');
+-- The configuration file's source for it (ann's token holds "groups": ["sales"], bo's ["support"]):
+--   dsn = "host=<host> dbname=<database> user=mcp_login"
+--   [sources.identity]
+--   [[sources.identity.rules]]
+--   group = "sales"
+--   role = "mcp_sales"
+--   [[sources.identity.rules]]
+--   group = "support"
+--   role = "mcp_support"
+-- Then `SELECT body FROM mcp_notes.notes` answers ann "Call the Lisbon customer back" and bo
+-- "Ticket 4312 waits for a log"; a caller no rule maps is refused. pg_stat_activity shows
+-- application_name `mcp-suite/ann@example.com` during ann's call (log_line_prefix '%a' logs it).
+
+-- 14. Verify: `mcp-suite --config <file> check-role` audits the login role, then each mapped role
+--     (one line each), and prints each problem with its fix.

@@ -22,8 +22,14 @@ GUIDE = Path(__file__).resolve().parents[2] / "docs" / "tools" / "postgres-role-
 PASSWORD = "guide-test-password"
 
 
-def _guide_sql() -> str:
-    text = GUIDE.read_text()
+PART_2 = "-- Part 2. Each person reads as themselves"
+
+
+def _guide_sql(part: int = 1) -> str:
+    """Part 1 (one reader role) or part 2 (an identity map's roles) of the guide, names filled in."""
+    whole = GUIDE.read_text()
+    cut = whole.index(PART_2)
+    text = whole[:cut] if part == 1 else whole[cut:]
     for old, new in (
         ("<database>", "mcp_demo"),
         ("<superuser>", "devdb_admin"),
@@ -59,7 +65,7 @@ def test_the_role_guide_produces_a_role_the_audit_accepts(demo_cluster: Cluster)
                 admin.execute(
                     f"ALTER DEFAULT PRIVILEGES FOR ROLE {role} GRANT EXECUTE ON FUNCTIONS TO PUBLIC".encode()
                 )
-            admin.execute(_guide_sql().encode())
+            admin.execute(_guide_sql(1).encode())
             # A curated view made as the owner, so the guide's default privileges apply to it.
             admin.execute("GRANT USAGE ON SCHEMA docs TO mcp_guide_views_owner")
             admin.execute("GRANT SELECT ON docs.pages TO mcp_guide_views_owner")
@@ -131,6 +137,54 @@ def test_the_role_guide_produces_a_role_the_audit_accepts(demo_cluster: Cluster)
             admin.execute("DROP SCHEMA IF EXISTS mcp_guide_views CASCADE")
             drop_event_trigger(admin)
             for role in ("mcp_guide_reader", "mcp_guide_views_owner"):
+                if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
+                    admin.execute(f"DROP OWNED BY {role}".encode())
+                    admin.execute(f"DROP ROLE {role}".encode())
+
+
+def test_the_role_guides_part_2_gives_two_people_their_own_rows_through_the_identity_map(
+    demo_cluster: Cluster,
+) -> None:
+    import json
+
+    from mcp_suite.protocol.identity import CallRole
+    from mcp_suite.tools.sql_engine.executor import Executor
+    from mcp_suite.tools.sql_engine.policy import QueryPolicy, vet_sql
+    from mcp_suite.tools.sql_engine.ticket import CallTicket
+    from tests.support.pg import sql_settings
+
+    roles = ("mcp_sales", "mcp_support")
+    with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
+        try:
+            admin.execute(_guide_sql(2).encode())
+            dsn = demo_cluster.dsn("mcp_login", PASSWORD)
+            assert audit_dsn(dsn, connect_timeout_s=5, roles=roles) == []
+            executor = Executor(sql_settings(dsn), dsn, roles=roles)
+            executor.open()
+            executor.mark_audited()
+            vetted = QueryPolicy(cache_size=4, vet=vet_sql).vet(
+                "SELECT body FROM mcp_notes.notes", max_rows=10
+            )
+            try:
+                seen = {}
+                for subject, role in (("ann@example.com", "mcp_sales"), ("bo@example.com", "mcp_support")):
+                    as_role = CallRole(role, json.dumps({"sub": subject}), f"mcp-suite/{subject}")
+                    ticket = CallTicket(cancel_timeout_s=2)
+                    seen[subject] = executor.run_vetted(vetted, max_rows=10, ticket=ticket, role=as_role).rows
+            finally:
+                executor.close()
+            assert seen == {
+                "ann@example.com": [["Call the Lisbon customer back"]],
+                "bo@example.com": [["Ticket 4312 waits for a log"]],
+            }
+            # A membership the map does not name is the login role's refusal.
+            admin.execute("GRANT mcp_notes_owner TO mcp_login")
+            refused = audit_dsn(dsn, connect_timeout_s=5, roles=roles)
+            assert "membership" in {f.capability for f in refused}
+            assert {f.role for f in refused} == {""}  # the login role's: every call stops
+        finally:
+            admin.execute("DROP SCHEMA IF EXISTS mcp_notes CASCADE")
+            for role in ("mcp_login", *roles, "mcp_notes_owner"):
                 if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
                     admin.execute(f"DROP OWNED BY {role}".encode())
                     admin.execute(f"DROP ROLE {role}".encode())

@@ -115,7 +115,7 @@ pytest: $(STAMP) system-packages
 	@echo "the whole package: at least 95 % of its lines and branches (the missing ones below)"
 	$(BIN)/python -m coverage report --skip-covered --show-missing --fail-under=95
 
-# The hand checks of `make mutate` (a fixed sample: nine defences removed one at a time, each must
+# The hand checks of `make mutate` (a fixed sample: ten defences removed one at a time, each must
 # make its tests fail) run in `make test`; the full mutmut run is `make mutate`.
 mutate-sample: $(STAMP) system-packages
 	$(BIN)/python -m tests.mutation hand

@@ -196,9 +196,16 @@ HAND_CHECKS = (
     HandCheck(
         "let calls through while a re-audit refuses the role",
         "mcp_suite/tools/sql_engine/executor.py",
-        "        self._gate.check()\n",
+        "        self._gate.check(role)\n",
         "",
         ("tests/pg/test_sql_reaudit.py",),
+    ),
+    HandCheck(
+        "run a mapped caller's call as the login role (no role switch)",
+        "mcp_suite/tools/sql_engine/executor.py",
+        "            commands.append(_switch_role(role))",
+        "            pass",
+        ("tests/pg/test_sql_identity.py",),
     ),
 )
 

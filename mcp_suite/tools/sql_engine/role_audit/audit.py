@@ -143,7 +143,7 @@ def audit_with_settings(
     `roles`: an identity map's roles (issue 42). The login role is audited as the holder of
     nothing (`login.py`), then each role it reaches as the reader role is, after `SET LOCAL ROLE`;
     each of its findings names it and carries it (`Finding.role`: its calls alone stop). One
-    transaction per role: a re-audit's time grows with the number of roles (bench_reaudit).
+    transaction per role: a re-audit's time grows with the number of roles (bench_identity).
     """
     return audit_mapped(
         conn,

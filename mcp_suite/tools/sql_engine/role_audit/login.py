@@ -9,7 +9,7 @@ of any other role is `membership.py`'s refusal; each mapped role is audited in i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import psycopg
 
@@ -32,12 +32,18 @@ _READABLE_SQL = (
 )
 
 
+# PostgreSQL 16 gave each membership its own INHERIT and SET options (a grant WITH INHERIT TRUE
+# inherits whatever the member's NOINHERIT says; one WITH SET FALSE cannot be switched to).
+_PG16: Final = 160000
+
+
 def reachable_roles(conn: psycopg.Connection[Any], roles: frozenset[str]) -> frozenset[str]:
-    """The roles among `roles` that exist and `current_user` may switch to (a member of)."""
+    """The roles among `roles` that exist and `current_user` may switch to (`SET ROLE`)."""
+    privilege = "SET" if conn.info.server_version >= _PG16 else "MEMBER"
     rows = conn.execute(
         "SELECT rolname FROM pg_catalog.pg_roles WHERE rolname = ANY(%s)"
-        " AND pg_catalog.pg_has_role(current_user, oid, 'MEMBER')",
-        (sorted(roles),),
+        " AND pg_catalog.pg_has_role(current_user, oid, %s)",
+        (sorted(roles), privilege),
     ).fetchall()
     return frozenset(name for (name,) in rows)
 
@@ -49,13 +55,22 @@ def login_findings(conn: psycopg.Connection[Any], subject: Subject) -> list[Find
     (inherit,) = conn.execute(
         "SELECT rolinherit FROM pg_catalog.pg_roles WHERE rolname = current_user"
     ).fetchone() or (True,)
+    if not inherit and conn.info.server_version >= _PG16:
+        inherit = bool(
+            conn.execute(
+                "SELECT 1 FROM pg_catalog.pg_auth_members m JOIN pg_catalog.pg_roles u"
+                " ON u.oid = m.member WHERE u.rolname = current_user AND m.inherit_option"
+            ).fetchone()
+        )
     if inherit:
         findings.append(
             Finding(
                 "inherit",
-                "the login role of an identity map inherits its roles' privileges (it must be NOINHERIT:"
-                " a call runs as a mapped role, never as the login role)",
-                f"ALTER ROLE {subject.role} NOINHERIT;",
+                "the login role of an identity map inherits its roles' privileges (it must be NOINHERIT,"
+                " and on PostgreSQL 16+ no grant to it WITH INHERIT TRUE: a call runs as a mapped role,"
+                " never as the login role)",
+                f"ALTER ROLE {subject.role} NOINHERIT; (PostgreSQL 16+: GRANT <role> TO {subject.role}"
+                " WITH INHERIT FALSE for each of its roles)",
             )
         )
     readable = [ident(conn, schema, name) for schema, name in conn.execute(_READABLE_SQL).fetchall()]
@@ -74,8 +89,13 @@ def login_findings(conn: psycopg.Connection[Any], subject: Subject) -> list[Find
     findings.extend(
         Finding(
             "mapped-role",
-            f"the mapped role {role} does not exist, or the login role is not a member of it",
-            f"GRANT {ident(conn, role)} TO {subject.role};",
+            f"the mapped role {role} does not exist, or the login role cannot switch to it (SET ROLE)",
+            f"GRANT {ident(conn, role)} TO {subject.role};"
+            + (
+                " (WITH INHERIT FALSE, SET TRUE on PostgreSQL 16+)"
+                if conn.info.server_version >= _PG16
+                else ""
+            ),
             role=role,
         )
         for role in sorted(subject.mapped - reachable)

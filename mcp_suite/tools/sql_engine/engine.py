@@ -268,6 +268,12 @@ def open_engine(
     if findings is not None:
         engine.gate.record(findings)  # logs the warnings: the risks the operator accepted, and the others
         _open_audit_link(engine.audit_link)
+    if identity is not None:
+        log.info(
+            "read_only_sql: identity map: over HTTP each call reads as the role its caller maps to "
+            "(%s); over stdio as the DSN's login role, which reads nothing itself",
+            ", ".join(roles),
+        )
     if settings.sql_allow_catalogue:
         log.warning(
             "read_only_sql: MCP_SQL_ALLOW_CATALOGUE is true: queries read pg_catalog unfiltered "

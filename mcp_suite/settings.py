@@ -59,6 +59,9 @@ AUDIT_SQL_MAX_CHARS = 4_096
 AUDIT_WRITE_WAIT_S = 1.0
 # A caller's SQL text (`read_only_sql`, `explain_sql`) holds at most this many characters.
 SQL_MAX_CHARS = 10_000
+# A file's (a listing's) invisible-characters report names at most this many of its first lines
+# (entries) holding some; it counts them all.
+INVISIBLE_SHOWN = 10
 
 
 class SettingsError(Exception):

@@ -46,6 +46,7 @@ from mcp_suite.protocol.jsonrpc import (
     sniff_tail_id,
 )
 from mcp_suite.protocol.sanitize import sanitize_arguments
+from mcp_suite.protocol.untrusted import new_boundary
 from mcp_suite.settings import NAME_ECHO_CHARS
 
 __all__ = [
@@ -154,9 +155,12 @@ class Shutdown(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class ToolSucceeded:
-    """The tool returned: `structured_json` is its result as compact ASCII JSON."""
+    """The tool returned: `structured_json` is its result as compact ASCII JSON. `untrusted`: it
+    carries data the tool read (rows, catalogue text, files), sent inside the untrusted-data frame
+    (`protocol.untrusted`) with a boundary drawn for this answer."""
 
     structured_json: bytes
+    untrusted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,7 +366,9 @@ class SessionCore:
             )
         if isinstance(outcome, ToolSucceeded):
             tail = self._modern_tail if era is Era.MODERN else b""
-            frame = encode_tool_success(call.request_id, outcome.structured_json, tail)
+            data = outcome.structured_json
+            boundary = new_boundary(data) if outcome.untrusted else None
+            frame = encode_tool_success(call.request_id, data, tail, boundary=boundary)
             return Answer(frame, call.request_id, call.method, "ok", tool=tool, arguments=call.arguments)
         if isinstance(outcome, ResourceRead):
             resource = self._resources[call.name]

@@ -50,6 +50,10 @@ class ToolSpec:
     not import pydantic, a large share of a cold start (bench_runtime) not needed for `initialize`.
     The session's warm-up builds them after the handshake (or the first request that needs them).
 
+    `untrusted`: its results carry data the tool read (database values, catalogue text, file text
+    or names), which the model must read as data: each answer is sent inside the untrusted-data
+    frame (`protocol.untrusted`) and its outputSchema declares the frame's member.
+
     Cancellation: `call` runs in its own cancel scope; it must let `trio.Cancelled` propagate and
     leave no work behind (a thread it started is waited for, a query it started is cancelled).
     """
@@ -59,6 +63,7 @@ class ToolSpec:
     description: str
     models: Lazy[tuple[type[BaseModel], type[BaseModel]]]
     call: Callable[[Any], Awaitable[BaseModel | EncodedResult]]
+    untrusted: bool = False
 
     @property
     def args_model(self) -> type[BaseModel]:

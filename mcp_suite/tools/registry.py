@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
+from mcp_suite.protocol import untrusted
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ResourceSpec, Toolset, ToolSpec
 from mcp_suite.tools.sandbox_fs_read.tool import open_sandbox_fs_read
@@ -39,8 +40,9 @@ _BUILTIN: tuple[tuple[ToolOpener, Callable[[Settings], bool]], ...] = (
 )
 
 
-def instructions(guidance: Iterable[str]) -> str:
-    """The `initialize` instructions: one short paragraph naming only the tools that are served."""
+def instructions(guidance: Iterable[str], *, framed: bool = False) -> str:
+    """The `initialize` instructions: one short paragraph naming only the tools that are served;
+    `framed`: some of them send data in the untrusted-data frame, which it says how to read."""
     parts = [text for text in guidance if text]
     if not parts:
         return "mcp-suite is running with no tools enabled; its configuration enables them."
@@ -49,6 +51,7 @@ def instructions(guidance: Iterable[str]) -> str:
             "mcp-suite gives read-only, policy-checked access.",
             *parts,
             "Nothing can be written. Refusals are problem documents that say what to change.",
+            *([untrusted.INSTRUCTIONS] if framed else []),
         ]
     )
 
@@ -101,6 +104,6 @@ def open_registry(
             tools=tools,
             resources=resources,
             warm_up=(*models, *warm_up),
-            instructions=instructions(guidance),
+            instructions=instructions(guidance, framed=any(tool.untrusted for tool in tools.values())),
             background=tuple(background),
         )

@@ -97,6 +97,7 @@ def spec(engine: SqlEngine) -> ToolSpec:
         finally:
             log_statement(tool=TOOL_NAME, sql=args.sql, outcome=outcome, started=started, rows=rows)
         from mcp_suite.tools.read_only_sql.models import result_json, truncation_hint  # with the models
+        from mcp_suite.tools.sql_engine.result import invisible_report, may_hide
 
         columns = [(c.name, c.type) for c in result.columns]
         row_count = len(result.rows)
@@ -109,8 +110,17 @@ def spec(engine: SqlEngine) -> ToolSpec:
                 max_rows_limit=settings.sql_max_rows,
                 max_bytes=settings.sql_max_result_bytes,
             )
+        # Values are returned as stored; those hiding characters are counted (json_rows kept room).
+        invisible = invisible_report(result.rows, result.columns) if may_hide(result.rows_json) else None
         return EncodedResult(
-            result_json(columns, result.rows_json, row_count=row_count, truncated=result.truncated, hint=hint)
+            result_json(
+                columns,
+                result.rows_json,
+                row_count=row_count,
+                truncated=result.truncated,
+                hint=hint,
+                invisible=invisible,
+            )
         )
 
     def models() -> tuple[type[ReadOnlySqlArgs], type[ReadOnlySqlResult]]:
@@ -119,5 +129,10 @@ def spec(engine: SqlEngine) -> ToolSpec:
         return make_args_model(engine.settings.sql_max_rows), ReadOnlySqlResult
 
     return ToolSpec(
-        name=TOOL_NAME, title="Read-only SQL", description=DESCRIPTION, models=Lazy(models), call=call
+        name=TOOL_NAME,
+        title="Read-only SQL",
+        description=DESCRIPTION,
+        models=Lazy(models),
+        call=call,
+        untrusted=True,  # database values
     )

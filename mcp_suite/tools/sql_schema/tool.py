@@ -59,7 +59,14 @@ def spec(engine: SqlEngine) -> ToolSpec:
     async def call(args: SqlSchemaArgs) -> SqlSchemaResult:
         return await engine.run_blocking(functools.partial(read_sync, engine, args))
 
-    return ToolSpec(name=TOOL_NAME, title=TITLE, description=DESCRIPTION, models=Lazy(models), call=call)
+    return ToolSpec(
+        name=TOOL_NAME,
+        title=TITLE,
+        description=DESCRIPTION,
+        models=Lazy(models),
+        call=call,
+        untrusted=True,  # catalogue text: names and comments anyone with DDL rights wrote
+    )
 
 
 def resource(engine: SqlEngine, uri: str) -> ResourceSpec:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Callable
 from typing import Any, Final
 
 __all__ = [
@@ -44,14 +45,19 @@ FRAMED: Final = re.compile(
 )
 
 
-def new_boundary(body: bytes) -> bytes:
-    """A fresh boundary (`BOUNDARY_BITS` random bits, ASCII digits) that `body` does not hold.
+def _draw() -> int:
+    return secrets.randbits(BOUNDARY_BITS)
+
+
+def new_boundary(body: bytes, draw: Callable[[], int] = _draw) -> bytes:
+    """A fresh boundary (`BOUNDARY_BITS` random bits from `draw`, 39 ASCII digits) that `body`
+    does not hold. `draw` is the tests' seam; the server always uses `secrets`.
 
     Security: drawn after the data was read, so the data cannot know it; and drawn again in the
     (2**-128-likely) case the body holds it by chance, so no text inside can close the frame.
     """
     while True:
-        boundary = b"%0*d" % (_DIGITS, secrets.randbits(BOUNDARY_BITS))
+        boundary = b"%0*d" % (_DIGITS, draw() % 10**_DIGITS)
         if boundary not in body:
             return boundary
 

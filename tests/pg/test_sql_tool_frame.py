@@ -17,6 +17,8 @@ import pytest
 import trio
 from psycopg.types.json import Jsonb
 
+from bench.bench_sql import ROWS, ROWS_QUERY
+from bench.bench_tokens import frame_figures
 from mcp_suite.devdb.cluster import READER_USER, Cluster
 from tests.support.harness import open_session
 from tests.support.injections import INJECTIONS, Injection, check_framed
@@ -123,3 +125,15 @@ async def test_a_plan_showing_planted_constants_comes_back_inside_the_frame_its_
     _, body = check_framed(result, FILTERED)
     hidden = [i.hidden for i in FILTERED if i.hidden]
     assert body["invisible"] == f"{sum(hidden)} invisible characters in 1 string of the plan"
+
+
+async def test_the_frame_adds_at_most_three_percent_to_the_tokens_of_the_100_row_answer(
+    demo_cluster: Cluster,
+) -> None:
+    """Issue 44's bound, on bench_tokens' workload (`bench_sql.ROWS_QUERY`), same tokenizer."""
+    query = {"sql": ROWS_QUERY, "max_rows": ROWS}
+    results = await _calls(demo_cluster, *[("read_only_sql", query)] * 5)
+    for figure in frame_figures(results):
+        assert figure.ok is not False, figure.line()
+    before, framed, _ = frame_figures(results)
+    assert framed.value > before.value  # the frame is there, and counted

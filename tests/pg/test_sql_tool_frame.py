@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import jsonschema
 import psycopg
 import pytest
 import trio
@@ -65,14 +66,21 @@ def planted(demo_cluster: Cluster) -> Iterator[None]:
 
 
 async def _calls(cluster: Cluster, *calls: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The results of `calls`, each checked against its tool's advertised outputSchema (the frame's
+    member and the `invisible` report included), as the SDK clients check them."""
     settings = sql_settings(cluster.reader_dsn)
     results = []
     with trio.fail_after(60):
         async with open_session(settings=settings, builtins=True, test_tools=False) as h:
             await h.initialize()
+            tools = (await h.request("tools/list"))["result"]["tools"]
+            schemas = {tool["name"]: tool["outputSchema"] for tool in tools}
             for name, arguments in calls:
                 response = await h.response(await h.call(name, arguments))
-                results.append(response["result"])
+                result = response["result"]
+                if not result["isError"]:
+                    jsonschema.Draft202012Validator(schemas[name]).validate(result["structuredContent"])
+                results.append(result)
     return results
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import trio
 
 from mcp_suite.settings import Settings
@@ -28,8 +29,13 @@ async def _calls(root: Path, *calls: tuple[str, dict[str, Any]]) -> list[dict[st
     with trio.fail_after(30):
         async with open_session(settings=settings, builtins=True, test_tools=False) as h:
             await h.initialize()
+            tools = (await h.request("tools/list"))["result"]["tools"]
+            schemas = {tool["name"]: tool["outputSchema"] for tool in tools}
             for name, arguments in calls:
-                results.append((await h.response(await h.call(name, arguments)))["result"])
+                result = (await h.response(await h.call(name, arguments)))["result"]
+                # As the SDK clients check it: the frame's member and the report are declared.
+                jsonschema.Draft202012Validator(schemas[name]).validate(result["structuredContent"])
+                results.append(result)
     return results
 
 

@@ -16,13 +16,20 @@ import jsonschema
 import psycopg
 import pytest
 import trio
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.types import TextContent
 from psycopg.types.json import Jsonb
 
 from bench.bench_sql import ROWS, ROWS_QUERY
 from bench.bench_tokens import frame_figures
 from mcp_suite.devdb.cluster import READER_USER, Cluster
+from mcp_suite.protocol.mcp import MODERN_VERSION
 from tests.support.harness import open_session
+from tests.support.http_server import open_http_server
 from tests.support.injections import INJECTIONS, Injection, check_framed
+from tests.support.issuer import open_issuer
 from tests.support.pg import sql_settings
 
 pytestmark = pytest.mark.pg
@@ -145,3 +152,29 @@ async def test_the_frame_adds_at_most_three_percent_to_the_tokens_of_the_100_row
         assert figure.ok is not False, figure.line()
     before, framed, _ = frame_figures(results)
     assert framed.value > before.value  # the frame is there, and counted
+
+
+@pytest.mark.e2e
+async def test_over_http_the_sdk_client_accepts_the_frame_and_the_rows_come_inside_it(
+    demo_cluster: Cluster, planted: None
+) -> None:
+    """The other transport, the modern era, the official SDK's client (it validates every
+    structuredContent against the advertised outputSchema, `invisible` and `untrusted_data` included)."""
+    query = {"sql": f"SELECT id, body, meta, tags FROM {SCHEMA}.notes ORDER BY id", "max_rows": 100}
+    with (
+        open_issuer() as issuer,
+        open_http_server(issuer, {"MCP_SQL_DSN": demo_cluster.reader_dsn}) as server,
+    ):
+        token = issuer.token(server.url, sub="erin", scope="sql:read")
+        with trio.fail_after(60):
+            async with (
+                create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http,
+                Client(streamable_http_client(server.url, http_client=http), mode=MODERN_VERSION) as client,
+            ):
+                answer = await client.call_tool("read_only_sql", query)
+    assert answer.is_error is False
+    (block,) = answer.content
+    assert isinstance(block, TextContent)
+    result = {"isError": False, "content": [{"type": "text", "text": block.text}]}
+    _, body = check_framed({**result, "structuredContent": answer.structured_content}, INJECTIONS)
+    assert body["invisible"] == _expected_report(list(INJECTIONS))

@@ -235,18 +235,20 @@ def encode_tool_success(
     (bench_fs). `tail` is compact JSON of more result members, each preceded by a comma (the modern
     era's `resultType` and `_meta`).
     """
-    text = quote_json_text(structured_json)
+    quoted = quote_json_text(structured_json)
+    text: tuple[bytes | memoryview, ...] = (quoted,)
+    structured: tuple[bytes | memoryview, ...] = (structured_json,)
     if boundary is not None:
-        text = framed_text(text, boundary)
-        structured_json = with_boundary(structured_json, boundary)
+        text = framed_text(quoted, boundary)
+        structured = with_boundary(structured_json, boundary)
     return b"".join(
         (
             b'{"jsonrpc":"2.0","id":',
             (str(request_id) if isinstance(request_id, int) else _encode_string(request_id)).encode("ascii"),
             b',"result":{"content":[{"type":"text","text":',
-            text,
+            *text,
             b'}],"structuredContent":',
-            structured_json,
+            *structured,
             b',"isError":false',
             tail,
             b"}}\n",

@@ -62,21 +62,19 @@ def new_boundary(body: bytes, draw: Callable[[], int] = _draw) -> bytes:
             return boundary
 
 
-def framed_text(quoted_body: bytes, boundary: bytes) -> bytes:
-    """The framed text block as a JSON string literal: `quoted_body` is the result's JSON already
-    written as a JSON string literal (`jsonrpc.quote_json_text`), `boundary` from `new_boundary`."""
-    return b'"%s\\n<untrusted-data-%s>\\n%s\\n</untrusted-data-%s>"' % (
-        _SENTENCE,
-        boundary,
-        quoted_body[1:-1],
-        boundary,
-    )
+def framed_text(quoted_body: bytes, boundary: bytes) -> tuple[bytes, memoryview, bytes]:
+    """The framed text block as a JSON string literal, in three pieces to join: `quoted_body` is the
+    result's JSON already written as a JSON string literal (`jsonrpc.quote_json_text`), `boundary`
+    from `new_boundary`. The body is not copied (a file's text may be megabytes: bench_fs)."""
+    head = b'"%s\\n<untrusted-data-%s>\\n' % (_SENTENCE, boundary)
+    return head, memoryview(quoted_body)[1:-1], b'\\n</untrusted-data-%s>"' % boundary
 
 
-def with_boundary(body: bytes, boundary: bytes) -> bytes:
-    """`body` (compact JSON of an object) with the `untrusted_data` member last: `structuredContent`."""
+def with_boundary(body: bytes, boundary: bytes) -> tuple[memoryview, bytes]:
+    """`body` (compact JSON of an object) with the `untrusted_data` member last, in two pieces to
+    join: `structuredContent`."""
     member = b'"%s":"%s"}' % (FIELD.encode("ascii"), boundary)
-    return body[:-1] + (member if body == b"{}" else b"," + member)
+    return memoryview(body)[:-1], member if body == b"{}" else b"," + member
 
 
 def declare(schema: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 import pytest
 
@@ -14,10 +15,18 @@ from mcp_suite.problems import AccessDeniedError
 from mcp_suite.protocol import core
 from mcp_suite.protocol.invisible import count_invisible, counted, lines_holding, listed
 from mcp_suite.protocol.jsonrpc import compact_json, encode_tool_success
-from mcp_suite.protocol.untrusted import BOUNDARY_BITS, FIELD, FRAMED, declare, new_boundary
+from mcp_suite.protocol.untrusted import BOUNDARY_BITS, FIELD, FRAMED, INSTRUCTIONS, declare, new_boundary
+from mcp_suite.runtime.calls import ToolCatalogue
+from mcp_suite.settings import SecretStr, Settings
+from mcp_suite.tools.registry import open_registry
 from tests.support.injections import INJECTIONS, Injection, check_framed
 from tests.support.session_core import CALL, answer_of, initialized, line, modern
 from tests.support.wire import check_line, slug_of
+
+# Every tool whose result carries database values, catalogue text, a plan or a folder's text and
+# names; system_metrics carries none. A database nobody listens on: the tools are listed all the same.
+_DATA_TOOLS: Final = {"sql_schema", "read_only_sql", "explain_sql", "sandbox_fs_list", "sandbox_fs_read"}
+_NO_DATABASE: Final = "postgresql://reader:secret@127.0.0.1:1/mcp_demo"
 
 
 def _start(session: core.SessionCore, frame: bytes) -> core.StartCall:
@@ -114,3 +123,28 @@ def test_lines_holding_invisible_characters_are_numbered_and_the_list_is_bounded
     assert lines_holding("only ascii\n", 10) == (0, 0, [])
     assert lines_holding("caf\u00e9", 10) == (0, 0, [])  # not ASCII, nothing hidden
     assert (counted(1, "line"), counted(2, "line")) == ("1 line", "2 lines")
+
+
+@pytest.mark.parametrize(
+    ("sql", "fs", "metrics"), [(True, True, True), (False, False, True), (False, True, False)]
+)
+def test_every_tool_that_returns_what_it_read_is_framed_and_declares_it_and_no_other(
+    tmp_path: Path, sql: bool, fs: bool, metrics: bool
+) -> None:
+    settings = Settings(
+        sql_dsn=SecretStr(_NO_DATABASE) if sql else None,
+        safe_data_dir=tmp_path if fs else None,
+        metrics_enabled=metrics,
+        sql_connect_timeout_s=1.0,
+    )
+    with open_registry(settings) as registry:
+        framed = {name for name, tool in registry.tools.items() if tool.untrusted}
+        declared = {
+            tool.name
+            for tool in ToolCatalogue(registry).descriptions()
+            if FIELD in tool.output_schema["properties"]
+        }
+        instructions = registry.instructions
+    assert framed == declared == _DATA_TOOLS & set(registry.tools)
+    assert (INSTRUCTIONS in instructions) == bool(framed)  # said once, only when some tool is framed
+    assert instructions.count("untrusted-data") <= 2

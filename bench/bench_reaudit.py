@@ -9,6 +9,12 @@
 - The clean-backend reset: one call's pipeline with the reset it sends now (`DEALLOCATE ALL`, then
   unlock and reseed) against the same pipeline with the former reset (unlock only), p50 of each,
   alternated in the same run.
+- The window of issue 40: from a superuser's `ALTER FUNCTION ... SECURITY DEFINER` on a helper
+  PUBLIC may execute until a call of it through the real engine (its re-audit loop running, at the
+  default MCP_SQL_REAUDIT_INTERVAL_S) is refused. Without the role guide's event trigger, once, with
+  the ALTER made just after an audit (the worst case: about one interval); with it, WINDOW_SAMPLES
+  times (each followed by the fix, `SECURITY INVOKER`, and the time until calls are served again).
+  `python -m bench.bench_reaudit window` runs this part alone.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ def _figures(dsn: str) -> list[Figure]:
     from mcp_suite.tools.sql_engine.executor import CallTicket, Executor
     from mcp_suite.tools.sql_engine.pipeline import run_pipeline
     from mcp_suite.tools.sql_engine.policy import vet_sql
+    from mcp_suite.tools.sql_engine.role_audit.link import AuditLink
     from mcp_suite.tools.sql_engine.role_audit.reaudit import audit_once
 
     settings = Settings(sql_dsn=SecretStr(dsn), metrics_enabled=False)
@@ -57,6 +64,8 @@ def _figures(dsn: str) -> list[Figure]:
     executor.mark_audited()
     known = vet_sql(QUERY, max_rows=50)
     unknown = vet_sql(UNKNOWN, max_rows=50)
+
+    link = AuditLink(dsn, connect_timeout_s=settings.sql_connect_timeout_s, listen=True)
 
     def call() -> None:
         executor.run_vetted(known, max_rows=50, ticket=CallTicket())
@@ -98,9 +107,9 @@ def _figures(dsn: str) -> list[Figure]:
             )
 
         # 2. the re-audit: its own duration, and the calls' p50 while it runs back to back
-        once = median_seconds(lambda: audit_once(dsn, settings, refresh=executor.definers.refresh), runs=5)
+        once = median_seconds(lambda: audit_once(link, settings, refresh=executor.definers.refresh), runs=5)
         figures.append(
-            Figure("reaudit: one re-audit (own connection, audit + guard refresh)", once * 1000, "ms")
+            Figure("reaudit: one re-audit (dedicated connection, audit + guard refresh)", once * 1000, "ms")
         )
         stop = threading.Event()
         audits = 0
@@ -108,7 +117,7 @@ def _figures(dsn: str) -> list[Figure]:
         def reaudit_loop() -> None:
             nonlocal audits
             while not stop.is_set():
-                audit_once(dsn, settings, refresh=executor.definers.refresh)
+                audit_once(link, settings, refresh=executor.definers.refresh)
                 audits += 1
 
         worker = threading.Thread(target=reaudit_loop)
@@ -167,23 +176,141 @@ def _figures(dsn: str) -> list[Figure]:
             )
         )
     finally:
+        link.close()
         executor.close()
     return figures
 
 
-def run() -> list[Figure]:
+WINDOW_SAMPLES = 5
+HELPER = "docs.mcp_bench_fmt_ticket"
+HELPER_CALL = f"SELECT {HELPER}('T-1')"
+
+
+async def _refused_after(engine: Any, admin: Any, statement: str, *, refused: bool) -> tuple[float, str]:
+    """Seconds from `statement` (as the superuser) until a call of the helper is refused (or,
+    `refused=False`, served again), and the problem's slug (or "served")."""
+    import trio
+
+    from mcp_suite.problems import ProblemError
+
+    def call(ticket: Any) -> object:
+        return engine.vet_and_run(HELPER_CALL, 1, ticket)
+
+    start = time.perf_counter()
+    await trio.to_thread.run_sync(admin.execute, statement.encode())
+    with trio.fail_after(120):
+        while True:
+            try:
+                await engine.run_blocking(call)
+                outcome = "served"
+            except ProblemError as exc:
+                outcome = exc.slug
+            if (outcome != "served") == refused:
+                return time.perf_counter() - start, outcome
+            await trio.sleep(0.01)
+
+
+async def _windows(dsn: str, admin: Any, *, samples: int) -> list[tuple[float, str]]:
+    """One engine at the default settings, its re-audit loop running: the ALTER `samples` times
+    (each followed by the fix), the first right after the loop started (just after an audit)."""
+    import trio
+
+    from mcp_suite.settings import SecretStr, Settings
+    from mcp_suite.tools.sql_engine.engine import open_engine
+
+    engine = open_engine(Settings(sql_dsn=SecretStr(dsn), metrics_enabled=False), dsn)
+    windows: list[tuple[float, str]] = []
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(engine.serve_reaudit)
+            for _ in range(samples):
+                await _refused_after(engine, admin, "SELECT 1", refused=False)  # served, guard warm
+                windows.append(
+                    await _refused_after(
+                        engine, admin, f"ALTER FUNCTION {HELPER}(text) SECURITY DEFINER", refused=True
+                    )
+                )
+                windows.append(
+                    await _refused_after(
+                        engine, admin, f"ALTER FUNCTION {HELPER}(text) SECURITY INVOKER", refused=False
+                    )
+                )
+            nursery.cancel_scope.cancel()
+    finally:
+        engine.close()
+    return windows
+
+
+def _window_figures(dsn: str, admin_dsn: str) -> list[Figure]:
+    import logging
+
+    import psycopg
+    import trio
+
+    from tests.support.reaudit import drop_event_trigger, install_event_trigger
+
+    # The engine's refusals and recoveries are logged (CRITICAL, WARNING): not the bench's output.
+    logging.getLogger("mcp_suite").setLevel(logging.CRITICAL + 1)
+    figures: list[Figure] = []
+    with psycopg.connect(admin_dsn, autocommit=True) as admin:
+        admin.execute(
+            f"CREATE FUNCTION {HELPER}(t text) RETURNS text LANGUAGE sql SET search_path = pg_catalog"
+            " AS $$ SELECT t || ' by ' || current_user $$".encode()
+        )
+        admin.execute(f"GRANT EXECUTE ON FUNCTION {HELPER}(text) TO PUBLIC".encode())
+        try:
+            drop_event_trigger(admin)
+            (before, slug), _ = trio.run(lambda: _windows(dsn, admin, samples=1))
+            figures.append(
+                Figure(
+                    "reaudit: ALTER ... SECURITY DEFINER window, no event trigger (worst case)",
+                    before,
+                    "s",
+                    note=f"refused as {slug}; interval 30 s",
+                )
+            )
+            install_event_trigger(admin)
+            windows = trio.run(lambda: _windows(dsn, admin, samples=WINDOW_SAMPLES))
+            refusals = [seconds for seconds, _ in windows[0::2]]
+            recoveries = [seconds for seconds, _ in windows[1::2]]
+            slugs = sorted({slug for _, slug in windows[0::2]})
+            for label, values, note in (
+                ("refused", refusals, f"; refused as {', '.join(slugs)}"),
+                ("served again after the fix", recoveries, ""),
+            ):
+                figures.append(
+                    Figure(
+                        f"reaudit: with the event trigger, {label} (median of {len(values)})",
+                        statistics.median(values),
+                        "s",
+                        target="< 1 s",
+                        ok=max(values) < 1.0,
+                        note=f"max {max(values):.3f} s{note}",
+                    )
+                )
+        finally:
+            drop_event_trigger(admin)
+            admin.execute(f"DROP FUNCTION IF EXISTS {HELPER}(text)".encode())
+    return figures
+
+
+def run(parts: tuple[str, ...] = ("costs", "window")) -> list[Figure]:
     from mcp_suite.devdb.cluster import open_demo_cluster
 
     cluster, started_here = open_demo_cluster()
     try:
-        return _figures(cluster.reader_dsn)
+        figures = _figures(cluster.reader_dsn) if "costs" in parts else []
+        if "window" in parts:
+            figures += _window_figures(cluster.reader_dsn, cluster.admin_dsn)
+        return figures
     finally:
         if started_here:
             cluster.stop()
 
 
 def _main() -> None:
-    for figure in run():
+    parts = tuple(sys.argv[1:]) or ("costs", "window")
+    for figure in run(parts):
         sys.stdout.write(figure.line() + "\n")
 
 

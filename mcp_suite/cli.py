@@ -61,7 +61,8 @@ def _parser() -> argparse.ArgumentParser:
     description = (
         "A hardened, read-only Model Context Protocol server on stdio: one read-only SQL query "
         "at a time against PostgreSQL, text files below a sandboxed folder, and aggregate host "
-        "metrics. Configured only through environment variables: " + ", ".join(ENV_VARIABLES)
+        "metrics. Configured through environment variables, and the databases through a TOML file "
+        "(--config or MCP_CONFIG): " + ", ".join(ENV_VARIABLES)
     )
     statuses = [
         textwrap.fill(meaning, 78, initial_indent=f"  {code:<4}", subsequent_indent=" " * 6)
@@ -74,6 +75,11 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the exit status table
     )
     parser.add_argument("--version", action="version", version=f"{SERVER_NAME} {__version__}")
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the TOML file naming the databases (docs/configuration.md); the same as MCP_CONFIG",
+    )
     parser.add_argument(
         "command",
         nargs="?",
@@ -110,6 +116,8 @@ def main(argv: Sequence[str] | None = None, *, extra_tools: Iterable[ToolOpener]
         parser = _parser()
         args = parser.parse_args(argv)
         command, demo_action = args.command, args.demo_action
+        if args.config is not None:  # the flag and the variable are one setting
+            os.environ["MCP_CONFIG"] = os.path.abspath(args.config)
         if demo_action is not None and command != "demo":
             parser.error(f"{demo_action!r} follows only demo")
     if command == "role-guide":  # needs no setting: it prints a file the package carries
@@ -183,9 +191,32 @@ def _serve_http(settings: Settings, extra_tools: list[ToolOpener]) -> int:
 
 
 def _check_role(settings: Settings) -> int:
+    if settings.config_file is not None:
+        return _check_sources(settings)
     if settings.sql_dsn is None:
-        return _refuse("check-role needs MCP_SQL_DSN", os.EX_CONFIG)
+        return _refuse("check-role needs MCP_SQL_DSN or a configuration file (MCP_CONFIG)", os.EX_CONFIG)
     return check_role(settings)
+
+
+def _check_sources(settings: Settings, *, out: TextIO | None = None) -> int:
+    """`check-role` with a configuration file: each source's role, under a heading of its name;
+    the worst exit status of them (EX_CONFIG over EX_UNAVAILABLE over EX_OK)."""
+    from mcp_suite.sources import load_sources
+
+    try:
+        sources = load_sources(settings)
+    except SettingsError as exc:
+        return _refuse(f"invalid configuration: {exc}", os.EX_CONFIG)
+    stream = out or sys.stdout
+    statuses = []
+    for source in sources:
+        stream.write(f"== source {source.name}\n")
+        stream.flush()
+        statuses.append(check_role(source.settings, out=stream))
+    for status in (os.EX_CONFIG, os.EX_UNAVAILABLE):
+        if status in statuses:
+            return status
+    return os.EX_OK
 
 
 def check_role(settings: Settings, *, out: TextIO | None = None) -> int:

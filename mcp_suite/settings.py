@@ -29,6 +29,7 @@ __all__ = [
     "SettingsError",
     "foreign_variables",
     "load_settings",
+    "variable_of",
 ]
 
 ENV_PREFIX = "MCP_"
@@ -115,12 +116,16 @@ class Settings:
 
     # --- tools ---------------------------------------------------------------------------------
     sql_dsn: SecretStr | None = field(default=None, metadata=_of(SecretStr, type(None)))
+    # The TOML file naming the databases the SQL tools read (`sources.load_sources`); without it,
+    # MCP_SQL_DSN and the MCP_SQL_* settings describe one source, `default`.
+    config_file: Path | None = field(default=None, metadata=_of(Path, type(None)))
     safe_data_dir: Path | None = field(default=None, metadata=_of(Path, type(None)))
     metrics_enabled: bool = field(default=True, metadata=_of(bool))
     metrics_disk_path: Path = field(default=Path("/"), metadata=_of(Path))
 
     # --- SQL -----------------------------------------------------------------------------------
-    # 0 by default: an idle server holds no backend once `sql_pool_max_idle_s` has passed.
+    # 0 by default: an idle server holds no pooled backend once `sql_pool_max_idle_s` has passed
+    # (the role audit keeps its own connection).
     sql_pool_min_size: int = field(default=0, metadata=_int(0, 64))
     sql_pool_max_size: int = field(default=4, metadata=_int(1, 64))
     # After its last call, an idle server closes every pooled connection above the minimum within
@@ -163,6 +168,11 @@ class Settings:
     # a worker thread). A new refusal stops the SQL tools until a re-audit passes; each re-audit
     # also refreshes the SECURITY DEFINER guard's catalogue.
     sql_reaudit_interval_s: float = field(default=30.0, metadata=_float(0, 60, low_open=True))
+    # Where the re-audit's own connection goes (issue 40): unset, MCP_SQL_DSN. Behind a
+    # transaction-pooling PgBouncer a DSN straight to PostgreSQL (the same role and database: checked)
+    # lets it LISTEN for the role guide's event trigger, so a change is audited within a second
+    # instead of within an interval. A pooler answering for it refuses the start (exit 78).
+    sql_audit_dsn: SecretStr | None = field(default=None, metadata=_of(SecretStr, type(None)))
     # Roles the operator accepts may create functions PUBLIC can execute at once (no default
     # privilege revoking it): the audit logs a warning for each instead of refusing to start.
     sql_accept_function_creators: tuple[str, ...] = field(default=(), metadata=_of(tuple))
@@ -224,9 +234,16 @@ class Settings:
     # Requests one identity (a token's subject; the anonymous caller of MCP_HTTP_AUTH=none) may
     # have in progress at once; one more is refused with 429.
     http_max_requests_per_identity: int = field(default=16, metadata=_int(1, 1_024))
-    # Legacy (2025-11-25 and earlier) sessions: at most this many at once, each dropped after this
-    # long without a request (its id then gets 404, and the client starts a new one).
+    # Call slots (of MCP_MAX_CONCURRENCY) one identity may hold at once, below the server's so that
+    # one caller using its whole share leaves slots to the others; its further calls wait in its
+    # own line, and the lines of waiting callers are served in turn (bench_fairness).
+    http_max_calls_per_identity: int = field(default=8, metadata=_int(1, 256))
+    # Legacy (2025-11-25 and earlier) sessions: at most this many at once, and at most
+    # MCP_HTTP_MAX_SESSIONS_PER_SUBJECT of one token subject (its own least recently used one makes
+    # room); each dropped after this long without a request (its id then gets 404, and the client
+    # starts a new one).
     http_max_sessions: int = field(default=256, metadata=_int(1, 100_000))
+    http_max_sessions_per_subject: int = field(default=8, metadata=_int(1, 100_000))
     http_session_idle_s: float = field(default=600.0, metadata=_float(0, 86_400, low_open=True))
     # "jwt": every request carries a bearer JWT from MCP_HTTP_ISSUER; "none": no authorization,
     # allowed only on a loopback host and named in the start-up log.
@@ -241,7 +258,11 @@ class Settings:
     http_jwks_refresh_min_s: float = field(default=30.0, metadata=_float(0, 3_600))
     http_jwks_timeout_s: float = field(default=5.0, metadata=_float(0, 60, low_open=True))
     http_jwks_max_bytes: int = field(default=65_536, metadata=_int(1_024, 1_048_576))
-    # Clock skew allowed on a token's `exp` and `nbf`.
+    # A request that must wait for the key set (none fetched yet, or its `kid` unknown) waits at
+    # most this long for the fetch in progress, then gets 503; a token whose key is cached never
+    # waits for a fetch.
+    http_jwks_wait_s: float = field(default=2.0, metadata=_float(0, 60, low_open=True))
+    # Clock skew allowed on a token's `exp`, `nbf` and `iat`.
     http_clock_leeway_s: int = field(default=30, metadata=_int(0, 300))
     # The signatures of this many recently verified tokens are not checked again while the key set
     # stays the same (their claims are, on every request); 0 checks every request's signature.
@@ -272,16 +293,26 @@ class Settings:
             )
 
     def http_problems(self) -> list[str]:
-        """What `mcp-suite serve-http` still lacks: with MCP_HTTP_AUTH=jwt, the resource, the
-        issuer and its key set (stdio needs none of them, so they are checked only there)."""
-        if self.http_auth != "jwt":
-            return []
-        needed = {
-            "MCP_HTTP_RESOURCE_URI": self.http_resource_uri,
-            "MCP_HTTP_ISSUER": self.http_issuer,
-            "MCP_HTTP_JWKS_URL": self.http_jwks_url,
-        }
-        return [f"{name} is required with MCP_HTTP_AUTH=jwt" for name, value in needed.items() if not value]
+        """What `mcp-suite serve-http` still lacks or refuses (stdio reads none of these, so they
+        are checked only there): with MCP_HTTP_AUTH=jwt, the resource, the issuer and its key set;
+        and a caller's share of the call slots below the server's."""
+        problems: list[str] = []
+        if self.http_auth == "jwt":
+            needed = {
+                "MCP_HTTP_RESOURCE_URI": self.http_resource_uri,
+                "MCP_HTTP_ISSUER": self.http_issuer,
+                "MCP_HTTP_JWKS_URL": self.http_jwks_url,
+            }
+            problems += [
+                f"{name} is required with MCP_HTTP_AUTH=jwt" for name, value in needed.items() if not value
+            ]
+        # One caller must not be able to hold every call slot (issue 47), unless there is one.
+        share, slots = self.http_max_calls_per_identity, self.max_concurrency
+        if not (share < slots or share == slots == 1):
+            problems.append(
+                "MCP_HTTP_MAX_CALLS_PER_IDENTITY must be below MCP_MAX_CONCURRENCY (or 1 when that is 1)"
+            )
+        return problems
 
     @property
     def max_queued_calls(self) -> int:
@@ -465,6 +496,7 @@ def _parse_affinity(raw: str) -> str:
 
 _VARIABLES: dict[str, tuple[str, object]] = {
     "SQL_DSN": ("sql_dsn", _parse_dsn),
+    "CONFIG": ("config_file", _parse_path),
     "SAFE_DATA_DIR": ("safe_data_dir", _parse_dir),
     "METRICS_ENABLED": ("metrics_enabled", _parse_bool),
     "METRICS_DISK_PATH": ("metrics_disk_path", _parse_dir),
@@ -485,6 +517,7 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "SQL_RECONNECT_MAX_S": ("sql_reconnect_max_s", _parse_float),
     "SQL_REQUIRE_DATABASE": ("sql_require_database", _parse_bool),
     "SQL_REAUDIT_INTERVAL_S": ("sql_reaudit_interval_s", _parse_float),
+    "SQL_AUDIT_DSN": ("sql_audit_dsn", _parse_dsn),
     "SQL_ACCEPT_FUNCTION_CREATORS": ("sql_accept_function_creators", _parse_role_names),
     "SQL_ALLOW_CATALOGUE": ("sql_allow_catalogue", _parse_bool),
     "SQL_ALLOW_EXTENSIONS": ("sql_allow_extensions", _parse_extension_names),
@@ -507,7 +540,9 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "HTTP_IDLE_TIMEOUT_S": ("http_idle_timeout_s", _parse_float),
     "HTTP_BODY_TIMEOUT_S": ("http_body_timeout_s", _parse_float),
     "HTTP_MAX_REQUESTS_PER_IDENTITY": ("http_max_requests_per_identity", _parse_int),
+    "HTTP_MAX_CALLS_PER_IDENTITY": ("http_max_calls_per_identity", _parse_int),
     "HTTP_MAX_SESSIONS": ("http_max_sessions", _parse_int),
+    "HTTP_MAX_SESSIONS_PER_SUBJECT": ("http_max_sessions_per_subject", _parse_int),
     "HTTP_SESSION_IDLE_S": ("http_session_idle_s", _parse_float),
     "HTTP_AUTH": ("http_auth", _parse_http_auth),
     "HTTP_RESOURCE_URI": ("http_resource_uri", _parse_url),
@@ -517,6 +552,7 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "HTTP_JWKS_REFRESH_MIN_S": ("http_jwks_refresh_min_s", _parse_float),
     "HTTP_JWKS_TIMEOUT_S": ("http_jwks_timeout_s", _parse_float),
     "HTTP_JWKS_MAX_BYTES": ("http_jwks_max_bytes", _parse_int),
+    "HTTP_JWKS_WAIT_S": ("http_jwks_wait_s", _parse_float),
     "HTTP_CLOCK_LEEWAY_S": ("http_clock_leeway_s", _parse_int),
     "HTTP_TOKEN_CACHE_SIZE": ("http_token_cache_size", _parse_int),
 }
@@ -599,6 +635,12 @@ def _unknown_variables(env: Mapping[str, str]) -> list[str]:
         hint = f"did you mean {close[0]}?" if close else "see docs/configuration.md for the known names"
         problems.append(f"{name}: not a known setting ({hint})")
     return problems
+
+
+def variable_of(field_name: str) -> str:
+    """The `MCP_*` variable that sets the settings field `field_name`."""
+    (suffix,) = (suffix for suffix, (name, _parser) in _VARIABLES.items() if name == field_name)
+    return ENV_PREFIX + suffix
 
 
 def foreign_variables(environ: Mapping[str, str] | None = None) -> list[str]:

@@ -8,7 +8,12 @@
 -- 1. The login role: no special attributes, does not inherit, few connections.
 --    NOINHERIT: even if someone later grants it a role, it does not silently gain that role's
 --    privileges (the audit still refuses any membership: SET ROLE could switch to it).
---    CONNECTION LIMIT: at least MCP_SQL_POOL_MAX_SIZE (default 4) plus one for the audit.
+--    CONNECTION LIMIT, per server process: MCP_SQL_POOL_MAX_SIZE (default 4) for the pool, plus
+--    one the role audit holds for as long as the server runs (its dedicated connection, opened at
+--    start-up, never from the pool), so 5; times the number of server processes (replicas), plus
+--    whatever else logs in as this role (a DBA's psql counts too). The audit's connection is what
+--    keeps it auditing when the other slots are full; if it is lost and cannot be opened again,
+--    the SQL tools stop serving after two MCP_SQL_REAUDIT_INTERVAL_S, until an audit passes.
 CREATE ROLE mcp_reader
     LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS NOINHERIT
     CONNECTION LIMIT 5
@@ -90,4 +95,25 @@ FROM PUBLIC;
 --    and in pg_hba.conf allow the role only over hostssl with scram-sha-256:
 --    hostssl <database> mcp_reader <client address>/32 scram-sha-256
 
--- 9. Verify: `mcp-suite check-role` prints each problem with its fix, or says the role can only read.
+-- 9. Tell the server at once when something changes (recommended). The server audits the role
+--    again every MCP_SQL_REAUDIT_INTERVAL_S (30 s): what a DDL statement grants is reachable until
+--    then. This event trigger notifies the channel mcp_suite_role_audit at the end of every DDL
+--    command in this database (CREATE/ALTER/DROP of functions, aggregates, operators, casts, views,
+--    schemas, extensions; GRANT and REVOKE on objects; ALTER DEFAULT PRIVILEGES; ...), and the
+--    server, which LISTENs on its audit connection, audits again within a second. What fires no
+--    event trigger is still seen by the interval alone: role membership (GRANT role TO role),
+--    ALTER ROLE (attributes, SET search_path), other cluster-wide objects (databases, tablespaces)
+--    and grants on them, large objects, pg_hba.conf and server settings. Behind a pooler in
+--    transaction mode the server cannot LISTEN unless MCP_SQL_AUDIT_DSN leads straight to
+--    PostgreSQL (docs/configuration.md). Creating an event trigger needs a superuser; the function
+--    runs as whoever ran the DDL, sends only the command's tag, and PUBLIC may not execute it.
+CREATE SCHEMA mcp_suite_audit;
+CREATE FUNCTION mcp_suite_audit.notify_role_audit() RETURNS event_trigger
+    LANGUAGE plpgsql SET search_path = pg_catalog
+    AS $$ BEGIN PERFORM pg_catalog.pg_notify('mcp_suite_role_audit', tg_tag); END $$;
+REVOKE EXECUTE ON FUNCTION mcp_suite_audit.notify_role_audit() FROM PUBLIC;
+CREATE EVENT TRIGGER mcp_suite_role_audit ON ddl_command_end
+    EXECUTE FUNCTION mcp_suite_audit.notify_role_audit();
+-- (to remove it: DROP EVENT TRIGGER mcp_suite_role_audit; DROP SCHEMA mcp_suite_audit CASCADE;)
+
+-- 10. Verify: `mcp-suite check-role` prints each problem with its fix, or says the role can only read.

@@ -1,8 +1,10 @@
 """`python -m mcp_suite.devdb serve -- <server argv>` and `python -m mcp_suite.devdb demo`.
 
 `serve` starts the demo cluster under `.cache/devdb` (a session that finds it serving another
-gets a throwaway one of its own), runs the server as a child with stdio inherited and MCP_SQL_DSN
-(the reader role) plus MCP_SAFE_DATA_DIR set, and stops its cluster when the child exits. `demo`
+gets a throwaway one of its own), writes the configuration file of its two databases in the
+cluster's directory (`sources_file.py`: the sources `docs` and `ops`, each read by its own audited
+role, the passwords in files of mode 0600), runs the server as a child with stdio inherited and
+MCP_CONFIG plus MCP_SAFE_DATA_DIR set, and stops its cluster when the child exits. `demo`
 drives the real server through the official `mcp` SDK client and prints a table of outcomes.
 `destroy` removes the demo cluster (only our directory) and its lock file. Each run logs where the
 cluster lives: as root in a private checkout that is root's cache, outside the checkout.
@@ -35,7 +37,9 @@ from mcp_suite.devdb.cluster import (
     example_folder,
     open_demo_cluster,
 )
+from mcp_suite.devdb.sources_file import server_environ
 from mcp_suite.runtime.request_log import configure_logging, shutdown_logging
+from mcp_suite.settings import SettingsError
 
 log = logging.getLogger("mcp_suite.devdb")
 
@@ -43,8 +47,7 @@ _CHILD_STOP_S = 10.0  # how long `serve` waits for the child after forwarding a 
 
 
 def _server_env(cluster: Cluster) -> dict[str, str]:
-    env = dict(os.environ)
-    env["MCP_SQL_DSN"] = cluster.reader_dsn
+    env = server_environ(cluster, os.environ)
     safe = example_folder()
     if safe is not None:
         env["MCP_SAFE_DATA_DIR"] = str(safe)
@@ -226,6 +229,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except DevDbError as exc:
         log.error("%s", exc)  # noqa: TRY400  # a one-line reason for the developer, no traceback
         return os.EX_UNAVAILABLE  # the demo database could not be created, started or used
+    except SettingsError as exc:  # a per-source MCP_SQL_* variable the demo's file was to carry
+        log.error("invalid configuration: %s", exc)  # noqa: TRY400  # one line, as the server's
+        return os.EX_CONFIG
 
 
 if __name__ == "__main__":

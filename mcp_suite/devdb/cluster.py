@@ -47,6 +47,9 @@ __all__ = [
     "ADMIN_USER",
     "DEMO_DB",
     "MARKER_NAME",
+    "OPS_DB",
+    "OPS_OWNER_ROLE",
+    "OPS_READER_USER",
     "OWNER_ROLE",
     "READER_USER",
     "ROOT_CACHE_DIR",
@@ -83,6 +86,15 @@ ADMIN_USER: Final = "devdb_admin"  # bootstrap superuser (password, TCP only)
 OWNER_ROLE: Final = "docs_owner"  # NOLOGIN owner of the demo database, schema and tables
 READER_USER: Final = "mcp_reader"  # the login role the MCP server uses
 DEMO_DB: Final = "mcp_demo"
+# The demo's second database (`make run` serves both, docs/configuration.md "Several databases"):
+# its own NOLOGIN owner and its own least-privilege reader, audited as mcp_reader is.
+OPS_DB: Final = "mcp_ops"
+OPS_OWNER_ROLE: Final = "ops_owner"
+OPS_READER_USER: Final = "mcp_ops_reader"
+# Each reader's CONNECTION LIMIT is its source's pool plus the audit's own connection
+# (docs/tools/postgres-role-guide.sql): mcp_reader's pool is the default 4, mcp_ops_reader's 2.
+READER_POOL: Final = 4
+OPS_READER_POOL: Final = 2
 HOST: Final = "127.0.0.1"
 
 _READY_TIMEOUT_S: Final = 30.0
@@ -337,7 +349,10 @@ class _State:
     reader_password: str
     port: int
     seeded: bool
-    seed_digest: str = ""  # of the seed.sql it was seeded with ("" before digests were kept)
+    seed_digest: str = ""  # of the seed files it was seeded with ("" before digests were kept)
+    # mcp_ops_reader's ("" in a state file from before the second database: its digest differs,
+    # so the demo makes that cluster again)
+    ops_reader_password: str = ""
 
     def dump(self) -> dict[str, Any]:
         return {
@@ -346,21 +361,29 @@ class _State:
             "port": self.port,
             "seeded": self.seeded,
             "seed_digest": self.seed_digest,
+            "ops_reader_password": self.ops_reader_password,
         }
 
 
 _SEED_PATH: Final = Path(__file__).parent / "seed.sql"
+_OPS_SEED_PATH: Final = Path(__file__).parent / "seed_ops.sql"
 
 
 def seed_digest() -> str:
-    """The SHA-256 of seed.sql: a cluster seeded from another version is made again for the demo."""
-    return hashlib.sha256(_SEED_PATH.read_bytes()).hexdigest()
+    """The SHA-256 of seed.sql and seed_ops.sql: a cluster seeded from another version (one from
+    before the second database included) is made again for the demo."""
+    digest = hashlib.sha256()
+    for path in (_SEED_PATH, _OPS_SEED_PATH):
+        data = path.read_bytes()
+        digest.update(len(data).to_bytes(8, "big") + data)
+    return digest.hexdigest()
 
 
 class Cluster:
     """One throwaway cluster in `base` (marker, state, log and `pgdata/`).
 
-    `admin_dsn` is the bootstrap superuser, `reader_dsn` the seeded `mcp_reader`; both over TCP on
+    `admin_dsn` is the bootstrap superuser, `reader_dsn` the seeded `mcp_reader` (database
+    mcp_demo), `ops_reader_dsn` the seeded `mcp_ops_reader` (database mcp_ops); all over TCP on
     127.0.0.1 with a password. Use `create()` or `open_existing()`; `start()`/`stop()` may be called
     again (the restart test does), and the port is kept across restarts when it is still free.
     """
@@ -396,6 +419,7 @@ class Cluster:
             reader_password=secrets.token_urlsafe(24),
             port=free_port(),
             seeded=False,
+            ops_reader_password=secrets.token_urlsafe(24),
         )
         cluster = cls(base, state, pg_bin=pg_bin)
         try:
@@ -416,8 +440,8 @@ class Cluster:
             cluster._initdb()
             cluster.start()
             cluster._seed()
-            cluster._state = _State(
-                state.admin_password, state.reader_password, cluster.port, True, seed_digest()
+            cluster._state = dataclasses.replace(
+                state, port=cluster.port, seeded=True, seed_digest=seed_digest()
             )
             cluster._write_state()
         except BaseException:
@@ -442,6 +466,7 @@ class Cluster:
                 port=int(raw["port"]),
                 seeded=bool(raw["seeded"]),
                 seed_digest=str(raw.get("seed_digest", "")),
+                ops_reader_password=str(raw.get("ops_reader_password", "")),
             )
         except (OSError, ValueError, KeyError, TypeError):
             raise DevDbError("the cluster's state file is missing or damaged") from None
@@ -477,18 +502,20 @@ class Cluster:
             self._bin = _reachable_pg_bin(self._pg_bin or find_pg_bin(), self._account)
         return self._bin
 
-    def dsn(self, user: str, password: str, dbname: str | None = None) -> str:
-        """A key/value DSN for `user` on this cluster (loopback TCP, password, short timeout)."""
+    def dsn(self, user: str, password: str | None, dbname: str | None = None) -> str:
+        """A key/value DSN for `user` on this cluster (loopback TCP, short timeout); with the
+        password, unless it is None (a configuration file names a password file instead)."""
         from psycopg.conninfo import make_conninfo
 
+        secret = {} if password is None else {"password": password}
         return make_conninfo(
             host=HOST,
             port=self.port,
             dbname=dbname or DEMO_DB,
             user=user,
-            password=password,
             connect_timeout=5,
             sslmode="disable",
+            **secret,
         )
 
     @property
@@ -498,6 +525,18 @@ class Cluster:
     @property
     def reader_dsn(self) -> str:
         return self.dsn(READER_USER, self._state.reader_password)
+
+    @property
+    def reader_password(self) -> str:
+        return self._state.reader_password
+
+    @property
+    def ops_reader_dsn(self) -> str:
+        return self.dsn(OPS_READER_USER, self._state.ops_reader_password, OPS_DB)
+
+    @property
+    def ops_reader_password(self) -> str:
+        return self._state.ops_reader_password
 
     # --- lifecycle -----------------------------------------------------------------------------
     def _write_state(self) -> None:
@@ -645,38 +684,53 @@ class Cluster:
 
     # --- seeding -------------------------------------------------------------------------------
     def _seed(self) -> None:
-        """Seed (docs/tools/read_only_sql.md): schema docs, NOLOGIN owner, mcp_reader reading docs.pages."""
+        """Seed (docs/tools/read_only_sql.md): mcp_demo (schemas docs and reports, NOLOGIN owner
+        docs_owner, mcp_reader) and mcp_ops (schema ops, NOLOGIN owner ops_owner, mcp_ops_reader).
+        Each reader may connect to its own database only."""
         import psycopg
         from psycopg import sql
 
-        seed_sql = _SEED_PATH.read_text()
+        databases = (
+            (DEMO_DB, OWNER_ROLE, READER_USER, READER_POOL, self._state.reader_password, _SEED_PATH),
+            (
+                OPS_DB,
+                OPS_OWNER_ROLE,
+                OPS_READER_USER,
+                OPS_READER_POOL,
+                self._state.ops_reader_password,
+                _OPS_SEED_PATH,
+            ),
+        )
         with psycopg.connect(
             self.dsn(ADMIN_USER, self._state.admin_password, "postgres"), autocommit=True
         ) as conn:
-            conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(OWNER_ROLE)))
-            conn.execute(
-                sql.SQL(
-                    "CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT "
-                    "NOREPLICATION NOBYPASSRLS CONNECTION LIMIT 5 PASSWORD {}"
-                ).format(sql.Identifier(READER_USER), sql.Literal(self._state.reader_password))
-            )
-            conn.execute(
-                sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                    sql.Identifier(DEMO_DB), sql.Identifier(OWNER_ROLE)
+            for db, owner, reader, pool, password, _ in databases:
+                conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(owner)))
+                conn.execute(
+                    sql.SQL(
+                        "CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT "
+                        "NOREPLICATION NOBYPASSRLS CONNECTION LIMIT {} PASSWORD {}"
+                    ).format(sql.Identifier(reader), sql.Literal(pool + 1), sql.Literal(password))
                 )
-            )
-            # PUBLIC loses CONNECT everywhere; the reader may connect to the demo database only.
-            for db in ("postgres", "template1", DEMO_DB):
+                conn.execute(
+                    sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(db), sql.Identifier(owner))
+                )
+            # PUBLIC loses CONNECT everywhere; each reader may connect to its own database only.
+            for db in ("postgres", "template1", *(database[0] for database in databases)):
                 conn.execute(
                     sql.SQL("REVOKE CONNECT, TEMPORARY ON DATABASE {} FROM PUBLIC").format(sql.Identifier(db))
                 )
-            conn.execute(
-                sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
-                    sql.Identifier(DEMO_DB), sql.Identifier(READER_USER)
+            for db, _, reader, _, _, _ in databases:
+                conn.execute(
+                    sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
+                        sql.Identifier(db), sql.Identifier(reader)
+                    )
                 )
-            )
-        with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
-            conn.execute(seed_sql.encode())  # no parameters: one simple-query message
+        for db, _, _, _, _, seed in databases:
+            with psycopg.connect(
+                self.dsn(ADMIN_USER, self._state.admin_password, db), autocommit=True
+            ) as conn:
+                conn.execute(seed.read_bytes())  # no parameters: one simple-query message
 
 
 def open_demo_cluster(base: Path | None = None) -> tuple[Cluster, bool]:

@@ -3,7 +3,9 @@
 Each step says what it expects: served (`ok`) or refused with a given problem type. Refusals are
 guardrails doing their job, so the table prints them whole (the problem's detail and metadata, as
 the client receives them) under a legend saying so; a step whose outcome differs from what it
-expects is marked UNEXPECTED and makes the demo exit 1. Development tooling: needs the SDK (dev.txt).
+expects is marked UNEXPECTED and makes the demo exit 1. The server reads the demo's two databases
+(the sources `docs` and `ops`, `sources_file.py`): every SQL step names its source. Development
+tooling: needs the SDK (dev.txt).
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ class Step:
     expect: str  # "ok", or the slug of the problem the guardrail must answer with
 
 
-def _sql(label: str, sql: str, expect: str, **extra: Any) -> Step:
-    return Step("read_only_sql", label, {"sql": sql, **extra}, expect)
+def _sql(label: str, sql: str, expect: str, *, source: str = "docs", **extra: Any) -> Step:
+    return Step("read_only_sql", label, {"source": source, "sql": sql, **extra}, expect)
 
 
 def _file(label: str, path: str, expect: str, **extra: Any) -> Step:
@@ -41,9 +43,16 @@ def _file(label: str, path: str, expect: str, **extra: Any) -> Step:
 
 STEPS: Final = (
     # In the order a model uses them: look first (sql_schema, sandbox_fs_list), then query or read.
-    Step("sql_schema", "what the role may read", {"detail": "names"}, "ok"),
-    Step("sql_schema", "reports.releases in full", {"object": "reports.releases", "detail": "full"}, "ok"),
-    Step("sql_schema", "a name_like that tries SQL", {"name_like": "%' OR '1'='1"}, "ok"),
+    Step("sql_schema", "what the role may read", {"source": "docs", "detail": "names"}, "ok"),
+    Step(
+        "sql_schema",
+        "reports.releases in full",
+        {"source": "docs", "object": "reports.releases", "detail": "full"},
+        "ok",
+    ),
+    Step("sql_schema", "a name_like that tries SQL", {"source": "docs", "name_like": "%' OR '1'='1"}, "ok"),
+    Step("sql_schema", "what the ops role may read", {"source": "ops", "detail": "names"}, "ok"),
+    Step("sql_schema", "a source not configured", {"source": "warehouse"}, "validation-error"),
     _sql("first five pages", "SELECT slug, section, words FROM docs.pages ORDER BY slug LIMIT 5", "ok"),
     _sql(
         "pages per section",
@@ -75,19 +84,53 @@ STEPS: Final = (
     _sql("a 300,000-character value", "SELECT repeat('x', 300000) AS big", "result-too-large"),
     _sql("pg_notify", "SELECT pg_notify('alerts', 'hello')", "query-violation"),
     _sql("1,000 rows requested", "SELECT * FROM docs.pages", "validation-error", max_rows=1000),
+    # The second source: its own database, role and limits.
+    _sql(
+        "ops: incidents per service, and how many a deploy caused",
+        "SELECT i.service, count(*) AS incidents, count(d.deploy_id) AS after_a_deploy "
+        "FROM ops.incidents i LEFT JOIN ops.deploys d ON d.deploy_id = i.caused_by GROUP BY 1 ORDER BY 1",
+        "ok",
+        source="ops",
+    ),
+    _sql(
+        "ops: who deployed (a column it may not read)",
+        "SELECT deployed_by FROM ops.deploys",
+        "access-denied",
+        source="ops",
+    ),
+    _sql(
+        "ops: the on-call phone numbers", "SELECT * FROM ops.oncall_contacts", "access-denied", source="ops"
+    ),
+    _sql(
+        "ops: 150 rows (its own max_rows is 100)",
+        "SELECT * FROM ops.deploys",
+        "validation-error",
+        source="ops",
+        max_rows=150,
+    ),
     Step(
         "explain_sql",
         "the plan of a filter",
-        {"sql": "SELECT slug FROM docs.pages WHERE section = 'guides'"},
+        {"source": "docs", "sql": "SELECT slug FROM docs.pages WHERE section = 'guides'"},
         "ok",
     ),
     Step(
         "explain_sql",
         "analyze",
-        {"sql": "SELECT * FROM reports.words_per_section", "analyze": True},
+        {"source": "docs", "sql": "SELECT * FROM reports.words_per_section", "analyze": True},
         "ok",
     ),
-    Step("explain_sql", "a DELETE", {"sql": "DELETE FROM docs.pages"}, "query-violation"),
+    Step(
+        "explain_sql",
+        "ops: the open incidents of tier-1 services",
+        {
+            "source": "ops",
+            "sql": "SELECT o.incident_id, s.team FROM ops.open_incidents o "
+            "JOIN ops.services s USING (service) WHERE s.tier = 1",
+        },
+        "ok",
+    ),
+    Step("explain_sql", "a DELETE", {"source": "docs", "sql": "DELETE FROM docs.pages"}, "query-violation"),
     Step("sandbox_fs_list", "the folder", {"recursive": True}, "ok"),
     Step("sandbox_fs_list", "outside the folder", {"relative_path": ".."}, "access-denied"),
     _file("a note", "notes/sandbox-rules.md", "ok"),

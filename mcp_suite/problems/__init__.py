@@ -56,6 +56,7 @@ __all__ = [
     "ResourceNotFoundError",
     "ResultTooLargeError",
     "RoleRefusedError",
+    "RoleUnauditedError",
     "SessionNotInitializedError",
     "ShuttingDownError",
     "TooManyRequestsError",
@@ -444,6 +445,17 @@ class RoleRefusedError(ProblemError):
     code = "MCP_ROLE_REFUSED"
 
 
+class RoleUnauditedError(ProblemError):
+    """No re-audit of the database role has completed for two intervals (the audit's own connection
+    is lost and cannot be opened again, or the audit fails): the SQL tools refuse every call, as on a
+    refusal, until a re-audit completes and passes. In-band: the caller can use other tools."""
+
+    slug = "role-unaudited"
+    title = "The database role could not be audited"
+    status = 503
+    code = "MCP_ROLE_UNAUDITED"
+
+
 class ShuttingDownError(ProblemError):
     """The server was told to stop (SIGTERM, SIGINT) and cancelled this call when its drain ended:
     not a fault, and the same call may be sent again to a server that is running."""
@@ -493,6 +505,7 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     AuthorizationUnavailableError,
     DatabaseUnavailableError,
     RoleRefusedError,
+    RoleUnauditedError,
     ShuttingDownError,
     InternalServerError,
 )
@@ -525,6 +538,7 @@ WIRE_CODES: Final[Mapping[str, frozenset[int]]] = {
     "database-unavailable": frozenset({INTERNAL_ERROR}),
     # In-band for a tool; a resource read has no in-band channel, so there it is -32603.
     "role-refused": frozenset({INTERNAL_ERROR}),
+    "role-unaudited": frozenset({INTERNAL_ERROR}),
     "shutting-down": frozenset({INTERNAL_ERROR}),
     "internal-error": frozenset({INTERNAL_ERROR}),
 }

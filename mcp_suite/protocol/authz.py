@@ -10,7 +10,7 @@ Must not import trio or do I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -19,13 +19,22 @@ __all__ = [
     "ANONYMOUS",
     "SCOPES",
     "Identity",
+    "MalformedAuthorizationError",
     "TokenRejectedError",
     "bearer_token",
     "challenge",
     "check_claims",
+    "may_see",
     "metadata_paths",
     "protected_resource_metadata",
     "required_scope",
+    "scope_lacking",
+    "scoped_input_schema",
+    "scopes_served",
+    "source_scope",
+    "sources_allowed",
+    "sql_sources",
+    "the_authorization",
 ]
 
 # Scopes map to tool groups: every tool of a group needs its scope (deny by default: a tool or a
@@ -54,6 +63,11 @@ class TokenRejectedError(Exception):
     """A token that must not be served: the reason is for the log and `error_description`."""
 
 
+class MalformedAuthorizationError(Exception):
+    """A request whose credentials can be read more than one way (RFC 6750 3.1, `invalid_request`:
+    400): the reason is for the log and `error_description`."""
+
+
 @dataclass(frozen=True, slots=True)
 class Identity:
     """Who calls: a token's subject and scopes, or the anonymous caller of `MCP_HTTP_AUTH=none`
@@ -78,6 +92,97 @@ def required_scope(tool: str | None = None, *, resource_uri: str | None = None) 
     return _RESOURCE_SCHEMES.get(scheme, _UNGRANTABLE)
 
 
+# One database of several (a configuration file's sources): `sql:read:<source>` grants the SQL tools
+# and the schema resource for that source alone; `sql:read` grants every source.
+SQL_SOURCE_PREFIX: Final = SQL_READ + ":"
+DEFAULT_SOURCE: Final = "default"  # the one source of MCP_SQL_DSN (mcp_suite.sources)
+
+
+def source_scope(source: str) -> str:
+    """The scope that grants one source."""
+    return SQL_SOURCE_PREFIX + source
+
+
+def sql_sources(input_schemas: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The sources the SQL tools serve, read from their advertised arguments: the `source` enum of
+    a configuration file's tools, else the one source `default`."""
+    for schema in input_schemas:
+        names = schema.get("properties", {}).get("source", {}).get("enum")
+        if names:
+            return tuple(str(name) for name in names)
+    return (DEFAULT_SOURCE,)
+
+
+def sources_allowed(identity: Identity, sources: Sequence[str]) -> tuple[str, ...]:
+    """The sources `identity` may read: all with `sql:read`, else those it holds the scope of."""
+    if identity.holds(SQL_READ):
+        return tuple(sources)
+    return tuple(source for source in sources if identity.holds(source_scope(source)))
+
+
+def scope_lacking(
+    identity: Identity,
+    sources: Sequence[str],
+    *,
+    tool: str | None = None,
+    arguments: Mapping[str, Any] | None = None,
+    resource_uri: str | None = None,
+) -> str | None:
+    """The scope `identity` lacks for a tool call (its `arguments`) or a resource read, or None.
+
+    A SQL tool or the schema resource needs `sql:read`, or the scope of the source it reads: a
+    call's `source` argument (the one source when the tools take none), a resource's host. A caller
+    holding no SQL scope at all lacks `sql:read`; one holding other sources' scopes, this one's."""
+    needed = required_scope(tool, resource_uri=resource_uri)
+    if identity.holds(needed):
+        return None
+    if not may_see(identity, needed):
+        return needed  # no scope of the group at all: the group's own
+    if tool is not None:
+        source = str((arguments or {}).get("source", sources[0]))
+    else:
+        host = urlsplit(resource_uri or "").hostname or ""
+        source = host if host in sources else DEFAULT_SOURCE
+    scope = source_scope(source)
+    return None if identity.holds(scope) else scope
+
+
+def may_see(identity: Identity, needed: str) -> bool:
+    """Whether a tool or resource needing `needed` is listed to `identity`: the SQL ones also to
+    a holder of one source's scope (its arguments then list only that source)."""
+    if identity.holds(needed):
+        return True
+    return needed == SQL_READ and any(scope.startswith(SQL_SOURCE_PREFIX) for scope in identity.scopes)
+
+
+def scoped_input_schema(schema: Mapping[str, Any], allowed: Sequence[str]) -> dict[str, Any]:
+    """A SQL tool's advertised arguments with `source`'s enum cut to the sources allowed."""
+    properties = dict(schema.get("properties", {}))
+    if "source" not in properties:
+        return dict(schema)
+    properties["source"] = {**properties["source"], "enum": list(allowed)}
+    return {**schema, "properties": properties}
+
+
+def scopes_served(tools: Iterable[str], resource_uris: Iterable[str] = ()) -> str:
+    """The scopes the served tools and resources need, space-separated in `SCOPES` order: the
+    `scope` of a 401's challenge (MCP authorization, "Scope Selection Strategy": the client asks
+    for these when the server names them)."""
+    needed = {required_scope(tool) for tool in tools} | {
+        required_scope(resource_uri=u) for u in resource_uris
+    }
+    return " ".join(scope for scope in SCOPES if scope in needed)
+
+
+def the_authorization(values: Sequence[str]) -> str | None:
+    """The one `Authorization` header of a request (None: there is none). Two or more are a
+    malformed request, whatever they hold: a proxy that reads the first and a server that reads the
+    last would see two callers (RFC 9110 5.3: a field that is no list is sent once)."""
+    if len(values) > 1:
+        raise MalformedAuthorizationError("the request carries more than one Authorization header")
+    return values[0] if values else None
+
+
 def bearer_token(authorization: str | None) -> str | None:
     """The token of an `Authorization: Bearer <token>` header; None for no header or another form."""
     if authorization is None:
@@ -100,8 +205,9 @@ def check_claims(
 ) -> Identity:
     """The claims of a token whose signature was verified: `iss` is the issuer, `aud` names this
     resource (RFC 8707; a string or a list holding it), `exp` is required and not past, `nbf` not
-    ahead (each with `leeway_s`), `sub` a non-empty string. Returns who calls, with their scopes
-    (`scope`, space-separated, RFC 8693; or a `scp` list)."""
+    ahead, `iat` (when present) a number, not negative and not ahead (each with `leeway_s`), `sub`
+    a non-empty string. Returns who calls, with their scopes (`scope`, space-separated, RFC 8693;
+    or a `scp` list)."""
     if claims.get("iss") != issuer:
         raise TokenRejectedError("the token was not issued by the configured issuer")
     aud = claims.get("aud")
@@ -116,6 +222,11 @@ def check_claims(
     nbf = _number(claims, "nbf")
     if nbf is not None and now + leeway_s < nbf:
         raise TokenRejectedError("the token is not valid yet")
+    # RFC 7519 4.1.6: when the token was issued. One issued ahead of this clock (beyond the skew)
+    # or before 1970 was not issued by a working issuer: a forged or broken token, refused.
+    iat = _number(claims, "iat")
+    if iat is not None and (iat < 0 or now + leeway_s < iat):
+        raise TokenRejectedError("the token's iat claim is not a time it can have been issued at")
     subject = claims.get("sub")
     if not isinstance(subject, str) or not subject:
         raise TokenRejectedError("the token has no sub claim")

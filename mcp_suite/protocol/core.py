@@ -239,6 +239,7 @@ class SessionCore:
         "_modern_known",
         "_modern_tail",
         "_resources",
+        "_resources_listed",
         "_server_name",
         "_server_version",
         "_tool_names",
@@ -258,6 +259,7 @@ class SessionCore:
         tools: Callable[[], Sequence[mcp.ToolDescription]],
         instructions: str,
         resources: Sequence[mcp.ResourceDescription] = (),
+        resources_listed: Callable[[str], bool] | None = None,
         max_frame_bytes: int,
         max_json_depth: int,
         arg_max_depth: int,
@@ -271,6 +273,10 @@ class SessionCore:
         self._tools = tools
         self._instructions = instructions
         self._resources = {resource.uri: resource for resource in resources}
+        # Which of them resources/list shows (None: all); the others are still read through a
+        # call, so that the transport answers a caller who may not read one as it answers a tool
+        # call it may not make.
+        self._resources_listed = resources_listed
         self._max_frame_bytes = max_frame_bytes
         self._max_depth = max_json_depth
         self._max_items = arg_max_items
@@ -491,7 +497,10 @@ class SessionCore:
                 if era is Era.MODERN:
                     result.update(mcp.cache_fields(ttl_ms=mcp.LIST_TTL_MS, scope=self._list_scope))
             elif method == "resources/list":
-                result = {"resources": [mcp.resource_entry(r) for r in self._resources.values()]}
+                shown = self._resources_listed or (lambda _uri: True)
+                result = {
+                    "resources": [mcp.resource_entry(r) for r in self._resources.values() if shown(r.uri)]
+                }
                 if era is Era.MODERN:
                     result.update(mcp.cache_fields(ttl_ms=mcp.LIST_TTL_MS, scope=self._list_scope))
             else:  # resources/templates/list: the only inline method left in both tables

@@ -1,5 +1,7 @@
-"""The Streamable HTTP transport's decisions, without I/O: Origin, Accept, the era of a POST, the
-headers that mirror the body, and the HTTP status of an answer (MCP 2026-07-28 and 2025-11-25).
+"""The Streamable HTTP transport's decisions, without I/O: Origin, Accept, Content-Type, the era of a
+POST, the headers that mirror the body, the HTTP status of an answer, the answer to a cancelled
+legacy call, which legacy sessions a new one ends or whether it is refused, and what of a request's
+path a log line may carry (MCP 2026-07-28 and 2025-11-25).
 
 Plain functions over header values and bytes; `runtime.http` carries them out. Must not import trio.
 """
@@ -9,7 +11,8 @@ from __future__ import annotations
 import base64
 import binascii
 import enum
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -31,13 +34,24 @@ from mcp_suite.protocol.jsonrpc import JsonRpcError, Request, decode_message
 from mcp_suite.settings import NAME_ECHO_CHARS
 
 __all__ = [
+    "CancelledAnswer",
     "HttpEra",
+    "SessionAdmission",
+    "SessionSeen",
     "accepts_json",
+    "admit_session",
+    "answer_to_cancelled_call",
     "check_mirrored_headers",
     "era_of",
+    "is_json_body",
     "origin_allowed",
+    "path_for_log",
     "status_of",
 ]
+
+# An unknown path is logged by at most this many of its first characters (a client that puts a
+# token in the path must not find it in the log).
+LOGGED_PATH_CHARS: Final = 16
 
 _B64_PREFIX: Final = "=?base64?"
 _B64_SUFFIX: Final = "?="
@@ -74,11 +88,15 @@ def origin_allowed(origin: str | None, allowed: Collection[str]) -> bool:
 
 def accepts_json(accept: str | None) -> bool:
     """Whether the client takes an `application/json` answer (no `Accept`: it takes anything)."""
+    return _takes(accept, ("application/json", "application/*", "*/*"))
+
+
+def _takes(accept: str | None, media_types: Collection[str]) -> bool:
     if accept is None:
-        return True
+        return True  # no Accept: the client takes anything
     for item in accept.split(","):
         media, *params = (part.strip().lower() for part in item.split(";"))
-        if media not in ("application/json", "application/*", "*/*"):
+        if media not in media_types:
             continue
         weights = [p[2:] for p in params if p.startswith("q=")]
         try:
@@ -87,6 +105,15 @@ def accepts_json(accept: str | None) -> bool:
         except ValueError:
             continue
     return False
+
+
+def is_json_body(content_type: str | None) -> bool:
+    """Whether a POST's body is declared `application/json` (parameters such as `charset` aside).
+    A body declared as nothing is not: it is refused with 415 like any other type, so that a
+    proxy and the server never read one body two ways."""
+    if content_type is None:
+        return False
+    return content_type.split(";")[0].strip().lower() == "application/json"
 
 
 def era_of(version_header: str | None) -> HttpEra | ProblemError:
@@ -194,3 +221,102 @@ def status_of(
     if not has_id and jsonrpc_code in (PARSE_ERROR, INVALID_REQUEST):
         return 400
     return 200
+
+
+# -- a cancelled call in a legacy session ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CancelledAnswer:
+    """The HTTP answer to a legacy POST whose call `notifications/cancelled` withdrew: no JSON-RPC
+    message may go out for it, so the body is empty."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+
+
+def answer_to_cancelled_call(accept: str | None) -> CancelledAnswer:
+    """2025-11-25, "Sending Messages to the Server": a POST carrying a request is answered with
+    `application/json` (one JSON-RPC response) or `text/event-stream`; "Cancellation": no response
+    is sent for a cancelled request. So an SSE stream closed without a message, for a client that
+    takes one (a 2025-11-25 client MUST list it in `Accept`); an empty 204 otherwise, the only
+    answer left without a message."""
+    if _takes(accept, ("text/event-stream", "text/*", "*/*")):
+        return CancelledAnswer(200, (("content-type", "text/event-stream"), ("cache-control", "no-cache")))
+    return CancelledAnswer(204, ())
+
+
+# -- legacy sessions -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSeen:
+    """A legacy session as the admission decision sees it."""
+
+    session_id: str
+    subject: str
+    last_used: float
+    busy: bool  # a call of it is in progress
+
+
+@dataclass(frozen=True, slots=True)
+class SessionAdmission:
+    """What opening a new session for a subject takes: the sessions to end first, and whether the
+    new one is refused (`refusal`, said to the client with 429) or admitted (None)."""
+
+    end: tuple[str, ...]
+    refusal: str | None = None
+
+
+def admit_session(
+    sessions: Iterable[SessionSeen],
+    subject: str,
+    now: float,
+    *,
+    idle_s: float,
+    per_subject: int,
+    total: int,
+) -> SessionAdmission:
+    """Room for a new legacy session of `subject`, never at another subject's expense.
+
+    Sessions idle past `idle_s` with no call in progress end first, whoever holds them. A subject
+    at its quota (`per_subject`, at most `total`) ends its own least recently used session with no
+    call in progress: a client that went away without DELETE leaves sessions behind, and refusing
+    the person's next client until those age out would punish them for their own leftovers, while
+    ending their oldest affects no one else (its client gets 404 and opens another). A subject whose
+    every session has a call in progress is refused. At `total`, a new session is refused: the
+    global bound guards the server against many subjects, and ending another subject's session to
+    make room is what one caller must not be able to do to another.
+    """
+    seen = list(sessions)
+    expired = {s.session_id for s in seen if now - s.last_used > idle_s and not s.busy}
+    live = [s for s in seen if s.session_id not in expired]
+    own = sorted((s.last_used, s.session_id) for s in live if s.subject == subject and not s.busy)
+    held = sum(1 for s in live if s.subject == subject)
+    quota = min(per_subject, total)
+    surplus = held - quota + 1
+    if surplus > len(own):
+        return SessionAdmission(
+            tuple(sorted(expired)), f"this caller's {held} sessions all have calls in progress"
+        )
+    ended = [session_id for _, session_id in own[: max(surplus, 0)]]
+    if len(live) - len(ended) >= total:
+        return SessionAdmission(
+            tuple(sorted(expired)), f"the server holds its maximum of {total} sessions; retry later"
+        )
+    return SessionAdmission((*sorted(expired), *ended))
+
+
+# -- logs ------------------------------------------------------------------------------------------
+
+
+def path_for_log(path: str, served: Collection[str]) -> str:
+    """A request's path as a log line may carry it: a path the server serves (its endpoint, the
+    metadata) as it is; any other as "an unknown path" with at most `LOGGED_PATH_CHARS` of its first
+    characters, printable ASCII only. ASGI's path never holds the query string, which is never
+    logged either."""
+    if path in served:
+        return path
+    head = "".join(c if " " < c < "\x7f" else "?" for c in path[:LOGGED_PATH_CHARS])
+    cut = "…" if len(path) > LOGGED_PATH_CHARS else ""
+    return f"an unknown path {head!r}{cut} ({len(path)} characters)"

@@ -80,7 +80,8 @@ def new_core(
     per_caller_lists: bool = False,
 ) -> SessionCore:
     """A `SessionCore` serving `registry`'s tools (every one callable; `tools` is what tools/list
-    shows) and its resources (those `resource_uris` admits, all when it is None).
+    shows) and its resources (every one readable; resources/list shows those `resource_uris`
+    admits, all when it is None).
     `per_caller_lists`: the lists depend on who asks (their cache scope is private)."""
     return SessionCore(
         server_name=SERVER_NAME,
@@ -93,8 +94,8 @@ def new_core(
                 uri=r.uri, name=r.name, title=r.title, description=r.description, mime_type=r.mime_type
             )
             for r in registry.resources.values()
-            if resource_uris is None or resource_uris(r.uri)
         ],
+        resources_listed=resource_uris,
         max_frame_bytes=settings.max_frame_bytes,
         max_json_depth=settings.max_json_depth,
         arg_max_depth=settings.arg_max_depth,
@@ -110,20 +111,22 @@ class CallRunner:
 
     __slots__ = ("limiter", "registry", "settings")
 
-    def __init__(self, settings: Settings, registry: Registry) -> None:
+    def __init__(self, settings: Settings, registry: Registry, *, per_caller: int | None = None) -> None:
+        """`per_caller`: the call slots one caller may hold (None: all of them, as on stdio)."""
         self.settings = settings
         self.registry = registry
         self.limiter = CallLimiter(
             slots=settings.max_concurrency,
             max_waiters=settings.max_queued_calls,
             wait_s=settings.queue_wait_s,
+            per_caller=per_caller,
         )
 
-    def reserve(self, start: StartCall) -> Ticket | None:
-        """A tool's place in the limiter's FIFO line (after the core's sanitizer); None for a
-        resource read. Raises the limiter's problem at once when the line is full."""
+    def reserve(self, start: StartCall, caller: str = "") -> Ticket | None:
+        """A tool's place in `caller`'s FIFO line at the limiter (after the core's sanitizer);
+        None for a resource read. Raises the limiter's problem at once when the lines are full."""
         if start.kind is CallKind.TOOL:
-            return self.limiter.reserve()
+            return self.limiter.reserve(caller)
         return None
 
     async def run(self, start: StartCall, ticket: Ticket | None, scope: trio.CancelScope) -> CallOutcome:

@@ -13,13 +13,14 @@ request task owns its cancel scope; a closed connection withdraws the call (2026
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
 import secrets
 import signal
 import time
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -48,20 +49,33 @@ from mcp_suite.protocol import mcp
 from mcp_suite.protocol.authz import (
     ANONYMOUS,
     Identity,
+    MalformedAuthorizationError,
     TokenRejectedError,
     bearer_token,
     challenge,
+    may_see,
     metadata_paths,
     protected_resource_metadata,
     required_scope,
+    scope_lacking,
+    scoped_input_schema,
+    scopes_served,
+    sources_allowed,
+    sql_sources,
+    the_authorization,
 )
 from mcp_suite.protocol.core import Answer, CallKind, CallRaised, CancelCall, IdKey, SessionCore, StartCall
 from mcp_suite.protocol.http import (
     HttpEra,
+    SessionSeen,
     accepts_json,
+    admit_session,
+    answer_to_cancelled_call,
     check_mirrored_headers,
     era_of,
+    is_json_body,
     origin_allowed,
+    path_for_log,
     status_of,
 )
 from mcp_suite.protocol.jsonrpc import encode_error, sniff_id
@@ -117,7 +131,10 @@ class HttpApp:
         self.settings = settings
         self.registry = registry
         self.verifier = verifier
-        self.runner = CallRunner(settings, registry)
+        # A caller's share of the call slots; without authorization every caller is one
+        # (`anonymous`), who holds them all, as on stdio.
+        share = settings.http_max_calls_per_identity if verifier is not None else None
+        self.runner = CallRunner(settings, registry, per_caller=share)
         self.catalogue = ToolCatalogue(registry)
         self.audit = AuditLog()
         self.sessions: dict[str, _LegacySession] = {}
@@ -134,6 +151,9 @@ class HttpApp:
             self._metadata_paths = ()
             self._metadata_url = ""
             self._metadata = b""
+        # What a 401 asks for (the scopes of what this server serves), and the paths a log may name.
+        self._scopes_served = scopes_served(registry.tools, registry.resources)
+        self._logged_paths = frozenset((settings.http_path, *self._metadata_paths))
 
     # -- ASGI ------------------------------------------------------------------------------------
 
@@ -150,9 +170,8 @@ class HttpApp:
         try:
             await self._http(scope, headers, receive, send)
         except _RefusalError as refusal:
-            logger.info(
-                "HTTP %d for %s %s: %s", refusal.status, scope["method"], scope["path"], refusal.detail
-            )
+            path = path_for_log(scope["path"], self._logged_paths)
+            logger.info("HTTP %d for %s %s: %s", refusal.status, scope["method"], path, refusal.detail)
             await _send_refusal(send, refusal)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
@@ -183,7 +202,8 @@ class HttpApp:
         # Streamable HTTP, "Security": a present Origin that is not allowed is 403 (DNS rebinding).
         if not origin_allowed(headers.get("origin"), self.settings.http_allowed_origins):
             raise _RefusalError(OriginNotAllowedError, "this Origin is not allowed to call the server")
-        identity = await self._authenticate(headers)
+        authorization = [v.decode("latin-1") for n, v in scope["headers"] if n.lower() == b"authorization"]
+        identity = await self._authenticate(authorization)
         audit_subject.set(identity.subject)  # this request's task only (and its worker threads)
         count = self.in_progress.get(identity.subject, 0)
         if count >= self.settings.http_max_requests_per_identity:
@@ -213,14 +233,21 @@ class HttpApp:
             else:
                 del self.in_progress[identity.subject]
 
-    async def _authenticate(self, headers: dict[str, str]) -> Identity:
+    async def _authenticate(self, authorization: list[str]) -> Identity:
         if self.verifier is None:
             await trio.lowlevel.checkpoint()
             return ANONYMOUS
-        token = bearer_token(headers.get("authorization"))
+        try:
+            token = bearer_token(the_authorization(authorization))
+        except MalformedAuthorizationError as exc:
+            # RFC 6750 3.1: a malformed request is 400 `invalid_request`.
+            value = self._challenge(error="invalid_request", description=str(exc))
+            raise _RefusalError(InvalidRequestError, str(exc), [(b"www-authenticate", value)]) from None
         if token is None:
+            # MCP authorization, "Scope Selection Strategy": the scopes a client should ask for.
+            value = self._challenge(scope=self._scopes_served) if self._scopes_served else self._challenge()
             raise _RefusalError(
-                UnauthorizedError, "a bearer token is required", [(b"www-authenticate", self._challenge())]
+                UnauthorizedError, "a bearer token is required", [(b"www-authenticate", value)]
             )
         try:
             return await self.verifier.verify(token)
@@ -240,8 +267,7 @@ class HttpApp:
     async def _post(self, identity: Identity, headers: dict[str, str], receive: Receive, send: Send) -> None:
         if not accepts_json(headers.get("accept")):
             raise _RefusalError(NotAcceptableError, "the server answers with application/json")
-        content_type = headers.get("content-type", "application/json").split(";")[0].strip().lower()
-        if content_type != "application/json":
+        if not is_json_body(headers.get("content-type")):
             raise _RefusalError(UnsupportedMediaTypeError, "the body must be application/json")
         version = headers.get("mcp-protocol-version")
         era = era_of(version)
@@ -273,7 +299,9 @@ class HttpApp:
             await self._audited(event, started, identity)
             await self._send_answer(send, event, era, extra)
         elif isinstance(event, StartCall):
-            await self._call(identity, core, session, event, started, era, receive, send)
+            await self._call(
+                identity, core, session, event, started, era, headers.get("accept"), receive, send
+            )
         else:
             if isinstance(event, CancelCall) and session is not None:
                 scope = session.in_flight.get(event.key)
@@ -312,15 +340,23 @@ class HttpApp:
             RequestTimeoutError, "the body did not arrive in time", [(b"connection", b"close")]
         )
 
+    def _sql_sources(self) -> tuple[str, ...]:
+        return sql_sources(d.input_schema for d in self.catalogue.descriptions())
+
     def _new_core(self, identity: Identity) -> SessionCore:
         def visible_tools() -> list[mcp.ToolDescription]:
-            return [d for d in self.catalogue.descriptions() if identity.holds(required_scope(d.name))]
+            allowed = sources_allowed(identity, self._sql_sources())
+            return [
+                dataclasses.replace(d, input_schema=scoped_input_schema(d.input_schema, allowed))
+                for d in self.catalogue.descriptions()
+                if may_see(identity, required_scope(d.name))
+            ]
 
         return new_core(
             self.settings,
             self.registry,
             visible_tools,
-            resource_uris=lambda uri: identity.holds(required_scope(resource_uri=uri)),
+            resource_uris=lambda uri: scope_lacking(identity, self._sql_sources(), resource_uri=uri) is None,
             per_caller_lists=not identity.unrestricted,
         )
 
@@ -348,19 +384,23 @@ class HttpApp:
         return session
 
     def _open_session(self, core: SessionCore, identity: Identity) -> str:
+        """A new session's id, after the sessions `admit_session` ends; 429 when it refuses."""
         now = trio.current_time()
-        for session_id, session in list(self.sessions.items()):
-            if now - session.last_used > self.settings.http_session_idle_s and not session.in_flight:
-                self._end_session(session_id)
-        if len(self.sessions) >= self.settings.http_max_sessions:
-            # The oldest idle session makes room; the limit holds.
-            idle = [(s.last_used, i) for i, s in self.sessions.items() if not s.in_flight]
-            if idle:
-                self._end_session(min(idle)[1])
+        admission = admit_session(
+            (SessionSeen(i, s.subject, s.last_used, bool(s.in_flight)) for i, s in self.sessions.items()),
+            identity.subject,
+            now,
+            idle_s=self.settings.http_session_idle_s,
+            per_subject=self.settings.http_max_sessions_per_subject,
+            total=self.settings.http_max_sessions,
+        )
+        for session_id in admission.end:
+            self._end_session(session_id)
+        if admission.refusal is not None:
+            raise _RefusalError(TooManyRequestsError, admission.refusal, [(b"retry-after", b"5")])
         session_id = secrets.token_urlsafe(32)
-        if len(self.sessions) < self.settings.http_max_sessions:
-            self.sessions[session_id] = _LegacySession(core, identity.subject, now)
-        return session_id  # with no room, the id is unknown at once: the next request gets 404
+        self.sessions[session_id] = _LegacySession(core, identity.subject, now)
+        return session_id
 
     def _end_session(self, session_id: str) -> None:
         session = self.sessions.pop(session_id)
@@ -387,14 +427,16 @@ class HttpApp:
         start: StartCall,
         started: float,
         era: HttpEra,
+        accept: str | None,
         receive: Receive,
         send: Send,
     ) -> None:
         if start.kind is CallKind.TOOL:
-            scope_needed = required_scope(start.name)
+            lacking = scope_lacking(identity, self._sql_sources(), tool=start.name, arguments=start.arguments)
         else:
-            scope_needed = required_scope(resource_uri=start.name)
-        if not identity.holds(scope_needed):
+            lacking = scope_lacking(identity, self._sql_sources(), resource_uri=start.name)
+        if lacking is not None:
+            scope_needed = lacking
             problem = InsufficientScopeError(
                 f"This token's scopes do not cover {start.name!r}; it needs the scope {scope_needed!r}."
             )
@@ -408,7 +450,7 @@ class HttpApp:
             await _send(send, 403, (answer.frame or b"").rstrip(b"\n"), [_JSON, (b"www-authenticate", value)])
             return
         try:
-            ticket = self.runner.reserve(start)
+            ticket = self.runner.reserve(start, identity.subject)
         except ProblemError as exc:
             answer = core.call_finished(start.key, CallRaised(exc))
             await self._audited(answer, started, identity)
@@ -434,8 +476,11 @@ class HttpApp:
             await self._send_answer(send, answer, era)
         elif session is not None:
             # Cancelled by notifications/cancelled: no JSON-RPC message may go out for it, but
-            # the POST still gets an HTTP answer, an empty one (a closed connection gets none).
-            await _send(send, 204, b"")
+            # the POST still gets an HTTP answer in a form its transport allows (a closed
+            # connection gets none).
+            cancelled = answer_to_cancelled_call(accept)
+            fields = [(name.encode("ascii"), value.encode("ascii")) for name, value in cancelled.headers]
+            await _send(send, cancelled.status, b"", fields)
 
     async def _watch_disconnect(
         self, receive: Receive, core: SessionCore, key: IdKey, call_scope: trio.CancelScope
@@ -522,6 +567,21 @@ async def _wait_for_signal() -> None:
             return
 
 
+async def _serving_with(
+    background: Sequence[Callable[[], Awaitable[object]]],
+    serve: Callable[..., Awaitable[object]],
+    *,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """`serve(task_status=...)` with the tools' background tasks (the SQL role's re-audit) running
+    beside it for as long as it serves (issue 40: over HTTP too, the audit runs while serving)."""
+    async with trio.open_nursery() as tasks:
+        for serve_background in background:
+            tasks.start_soon(serve_background)
+        await serve(task_status=task_status)
+        tasks.cancel_scope.cancel()
+
+
 async def serve_http(
     settings: Settings,
     registry: Registry,
@@ -539,8 +599,6 @@ async def serve_http(
     from hypercorn.config import Config
     from hypercorn.trio import serve
 
-    verifier = TokenVerifier(settings, fetch=fetch) if settings.http_auth == "jwt" else None
-    app = HttpApp(settings, registry, verifier)
     config = Config()
     host = f"[{settings.http_host}]" if ":" in settings.http_host else settings.http_host
     config.bind = [f"{host}:{settings.http_port}"]
@@ -552,8 +610,13 @@ async def serve_http(
     config.accesslog = None
     config.errorlog = logging.getLogger("mcp_suite.http")
     async with trio.open_nursery() as nursery:
+        # The verifier's key-set fetches run in this nursery, off every request's path.
+        verifier = TokenVerifier(settings, nursery, fetch=fetch) if settings.http_auth == "jwt" else None
+        app = HttpApp(settings, registry, verifier)
         binds: list[str] = await nursery.start(
-            functools.partial(serve, app, config, shutdown_trigger=shutdown, mode="asgi")  # type: ignore[arg-type]  # hypercorn's Framework union
+            _serving_with,
+            registry.background,
+            functools.partial(serve, app, config, shutdown_trigger=shutdown, mode="asgi"),  # type: ignore[arg-type]  # hypercorn's Framework union
         )
         auth = (
             f"bearer tokens of {settings.http_issuer}"

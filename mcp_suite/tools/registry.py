@@ -1,10 +1,11 @@
 """The tool registry: which tools this process serves, opened and closed together.
 
-`open_registry(settings)` enters each enabled tool's `open_<tool>` context manager (docs/tools/: SQL only
-with `MCP_SQL_DSN`, files only with `MCP_SAFE_DATA_DIR`, metrics unless disabled) on one ExitStack and
-yields a `Registry`. Every tool module is a plain import (the layer contract sees each arrow), but
-the SQL tool's, which loads psycopg and its libpq: that one waits until the tool is enabled, the one
-deferred seam whose cost is measured (docs/performance.md, "Start-up"). Must not import trio.
+`open_registry(settings)` enters each enabled tool's `open_<tool>` context manager (docs/tools/: SQL
+only with `MCP_SQL_DSN` or a configuration file, files only with `MCP_SAFE_DATA_DIR`, metrics unless
+disabled) on one ExitStack and yields a `Registry`. Every tool module is a plain import (the layer
+contract sees each arrow), but the SQL tool's, which loads psycopg and its libpq: that one waits
+until the tool is enabled, the one deferred seam whose cost is measured (docs/performance.md,
+"Start-up"). Must not import trio.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _open_read_only_sql(settings: Settings) -> AbstractContextManager[Toolset | 
 
 # (opener, enabled?) — order is the order of tools/list.
 _BUILTIN: tuple[tuple[ToolOpener, Callable[[Settings], bool]], ...] = (
-    (_open_read_only_sql, lambda s: s.sql_dsn is not None),
+    (_open_read_only_sql, lambda s: s.sql_dsn is not None or s.config_file is not None),
     (open_sandbox_fs_read, lambda s: s.safe_data_dir is not None),
     (open_system_metrics, lambda s: s.metrics_enabled),
 )

@@ -97,8 +97,9 @@ def host_config(unpacked: Path, user_config: dict[str, Any], home: Path) -> dict
     return config
 
 
-async def _session(config: dict[str, Any], *, query: bool) -> set[str]:
-    """Start the entry through the SDK; the tools, and (with `query`) the demo table read."""
+async def _session(config: dict[str, Any], *, query: bool, source: str | None = None) -> set[str]:
+    """Start the entry through the SDK; the tools, and (with `query`) the demo table read (from
+    `source` when the server reads several databases, as the demo does)."""
     params = StdioServerParameters(command=config["command"], args=config["args"], env=config["env"])
     with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
         try:
@@ -107,7 +108,8 @@ async def _session(config: dict[str, Any], *, query: bool) -> set[str]:
                     tools = {tool.name for tool in (await client.list_tools()).tools}
                     if query:
                         sql = "SELECT count(*) AS n FROM docs.pages"
-                        result = await client.call_tool("read_only_sql", {"sql": sql})
+                        which = {} if source is None else {"source": source}
+                        result = await client.call_tool("read_only_sql", {"sql": sql, **which})
                         assert result.is_error is False, result.content
                         assert result.structured_content is not None
                         assert result.structured_content["rows"] == [[30]]
@@ -159,7 +161,7 @@ async def test_a_user_who_asks_for_the_demo_gets_its_database_and_folder(
     assert config["args"][-1] == "--demo=true"
     assert config["env"]["MCP_SQL_DSN"] == "${user_config.sql_dsn}"  # what the library leaves unset
     try:
-        tools = await _session(config, query=True)
+        tools = await _session(config, query=True, source="docs")
     finally:  # the demo database stays for the next start; this user is gone: remove it as the README says
         subprocess.run(
             [sys.executable, "-m", "mcp_suite", "demo", "destroy"],  # the bundle's copy: PYTHONPATH

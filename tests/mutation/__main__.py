@@ -114,7 +114,11 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/property/test_sql_policy_properties.py",
     ),
     # who may call what over HTTP: the claims of a verified token and the scope each tool needs
-    "mcp_suite/protocol/authz.py": ("tests/unit/test_http_rules.py", "tests/trio/test_http_keys.py"),
+    "mcp_suite/protocol/authz.py": (
+        "tests/unit/test_http_rules.py",
+        "tests/trio/test_http_keys.py",
+        "tests/unit/test_authz_sources.py",
+    ),
     # the signature behind those claims: the issuer's key set, its bounds and refreshes, kept tokens
     "mcp_suite/runtime/http_auth.py": ("tests/trio/test_http_keys.py", "tests/unit/test_http_jwks.py"),
     # what a query may name: PostgreSQL's functions and types, and (on the role's catalogue) the others

@@ -22,10 +22,18 @@ from mcp_suite.problems import AccessDeniedError, ExecutionTimeoutError, QueryVi
 from mcp_suite.tools.sql_engine.executor import Executor, SettingsNotPinnedError
 from mcp_suite.tools.sql_engine.naming import APPLICATION_NAME
 from mcp_suite.tools.sql_engine.ticket import CallTicket
-from tests.support.client import ServerProcess
+from tests.support.client import ServerProcess, problem_of
 from tests.support.deploy import check_role, password_of
 from tests.support.harness import open_session
 from tests.support.pg import open_executor, sql_settings
+from tests.support.reaudit import (
+    drop_event_trigger,
+    install_event_trigger,
+    reauditing_server,
+    refused,
+    served,
+    until,
+)
 
 pytestmark = pytest.mark.pg
 
@@ -286,3 +294,60 @@ def test_told_no_pooler_is_in_front_check_role_and_the_server_refuse_one_at_star
         0,
         "check-role: the role can only read; read_only_sql will serve.",
     )
+
+
+# --- issue 40: the audit's own connection straight to PostgreSQL, for LISTEN -----------------------
+
+
+def test_behind_the_pooler_an_audit_dsn_straight_to_postgresql_sees_a_change_at_once(
+    bouncer: PgBouncer, demo_cluster: Cluster
+) -> None:
+    # A transaction pooler hands a session's backend to others, so LISTEN through it hears nothing:
+    # MCP_SQL_AUDIT_DSN lets the audit's own connection go direct and listen for the guide's trigger.
+    with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
+        install_event_trigger(admin)
+        admin.execute(
+            "CREATE FUNCTION docs.fmt_ticket(t text) RETURNS text LANGUAGE sql"
+            " SET search_path = pg_catalog AS $$ SELECT t || ' by ' || current_user $$"
+        )
+        admin.execute("GRANT EXECUTE ON FUNCTION docs.fmt_ticket(text) TO PUBLIC")
+        try:
+            with reauditing_server(
+                reader_dsn(bouncer, demo_cluster),
+                MCP_SQL_POOLER="transaction",
+                MCP_SQL_AUDIT_DSN=demo_cluster.reader_dsn,
+                MCP_SQL_REAUDIT_INTERVAL_S="60",
+            ) as server:
+                admin.execute("ALTER FUNCTION docs.fmt_ticket(text) SECURITY DEFINER")
+                # `until` gives up far inside the 60 s interval: only the notification can do it.
+                problem = problem_of(until(server, refused))
+                assert '"docs"."fmt_ticket"(t text)' in problem["detail"]
+                admin.execute("DROP FUNCTION docs.fmt_ticket(text)")
+                assert served(until(server, served))
+        finally:
+            admin.execute("DROP FUNCTION IF EXISTS docs.fmt_ticket(text)")
+            drop_event_trigger(admin)
+
+
+@pytest.mark.parametrize("case", ["through the pooler", "another role"])
+def test_an_audit_dsn_that_cannot_vouch_for_the_served_role_refuses_the_start(
+    bouncer: PgBouncer, demo_cluster: Cluster, case: str
+) -> None:
+    audit_dsn, said = {
+        "through the pooler": (reader_dsn(bouncer, demo_cluster), "a pooler answers for MCP_SQL_AUDIT_DSN"),
+        "another role": (demo_cluster.admin_dsn, "does not lead to the role and database of MCP_SQL_DSN"),
+    }[case]
+    refused_start = ServerProcess(
+        env={
+            "MCP_SQL_DSN": reader_dsn(bouncer, demo_cluster),
+            "MCP_SQL_POOLER": "transaction",
+            "MCP_SQL_AUDIT_DSN": audit_dsn,
+            "MCP_METRICS_ENABLED": "false",
+        }
+    )
+    with refused_start:
+        assert refused_start.wait(timeout=30) == 78
+    stderr = refused_start.stderr_text()
+    assert "refusing to start" in stderr
+    assert said in stderr
+    assert password_of(demo_cluster.admin_dsn) not in stderr

@@ -160,3 +160,26 @@ def test_snapshot_conflicts_are_answered_conflict_at_once_and_never_run_again(
         with psycopg.connect(replication.primary.admin_dsn, autocommit=True) as primary:
             primary.execute("DROP TABLE public.mcp_conflict_scratch")
     assert "unreachable" not in caplog.text
+
+
+def test_on_a_standby_the_audit_runs_every_interval_without_listen_and_the_tools_keep_serving(
+    replication: Replication,
+) -> None:
+    # A standby cannot LISTEN (nor would it hear the primary's notifications): the audit's own
+    # connection goes without, and re-audits keep completing, so the gate never shuts (issue 40).
+    env = {
+        "MCP_SQL_DSN": replication.reader_dsn,
+        "MCP_METRICS_ENABLED": "false",
+        "MCP_SQL_REAUDIT_INTERVAL_S": "0.3",
+    }
+    with ServerProcess(env=env) as server:
+        server.initialize()
+        deadline = time.monotonic() + 3  # ten intervals
+        while time.monotonic() < deadline:
+            result = server.call_tool("read_only_sql", {"sql": "SELECT count(*) FROM docs.pages"})
+            assert result["structuredContent"]["rows"] == [[30]], result
+            time.sleep(0.1)
+        assert server.stop() == 0
+    said = server.stderr_text()
+    assert "the database is a standby: the role audit runs every interval, unnotified" in said
+    assert "no role audit has completed" not in said

@@ -6,10 +6,12 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
@@ -27,6 +29,7 @@ from mcp_suite.devdb.cluster import (
     seed_digest,
 )
 from mcp_suite.devdb.demo import LEGEND, STEPS
+from mcp_suite.devdb.sources_file import SOURCES_NAME
 
 pytestmark = pytest.mark.pg
 
@@ -60,6 +63,72 @@ def test_tables_belong_to_a_nologin_owner(demo_cluster: Cluster) -> None:
     assert limit == 5
 
 
+def test_the_ops_database_is_seeded_exactly_as_the_spec_says(demo_cluster: Cluster) -> None:
+    dsn = psycopg.conninfo.make_conninfo(demo_cluster.admin_dsn, dbname="mcp_ops")
+    with psycopg.connect(dsn) as conn:
+        services = conn.execute("SELECT service, team, tier FROM ops.services ORDER BY 1").fetchall()
+        deploys = conn.execute(
+            "SELECT deploy_id, service, version, deployed_at, deployed_by, succeeded "
+            "FROM ops.deploys ORDER BY 1"
+        ).fetchall()
+        incidents = conn.execute(
+            "SELECT incident_id, service, resolved_at IS NULL, caused_by FROM ops.incidents ORDER BY 1"
+        ).fetchall()
+        owners = conn.execute("SELECT DISTINCT tableowner FROM pg_tables WHERE schemaname = 'ops'").fetchall()
+    assert services == [
+        ("api", "platform", 1),
+        ("billing", "payments", 1),
+        ("docs-site", "docs", 3),
+        ("search", "discovery", 2),
+    ]
+    start = datetime(2026, 11, 2, 9, tzinfo=UTC)
+    assert deploys == [
+        (
+            n,
+            ("api", "billing", "search", "docs-site")[n % 4],
+            f"1.{n}.0",
+            start + n * timedelta(hours=7),
+            "ana@example.com" if n % 2 == 0 else "bo@example.com",
+            n % 6 != 0,
+        )
+        for n in range(1, 25)
+    ]
+    assert incidents == [
+        ("INC-101", "billing", False, 1),
+        ("INC-102", "search", False, 6),
+        ("INC-103", "api", False, 12),
+        ("INC-104", "search", False, None),
+        ("INC-105", "billing", True, None),
+    ]
+    assert owners == [("ops_owner",)]
+
+
+def test_each_reader_is_least_privilege_and_limited_to_its_pool_plus_the_audit(demo_cluster: Cluster) -> None:
+    with psycopg.connect(demo_cluster.admin_dsn) as conn:
+        roles = conn.execute(
+            "SELECT rolname, rolconnlimit, rolinherit, rolsuper, rolcreatedb, rolcreaterole, rolbypassrls "
+            "FROM pg_roles WHERE rolname IN ('mcp_reader', 'mcp_ops_reader', 'ops_owner') ORDER BY 1"
+        ).fetchall()
+        (owner_logs_in,) = conn.execute(
+            "SELECT rolcanlogin FROM pg_roles WHERE rolname = 'ops_owner'"
+        ).fetchone() or (None,)
+    # The pool of each source in the demo's file (4 and 2) plus the audit's own connection.
+    assert roles == [
+        ("mcp_ops_reader", 3, False, False, False, False, False),
+        ("mcp_reader", 5, False, False, False, False, False),
+        ("ops_owner", -1, True, False, False, False, False),
+    ]
+    assert owner_logs_in is False
+    with psycopg.connect(demo_cluster.ops_reader_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM ops.incidents").fetchone() == (5,)
+        assert conn.execute("SHOW default_transaction_read_only").fetchone() == ("on",)
+        with pytest.raises(errors.InsufficientPrivilege):
+            conn.execute("SELECT deployed_by FROM ops.deploys")
+        conn.rollback()
+        with pytest.raises(errors.InsufficientPrivilege):
+            conn.execute("SELECT * FROM ops.oncall_contacts")
+
+
 def test_reader_selects_pages_but_not_editors(demo_cluster: Cluster) -> None:
     with psycopg.connect(demo_cluster.reader_dsn) as conn:
         (count,) = conn.execute("SELECT count(*) FROM docs.pages").fetchone() or (0,)
@@ -68,9 +137,16 @@ def test_reader_selects_pages_but_not_editors(demo_cluster: Cluster) -> None:
             conn.execute("SELECT * FROM docs.editors")
 
 
-@pytest.mark.parametrize("dbname", ["postgres", "template1"])
+@pytest.mark.parametrize("dbname", ["postgres", "template1", "mcp_ops"])
 def test_reader_cannot_connect_to_other_databases(demo_cluster: Cluster, dbname: str) -> None:
     dsn = psycopg.conninfo.make_conninfo(demo_cluster.reader_dsn, dbname=dbname)
+    with pytest.raises(psycopg.OperationalError, match="permission denied"):
+        psycopg.connect(dsn).close()
+
+
+@pytest.mark.parametrize("dbname", ["postgres", "template1", "mcp_demo"])
+def test_ops_reader_cannot_connect_to_other_databases(demo_cluster: Cluster, dbname: str) -> None:
+    dsn = psycopg.conninfo.make_conninfo(demo_cluster.ops_reader_dsn, dbname=dbname)
     with pytest.raises(psycopg.OperationalError, match="permission denied"):
         psycopg.connect(dsn).close()
 
@@ -152,6 +228,18 @@ def test_a_cluster_seeded_from_an_older_seed_is_made_again_for_the_demo(demo_clu
         with psycopg.connect(again.reader_dsn) as conn:
             assert conn.execute("SELECT count(*) FROM reports.releases").fetchone() == (3,)
         again.stop()
+        # A state file from before the second database (no ops reader, an older digest) is made
+        # again too, with both databases.
+        older = {k: v for k, v in remade.items() if k != "ops_reader_password"}
+        (base / "devdb.json").write_text(json.dumps({**older, "seed_digest": "before-mcp-ops"}))
+        assert Cluster.open_existing(base).ops_reader_password == ""
+        two, started = open_demo_cluster(base)
+        assert started
+        assert two.ops_reader_password != ""
+        with psycopg.connect(two.ops_reader_dsn) as conn:
+            assert conn.execute("SELECT count(*) FROM ops.services").fetchone() == (4,)
+        remade = json.loads((base / "devdb.json").read_text())
+        two.stop()
         # Seeded from this seed.sql, it is reused as it is.
         kept, _ = open_demo_cluster(base)
         assert json.loads((base / "devdb.json").read_text())["admin_password"] == remade["admin_password"]
@@ -180,17 +268,24 @@ def test_failed_creation_leaves_no_server_and_no_directory() -> None:
     parent.rmdir()
 
 
+# The server's own loader reads the file serve passes: each source's role and database, its limits.
 CHILD = (
-    "import os, sys, psycopg;"
-    "conn = psycopg.connect(os.environ['MCP_SQL_DSN']);"
-    "user = conn.execute('SELECT current_user').fetchone()[0];"
-    "sys.stderr.write('child-user=' + user + '\\n');"
+    "import os, sys, psycopg\n"
+    "from mcp_suite.settings import load_settings\n"
+    "from mcp_suite.sources import load_sources\n"
+    "assert 'MCP_SQL_DSN' not in os.environ\n"
+    "for source in load_sources(load_settings()):\n"
+    "    with psycopg.connect(source.dsn.get_secret_value()) as conn:\n"
+    "        user, db = conn.execute('SELECT current_user, current_database()').fetchone()\n"
+    "    s = source.settings\n"
+    "    limits = f'pool={s.sql_pool_max_size} rows={s.sql_max_rows} timeout={s.sql_statement_timeout_ms}'\n"
+    "    sys.stderr.write(f'child-source={source.name}:{user}@{db} {limits}\\n')\n"
     "sys.exit(7)"
 )
 
 
-def _serve(base: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MCP_DEVDB_DIR": str(base)}
+def _serve(base: Path, **variables: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MCP_DEVDB_DIR": str(base), **variables}
     return subprocess.run(
         [sys.executable, "-m", "mcp_suite.devdb", "serve", "--", sys.executable, "-c", CHILD],
         env=env,
@@ -207,7 +302,8 @@ def test_serve_creates_the_cluster_runs_the_child_and_stops_the_cluster() -> Non
     try:
         proc = _serve(base)
         assert proc.returncode == 7, proc.stderr
-        assert "child-user=mcp_reader" in proc.stderr
+        assert "child-source=docs:mcp_reader@mcp_demo pool=4 rows=200 timeout=5000" in proc.stderr
+        assert "child-source=ops:mcp_ops_reader@mcp_ops pool=2 rows=100 timeout=5000" in proc.stderr
         assert proc.stdout == ""
         assert (base / MARKER_NAME).is_file()
         assert not (base / "pgdata" / "postmaster.pid").exists()  # stopped again
@@ -294,10 +390,90 @@ def test_destroy_refuses_a_cluster_in_use_and_keeps_it_and_its_lock(demo_cluster
         lock.unlink(missing_ok=True)
 
 
+def test_serve_writes_the_sources_file_and_its_password_files_private_and_without_a_password() -> None:
+    base = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-file-"))
+    base.rmdir()
+    try:
+        proc = _serve(base)
+        assert proc.returncode == 7, proc.stderr
+        state = json.loads((base / "devdb.json").read_text())
+        text = (base / SOURCES_NAME).read_text()
+        for name in (SOURCES_NAME, "docs.password", "ops.password"):
+            mode = (base / name).lstat().st_mode
+            assert stat.S_ISREG(mode), name
+            assert stat.S_IMODE(mode) == 0o600, name
+        assert (base / "docs.password").read_text() == state["reader_password"] + "\n"
+        assert (base / "ops.password").read_text() == state["ops_reader_password"] + "\n"
+        for secret in (state["reader_password"], state["ops_reader_password"], state["admin_password"]):
+            assert secret not in text
+        assert "password =" not in text
+        assert f'password_file = "{base / "ops.password"}"' in text
+        assert not list(base.glob(".*.tmp"))  # written whole, then renamed
+    finally:
+        if base.exists():
+            Cluster.open_existing(base).destroy()
+        base.with_name(f"{base.name}.lock").unlink(missing_ok=True)
+
+
+def test_serve_moves_per_source_variables_into_every_source_of_the_file() -> None:
+    # MCP_SQL_MAX_ROWS beside a configuration file would stop the server (exit 78): serve writes it
+    # into each source's table instead, where it wins over the demo's own choice.
+    base = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-vars-"))
+    base.rmdir()
+    try:
+        proc = _serve(
+            base, MCP_SQL_MAX_ROWS="7", MCP_SQL_STATEMENT_TIMEOUT_MS="9000", MCP_SQL_DSN="host=elsewhere"
+        )
+        assert proc.returncode == 7, proc.stderr
+        assert "child-source=docs:mcp_reader@mcp_demo pool=4 rows=7 timeout=9000" in proc.stderr
+        assert "child-source=ops:mcp_ops_reader@mcp_ops pool=2 rows=7 timeout=9000" in proc.stderr
+        invalid = _serve(base, MCP_SQL_MAX_ROWS="many")
+        assert invalid.returncode == 78, invalid.stderr
+        assert "MCP_SQL_MAX_ROWS" in invalid.stderr
+        assert "child-source" not in invalid.stderr  # the server never started
+        assert not (base / "pgdata" / "postmaster.pid").exists()  # and the cluster was stopped
+    finally:
+        if base.exists():
+            Cluster.open_existing(base).destroy()
+        base.with_name(f"{base.name}.lock").unlink(missing_ok=True)
+
+
+def test_both_demo_roles_pass_the_servers_role_audit_through_the_file_serve_writes() -> None:
+    base = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-audit-"))
+    base.rmdir()
+    try:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mcp_suite.devdb",
+                "serve",
+                "--",
+                sys.executable,
+                "-m",
+                "mcp_suite",
+                "check-role",
+            ],
+            env={**os.environ, "MCP_DEVDB_DIR": str(base)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        verdict = "check-role: the role can only read; read_only_sql will serve."
+        assert proc.stdout.splitlines() == ["== source docs", verdict, "== source ops", verdict]
+    finally:
+        if base.exists():
+            Cluster.open_existing(base).destroy()
+        base.with_name(f"{base.name}.lock").unlink(missing_ok=True)
+
+
 def test_a_session_that_finds_the_cluster_serving_another_gets_its_own(demo_cluster: Cluster) -> None:
     proc = _serve(demo_cluster.base)
     assert proc.returncode == 7, proc.stderr
-    assert "child-user=mcp_reader" in proc.stderr
+    assert "child-source=docs:mcp_reader@mcp_demo" in proc.stderr
+    assert "child-source=ops:mcp_ops_reader@mcp_ops" in proc.stderr
     assert "of this session" in proc.stderr
     assert demo_cluster.is_running()  # the other session's database was left alone
     with psycopg.connect(demo_cluster.reader_dsn) as conn:
@@ -306,14 +482,18 @@ def test_a_session_that_finds_the_cluster_serving_another_gets_its_own(demo_clus
 
 # Connects, says so, waits for its go file, then queries again: exit 7 when the database still answers.
 WAITING_CHILD = (
-    "import os, sys, time, psycopg, pathlib;"
-    "go = pathlib.Path(sys.argv[1]);"
-    "psycopg.connect(os.environ['MCP_SQL_DSN']).close();"
-    "pathlib.Path(sys.argv[1] + '.ready').touch();"
+    "import os, sys, time, psycopg, pathlib\n"
+    "from mcp_suite.settings import load_settings\n"
+    "from mcp_suite.sources import load_sources\n"
+    "dsn = {s.name: s.dsn.get_secret_value() for s in load_sources(load_settings())}\n"
+    "go = pathlib.Path(sys.argv[1])\n"
+    "psycopg.connect(dsn['docs']).close()\n"
+    "pathlib.Path(sys.argv[1] + '.ready').touch()\n"
     "deadline = time.monotonic() + 60\n"
     "while not go.exists() and time.monotonic() < deadline: time.sleep(0.05)\n"
-    "conn = psycopg.connect(os.environ['MCP_SQL_DSN']);"
-    "sys.exit(7 if conn.execute('SELECT count(*) FROM docs.pages').fetchone() == (30,) else 1)"
+    "docs = psycopg.connect(dsn['docs']).execute('SELECT count(*) FROM docs.pages').fetchone()\n"
+    "ops = psycopg.connect(dsn['ops']).execute('SELECT count(*) FROM ops.services').fetchone()\n"
+    "sys.exit(7 if (docs, ops) == ((30,), (4,)) else 1)"
 )
 
 
@@ -385,7 +565,10 @@ def test_demo_drives_every_tool_and_prints_each_refusal_whole_as_intended(demo_c
     assert outcomes["tools/list"] == (
         "ok: sql_schema, read_only_sql, explain_sql, sandbox_fs_list, sandbox_fs_read, system_metrics"
     )
-    assert outcomes["resource postgres://mcp_demo/schema"].startswith("ok: tables docs.pages")
+    assert outcomes["resource postgres://docs/schema"].startswith("ok: tables docs.pages")
+    assert outcomes["resource postgres://ops/schema"] == (
+        "ok: tables ops.deploys, ops.incidents, ops.open_incidents, ops.services"  # not oncall_contacts
+    )
     tools_seen = set()
     for step in STEPS:
         got = outcomes[f"{step.tool}: {step.label}"]
@@ -406,6 +589,20 @@ def test_demo_drives_every_tool_and_prints_each_refusal_whole_as_intended(demo_c
     assert "docs.pages, reports.releases" in outcomes["sql_schema: what the role may read"]
     assert outcomes["sql_schema: a name_like that tries SQL"].startswith("ok: none")
     assert "permission denied for table editors" in outcomes["read_only_sql: reading docs.editors"]
+    sources = {
+        step.arguments.get("source") for step in STEPS if step.tool in ("read_only_sql", "explain_sql")
+    }
+    assert sources == {"docs", "ops"}  # every SQL call names its source, and both are used
+    ops = outcomes["read_only_sql: ops: incidents per service, and how many a deploy caused"]
+    assert ops.startswith('ok: 3 row(s); first ["api", 1, 1]'), ops
+    assert (
+        "permission denied for table oncall_contacts"
+        in outcomes["read_only_sql: ops: the on-call phone numbers"]
+    )
+    assert (
+        "at most 100 for the source 'ops'"
+        in outcomes["read_only_sql: ops: 150 rows (its own max_rows is 100)"]
+    )
     assert '"rule": "multiple-statements"' in proc.stdout  # the problem's metadata, on its own line
     assert demo_cluster.is_running()
 

@@ -6,8 +6,10 @@ request's with the token's subject."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import httpx2
+import psycopg
 import pytest
 import trio
 from mcp import Client
@@ -18,6 +20,8 @@ from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.protocol.mcp import MODERN_VERSION
 from tests.support.http_server import HttpServer, open_http_server
 from tests.support.issuer import TestIssuer, open_issuer
+from tests.support.pg import PROBE_ROLE, probe_dsn
+from tests.support.reaudit import REAUDIT_S, REFUSED_LOG, SERVED_LOG
 
 pytestmark = [pytest.mark.pg, pytest.mark.e2e]
 
@@ -53,8 +57,8 @@ async def test_a_sql_call_over_http_with_the_sql_read_scope(server: HttpServer, 
     assert [(r["sql"], r["sub"]) for r in statements] == [("SELECT version FROM reports.releases", "erin")]
 
 
-async def test_without_sql_read_the_sql_tools_are_hidden_and_refused(
-    server: HttpServer, issuer: TestIssuer
+async def test_without_sql_read_the_sql_tools_and_the_schema_resource_are_hidden_and_refused_alike(
+    server: HttpServer, issuer: TestIssuer, demo_cluster: Cluster
 ) -> None:
     token = issuer.token(server.url, sub="frank", scope="metrics:read")
     with trio.fail_after(60):
@@ -87,3 +91,60 @@ async def test_without_sql_read_the_sql_tools_are_hidden_and_refused(
             refused = await raw.post(server.url, json=body, headers=headers)
             assert refused.status_code == 403
             assert 'scope="sql:read"' in refused.headers["www-authenticate"]
+            # The schema resource answers as a tool does: 403 naming the scope (not 404).
+            uri = f"postgres://{demo_cluster.dbname}/schema"
+            meta = body["params"]["_meta"]  # type: ignore[index]  # the dict built above
+            read = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "resources/read",
+                "params": {"uri": uri, "_meta": meta},
+            }
+            headers = {**headers, "Mcp-Method": "resources/read", "Mcp-Name": uri}
+            listed_resources = await raw.post(
+                server.url,
+                json={"jsonrpc": "2.0", "id": 3, "method": "resources/list", "params": {"_meta": meta}},
+                headers={**headers, "Mcp-Method": "resources/list"},
+            )
+            assert listed_resources.json()["result"]["resources"] == []
+            denied = await raw.post(server.url, json=read, headers=headers)
+            assert denied.status_code == 403
+            assert 'error="insufficient_scope"' in denied.headers["www-authenticate"]
+            assert 'scope="sql:read"' in denied.headers["www-authenticate"]
+            assert denied.json()["error"]["data"]["type"] == "urn:mcp-suite:problem:insufficient-scope"
+            assert "sql:read" in denied.json()["error"]["data"]["detail"]
+
+
+async def test_over_http_the_role_is_audited_again_while_serving(
+    issuer: TestIssuer, demo_cluster: Cluster, probe: psycopg.Connection[Any]
+) -> None:
+    # Issue 40: serve-http runs the tools' background tasks too; before, its re-audit never ran and
+    # the start-up verdict stood for as long as the server served.
+    env = {"MCP_SQL_DSN": probe_dsn(demo_cluster), "MCP_SQL_REAUDIT_INTERVAL_S": str(REAUDIT_S)}
+    count = {"sql": "SELECT count(*) FROM docs.pages"}
+    try:
+        with open_http_server(issuer, env) as server:
+            token = issuer.token(server.url, sub="grace", scope="sql:read")
+            transport = streamable_http_client
+            with trio.fail_after(60):
+                async with (
+                    create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http,
+                    Client(transport(server.url, http_client=http), mode=MODERN_VERSION) as client,
+                ):
+                    assert (await client.call_tool("read_only_sql", count)).is_error is False
+                    probe.execute(
+                        "CREATE FUNCTION docs.page_export() RETURNS integer LANGUAGE sql SECURITY DEFINER"
+                        " AS 'SELECT 1'"
+                    )
+                    probe.execute(f"GRANT EXECUTE ON FUNCTION docs.page_export() TO {PROBE_ROLE}".encode())
+                    while (result := await client.call_tool("read_only_sql", count)).is_error is False:
+                        await trio.sleep(REAUDIT_S / 3)
+                    assert "role-refused" in str(result.content)
+                    probe.execute("DROP FUNCTION docs.page_export()")
+                    while (await client.call_tool("read_only_sql", count)).is_error is not False:
+                        await trio.sleep(REAUDIT_S / 3)
+            messages = [r.get("msg", "") for r in server.records()]
+            assert sum(REFUSED_LOG in m for m in messages) == 1
+            assert sum(SERVED_LOG in m for m in messages) == 1
+    finally:
+        probe.execute("DROP FUNCTION IF EXISTS docs.page_export()")

@@ -48,7 +48,11 @@ def test_make_s_c_dir_run_writes_nothing_but_frames_to_stdout() -> None:
         lines = proc.stdout.splitlines(keepends=True)
         assert len(lines) == 1
         check_line(lines[0])
-        assert json.loads(lines[0])["result"]["serverInfo"]["name"] == "mcp-suite"
+        result = json.loads(lines[0])["result"]
+        assert result["serverInfo"]["name"] == "mcp-suite"
+        # The demo's two databases, named for the model with their descriptions (its configuration file).
+        assert "one of: docs: Documentation site (demo)" in result["instructions"]
+        assert "; ops: Operations (demo)" in result["instructions"]
     finally:
         if devdb.exists():
             Cluster.open_existing(devdb).destroy()
@@ -89,7 +93,9 @@ def _make_run(*, new_group: bool = False) -> Iterator[ServerProcess]:
             assert "result" in server.response(init, timeout=120)  # the first run starts PostgreSQL
             server.notify("notifications/initialized")
             server.send_request(
-                "tools/call", {"name": "read_only_sql", "arguments": {"sql": LONG_QUERY}}, id="slow"
+                "tools/call",
+                {"name": "read_only_sql", "arguments": {"source": "docs", "sql": LONG_QUERY}},
+                id="slow",
             )
             # Lines are handled in order: once the ping behind it is answered, the call runs.
             assert server.request("ping")["result"] == {}

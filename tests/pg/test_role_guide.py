@@ -1,4 +1,5 @@
-"""docs/tools/postgres-role-guide.sql runs as written and yields a role that passes the audit."""
+"""docs/tools/postgres-role-guide.sql runs as written and yields a role that passes the audit, and
+its event trigger notifies the channel the server's audit connection listens on."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import pytest
 
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.tools.sql_engine.role_audit.connect import audit_dsn
+from mcp_suite.tools.sql_engine.role_audit.link import CHANNEL
 from tests.support.client import REPO, server_env
+from tests.support.reaudit import drop_event_trigger
 
 pytestmark = pytest.mark.pg
 
@@ -74,6 +77,14 @@ def test_the_role_guide_produces_a_role_the_audit_accepts(demo_cluster: Cluster)
             admin.execute("RESET ROLE")
             dsn = demo_cluster.dsn("mcp_guide_reader", PASSWORD)
             assert audit_dsn(dsn, connect_timeout_s=5) == []
+            # Step 9's event trigger tells a listening reader connection of each DDL command (the
+            # server's audit connection listens so), the command's tag as the payload.
+            with psycopg.connect(dsn, autocommit=True) as listener:
+                listener.execute(f"LISTEN {CHANNEL}".encode())
+                admin.execute("GRANT SELECT ON docs.pages TO mcp_guide_views_owner")
+                admin.execute("ALTER FUNCTION mcp_guide_views.page_count() STABLE")
+                told = [n.payload for n in listener.notifies(timeout=10, stop_after=2)]
+                assert told == ["GRANT", "ALTER FUNCTION"]
             with psycopg.connect(dsn, autocommit=True) as reader:
                 rows = reader.execute("SELECT count(*) FROM mcp_guide_views.pages").fetchone()
                 assert rows == (30,)
@@ -118,6 +129,7 @@ def test_the_role_guide_produces_a_role_the_audit_accepts(demo_cluster: Cluster)
                 revoke = f"ALTER DEFAULT PRIVILEGES FOR ROLE {role} REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC"
                 admin.execute(revoke.encode())
             admin.execute("DROP SCHEMA IF EXISTS mcp_guide_views CASCADE")
+            drop_event_trigger(admin)
             for role in ("mcp_guide_reader", "mcp_guide_views_owner"):
                 if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
                     admin.execute(f"DROP OWNED BY {role}".encode())

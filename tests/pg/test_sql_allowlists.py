@@ -12,7 +12,10 @@ database's own, a type of a table the role reads, an extension the operator allo
 from __future__ import annotations
 
 import json
+import logging
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -20,6 +23,7 @@ import pytest
 import trio
 
 from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.devdb.tls import ssl_pg_bin
 from tests.support.harness import open_session
 from tests.support.pg import sql_settings
 
@@ -168,3 +172,54 @@ async def test_an_extension_the_operator_allows_is_served(
     )
     assert result["isError"] is False, result
     assert result["structuredContent"]["rows"] == [[3]]
+
+
+@pytest.fixture(scope="module")
+def debian_cluster() -> Iterator[Cluster]:
+    """Debian's PostgreSQL, which ships pgcrypto and uuid-ossp (the embedded one does not)."""
+    cluster = Cluster.create(Path(tempfile.mkdtemp(prefix="mcp-suite-allow-")), pg_bin=ssl_pg_bin())
+    try:
+        with psycopg.connect(cluster.admin_dsn, autocommit=True) as admin:
+            for statement in (
+                "CREATE EXTENSION pgcrypto SCHEMA public",
+                'CREATE EXTENSION "uuid-ossp" SCHEMA public',
+                # As the corpus does: the demo's default privileges keep new functions from PUBLIC.
+                "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO PUBLIC",
+            ):
+                admin.execute(statement.encode())
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+@pytest.mark.parametrize(
+    ("sql", "allowed"),
+    [
+        ("SELECT encode(digest('abc', 'sha256'), 'hex') AS d", True),
+        ("SELECT encode(hmac('abc', 'key', 'sha256'), 'hex') AS h", True),
+        ("SELECT pgp_sym_encrypt('abc', 'key') AS c", False),  # ciphers: not reviewed
+        ("SELECT gen_salt('bf') AS s", False),
+        ("SELECT uuid_generate_v4() IS NOT NULL AS u", True),
+        ("SELECT uuid_generate_v5(uuid_ns_url(), 'x') AS u", True),
+        ("SELECT uuid_generate_v1() AS u", False),  # carries the server's MAC address
+    ],
+)
+async def test_pgcrypto_s_digests_and_uuid_ossp_s_generators_are_on_the_reviewed_list(
+    debian_cluster: Cluster, sql: str, allowed: bool
+) -> None:
+    result = await _call(debian_cluster, sql)
+    if allowed:
+        assert result["isError"] is False, result
+        return
+    assert result["isError"] is True
+    assert json.loads(result["content"][0]["text"])["metadata"]["rule"] == "function-allow-list"
+
+
+async def test_an_extension_the_operator_allows_is_named_in_the_start_up_log(
+    demo_cluster: Cluster, planted: dict[str, int], caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        await _call(demo_cluster, "SELECT 1", sql_allow_extensions=("intarray",))
+    assert any(
+        "MCP_SQL_ALLOW_EXTENSIONS" in r.getMessage() and "intarray" in r.getMessage() for r in caplog.records
+    )

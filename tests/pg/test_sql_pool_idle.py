@@ -1,9 +1,10 @@
-"""An idle server holds no backend past MCP_SQL_POOL_MAX_IDLE_S (docs/configuration.md).
+"""An idle server holds no pooled backend past MCP_SQL_POOL_MAX_IDLE_S (docs/configuration.md).
 
 The real server, with the default minimum pool size (0) and a short idle time, answers two SQL
 calls at once (two pooled connections), then is left idle: PostgreSQL shows the server's backends
 right after the calls, and none once the idle time has passed. The DSN names the session
-(`application_name`), so only this server's backends are counted.
+(`application_name`), so only this server's backends are counted. The one backend it keeps is the
+role audit's own connection (issue 40), named after the session with " role audit" after it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.tools.sql_engine.role_audit.link import audit_application_name
 from tests.support.client import ServerProcess
 
 pytestmark = pytest.mark.pg
@@ -57,6 +59,7 @@ def test_an_idle_server_holds_no_backend_past_the_idle_time(demo_cluster: Cluste
         while _backends(demo_cluster, name) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _backends(demo_cluster, name) == 0, f"{held} backends after the calls"
+        assert _backends(demo_cluster, audit_application_name(env["MCP_SQL_DSN"])) == 1  # kept
         # Still serving: the next call opens a connection again.
         assert server.call_tool("read_only_sql", {"sql": "SELECT 1 AS one"})["structuredContent"]["rows"] == [
             [1]

@@ -179,7 +179,7 @@ def test_a_creator_accepted_in_the_setting_is_no_refusal_for_the_re_audit_either
             while time.monotonic() < deadline:
                 assert served(server.call_tool("read_only_sql", COUNT))
                 time.sleep(REAUDIT_S / 3)
-            assert REFUSED_LOG not in server.stderr_text()
+            assert "the SQL tools stop serving" not in server.stderr_text()  # refused or unaudited
             # The accepted risk that appeared while serving is logged by the re-audit, once.
             accepted = "accepted as a known risk by MCP_SQL_ACCEPT_FUNCTION_CREATORS"
             server.wait_for_stderr(accepted)

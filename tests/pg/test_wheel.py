@@ -156,7 +156,19 @@ def test_mcp_suite_demo_from_the_wheel_keeps_its_files_in_the_users_cache(wheel:
             "jsonrpc": "2.0",
             "id": 2,
             "method": "tools/call",
-            "params": {"name": "read_only_sql", "arguments": {"sql": "SELECT count(*) FROM docs.pages"}},
+            "params": {
+                "name": "read_only_sql",
+                "arguments": {"source": "docs", "sql": "SELECT count(*) FROM docs.pages"},
+            },
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {
+                "name": "read_only_sql",
+                "arguments": {"source": "ops", "sql": "SELECT count(*) FROM ops.incidents"},
+            },
         },
         {
             "jsonrpc": "2.0",
@@ -179,6 +191,7 @@ def test_mcp_suite_demo_from_the_wheel_keeps_its_files_in_the_users_cache(wheel:
         replies = {m["id"]: m for m in (check_line(line) for line in proc.stdout.splitlines(keepends=True))}
         assert replies[2]["result"]["structuredContent"]["rows"] == [[30]]
         assert replies[3]["result"]["isError"] is False, replies[3]
+        assert replies[4]["result"]["structuredContent"]["rows"] == [[5]]  # the second source, seed_ops.sql
         assert (home / "cache" / "mcp-suite" / "devdb" / MARKER_NAME).is_file()
         assert list(cwd.iterdir()) == []  # never the current directory
         destroyed = subprocess.run(

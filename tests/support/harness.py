@@ -26,7 +26,12 @@ import trio.testing
 from pydantic import Field
 
 from mcp_suite.lazy import Lazy
-from mcp_suite.problems import AccessDeniedError, DatabaseUnavailableError, RoleRefusedError
+from mcp_suite.problems import (
+    AccessDeniedError,
+    DatabaseUnavailableError,
+    RoleRefusedError,
+    RoleUnauditedError,
+)
 from mcp_suite.runtime.session import Session, serve_session
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ResourceSpec, Toolset, ToolSpec
@@ -208,17 +213,23 @@ def resource_opener() -> ToolOpener:
 
 
 REFUSED_URI = "test://refused"
+UNAUDITED_URI = "test://unaudited"
 
 
 def refused_resource_opener() -> ToolOpener:
-    """A ToolOpener serving one resource (`REFUSED_URI`) whose every read is refused as the SQL
-    schema resource's is while a re-audit refuses the role (`role-refused`, -32603)."""
+    """A ToolOpener serving two resources whose every read is refused as the SQL schema
+    resource's is while a re-audit refuses the role (`REFUSED_URI`: `role-refused`, -32603) and
+    while no re-audit completes (`UNAUDITED_URI`: `role-unaudited`, -32603)."""
 
     async def read() -> str:
         await trio.lowlevel.checkpoint()
         raise RoleRefusedError(
             "This test resource's role is always refused.", metadata={"findings": ["test"]}
         )
+
+    async def read_unaudited() -> str:
+        await trio.lowlevel.checkpoint()
+        raise RoleUnauditedError("This test resource's role is never audited.", metadata={"retryable": True})
 
     @contextlib.contextmanager
     def open_refused(settings: Settings) -> Iterator[Toolset | None]:
@@ -230,7 +241,15 @@ def refused_resource_opener() -> ToolOpener:
             mime_type="application/json",
             read=read,
         )
-        yield Toolset(tools=(), resources=(resource,))
+        unaudited = ResourceSpec(
+            uri=UNAUDITED_URI,
+            name="unaudited",
+            title="Unaudited",
+            description="A test resource whose role is never audited.",
+            mime_type="application/json",
+            read=read_unaudited,
+        )
+        yield Toolset(tools=(), resources=(resource, unaudited))
 
     return open_refused
 

@@ -36,6 +36,11 @@ class TestIssuer:
         self.issuer = issuer or f"http://127.0.0.1:{port}"
         self.jwks_url = f"{self.issuer}/jwks.json"
         self.fetches = 0
+        # Asked for the key set (counted as the request arrives), and a gate the test may close:
+        # the key set is sent only once it is open (an issuer that is slow for as long as the test says).
+        self.asked = 0
+        self.gate = threading.Event()
+        self.gate.set()
 
     def jwks(self) -> bytes:
         self.fetches += 1
@@ -70,6 +75,8 @@ def open_issuer() -> Iterator[TestIssuer]:
             if self.path != "/jwks.json":
                 self.send_error(404)
                 return
+            holder["issuer"].asked += 1
+            holder["issuer"].gate.wait(30)
             body = holder["issuer"].jwks()
             self.send_response(200)
             self.send_header("content-type", "application/json")

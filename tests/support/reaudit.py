@@ -10,16 +10,47 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, Final
+
+import psycopg
 
 from tests.support.client import ServerProcess, problem_of
 
 REAUDIT_S: Final = 0.3
 COUNT: Final = {"sql": "SELECT count(*) AS n FROM docs.pages"}
-REFUSED_LOG: Final = "the SQL tools stop serving"
+REFUSED_LOG: Final = "the SQL tools stop serving: the role audit refused"
 SERVED_LOG: Final = "the role passes the audit again"
+UNAUDITED_LOG: Final = "the SQL tools stop serving: no role audit has completed"
+
+GUIDE: Final = Path(__file__).resolve().parents[2] / "docs" / "tools" / "postgres-role-guide.sql"
+DROP_EVENT_TRIGGER: Final = (
+    "DROP EVENT TRIGGER IF EXISTS mcp_suite_role_audit",
+    "DROP SCHEMA IF EXISTS mcp_suite_audit CASCADE",
+)
+
+
+def event_trigger_sql() -> str:
+    """Step 9 of the role guide as written: the event trigger that notifies the audit."""
+    text = GUIDE.read_text()
+    step = re.search(r"^-- 9\. .*?(?=^-- 10\. )", text, re.MULTILINE | re.DOTALL)
+    assert step is not None, "the role guide's step 9 (the event trigger) moved"
+    return step.group(0)
+
+
+def install_event_trigger(admin: psycopg.Connection[Any]) -> None:
+    """The role guide's event trigger, installed as the DBA does (a superuser's connection)."""
+    for statement in DROP_EVENT_TRIGGER:
+        admin.execute(statement.encode())
+    admin.execute(event_trigger_sql().encode())
+
+
+def drop_event_trigger(admin: psycopg.Connection[Any]) -> None:
+    for statement in DROP_EVENT_TRIGGER:
+        admin.execute(statement.encode())
 
 
 @contextlib.contextmanager
@@ -51,6 +82,10 @@ def until(server: ServerProcess, done: Callable[[dict[str, Any]], bool]) -> dict
 
 def refused(result: dict[str, Any]) -> bool:
     return bool(result.get("isError")) and problem_of(result)["type"].endswith(":role-refused")
+
+
+def unaudited(result: dict[str, Any]) -> bool:
+    return bool(result.get("isError")) and problem_of(result)["type"].endswith(":role-unaudited")
 
 
 def served(result: dict[str, Any]) -> bool:

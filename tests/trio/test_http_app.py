@@ -7,22 +7,31 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import logging
+import os
 import resource
-from collections.abc import AsyncIterator, Iterator
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 import httpx2
 import pytest
 import trio
+import trio.testing
 from joserfc.jwk import ECKey
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from mcp_suite.protocol.mcp import MODERN_VERSION
 from mcp_suite.runtime.http import serve_http
 from mcp_suite.settings import Settings
-from mcp_suite.tools.registry import open_registry
-from tests.support.harness import ToolLog, tool_opener
+from mcp_suite.tools.registry import ToolOpener, open_registry
+from tests.support.harness import NOTES_TEXT, NOTES_URI, ToolLog, resource_opener, tool_opener
 from tests.support.issuer import TestIssuer, open_issuer
+from tests.support.ts_sdk import ts_sdk_cancel
 from tests.support.wire import check_line, slug_of
 
 RESOURCE: Final = "http://127.0.0.1/mcp"
@@ -48,8 +57,10 @@ def issuer() -> Iterator[TestIssuer]:
 
 
 @contextlib.asynccontextmanager
-async def serving(issuer: TestIssuer | None = None, **overrides: Any) -> AsyncIterator[Server]:
-    """serve-http on a free loopback port, with the metrics tool and the test tools."""
+async def serving(
+    issuer: TestIssuer | None = None, *, extra: Sequence[ToolOpener] = (), **overrides: Any
+) -> AsyncIterator[Server]:
+    """serve-http on a free loopback port, with the metrics tool, the test tools and `extra`."""
     auth: dict[str, Any] = {"http_auth": "none"}
     if issuer is not None:
         auth = {
@@ -60,7 +71,7 @@ async def serving(issuer: TestIssuer | None = None, **overrides: Any) -> AsyncIt
         }
     settings = Settings(http_port=0, **{**auth, **overrides})
     log = ToolLog()
-    with open_registry(settings, extra=[tool_opener(log)]) as registry:
+    with open_registry(settings, extra=[tool_opener(log), *extra]) as registry:
         stop = trio.Event()
         async with trio.open_nursery() as nursery:
             binds = await nursery.start(functools.partial(serve_http, settings, registry, shutdown=stop.wait))
@@ -122,13 +133,18 @@ async def call_metrics(http: httpx2.AsyncClient, url: str, token: str | None) ->
 # -- tokens ----------------------------------------------------------------------------------------
 
 
-async def test_no_token_is_401_pointing_at_the_resource_metadata(issuer: TestIssuer) -> None:
+async def test_no_token_is_401_pointing_at_the_resource_metadata_and_naming_the_scopes_served(
+    issuer: TestIssuer,
+) -> None:
     with trio.fail_after(30):
         async with serving(issuer) as server, httpx2.AsyncClient() as http:
             missing = await call_metrics(http, server.url, None)
             assert "bearer token" in assert_refused(missing, 401, "unauthorized")["error"]["data"]["detail"]
+            # The scopes of what this server serves (its metrics tool; the test tools need none a
+            # token can hold): what a client should ask for (authorization, "Scope Selection Strategy").
             assert missing.headers["www-authenticate"] == (
-                'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource/mcp"'
+                'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource/mcp", '
+                'scope="metrics:read"'
             )
             basic = await http.post(server.url, json={}, headers={"Authorization": "Basic YTpi"})
             assert_refused(basic, 401, "unauthorized")
@@ -565,7 +581,18 @@ async def test_a_body_that_does_not_arrive_in_time_is_408() -> None:
             refusal_body(body, 408, "request-timeout")
 
 
-async def test_a_legacy_session_s_call_is_cancelled_by_notifications_cancelled() -> None:
+@pytest.mark.parametrize(
+    ("accept", "answer"),
+    [
+        (None, (200, "text/event-stream", b"")),  # httpx's */*
+        ("application/json, text/event-stream", (200, "text/event-stream", b"")),
+        # A client that refuses an event stream (no 2025-11-25 client may): no body at all.
+        ("application/json", (204, None, b"")),
+    ],
+)
+async def test_a_legacy_session_s_call_is_cancelled_by_notifications_cancelled(
+    accept: str | None, answer: tuple[int, str | None, bytes]
+) -> None:
     initialize = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -587,6 +614,8 @@ async def test_a_legacy_session_s_call_is_cancelled_by_notifications_cancelled()
         async with serving() as server, httpx2.AsyncClient() as http:
             opened = await http.post(server.url, json=initialize)
             session = {"Mcp-Session-Id": opened.headers["mcp-session-id"]}
+            if accept is not None:
+                session["Accept"] = accept
             answers: list[httpx2.Response] = []
 
             async def post_sleep() -> None:
@@ -599,8 +628,9 @@ async def test_a_legacy_session_s_call_is_cancelled_by_notifications_cancelled()
                 accepted = await http.post(server.url, json=cancel, headers=session)
                 assert accepted.status_code == 202
             assert server.log.cancelled == [3]
-            # No JSON-RPC message for a cancelled call: an empty answer.
-            assert [(a.status_code, a.content) for a in answers] == [(204, b"")]
+            # No JSON-RPC message for a cancelled call, in a form 2025-11-25 allows for a POST that
+            # carried a request: an SSE stream closed without a message.
+            assert [(a.status_code, a.headers.get("content-type"), a.content) for a in answers] == [answer]
 
 
 async def test_legacy_sessions_are_bounded_in_number_and_in_idle_time() -> None:
@@ -672,3 +702,302 @@ async def test_a_closed_connection_does_not_cancel_a_legacy_call() -> None:
             listed = {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}
             again = await http.post(server.url, json=listed, headers={"Mcp-Session-Id": session_id})
             assert again.status_code == 200
+
+
+# -- no caller degrades another (issue 47) ---------------------------------------------------------
+
+INITIALIZE: Final = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+LEGACY_LIST: Final = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+# The test tools (`sleep`, `echo`) need the scope no tool group grants; the test issuer signs it.
+TEST_TOOLS_SCOPE: Final = "mcp-suite:unmapped"
+
+
+async def test_a_caller_at_its_session_quota_ends_its_own_oldest_session_never_another_s(
+    issuer: TestIssuer,
+) -> None:
+    tokens = {name: issuer.token(RESOURCE, sub=name) for name in ("alice", "bob", "carol")}
+
+    async def open_session(http: httpx2.AsyncClient, url: str, who: str) -> httpx2.Response:
+        return await http.post(url, json=INITIALIZE, headers={"Authorization": f"Bearer {tokens[who]}"})
+
+    async def status(http: httpx2.AsyncClient, url: str, who: str, session_id: str) -> int:
+        headers = {"Authorization": f"Bearer {tokens[who]}", "Mcp-Session-Id": session_id}
+        return (await http.post(url, json=LEGACY_LIST, headers=headers)).status_code
+
+    with trio.fail_after(30):
+        async with (
+            serving(issuer, http_max_sessions=4, http_max_sessions_per_subject=2) as server,
+            httpx2.AsyncClient() as http,
+        ):
+            alice = (await open_session(http, server.url, "alice")).headers["mcp-session-id"]
+            bob = [(await open_session(http, server.url, "bob")).headers["mcp-session-id"] for _ in range(3)]
+            # Bob's third session ended his own first one; Alice's, the oldest of all, lives on.
+            assert [await status(http, server.url, "bob", i) for i in bob] == [404, 200, 200]
+            assert await status(http, server.url, "alice", alice) == 200
+            carol = (await open_session(http, server.url, "carol")).headers["mcp-session-id"]
+            # Four sessions: the server's bound. Carol's next is refused, and no one's session ends.
+            full = await open_session(http, server.url, "carol")
+            assert_refused(full, 429, "concurrency-limit")
+            assert full.headers["retry-after"] == "5"
+            assert "mcp-session-id" not in full.headers
+            assert [
+                await status(http, server.url, w, i) for w, i in [("alice", alice), ("carol", carol)]
+            ] == [200, 200]
+            assert [await status(http, server.url, "bob", i) for i in bob[1:]] == [200, 200]
+
+
+async def test_one_caller_using_its_whole_share_of_call_slots_leaves_the_others_to_another(
+    issuer: TestIssuer,
+) -> None:
+    alice = issuer.token(RESOURCE, sub="alice", scope=TEST_TOOLS_SCOPE)
+    bob = issuer.token(RESOURCE, sub="bob", scope=TEST_TOOLS_SCOPE)
+
+    def sleep(seconds: float, tag: int, token: str) -> dict[str, Any]:
+        body = modern("tools/call", {"name": "sleep", "arguments": {"seconds": seconds, "tag": tag}}, tag)
+        return {"json": body, "headers": modern_headers("tools/call", "sleep", token)}
+
+    with trio.fail_after(30):
+        async with (
+            serving(issuer, max_concurrency=2, http_max_calls_per_identity=1) as server,
+            httpx2.AsyncClient(timeout=60) as http,
+            trio.open_nursery() as nursery,
+        ):
+            for tag in (1, 2):  # Alice: two long calls, one more than her share
+                nursery.start_soon(functools.partial(http.post, server.url, **sleep(20, tag, alice)))
+            while not server.log.started:
+                await trio.sleep(0.01)
+            # Every task of the test and the server is waiting: Alice's second call is in her line.
+            await trio.testing.wait_all_tasks_blocked(cushion=0.1)
+            assert len(server.log.started) == 1
+            # Bob's call takes the slot Alice cannot: it runs at once and is answered.
+            answered = await http.post(server.url, **sleep(0, 3, bob))
+            assert answered.status_code == 200
+            assert answered.json()["result"]["structuredContent"] == {"tag": 3, "slept": 0}
+            assert server.log.finished == [3]
+            assert len(server.log.started) == 2  # Alice's second call still waits
+            nursery.cancel_scope.cancel()  # closing Alice's connections cancels her calls
+
+
+async def test_without_authorization_the_one_caller_holds_every_call_slot() -> None:
+    with trio.fail_after(30):
+        async with (
+            serving(max_concurrency=2, http_max_calls_per_identity=1) as server,
+            httpx2.AsyncClient(timeout=60) as http,
+        ):
+            async with trio.open_nursery() as nursery:
+                for tag in (1, 2):
+                    body = modern(
+                        "tools/call", {"name": "sleep", "arguments": {"seconds": 20, "tag": tag}}, tag
+                    )
+                    headers = modern_headers("tools/call", "sleep")
+                    nursery.start_soon(functools.partial(http.post, server.url, json=body, headers=headers))
+                while len(server.log.started) < 2:  # both run: `anonymous` is everyone, as on stdio
+                    await trio.sleep(0.01)
+                nursery.cancel_scope.cancel()
+            assert sorted(server.log.started) == [1, 2]
+
+
+async def test_a_key_set_fetch_that_hangs_delays_no_token_whose_key_is_cached(issuer: TestIssuer) -> None:
+    stranger = ECKey.generate_key("P-256", parameters={"kid": "k9"})
+    with trio.fail_after(30):
+        async with (
+            serving(issuer, http_jwks_refresh_min_s=0, http_jwks_wait_s=0.5) as server,
+            httpx2.AsyncClient() as http,
+        ):
+            kept = issuer.token(RESOURCE, sub="kept")
+            assert (await call_metrics(http, server.url, kept)).status_code == 200
+            assert issuer.asked == 1
+            issuer.gate.clear()  # from now on the issuer does not answer
+            try:
+                unknown: list[httpx2.Response] = []
+
+                async def unknown_kid() -> None:
+                    unknown.append(await call_metrics(http, server.url, issuer.token(RESOURCE, key=stranger)))
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(unknown_kid)  # anyone's made-up kid: a fetch starts, and hangs
+                    while issuer.asked < 2:
+                        await trio.sleep(0.01)
+                    # Tokens whose key is cached are served while the fetch hangs, a kept one and a new one.
+                    assert (await call_metrics(http, server.url, kept)).status_code == 200
+                    fresh = issuer.token(RESOURCE, sub="fresh")
+                    assert (await call_metrics(http, server.url, fresh)).status_code == 200
+                assert issuer.asked == 2
+                # The unknown kid waited its bounded time for the fetch, then got 503.
+                (first,) = unknown
+                assert_refused(first, 503, "authorization-unavailable")
+                assert first.headers["retry-after"] == "5"
+                # More unknown kids join the fetch in progress: no second fetch, the same 503.
+                again = await call_metrics(http, server.url, issuer.token(RESOURCE, key=stranger))
+                assert_refused(again, 503, "authorization-unavailable")
+                assert issuer.asked == 2
+            finally:
+                issuer.gate.set()
+
+
+async def test_two_authorization_headers_are_400_and_a_token_issued_ahead_is_401(issuer: TestIssuer) -> None:
+    good = issuer.token(RESOURCE, sub="alice")
+    other = issuer.token(RESOURCE, sub="mallory")
+    body = modern("tools/call", {"name": "system_metrics", "arguments": {}})
+    with trio.fail_after(30):
+        async with serving(issuer) as server, httpx2.AsyncClient() as http:
+            base = list(modern_headers("tools/call", "system_metrics").items())
+            for pair in ([good, other], [good, good]):
+                headers = [*base, *(("Authorization", f"Bearer {token}") for token in pair)]
+                twice = await http.post(server.url, json=body, headers=headers)
+                assert_refused(twice, 400, "invalid-request")
+                challenge = twice.headers["www-authenticate"]
+                assert 'error="invalid_request"' in challenge
+                assert "more than one Authorization header" in challenge
+            for iat in (int(time.time()) + 10 * 365 * 86_400, "2020-01-01", -5):
+                rejected = await call_metrics(http, server.url, issuer.token(RESOURCE, iat=iat))
+                assert_refused(rejected, 401, "unauthorized")
+                assert "iat" in rejected.headers["www-authenticate"]
+            assert (await call_metrics(http, server.url, good)).status_code == 200
+
+
+async def test_a_body_not_declared_application_json_is_415() -> None:
+    with trio.fail_after(30):
+        async with serving() as server, httpx2.AsyncClient() as http:
+            body = json.dumps(modern("tools/list")).encode()
+            headers = modern_headers("tools/list")
+            for content_type in (None, "text/plain", "application/x-www-form-urlencoded"):
+                sent = {**headers} if content_type is None else {**headers, "Content-Type": content_type}
+                refused = await http.post(server.url, content=body, headers=sent)
+                assert_refused(refused, 415, "unsupported-content")
+            served = await http.post(
+                server.url,
+                content=body,
+                headers={**headers, "Content-Type": "application/json; charset=utf-8"},
+            )
+            assert served.status_code == 200
+
+
+async def test_no_log_line_carries_a_path_the_server_does_not_serve_nor_a_query(
+    issuer: TestIssuer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    token = issuer.token(RESOURCE)
+    with trio.fail_after(30):
+        async with serving(issuer) as server, httpx2.AsyncClient() as http:
+            base = server.url.removesuffix("/mcp")
+            lost = await http.post(f"{base}/mcp/{token}?access_token={token}&q=secret-query", json={})
+            assert_refused(lost, 404, "not-found")
+            unauthorized = await http.post(f"{server.url}?access_token=secret-query", json={})
+            assert_refused(unauthorized, 401, "unauthorized")
+    said = [record.getMessage() for record in caplog.records if record.name.startswith("mcp_suite")]
+    assert not [line for line in said if token in line or "secret-query" in line or token[:20] in line]
+    assert (
+        f"HTTP 404 for POST an unknown path '/mcp/{token[:11]}'… ({len(token) + 5} characters): "
+        in "\n".join(said)
+    )
+    assert any(line.startswith("HTTP 401 for POST /mcp: ") for line in said)
+
+
+async def test_a_resource_outside_the_token_s_scopes_is_403_naming_the_scope_as_a_tool_is(
+    issuer: TestIssuer,
+) -> None:
+    token = issuer.token(RESOURCE, scope="metrics:read")
+    read = modern("resources/read", {"uri": NOTES_URI})
+    with trio.fail_after(30):
+        async with serving(issuer, extra=[resource_opener()]) as server, httpx2.AsyncClient() as http:
+            listed = await http.post(
+                server.url,
+                json=modern("resources/list"),
+                headers=modern_headers("resources/list", token=token),
+            )
+            assert listed.json()["result"]["resources"] == []
+            refused = await http.post(
+                server.url, json=read, headers=modern_headers("resources/read", NOTES_URI, token)
+            )
+            assert refused.status_code == 403
+            challenge = refused.headers["www-authenticate"]
+            assert 'error="insufficient_scope"' in challenge
+            assert f'scope="{TEST_TOOLS_SCOPE}"' in challenge
+            problem = check_line(refused.content + b"\n")["error"]["data"]
+            assert (problem["status"], slug_of(problem)) == (403, "insufficient-scope")
+            assert TEST_TOOLS_SCOPE in problem["detail"]
+            # Granted the scope, the same read is served.
+            granted = issuer.token(RESOURCE, scope=TEST_TOOLS_SCOPE)
+            served = await http.post(
+                server.url, json=read, headers=modern_headers("resources/read", NOTES_URI, granted)
+            )
+            assert served.json()["result"]["contents"][0]["text"] == NOTES_TEXT
+
+
+# -- a cancelled call in a legacy session, as the SDKs' clients see it -------------------------------
+
+
+async def test_a_cancelled_legacy_call_raises_no_error_in_the_python_sdk(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="mcp")
+    dropped = "dropping response for unknown/late request id"
+    with trio.fail_after(30):
+        async with (
+            serving() as server,
+            create_mcp_http_client() as http,
+            Client(streamable_http_client(server.url, http_client=http), mode="legacy") as client,
+        ):
+            assert client.protocol_version == "2025-11-25"
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(functools.partial(client.call_tool, "sleep", {"seconds": 60, "tag": 5}))
+                while not server.log.started:
+                    await trio.sleep(0.01)
+                nursery.cancel_scope.cancel()  # the SDK sends notifications/cancelled
+            # The call's POST is answered once the server has cancelled the call, and the SDK
+            # drops what it reads there (its caller is gone).
+            while not any(r.getMessage().startswith(dropped) for r in caplog.records):
+                await trio.sleep(0.01)
+            assert server.log.cancelled == [5]
+            assert [t.name for t in (await client.list_tools()).tools][:2] == ["system_metrics", "sleep"]
+    complaints = [
+        r.getMessage() for r in caplog.records if r.name.startswith("mcp") and r.levelno >= logging.WARNING
+    ]
+    assert complaints == []
+
+
+@pytest.mark.e2e  # Node and the SDKs' lock, installed on first use
+@pytest.mark.parametrize("sdk", ["v1", "v2"])
+async def test_a_cancelled_legacy_call_raises_no_error_event_in_the_typescript_sdks(sdk: str) -> None:
+    script = ts_sdk_cancel()
+    said = b""
+    with trio.fail_after(120):
+        async with serving() as server, trio.open_nursery() as nursery:
+            command = ["node", str(script), sdk, server.url]
+            env = {**os.environ, "MCP_TEST_TOKEN": "unused-without-authorization"}
+            run = functools.partial(
+                trio.run_process, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, check=False
+            )
+            process: trio.Process = await nursery.start(run)
+            assert process.stdin is not None
+            assert process.stdout is not None
+            while b"calling\n" not in said:
+                chunk = await process.stdout.receive_some()
+                assert chunk, said
+                said += chunk
+            while not server.log.started:
+                await trio.sleep(0.01)
+            await process.stdin.send_all(b"cancel\n")
+            await process.stdin.aclose()
+            while chunk := await process.stdout.receive_some():
+                said += chunk
+            assert await process.wait() == 0, said
+    seen = json.loads(said.split(b"calling\n", 1)[1])
+    assert server.log.cancelled == [1]
+    assert seen["outcome"] == "aborted"
+    # The client raised no error event for the answer to the cancelled call's POST: 2025-11-25
+    # answers a POST that carried a request with JSON or an SSE stream, here one closed without
+    # a message.
+    assert seen["errors"] == []
+    assert seen["answer"] == {"status": 200, "contentType": "text/event-stream", "body": ""}
+    assert seen["tools"] >= 2

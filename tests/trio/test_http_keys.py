@@ -19,7 +19,12 @@ import trio
 from joserfc.jwk import ECKey, KeySet
 
 from mcp_suite.protocol.authz import TokenRejectedError
-from mcp_suite.runtime.http_auth import JwksFetcher, KeysUnavailableError, TokenVerifier
+from mcp_suite.runtime.http_auth import (
+    JwksFetcher,
+    KeysUnavailableError,
+    TokenVerifier,
+    TokenVerifierStatistics,
+)
 from mcp_suite.settings import Settings
 from tests.support.issuer import TestIssuer
 
@@ -61,7 +66,11 @@ def said(caplog: pytest.LogCaptureFixture) -> Callable[[], list[str]]:
 
 
 def _verifier(
-    fetch: JwksFetcher, issuer: TestIssuer, wall_clock: WallClock | None = None, **overrides: Any
+    nursery: trio.Nursery,
+    fetch: JwksFetcher,
+    issuer: TestIssuer,
+    wall_clock: WallClock | None = None,
+    **overrides: Any,
 ) -> TokenVerifier:
     settings = Settings(
         http_resource_uri=RESOURCE,
@@ -69,7 +78,7 @@ def _verifier(
         http_jwks_url=issuer.jwks_url,
         **{"http_jwks_refresh_min_s": 30, "http_jwks_max_age_s": 3_600, **overrides},
     )
-    return TokenVerifier(settings, fetch=fetch, wall_clock=wall_clock or time.time)
+    return TokenVerifier(settings, nursery, fetch=fetch, wall_clock=wall_clock or time.time)
 
 
 @pytest.fixture
@@ -77,23 +86,26 @@ def issuer() -> TestIssuer:
     return TestIssuer(1)  # signs only: its keys reach the verifier through the fetch seam
 
 
-async def test_keys_are_fetched_once_and_kept(issuer: TestIssuer, mock_clock: trio.testing.MockClock) -> None:
+async def test_keys_are_fetched_once_and_kept(
+    nursery: trio.Nursery, issuer: TestIssuer, mock_clock: trio.testing.MockClock
+) -> None:
     keys = Keys(issuer.key)
-    verifier = _verifier(keys, issuer)
+    verifier = _verifier(nursery, keys, issuer)
     for _ in range(3):
         assert (await verifier.verify(issuer.token(RESOURCE))).subject == "alice"
     assert keys.calls == 1
-    mock_clock.jump(3_601)  # past the maximum age
+    mock_clock.jump(3_601)  # past the maximum age: fetched again, not waited for
     await verifier.verify(issuer.token(RESOURCE))
+    await verifier.wait_fetched()
     assert keys.calls == 2
 
 
 async def test_an_unknown_kid_refetches_at_most_once_per_interval(
-    issuer: TestIssuer, mock_clock: trio.testing.MockClock
+    nursery: trio.Nursery, issuer: TestIssuer, mock_clock: trio.testing.MockClock
 ) -> None:
     rotated = ECKey.generate_key("P-256", parameters={"kid": "k2"})
     keys = Keys(issuer.key)
-    verifier = _verifier(keys, issuer)
+    verifier = _verifier(nursery, keys, issuer)
     await verifier.verify(issuer.token(RESOURCE))
     keys.keys.append(rotated)
     with pytest.raises(TokenRejectedError):
@@ -105,11 +117,11 @@ async def test_an_unknown_kid_refetches_at_most_once_per_interval(
 
 
 async def test_keys_that_cannot_be_fetched_are_tried_once_per_interval_and_never_pass(
-    issuer: TestIssuer, mock_clock: trio.testing.MockClock
+    nursery: trio.Nursery, issuer: TestIssuer, mock_clock: trio.testing.MockClock
 ) -> None:
     keys = Keys(issuer.key)
     keys.failing = True
-    verifier = _verifier(keys, issuer)
+    verifier = _verifier(nursery, keys, issuer)
     for _ in range(5):
         with pytest.raises(KeysUnavailableError):
             await verifier.verify(issuer.token(RESOURCE))
@@ -122,15 +134,20 @@ async def test_keys_that_cannot_be_fetched_are_tried_once_per_interval_and_never
     keys.failing = True
     mock_clock.jump(3_601)
     assert (await verifier.verify(issuer.token(RESOURCE))).subject == "alice"
+    await verifier.wait_fetched()
     assert keys.calls == 3
+    assert (await verifier.verify(issuer.token(RESOURCE))).subject == "alice"
 
 
 async def test_a_key_set_holds_at_most_32_keys(
-    issuer: TestIssuer, mock_clock: trio.testing.MockClock, said: Callable[[], list[str]]
+    nursery: trio.Nursery,
+    issuer: TestIssuer,
+    mock_clock: trio.testing.MockClock,
+    said: Callable[[], list[str]],
 ) -> None:
     many = [ECKey.generate_key("P-256", parameters={"kid": f"x{i}"}) for i in range(40)]
     keys = Keys(*many, issuer.key)  # the issuer's key is the 41st: not kept
-    verifier = _verifier(keys, issuer)
+    verifier = _verifier(nursery, keys, issuer)
     with pytest.raises(TokenRejectedError):
         await verifier.verify(issuer.token(RESOURCE))
     assert (await verifier.verify(issuer.token(RESOURCE, key=many[0]))).subject == "alice"
@@ -141,21 +158,24 @@ async def test_a_key_set_holds_at_most_32_keys(
 
 
 async def test_a_key_set_of_exactly_32_keys_is_kept_whole_without_a_warning(
-    issuer: TestIssuer, mock_clock: trio.testing.MockClock, said: Callable[[], list[str]]
+    nursery: trio.Nursery,
+    issuer: TestIssuer,
+    mock_clock: trio.testing.MockClock,
+    said: Callable[[], list[str]],
 ) -> None:
     many = [ECKey.generate_key("P-256", parameters={"kid": f"x{i}"}) for i in range(31)]
-    verifier = _verifier(Keys(*many, issuer.key), issuer)  # the issuer's key is the 32nd: kept
+    verifier = _verifier(nursery, Keys(*many, issuer.key), issuer)  # the issuer's key is the 32nd: kept
     assert (await verifier.verify(issuer.token(RESOURCE))).subject == "alice"
     assert said() == ["the issuer's key set: 32 key(s)"]
 
 
 async def test_a_token_that_is_no_jwt_or_uses_no_asymmetric_algorithm_is_rejected(
-    issuer: TestIssuer, mock_clock: trio.testing.MockClock
+    nursery: trio.Nursery, issuer: TestIssuer, mock_clock: trio.testing.MockClock
 ) -> None:
     from joserfc import jwt
     from joserfc.jwk import OctKey
 
-    verifier = _verifier(Keys(issuer.key), issuer)
+    verifier = _verifier(nursery, Keys(issuer.key), issuer)
     for token in ("not-a-jwt", "a.b.c", "é.é.é"):
         # The reason is the client's (the challenge's error_description): said exactly.
         with pytest.raises(TokenRejectedError, match=r"^the token is not a signed JWT$"):
@@ -168,27 +188,27 @@ async def test_a_token_that_is_no_jwt_or_uses_no_asymmetric_algorithm_is_rejecte
 
 
 async def test_a_verified_signature_is_not_checked_again_but_the_claims_are(
-    issuer: TestIssuer, mock_clock: trio.testing.MockClock
+    nursery: trio.Nursery, issuer: TestIssuer, mock_clock: trio.testing.MockClock
 ) -> None:
     wall = WallClock()
-    verifier = _verifier(Keys(issuer.key), issuer, wall)
+    verifier = _verifier(nursery, Keys(issuer.key), issuer, wall)
     token = issuer.token(RESOURCE, expires_in=60)
     for _ in range(3):
         assert (await verifier.verify(token)).subject == "alice"
-    assert verifier.signature_checks == 1
+    assert verifier.statistics().signature_checks == 1
     # Past its expiry (and the leeway), the kept token is refused like any other, and dropped.
     wall.now += 60 + 30 + 1
     with pytest.raises(TokenRejectedError, match="expired"):
         await verifier.verify(token)
     with pytest.raises(TokenRejectedError, match="expired"):
         await verifier.verify(token)
-    assert verifier.signature_checks == 2  # no longer kept: its signature was checked again
+    assert verifier.statistics().signature_checks == 2  # no longer kept: its signature was checked again
 
 
 async def test_a_forged_copy_of_a_kept_token_is_still_refused(
-    issuer: TestIssuer, mock_clock: trio.testing.MockClock
+    nursery: trio.Nursery, issuer: TestIssuer, mock_clock: trio.testing.MockClock
 ) -> None:
-    verifier = _verifier(Keys(issuer.key), issuer)
+    verifier = _verifier(nursery, Keys(issuer.key), issuer)
     token = issuer.token(RESOURCE)
     await verifier.verify(token)
     head, payload, signature = token.split(".")
@@ -201,10 +221,10 @@ async def test_a_forged_copy_of_a_kept_token_is_still_refused(
 
 
 async def test_a_new_key_set_checks_every_kept_token_again(
-    issuer: TestIssuer, mock_clock: trio.testing.MockClock
+    nursery: trio.Nursery, issuer: TestIssuer, mock_clock: trio.testing.MockClock
 ) -> None:
     keys = Keys(issuer.key)
-    verifier = _verifier(keys, issuer)
+    verifier = _verifier(nursery, keys, issuer)
     token = issuer.token(RESOURCE)
     await verifier.verify(token)
     # The issuer withdraws the key (rotated out); once the key set is fetched again, the token it
@@ -212,6 +232,10 @@ async def test_a_new_key_set_checks_every_kept_token_again(
     rotated = ECKey.generate_key("P-256", parameters={"kid": "k2"})
     keys.keys = [rotated]
     mock_clock.jump(3_601)
+    # Until the new key set has arrived the kept one answers (no request waits for a fetch)...
+    assert (await verifier.verify(token)).subject == "alice"
+    await verifier.wait_fetched()
+    # ...and from then on the token it signed is refused.
     with pytest.raises(TokenRejectedError, match="signature"):
         await verifier.verify(token)
     assert keys.calls == 2
@@ -219,27 +243,27 @@ async def test_a_new_key_set_checks_every_kept_token_again(
 
 
 async def test_the_cache_keeps_the_most_recently_used_tokens_up_to_its_size(
-    issuer: TestIssuer, mock_clock: trio.testing.MockClock
+    nursery: trio.Nursery, issuer: TestIssuer, mock_clock: trio.testing.MockClock
 ) -> None:
-    verifier = _verifier(Keys(issuer.key), issuer, http_token_cache_size=2)
+    verifier = _verifier(nursery, Keys(issuer.key), issuer, http_token_cache_size=2)
     a, b, c = (issuer.token(RESOURCE, sub=name) for name in ("a", "b", "c"))
     for token in (a, b, a, c):  # c pushes out b, the least recently used
         await verifier.verify(token)
-    assert verifier.signature_checks == 3
+    assert verifier.statistics().signature_checks == 3
     await verifier.verify(a)
-    assert verifier.signature_checks == 3
+    assert verifier.statistics().signature_checks == 3
     assert (await verifier.verify(b)).subject == "b"
-    assert verifier.signature_checks == 4
+    assert verifier.statistics().signature_checks == 4
 
 
 async def test_a_cache_of_size_0_checks_every_signature(
-    issuer: TestIssuer, mock_clock: trio.testing.MockClock
+    nursery: trio.Nursery, issuer: TestIssuer, mock_clock: trio.testing.MockClock
 ) -> None:
-    verifier = _verifier(Keys(issuer.key), issuer, http_token_cache_size=0)
+    verifier = _verifier(nursery, Keys(issuer.key), issuer, http_token_cache_size=0)
     token = issuer.token(RESOURCE)
     for _ in range(3):
         await verifier.verify(token)
-    assert verifier.signature_checks == 3
+    assert verifier.statistics().signature_checks == 3
 
 
 def _unsigned(header: dict[str, Any], claims: dict[str, Any]) -> str:
@@ -252,24 +276,28 @@ def _unsigned(header: dict[str, Any], claims: dict[str, Any]) -> str:
 
 
 async def test_the_key_set_is_asked_at_its_url_within_the_settings_bounds_and_counted(
-    issuer: TestIssuer, mock_clock: trio.testing.MockClock
+    nursery: trio.Nursery, issuer: TestIssuer, mock_clock: trio.testing.MockClock
 ) -> None:
     keys = Keys(issuer.key)
-    verifier = _verifier(keys, issuer, http_jwks_timeout_s=3.5, http_jwks_max_bytes=12_345)
-    assert verifier.fetches == 0
+    verifier = _verifier(nursery, keys, issuer, http_jwks_timeout_s=3.5, http_jwks_max_bytes=12_345)
+    assert verifier.statistics().fetches == 0
     await verifier.verify(issuer.token(RESOURCE))
     mock_clock.jump(3_600)
     await verifier.verify(issuer.token(RESOURCE))
+    await verifier.wait_fetched()
     assert keys.asked == [(issuer.jwks_url, 3.5, 12_345)] * 2
-    assert verifier.fetches == keys.calls == 2
+    assert verifier.statistics().fetches == keys.calls == 2
 
 
 async def test_known_keys_are_kept_until_their_maximum_age_exactly(
-    issuer: TestIssuer, mock_clock: trio.testing.MockClock, said: Callable[[], list[str]]
+    nursery: trio.Nursery,
+    issuer: TestIssuer,
+    mock_clock: trio.testing.MockClock,
+    said: Callable[[], list[str]],
 ) -> None:
     second = ECKey.generate_key("P-256", parameters={"kid": "k2"})
     keys = Keys(issuer.key, second)
-    verifier = _verifier(keys, issuer)
+    verifier = _verifier(nursery, keys, issuer)
     await verifier.verify(issuer.token(RESOURCE))
     mock_clock.jump(30)  # a refresh would be allowed, but every kid is known: none
     await verifier.verify(issuer.token(RESOURCE))
@@ -279,18 +307,22 @@ async def test_known_keys_are_kept_until_their_maximum_age_exactly(
     assert keys.calls == 1
     mock_clock.jump(0.5)  # the maximum age, exactly
     await verifier.verify(issuer.token(RESOURCE))
+    await verifier.wait_fetched()
     assert keys.calls == 2
     assert said() == ["the issuer's key set: 2 key(s)"] * 2
 
 
 async def test_with_no_keys_yet_a_token_without_a_kid_asks_again_after_the_interval(
-    issuer: TestIssuer, mock_clock: trio.testing.MockClock, said: Callable[[], list[str]]
+    nursery: trio.Nursery,
+    issuer: TestIssuer,
+    mock_clock: trio.testing.MockClock,
+    said: Callable[[], list[str]],
 ) -> None:
     from joserfc import jwt
 
     keys = Keys(issuer.key)
     keys.failing = True
-    verifier = _verifier(keys, issuer)
+    verifier = _verifier(nursery, keys, issuer)
     claims = {"iss": issuer.issuer, "aud": RESOURCE, "sub": "bob", "exp": int(time.time()) + 300}
     no_kid = jwt.encode({"alg": "ES256"}, claims, issuer.key)
     with pytest.raises(KeysUnavailableError, match=r"^the issuer's key set cannot be fetched$"):
@@ -306,10 +338,10 @@ async def test_with_no_keys_yet_a_token_without_a_kid_asks_again_after_the_inter
 
 
 async def test_a_kid_that_is_no_string_is_no_unknown_kid_and_asks_for_nothing(
-    issuer: TestIssuer, mock_clock: trio.testing.MockClock
+    nursery: trio.Nursery, issuer: TestIssuer, mock_clock: trio.testing.MockClock
 ) -> None:
     keys = Keys(issuer.key)
-    verifier = _verifier(keys, issuer)
+    verifier = _verifier(nursery, keys, issuer)
     await verifier.verify(issuer.token(RESOURCE))
     mock_clock.jump(30)
     claims = {"iss": issuer.issuer, "aud": RESOURCE, "sub": "x", "exp": 4_000_000_000}
@@ -323,7 +355,7 @@ async def test_a_kid_that_is_no_string_is_no_unknown_kid_and_asks_for_nothing(
 
 
 async def test_a_shared_secret_published_in_the_key_set_signs_nothing(
-    issuer: TestIssuer, mock_clock: trio.testing.MockClock
+    nursery: trio.Nursery, issuer: TestIssuer, mock_clock: trio.testing.MockClock
 ) -> None:
     """An issuer that lists a symmetric key in its JWKS has published the secret: a token signed
     with it (HS256) must not pass, though the key is in the set and the signature checks out."""
@@ -335,7 +367,7 @@ async def test_a_shared_secret_published_in_the_key_set_signs_nothing(
     def published(url: str, timeout_s: float, max_bytes: int) -> dict[str, Any]:
         return {"keys": [issuer.key.as_dict(private=False), secret.as_dict(private=True)]}
 
-    verifier = _verifier(published, issuer)
+    verifier = _verifier(nursery, published, issuer)
     claims = {"iss": issuer.issuer, "aud": RESOURCE, "sub": "mallory", "exp": 4_000_000_000}
     for alg in ("HS256", "HS512"):
         forged = jwt.encode({"alg": alg, "kid": "shared"}, claims, secret, algorithms=[alg])
@@ -345,13 +377,13 @@ async def test_a_shared_secret_published_in_the_key_set_signs_nothing(
 
 
 async def test_a_cache_of_size_1_keeps_one_token(
-    issuer: TestIssuer, mock_clock: trio.testing.MockClock
+    nursery: trio.Nursery, issuer: TestIssuer, mock_clock: trio.testing.MockClock
 ) -> None:
-    verifier = _verifier(Keys(issuer.key), issuer, http_token_cache_size=1)
+    verifier = _verifier(nursery, Keys(issuer.key), issuer, http_token_cache_size=1)
     a, b = issuer.token(RESOURCE, sub="a"), issuer.token(RESOURCE, sub="b")
     for token in (a, a, b, b, a):
         await verifier.verify(token)
-    assert verifier.signature_checks == 3
+    assert verifier.statistics().signature_checks == 3
 
 
 class HangingKeys(Keys):
@@ -376,48 +408,102 @@ class HangingKeys(Keys):
             self.returned.set()
 
 
-async def test_a_fetch_that_hangs_is_abandoned_after_twice_its_timeout(
-    issuer: TestIssuer, autojump_clock: trio.testing.MockClock
+async def test_a_request_that_needs_a_fetch_waits_for_it_a_bounded_time_and_no_thread_is_left(
+    nursery: trio.Nursery, issuer: TestIssuer, autojump_clock: trio.testing.MockClock
+) -> None:
+    with trio.fail_after(60):
+        keys = HangingKeys(issuer.key)
+        keys.hang = True
+        verifier = _verifier(nursery, keys, issuer, http_jwks_timeout_s=4.0, http_jwks_wait_s=1.5)
+        started = trio.current_time()
+        try:
+            with pytest.raises(KeysUnavailableError, match=r"^the issuer's key set did not arrive in time$"):
+                await verifier.verify(issuer.token(RESOURCE))
+            # Given up on after the wait, while the fetch's thread has not returned.
+            assert trio.current_time() - started == 1.5
+            assert not keys.returned.is_set()
+            # The fetch still runs: another request joins it (no second fetch, no second thread).
+            with pytest.raises(KeysUnavailableError):
+                await verifier.verify(issuer.token(RESOURCE))
+            assert keys.calls == 1
+            assert verifier.statistics().fetching
+        finally:
+            keys.go.set()
+        # The fetch's task ends only when its thread has returned: none is left behind.
+        await verifier.wait_fetched()
+        assert keys.returned.is_set()
+        assert not verifier.statistics().fetching
+
+
+async def test_a_token_whose_key_is_cached_is_verified_while_a_fetch_hangs(
+    nursery: trio.Nursery, issuer: TestIssuer, mock_clock: trio.testing.MockClock
+) -> None:
+    """An unknown `kid` (anyone can send one) starts a fetch that hangs: the tokens whose keys are
+    cached are verified meanwhile, kept ones and new ones alike; the unknown `kid` waits for the
+    fetch alone."""
+    with trio.fail_after(10_000):
+        keys = HangingKeys(issuer.key)
+        verifier = _verifier(nursery, keys, issuer)
+        kept = issuer.token(RESOURCE, sub="kept")
+        await verifier.verify(kept)
+        mock_clock.jump(30)
+        keys.hang = True
+        stranger = ECKey.generate_key("P-256", parameters={"kid": "k9"})
+        answers: list[str] = []
+
+        async def unknown_kid() -> None:
+            with pytest.raises(TokenRejectedError, match="signature"):
+                await verifier.verify(issuer.token(RESOURCE, key=stranger))
+            answers.append("unknown kid")
+
+        try:
+            async with trio.open_nursery() as requests:
+                requests.start_soon(unknown_kid)
+                await trio.to_thread.run_sync(keys.entered.wait)  # the fetch hangs
+                assert (await verifier.verify(kept)).subject == "kept"
+                assert (await verifier.verify(issuer.token(RESOURCE, sub="new"))).subject == "new"
+                answers.append("cached keys")
+                assert verifier.statistics().fetching
+                keys.go.set()  # the fetch fails: the unknown kid is checked against the keys kept
+        finally:
+            keys.go.set()
+        assert answers == ["cached keys", "unknown kid"]
+        assert keys.calls == 2
+
+
+async def test_fetches_are_one_at_a_time_and_the_interval_counts_from_the_end_of_the_last(
+    nursery: trio.Nursery, issuer: TestIssuer, mock_clock: trio.testing.MockClock
 ) -> None:
     keys = HangingKeys(issuer.key)
-    keys.hang = True
-    verifier = _verifier(keys, issuer, http_jwks_timeout_s=4.0)
-    started = trio.current_time()
-    try:
-        with pytest.raises(KeysUnavailableError):
-            await verifier.verify(issuer.token(RESOURCE))
-        # Given up on at its deadline, while the fetch's thread has not returned (abandoned, not
-        # joined: joined, the check would have waited for the thread, which waits for the test).
-        assert trio.current_time() - started == 8.0
-        assert not keys.returned.is_set()
-    finally:
-        keys.go.set()
-
-
-async def test_a_kept_token_pushed_out_while_its_check_waited_is_answered_from_that_check(
-    issuer: TestIssuer, mock_clock: trio.testing.MockClock
-) -> None:
-    """Cache of one: `a` is kept; the key set grows old; `b`'s check refreshes it (the refresh
-    fails, so the same key set stays) while `a`'s check waits for it, then keeps `b`, pushing `a`
-    out. `a` is still answered from its verified signature, which the same key set verified."""
-    keys = HangingKeys(issuer.key)
-    verifier = _verifier(keys, issuer, http_token_cache_size=1)
-    a, b = issuer.token(RESOURCE, sub="a"), issuer.token(RESOURCE, sub="b")
-    await verifier.verify(a)
-    mock_clock.jump(3_600)
-    keys.hang = True
-    answers: dict[str, str] = {}
-
-    async def check(token: str) -> None:
-        answers[token] = (await verifier.verify(token)).subject
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(check, b)
-        await trio.to_thread.run_sync(keys.entered.wait)  # b holds the refresh
-        nursery.start_soon(check, a)
-        await trio.testing.wait_all_tasks_blocked()  # a waits for it
-        keys.go.set()
-    assert answers == {a: "a", b: "b"}
-    assert verifier.signature_checks == 2  # a's signature was not checked again
-    await verifier.verify(a)
-    assert verifier.signature_checks == 3  # b is the one kept now
+    verifier = _verifier(nursery, keys, issuer)
+    with trio.fail_after(10_000):  # virtual seconds: the test jumps 7,230 of them
+        await verifier.wait_fetched()  # none in progress: at once
+        kept = issuer.token(RESOURCE, sub="kept")
+        await verifier.verify(kept)
+        mock_clock.jump(3_600)
+        keys.hang = True
+        try:
+            await verifier.verify(kept)  # the keys are old: a fetch starts, not waited for
+            await trio.to_thread.run_sync(keys.entered.wait)
+            # Old keys and a fetch in progress: no second fetch.
+            assert (await verifier.verify(issuer.token(RESOURCE, sub="new"))).subject == "new"
+            assert keys.calls == 2
+            # Longer than the refresh interval and the keys' maximum age, while the fetch hangs:
+            # still no second fetch.
+            mock_clock.jump(3_600)
+            assert (await verifier.verify(kept)).subject == "kept"
+            assert keys.calls == 2
+        finally:
+            keys.go.set()
+        await verifier.wait_fetched()
+        keys.hang = False
+        stranger = ECKey.generate_key("P-256", parameters={"kid": "k9"})
+        # The interval counts from the end of the last fetch: none yet for an unknown kid.
+        with pytest.raises(TokenRejectedError, match="signature"):
+            await verifier.verify(issuer.token(RESOURCE, key=stranger))
+        assert keys.calls == 2
+        mock_clock.jump(30)
+        with pytest.raises(TokenRejectedError, match="signature"):
+            await verifier.verify(issuer.token(RESOURCE, key=stranger))
+        assert keys.calls == 3
+        assert verifier.statistics() == TokenVerifierStatistics(fetches=3, signature_checks=4, fetching=False)

@@ -222,3 +222,84 @@ async def test_releasing_a_queued_ticket_twice_leaves_the_queue_once() -> None:
     assert limiter.statistics() == CallLimiterStatistics(running=1, waiting=0)
     limiter.release(behind)
     assert limiter.statistics() == CallLimiterStatistics(running=0, waiting=0)
+
+
+# --- fair by caller (issue 47) ---------------------------------------------------------------------
+
+
+async def test_a_caller_holds_at_most_its_share_and_the_others_take_the_rest_at_once() -> None:
+    with trio.fail_after(5):
+        limiter = CallLimiter(slots=4, max_waiters=16, wait_s=5, per_caller=2)
+        mine = [limiter.reserve("a") for _ in range(3)]
+        assert [t.granted for t in mine] == [True, True, False]  # a's third waits though slots are free
+        assert limiter.statistics() == CallLimiterStatistics(running=2, waiting=1)
+        theirs = [limiter.reserve("b") for _ in range(2)]
+        assert all(t.granted for t in theirs)  # b does not wait behind a's line
+        assert limiter.statistics() == CallLimiterStatistics(running=4, waiting=1)
+        limiter.release(theirs[0])  # a is at its share: the slot stays free
+        assert not mine[2].granted
+        assert limiter.statistics() == CallLimiterStatistics(running=3, waiting=1)
+        limiter.release(mine[0])  # now a is under it: its next call runs
+        assert [t.granted for t in mine] == [False, True, True]
+        assert limiter.statistics() == CallLimiterStatistics(running=3, waiting=0)
+
+
+async def test_waiting_callers_are_served_in_turn_one_call_each() -> None:
+    with trio.fail_after(5):
+        limiter = CallLimiter(slots=1, max_waiters=16, wait_s=5, per_caller=1)
+        held = limiter.reserve("x")
+        a = [limiter.reserve("a") for _ in range(3)]  # a queues three calls first
+        b = [limiter.reserve("b") for _ in range(2)]
+        c = limiter.reserve("c")
+        order: list[str] = []
+        running = held
+        for _ in range(6):
+            limiter.release(running)
+            (running,) = [t for t in (*a, *b, c) if t.granted]
+            order.append(running.caller)
+        assert order == ["a", "b", "c", "a", "b", "a"]
+        limiter.release(running)
+        assert limiter.statistics() == CallLimiterStatistics(running=0, waiting=0)
+
+
+async def test_a_caller_that_leaves_the_line_loses_its_turn_and_keeps_no_line() -> None:
+    with trio.fail_after(5):
+        limiter = CallLimiter(slots=1, max_waiters=16, wait_s=5, per_caller=1)
+        held = limiter.reserve("x")
+        a1, a2, b = limiter.reserve("a"), limiter.reserve("a"), limiter.reserve("b")
+        limiter.release(a1)  # a's head leaves; a2 keeps a's turn
+        limiter.release(a2)  # a's line is empty: a has no turn at all
+        limiter.release(held)
+        assert b.granted
+        limiter.release(b)
+        assert limiter.statistics() == CallLimiterStatistics(running=0, waiting=0)
+        # And a caller that comes back later gets a slot at once.
+        assert limiter.reserve("a").granted
+
+
+async def test_the_caller_at_its_share_is_skipped_and_keeps_its_turn(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    with trio.fail_after(5):
+        limiter = CallLimiter(slots=3, max_waiters=16, wait_s=5, per_caller=2)
+        a_running = [limiter.reserve("a") for _ in range(2)]
+        b_running = limiter.reserve("b")
+        a_waiting, b_waiting = limiter.reserve("a"), limiter.reserve("b")
+        limiter.release(b_running)  # a's line is first, but a holds its share: b's waiter runs
+        assert (a_waiting.granted, b_waiting.granted) == (False, True)
+        limiter.release(a_running[0])
+        assert a_waiting.granted
+        with trio.fail_after(1):
+            await limiter.wait(a_waiting)
+        for ticket in (*a_running, a_waiting, b_waiting):
+            limiter.release(ticket)
+        assert limiter.statistics() == CallLimiterStatistics(running=0, waiting=0)
+
+
+async def test_without_a_share_every_caller_is_one_fifo_line() -> None:
+    with trio.fail_after(5):
+        limiter = CallLimiter(slots=2, max_waiters=4, wait_s=5)
+        first = [limiter.reserve() for _ in range(4)]
+        assert [t.granted for t in first] == [True, True, False, False]
+        limiter.release(first[0])
+        assert [t.granted for t in first[2:]] == [True, False]

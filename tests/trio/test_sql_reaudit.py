@@ -1,9 +1,11 @@
 """The re-audit while serving, without a database: an injected audit function and trio's virtual clock.
 
 `AuditGate` turns findings into a verdict (and one log line per change of it); `serve_reaudit` runs
-the audit in a worker thread every interval; the session starts a toolset's background task in its
-own nursery and cancels it when it stops serving. The same through a real PostgreSQL and the real
-server process is in tests/pg/test_sql_reaudit.py.
+the audit in a worker thread every interval, a second after a failed one, and `COALESCE_S` after a
+notification (a burst is one re-audit); when none completes for two intervals (it fails, or hangs)
+the gate shuts with `role-unaudited` until one passes (issue 40); the session starts a toolset's
+background task in its own nursery and cancels it when it stops serving. The same through a real
+PostgreSQL and the real server process is in tests/pg/test_sql_reaudit.py.
 """
 
 from __future__ import annotations
@@ -18,11 +20,17 @@ import pytest
 import trio
 import trio.testing
 
-from mcp_suite.problems import Channel, RoleRefusedError
+from mcp_suite.problems import Channel, RoleRefusedError, RoleUnauditedError
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import Toolset
 from mcp_suite.tools.sql_engine.role_audit.finding import Finding
-from mcp_suite.tools.sql_engine.role_audit.reaudit import AuditGate, serve_reaudit
+from mcp_suite.tools.sql_engine.role_audit.reaudit import (
+    COALESCE_S,
+    RETRY_S,
+    AuditGate,
+    NoVerdict,
+    serve_reaudit,
+)
 from tests.support.harness import open_session
 
 DEFINER = Finding(
@@ -113,16 +121,28 @@ def test_many_refusals_are_counted_past_the_first_three() -> None:
     assert "problem 3" not in caught.value.detail
 
 
-class _ScriptedAudit:
-    """An audit that answers from a script (None: no connection), recording the thread it ran in."""
+NO_CONNECTION = NoVerdict("too many connections for role")
 
-    def __init__(self, answers: Sequence[Sequence[Finding] | None]) -> None:
+
+class _ScriptedAudit:
+    """An audit that answers from a script (NoVerdict: it could not run), recording its threads."""
+
+    def __init__(self, answers: Sequence[Sequence[Finding] | NoVerdict]) -> None:
         self.answers = list(answers)
         self.threads: list[threading.Thread] = []
 
-    def __call__(self) -> Sequence[Finding] | None:
+    def __call__(self) -> Sequence[Finding] | NoVerdict:
         self.threads.append(threading.current_thread())
-        return self.answers.pop(0) if self.answers else []
+        try:
+            return self.answers.pop(0) if self.answers else []
+        finally:
+            self.finished += 1
+
+    finished = 0
+
+    def settled(self) -> bool:
+        """Every audit started has returned (its answer is on its way to the loop)."""
+        return len(self.threads) == self.finished
 
 
 class _CountingGate(AuditGate):
@@ -167,23 +187,185 @@ async def test_the_loop_audits_every_interval_in_a_worker_thread(mock_clock: tri
     assert all(thread is not threading.main_thread() for thread in audit.threads)
 
 
-async def test_a_re_audit_that_cannot_connect_changes_no_verdict(mock_clock: trio.testing.MockClock) -> None:
+async def test_a_re_audit_that_cannot_connect_changes_no_verdict_and_is_tried_again_soon(
+    mock_clock: trio.testing.MockClock,
+) -> None:
     gate = _CountingGate()
     gate.record([DEFINER])
-    audit = _ScriptedAudit([None, []])  # no connection at 30 s, a passing audit at 60 s
-    limit = time.monotonic() + 10
+    audit = _ScriptedAudit([NO_CONNECTION, []])  # no connection at 30 s, a passing audit just after
     async with trio.open_nursery() as nursery:
         nursery.start_soon(lambda: serve_reaudit(gate, audit, interval_s=30))
         start = trio.current_time()
-        await trio.testing.wait_all_tasks_blocked()
-        while len(gate.times) < 2:  # step the clock until the loop records its first verdict
-            assert time.monotonic() < limit
-            mock_clock.jump(1)
-            await trio.testing.wait_all_tasks_blocked()
+        # step the clock until the loop records its first verdict
+        await _step_until(mock_clock, lambda: len(gate.times) == 2, 0.5, audit)
         nursery.cancel_scope.cancel()
     assert len(audit.threads) == 2
-    assert gate.times[1] - start >= 60  # the failed audit at 30 s recorded nothing: still refused then
+    # The failed audit at 30 s recorded nothing (still refused then); the next ran RETRY_S later,
+    # not an interval later (a step of the clock may race a returning worker thread: a range).
+    assert 30 + RETRY_S <= gate.times[1] - start < 35
     assert gate.refused == ()
+    assert not gate.unaudited
+
+
+async def _step_until(
+    mock_clock: trio.testing.MockClock,
+    condition: Callable[[], bool],
+    step: float,
+    audit: _ScriptedAudit | None = None,
+) -> None:
+    """Move the mock clock `step` at a time until `condition()`, each step once `audit`'s threads
+    have returned and the loop has taken their answers (bounded in real time: the mock clock
+    stands still for `fail_after`)."""
+    limit = time.monotonic() + 10
+
+    async def settle() -> None:
+        while audit is not None and not audit.settled():
+            assert time.monotonic() < limit
+            time.sleep(0.001)  # a worker thread is returning: give it the CPU
+        time.sleep(0.001)  # its answer's wake-up reaches the loop before the loop is called idle
+        await trio.testing.wait_all_tasks_blocked()
+
+    await settle()
+    while not condition():
+        assert time.monotonic() < limit
+        mock_clock.jump(step)
+        await settle()
+
+
+def _unaudited_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [line for line in _log_lines(caplog) if "no role audit has completed" in line]
+
+
+async def test_no_re_audit_completed_for_two_intervals_shuts_the_gate_until_one_passes(
+    mock_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The issue's scenario on trio's clock: every re-audit fails (the role's connection slots are
+    # full), so the last passing verdict must not stand past two intervals.
+    gate = _CountingGate()
+    gate.record([])
+    failing = [NO_CONNECTION] * 200
+    audit = _ScriptedAudit(failing)
+    with caplog.at_level(logging.WARNING), trio.fail_after(1_000):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: serve_reaudit(gate, audit, interval_s=30))
+            start = trio.current_time()
+            await _step_until(mock_clock, lambda: trio.current_time() - start >= 59, 1, audit)
+            assert not _is_unaudited(gate)  # still within two intervals: served
+            gate.check()
+            await _step_until(mock_clock, lambda: gate.unaudited, 0.5, audit)
+            assert 60 <= trio.current_time() - start < 62
+            for _ in range(3):
+                with pytest.raises(RoleUnauditedError) as caught:
+                    gate.check()
+            # Many more failed re-audits: still shut, and the log said so once.
+            await _step_until(mock_clock, lambda: trio.current_time() - start >= 150, 1, audit)
+            assert _is_unaudited(gate)
+            assert len(audit.threads) > 10
+            assert len(_unaudited_lines(caplog)) == 1
+            # A re-audit completes and passes: served again, one line saying so.
+            audit.answers.clear()
+            await _step_until(mock_clock, lambda: not gate.unaudited, 1, audit)
+            gate.check()
+            nursery.cancel_scope.cancel()
+    problem = caught.value
+    assert problem.channel is Channel.RESULT  # in-band for a tool, as a refusal is
+    assert problem.metadata == {"retryable": True}
+    assert "Other tools still work" in problem.detail
+    lines = _log_lines(caplog)
+    assert len(_unaudited_lines(caplog)) == 1
+    assert "too many connections for role" in _unaudited_lines(caplog)[0]  # the last reason
+    assert lines[-1].endswith("the SQL tools serve again"), lines
+
+
+async def test_starving_the_audit_does_not_keep_a_refusal_either_and_a_completed_refusal_shuts_again(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    gate = _CountingGate()
+    gate.record([DEFINER])
+    audit = _ScriptedAudit([NO_CONNECTION] * 200)
+    with trio.fail_after(1_000):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: serve_reaudit(gate, audit, interval_s=30))
+            await _step_until(mock_clock, lambda: gate.unaudited, 1, audit)
+            with pytest.raises(RoleUnauditedError):
+                gate.check()
+            audit.answers[:] = [[DEFINER]]  # the next audit completes, and still refuses
+            await _step_until(mock_clock, lambda: not gate.unaudited, 1, audit)
+            with pytest.raises(RoleRefusedError):
+                gate.check()
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_re_audit_that_hangs_is_abandoned_and_the_gate_shuts_at_two_intervals(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    gate = _CountingGate()
+    gate.record([])
+    release = threading.Event()
+    calls: list[float] = []
+
+    def hanging_audit() -> list[Finding]:
+        calls.append(1)
+        release.wait(10)
+        return []
+
+    try:
+        with trio.fail_after(1_000):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(lambda: serve_reaudit(gate, hanging_audit, interval_s=30))
+                start = trio.current_time()
+                await _step_until(mock_clock, lambda: gate.unaudited, 1)
+                assert calls == [1]  # the one that hangs
+                assert 60 <= trio.current_time() - start < 62
+                nursery.cancel_scope.cancel()
+    finally:
+        release.set()
+
+
+class _Notifications:
+    """What the audit's LISTEN connection receives: `notified` returns when something came and
+    takes all of it (as `link.AuditLink.drain` does), so a burst wakes the loop once."""
+
+    def __init__(self) -> None:
+        self.send, self.recv = trio.open_memory_channel[str](16)
+
+    async def notified(self) -> None:
+        await self.recv.receive()
+        while True:
+            try:
+                self.recv.receive_nowait()
+            except trio.WouldBlock:
+                return
+
+
+async def test_a_notification_re_audits_after_coalesce_s_and_a_burst_is_one_re_audit(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    gate = _CountingGate()
+    audit = _ScriptedAudit([[], [DEFINER], []])
+    notifications = _Notifications()
+    with trio.fail_after(1_000):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(
+                lambda: serve_reaudit(gate, audit, interval_s=30, notified=notifications.notified)
+            )
+            start = trio.current_time()
+            await _step_until(mock_clock, lambda: trio.current_time() - start >= 5, 1, audit)
+            for tag in ("GRANT", "ALTER FUNCTION", "REVOKE"):  # one migration's burst
+                notifications.send.send_nowait(tag)
+            await _step_until(mock_clock, lambda: len(gate.times) == 1, COALESCE_S / 5, audit)
+            await _step_until(mock_clock, lambda: len(gate.times) == 2, 1, audit)
+            nursery.cancel_scope.cancel()
+    first, second = (t - start for t in gate.times)
+    assert 5 + COALESCE_S <= first < 5 + 1  # within a second, not an interval later
+    assert len(audit.threads) == 2  # the burst was one re-audit
+    # Then the interval again, counted from it (steps may race a returning thread: a range).
+    assert first + 30 <= second < first + 35
+    assert gate.refused == (DEFINER,)
+
+
+def _is_unaudited(gate: AuditGate) -> bool:
+    return gate.unaudited  # read afresh on each call (another task changes it)
 
 
 def _is_refused(gate: AuditGate) -> bool:

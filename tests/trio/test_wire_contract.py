@@ -213,6 +213,8 @@ async def _provoke_every_error(h: Harness) -> list[dict[str, Any]]:
         b'{"jsonrpc":"2.0","id":"down","method":"tools/call","params":{"name":"down"}}',  # -32603 too
         # -32603 role-refused: a resource read has no in-band channel
         b'{"jsonrpc":"2.0","id":"refused","method":"resources/read","params":{"uri":"test://refused"}}',
+        # -32603 role-unaudited: the same, while no re-audit completes
+        b'{"jsonrpc":"2.0","id":"unaudited","method":"resources/read","params":{"uri":"test://unaudited"}}',
         # -32002 not-found: a legacy read of a resource nobody serves
         b'{"jsonrpc":"2.0","id":"gone","method":"resources/read","params":{"uri":"test://nowhere"}}',
     ):

@@ -72,7 +72,9 @@ def test_a_tool_failing_to_open_gives_its_exit_status_and_one_critical_line(
 def test_check_role_without_a_dsn_exits_78_and_says_what_it_needs() -> None:
     proc = _run(["-m", "mcp_suite", "check-role"])
     assert proc.returncode == os.EX_CONFIG, proc.stderr
-    assert [line["msg"] for line in _critical_lines(proc.stderr)] == ["check-role needs MCP_SQL_DSN"]
+    assert [line["msg"] for line in _critical_lines(proc.stderr)] == [
+        "check-role needs MCP_SQL_DSN or a configuration file (MCP_CONFIG)"
+    ]
 
 
 def test_a_demo_action_after_another_command_is_a_usage_error() -> None:

@@ -149,3 +149,31 @@ def test_a_body_that_never_ends_is_read_only_up_to_the_bound(tmp_path: Path) -> 
         failed = _in_a_thread(lambda: fetch_jwks(url, 5.0, 10_000))
     assert isinstance(failed, ValueError), failed
     assert str(failed) == "the key set is larger than 10000 bytes"
+
+
+def test_a_body_that_trickles_in_is_given_up_on_at_the_deadline(tmp_path: Path) -> None:
+    """A peer that sends a byte now and then, each within the read timeout, does not keep the
+    fetch's thread: the whole body must come within the timeout of the answer's headers. The
+    fetch's clock is the test's: every look at it is a second later."""
+    ticks = iter(range(1_000))
+    let_go = threading.Event()
+
+    def trickle(conn: socket.socket) -> None:
+        conn.recv(4096)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+        for _ in range(100_000):
+            try:
+                conn.sendall(b" ")
+            except OSError:  # the client closed its end
+                return
+            if let_go.wait(0.01):
+                return
+
+    with _peer(trickle) as url:
+        try:
+            failed = _in_a_thread(lambda: fetch_jwks(url, 3.0, 10_000, clock=lambda: float(next(ticks))))
+        finally:
+            let_go.set()
+    assert isinstance(failed, TimeoutError), failed
+    assert str(failed) == "the key set did not arrive within 3 s"
+    assert next(ticks) == 5  # the deadline read once, then one look per piece until past it

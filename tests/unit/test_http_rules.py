@@ -24,11 +24,18 @@ from mcp_suite.problems import (
 from mcp_suite.protocol import authz
 from mcp_suite.protocol.authz import Identity, TokenRejectedError, check_claims
 from mcp_suite.protocol.http import (
+    CancelledAnswer,
     HttpEra,
+    SessionAdmission,
+    SessionSeen,
     accepts_json,
+    admit_session,
+    answer_to_cancelled_call,
     check_mirrored_headers,
     era_of,
+    is_json_body,
     origin_allowed,
+    path_for_log,
     status_of,
 )
 from mcp_suite.protocol.mcp import MODERN_VERSION
@@ -249,6 +256,7 @@ def test_good_claims_name_the_subject_and_its_scopes() -> None:
 _NOT_OURS = "the token was not issued by the configured issuer"
 _NOT_FOR_US = "the token's audience is not this resource"
 _NO_SUB = "the token has no sub claim"
+_IAT = "the token's iat claim is not a time it can have been issued at"
 
 
 @pytest.mark.parametrize(
@@ -268,6 +276,11 @@ _NO_SUB = "the token has no sub claim"
         ({"sub": None}, _NO_SUB),
         ({"sub": ""}, _NO_SUB),
         ({"sub": 7}, _NO_SUB),
+        ({"iat": "2020-01-01"}, "the iat claim is not a number"),
+        ({"iat": False}, "the iat claim is not a number"),
+        ({"iat": NOW + 31}, _IAT),
+        ({"iat": NOW + 10 * 365 * 86_400}, _IAT),
+        ({"iat": -1}, _IAT),
     ],
 )
 def test_claims_that_do_not_hold_are_rejected_with_their_exact_reason(
@@ -279,9 +292,12 @@ def test_claims_that_do_not_hold_are_rejected_with_their_exact_reason(
 
 
 def test_the_leeway_covers_a_little_clock_skew_only() -> None:
-    assert _check(_claims(exp=NOW - 29, nbf=NOW + 29)).subject == "alice"
-    # At exactly the leeway, the token still holds on both sides.
-    assert _check(_claims(exp=NOW - 30, nbf=NOW + 30)).subject == "alice"
+    assert _check(_claims(exp=NOW - 29, nbf=NOW + 29, iat=NOW + 29)).subject == "alice"
+    # At exactly the leeway, the token still holds on every side.
+    assert _check(_claims(exp=NOW - 30, nbf=NOW + 30, iat=NOW + 30)).subject == "alice"
+    # An iat in the past, 1970 itself included, and none at all are times a token can be issued at.
+    for iat in (NOW - 3_600, 0, 0.5, None):
+        assert _check(_claims(iat=iat)).subject == "alice"
 
 
 def test_the_anonymous_caller_holds_every_scope() -> None:
@@ -370,3 +386,155 @@ def test_the_metadata_is_served_at_the_path_suffixed_and_the_root_well_known_uri
         "scopes_supported": ["sql:read", "files:read", "metrics:read"],
         "bearer_methods_supported": ["header"],
     }
+
+
+# -- one way to read a request (issue 47) ----------------------------------------------------------
+
+
+def test_a_request_has_one_authorization_header_or_none() -> None:
+    assert authz.the_authorization([]) is None
+    assert authz.the_authorization(["Bearer a"]) == "Bearer a"
+    for values in (["Bearer a", "Bearer b"], ["Bearer a", "Bearer a"], ["", "Bearer a"], ["x"] * 3):
+        with pytest.raises(
+            authz.MalformedAuthorizationError,
+            match=r"^the request carries more than one Authorization header$",
+        ):
+            authz.the_authorization(values)
+
+
+def test_a_401_names_the_scopes_of_what_is_served_in_their_order() -> None:
+    assert authz.challenge("https://m.example/md", scope="sql:read metrics:read") == (
+        'Bearer resource_metadata="https://m.example/md", scope="sql:read metrics:read"'
+    )
+    assert authz.scopes_served(["system_metrics"]) == "metrics:read"
+    assert authz.scopes_served(["system_metrics", "read_only_sql"]) == "sql:read metrics:read"
+    assert authz.scopes_served(["sandbox_fs_read"], ["postgres://db/schema"]) == "sql:read files:read"
+    assert authz.scopes_served(["an_unmapped_tool"], ["file:///x"]) == ""
+    assert authz.scopes_served([]) == ""
+
+
+@pytest.mark.parametrize(
+    ("content_type", "json_body"),
+    [
+        ("application/json", True),
+        ("Application/JSON; charset=utf-8", True),
+        (" application/json ;charset=utf-8", True),
+        (None, False),
+        ("", False),
+        ("text/plain", False),
+        ("application/json-patch+json", False),
+        ("application/x-www-form-urlencoded", False),
+    ],
+)
+def test_a_body_is_json_only_when_it_says_so(content_type: str | None, json_body: bool) -> None:
+    assert is_json_body(content_type) is json_body
+
+
+SSE = CancelledAnswer(200, (("content-type", "text/event-stream"), ("cache-control", "no-cache")))
+
+
+@pytest.mark.parametrize(
+    ("accept", "answer"),
+    [
+        ("application/json, text/event-stream", SSE),
+        ("text/event-stream", SSE),
+        ("application/json, text/*", SSE),
+        ("*/*", SSE),
+        (None, SSE),  # no Accept: it takes anything
+        ("application/json", CancelledAnswer(204, ())),
+        ("application/json, text/event-stream;q=0", CancelledAnswer(204, ())),
+        ("application/json, text/event-stream;q=x", CancelledAnswer(204, ())),
+    ],
+)
+def test_a_cancelled_legacy_call_is_an_sse_stream_without_a_message_for_a_client_that_takes_one(
+    accept: str | None, answer: CancelledAnswer
+) -> None:
+    assert answer_to_cancelled_call(accept) == answer
+
+
+def _sessions(*held: tuple[str, str, float, bool]) -> list[SessionSeen]:
+    return [
+        SessionSeen(session_id, subject, last_used, busy) for session_id, subject, last_used, busy in held
+    ]
+
+
+def _admit(
+    sessions: list[SessionSeen], subject: str, *, per_subject: int = 2, total: int = 4
+) -> SessionAdmission:
+    return admit_session(sessions, subject, 100.0, idle_s=50, per_subject=per_subject, total=total)
+
+
+def test_a_session_is_admitted_while_its_subject_and_the_server_have_room() -> None:
+    assert _admit([], "alice") == SessionAdmission(())
+    assert _admit(
+        _sessions(("a1", "alice", 90, False), ("b1", "bob", 99, False)), "alice"
+    ) == SessionAdmission(())
+
+
+def test_a_subject_at_its_quota_loses_its_own_least_recent_idle_session_never_another_s() -> None:
+    held = _sessions(
+        ("b1", "bob", 10 + 50, False),  # bob's, older than all of alice's
+        ("a1", "alice", 80, False),
+        ("a2", "alice", 70, True),  # alice's oldest, but a call of it is in progress
+        ("a3", "alice", 75, False),
+    )
+    assert _admit(held, "alice", per_subject=3, total=10) == SessionAdmission(("a3",))
+    # Above the quota (it was lowered), as many as it takes to make room for one.
+    assert _admit(held, "alice", per_subject=2, total=10) == SessionAdmission(("a3", "a1"))
+
+
+def test_a_subject_whose_sessions_all_have_calls_in_progress_is_refused() -> None:
+    held = _sessions(("a1", "alice", 80, True), ("a2", "alice", 90, True), ("x", "bob", 1, False))
+    assert _admit(held, "alice") == SessionAdmission(
+        ("x",), "this caller's 2 sessions all have calls in progress"
+    )
+    held = _sessions(("a1", "alice", 80, True), ("a2", "alice", 90, False), ("a3", "alice", 91, True))
+    refused = "this caller's 3 sessions all have calls in progress"
+    assert _admit(held, "alice", per_subject=1) == SessionAdmission((), refused)
+
+
+def test_at_the_global_cap_a_new_session_is_refused_and_no_one_else_s_ends() -> None:
+    held = _sessions(
+        ("b1", "bob", 90, False),
+        ("b2", "bob", 91, False),
+        ("c1", "carol", 92, False),
+        ("c2", "carol", 93, False),
+    )
+    full = "the server holds its maximum of 4 sessions; retry later"
+    assert _admit(held, "alice") == SessionAdmission((), full)
+    # A subject at its quota at the cap makes its own room and stays within it.
+    assert _admit(held, "bob") == SessionAdmission(("b1",))
+    # The quota is at most the cap.
+    assert _admit(held[:2], "bob", per_subject=9, total=2) == SessionAdmission(("b1",))
+
+
+def test_sessions_idle_past_their_time_end_first_whoever_holds_them_unless_busy() -> None:
+    held = _sessions(
+        ("b1", "bob", 49, False),  # 51 s idle: ended
+        ("b2", "bob", 50, False),  # 50 s idle: exactly the limit, kept
+        ("c1", "carol", 10, True),  # idle long, but a call is in progress: kept
+        ("c2", "carol", 95, False),
+    )
+    assert _admit(held, "alice") == SessionAdmission(("b1",))
+    assert _admit(held, "alice", total=3) == SessionAdmission(
+        ("b1",), "the server holds its maximum of 3 sessions; retry later"
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "logged"),
+    [
+        ("/mcp", "/mcp"),
+        ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource"),
+        ("/other", "an unknown path '/other' (6 characters)"),
+        (
+            "/mcp/eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln",
+            "an unknown path '/mcp/eyJhbGciOiJ'… (46 characters)",
+        ),
+        ("/a\nb\x00c\x7fé", "an unknown path '/a?b?c??' (8 characters)"),
+        ("", "an unknown path '' (0 characters)"),
+    ],
+)
+def test_a_log_line_names_the_paths_served_and_only_the_start_of_any_other(path: str, logged: str) -> None:
+    served = {"/mcp", "/.well-known/oauth-protected-resource"}
+    assert path_for_log(path, served) == logged

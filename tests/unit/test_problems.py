@@ -50,6 +50,7 @@ SPEC_TABLE = {
     "authorization-unavailable": ("MCP_AUTHORIZATION_UNAVAILABLE", 503),
     "database-unavailable": ("MCP_DATABASE_UNAVAILABLE", 503),
     "role-refused": ("MCP_ROLE_REFUSED", 503),
+    "role-unaudited": ("MCP_ROLE_UNAUDITED", 503),
     "shutting-down": ("MCP_SHUTTING_DOWN", 503),
     "internal-error": ("MCP_INTERNAL_ERROR", 500),
 }
@@ -102,6 +103,7 @@ def test_a_problem_class_that_travels_as_an_error_has_a_code_its_type_allows(cls
         in_band_with_an_error_subclass = (
             "validation-error",
             "role-refused",
+            "role-unaudited",
             "not-found",
             "unsupported-content",
             "concurrency-limit",

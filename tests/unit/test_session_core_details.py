@@ -25,6 +25,7 @@ from mcp_suite.problems import (
 from mcp_suite.protocol import core
 from mcp_suite.protocol.framing import OversizedFrame
 from mcp_suite.protocol.jsonrpc import JsonRpcError, Request, decode_message
+from mcp_suite.protocol.mcp import ResourceDescription
 from tests.support.session_core import (
     CALL,
     CC,
@@ -530,3 +531,34 @@ def test_the_core_picks_a_raised_problem_s_channel_from_its_class_in_band_only_f
     else:
         assert (message["error"]["code"], message["error"]["data"]["detail"]) == (travels, problem.detail)
     assert (answer.outcome, answer.problem) == ("error", problem)
+
+
+def test_a_resource_not_listed_to_a_caller_is_still_read_through_a_call() -> None:
+    """The HTTP transport lists a caller only the resources its scopes allow, and answers a read
+    of another as it answers a tool call it may not make (403 naming the scope): so the core keeps
+    every resource readable and filters the list alone."""
+    schema = ResourceDescription(
+        uri=SCHEMA_URI, name="schema", title="S", description="d", mime_type="application/json"
+    )
+    other = ResourceDescription(
+        uri="notes://x", name="notes", title="N", description="d", mime_type="text/plain"
+    )
+    session = core.SessionCore(
+        server_name="s",
+        server_version="1",
+        tool_names=[],
+        tools=list,
+        instructions="",
+        resources=[schema, other],
+        resources_listed=lambda uri: uri == "notes://x",
+        max_frame_bytes=1_000,
+        max_json_depth=64,
+        arg_max_depth=8,
+        arg_max_items=100,
+        call_deadline_s=30,
+    )
+    listed = answer_of(session.receive(modern("resources/list")))["result"]["resources"]
+    assert [r["uri"] for r in listed] == ["notes://x"]
+    start = session.receive(modern("resources/read", {"uri": SCHEMA_URI}, request_id=2))
+    assert isinstance(start, core.StartCall)
+    assert (start.kind, start.name) == (core.CallKind.RESOURCE, SCHEMA_URI)

@@ -89,6 +89,19 @@ def test_the_dsn_is_never_echoed() -> None:
     assert "hunter2" not in str(info.value)
 
 
+def test_the_audit_dsn_is_a_secret_like_the_dsn() -> None:
+    settings = load_settings({"MCP_SQL_AUDIT_DSN": "postgresql://u:hunter2@db-direct/db"})
+    assert settings.sql_audit_dsn is not None
+    assert settings.sql_audit_dsn.get_secret_value().endswith("@db-direct/db")
+    assert "hunter2" not in repr(settings)
+    with pytest.raises(SettingsError) as info:
+        load_settings({"MCP_SQL_AUDIT_DSN": "postgresql://u:hunter2@h/db?no_such_keyword=1"})
+    assert "MCP_SQL_AUDIT_DSN" in str(info.value)
+    assert "hunter2" not in str(info.value)
+    with pytest.raises(SettingsError, match="MCP_SQL_AUDIT_DSN"):
+        Settings(sql_audit_dsn="postgresql://u:hunter2@h/db")  # type: ignore[arg-type]  # only as a SecretStr
+
+
 def test_every_variable_is_documented() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
     missing = [name for name in (*ENV_VARIABLES, *TOOLING_VARIABLES) if name not in doc]
@@ -300,6 +313,38 @@ def test_no_authorization_is_allowed_on_loopback(host: str) -> None:
     assert settings.http_problems() == []
 
 
+def test_the_new_http_limits_have_their_defaults() -> None:
+    settings = load_settings({})
+    assert settings.http_max_calls_per_identity == 8
+    assert settings.http_max_sessions_per_subject == 8
+    assert settings.http_jwks_wait_s == 2.0
+    assert load_settings({"MCP_HTTP_JWKS_WAIT_S": "0.5"}).http_jwks_wait_s == 0.5
+
+
+@pytest.mark.parametrize(
+    ("concurrency", "share", "refused"),
+    [
+        ("16", "8", False),
+        ("16", "15", False),
+        ("16", "16", True),
+        ("4", "8", True),
+        ("1", "1", False),
+        ("2", "1", False),
+        ("2", "2", True),
+    ],
+)
+def test_a_caller_s_share_of_the_call_slots_is_below_the_server_s(
+    concurrency: str, share: str, refused: bool
+) -> None:
+    env = {
+        "MCP_HTTP_AUTH": "none",
+        "MCP_MAX_CONCURRENCY": concurrency,
+        "MCP_HTTP_MAX_CALLS_PER_IDENTITY": share,
+    }
+    problem = "MCP_HTTP_MAX_CALLS_PER_IDENTITY must be below MCP_MAX_CONCURRENCY (or 1 when that is 1)"
+    assert load_settings(env).http_problems() == ([problem] if refused else [])
+
+
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.0.0.5", "mcp.example.com"])
 def test_no_authorization_is_refused_off_loopback(host: str) -> None:
     with pytest.raises(SettingsError, match="MCP_HTTP_AUTH=none is allowed only on a loopback"):
@@ -327,6 +372,11 @@ def test_no_authorization_is_refused_off_loopback(host: str) -> None:
         ("MCP_HTTP_CLOCK_LEEWAY_S", "301"),
         ("MCP_HTTP_TOKEN_CACHE_SIZE", "-1"),
         ("MCP_HTTP_TOKEN_CACHE_SIZE", "65537"),
+        ("MCP_HTTP_MAX_CALLS_PER_IDENTITY", "0"),
+        ("MCP_HTTP_MAX_CALLS_PER_IDENTITY", "257"),
+        ("MCP_HTTP_MAX_SESSIONS_PER_SUBJECT", "0"),
+        ("MCP_HTTP_JWKS_WAIT_S", "0"),
+        ("MCP_HTTP_JWKS_WAIT_S", "61"),
     ],
 )
 def test_a_bad_http_setting_is_refused_by_name(name: str, value: str) -> None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from mcp_suite.lazy import Lazy
-from mcp_suite.problems import ResultTooLargeError
+from mcp_suite.problems import ProblemError, ResultTooLargeError
 from mcp_suite.protocol.invisible import count_invisible, counted, strings_of
 from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.explain_sql.policy import (
@@ -24,6 +24,7 @@ from mcp_suite.tools.explain_sql.policy import (
     summarise,
     too_deep_refusal,
 )
+from mcp_suite.tools.sql_engine.router import SqlSources, with_source
 
 if TYPE_CHECKING:
     from mcp_suite.tools.explain_sql.models import ExplainSqlArgs, ExplainSqlResult
@@ -91,34 +92,43 @@ def result_of(output: Any, *, analyze: bool) -> ExplainSqlResult:
     return ExplainSqlResult.model_validate(summary)
 
 
-def models(max_rows_limit: int) -> tuple[type[ExplainSqlArgs], type[ExplainSqlResult]]:
+def models(sources: SqlSources) -> tuple[type[ExplainSqlArgs], type[ExplainSqlResult]]:
     from mcp_suite.tools.explain_sql.models import ExplainSqlResult, make_explain_args_model
 
-    return make_explain_args_model(max_rows_limit), ExplainSqlResult
+    arguments = with_source(make_explain_args_model(sources.max_rows_limit), sources)
+    return cast("type[ExplainSqlArgs]", arguments), ExplainSqlResult
 
 
-def spec(engine: SqlEngine, *, guard_hidden_rows: bool = True) -> ToolSpec:
-    """The tool on the shared engine. `guard_hidden_rows=False` serves it without its hidden-rows
-    check: only the test that proves the check's worth (the oracle it closes) passes it."""
+def spec(sources: SqlSources, *, guard_hidden_rows: bool = True) -> ToolSpec:
+    """The tool on the sources' engines. `guard_hidden_rows=False` serves it without its
+    hidden-rows check: only the test that proves the check's worth (the oracle it closes) passes it."""
 
     async def call(args: ExplainSqlArgs) -> ExplainSqlResult:
-        # read_only_sql's own path: the same policy verdict and rewrite, the same execution.
-        output = await engine.run_blocking(
-            functools.partial(_explain, engine, args, guard_hidden_rows=guard_hidden_rows)
-        )
+        name, engine = sources.pick(getattr(args, "source", None))
+        max_rows = sources.max_rows(name, engine, args)
+        # read_only_sql's own path: the same policy verdict, the same execution.
+        try:
+            output = await engine.run_blocking(
+                functools.partial(_explain, engine, args, max_rows, guard_hidden_rows=guard_hidden_rows)
+            )
+        except ProblemError as exc:
+            sources.name_problem(name, exc)
+            raise
         return result_of(output, analyze=args.analyze)
 
     return ToolSpec(
         name=TOOL_NAME,
         title=TITLE,
         description=DESCRIPTION,
-        models=Lazy(functools.partial(models, engine.settings.sql_max_rows)),
+        models=Lazy(functools.partial(models, sources)),
         call=call,
         untrusted=True,  # catalogue text (names, view and policy expressions) in the plan
     )
 
 
-def _explain(engine: SqlEngine, args: ExplainSqlArgs, ticket: CallTicket, *, guard_hidden_rows: bool) -> Any:
+def _explain(
+    engine: SqlEngine, args: ExplainSqlArgs, max_rows: int, ticket: CallTicket, *, guard_hidden_rows: bool
+) -> Any:
     """EXPLAIN's JSON, refused when the plan reads rows the role may not select; blocking.
 
     Security: the check reads the plan PostgreSQL made (views expanded, every scan and index), so
@@ -131,7 +141,7 @@ def _explain(engine: SqlEngine, args: ExplainSqlArgs, ticket: CallTicket, *, gua
     analyze = args.analyze
     max_bytes = engine.settings.sql_max_result_bytes
     try:
-        result = engine.vet_and_run(args.sql, args.max_rows, ticket, explain="analyze" if analyze else "plan")
+        result = engine.vet_and_run(args.sql, max_rows, ticket, explain="analyze" if analyze else "plan")
     except ResultTooLargeError:
         # The plan passed the pipeline's byte limit while it arrived (several times the cap).
         raise plan_too_large(max_bytes) from None

@@ -19,9 +19,12 @@ __all__ = ["log_statement"]
 _audit: Final = logging.getLogger("mcp_suite.audit")
 
 
-def log_statement(*, tool: str, sql: str, outcome: str, started: float, rows: int | None) -> None:
+def log_statement(
+    *, tool: str, sql: str, outcome: str, started: float, rows: int | None, source: str | None = None
+) -> None:
     """Audit one statement: the rows returned, the time since `started` (a `time.perf_counter()`
-    reading) and the outcome (`ok`, a problem slug, `cancelled` or `error`)."""
+    reading), the outcome (`ok`, a problem slug, `cancelled` or `error`), and the source it went to
+    when the server reads several."""
     if not _audit.isEnabledFor(logging.INFO):
         return
     fields: dict[str, Any] = {
@@ -31,6 +34,8 @@ def log_statement(*, tool: str, sql: str, outcome: str, started: float, rows: in
         "rows": rows,
         "sql": sql[:AUDIT_SQL_MAX_CHARS],
     }
+    if source is not None:
+        fields["source"] = source
     if len(sql) > AUDIT_SQL_MAX_CHARS:
         fields["sql_truncated"] = True
         fields["sql_chars"] = len(sql)

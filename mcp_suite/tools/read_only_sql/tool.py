@@ -1,19 +1,21 @@
 """`read_only_sql`: thin async glue (docs/tools/). args → the engine's policy and executor in a
 worker thread → result.
 
-`open_read_only_sql(settings)` opens the `SqlEngine` (`sql_engine/engine.py`: the role audit at start-up, the
-executor, the policy, the database threads) and yields the SQL toolset on it: `sql_schema`
-(`tools/sql_schema/`), this tool, `explain_sql` (`tools/explain_sql/`) and the `postgres://<db>/schema`
-resource (served by `sql_schema`'s code). The executor, its pool and the policy are built by the
-warm-up after the handshake (or the first call), and the pool is closed on exit.
+`open_read_only_sql(settings)` opens one `SqlEngine` per source (`mcp_suite.sources`;
+`sql_engine/engine.py`: the role audit at start-up, the executor, the policy, the database threads)
+and yields the SQL toolset on them (`sql_engine/router.py` picks a call's engine): `sql_schema`
+(`tools/sql_schema/`), this tool, `explain_sql` (`tools/explain_sql/`) and a schema resource per
+source (served by `sql_schema`'s code). Executors, pools and policies are built by the warm-up
+after the handshake (or the first call), and the pools are closed on exit.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import trio
 
@@ -22,16 +24,20 @@ from mcp_suite.lazy import Lazy
 from mcp_suite.problems import ProblemError
 from mcp_suite.protocol.mcp import EncodedResult
 from mcp_suite.settings import Settings
-from mcp_suite.tools.base import Toolset, ToolSpec
+from mcp_suite.sources import Source, load_sources
+from mcp_suite.tools.base import StartupRefusedError, StartupUnavailableError, Toolset, ToolSpec
 from mcp_suite.tools.read_only_sql.statement_log import log_statement
 from mcp_suite.tools.sql_engine.engine import SqlEngine, open_engine
 from mcp_suite.tools.sql_engine.naming import schema_uri
+from mcp_suite.tools.sql_engine.router import SqlSources, with_source
 from mcp_suite.tools.sql_schema import tool as schema_tool
 
 if TYPE_CHECKING:
     from mcp_suite.tools.read_only_sql.models import ReadOnlySqlArgs, ReadOnlySqlResult
 
 __all__ = ["open_read_only_sql", "spec"]
+
+log = logging.getLogger(__name__)
 
 TOOL_NAME = "read_only_sql"
 
@@ -50,52 +56,99 @@ DESCRIPTION = (
 
 @contextlib.contextmanager
 def open_read_only_sql(settings: Settings, *, guard_hidden_rows: bool = True) -> Iterator[Toolset | None]:
-    """Open the engine, yield the SQL tools and the schema resource; close the pool on exit.
+    """Open an engine per source, yield the SQL tools and a schema resource per source; close the
+    pools on exit.
 
     `guard_hidden_rows=False` serves `explain_sql` without its hidden-rows check: only the test that
     proves the check's worth (the oracle it closes) passes it; the registry never does.
 
-    Raises StartupRefusedError (exit 78) when the role could do more than read (`open_engine`).
+    Raises `SettingsError` for an invalid configuration file, and, for the one source of
+    `MCP_SQL_DSN`, StartupRefusedError (exit 78) when the role could do more than read
+    (`open_engine`). With a file, a source whose start is refused refuses only its own calls.
     """
-    if settings.sql_dsn is None:
+    sources = load_sources(settings)
+    if not sources:
         yield None
         return
-    dsn = settings.sql_dsn.get_secret_value()
-    engine = open_engine(settings, dsn)
-    try:
+    named = settings.config_file is not None
+    with contextlib.ExitStack() as stack:
+        engines: dict[str, SqlEngine] = {}
+        refused: dict[str, str] = {}
+        for source in sources:
+            engine = _open_source(source, named=named, refused=refused)
+            if engine is not None:
+                stack.callback(engine.close)
+                engines[source.name] = engine
+        if named:
+            log.info(
+                "read_only_sql: sources served: %s; not served: %s",
+                ", ".join(engines) or "(none)",
+                ", ".join(refused) or "(none)",
+            )
+        router = SqlSources(engines, refused, named=named, order=tuple(s.name for s in sources))
         yield Toolset(
             tools=(
-                schema_tool.spec(engine),
-                spec(engine),
-                explain_tool.spec(engine, guard_hidden_rows=guard_hidden_rows),
+                schema_tool.spec(router),
+                spec(router),
+                explain_tool.spec(router, guard_hidden_rows=guard_hidden_rows),
             ),
-            resources=(schema_tool.resource(engine, schema_uri(dsn)),),
-            warm_up=engine.warm_up,
-            guidance=GUIDANCE,
-            background=(engine.serve_reaudit,),
+            resources=tuple(
+                schema_tool.resource(engine, f"postgres://{name}/schema" if named else schema_uri(dsn))
+                for name, engine in engines.items()
+                for dsn in (engine.dsn,)
+            ),
+            warm_up=tuple(step for engine in engines.values() for step in engine.warm_up),
+            guidance=_guidance(sources, named=named),
+            background=tuple(engine.serve_reaudit for engine in engines.values()),
         )
-    finally:
-        engine.close()
 
 
-def spec(engine: SqlEngine) -> ToolSpec:
-    """The tool on the shared engine."""
+def _open_source(source: Source, *, named: bool, refused: dict[str, str]) -> SqlEngine | None:
+    """The source's engine; with a configuration file, None (and why, in `refused`) for a source
+    whose start is refused for a reason no re-audit lifts, while the others serve."""
+    try:
+        return open_engine(source.settings, source.dsn.get_secret_value(), refuse_at_start=not named)
+    except (StartupRefusedError, StartupUnavailableError) as exc:
+        if not named:
+            raise
+        log.critical("read_only_sql: the source %r is not served: %s", source.name, exc)
+        refused[source.name] = "its start was refused (the server's log says why)"
+        return None
+
+
+def _guidance(sources: tuple[Source, ...], *, named: bool) -> str:
+    if not named:
+        return GUIDANCE
+    listed = "; ".join(f"{source.name}: {source.description}" for source in sources)
+    return f"{GUIDANCE} Each takes source, one of: {listed}."
+
+
+def spec(sources: SqlSources) -> ToolSpec:
+    """The tool on the sources' engines."""
 
     async def call(args: ReadOnlySqlArgs) -> EncodedResult:
+        name, engine = sources.pick(getattr(args, "source", None))
+        max_rows = sources.max_rows(name, engine, args)
         started, outcome, rows = time.perf_counter(), "error", None
         try:
-            result = await engine.run_blocking(
-                lambda ticket: engine.vet_and_run(args.sql, args.max_rows, ticket)
-            )
+            result = await engine.run_blocking(lambda ticket: engine.vet_and_run(args.sql, max_rows, ticket))
             outcome, rows = "ok", len(result.rows)
         except ProblemError as exc:
             outcome = exc.slug
+            sources.name_problem(name, exc)
             raise
         except trio.Cancelled:
             outcome = "cancelled"
             raise
         finally:
-            log_statement(tool=TOOL_NAME, sql=args.sql, outcome=outcome, started=started, rows=rows)
+            log_statement(
+                tool=TOOL_NAME,
+                sql=args.sql,
+                outcome=outcome,
+                started=started,
+                rows=rows,
+                source=name if sources.named else None,
+            )
         from mcp_suite.tools.read_only_sql.models import result_json, truncation_hint  # with the models
         from mcp_suite.tools.sql_engine.result import invisible_report, may_hide
 
@@ -126,7 +179,8 @@ def spec(engine: SqlEngine) -> ToolSpec:
     def models() -> tuple[type[ReadOnlySqlArgs], type[ReadOnlySqlResult]]:
         from mcp_suite.tools.read_only_sql.models import ReadOnlySqlResult, make_args_model
 
-        return make_args_model(engine.settings.sql_max_rows), ReadOnlySqlResult
+        arguments = with_source(make_args_model(sources.max_rows_limit), sources)
+        return cast("type[ReadOnlySqlArgs]", arguments), ReadOnlySqlResult
 
     return ToolSpec(
         name=TOOL_NAME,

@@ -5,6 +5,7 @@ read) and returns the `SqlEngine`: it owns the executor and its pool (built on f
 policy (built on first need), the database threads' limiter, the re-audit's gate and loop, and
 offers the blocking operations the tools run (`vet_and_run`, `schema_page`, `hidden_relations`) and
 the one way to run them (`run_blocking`: in a database worker thread, cancelled inside PostgreSQL).
+The re-audit has a connection of its own (`link.AuditLink`), opened at start-up, outside the pool.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from mcp_suite.tools.sql_engine.role_audit.connect import (
     connection_failure,
 )
 from mcp_suite.tools.sql_engine.role_audit.finding import format_findings, refusals
-from mcp_suite.tools.sql_engine.role_audit.reaudit import AuditGate, audit_once, serve_reaudit
+from mcp_suite.tools.sql_engine.role_audit.link import AuditDsnError, AuditLink, NoVerdict
+from mcp_suite.tools.sql_engine.role_audit.reaudit import AuditGate, audit_once, serve_reaudit, wait_notified
 from mcp_suite.tools.sql_engine.ticket import CallTicket
 
 if TYPE_CHECKING:
@@ -53,6 +55,15 @@ class SqlEngine:
         self.settings = settings
         self.gate = AuditGate()
         self._dsn = dsn
+        # The re-audit's own connection. It LISTENs for the role guide's event trigger unless it
+        # goes through a transaction pooler (MCP_SQL_POOLER=transaction without MCP_SQL_AUDIT_DSN).
+        audit_dsn = settings.sql_audit_dsn.get_secret_value() if settings.sql_audit_dsn else None
+        self.audit_link = AuditLink(
+            audit_dsn or dsn,
+            connect_timeout_s=settings.sql_connect_timeout_s,
+            listen=audit_dsn is not None or settings.sql_pooler == "none",
+            reference_dsn=dsn if audit_dsn else None,
+        )
         self._audited = audited
         self._database = Lazy(
             functools.partial(
@@ -64,6 +75,11 @@ class SqlEngine:
         )
         # Database worker threads: at most the pool size.
         self._limiter = trio.CapacityLimiter(settings.sql_pool_max_size)
+
+    @property
+    def dsn(self) -> str:
+        """The connection string (secret: never logged or shown)."""
+        return self._dsn
 
     async def run_blocking(self, work: Callable[[CallTicket], T]) -> T:
         """`work(ticket)` in a database worker thread; a cancelled caller cancels its query inside
@@ -135,15 +151,23 @@ class SqlEngine:
         return (self._database.get, self._policy.get, self._preload_type_names)
 
     async def serve_reaudit(self) -> NoReturn:
-        """The re-audit loop (the toolset's background task)."""
-        await serve_reaudit(self.gate, self._reaudit, interval_s=self.settings.sql_reaudit_interval_s)
+        """The re-audit loop (the toolset's background task): every interval, and at once when the
+        audit's connection is notified."""
+        link = self.audit_link
+        await serve_reaudit(
+            self.gate,
+            self._reaudit,
+            interval_s=self.settings.sql_reaudit_interval_s,
+            notified=(lambda: wait_notified(link)) if link.listening else None,
+        )
 
     def close(self) -> None:
+        self.audit_link.close()
         executor = self._database.close()
         if executor is not None:
             executor.close()
 
-    def _reaudit(self) -> list[Finding] | None:
+    def _reaudit(self) -> list[Finding] | NoVerdict:
         """One re-audit (blocking, in its worker thread): the whole role audit on its own connection,
         and, when the executor exists, its guards' catalogue refreshed on the same one."""
         database = self._database
@@ -151,9 +175,8 @@ class SqlEngine:
             executor = database.get() if database.built else None  # never built here: off the warm-up
         except RuntimeError:  # the tool closed under an abandoned re-audit (shutdown)
             executor = None
-        return audit_once(
-            self._dsn, self.settings, refresh=executor.refresh_catalogue if executor is not None else None
-        )
+        refresh = executor.refresh_catalogue if executor is not None else None
+        return audit_once(self.audit_link, self.settings, refresh=refresh)
 
     def _preload_type_names(self) -> None:
         """Every type name, read once on the pool's first connection (after a passed audit)."""
@@ -166,8 +189,11 @@ class SqlEngine:
             log.info("read_only_sql: type names not preloaded (the database did not answer)")
 
 
-def open_engine(settings: Settings, dsn: str) -> SqlEngine:
+def open_engine(settings: Settings, dsn: str, *, refuse_at_start: bool = True) -> SqlEngine:
     """Audit the role at start-up (blocking, bounded by the connect timeout) and make the engine.
+
+    `refuse_at_start=False` (one source of several): a role the audit refuses does not stop the
+    start; the engine's gate holds the refusal, so its calls are refused until a re-audit passes.
 
     Raises StartupRefusedError when the role could do more than read, when the server's TLS
     certificate is refused (sslmode verify-ca / verify-full), or when MCP_SQL_POOLER=none but a
@@ -177,10 +203,11 @@ def open_engine(settings: Settings, dsn: str) -> SqlEngine:
     audit then runs before the first query.
     """
     availability = Availability(max_backoff_s=settings.sql_reconnect_max_s)
-    findings = _audit_at_start(dsn, settings, availability)
+    findings = _audit_at_start(dsn, settings, availability, refuse=refuse_at_start)
     engine = SqlEngine(settings, dsn, audited=findings is not None, availability=availability)
     if findings is not None:
         engine.gate.record(findings)  # logs the warnings: the risks the operator accepted, and the others
+        _open_audit_link(engine.audit_link)
     if settings.sql_allow_catalogue:
         log.warning(
             "read_only_sql: MCP_SQL_ALLOW_CATALOGUE is true: queries read pg_catalog unfiltered "
@@ -196,7 +223,9 @@ def open_engine(settings: Settings, dsn: str) -> SqlEngine:
     return engine
 
 
-def _audit_at_start(dsn: str, settings: Settings, availability: Availability) -> list[Finding] | None:
+def _audit_at_start(
+    dsn: str, settings: Settings, availability: Availability, *, refuse: bool = True
+) -> list[Finding] | None:
     """The start-up role audit: the findings when the role passed; None when no connection could be
     made (the executor then audits before the first query)."""
     try:
@@ -214,9 +243,27 @@ def _audit_at_start(dsn: str, settings: Settings, availability: Availability) ->
         # before the first query.
         availability.failed(exc, at_start=True)
         return None
-    if refusals(findings):
+    if refusals(findings) and refuse:
         raise StartupRefusedError(format_findings(findings))
     return findings
+
+
+def _open_audit_link(link: AuditLink) -> None:
+    """The re-audit's own connection, opened at start-up (blocking, bounded by the connect timeout).
+
+    Raises StartupRefusedError when MCP_SQL_AUDIT_DSN cannot serve the audit. No connection is not
+    fatal: the re-audit opens it (and the gate shuts if it cannot for two intervals).
+    """
+    try:
+        link.open()
+    except AuditDsnError as exc:
+        raise StartupRefusedError(str(exc)) from None
+    except psycopg.Error as exc:
+        log.warning(
+            "read_only_sql: the role audit's own connection could not be opened (%s); the re-audit "
+            "tries again",
+            connection_failure(exc),
+        )
 
 
 def _open_executor(

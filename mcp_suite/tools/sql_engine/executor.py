@@ -355,9 +355,10 @@ class Executor:
             self._audited = True
 
     def _ensure_audited(self, conn: psycopg.Connection[Any]) -> None:
-        """A re-audit's refusal stops every call here, before anything reaches the database; when
-        the database was down at start-up, the audit runs before the first query, and its refusal
-        is the gate's too (lifted, like a re-audit's, once a re-audit passes)."""
+        """When the database was down at start-up, the audit runs before the first query, and its
+        refusal is the gate's (lifted, like a re-audit's, once a re-audit passes). The gate is asked
+        again here, before anything reaches the database: it may have shut while the call waited
+        for its connection (it was asked first in `_with_connection`)."""
         self._gate.check()
         if self._audited:
             return
@@ -434,6 +435,9 @@ class Executor:
         # says why. When the pool has no connection to give (it reconnects with back-off after an
         # outage), one direct connection serves the call, so recovery does not wait for the pool.
         self._availability.check()
+        # A re-audit's refusal, or no audit for two intervals, stops the call here, before a
+        # connection is taken (with the role's slots full, none might be).
+        self._gate.check()
         checked = False
         for _attempt in range(self._settings.sql_pool_max_size + 1):  # each dead one is discarded
             if ticket.cancelled:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 from mcp_suite.lazy import Lazy
+from mcp_suite.problems import ProblemError
 from mcp_suite.tools.base import ResourceSpec, ToolSpec
+from mcp_suite.tools.sql_engine.router import SqlSources, with_source
 
 if TYPE_CHECKING:
     from mcp_suite.tools.sql_engine.engine import SqlEngine
@@ -47,30 +49,36 @@ def read_sync(engine: SqlEngine, args: SqlSchemaArgs, ticket: CallTicket) -> Sql
     return SqlSchemaResult.model_validate(answer)
 
 
-def models() -> tuple[type[SqlSchemaArgs], type[SqlSchemaResult]]:
+def models(sources: SqlSources) -> tuple[type[SqlSchemaArgs], type[SqlSchemaResult]]:
     from mcp_suite.tools.sql_schema.models import SqlSchemaArgs, SqlSchemaResult
 
-    return SqlSchemaArgs, SqlSchemaResult
+    return cast("type[SqlSchemaArgs]", with_source(SqlSchemaArgs, sources)), SqlSchemaResult
 
 
-def spec(engine: SqlEngine) -> ToolSpec:
-    """The tool on the shared engine."""
+def spec(sources: SqlSources) -> ToolSpec:
+    """The tool on the sources' engines."""
 
     async def call(args: SqlSchemaArgs) -> SqlSchemaResult:
-        return await engine.run_blocking(functools.partial(read_sync, engine, args))
+        name, engine = sources.pick(getattr(args, "source", None))
+        try:
+            return await engine.run_blocking(functools.partial(read_sync, engine, args))
+        except ProblemError as exc:
+            sources.name_problem(name, exc)
+            raise
 
     return ToolSpec(
         name=TOOL_NAME,
         title=TITLE,
         description=DESCRIPTION,
-        models=Lazy(models),
+        models=Lazy(functools.partial(models, sources)),
         call=call,
         untrusted=True,  # catalogue text: names and comments anyone with DDL rights wrote
     )
 
 
 def resource(engine: SqlEngine, uri: str) -> ResourceSpec:
-    """The `postgres://<db>/schema` resource: the first page of the unfiltered listing;
+    """A source's schema resource (`postgres://<db>/schema` for the one source of `MCP_SQL_DSN`,
+    `postgres://<source>/schema` for each of a configuration file): the first page of the unfiltered listing;
     `next_cursor` continues it through `sql_schema` (a resource read takes no cursor:
     docs/tools/sql_schema.md, "The schema resource")."""
     settings = engine.settings

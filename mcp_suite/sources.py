@@ -1,0 +1,196 @@
+"""The databases one server reads: named sources, from the configuration file or `MCP_SQL_DSN`.
+
+Owns: reading the TOML configuration file (`MCP_CONFIG`, `--config`; the standard library's tomllib)
+into `Source`s, each a name, a description for the model, a connection string whose password comes
+from a file or an environment variable the file names (never from the file itself), and the
+settings of that source (its limits, pool, pooler, catalogue setting, accepted risks, re-audit
+interval, extensions): the process's `Settings` with the source's own values in place. Without a
+file, `MCP_SQL_DSN` and the `MCP_SQL_*` settings describe one source named `default`, as before.
+Every problem of the file is reported at once, naming the file, the source and the key, never a
+value, as a `SettingsError` (exit 78). Reads the file and the password files; no network.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from mcp_suite.dsn import dsn_problem
+from mcp_suite.settings import ENV_PREFIX, SecretStr, Settings, SettingsError, variable_of
+
+__all__ = ["DEFAULT_SOURCE", "PER_SOURCE", "Source", "load_sources"]
+
+DEFAULT_SOURCE: Final = "default"
+_NAME: Final = re.compile(r"[a-z][a-z0-9_-]{0,39}")
+_DESCRIPTION_CHARS: Final = 200
+
+# A source's keys in the file -> the setting each replaces for that source (every one a `Settings`
+# field, validated by it); the `MCP_*` variable of each may not be set beside a file.
+PER_SOURCE: Final[Mapping[str, str]] = {
+    "statement_timeout_ms": "sql_statement_timeout_ms",
+    "max_rows": "sql_max_rows",
+    "max_result_bytes": "sql_max_result_bytes",
+    "pool_max_size": "sql_pool_max_size",
+    "pool_min_size": "sql_pool_min_size",
+    "pooler": "sql_pooler",
+    "allow_catalogue": "sql_allow_catalogue",
+    "allow_extensions": "sql_allow_extensions",
+    "accept_definer_functions": "sql_accept_definer_functions",
+    "accept_function_creators": "sql_accept_function_creators",
+    "reaudit_interval_s": "sql_reaudit_interval_s",
+    "require_database": "sql_require_database",
+}
+_LISTS: Final = frozenset({"allow_extensions", "accept_definer_functions", "accept_function_creators"})
+_KEYS: Final = frozenset({"name", "description", "dsn", "password_file", "password_env", *PER_SOURCE})
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One database the SQL tools read."""
+
+    name: str
+    description: str  # one line, for the model (the `initialize` instructions)
+    dsn: SecretStr  # the connection string, password included
+    settings: Settings  # the process's settings with this source's own values
+
+
+def load_sources(settings: Settings, environ: Mapping[str, str] | None = None) -> tuple[Source, ...]:
+    """The sources this process serves: the file's, or `default` from `MCP_SQL_DSN`, or none.
+
+    Raises `SettingsError` naming every problem of the file (unknown or missing keys, duplicate
+    names, a password inline, a missing password file or variable, a value out of range), or a
+    file set beside `MCP_SQL_DSN` or a per-source `MCP_SQL_*` variable.
+    """
+    env = os.environ if environ is None else environ
+    if settings.config_file is None:
+        if settings.sql_dsn is None:
+            return ()
+        return (Source(DEFAULT_SOURCE, "", settings.sql_dsn, settings),)
+    path = settings.config_file
+    beside = [ENV_PREFIX + "SQL_DSN"] if settings.sql_dsn is not None else []
+    # One audit DSN cannot be every source's (it must lead to the source's own role and database).
+    beside += [ENV_PREFIX + "SQL_AUDIT_DSN"] if settings.sql_audit_dsn is not None else []
+    beside += [name for name in _per_source_variables() if env.get(name)]
+    if beside:
+        raise SettingsError(
+            f"{path}: a configuration file describes the sources, so {', '.join(beside)} may not be set "
+            "beside it (each source's options go in the file)"
+        )
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot be read ({exc.strerror})") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"{path}: not valid TOML ({exc})") from None
+    problems: list[str] = []
+    unknown = sorted(set(document) - {"sources"})
+    problems += [f"{path}: {key}: unknown key (the file holds [[sources]] tables)" for key in unknown]
+    tables = document.get("sources")
+    if not isinstance(tables, list) or not tables or not all(isinstance(t, dict) for t in tables):
+        problems.append(f"{path}: no [[sources]] table: name at least one database")
+        raise SettingsError("; ".join(problems))
+    sources: list[Source] = []
+    seen: set[str] = set()
+    for index, table in enumerate(tables):
+        where = f"{path}: sources[{index}]" + (
+            f" ({table['name']})" if isinstance(table.get("name"), str) else ""
+        )
+        source = _source(table, settings, env, where, problems)
+        if source is None:
+            continue
+        if source.name in seen:
+            problems.append(f"{where}: name: another source has the name {source.name!r}")
+            continue
+        seen.add(source.name)
+        sources.append(source)
+    if problems:
+        raise SettingsError("; ".join(problems))
+    return tuple(sources)
+
+
+def _per_source_variables() -> list[str]:
+    return [variable_of(field) for field in PER_SOURCE.values()]
+
+
+def _source(
+    table: dict[str, Any], settings: Settings, env: Mapping[str, str], where: str, problems: list[str]
+) -> Source | None:
+    before = len(problems)
+    for key in sorted(set(table) - _KEYS):
+        close = difflib.get_close_matches(key, sorted(_KEYS), n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        problems.append(f"{where}: {key}: unknown key{hint}")
+    name = table.get("name")
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        problems.append(f"{where}: name: required, lower-case letters, digits, - and _ (at most 40)")
+    description = table.get("description")
+    if not isinstance(description, str) or not description.strip() or "\n" in description:
+        problems.append(f"{where}: description: required, one line for the model")
+    elif len(description) > _DESCRIPTION_CHARS:
+        problems.append(f"{where}: description: at most {_DESCRIPTION_CHARS} characters")
+    dsn = _dsn(table, env, where, problems)
+    overrides: dict[str, Any] = {}
+    for key, field_name in PER_SOURCE.items():
+        if key not in table:
+            continue
+        value = table[key]
+        if key in _LISTS:
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                problems.append(f"{where}: {key}: a list of strings")
+                continue
+            value = tuple(value)
+        overrides[field_name] = value
+    try:
+        own = dataclasses.replace(settings, sql_dsn=dsn, **overrides) if dsn is not None else settings
+    except SettingsError as exc:
+        message = str(exc)
+        for key, field_name in PER_SOURCE.items():  # the file's key, where the settings name a variable
+            message = message.replace(variable_of(field_name), key)
+        problems.append(f"{where}: {message}")
+        return None
+    if len(problems) > before or dsn is None or not isinstance(name, str) or not isinstance(description, str):
+        return None
+    return Source(name, description.strip(), dsn, own)
+
+
+def _dsn(table: dict[str, Any], env: Mapping[str, str], where: str, problems: list[str]) -> SecretStr | None:
+    raw = table.get("dsn")
+    if not isinstance(raw, str) or not raw.strip():
+        problems.append(f"{where}: dsn: required, a libpq connection string without its password")
+        return None
+    problem = dsn_problem(raw)
+    if problem is not None:
+        problems.append(f"{where}: dsn: {problem}")
+        return None
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo  # psycopg: the SQL tools need it anyway
+
+    if "password" in conninfo_to_dict(raw):
+        problems.append(f"{where}: dsn: holds a password; name a password_file or password_env instead")
+        return None
+    file, variable = table.get("password_file"), table.get("password_env")
+    if file is not None and variable is not None:
+        problems.append(f"{where}: password_file and password_env: one or the other")
+        return None
+    password: str | None = None
+    if file is not None:
+        if not isinstance(file, str):
+            problems.append(f"{where}: password_file: a path")
+            return None
+        try:
+            password = Path(file).read_text(encoding="utf-8").rstrip("\r\n")
+        except OSError as exc:
+            problems.append(f"{where}: password_file: cannot be read ({exc.strerror})")
+            return None
+    elif variable is not None:
+        if not isinstance(variable, str) or not env.get(variable):
+            problems.append(f"{where}: password_env: the environment variable it names is not set")
+            return None
+        password = env[variable]
+    return SecretStr(make_conninfo(raw, password=password) if password is not None else raw)

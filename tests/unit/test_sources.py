@@ -1,0 +1,140 @@
+"""The configuration file's sources, read without a database: each source's settings, its password
+from a file or a variable, and every error the file can hold, each named (file, source, key), never
+with a value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcp_suite.settings import SecretStr, Settings, SettingsError
+from mcp_suite.sources import DEFAULT_SOURCE, load_sources
+
+GOOD = """
+[[sources]]
+name = "warehouse"
+description = "Sales warehouse"
+dsn = "host=db1 dbname=sales user=mcp_reader"
+password_file = "{secret}"
+max_rows = 500
+statement_timeout_ms = 2000
+allow_extensions = ["ltree"]
+
+[[sources]]
+name = "product"
+description = "Product database"
+dsn = "postgresql://mcp_reader@db2/app"
+password_env = "PRODUCT_PW"
+pooler = "transaction"
+"""
+
+
+A = "[[sources]]\nname='a'\ndescription='d'\ndsn='dbname=a'\n"  # a valid source
+
+
+def _file(tmp_path: Path, text: str) -> Settings:
+    path = tmp_path / "sources.toml"
+    path.write_text(text)
+    return Settings(config_file=path)
+
+
+def _problem(settings: Settings, environ: dict[str, str] | None = None) -> str:
+    with pytest.raises(SettingsError) as caught:
+        load_sources(settings, environ or {})
+    return str(caught.value)
+
+
+def test_without_a_file_the_dsn_is_the_one_source_default() -> None:
+    assert load_sources(Settings(), {}) == ()
+    settings = Settings(sql_dsn=SecretStr("dbname=x"))
+    (source,) = load_sources(settings, {})
+    assert (source.name, source.settings, source.dsn) == (DEFAULT_SOURCE, settings, settings.sql_dsn)
+
+
+def test_a_file_gives_each_source_its_settings_and_its_password(tmp_path: Path) -> None:
+    secret = tmp_path / "pw"
+    secret.write_text("s3cret word\n")
+    settings = _file(tmp_path, GOOD.format(secret=secret))
+    warehouse, product = load_sources(settings, {"PRODUCT_PW": "other'pw"})
+    assert (warehouse.name, warehouse.description) == ("warehouse", "Sales warehouse")
+    assert warehouse.settings.sql_max_rows == 500
+    assert warehouse.settings.sql_statement_timeout_ms == 2000
+    assert warehouse.settings.sql_allow_extensions == ("ltree",)
+    assert warehouse.settings.sql_pooler == "none"
+    assert product.settings.sql_pooler == "transaction"
+    assert product.settings.sql_max_rows == settings.sql_max_rows
+    assert "password='s3cret word'" in warehouse.dsn.get_secret_value()
+    assert "other\\'pw" in product.dsn.get_secret_value()
+    assert "s3cret" not in repr(warehouse)
+
+
+def test_the_file_beside_mcp_sql_dsn_or_a_per_source_variable_is_refused(tmp_path: Path) -> None:
+    settings = _file(tmp_path, GOOD)
+    both = Settings(config_file=settings.config_file, sql_dsn=SecretStr("dbname=x"))
+    assert "MCP_SQL_DSN may not be set beside it" in _problem(both)
+    assert "MCP_SQL_MAX_ROWS" in _problem(settings, {"MCP_SQL_MAX_ROWS": "10"})
+    audit = Settings(config_file=settings.config_file, sql_audit_dsn=SecretStr("dbname=x"))
+    assert "MCP_SQL_AUDIT_DSN may not be set beside it" in _problem(audit)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[[sources]\n", "not valid TOML"),
+        ("", "no [[sources]] table"),
+        ("title = 'x'\n[[sources]]\nname='a'\ndescription='d'\ndsn='dbname=a'\n", "title: unknown key"),
+        (
+            A + "max_rowz=3\n",
+            "max_rowz: unknown key (did you mean max_rows?)",
+        ),
+        ("[[sources]]\ndescription='d'\ndsn='dbname=a'\n", "name: required"),
+        ("[[sources]]\nname='Big Name'\ndescription='d'\ndsn='dbname=a'\n", "name: required, lower-case"),
+        ("[[sources]]\nname='a'\ndsn='dbname=a'\n", "description: required"),
+        (
+            "[[sources]]\nname='a'\ndescription='" + "d" * 201 + "'\ndsn='dbname=a'\n",
+            "at most 200 characters",
+        ),
+        ("[[sources]]\nname='a'\ndescription='d'\n", "dsn: required"),
+        ("[[sources]]\nname='a'\ndescription='d'\ndsn='dbname=a bogus=1'\n", "dsn: "),
+        ("[[sources]]\nname='a'\ndescription='d'\ndsn='dbname=a password=x'\n", "holds a password"),
+        (
+            A + "password_file='/x'\npassword_env='Y'\n",
+            "one or the other",
+        ),
+        (
+            A + "password_file='/nonexistent/pw'\n",
+            "cannot be read",
+        ),
+        (A + "password_env='UNSET_PW'\n", "is not set"),
+        (
+            A + "allow_extensions='ltree'\n",
+            "a list of strings",
+        ),
+        (A + "max_rows=0\n", "sources[0] (a): max_rows"),
+        (A + "max_rows='many'\n", "(a): max_rows: expected an integer"),
+        (
+            A + "[[sources]]\nname='a'\ndescription='e'\ndsn='dbname=b'\n",
+            "another source has the name 'a'",
+        ),
+    ],
+)
+def test_each_error_of_the_file_is_named(tmp_path: Path, text: str, expected: str) -> None:
+    problem = _problem(_file(tmp_path, text))
+    assert expected in problem
+    assert str(tmp_path) in problem
+
+
+def test_every_problem_of_the_file_is_reported_at_once_and_no_value(tmp_path: Path) -> None:
+    text = (
+        "[[sources]]\nname='a'\ndescription='d'\ndsn='dbname=a password=hunter2'\n"
+        "[[sources]]\nname='b'\ndsn='dbname=b'\nmax_rows=-1\n"
+    )
+    problem = _problem(_file(tmp_path, text))
+    assert "sources[0] (a): dsn: holds a password" in problem
+    assert "sources[1] (b): description: required" in problem
+    assert "hunter2" not in problem
+
+
+def test_an_unreadable_file_is_named(tmp_path: Path) -> None:
+    assert "cannot be read" in _problem(Settings(config_file=tmp_path / "missing.toml"))

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -67,6 +69,7 @@ _OTHER: Final = "_OTHER"
 # Problems that are refusals by a rule (the policy's `rule`, else the problem type names it).
 _REFUSALS: Final = frozenset({"query-violation", "access-denied", "role-refused", "insufficient-scope"})
 _PROPAGATOR: Final = TraceContextTextMapPropagator()
+_SDK_SELF_METRICS: Final = "OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED"
 
 CallSpan = trace.Span
 
@@ -128,6 +131,10 @@ class Telemetry:
 
             span_exporter = OTLPSpanExporter(endpoint=_signal_url(endpoint, "traces"), timeout=timeout_s)
         if span_exporter is not None:
+            # The SDK counts what its batch processor exports and drops only with its self-metrics
+            # switched on, which only this variable does (read when the processor is made, before
+            # the pool's threads start); an operator's own setting wins.
+            os.environ.setdefault(_SDK_SELF_METRICS, "true")
             self.tracer_provider.add_span_processor(
                 BatchSpanProcessor(
                     span_exporter,
@@ -140,6 +147,7 @@ class Telemetry:
             )
         self.tracer = self.tracer_provider.get_tracer(SERVER_NAME, __version__)
         self._registry = registry
+        self._timeout_s = timeout_s
         self._tools = frozenset(registry.tools)
         meter = self.meter_provider.get_meter(SERVER_NAME, __version__)
         self._duration = meter.create_histogram(
@@ -373,10 +381,18 @@ class Telemetry:
     # -- shutdown ------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Flush what is queued (each exporter bounded by MCP_OTEL_EXPORT_TIMEOUT_S) and stop."""
+        """Flush what is queued and stop.
+
+        Limits: each provider's flush waits at most MCP_OTEL_EXPORT_TIMEOUT_S (+1 s) for a collector
+        that does not answer; then the process goes on without it (the SDK's own shutdown would
+        wait 30 s per processor)."""
         observe.install(None)
-        self.tracer_provider.shutdown()
-        self.meter_provider.shutdown()
+        for provider in (self.tracer_provider, self.meter_provider):
+            stopper = threading.Thread(target=provider.shutdown, name="mcp-suite-otel-stop", daemon=True)
+            stopper.start()
+            stopper.join(self._timeout_s + 1)
+            if stopper.is_alive():
+                logger.warning("the OpenTelemetry exporter did not finish in time; what it held is lost")
         if self._prometheus_server is not None:
             self._prometheus_server.shutdown()
             self._prometheus_server.server_close()

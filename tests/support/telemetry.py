@@ -120,13 +120,16 @@ class OtlpReceiver:
 
 
 @contextlib.contextmanager
-def open_otlp_receiver() -> Iterator[OtlpReceiver]:
-    """An OTLP/HTTP (protobuf) receiver on a free 127.0.0.1 port, in a thread, until the block ends."""
+def open_otlp_receiver(answer: threading.Event | None = None) -> Iterator[OtlpReceiver]:
+    """An OTLP/HTTP (protobuf) receiver on a free 127.0.0.1 port, in a thread, until the block ends.
+    With `answer`, each export waits (at most a minute) until it is set: a collector that hangs."""
     port = free_port()
     receiver = OtlpReceiver(url=f"http://127.0.0.1:{port}")
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # http.server's name
+            if answer is not None:
+                answer.wait(60)
             body = self.rfile.read(int(self.headers["content-length"]))
             assert self.headers["content-type"] == "application/x-protobuf"
             with receiver.lock:
@@ -149,6 +152,8 @@ def open_otlp_receiver() -> Iterator[OtlpReceiver]:
     try:
         yield receiver
     finally:
+        if answer is not None:
+            answer.set()
         server.shutdown()
         server.server_close()
         thread.join(5)

@@ -81,7 +81,10 @@ async def test_a_query_s_span_has_the_policy_and_the_database_as_children_and_no
             s.name: s for s in spans if s.parent is not None and s.parent.span_id == call.context.span_id
         }
         assert set(children) == {"sql.policy", "sql.database", "mcp.encode"}, sorted(children)
-        assert children["sql.database"].start_time >= children["sql.policy"].end_time
+        policy_end, database_start = children["sql.policy"].end_time, children["sql.database"].start_time
+        assert policy_end is not None
+        assert database_start is not None
+        assert database_start >= policy_end
     policies = [s for s in spans if s.name == "sql.policy"]
     prints = [dict(s.attributes or {})["mcp_suite.sql.fingerprint"] for s in policies]
     assert prints == [fingerprint(FIRST)] * 2  # the same statement, other constants

@@ -132,3 +132,15 @@ def test_the_metrics_listener_serves_prometheus_text_on_loopback() -> None:
         text = scrape(port)
         assert "# TYPE mcp_server_operation_duration_seconds histogram" in text
         assert server.stop() == 0
+
+
+def test_a_metrics_port_that_is_taken_refuses_the_start_with_exit_78() -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with ServerProcess(env={"MCP_PROMETHEUS_PORT": str(port)}) as server:
+            assert server.wait() == 78
+        assert f"MCP_PROMETHEUS_PORT: cannot listen on 127.0.0.1:{port}" in server.stderr_text()

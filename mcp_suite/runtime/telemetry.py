@@ -179,7 +179,7 @@ class Telemetry:
         )
         meter.create_observable_gauge(
             "mcp_suite.sql.audit.passing",
-            [self._observe_sources("audited")],
+            [self._observe_sources("audited", with_role=True)],
             description="1 while the source's role passes the role audit, else 0",
         )
         meter.create_observable_gauge(
@@ -223,10 +223,15 @@ class Telemetry:
             description="Callers (token subjects) with a request in progress",
         )
 
-    def _observe_sources(self, field: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
+    def _observe_sources(
+        self, field: str, *, with_role: bool = False
+    ) -> Callable[[CallbackOptions], Iterable[Observation]]:
         def observe_all(_options: CallbackOptions) -> Iterable[Observation]:
             return [
-                Observation(int(getattr(state, field)), {"source": state.name})
+                Observation(
+                    int(getattr(state, field)),
+                    {"source": state.name, "role": state.role} if with_role else {"source": state.name},
+                )
                 for state in self._registry.source_states()
             ]
 

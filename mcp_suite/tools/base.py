@@ -122,6 +122,7 @@ class SourceState:
     audited: bool
     pool_in_use: int = 0
     pool_waiting: int = 0
+    role: str = ""  # the database role it connects as ("" when the DSN names none)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ import pytest
 import trio
 from pglast.parser import fingerprint
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.devdb.cluster import READER_USER, Cluster
 from mcp_suite.runtime.request_log import configure_logging, shutdown_logging
 from mcp_suite.runtime.telemetry import Telemetry
 from mcp_suite.tools.registry import Registry
@@ -64,8 +64,10 @@ async def test_a_query_s_span_has_the_policy_and_the_database_as_children_and_no
                     answer = await harness.response(await harness.call("read_only_sql", {"sql": sql}))
                     assert answer["result"].get("structuredContent", {}).get("rows") == [[30]], answer
                 (watched,) = made
-                states = {a["source"]: v for a, v in watched.points("mcp_suite.sql.audit.passing")}
-                assert states == {"default": 1}
+                states = {
+                    (a["source"], a["role"]): v for a, v in watched.points("mcp_suite.sql.audit.passing")
+                }
+                assert states == {("default", READER_USER): 1}
                 assert watched.points("mcp_suite.sql.reachable") == [({"source": "default"}, 1)]
                 in_use = watched.points("mcp_suite.sql.pool.in_use")
                 assert in_use == [({"source": "default"}, 0)]  # nothing lent between calls

@@ -70,6 +70,7 @@ class SqlEngine:
         # readiness probe and the metrics read it; no probe of its own reaches the database.
         self._reachable = audited
         self._verified = audited
+        self._role = _role_of(dsn)
         self._database = Lazy(
             functools.partial(
                 _open_executor, settings, dsn, audited=audited, availability=availability, gate=self.gate
@@ -128,6 +129,7 @@ class SqlEngine:
             audited=self._verified and not self.gate.refused and not self.gate.unaudited,
             pool_in_use=in_use,
             pool_waiting=waiting,
+            role=self._role,
         )
 
     def schema_page(
@@ -298,6 +300,14 @@ def _open_audit_link(link: AuditLink) -> None:
             "tries again",
             connection_failure(exc),
         )
+
+
+def _role_of(dsn: str) -> str:
+    """The role a DSN names (a metric's label: never the rest of the DSN); "" when it names none."""
+    try:
+        return str(psycopg.conninfo.conninfo_to_dict(dsn).get("user") or "")[:64]
+    except psycopg.ProgrammingError:
+        return ""
 
 
 def _fingerprint(sql: str) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 import trio
 
-from mcp_suite import SERVER_NAME, __version__
+from mcp_suite import SERVER_NAME, __version__, observe
 from mcp_suite.lazy import Lazy
 from mcp_suite.problems import InternalServerError, ProblemError
 from mcp_suite.protocol import mcp, untrusted
@@ -175,7 +175,8 @@ class CallRunner:
         if not tool.models.built:
             await trio.to_thread.run_sync(tool.models.get)
         result = await tool.call(tool.validate_arguments(arguments))
-        return structured_json(result)
+        with observe.stage("mcp.encode"):
+            return structured_json(result)
 
 
 def incident(exc: BaseException, where: str) -> InternalServerError:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from mcp_suite.protocol import untrusted
 from mcp_suite.settings import Settings
-from mcp_suite.tools.base import ResourceSpec, Toolset, ToolSpec
+from mcp_suite.tools.base import ResourceSpec, SourceState, Toolset, ToolSpec
 from mcp_suite.tools.sandbox_fs_read.tool import open_sandbox_fs_read
 from mcp_suite.tools.system_metrics.tool import open_system_metrics
 
@@ -66,6 +66,16 @@ class Registry:
     instructions: str = field(default_factory=lambda: instructions(()))
     # Every toolset's background tasks (see `Toolset.background`): the session runs them.
     background: tuple[Callable[[], Awaitable[object]], ...] = field(default=())
+    # Every toolset's `states` (see `Toolset.states`).
+    states: tuple[Callable[[], list[SourceState]], ...] = field(default=())
+
+    def source_states(self) -> list[SourceState]:
+        """Every data source's state, toolset by toolset (no I/O)."""
+        return [state for states in self.states for state in states()]
+
+    def ready(self) -> bool:
+        """Every data source answered its last audit connection and its role passes the audit."""
+        return all(state.reachable and state.audited for state in self.source_states())
 
 
 def builtin_openers(settings: Settings) -> list[ToolOpener]:
@@ -87,6 +97,7 @@ def open_registry(
         warm_up: list[Callable[[], object]] = []
         guidance: list[str] = []
         background: list[Callable[[], Awaitable[object]]] = []
+        states: list[Callable[[], list[SourceState]]] = []
         for opener in openers:
             toolset = stack.enter_context(opener(settings))
             if toolset is None:
@@ -100,6 +111,8 @@ def open_registry(
             warm_up.extend(toolset.warm_up)
             guidance.append(toolset.guidance)
             background.extend(toolset.background)
+            if toolset.states is not None:
+                states.append(toolset.states)
         models = [tool.models.get for tool in tools.values()]
         yield Registry(
             tools=tools,
@@ -107,4 +120,5 @@ def open_registry(
             warm_up=(*models, *warm_up),
             instructions=instructions(guidance, framed=any(tool.untrusted for tool in tools.values())),
             background=tuple(background),
+            states=tuple(states),
         )

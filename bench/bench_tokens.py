@@ -11,6 +11,13 @@ The tools are opened in this process as the server opens them, with the default 
 tools on a database nobody listens on: they are listed all the same, nothing calls them), and
 listed as a session lists them. Deterministic: no timing, one run. tests/unit/test_guidance.py
 holds the same figures to their budgets.
+
+Then what the untrusted-data frame (issue 44) costs on a typical answer: `read_only_sql`'s 100 rows
+× 7 columns (`bench_sql.ROWS_QUERY`), called through the real server against the demo cluster
+(started here if it is not running). Before: the text block without the frame, which is the JSON the
+frame holds, exactly what the server sent before issue 44; after: the framed text block, the
+largest of `ANSWER_CALLS` answers (each has its own boundary; its digits always take the same
+tokens). The same for `structuredContent`, which some clients show the model instead.
 """
 
 from __future__ import annotations
@@ -23,9 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from bench.common import Figure
+from bench.common import INIT, Figure, read_lines, server_env, spawn, stop
 from bench.tokens import ENCODING, count_tokens
 from mcp_suite.protocol import mcp
+from mcp_suite.protocol.untrusted import FRAMED
 from mcp_suite.runtime.calls import ToolCatalogue
 from mcp_suite.settings import SecretStr, Settings
 from mcp_suite.tools.registry import open_registry
@@ -33,10 +41,13 @@ from mcp_suite.tools.registry import open_registry
 __all__ = [
     "BEFORE",
     "CONFIGURATIONS",
+    "FRAME_TARGET",
     "PEERS",
     "TARGET_TOKENS",
     "Measure",
     "figures",
+    "frame_figures",
+    "framed_answers",
     "measure",
     "model_visible",
     "open_configuration",
@@ -60,6 +71,9 @@ PEERS: Final = (
     ("MCP Toolbox 1.12, prebuilt postgres", 29, 4_002),
     ("Supabase 0.13, read-only, without docs", 14, 1_807),
 )
+# Issue 44's bound on what the frame adds to the 100-row answer, and the answers measured.
+FRAME_TARGET: Final = 1.03
+ANSWER_CALLS: Final = 20
 # A database nobody listens on: the start-up audit cannot connect, which is not fatal.
 _NO_DATABASE: Final = "postgresql://reader:secret@127.0.0.1:1/mcp_demo"
 _VISIBLE: Final = ("name", "description", "inputSchema")
@@ -140,10 +154,74 @@ def peer_figures() -> list[Figure]:
     ]
 
 
+def framed_answers(dsn: str, calls: int = ANSWER_CALLS) -> list[dict[str, Any]]:
+    """`calls` results of `read_only_sql` running `bench_sql.ROWS_QUERY`, through the real server."""
+    from bench.bench_sql import ROWS, ROWS_QUERY
+
+    proc = spawn(server_env(MCP_SQL_DSN=dsn, MCP_METRICS_ENABLED="false"))
+    assert proc.stdin is not None and proc.stdout is not None
+    buffer = bytearray()
+    try:
+        proc.stdin.write(INIT)
+        read_lines(proc.stdout.fileno(), buffer)
+        results = []
+        for request_id in range(1, calls + 1):
+            params = {"name": "read_only_sql", "arguments": {"sql": ROWS_QUERY, "max_rows": ROWS}}
+            request = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+            proc.stdin.write(json.dumps(request).encode() + b"\n")
+            (line,) = read_lines(proc.stdout.fileno(), buffer)
+            result = json.loads(line)["result"]
+            assert result["isError"] is False, result
+            assert len(result["structuredContent"]["rows"]) == ROWS
+            results.append(result)
+        return results
+    finally:
+        stop(proc)
+
+
+def frame_figures(results: Sequence[Mapping[str, Any]]) -> list[Figure]:
+    """What the frame adds to the answers' text block and structuredContent, in o200k tokens."""
+    texts = [result["content"][0]["text"] for result in results]
+    found = [FRAMED.fullmatch(text) for text in texts]
+    bodies = {match["body"] for match in found if match is not None}
+    assert len(bodies) == 1 and len(found) == len(texts) and None not in found, "not one framed answer"
+    (body,) = bodies  # the answer before issue 44: the JSON alone
+    before = count_tokens(body)
+    after = max(count_tokens(text) for text in texts)
+    structured = max(count_tokens(visible_json(result["structuredContent"])) for result in results)
+    return [
+        Figure("frame: 100 rows x 7 columns, text block before", before, UNIT, note=f"{len(body):,} bytes"),
+        Figure(
+            "frame: 100 rows x 7 columns, text block framed",
+            after,
+            UNIT,
+            target=f"<= {FRAME_TARGET:.2f}x before",
+            ok=after <= FRAME_TARGET * before,
+            note=f"+{after - before} tokens, x{after / before:.4f}; the largest of {len(texts)} answers",
+        ),
+        Figure(
+            "frame: 100 rows x 7 columns, structuredContent",
+            structured,
+            UNIT,
+            target=f"<= {FRAME_TARGET:.2f}x before",
+            ok=structured <= FRAME_TARGET * before,
+            note=f"+{structured - before} tokens over the JSON alone",
+        ),
+    ]
+
+
 def run() -> list[Figure]:
     lines = []
     for name in CONFIGURATIONS:
         with open_configuration(name) as tools:
             lines.extend(figures(name, measure(tools)))
     lines.extend(peer_figures())
+    from mcp_suite.devdb.cluster import open_demo_cluster
+
+    cluster, started_here = open_demo_cluster()
+    try:
+        lines.extend(frame_figures(framed_answers(cluster.reader_dsn)))
+    finally:
+        if started_here:
+            cluster.stop()
     return lines

@@ -620,6 +620,16 @@ def check_http_compose(text: str, report: Report) -> None:
         set(first.get("networks") or []) == {"mcp", "egress"},
         f"{label}: the replicas are on mcp and egress only",
     )
+    check = first.get("healthcheck") or {}
+    report.check(
+        isinstance(check, dict) and any("/readyz" in str(part) for part in check.get("test") or []),
+        f"{label}: each replica's healthcheck asks /readyz",
+    )
+    template = (HERE / "haproxy" / "haproxy.cfg").read_text(encoding="utf-8")
+    report.check(
+        "http-check send meth GET uri /readyz " in template,
+        f"{label}: HAProxy's health check asks /readyz (a replica whose audit refuses leaves the rotation)",
+    )
     report.check(
         any(v.get("target") == "/safe_data_dir" for v in _binds(first)),
         f"{label}: the data folder is mounted",

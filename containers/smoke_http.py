@@ -609,11 +609,11 @@ def _server_states(engine: str, haproxy: str) -> dict[str, tuple[str, str]]:
 
 
 def _replica_answers(engine: str, haproxy: str, address: str) -> bool:
-    """Whether the replica at `address` answers HAProxy's own health check (the same request, from
+    """Whether the replica at `address` answers HAProxy's own health check (`/readyz`, from
     inside the HAProxy container, on the stack's internal network)."""
     ask = (
         f"import http.client as h; c = h.HTTPConnection({address!r}, 8000, timeout=2); "
-        "c.request('GET', '/.well-known/oauth-protected-resource', headers={'Host': 'mcp-health'}); "
+        "c.request('GET', '/readyz', headers={'Host': 'mcp-health'}); "
         "print(c.getresponse().status)"
     )
     shown = engine_out(engine, "exec", haproxy, "python3", "-c", ask, timeout=30)

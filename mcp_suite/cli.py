@@ -11,16 +11,19 @@ Exit status: see `EXIT_STATUSES` (printed by `--help`, documented in docs/config
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import logging
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Final, TextIO
 
 if TYPE_CHECKING:
     import argparse
+
+    from mcp_suite.runtime.telemetry import Telemetry
 
 import trio
 
@@ -163,12 +166,15 @@ def _serve_http(settings: Settings, extra_tools: list[ToolOpener]) -> int:
         logger.warning("%s is not a setting of mcp-suite (another program's?): ignored", name)
     try:
         try:
-            with open_registry(settings, extra=extra_tools) as registry:
+            with (
+                open_registry(settings, extra=extra_tools) as registry,
+                open_telemetry(settings, registry) as telemetry,
+            ):
                 # No handshake to keep fast here: every tool's models and schemas are built first.
                 for step in registry.warm_up:
                     step()
                 gc.freeze()
-                trio.run(functools.partial(serve_http, settings, registry))
+                trio.run(functools.partial(serve_http, settings, registry, telemetry=telemetry))
         except (StartupRefusedError, SettingsError) as exc:
             shutdown_logging()
             return _refuse(f"refusing to start: {exc}", os.EX_CONFIG)
@@ -273,7 +279,10 @@ def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
         logger.debug("pinned to CPU %d", cpu)
     try:
         try:
-            with open_registry(settings, extra=extra_tools) as registry:
+            with (
+                open_registry(settings, extra=extra_tools) as registry,
+                open_telemetry(settings, registry) as telemetry,
+            ):
                 logger.info(
                     "serving %s %s on stdio with tools: %s",
                     SERVER_NAME,
@@ -289,7 +298,7 @@ def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
                 # collector's view, so a collection during a session scans only the session's own
                 # objects.
                 gc.freeze()
-                session = trio.run(_serve_stdio, settings, registry, fds)
+                session = trio.run(_serve_stdio, settings, registry, fds, telemetry)
                 # Before the tools close and the interpreter exits: see Session.join_warm_up.
                 if not session.join_warm_up(WARM_UP_JOIN_S):
                     logger.debug("the warm-up was still at work at exit")
@@ -309,10 +318,44 @@ def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
         logging.shutdown()
 
 
-async def _serve_stdio(settings: Settings, registry: Registry, fds: object) -> Session:
+@contextlib.contextmanager
+def open_telemetry(settings: Settings, registry: Registry) -> Iterator[Telemetry | None]:
+    """Traces and metrics when configured (MCP_OTEL_ENDPOINT, MCP_PROMETHEUS_PORT), else None and no
+    import of OpenTelemetry; flushed and stopped when the block ends.
+
+    Raises `SettingsError` when they are configured but the `otel` extra is not installed.
+    """
+    if not settings.telemetry_configured:
+        yield None
+        return
+    try:
+        from mcp_suite.runtime.telemetry import open_telemetry as open_otel
+    except ImportError:
+        raise SettingsError(
+            "MCP_OTEL_ENDPOINT or MCP_PROMETHEUS_PORT is set, but OpenTelemetry is not installed "
+            "(install mcp-suite[otel])"
+        ) from None
+    try:
+        telemetry = open_otel(settings, registry)
+    except OSError as exc:  # the Prometheus address is taken, or not ours to bind
+        raise SettingsError(
+            f"MCP_PROMETHEUS_PORT: cannot listen on {settings.prometheus_host}:{settings.prometheus_port}: "
+            f"{exc.strerror}"
+        ) from None
+    try:
+        yield telemetry
+    finally:
+        telemetry.close()
+
+
+async def _serve_stdio(
+    settings: Settings, registry: Registry, fds: object, telemetry: Telemetry | None = None
+) -> Session:
     from mcp_suite.runtime.stdio import ProtocolFds
 
     assert isinstance(fds, ProtocolFds)
     stdin, stdout = open_fd_streams(fds)
     async with stdin, stdout:
-        return await serve_session(stdin, stdout, settings=settings, registry=registry, handle_signals=True)
+        return await serve_session(
+            stdin, stdout, settings=settings, registry=registry, handle_signals=True, telemetry=telemetry
+        )

@@ -60,6 +60,9 @@ AUDIT_SQL_MAX_CHARS = 4_096
 AUDIT_WRITE_WAIT_S = 1.0
 # A caller's SQL text (`read_only_sql`, `explain_sql`) holds at most this many characters.
 SQL_MAX_CHARS = 10_000
+# A file's (a listing's) invisible-characters report names at most this many of its first lines
+# (entries) holding some; it counts them all.
+INVISIBLE_SHOWN = 10
 
 
 class SettingsError(Exception):
@@ -265,6 +268,22 @@ class Settings:
     # stays the same (their claims are, on every request); 0 checks every request's signature.
     http_token_cache_size: int = field(default=256, metadata=_int(0, 65_536))
 
+    # --- traces and metrics (docs/operations/watching.md; the `otel` extra) ----------------------
+    # The OTLP/HTTP collector's base URL (`/v1/traces` and `/v1/metrics` are added): traces and
+    # metrics are exported there. Unset: no exporter, no OpenTelemetry import, no outbound connection.
+    otel_endpoint: str | None = field(default=None, metadata=_of(str, type(None)))
+    # The `service.name` resource attribute of every span and metric.
+    otel_service_name: str = field(default="mcp-suite", metadata=_of(str))
+    # Finished spans waiting for the exporter; beyond this they are dropped (and counted).
+    otel_queue_size: int = field(default=2_048, metadata=_int(16, 1_000_000))
+    # How often metrics are pushed over OTLP, and how long one export may take.
+    otel_export_interval_s: float = field(default=10.0, metadata=_float(0.1, 3_600))
+    otel_export_timeout_s: float = field(default=5.0, metadata=_float(0, 60, low_open=True))
+    # The Prometheus listener (text format at /metrics): off unless a port is set (0: any free one);
+    # loopback unless the operator names another address.
+    prometheus_port: int | None = field(default=None, metadata=_of(int, type(None)))
+    prometheus_host: str = field(default="127.0.0.1", metadata=_of(str))
+
     # --- contract constants (not from the environment) ------------------------------------------
     max_frame_bytes: int = field(default=MAX_FRAME_BYTES, metadata=_int(1, 1 << 30))
     max_json_depth: int = field(default=MAX_JSON_DEPTH, metadata=_int(1, 1_000))
@@ -284,10 +303,17 @@ class Settings:
             raise SettingsError(
                 "MCP_HTTP_AUTH=none is allowed only on a loopback MCP_HTTP_HOST (127.0.0.1, ::1, localhost)"
             )
+        if self.prometheus_port is not None and not 0 <= self.prometheus_port <= 65_535:
+            raise SettingsError("MCP_PROMETHEUS_PORT: must be at least 0 and at most 65535")
         if self.sql_statement_timeout_ms >= self.call_deadline_s * 1000:
             raise SettingsError(
                 "MCP_SQL_STATEMENT_TIMEOUT_MS must be below the call deadline (MCP_CALL_DEADLINE_S)"
             )
+
+    @property
+    def telemetry_configured(self) -> bool:
+        """Traces and metrics are on: an OTLP endpoint or a Prometheus port is set."""
+        return self.otel_endpoint is not None or self.prometheus_port is not None
 
     def http_problems(self) -> list[str]:
         """What `mcp-suite serve-http` still lacks or refuses (stdio reads none of these, so they
@@ -461,6 +487,13 @@ def _parse_origins(raw: str) -> tuple[str, ...]:
     return origins
 
 
+def _parse_service_name(raw: str) -> str:
+    name = raw.strip()
+    if not name or len(name) > 128 or not name.isprintable():
+        raise ValueError("expected a printable name of at most 128 characters")
+    return name
+
+
 def _parse_http_auth(raw: str) -> str:
     value = raw.strip().lower()
     if value not in _HTTP_AUTH_MODES:
@@ -552,6 +585,13 @@ _VARIABLES: dict[str, tuple[str, object]] = {
     "HTTP_JWKS_WAIT_S": ("http_jwks_wait_s", _parse_float),
     "HTTP_CLOCK_LEEWAY_S": ("http_clock_leeway_s", _parse_int),
     "HTTP_TOKEN_CACHE_SIZE": ("http_token_cache_size", _parse_int),
+    "OTEL_ENDPOINT": ("otel_endpoint", _parse_url),
+    "OTEL_SERVICE_NAME": ("otel_service_name", _parse_service_name),
+    "OTEL_QUEUE_SIZE": ("otel_queue_size", _parse_int),
+    "OTEL_EXPORT_INTERVAL_S": ("otel_export_interval_s", _parse_float),
+    "OTEL_EXPORT_TIMEOUT_S": ("otel_export_timeout_s", _parse_float),
+    "PROMETHEUS_PORT": ("prometheus_port", _parse_int),
+    "PROMETHEUS_HOST": ("prometheus_host", _parse_host),
 }
 
 ENV_VARIABLES: tuple[str, ...] = tuple(ENV_PREFIX + name for name in _VARIABLES)
@@ -593,7 +633,15 @@ _KNOWN_NAMES: Final = frozenset(ENV_VARIABLES) | TOOLING_VARIABLES
 # Other programs share the `MCP_` prefix in the same environments (Claude Code's `MCP_TIMEOUT`,
 # a harness's `MCP_SUITE_CHECKOUT`), so a name outside these families is refused only when it is
 # within `_TYPO_DISTANCE` edits of a known name.
-SETTING_FAMILIES: Final = ("MCP_SQL_", "MCP_FS_", "MCP_SAFE_", "MCP_METRICS_", "MCP_HTTP_")
+SETTING_FAMILIES: Final = (
+    "MCP_SQL_",
+    "MCP_FS_",
+    "MCP_SAFE_",
+    "MCP_METRICS_",
+    "MCP_HTTP_",
+    "MCP_OTEL_",
+    "MCP_PROMETHEUS_",
+)
 _TYPO_DISTANCE: Final = 2
 
 

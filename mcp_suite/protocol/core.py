@@ -46,6 +46,7 @@ from mcp_suite.protocol.jsonrpc import (
     sniff_tail_id,
 )
 from mcp_suite.protocol.sanitize import sanitize_arguments
+from mcp_suite.protocol.untrusted import new_boundary
 from mcp_suite.settings import NAME_ECHO_CHARS
 
 __all__ = [
@@ -132,6 +133,11 @@ class StartCall:
     kind: CallKind
     name: str
     arguments: dict[str, Any]
+    # For the traces (docs/operations/watching.md): the W3C `traceparent` the request carries in
+    # `params._meta` (OpenTelemetry's MCP conventions), a string of at most _TRACEPARENT_CHARS
+    # the runtime's tracer parses or ignores; and the protocol version the call is served under.
+    trace_parent: str | None = None
+    protocol_version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,9 +160,12 @@ class Shutdown(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class ToolSucceeded:
-    """The tool returned: `structured_json` is its result as compact ASCII JSON."""
+    """The tool returned: `structured_json` is its result as compact ASCII JSON. `untrusted`: it
+    carries data the tool read (rows, catalogue text, files), sent inside the untrusted-data frame
+    (`protocol.untrusted`) with a boundary drawn for this answer."""
 
     structured_json: bytes
+    untrusted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +219,8 @@ _REMOVED_IN_MODERN: Final = frozenset(
         "tasks/list",
     }
 )
+# A W3C traceparent is 55 characters (version 00); a longer `_meta.traceparent` is not one.
+_TRACEPARENT_CHARS: Final = 128
 _RESOURCE_METHODS: Final = frozenset({"resources/list", "resources/read", "resources/templates/list"})
 _CALL_METHODS: Final = frozenset(kind.value for kind in CallKind)
 
@@ -368,7 +379,9 @@ class SessionCore:
             )
         if isinstance(outcome, ToolSucceeded):
             tail = self._modern_tail if era is Era.MODERN else b""
-            frame = encode_tool_success(call.request_id, outcome.structured_json, tail)
+            data = outcome.structured_json
+            boundary = new_boundary(data) if outcome.untrusted else None
+            frame = encode_tool_success(call.request_id, data, tail, boundary=boundary)
             return Answer(frame, call.request_id, call.method, "ok", tool=tool, arguments=call.arguments)
         if isinstance(outcome, ResourceRead):
             resource = self._resources[call.name]
@@ -530,7 +543,7 @@ class SessionCore:
                     problem = InvalidParamsError(words, invalid_params=["uri"])
                 return self._error(request.id, method, problem)
             self._calls[key] = _Call(request.id, CallKind.RESOURCE, uri, era, None)
-            return StartCall(key, request.id, CallKind.RESOURCE, uri, {})
+            return StartCall(key, request.id, CallKind.RESOURCE, uri, {}, *self._trace_fields(request, era))
         try:
             call = mcp.parse_call_params(request.params)
         except ProblemError as exc:
@@ -545,7 +558,17 @@ class SessionCore:
             frame = encode_result(request.id, self._result(mcp.call_error_result(exc), era))
             return Answer(frame, request.id, method, "error", exc, tool=call.name, arguments=call.arguments)
         self._calls[key] = _Call(request.id, CallKind.TOOL, call.name, era, call.arguments)
-        return StartCall(key, request.id, CallKind.TOOL, call.name, call.arguments)
+        return StartCall(
+            key, request.id, CallKind.TOOL, call.name, call.arguments, *self._trace_fields(request, era)
+        )
+
+    def _trace_fields(self, request: Request, era: Era) -> tuple[str | None, str | None]:
+        """The call's `_meta.traceparent` (a short string, else None) and its protocol version."""
+        meta = request.params.get("_meta")
+        parent = meta.get("traceparent") if isinstance(meta, dict) else None
+        if not isinstance(parent, str) or len(parent) > _TRACEPARENT_CHARS:
+            parent = None
+        return parent, mcp.MODERN_VERSION if era is Era.MODERN else self.legacy_version
 
     # -- notifications ---------------------------------------------------------------------------
 

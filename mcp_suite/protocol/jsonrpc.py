@@ -18,6 +18,7 @@ from mcp_suite.problems import (
     ProblemError,
     render_problem,
 )
+from mcp_suite.protocol.untrusted import framed_text, with_boundary
 from mcp_suite.settings import MAX_JSON_DEPTH
 
 __all__ = [
@@ -220,23 +221,34 @@ def encode_result(request_id: RequestId, result: dict[str, Any]) -> bytes:
     return _dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
-def encode_tool_success(request_id: RequestId, structured_json: bytes, tail: bytes = b"") -> bytes:
+def encode_tool_success(
+    request_id: RequestId, structured_json: bytes, tail: bytes = b"", *, boundary: bytes | None = None
+) -> bytes:
     """The frame of a successful `tools/call`, spliced from the result's JSON text (docs/wire.md).
 
     `structured_json` must be compact ASCII JSON of an object (see `mcp.structured_json`). It is used
     twice, verbatim: as `structuredContent` and, string-escaped, as the one text block, so the two
-    are identical by construction. Spliced, not encoded from a dict: encoding the result (a file's
-    text, say) once instead of twice pays on every tool call (bench_fs). `tail` is compact JSON of
-    more result members, each preceded by a comma (the modern era's `resultType` and `_meta`).
+    are identical by construction. With a `boundary` (`untrusted.new_boundary`: the result carries data
+    a tool read), the text block holds it inside the untrusted-data frame and `structuredContent`
+    adds the boundary as its `untrusted_data` member (`protocol.untrusted`). Spliced, not encoded from a
+    dict: encoding the result (a file's text, say) once instead of twice pays on every tool call
+    (bench_fs). `tail` is compact JSON of more result members, each preceded by a comma (the modern
+    era's `resultType` and `_meta`).
     """
+    quoted = quote_json_text(structured_json)
+    text: tuple[bytes | memoryview, ...] = (quoted,)
+    structured: tuple[bytes | memoryview, ...] = (structured_json,)
+    if boundary is not None:
+        text = framed_text(quoted, boundary)
+        structured = with_boundary(structured_json, boundary)
     return b"".join(
         (
             b'{"jsonrpc":"2.0","id":',
             (str(request_id) if isinstance(request_id, int) else _encode_string(request_id)).encode("ascii"),
             b',"result":{"content":[{"type":"text","text":',
-            quote_json_text(structured_json),
+            *text,
             b'}],"structuredContent":',
-            structured_json,
+            *structured,
             b',"isError":false',
             tail,
             b"}}\n",

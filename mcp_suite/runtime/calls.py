@@ -16,10 +16,10 @@ from typing import Any
 
 import trio
 
-from mcp_suite import SERVER_NAME, __version__
+from mcp_suite import SERVER_NAME, __version__, observe
 from mcp_suite.lazy import Lazy
 from mcp_suite.problems import InternalServerError, ProblemError
-from mcp_suite.protocol import mcp
+from mcp_suite.protocol import mcp, untrusted
 from mcp_suite.protocol.core import (
     CallInterrupted,
     CallKind,
@@ -60,10 +60,15 @@ class ToolCatalogue:
                 title=tool.title,
                 description=tool.description,
                 input_schema=tool.input_schema(),
-                output_schema=mcp.model_json_schema(tool.result_model),
+                output_schema=_output_schema(tool),
             )
             for tool in self._registry.tools.values()
         ]
+
+
+def _output_schema(tool: ToolSpec) -> dict[str, Any]:
+    schema = mcp.model_json_schema(tool.result_model)
+    return untrusted.declare(schema) if tool.untrusted else schema
 
 
 def new_core(
@@ -138,7 +143,7 @@ class CallRunner:
                         tool = self.registry.tools[start.name]
                         assert ticket is not None
                         data = await self._guarded_call(tool, start.arguments, ticket, scope)
-                        outcome = ToolSucceeded(data)
+                        outcome = ToolSucceeded(data, untrusted=tool.untrusted)
                     else:
                         scope.deadline = trio.current_time() + self.settings.call_deadline_s
                         outcome = ResourceRead(await self.registry.resources[start.name].read())
@@ -170,7 +175,8 @@ class CallRunner:
         if not tool.models.built:
             await trio.to_thread.run_sync(tool.models.get)
         result = await tool.call(tool.validate_arguments(arguments))
-        return structured_json(result)
+        with observe.stage("mcp.encode"):
+            return structured_json(result)
 
 
 def incident(exc: BaseException, where: str) -> InternalServerError:

@@ -13,6 +13,7 @@ request task owns its cancel scope; a closed connection withdraws the call (2026
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import json
@@ -22,7 +23,7 @@ import signal
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 import trio
@@ -87,6 +88,9 @@ from mcp_suite.runtime.request_log import AuditLog, audit_subject, logger
 from mcp_suite.settings import Settings
 from mcp_suite.tools.registry import Registry
 
+if TYPE_CHECKING:
+    from mcp_suite.runtime.telemetry import CallSpan, Telemetry
+
 __all__ = ["HttpApp", "serve_http"]
 
 Scope = MutableMapping[str, Any]
@@ -95,6 +99,11 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 _JSON: Final = (b"content-type", b"application/json")
 _SESSION_HEADER: Final = "mcp-session-id"
+# Liveness and readiness (docs/operations/watching.md): unauthenticated, answered before anything
+# else is looked at, and saying nothing but yes or no.
+_PROBES: Final = frozenset({"/healthz", "/readyz"})
+# The request's headers, for its span (set in the request's own task, like `audit_subject`).
+_request_headers: Final[contextvars.ContextVar[dict[str, str]]] = contextvars.ContextVar("request_headers")
 
 
 @dataclass(slots=True)
@@ -128,7 +137,13 @@ class _RefusalError(Exception):
 class HttpApp:
     """The ASGI application of `mcp-suite serve-http` (one per process)."""
 
-    def __init__(self, settings: Settings, registry: Registry, verifier: TokenVerifier | None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        registry: Registry,
+        verifier: TokenVerifier | None,
+        telemetry: Telemetry | None = None,
+    ) -> None:
         self.settings = settings
         self.registry = registry
         self.verifier = verifier
@@ -140,6 +155,9 @@ class HttpApp:
         self.audit = AuditLog()
         self.sessions: dict[str, _LegacySession] = {}
         self.in_progress: dict[str, int] = {}
+        self.telemetry = telemetry
+        if telemetry is not None:
+            telemetry.watch_http(lambda: len(self.sessions), lambda: len(self.in_progress))
         resource = settings.http_resource_uri
         if resource is not None:
             origin = urlsplit(resource)
@@ -186,6 +204,9 @@ class HttpApp:
 
     async def _http(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]
+        if path in _PROBES:
+            await self._probe(path, method, send)
+            return
         # hypercorn bounds a header block that arrives in pieces; one that arrives whole in a
         # single read is measured here.
         limit = self.settings.http_max_header_bytes
@@ -206,6 +227,7 @@ class HttpApp:
         authorization = [v.decode("latin-1") for n, v in scope["headers"] if n.lower() == b"authorization"]
         identity = await self._authenticate(authorization)
         audit_subject.set(identity.subject)  # this request's task only (and its worker threads)
+        _request_headers.set(headers)
         # The identity map's input (the SQL tools read it): the verified subject and claims.
         current_caller.set(Caller(identity.subject, identity.claims))
         count = self.in_progress.get(identity.subject, 0)
@@ -235,6 +257,15 @@ class HttpApp:
                 self.in_progress[identity.subject] = remaining
             else:
                 del self.in_progress[identity.subject]
+
+    async def _probe(self, path: str, method: str, send: Send) -> None:
+        """`/healthz`: the process serves. `/readyz`: every data source answered its last audit
+        connection and its role passes the audit (`Registry.ready`). 200 or 503, no detail."""
+        if method not in ("GET", "HEAD"):
+            raise _RefusalError(HttpMethodNotAllowedError, "a probe is read with GET", [(b"allow", b"GET")])
+        ready = path == "/healthz" or self.registry.ready()
+        headers = [(b"content-type", b"text/plain"), (b"cache-control", b"no-store")]
+        await _send(send, 200 if ready else 503, b"ok\n" if ready else b"not ready\n", headers)
 
     async def _authenticate(self, authorization: list[str]) -> Identity:
         if self.verifier is None:
@@ -462,19 +493,24 @@ class HttpApp:
         call_scope = trio.CancelScope()
         if session is not None:
             session.in_flight[start.key] = call_scope
+        span = self._open_span(start, started, identity)
         try:
             async with trio.open_nursery() as watchers:
                 if era is HttpEra.MODERN:
                     # 2026-07-28: closing the response stream cancels the request. (2025-11-25: a
                     # disconnection SHOULD NOT be taken as cancellation; notifications/cancelled is.)
                     watchers.start_soon(self._watch_disconnect, receive, core, start.key, call_scope)
-                outcome = await self.runner.run(start, ticket, call_scope)
+                if span is None or self.telemetry is None:
+                    outcome = await self.runner.run(start, ticket, call_scope)
+                else:
+                    with self.telemetry.entered(span):
+                        outcome = await self.runner.run(start, ticket, call_scope)
                 watchers.cancel_scope.cancel()
         finally:
             if session is not None:
                 session.in_flight.pop(start.key, None)
         answer = core.call_finished(start.key, outcome)
-        await self._audited(answer, started, identity)
+        await self._audited(answer, started, identity, span)
         if answer.frame is not None:
             await self._send_answer(send, answer, era)
         elif session is not None:
@@ -499,12 +535,41 @@ class HttpApp:
 
     # -- writing ---------------------------------------------------------------------------------
 
-    async def _audited(self, answer: Answer, started: float, identity: Identity) -> None:
+    async def _audited(
+        self, answer: Answer, started: float, identity: Identity, span: CallSpan | None = None
+    ) -> None:
         """Write the request's audit record and wait until it is on stderr: an answer a client
         holds has its record even when the replica is killed right after (a load balancer's
-        replicas come and go)."""
-        ticket = self.audit.answered(answer, started, subject=identity.subject)
+        replicas come and go). With telemetry on, the request's span and metrics first."""
+        trace_id = None
+        if self.telemetry is not None:
+            headers = _request_headers.get({})
+            trace_id = self.telemetry.answered(
+                answer,
+                started,
+                transport="tcp",
+                span=span,
+                traceparent=headers.get("traceparent"),
+                protocol_version=headers.get("mcp-protocol-version"),
+                session_id=headers.get(_SESSION_HEADER),
+                subject=identity.subject,
+            )
+        ticket = self.audit.answered(answer, started, subject=identity.subject, trace_id=trace_id)
         await self.audit.wait_written(ticket)
+
+    def _open_span(self, start: StartCall, started: float, identity: Identity) -> CallSpan | None:
+        """The call's span (telemetry on), its parent the `_meta` or header `traceparent`."""
+        if self.telemetry is None:
+            return None
+        headers = _request_headers.get({})
+        return self.telemetry.open_call(
+            start,
+            transport="tcp",
+            started=started,
+            traceparent=headers.get("traceparent"),
+            session_id=headers.get(_SESSION_HEADER),
+            subject=identity.subject,
+        )
 
     async def _send_answer(
         self, send: Send, answer: Answer, era: HttpEra, extra: Iterable[tuple[bytes, bytes]] = ()
@@ -581,8 +646,21 @@ async def _serving_with(
     async with trio.open_nursery() as tasks:
         for serve_background in background:
             tasks.start_soon(serve_background)
-        await serve(task_status=task_status)
-        tasks.cancel_scope.cancel()
+        bound = await tasks.start(_serve_then_cancel, serve, tasks.cancel_scope)
+        task_status.started(bound)
+
+
+async def _serve_then_cancel(
+    serve: Callable[..., Awaitable[object]],
+    scope: trio.CancelScope,
+    *,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """`serve` (started: its bound addresses are this task's), then cancel `scope` (the background
+    tasks beside it) when it ends."""
+    async with trio.open_nursery() as serving:
+        task_status.started(await serving.start(serve))
+    scope.cancel()
 
 
 async def serve_http(
@@ -591,6 +669,7 @@ async def serve_http(
     *,
     fetch: JwksFetcher = fetch_jwks,
     shutdown: Callable[[], Awaitable[None]] = _wait_for_signal,
+    telemetry: Telemetry | None = None,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve MCP over HTTP until `shutdown` returns (SIGINT/SIGTERM), then let requests finish for
@@ -615,7 +694,7 @@ async def serve_http(
     async with trio.open_nursery() as nursery:
         # The verifier's key-set fetches run in this nursery, off every request's path.
         verifier = TokenVerifier(settings, nursery, fetch=fetch) if settings.http_auth == "jwt" else None
-        app = HttpApp(settings, registry, verifier)
+        app = HttpApp(settings, registry, verifier, telemetry)
         binds: list[str] = await nursery.start(
             _serving_with,
             registry.background,

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, TextIO
 
 import trio
 
+from mcp_suite import observe
 from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.settings import AUDIT_WRITE_WAIT_S, ECHO_MAX_CHARS, NAME_ECHO_CHARS
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from mcp_suite.protocol.core import Answer
 
 __all__ = [
+    "AUDIT_SCHEMA_VERSION",
     "AuditLog",
     "StderrSink",
     "audit_subject",
@@ -50,6 +52,9 @@ audit_subject: Final[contextvars.ContextVar[str | None]] = contextvars.ContextVa
     "audit_subject", default=None
 )
 _FLUSH_INTERVAL_S: Final = 0.02
+# The audit records' schema (docs/operations/audit-trail.md): raised whenever a field changes meaning
+# or goes away; a new optional field keeps it.
+AUDIT_SCHEMA_VERSION: Final = 1
 
 
 # Built once: `json.dumps` with options builds a new encoder on every call.
@@ -161,10 +166,18 @@ class StderrSink:
 def _line(record: logging.LogRecord) -> str:
     audit = record.__dict__.get("audit")
     if audit is not None:  # an audit event a tool logged with `extra={"audit": fields}`
-        event = {"ts": _timestamp(record.created), "level": "info", "logger": record.name}
+        event: dict[str, Any] = {
+            "ts": _timestamp(record.created),
+            "level": "info",
+            "logger": record.name,
+            "schema_version": AUDIT_SCHEMA_VERSION,
+        }
         subject = audit_subject.get()
         if subject is not None:
             event["sub"] = subject[:NAME_ECHO_CHARS]
+        trace_id = observe.trace_id()  # the call's span, when tracing is on
+        if trace_id is not None:
+            event["trace_id"] = trace_id
         return _dumps({**event, "event": record.getMessage(), **audit})
     payload: dict[str, Any] = {
         "ts": _timestamp(record.created),
@@ -240,6 +253,7 @@ def _audit_event(kind: str, outcome: str, started: float) -> dict[str, Any]:
         "ts": _timestamp(time.time()),
         "level": "info",
         "logger": "mcp_suite.audit",
+        "schema_version": AUDIT_SCHEMA_VERSION,
         "event": kind,
         "outcome": outcome,
         "duration_ms": round((time.perf_counter() - started) * 1000, 3),
@@ -264,7 +278,9 @@ class AuditLog:
 
     __slots__ = ()
 
-    def answered(self, answer: Answer, started: float, *, subject: str | None = None) -> int | None:
+    def answered(
+        self, answer: Answer, started: float, *, subject: str | None = None, trace_id: str | None = None
+    ) -> int | None:
         """The record of a request the session core answered (every transport's one way); its
         ticket for `wait_written`, None when none is written."""
         problem = answer.problem
@@ -278,6 +294,7 @@ class AuditLog:
             arguments=answer.arguments,
             incident=problem.metadata.get("incident") if problem else None,
             subject=subject,
+            trace_id=trace_id,
         )
 
     def request(
@@ -292,6 +309,7 @@ class AuditLog:
         arguments: Any = None,
         incident: str | None = None,
         subject: str | None = None,
+        trace_id: str | None = None,
     ) -> int | None:
         sink = _sink
         if sink is None or not _audit_logger.isEnabledFor(logging.INFO):
@@ -308,6 +326,8 @@ class AuditLog:
             event["incident"] = incident
         if subject is not None:  # over HTTP: the caller's token subject (`anonymous` without auth)
             event["sub"] = subject[:NAME_ECHO_CHARS]
+        if trace_id is not None:  # tracing is on: the request's span (docs/operations/watching.md)
+            event["trace_id"] = trace_id
         return sink.write_line(_dumps(event))
 
     async def wait_written(self, ticket: int | None) -> None:

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import trio
 
@@ -42,6 +42,9 @@ from mcp_suite.runtime.limiter import CallLimiter, Ticket
 from mcp_suite.runtime.request_log import AuditLog, logger
 from mcp_suite.settings import Settings
 from mcp_suite.tools.registry import Registry
+
+if TYPE_CHECKING:
+    from mcp_suite.runtime.telemetry import CallSpan, Telemetry
 
 __all__ = ["Session", "serve_session"]
 
@@ -75,6 +78,8 @@ class Session:
     registry: Registry
     handle_signals: bool = False
     audit: AuditLog = field(default_factory=AuditLog)
+    # Traces and metrics (`runtime.telemetry`), None unless configured: one check per request.
+    telemetry: Telemetry | None = None
     core: SessionCore = field(init=False)
     runner: CallRunner = field(init=False)
     limiter: CallLimiter = field(init=False)
@@ -310,7 +315,7 @@ class Session:
         receive = self.core.receive
         event = receive(item.data) if isinstance(item, Frame) else self.core.receive_oversized(item)
         if isinstance(event, Answer):
-            self.audit.answered(event, started)
+            self._answered(event, started)
             return event.frame or b"", event.warm_up
         if isinstance(event, StartCall):
             return self._start(event, started), False
@@ -326,7 +331,7 @@ class Session:
             ticket = self.runner.reserve(start)  # 2. a place in the FIFO line, after the sanitizer
         except ProblemError as exc:
             answer = self.core.call_finished(start.key, CallRaised(exc))
-            self.audit.answered(answer, started)
+            self._answered(answer, started, version=start.protocol_version)
             return answer.frame or b""
         task = _Task(scope=trio.CancelScope(), ticket=ticket)
         self.in_flight[start.key] = task
@@ -337,8 +342,15 @@ class Session:
         return b""
 
     async def _run_call(self, start: StartCall, task: _Task, started: float) -> None:
+        telemetry = self.telemetry
+        span = None
         try:
-            outcome = await self.runner.run(start, task.ticket, task.scope)
+            if telemetry is None:
+                outcome = await self.runner.run(start, task.ticket, task.scope)
+            else:
+                span = telemetry.open_call(start, transport="pipe", started=started)
+                with telemetry.entered(span):
+                    outcome = await self.runner.run(start, task.ticket, task.scope)
         finally:
             del self.in_flight[start.key]
             if not self.in_flight:
@@ -352,7 +364,23 @@ class Session:
                 await self._send(answer.frame)
         else:
             await self._send(answer.frame)
-        self.audit.answered(answer, started)
+        self._answered(answer, started, span, start.protocol_version)
+
+    def _answered(
+        self, answer: Answer, started: float, span: CallSpan | None = None, version: str | None = None
+    ) -> None:
+        """The request's audit record, and its span and metrics when telemetry is on."""
+        telemetry = self.telemetry
+        trace_id = None
+        if telemetry is not None:
+            trace_id = telemetry.answered(
+                answer,
+                started,
+                transport="pipe",
+                span=span,
+                protocol_version=version or self.core.legacy_version,
+            )
+        self.audit.answered(answer, started, trace_id=trace_id)
 
     def _cancel_all(self) -> None:
         """Cancel every in-flight call; each still reports its end (and gets a shutdown answer)."""
@@ -368,11 +396,14 @@ async def serve_session(
     registry: Registry,
     handle_signals: bool = False,
     on_ready: Callable[[Session], None] | None = None,
+    telemetry: Telemetry | None = None,
 ) -> Session:
     """Serve one MCP session over the two streams until EOF (or a signal) and the drain end.
 
     Returns the session, whose warm-up thread may still be at work (`Session.join_warm_up`)."""
-    session = Session(settings=settings, registry=registry, handle_signals=handle_signals)
+    session = Session(
+        settings=settings, registry=registry, handle_signals=handle_signals, telemetry=telemetry
+    )
     if on_ready is not None:
         on_ready(session)
     await session.serve(stdin, stdout)

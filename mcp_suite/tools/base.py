@@ -50,6 +50,10 @@ class ToolSpec:
     not import pydantic, a large share of a cold start (bench_runtime) not needed for `initialize`.
     The session's warm-up builds them after the handshake (or the first request that needs them).
 
+    `untrusted`: its results carry data the tool read (database values, catalogue text, file text
+    or names), which the model must read as data: each answer is sent inside the untrusted-data
+    frame (`protocol.untrusted`) and its outputSchema declares the frame's member.
+
     Cancellation: `call` runs in its own cancel scope; it must let `trio.Cancelled` propagate and
     leave no work behind (a thread it started is waited for, a query it started is cancelled).
     """
@@ -59,6 +63,7 @@ class ToolSpec:
     description: str
     models: Lazy[tuple[type[BaseModel], type[BaseModel]]]
     call: Callable[[Any], Awaitable[BaseModel | EncodedResult]]
+    untrusted: bool = False
 
     @property
     def args_model(self) -> type[BaseModel]:
@@ -107,6 +112,20 @@ class ResourceSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class SourceState:
+    """What an operator may watch of one data source (a database): whether it answered its last
+    audit connection, whether its role passes the audit, and its pool. Readiness (`/readyz`) is
+    every source `reachable` and `audited`; the rest are metrics."""
+
+    name: str
+    reachable: bool
+    audited: bool
+    pool_in_use: int = 0
+    pool_waiting: int = 0
+    role: str = ""  # the database role it connects as ("" when the DSN names none)
+
+
+@dataclass(frozen=True, slots=True)
 class Toolset:
     """What one tool package serves. `warm_up` holds blocking work (imports, parsers) that calls
     need but `initialize` does not: the session runs it in a worker thread after the handshake,
@@ -117,10 +136,14 @@ class Toolset:
     `background` holds `serve_*` coroutine functions that run as long as the session serves (the
     SQL role's re-audit): the session starts each in its own nursery when it starts serving and
     cancels them when it stops. Each must checkpoint, keep its blocking work in worker threads, and
-    never return or raise on its own (an exception ends the session, like any task's)."""
+    never return or raise on its own (an exception ends the session, like any task's).
+
+    `states` says how its data sources are (`SourceState`, each in the order configured): cheap,
+    thread-safe, no I/O (a metrics reader and the readiness probe call it)."""
 
     tools: tuple[ToolSpec, ...]
     resources: tuple[ResourceSpec, ...] = field(default=())
     warm_up: tuple[Callable[[], object], ...] = field(default=())
     guidance: str = ""
     background: tuple[Callable[[], Awaitable[object]], ...] = field(default=())
+    states: Callable[[], list[SourceState]] | None = None

@@ -15,8 +15,9 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
+from mcp_suite.protocol import untrusted
 from mcp_suite.settings import Settings
-from mcp_suite.tools.base import ResourceSpec, Toolset, ToolSpec
+from mcp_suite.tools.base import ResourceSpec, SourceState, Toolset, ToolSpec
 from mcp_suite.tools.sandbox_fs_read.tool import open_sandbox_fs_read
 from mcp_suite.tools.system_metrics.tool import open_system_metrics
 
@@ -40,8 +41,9 @@ _BUILTIN: tuple[tuple[ToolOpener, Callable[[Settings], bool]], ...] = (
 )
 
 
-def instructions(guidance: Iterable[str]) -> str:
-    """The `initialize` instructions: one short paragraph naming only the tools that are served."""
+def instructions(guidance: Iterable[str], *, framed: bool = False) -> str:
+    """The `initialize` instructions: one short paragraph naming only the tools that are served;
+    `framed`: some of them send data in the untrusted-data frame, which it says how to read."""
     parts = [text for text in guidance if text]
     if not parts:
         return "mcp-suite is running with no tools enabled; its configuration enables them."
@@ -50,6 +52,7 @@ def instructions(guidance: Iterable[str]) -> str:
             "mcp-suite gives read-only, policy-checked access.",
             *parts,
             "Nothing can be written. Refusals are problem documents that say what to change.",
+            *([untrusted.INSTRUCTIONS] if framed else []),
         ]
     )
 
@@ -63,6 +66,16 @@ class Registry:
     instructions: str = field(default_factory=lambda: instructions(()))
     # Every toolset's background tasks (see `Toolset.background`): the session runs them.
     background: tuple[Callable[[], Awaitable[object]], ...] = field(default=())
+    # Every toolset's `states` (see `Toolset.states`).
+    states: tuple[Callable[[], list[SourceState]], ...] = field(default=())
+
+    def source_states(self) -> list[SourceState]:
+        """Every data source's state, toolset by toolset (no I/O)."""
+        return [state for states in self.states for state in states()]
+
+    def ready(self) -> bool:
+        """Every data source answered its last audit connection and its role passes the audit."""
+        return all(state.reachable and state.audited for state in self.source_states())
 
 
 def builtin_openers(settings: Settings) -> list[ToolOpener]:
@@ -84,6 +97,7 @@ def open_registry(
         warm_up: list[Callable[[], object]] = []
         guidance: list[str] = []
         background: list[Callable[[], Awaitable[object]]] = []
+        states: list[Callable[[], list[SourceState]]] = []
         for opener in openers:
             toolset = stack.enter_context(opener(settings))
             if toolset is None:
@@ -97,11 +111,14 @@ def open_registry(
             warm_up.extend(toolset.warm_up)
             guidance.append(toolset.guidance)
             background.extend(toolset.background)
+            if toolset.states is not None:
+                states.append(toolset.states)
         models = [tool.models.get for tool in tools.values()]
         yield Registry(
             tools=tools,
             resources=resources,
             warm_up=(*models, *warm_up),
-            instructions=instructions(guidance),
+            instructions=instructions(guidance, framed=any(tool.untrusted for tool in tools.values())),
             background=tuple(background),
+            states=tuple(states),
         )

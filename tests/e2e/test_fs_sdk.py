@@ -17,6 +17,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from tests.support.client import REPO
 from tests.support.fs_attacks import CANARY, HELLO, INNER, attack_tree
+from tests.support.wire import without_frame
 
 pytestmark = pytest.mark.e2e
 
@@ -58,7 +59,10 @@ async def test_sdk_client_reads_and_is_refused_as_specified(tmp_path: Path) -> N
 
             read = await client.call_tool("sandbox_fs_read", {"relative_path": "hello.txt"})
             assert read.is_error is False
-            assert read.structured_content == {
+            assert read.structured_content is not None
+            # The SDK checked it against the outputSchema, frame member included (docs/wire.md).
+            assert read.structured_content["untrusted_data"].isdigit()
+            assert without_frame(read.structured_content) == {
                 "path": "hello.txt",
                 "size": len(HELLO),
                 "content": HELLO,
@@ -70,7 +74,8 @@ async def test_sdk_client_reads_and_is_refused_as_specified(tmp_path: Path) -> N
             assert linked.structured_content["content"] == INNER
 
             cut = await client.call_tool("sandbox_fs_read", {"relative_path": "euros.txt", "max_bytes": 11})
-            assert cut.structured_content == {
+            assert cut.structured_content is not None
+            assert without_frame(cut.structured_content) == {
                 "path": "euros.txt",
                 "size": 9,
                 "content": "€",

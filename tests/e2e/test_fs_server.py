@@ -28,6 +28,7 @@ from tests.support.fs_attacks import (
     assert_no_host_path,
     attack_tree,
 )
+from tests.support.wire import unframe, without_frame
 
 pytestmark = pytest.mark.e2e
 
@@ -76,13 +77,15 @@ def test_attack_table_through_the_server(server: ServerProcess, tree: AttackTree
         else:
             assert result["isError"] is False, (path, result)
             structured = result["structuredContent"]
-            assert structured == {
+            assert without_frame(structured) == {
                 "path": path,
                 "size": len(expected.encode()),
                 "content": expected,
                 "truncated": False,
             }
-            assert json.loads(result["content"][0]["text"]) == structured
+            # The file's text comes inside the untrusted-data frame (docs/wire.md).
+            text = unframe(result["content"][0]["text"], structured["untrusted_data"])
+            assert json.loads(text) == without_frame(structured)
 
 
 def test_missing_outside_answers_like_existing_outside(server: ServerProcess) -> None:
@@ -141,12 +144,19 @@ def test_max_bytes_maximum_comes_from_the_environment(tree: AttackTree) -> None:
         # The default follows the setting; the bound is told by the refusal (issue 46), not shown.
         assert tool["inputSchema"]["properties"]["max_bytes"] == {"default": 4_096, "type": "integer"}
         assert tool["annotations"]["readOnlyHint"] is True
-        assert set(tool["outputSchema"]["properties"]) == {"path", "size", "content", "truncated"}
+        assert set(tool["outputSchema"]["properties"]) == {
+            "path",
+            "size",
+            "content",
+            "truncated",
+            "invisible",
+            "untrusted_data",
+        }
         too_many = process.call_tool(TOOL, {"relative_path": "hello.txt", "max_bytes": 4_097})
         assert problem_of(too_many)["type"].endswith(":validation-error")
         assert "less than or equal to 4096" in problem_of(too_many)["detail"]
         cut = process.call_tool(TOOL, {"relative_path": "euros.txt", "max_bytes": 6})
-        assert cut["structuredContent"] == {
+        assert without_frame(cut["structuredContent"]) == {
             "path": "euros.txt",
             "size": 9,
             "content": "€",

@@ -57,6 +57,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_jsonrpc_details.py",
         "tests/property/test_wire_props.py",
         "tests/property/test_guard_props.py",
+        "tests/unit/test_untrusted_frame.py",
     ),
     # the canary property (tests/property/test_fs_property.py) is too slow to run per mutant
     "mcp_suite/tools/sandbox_fs_read/fdwalk.py": (
@@ -74,6 +75,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "mcp_suite/protocol/core.py": (
         "tests/unit/test_session_core.py",
         "tests/unit/test_session_core_details.py",
+        "tests/unit/test_untrusted_frame.py",
     ),
     "mcp_suite/tools/sql_engine/policy/refusals.py": (
         "tests/unit/test_sql_refusal_details.py",
@@ -192,6 +194,20 @@ HAND_CHECKS = (
         "        catalogue = self._catalogue\n        if catalogue is None",
         "        return\n        catalogue = self._catalogue\n        if catalogue is None",
         ("tests/pg/test_sql_definers.py",),
+    ),
+    HandCheck(
+        "send the rows of read_only_sql without the untrusted-data frame",
+        "mcp_suite/tools/read_only_sql/tool.py",
+        "        untrusted=True,  # database values\n",
+        "",
+        ("tests/pg/test_sql_tool_frame.py",),
+    ),
+    HandCheck(
+        "keep a boundary the data holds",
+        "mcp_suite/protocol/untrusted.py",
+        "        if boundary not in body:\n",
+        "        if True:\n",
+        ("tests/unit/test_untrusted_frame.py",),
     ),
     HandCheck(
         "let calls through while a re-audit refuses the role",

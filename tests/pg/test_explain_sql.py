@@ -18,6 +18,7 @@ from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.tools.sql_engine.executor import CallTicket
 from mcp_suite.tools.sql_engine.policy import vet_sql
 from tests.support.harness import Harness, open_session
+from tests.support.injections import check_framed
 from tests.support.pg import (
     LONG_QUERY,
     backends,
@@ -50,8 +51,7 @@ async def test_the_plan_shows_the_rewrite_cost_and_estimate(demo_cluster: Cluste
             await h.initialize()
             plan = await result(h, "explain_sql", {"sql": sql, "max_rows": 3})
             analyzed = await result(h, "explain_sql", {"sql": sql, "max_rows": 3, "analyze": True})
-    structured = plan["structuredContent"]
-    assert json.loads(plan["content"][0]["text"]) == structured
+    _, structured = check_framed(plan)  # inside the untrusted-data frame
     top = structured["plan"]
     assert top["Node Type"] == "Limit"  # the outer LIMIT max_rows + 1, as read_only_sql runs it
     assert structured["total_cost"] == top["Total Cost"] > 0

@@ -295,8 +295,10 @@ def test_an_accepted_definer_function_is_a_logged_warning_and_runs(
         ):
             pass
         assert "accepted as a known risk" in caplog.text
-        executor = open_executor(demo_cluster.reader_dsn, **accepted)
-        plain = open_executor(demo_cluster.reader_dsn)
+        # One connection each: the role's CONNECTION LIMIT (5) also counts the backends of the
+        # tool just closed (its pool and its audit connection) until PostgreSQL has ended them.
+        executor = open_executor(demo_cluster.reader_dsn, sql_pool_max_size=1, **accepted)
+        plain = open_executor(demo_cluster.reader_dsn, sql_pool_max_size=1)
         try:
             query = vet_sql("SELECT docs.page_total() AS n", max_rows=5)
             assert executor.run_vetted(query, max_rows=5, ticket=CallTicket()).rows == [[30]]

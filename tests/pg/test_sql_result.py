@@ -130,7 +130,7 @@ def _assert_valid_on_the_wire(result: QueryResult, hint: str = "") -> None:
         rows=result.rows,
         row_count=len(result.rows),
         truncated=result.truncated,
-        hint=hint,
+        hint=hint or None,
     )
     assert _strict_json(structured_json(built)) == document
 

@@ -19,6 +19,7 @@ import trio
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.protocol.jsonrpc import compact_json
 from tests.support.harness import Harness, open_session
+from tests.support.injections import check_framed
 from tests.support.pg import sql_settings
 
 pytestmark = pytest.mark.pg
@@ -35,8 +36,9 @@ async def call(h: Harness, arguments: dict[str, Any]) -> dict[str, Any]:
     if result.get("isError"):
         problem: dict[str, Any] = json.loads(result["content"][0]["text"])
         return {"problem": problem}
-    assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
-    structured: dict[str, Any] = result["structuredContent"]
+    # The answer comes inside the untrusted-data frame: its JSON, without the frame's member.
+    _, structured = check_framed(result)
+    assert isinstance(structured, dict)
     return structured
 
 
@@ -235,7 +237,13 @@ async def test_it_is_listed_before_the_query_tool_with_all_annotations(demo_clus
     arguments = {"schema", "name_like", "object", "detail", "max_objects", "cursor"}
     assert set(tool["inputSchema"]["properties"]) == arguments
     assert tool["inputSchema"]["additionalProperties"] is False
-    assert set(tool["outputSchema"]["properties"]) == {"database", "objects", "truncated", "next_cursor"}
+    assert set(tool["outputSchema"]["properties"]) == {
+        "database",
+        "objects",
+        "truncated",
+        "next_cursor",
+        "untrusted_data",
+    }
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from mcp_suite.devdb.cluster import Cluster
 from tests.support.client import REPO
+from tests.support.wire import without_frame
 
 pytestmark = [pytest.mark.pg, pytest.mark.e2e]
 
@@ -64,7 +65,8 @@ async def test_sdk_client_discovers_explains_and_queries(demo_cluster: Cluster) 
                 {"object": '"docs"."pages""; --"'},
             ):
                 none = await client.call_tool("sql_schema", {"detail": "names", **arguments})
-                assert none.structured_content == {
+                assert none.structured_content is not None
+                assert without_frame(none.structured_content) == {
                     "database": "mcp_demo",
                     "objects": [],
                     "truncated": False,

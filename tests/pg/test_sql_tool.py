@@ -14,6 +14,7 @@ import trio
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.settings import Settings
 from tests.support.harness import open_session
+from tests.support.injections import check_framed
 from tests.support.pg import LONG_QUERY, sql_settings, wait_until_idle, wait_until_running
 
 pytestmark = pytest.mark.pg
@@ -39,7 +40,15 @@ async def test_max_rows_is_bound_to_the_settings_and_told_by_the_refusal_not_the
         "sql": {"type": "string"},
         "max_rows": {"default": 50, "type": "integer"},
     }
-    assert set(tool["outputSchema"]["properties"]) == {"columns", "rows", "row_count", "truncated", "hint"}
+    assert set(tool["outputSchema"]["properties"]) == {
+        "columns",
+        "rows",
+        "row_count",
+        "truncated",
+        "hint",
+        "invisible",
+        "untrusted_data",
+    }
     # The limits are enforced all the same, and the refusal that meets one says it.
     refusals = ((over, "max_rows: Input should be less than or equal to 120"), (empty, "at least 1"))
     for response, said in refusals:
@@ -59,13 +68,14 @@ async def test_a_query_returns_columns_and_rows(demo_cluster: Cluster) -> None:
             )
     result = response["result"]
     assert result.get("isError") is not True
-    assert result["structuredContent"] == {
+    boundary, answer = check_framed(result)  # inside the untrusted-data frame
+    assert answer == {
         "columns": [{"name": "section", "type": "text"}, {"name": "pages", "type": "bigint"}],
         "rows": [["changelog", 10], ["guides", 10], ["reference", 10]],
         "row_count": 3,
         "truncated": False,
     }
-    assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
+    assert result["structuredContent"] == {**answer, "untrusted_data": boundary}
 
 
 async def test_the_schema_resource_lists_what_the_role_can_see(demo_cluster: Cluster) -> None:

@@ -17,9 +17,9 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import trio
 import trio.testing
@@ -36,8 +36,11 @@ from mcp_suite.runtime.session import Session, serve_session
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ResourceSpec, Toolset, ToolSpec
 from mcp_suite.tools.models import StrictModel
-from mcp_suite.tools.registry import ToolOpener, open_registry
+from mcp_suite.tools.registry import Registry, ToolOpener, open_registry
 from tests.support.wire import check_line
+
+if TYPE_CHECKING:
+    from mcp_suite.runtime.telemetry import Telemetry
 
 __all__ = [
     "Harness",
@@ -431,8 +434,10 @@ async def open_session(
     keep_transcript: bool = False,
     handle_signals: bool = False,
     extra_tools: Iterable[ToolOpener] = (),
+    telemetry: Callable[[Registry], Telemetry] | None = None,
 ) -> AsyncIterator[Harness]:
-    """Serve one session in a nursery owned by this block; on a clean exit, EOF and drain it."""
+    """Serve one session in a nursery owned by this block; on a clean exit, EOF and drain it.
+    `telemetry` makes the session's traces and metrics from its registry (None: off)."""
     settings = settings or Settings()
     log = ToolLog()
     client_stream, server_stream = _stream_pair(transport)
@@ -445,6 +450,7 @@ async def open_session(
         harness.session = session
 
     with open_registry(settings, extra=extra, builtins=builtins) as registry:
+        watching = telemetry(registry) if telemetry is not None else None
 
         async def serve(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
             task_status.started()
@@ -456,6 +462,7 @@ async def open_session(
                     registry=registry,
                     handle_signals=handle_signals,
                     on_ready=ready,
+                    telemetry=watching,
                 )
             finally:
                 with trio.CancelScope(shield=True):

@@ -13,8 +13,17 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from mcp_suite.problems import PROBLEM_TYPES, PROBLEM_URN_PREFIX, WIRE_CODES, ProblemError
+from mcp_suite.protocol.untrusted import FIELD, FRAMED
 
-__all__ = ["PROBLEM_MEMBERS", "check_line", "check_problem", "initialize_request", "slug_of"]
+__all__ = [
+    "PROBLEM_MEMBERS",
+    "check_line",
+    "check_problem",
+    "initialize_request",
+    "slug_of",
+    "unframe",
+    "without_frame",
+]
 
 PROBLEM_MEMBERS: Final = frozenset(
     {"type", "title", "status", "detail", "code", "invalid_params", "metadata"}
@@ -113,8 +122,31 @@ def _check_result(message: Mapping[str, Any]) -> None:
         assert slug_of(problem) not in _WIRE_ONLY, message
     else:
         assert result["isError"] is False, message
-        # Success: structuredContent plus one text block holding the identical JSON (docs/wire.md).
-        assert json.loads(text) == result["structuredContent"], message
+        structured = result["structuredContent"]
+        if FIELD in structured:
+            # Data a tool read: the text block frames the rest of structuredContent (docs/wire.md).
+            assert json.loads(unframe(text, structured[FIELD])) == without_frame(structured), message
+        else:
+            # Success: structuredContent plus one text block holding the identical JSON (docs/wire.md).
+            assert json.loads(text) == structured, message
+
+
+def unframe(text: str, boundary: object) -> str:
+    """The body of a framed text block: the frame's whole shape is checked, its boundary is
+    `boundary` (structuredContent's), and nothing inside holds the boundary."""
+    assert isinstance(boundary, str), boundary
+    found = FRAMED.fullmatch(text)
+    assert found is not None, f"not a framed text block: {text[:200]!r}"
+    assert found["boundary"] == boundary, (found["boundary"], boundary)
+    body = found["body"]
+    assert boundary not in body, "the data holds the frame's boundary"
+    assert "\n" not in body, "the body is compact JSON on one line"
+    return body
+
+
+def without_frame(structured: Mapping[str, Any]) -> dict[str, Any]:
+    """structuredContent without the frame's member: what the framed text block holds."""
+    return {key: value for key, value in structured.items() if key != FIELD}
 
 
 def check_line(line: bytes) -> dict[str, Any]:

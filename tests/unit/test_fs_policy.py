@@ -211,7 +211,7 @@ def test_the_args_model_enforces_the_configured_maximum_which_the_advertised_sch
 
 def test_result_schema_describes_every_field() -> None:
     schema = model_json_schema(SandboxFsReadResult)
-    assert set(schema["properties"]) == {"path", "size", "content", "truncated"}
+    assert set(schema["properties"]) == {"path", "size", "content", "truncated", "invisible"}
     assert all(prop["description"] for prop in schema["properties"].values())
 
 

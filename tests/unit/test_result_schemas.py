@@ -31,7 +31,7 @@ def test_explain_without_analyze_leaves_the_analyze_fields_out_and_the_schema_re
     sent = _sent(ExplainSqlResult(plan={"Node Type": "Seq Scan"}, total_cost=1.5, estimated_rows=3))
     assert set(sent) == {"plan", "total_cost", "estimated_rows"}
     schema = model_json_schema(ExplainSqlResult)
-    assert schema["properties"]["actual_rows"] == {"description": "analyze only", "type": "number"}
+    assert schema["properties"]["actual_rows"] == {"type": "number"}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**sent, "actual_rows": None}, schema)
     analyzed = ExplainSqlResult(

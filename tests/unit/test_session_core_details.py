@@ -197,7 +197,7 @@ def test_an_event_shows_every_member_in_order() -> None:
     started = _core(30).receive(modern("tools/call", CALL, 3))
     assert repr(started) == (
         "StartCall(key=('i', 3), request_id=3, kind=<CallKind.TOOL: 'tools/call'>, name='echo', "
-        "arguments={'text': 'hi'})"
+        "arguments={'text': 'hi'}, trace_parent=None, protocol_version='2026-07-28')"
     )
 
 
@@ -445,7 +445,22 @@ def test_a_read_of_an_unknown_resource_names_the_uri_parameter(
 
 def test_a_resource_read_starts_with_its_uri_and_no_arguments() -> None:
     started = initialized().receive(modern("resources/read", {"uri": SCHEMA_URI}, 5))
-    assert started == core.StartCall(("i", 5), 5, core.CallKind.RESOURCE, SCHEMA_URI, {})
+    assert started == core.StartCall(
+        ("i", 5), 5, core.CallKind.RESOURCE, SCHEMA_URI, {}, protocol_version=MODERN
+    )
+
+
+def test_a_call_hands_the_runtime_its_meta_traceparent_and_nothing_else_of_meta() -> None:
+    parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    meta = {PV: MODERN, CC: {}, "traceparent": parent}
+    params: dict[str, Any] = {"name": "echo", "arguments": {"text": "hi"}, "_meta": meta}
+    started = _core(30).receive(line("tools/call", params, 4))
+    assert isinstance(started, core.StartCall)
+    assert (started.trace_parent, started.protocol_version) == (parent, MODERN)
+    meta["traceparent"] = "0" * 129  # longer than any traceparent: not one
+    started = _core(30).receive(line("tools/call", params, 5))
+    assert isinstance(started, core.StartCall)
+    assert started.trace_parent is None
 
 
 def test_an_unknown_tool_hands_the_audit_its_name() -> None:

@@ -396,3 +396,40 @@ def test_serve_http_without_its_issuer_exits_78(capsys: pytest.CaptureFixture[st
     record = json.loads(capsys.readouterr().err)
     assert "MCP_HTTP_ISSUER is required" in record["msg"]
     assert record["exit_status"] == 78
+
+
+# -- traces and metrics ----------------------------------------------------------------------------
+
+
+def test_traces_and_metrics_are_off_by_default_and_their_listener_is_loopback() -> None:
+    settings = load_settings({})
+    assert (settings.otel_endpoint, settings.prometheus_port) == (None, None)
+    assert settings.prometheus_host == "127.0.0.1"
+    assert settings.telemetry_configured is False
+    assert load_settings({"MCP_PROMETHEUS_PORT": "0"}).telemetry_configured is True
+    on = load_settings({"MCP_OTEL_ENDPOINT": "http://127.0.0.1:4318", "MCP_OTEL_QUEUE_SIZE": "64"})
+    assert (on.otel_endpoint, on.otel_queue_size, on.telemetry_configured) == (
+        "http://127.0.0.1:4318",
+        64,
+        True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("MCP_OTEL_ENDPOINT", "collector:4318"),
+        ("MCP_OTEL_ENDPOINT", "grpc://collector:4317"),
+        ("MCP_OTEL_QUEUE_SIZE", "8"),
+        ("MCP_OTEL_EXPORT_INTERVAL_S", "0"),
+        ("MCP_OTEL_EXPORT_TIMEOUT_S", "0"),
+        ("MCP_OTEL_SERVICE_NAME", "a\nb"),
+        ("MCP_PROMETHEUS_PORT", "65536"),
+        ("MCP_PROMETHEUS_PORT", "-1"),
+        ("MCP_PROMETHEUS_HOST", "[::1]"),
+        ("MCP_OTEL_ENDPIONT", "http://127.0.0.1:4318"),  # a misspelling of ours is refused
+    ],
+)
+def test_a_bad_telemetry_setting_is_refused_by_name(name: str, value: str) -> None:
+    with pytest.raises(SettingsError, match=name):
+        load_settings({name: value})

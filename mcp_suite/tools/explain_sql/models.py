@@ -25,13 +25,18 @@ class ExplainSqlArgs(ReadOnlySqlArgs):
 class ExplainSqlResult(StrictModel):
     """The plan PostgreSQL chose, and with analyze what running it took."""
 
+    # The four `*_ms` and `actual_rows` come with analyze only (the description above says so once:
+    # the whole tools/list is held to a byte budget, tests/unit/test_guidance.py).
+
     plan: Annotated[dict[str, Any], Field(description="EXPLAIN (FORMAT JSON)'s top plan node")]
     total_cost: float
     estimated_rows: float
-    actual_rows: Annotated[float | None, omitted_when_none("analyze only")] = None
-    actual_time_ms: Annotated[float | None, omitted_when_none("analyze only")] = None
-    planning_time_ms: Annotated[float | None, omitted_when_none("analyze only")] = None
-    execution_time_ms: Annotated[float | None, omitted_when_none("analyze only")] = None
+    actual_rows: Annotated[float | None, omitted_when_none()] = None
+    actual_time_ms: Annotated[float | None, omitted_when_none()] = None
+    planning_time_ms: Annotated[float | None, omitted_when_none()] = None
+    execution_time_ms: Annotated[float | None, omitted_when_none()] = None
+    # Only when the plan's text holds characters a reader cannot see (`tool.result_of`).
+    invisible: Annotated[str | None, omitted_when_none()] = None
 
 
 def make_explain_args_model(max_rows_limit: int) -> type[ExplainSqlArgs]:

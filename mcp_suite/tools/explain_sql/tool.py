@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 from mcp_suite.caller import current_caller
 from mcp_suite.lazy import Lazy
 from mcp_suite.problems import ProblemError, ResultTooLargeError
+from mcp_suite.protocol.invisible import count_invisible, counted, strings_of
 from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.explain_sql.policy import (
     hidden_rows_refusal,
@@ -86,7 +87,13 @@ def result_of(output: Any, *, analyze: bool) -> ExplainSqlResult:
     """The tool's answer from EXPLAIN's JSON."""
     from mcp_suite.tools.explain_sql.models import ExplainSqlResult
 
-    return ExplainSqlResult.model_validate(summarise(output, analyze=analyze))
+    summary = summarise(output, analyze=analyze)
+    # The plan is shown as PostgreSQL wrote it; what hides in its text is counted.
+    hiding = [found for text in strings_of(summary["plan"]) if (found := count_invisible(text))]
+    if hiding:
+        characters = counted(sum(hiding), "invisible character")
+        summary["invisible"] = f"{characters} in {counted(len(hiding), 'string')} of the plan"
+    return ExplainSqlResult.model_validate(summary)
 
 
 def models(sources: SqlSources) -> tuple[type[ExplainSqlArgs], type[ExplainSqlResult]]:
@@ -122,6 +129,7 @@ def spec(sources: SqlSources, *, guard_hidden_rows: bool = True) -> ToolSpec:
         description=DESCRIPTION,
         models=Lazy(functools.partial(models, sources)),
         call=call,
+        untrusted=True,  # catalogue text (names, view and policy expressions) in the plan
     )
 
 

@@ -11,7 +11,7 @@ from pydantic import Field, JsonValue, create_model
 
 from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.settings import SQL_MAX_CHARS
-from mcp_suite.tools.models import StrictModel
+from mcp_suite.tools.models import StrictModel, omitted_when_none
 
 __all__ = [
     "DEFAULT_MAX_ROWS",
@@ -34,10 +34,6 @@ class ReadOnlySqlArgs(StrictModel):
     max_rows: Annotated[int, Field(ge=1)] = DEFAULT_MAX_ROWS
 
 
-def _empty(value: object) -> bool:
-    return value == ""
-
-
 class SqlColumn(StrictModel):
     name: str
     type: Annotated[str, Field(description="PostgreSQL type, e.g. integer, text, jsonb")]
@@ -48,14 +44,15 @@ class ReadOnlySqlResult(StrictModel):
     rows: Annotated[
         list[list[JsonValue]],
         Field(
-            description="Arrays of JSON values in column order: numbers stay numbers "
-            "(numeric and non-finite floats are strings), times ISO 8601, bytea \\x hex, json "
-            "as JSON, arrays as arrays, other types their PostgreSQL text, NULL null."
+            description="In column order: numeric and non-finite floats as strings, times ISO "
+            "8601, bytea \\x hex, json and arrays as JSON, other types their text, NULL null."
         ),
     ]
     row_count: Annotated[int, Field(ge=0, description="Rows returned")]
     truncated: Annotated[bool, Field(description="More rows existed than returned (hint: next step)")]
-    hint: Annotated[str, Field(exclude_if=_empty)] = ""  # only when truncated
+    hint: Annotated[str | None, omitted_when_none()] = None  # only when truncated
+    # Only when some values hold characters a reader cannot see (`result.invisible_report`).
+    invisible: Annotated[str | None, omitted_when_none()] = None
 
 
 def make_args_model(
@@ -97,14 +94,17 @@ def result_json(
     row_count: int,
     truncated: bool,
     hint: str | None = None,
+    invisible: str | None = None,
 ) -> bytes:
     """A `ReadOnlySqlResult` as compact, ASCII-only JSON, around rows the executor has already
     converted and written (`rows_json`); no model is built and nothing is validated again
     (tests/pg/test_sql_result.py proves the bytes against the outputSchema). `hint` only when
-    `truncated`."""
+    `truncated`; `invisible` (`result.invisible_report`) only when it has entries."""
     names = compact_json([{"name": name, "type": type_} for name, type_ in columns]).encode("ascii")
     flag = b"true" if truncated else b"false"
     tail = b',"hint":%s' % compact_json(hint).encode("ascii") if hint is not None else b""
+    if invisible:
+        tail += b',"invisible":%s' % compact_json(invisible).encode("ascii")
     return b'{"columns":%s,"rows":%s,"row_count":%d,"truncated":%s%s}' % (
         names,
         rows_json,

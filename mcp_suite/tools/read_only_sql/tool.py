@@ -101,6 +101,7 @@ def open_read_only_sql(settings: Settings, *, guard_hidden_rows: bool = True) ->
             warm_up=tuple(step for engine in engines.values() for step in engine.warm_up),
             guidance=_guidance(sources, named=named),
             background=tuple(engine.serve_reaudit for engine in engines.values()),
+            states=router.states,
         )
 
 
@@ -156,6 +157,7 @@ def spec(sources: SqlSources) -> ToolSpec:
                 role=role.role if role is not None else None,
             )
         from mcp_suite.tools.read_only_sql.models import result_json, truncation_hint  # with the models
+        from mcp_suite.tools.sql_engine.result import invisible_report, may_hide
 
         columns = [(c.name, c.type) for c in result.columns]
         row_count = len(result.rows)
@@ -168,8 +170,17 @@ def spec(sources: SqlSources) -> ToolSpec:
                 max_rows_limit=settings.sql_max_rows,
                 max_bytes=settings.sql_max_result_bytes,
             )
+        # Values are returned as stored; those hiding characters are counted (json_rows kept room).
+        invisible = invisible_report(result.rows, result.columns) if may_hide(result.rows_json) else None
         return EncodedResult(
-            result_json(columns, result.rows_json, row_count=row_count, truncated=result.truncated, hint=hint)
+            result_json(
+                columns,
+                result.rows_json,
+                row_count=row_count,
+                truncated=result.truncated,
+                hint=hint,
+                invisible=invisible,
+            )
         )
 
     def models() -> tuple[type[ReadOnlySqlArgs], type[ReadOnlySqlResult]]:
@@ -179,5 +190,10 @@ def spec(sources: SqlSources) -> ToolSpec:
         return cast("type[ReadOnlySqlArgs]", arguments), ReadOnlySqlResult
 
     return ToolSpec(
-        name=TOOL_NAME, title="Read-only SQL", description=DESCRIPTION, models=Lazy(models), call=call
+        name=TOOL_NAME,
+        title="Read-only SQL",
+        description=DESCRIPTION,
+        models=Lazy(models),
+        call=call,
+        untrusted=True,  # database values
     )

@@ -6,19 +6,21 @@ from typing import Annotated, Final, Literal
 
 from pydantic import Field
 
-from mcp_suite.tools.models import StrictModel
+from mcp_suite.tools.models import StrictModel, omitted_when_none
 from mcp_suite.tools.sandbox_fs_read.models import MAX_PATH_CHARS
 
-__all__ = ["MAX_DEPTH", "MAX_ENTRIES", "FsEntry", "SandboxFsListArgs", "SandboxFsListResult"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_ENTRIES",
+    "FsEntry",
+    "SandboxFsListArgs",
+    "SandboxFsListResult",
+]
 
 MAX_ENTRIES: Final = 1_000
 DEFAULT_MAX_ENTRIES: Final = 200
 MAX_DEPTH: Final = 8
 DEFAULT_DEPTH: Final = 3
-
-
-def _empty(value: object) -> bool:
-    return value == ""
 
 
 class SandboxFsListArgs(StrictModel):
@@ -42,4 +44,6 @@ class SandboxFsListResult(StrictModel):
     path: str = Field(description="relative_path as given.")
     entries: list[FsEntry]
     truncated: bool = Field(description="More entries existed than returned (hint: next step)")
-    hint: Annotated[str, Field(exclude_if=_empty)] = ""  # only when truncated
+    hint: Annotated[str | None, omitted_when_none()] = None  # only when truncated
+    # Only when names hold characters a reader cannot see (`tool.list_sync`).
+    invisible: Annotated[str | None, omitted_when_none()] = None

@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Final
 
 from mcp_suite.lazy import Lazy
 from mcp_suite.problems import ResultTooLargeError
+from mcp_suite.protocol.invisible import count_invisible, counted, listed
 from mcp_suite.protocol.jsonrpc import compact_json
+from mcp_suite.settings import INVISIBLE_SHOWN
 from mcp_suite.tools.sandbox_fs_read import fdwalk
 from mcp_suite.tools.sandbox_fs_read.policy import RefusedError, display_path, split_directory_path
 
@@ -28,6 +30,7 @@ __all__ = [
     "list_sync",
     "listing_hint",
     "models",
+    "report_bytes",
 ]
 
 # The answer's own members around the entries and the path:
@@ -75,11 +78,19 @@ def list_sync(
         from mcp_suite.tools.sandbox_fs_list.models import MAX_ENTRIES  # loaded with the result models
 
         hint = listing_hint(cut_at_bytes=cut, max_bytes=max_bytes, max_entries_limit=MAX_ENTRIES)
+    # Names are shown as the folder holds them; what hides in them is counted.
+    hiding = [(index, found) for index, e in enumerate(entries) if (found := count_invisible(e.name))]
+    invisible = None
+    if hiding:
+        characters = counted(sum(found for _, found in hiding), "invisible character")
+        first = [index for index, _ in hiding[:INVISIBLE_SHOWN]]
+        invisible = f"{characters} in {counted(len(hiding), 'name')}: entries {listed(first, len(hiding))}"
     return result.model_construct(
         path=args.relative_path,
         entries=[entry.model_construct(name=e.name, kind=e.kind, size=e.size) for e in entries],
         truncated=truncated,
-        hint=hint,
+        hint=hint or None,
+        invisible=invisible,
     )
 
 
@@ -104,6 +115,8 @@ def fit_entries(
     directory, the path alone).
     """
     budget = max_bytes - len(compact_json(path)) - _ENVELOPE_BYTES
+    if any(count_invisible(entry.name) for entry in entries):  # the answer will count them
+        budget -= report_bytes(len(entries), max_bytes)
     used = 0
     count = 0
     for entry in entries:
@@ -126,6 +139,14 @@ def fit_entries(
             metadata={"max_result_bytes": max_bytes},
         )
     return entries[:count], cut
+
+
+def report_bytes(entries: int, max_bytes: int) -> int:
+    """The most the invisible-characters report of a listing of `entries` entries can take (each
+    number as long as the larger of the two written out: none is ever larger)."""
+    digits = max(len(str(entries)), len(str(max_bytes)))
+    words = len(',"invisible":" invisible characters in  names: entries , ..."')
+    return words + (2 + INVISIBLE_SHOWN) * (digits + 2)
 
 
 def models() -> tuple[type[SandboxFsListArgs], type[SandboxFsListResult]]:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Final
 
 from pydantic import Field, create_model
 
-from mcp_suite.tools.models import StrictModel
+from mcp_suite.tools.models import StrictModel, omitted_when_none
 
 if TYPE_CHECKING:
     from mcp_suite.settings import Settings
@@ -51,10 +51,12 @@ class SandboxFsReadArgs(StrictModel):
 class SandboxFsReadResult(StrictModel):
     """The text of one file from the sandbox folder."""
 
-    path: str = Field(description="The relative path as the caller gave it.")
-    size: int = Field(ge=0, description="Size of the file on disk, in bytes.")
-    content: str = Field(description="The file's text, at most max_bytes bytes of it as sent in JSON.")
-    truncated: bool = Field(description="True when the file holds more than content.")
+    path: str = Field(description="relative_path as given.")
+    size: int = Field(ge=0, description="Bytes on disk.")
+    content: str = Field(description="The text, at most max_bytes bytes as sent in JSON.")
+    truncated: bool = Field(description="The file holds more than content.")
+    # Only when content holds characters a reader cannot see (`invisible.lines_holding`).
+    invisible: Annotated[str | None, omitted_when_none("Hidden characters: how many, which lines")] = None
 
 
 def args_model_for(settings: Settings) -> type[SandboxFsReadArgs]:

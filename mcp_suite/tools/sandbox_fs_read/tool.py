@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Final
 import mcp_suite.tools.sandbox_fs_list.tool as fs_list
 from mcp_suite.lazy import Lazy
 from mcp_suite.offload import BatchedThreads
-from mcp_suite.settings import Settings
+from mcp_suite.protocol.invisible import counted, lines_holding, listed
+from mcp_suite.settings import INVISIBLE_SHOWN, Settings
 from mcp_suite.tools.base import StartupRefusedError, Toolset, ToolSpec
 from mcp_suite.tools.sandbox_fs_read import fdwalk
 from mcp_suite.tools.sandbox_fs_read.policy import (
@@ -62,8 +63,20 @@ def read_sync(
     # max_bytes counts the text as the reply carries it (escaped), which bounds the reply frame
     # by a fixed multiple of it whatever the file holds (docs/tools/sandbox_fs_read.md, "Reply size").
     content, cut = fit_sent_bytes(content, args.max_bytes)
-    return _RESULT_MODEL.get()(
-        path=args.relative_path, size=found.size, content=content, truncated=found.truncated or cut
+    # The text is returned as the file holds it; what hides in it is counted.
+    characters, lines, first = lines_holding(content, INVISIBLE_SHOWN)
+    invisible = None
+    if characters:
+        where = f"{counted(lines, 'line')}: {listed(first, lines)}"
+        invisible = f"{counted(characters, 'invisible character')} on {where}"
+    return _RESULT_MODEL.get().model_validate(
+        {
+            "path": args.relative_path,
+            "size": found.size,
+            "content": content,
+            "truncated": found.truncated or cut,
+            "invisible": invisible,
+        }
     )
 
 
@@ -137,6 +150,7 @@ def _toolset(
                 description=fs_list.DESCRIPTION,
                 models=Lazy(fs_list.models),
                 call=lister.run,  # the same bounds and cancellation as reads
+                untrusted=True,  # names someone wrote into the folder
             ),
             ToolSpec(
                 name=TOOL_NAME,
@@ -146,6 +160,7 @@ def _toolset(
                 # Cancellation: a read not yet started is dropped; a running one is waited for (it
                 # is bounded: max_bytes, and no FIFO can block it), so nothing is left behind.
                 call=reader.run,
+                untrusted=True,  # file text
             ),
         ),
     )

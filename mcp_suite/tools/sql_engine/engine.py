@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import psycopg
 import trio
 
+from mcp_suite import observe
 from mcp_suite.caller import Caller
 from mcp_suite.lazy import Lazy
 from mcp_suite.offload import run_in_db_thread
 from mcp_suite.problems import AccessDeniedError
 from mcp_suite.protocol.identity import CallRole, IdentityMap, call_role
 from mcp_suite.settings import Settings
-from mcp_suite.tools.base import StartupRefusedError, StartupUnavailableError
+from mcp_suite.tools.base import SourceState, StartupRefusedError, StartupUnavailableError
 from mcp_suite.tools.sql_engine.availability import Availability
 from mcp_suite.tools.sql_engine.introspect.lookup import decode_cursor, lookup
 from mcp_suite.tools.sql_engine.role_audit.connect import (
@@ -80,6 +81,11 @@ class SqlEngine:
             reference_dsn=dsn if audit_dsn else None,
         )
         self._audited = audited
+        # What the last audit connection found (the start-up audit's, then each re-audit's): the
+        # readiness probe and the metrics read it; no probe of its own reaches the database.
+        self._reachable = audited
+        self._verified = audited
+        self._role = _role_of(dsn)
         self._database = Lazy(
             functools.partial(
                 _open_executor,
@@ -144,9 +150,36 @@ class SqlEngine:
         """The policy's verdict, then the query (or its EXPLAIN) in one read-only transaction;
         blocking. The policy runs in the worker thread too: an uncached verdict costs milliseconds
         of parsing that must not stall the event loop (pings, other calls)."""
-        vetted = self._policy.get().vet(sql, max_rows=max_rows)
-        return self._database.get().run_vetted(
-            vetted, max_rows=max_rows, ticket=ticket, explain=explain, role=role
+        with observe.stage("sql.policy"):
+            vetted = self._policy.get().vet(sql, max_rows=max_rows)
+            # Never the text (it may hold values): PostgreSQL's fingerprint of the normalized
+            # statement, the same for every query that differs only in its constants.
+            observe.note(lambda: {"mcp_suite.sql.fingerprint": _fingerprint(sql)})
+        with observe.stage("sql.database"):
+            return self._database.get().run_vetted(
+                vetted, max_rows=max_rows, ticket=ticket, explain=explain, role=role
+            )
+
+    def state(self, name: str) -> SourceState:
+        """The source `name`'s state for the readiness probe and the metrics; no I/O."""
+        in_use = waiting = 0
+        if self._database.built:
+            try:
+                stats = self._database.get().statistics()
+            except RuntimeError:  # closed at shutdown
+                stats = None
+            if stats is not None:
+                in_use, waiting = stats.pool_size - stats.pool_available, stats.pool_waiting
+        return SourceState(
+            name,
+            reachable=self._reachable,
+            # A mapped role's refusal stops its own calls only: the source still serves the others.
+            audited=self._verified
+            and not any(not f.role for f in self.gate.refused)
+            and not self.gate.unaudited,
+            pool_in_use=in_use,
+            pool_waiting=waiting,
+            role=self._role,
         )
 
     def schema_page(
@@ -229,7 +262,13 @@ class SqlEngine:
         except RuntimeError:  # the tool closed under an abandoned re-audit (shutdown)
             executor = None
         refresh = executor.refresh_catalogue if executor is not None else None
-        return audit_once(self.audit_link, self.settings, refresh=refresh, roles=self.roles)
+        verdict = audit_once(self.audit_link, self.settings, refresh=refresh, roles=self.roles)
+        # For the readiness probe and the metrics: whether this audit's connection answered, and
+        # whether an audit has completed since the start.
+        self._reachable = not isinstance(verdict, NoVerdict)
+        if self._reachable:
+            self._verified = True
+        return verdict
 
     def _preload_type_names(self) -> None:
         """Every type name, read once on the pool's first connection (after a passed audit)."""
@@ -336,6 +375,24 @@ def _open_audit_link(link: AuditLink) -> None:
             "tries again",
             connection_failure(exc),
         )
+
+
+def _role_of(dsn: str) -> str:
+    """The role a DSN names (a metric's label: never the rest of the DSN); "" when it names none."""
+    try:
+        return str(psycopg.conninfo.conninfo_to_dict(dsn).get("user") or "")[:64]
+    except psycopg.ProgrammingError:
+        return ""
+
+
+def _fingerprint(sql: str) -> str:
+    """pg_query's fingerprint of `sql` (pglast, which the policy has loaded); "" when it does not parse."""
+    from pglast.parser import ParseError, fingerprint
+
+    try:
+        return str(fingerprint(sql))
+    except ParseError:
+        return ""
 
 
 def _open_executor(

@@ -175,6 +175,7 @@ class ExecutorStatistics:
     type_names: int  # column type names cached
     pool_size: int  # connections the pool holds now (in use or idle)
     pool_available: int  # idle connections in the pool
+    pool_waiting: int = 0  # calls waiting for a connection now
 
 
 def _pinned_settings(settings: Settings, dsn: str, *, local: bool, pin: str | None = None) -> bytes:
@@ -336,6 +337,7 @@ class Executor:
             type_names=types.names,
             pool_size=pool.get("pool_size", 0),
             pool_available=pool.get("pool_available", 0),
+            pool_waiting=pool.get("requests_waiting", 0),
         )
 
     def open(self) -> None:

@@ -19,6 +19,7 @@ from psycopg.adapt import Transformer
 from psycopg.pq.abc import PGresult
 
 from mcp_suite.problems import ResultTooLargeError
+from mcp_suite.protocol.invisible import count_invisible, counted, escape_invisible
 from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.tools.sql_engine.convert import JSON_READY_OIDS, to_json_value
 
@@ -28,9 +29,12 @@ __all__ = [
     "QueryResult",
     "description",
     "fits",
+    "invisible_report",
     "json_rows",
     "load_rows",
+    "may_hide",
     "plan_json",
+    "report_bytes",
     "too_large",
 ]
 
@@ -116,6 +120,7 @@ def json_rows(
     budget = max_bytes - 64 - len(_wire_json([{"name": c.name, "type": c.type} for c in columns]))
     if more:
         budget -= HINT_BYTES  # rows are left out whatever the cap does: the hint is sure to come
+    reserved = False  # the invisible-characters report's room (taken once, when it may come)
     out: list[list[Any]] = []
     parts: list[bytes] = []  # the JSON of a batch of rows (without its brackets), or of one row
     counts: list[int] = []  # the rows in each part
@@ -130,6 +135,9 @@ def json_rows(
             for index in convert:
                 values[index] = to_json_value(values[index])
         data = _wire_json(batch)[1:-1]
+        if not reserved and may_hide(data) and any(count_invisible(row) for row in batch):
+            reserved = True
+            budget -= report_bytes(columns, max_bytes)
         size = len(data) + (1 if parts else 0)
         if used + size <= budget:
             out.extend(batch)
@@ -147,12 +155,51 @@ def json_rows(
             parts.append(data)
             counts.append(1)
             used += size
+    if used > budget:  # the report's room was taken after some rows: they give it up
+        used = _shrink(out, parts, counts, used, budget)
     if cut and not more:
         # A truncated answer carries its hint: the last rows give up the room it takes.
         used = _shrink(out, parts, counts, used, budget - HINT_BYTES)
     if not out and (cut or more):
         raise too_large(max_bytes)
     return out, b"[" + b",".join(parts) + b"]", cut
+
+
+def may_hide(rows_json: bytes) -> bool:
+    """Whether rows written as `rows_json` may hold an invisible character: the wire's JSON is
+    ASCII, so every character outside it (each invisible one is) is written as a \\u escape."""
+    return b"\\u" in rows_json
+
+
+def report_bytes(columns: tuple[Column, ...], max_bytes: int) -> int:
+    """The most `invisible_report` over `columns` can take in the answer (a part for each column,
+    its name with every character escaped, each number as long as `max_bytes` written out: none is
+    ever larger)."""
+    digits = len(str(max_bytes))
+    part = len("; ") + len(" invisible characters in  rows of column  ()") + 3 * digits
+    return len(',"invisible":""') + sum(part + 12 * len(c.name) for c in columns)
+
+
+def invisible_report(rows: list[list[Any]], columns: tuple[Column, ...]) -> str | None:
+    """What `rows`' values (strings, and the strings and keys of JSON and arrays) hide: for each
+    column holding invisible characters (`protocol.invisible`), how many in how many rows, or None.
+    The values are not changed: a read tool returns what is stored. The column's name is shown
+    with its own invisible characters escaped."""
+    rows_with = [0] * len(columns)
+    characters = [0] * len(columns)
+    for row in rows:
+        for index, value in enumerate(row):
+            found = count_invisible(value)
+            if found:
+                rows_with[index] += 1
+                characters[index] += found
+    parts = [
+        f"{counted(characters[index], 'invisible character')} in {counted(rows_with[index], 'row')}"
+        f" of column {index} ({escape_invisible(column.name)})"
+        for index, column in enumerate(columns)
+        if characters[index]
+    ]
+    return "; ".join(parts) or None
 
 
 def _shrink(out: list[list[Any]], parts: list[bytes], counts: list[int], used: int, limit: int) -> int:

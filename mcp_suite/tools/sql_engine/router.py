@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from mcp_suite.problems import InvalidArgumentsError, ProblemError, RoleRefusedError
+from mcp_suite.tools.base import SourceState
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -68,6 +69,16 @@ class SqlSources:
                 metadata={"source": name, "retryable": False},
             )
         return name, self._engines[name]  # the arguments model admits configured names only
+
+    def states(self) -> list[SourceState]:
+        """Each source's state in the configured order; one not served since its start is neither
+        reachable nor audited (no I/O: what the engines last saw)."""
+        return [
+            self._engines[name].state(name)
+            if name in self._engines
+            else SourceState(name, reachable=False, audited=False)
+            for name in self.names
+        ]
 
     def max_rows(self, name: str, engine: SqlEngine, arguments: BaseModel) -> int:
         """The call's `max_rows` for its source: the one given, refused (`InvalidArgumentsError`)

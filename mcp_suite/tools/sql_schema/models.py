@@ -89,8 +89,8 @@ class SqlObject(StrictModel):
     details_omitted: Annotated[
         bool | None,
         omitted_when_none(
-            "Its columns, keys and indexes alone exceed the byte limit, so they are left"
-            " out (read information_schema.columns with read_only_sql)."
+            "Columns, keys and indexes left out: alone they pass the byte limit (read"
+            " information_schema.columns)"
         ),
     ] = None
 

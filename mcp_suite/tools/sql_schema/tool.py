@@ -79,6 +79,7 @@ def spec(sources: SqlSources) -> ToolSpec:
         description=DESCRIPTION,
         models=Lazy(functools.partial(models, sources)),
         call=call,
+        untrusted=True,  # catalogue text: names and comments anyone with DDL rights wrote
     )
 
 

@@ -222,22 +222,26 @@ async def serve_reaudit(
     stale_after = STALE_INTERVALS * interval_s
     completed = trio.current_time()
     due = completed + interval_s
-    reason = "a re-audit has not finished"
+    unfinished = "a re-audit has not finished"
+    failure = ""  # why the last re-audit that ended without a verdict ended so (the log says it)
     while True:
-        outcome: Sequence[Finding] | NoVerdict = NoVerdict(reason)
+        outcome: Sequence[Finding] | NoVerdict = NoVerdict(unfinished)
         deadline = math.inf if gate.unaudited else completed + stale_after
         with trio.move_on_at(deadline):
             if await _wait_turn(due, notified):
                 await trio.sleep(COALESCE_S)
-            outcome = NoVerdict("a re-audit has not finished")
+            outcome = NoVerdict(unfinished)
             outcome = await trio.to_thread.run_sync(audit, abandon_on_cancel=True)
         now = trio.current_time()
         if isinstance(outcome, NoVerdict):
-            reason = outcome.reason
+            if outcome.reason != unfinished:
+                failure = outcome.reason
             due = now + min(RETRY_S, interval_s)
             if now >= completed + stale_after:
-                gate.mark_unaudited(reason, since_s=now - completed)
+                # A re-audit cut short at the deadline says less than the failure before it.
+                gate.mark_unaudited(failure or outcome.reason, since_s=now - completed)
         else:
+            failure = ""
             completed = now
             due = now + interval_s
             gate.record(outcome)

@@ -1,0 +1,100 @@
+"""The SQL tools under tracing, against the real cluster: a call's span has the policy and the database
+work as children, the policy's span carries the fingerprint of the normalized statement (the same
+for queries that differ only in their constants) and never the text; the statement's audit record
+carries the trace id; the source's gauges say its role passes the audit and how its pool is."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+from typing import Final
+
+import pytest
+import trio
+from pglast.parser import fingerprint
+
+from mcp_suite.devdb.cluster import READER_USER, Cluster
+from mcp_suite.runtime.request_log import configure_logging, shutdown_logging
+from mcp_suite.runtime.telemetry import Telemetry
+from mcp_suite.tools.registry import Registry
+from tests.support.harness import open_session
+from tests.support.pg import sql_settings
+from tests.support.telemetry import InMemory, in_memory_telemetry
+
+pytestmark = pytest.mark.pg
+
+SECRET: Final = "a-constant-never-in-a-span"
+FIRST: Final = f"SELECT count(*) AS n FROM docs.pages WHERE '{SECRET}' <> ''"
+SECOND: Final = "SELECT count(*) AS n FROM docs.pages WHERE 'another constant' <> ''"
+
+
+@pytest.fixture
+def audit_lines() -> Iterator[io.StringIO]:
+    ours, root = logging.getLogger("mcp_suite"), logging.getLogger()
+    saved = (ours.handlers[:], ours.level, ours.propagate, root.handlers[:], root.level)
+    stream = io.StringIO()
+    configure_logging("INFO", stream)
+    yield stream
+    shutdown_logging()
+    logging.captureWarnings(False)
+    ours.handlers[:], ours.level, ours.propagate, root.handlers[:], root.level = saved
+
+
+async def test_a_query_s_span_has_the_policy_and_the_database_as_children_and_no_sql_text(
+    demo_cluster: Cluster, audit_lines: io.StringIO
+) -> None:
+    made: list[InMemory] = []
+
+    def watch(registry: Registry) -> Telemetry:
+        made.append(in_memory_telemetry(registry))
+        return made[0].telemetry
+
+    try:
+        with trio.fail_after(60):
+            async with open_session(
+                settings=sql_settings(demo_cluster.reader_dsn),
+                builtins=True,
+                test_tools=False,
+                telemetry=watch,
+            ) as harness:
+                await harness.initialize()
+                for sql in (FIRST, SECOND):
+                    answer = await harness.response(await harness.call("read_only_sql", {"sql": sql}))
+                    assert answer["result"].get("structuredContent", {}).get("rows") == [[30]], answer
+                (watched,) = made
+                states = {
+                    (a["source"], a["role"]): v for a, v in watched.points("mcp_suite.sql.audit.passing")
+                }
+                assert states == {("default", READER_USER): 1}
+                assert watched.points("mcp_suite.sql.reachable") == [({"source": "default"}, 1)]
+                in_use = watched.points("mcp_suite.sql.pool.in_use")
+                assert in_use == [({"source": "default"}, 0)]  # nothing lent between calls
+                assert watched.points("mcp_suite.sql.pool.waiting") == [({"source": "default"}, 0)]
+        spans = made[0].spans()
+    finally:
+        for watched in made:
+            watched.telemetry.close()
+    calls = [s for s in spans if s.name == "tools/call read_only_sql"]
+    assert len(calls) == 2
+    for call in calls:
+        children = {
+            s.name: s for s in spans if s.parent is not None and s.parent.span_id == call.context.span_id
+        }
+        assert set(children) == {"sql.policy", "sql.database", "mcp.encode"}, sorted(children)
+        policy_end, database_start = children["sql.policy"].end_time, children["sql.database"].start_time
+        assert policy_end is not None
+        assert database_start is not None
+        assert database_start >= policy_end
+    policies = [s for s in spans if s.name == "sql.policy"]
+    prints = [dict(s.attributes or {})["mcp_suite.sql.fingerprint"] for s in policies]
+    assert prints == [fingerprint(FIRST)] * 2  # the same statement, other constants
+    for span in spans:
+        for value in (span.attributes or {}).values():
+            assert SECRET not in str(value), span.name
+            assert "docs.pages" not in str(value), span.name
+    shutdown_logging()
+    records = [json.loads(line) for line in audit_lines.getvalue().splitlines()]
+    statements = [r for r in records if r.get("event") == "statement"]
+    assert [int(r["trace_id"], 16) for r in statements] == [c.context.trace_id for c in calls]

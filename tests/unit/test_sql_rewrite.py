@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from mcp_suite.problems import ProblemError
 from mcp_suite.tools.sql_engine.policy import vet_sql
 from mcp_suite.tools.sql_engine.policy.postgres_walk import check_postgres
-from mcp_suite.tools.sql_engine.policy.rewrite import literal_limit
+from mcp_suite.tools.sql_engine.policy.rewrite import check_wrapped, literal_limit, wrap
 
 
 @pytest.mark.parametrize(
@@ -73,3 +74,17 @@ def test_the_answer_s_bound_is_the_caller_s_literal_limit_or_the_cap(sql: str, l
 )
 def test_a_text_sqlglot_reads_otherwise_runs_as_postgresql_reads_it(sql: str) -> None:
     assert vet_sql(sql, max_rows=10).sql == f"SELECT * FROM (\n{sql}\n) AS q LIMIT 11"
+
+
+def test_a_node_of_another_kind_in_the_text_that_runs_is_no_proof() -> None:
+    # PostgreSQL's reading of a text never gives one field two kinds of value; the proof does not
+    # assume it: a list where the caller's tree holds a string refuses.
+    sql = "SELECT 1 AS one"
+    executed, shift = wrap(sql, 11)
+    original = check_postgres(sql, executed=False).root
+    final = check_postgres(executed, executed=True).root
+    inner = final["fromClause"][0]["RangeSubselect"]["subquery"]["SelectStmt"]
+    inner["targetList"][0]["ResTarget"]["name"] = ["one"]
+    with pytest.raises(ProblemError) as caught:
+        check_wrapped(final, original, 11, shift)
+    assert caught.value.metadata == {"rule": "limit-rewrite"}

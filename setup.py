@@ -3,7 +3,7 @@
 
 `examples/safe_data` is copied to `mcp_suite/devdb/safe_data` in the wheel (a symlink in it becomes a
 copy of its target: wheels hold no links), and `docs/tools/postgres-role-guide.sql` beside the module
-that reads it (`mcp_suite/tools/sql_engine/role_audit/guide.py`). Everything else is declared in
+that reads it (`mcp_suite/tools/sql/engine/role_audit/guide.py`). Everything else is declared in
 pyproject.toml.
 """
 
@@ -27,7 +27,7 @@ class BuildPyWithExamples(build_py):
         if source.is_dir():
             shutil.copytree(source, build / "devdb" / "safe_data", dirs_exist_ok=True)
         if (ROOT / GUIDE).is_file():
-            shutil.copyfile(ROOT / GUIDE, build / "tools" / "sql_engine" / "role_audit" / GUIDE.name)
+            shutil.copyfile(ROOT / GUIDE, build / "tools" / "sql" / "engine" / "role_audit" / GUIDE.name)
 
 
 setup(cmdclass={"build_py": BuildPyWithExamples})

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.common import INIT, Figure, cpu_seconds, off_the_cpus_of, read_lines, server_env, spawn
-from mcp_suite.tools.sandbox_fs_read import fdwalk
-from mcp_suite.tools.sandbox_fs_read.policy import decode_text, split_caller_path
+from mcp_suite.tools.files import fdwalk
+from mcp_suite.tools.files.policy import decode_text, split_caller_path
 
 FILE = "data/report-4k.txt"
 IN_FLIGHT = 8

@@ -39,8 +39,8 @@ def _p50_pair_ms(first: Any, second: Any, calls: int) -> tuple[float, float]:
 
 def _switch(dsn: str) -> list[Figure]:
     from mcp_suite.protocol.identity import CallRole
-    from mcp_suite.tools.sql_engine.executor import CallTicket, Executor
-    from mcp_suite.tools.sql_engine.policy import QueryPolicy, vet_sql
+    from mcp_suite.tools.sql.engine.executor import CallTicket, Executor
+    from mcp_suite.tools.sql.engine.policy import QueryPolicy, vet_sql
     from tests.support.identity import RED
     from tests.support.pg import sql_settings
 
@@ -80,8 +80,8 @@ def _audit_ms(dsn: str, roles: tuple[str, ...]) -> tuple[float, float]:
     """(the login role's own audit, the whole audit with `roles`), median ms of each."""
     import psycopg
 
-    from mcp_suite.tools.sql_engine.role_audit.audit import audit_connection, audit_mapped
-    from mcp_suite.tools.sql_engine.role_audit.finding import refusals
+    from mcp_suite.tools.sql.engine.role_audit.audit import audit_connection, audit_mapped
+    from mcp_suite.tools.sql.engine.role_audit.finding import refusals
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         refused = refusals(audit_mapped(conn, roles=roles))

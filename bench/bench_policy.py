@@ -21,8 +21,8 @@ import sqlglot
 from pglast import parser as pg_parser
 
 from bench.common import Figure, median_seconds
-from mcp_suite.tools.sql_engine.policy import QueryPolicy, allowlist, vet_sql
-from mcp_suite.tools.sql_engine.policy.postgres_walk import check_postgres
+from mcp_suite.tools.sql.engine.policy import QueryPolicy, allowlist, vet_sql
+from mcp_suite.tools.sql.engine.policy.postgres_walk import check_postgres
 
 RUNS = 10_000
 PURE_RUNS = 1_000
@@ -38,7 +38,7 @@ _CHILD = textwrap.dedent(
     import json, sys
     import sqlglot, sqlglot.parser
     from bench.common import median_seconds
-    from mcp_suite.tools.sql_engine.policy import vet_sql
+    from mcp_suite.tools.sql.engine.policy import vet_sql
     query, runs = sys.argv[1], int(sys.argv[2])
     parse = median_seconds(lambda: sqlglot.parse_one(query, read="postgres"), runs)
     whole = median_seconds(lambda: vet_sql(query, max_rows=50), runs)

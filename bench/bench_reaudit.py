@@ -51,12 +51,12 @@ def _figures(dsn: str) -> list[Figure]:
     import psycopg
 
     from mcp_suite.settings import SecretStr, Settings
-    from mcp_suite.tools.sql_engine import executor as executor_module
-    from mcp_suite.tools.sql_engine.executor import CallTicket, Executor
-    from mcp_suite.tools.sql_engine.pipeline import run_pipeline
-    from mcp_suite.tools.sql_engine.policy import vet_sql
-    from mcp_suite.tools.sql_engine.role_audit.link import AuditLink
-    from mcp_suite.tools.sql_engine.role_audit.reaudit import audit_once
+    from mcp_suite.tools.sql.engine import executor as executor_module
+    from mcp_suite.tools.sql.engine.executor import CallTicket, Executor
+    from mcp_suite.tools.sql.engine.pipeline import run_pipeline
+    from mcp_suite.tools.sql.engine.policy import vet_sql
+    from mcp_suite.tools.sql.engine.role_audit.link import AuditLink
+    from mcp_suite.tools.sql.engine.role_audit.reaudit import audit_once
 
     settings = Settings(sql_dsn=SecretStr(dsn), metrics_enabled=False)
     executor = Executor(settings, dsn)
@@ -216,7 +216,7 @@ async def _windows(dsn: str, admin: Any, *, samples: int) -> list[tuple[float, s
     import trio
 
     from mcp_suite.settings import SecretStr, Settings
-    from mcp_suite.tools.sql_engine.engine import open_engine
+    from mcp_suite.tools.sql.engine.engine import open_engine
 
     engine = open_engine(Settings(sql_dsn=SecretStr(dsn), metrics_enabled=False), dsn)
     windows: list[tuple[float, str]] = []

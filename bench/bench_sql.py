@@ -220,8 +220,8 @@ def executor_figures(dsn: str, calls: int) -> tuple[float, float, float]:
     import psycopg
 
     from mcp_suite.settings import SecretStr, Settings
-    from mcp_suite.tools.sql_engine.executor import CallTicket, Executor
-    from mcp_suite.tools.sql_engine.policy import vet_sql
+    from mcp_suite.tools.sql.engine.executor import CallTicket, Executor
+    from mcp_suite.tools.sql.engine.policy import vet_sql
 
     settings = Settings(sql_dsn=SecretStr(dsn), metrics_enabled=False)
     executor = Executor(settings, dsn)
@@ -254,8 +254,8 @@ def pooler_ab(dsn: str, sql: str, *, rounds: int = 6, calls: int = 300) -> tuple
     `Executor.run_vetted` in this process: `MCP_SQL_POOLER=none` against `transaction`, the same
     query, rounds interleaved (ABBA), each figure the median of its rounds' p50s."""
     from mcp_suite.settings import SecretStr, Settings
-    from mcp_suite.tools.sql_engine.executor import CallTicket, Executor
-    from mcp_suite.tools.sql_engine.policy import vet_sql
+    from mcp_suite.tools.sql.engine.executor import CallTicket, Executor
+    from mcp_suite.tools.sql.engine.policy import vet_sql
 
     vetted = vet_sql(sql, max_rows=200)
     executors = {}

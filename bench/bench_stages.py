@@ -51,13 +51,13 @@ def _timing(module: Any, name: str, samples: list[float]) -> Iterator[None]:
 
 def _stages(dsn: str, sql: str) -> dict[str, float]:
     """Median µs per call of each in-process stage of one workload."""
-    import mcp_suite.tools.sql_engine.executor as executor_module
+    import mcp_suite.tools.sql.engine.executor as executor_module
     from mcp_suite.protocol.jsonrpc import encode_tool_success
     from mcp_suite.runtime import request_log
     from mcp_suite.settings import SecretStr, Settings
-    from mcp_suite.tools.read_only_sql.models import result_json
-    from mcp_suite.tools.read_only_sql.statement_log import log_statement
-    from mcp_suite.tools.sql_engine.policy import vet_sql
+    from mcp_suite.tools.sql.engine.policy import vet_sql
+    from mcp_suite.tools.sql.read_only_sql.models import result_json
+    from mcp_suite.tools.sql.read_only_sql.statement_log import log_statement
 
     executor = executor_module.Executor(Settings(sql_dsn=SecretStr(dsn), metrics_enabled=False), dsn)
     executor.open()

@@ -61,8 +61,8 @@ def bare_query(dsn: str, stack: contextlib.ExitStack) -> Callable[[str], str]:
 
 def executor_query(dsn: str, stack: contextlib.ExitStack) -> Callable[[str], str]:
     from mcp_suite.settings import SecretStr, Settings
-    from mcp_suite.tools.sql_engine.executor import Executor
-    from mcp_suite.tools.sql_engine.ticket import CallTicket
+    from mcp_suite.tools.sql.engine.executor import Executor
+    from mcp_suite.tools.sql.engine.ticket import CallTicket
 
     settings = Settings(sql_dsn=SecretStr(dsn), sql_pool_min_size=POOL_SIZE, sql_pool_max_size=POOL_SIZE)
     executor = Executor(settings, dsn)

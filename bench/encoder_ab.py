@@ -65,7 +65,7 @@ def wire_encoder(name: str) -> Callable[[Any], bytes]:
         return compact_json(value).encode("ascii")
 
     if name == "tree":  # the tree's own, unchanged (taken before any variant replaces it)
-        from mcp_suite.tools.sql_engine import result
+        from mcp_suite.tools.sql.engine import result
 
         return result._wire_json
     post_pass = name.endswith("+escape")
@@ -104,7 +104,7 @@ def _rows(dsn: str) -> tuple[list[tuple[Any, ...]], list[int]]:
     import psycopg
 
     from bench.bench_sql import ROWS_QUERY
-    from mcp_suite.tools.sql_engine.convert import register_loaders
+    from mcp_suite.tools.sql.engine.convert import register_loaders
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         register_loaders(conn.adapters, encoding=conn.info.encoding)
@@ -114,7 +114,7 @@ def _rows(dsn: str) -> tuple[list[tuple[Any, ...]], list[int]]:
 
 
 def micro(dsn: str) -> None:
-    from mcp_suite.tools.sql_engine import result
+    from mcp_suite.tools.sql.engine import result
 
     rows, oids = _rows(dsn)
     columns = tuple(result.Column(f"c{i}", "text") for i in range(len(oids)))
@@ -213,7 +213,7 @@ def e2e(dsn: str, names: list[str], rounds: int = E2E_ROUNDS, calls: int = E2E_C
 
 def serve(name: str) -> int:
     from mcp_suite import cli
-    from mcp_suite.tools.sql_engine import result
+    from mcp_suite.tools.sql.engine import result
 
     result._wire_json = wire_encoder(name)  # type: ignore[assignment]  # the A/B swaps it
     return cli.main([])

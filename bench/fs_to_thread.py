@@ -19,9 +19,13 @@ from mcp_suite import cli
 from mcp_suite.lazy import Lazy
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import Toolset, ToolSpec
-from mcp_suite.tools.sandbox_fs_read import fdwalk
-from mcp_suite.tools.sandbox_fs_read.models import SandboxFsReadArgs, SandboxFsReadResult, args_model_for
-from mcp_suite.tools.sandbox_fs_read.tool import DESCRIPTION, READ_THREADS, TOOL_NAME, read_sync
+from mcp_suite.tools.files import fdwalk
+from mcp_suite.tools.files.sandbox_fs_read.models import (
+    SandboxFsReadArgs,
+    SandboxFsReadResult,
+    args_model_for,
+)
+from mcp_suite.tools.files.sandbox_fs_read.tool import DESCRIPTION, READ_THREADS, TOOL_NAME, read_sync
 
 
 @contextlib.contextmanager

@@ -143,7 +143,7 @@ def main(argv: Sequence[str] | None = None, *, extra_tools: Iterable[ToolOpener]
 
 
 def _print_role_guide() -> int:
-    from mcp_suite.tools.sql_engine.role_audit.guide import role_guide
+    from mcp_suite.tools.sql.engine.role_audit.guide import role_guide
 
     try:
         text = role_guide()
@@ -239,13 +239,13 @@ def check_role(settings: Settings, *, out: TextIO | None = None, roles: Sequence
     # The role audit (and psycopg) is imported only when asked for.
     import psycopg
 
-    from mcp_suite.tools.sql_engine.role_audit.connect import (
+    from mcp_suite.tools.sql.engine.role_audit.connect import (
         PoolerInFrontError,
         TlsRefusedError,
         audit_role,
         connection_failure,
     )
-    from mcp_suite.tools.sql_engine.role_audit.finding import format_findings, format_warning, refusals
+    from mcp_suite.tools.sql.engine.role_audit.finding import format_findings, format_warning, refusals
 
     stream = out or sys.stdout
     if settings.sql_dsn is None:

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from mcp_suite.protocol import untrusted
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ResourceSpec, SourceState, Toolset, ToolSpec
-from mcp_suite.tools.sandbox_fs_read.tool import open_sandbox_fs_read
-from mcp_suite.tools.system_metrics.tool import open_system_metrics
+from mcp_suite.tools.files.sandbox_fs_read.tool import open_sandbox_fs_read
+from mcp_suite.tools.metrics.tool import open_system_metrics
 
 __all__ = ["Registry", "ToolOpener", "instructions", "open_registry"]
 
@@ -28,7 +28,7 @@ ToolOpener = Callable[[Settings], AbstractContextManager[Toolset | None]]
 
 def _open_read_only_sql(settings: Settings) -> AbstractContextManager[Toolset | None]:
     # Deferred: psycopg with its bundled libpq is most of a cold start that has no SQL tool.
-    from mcp_suite.tools.read_only_sql.tool import open_read_only_sql
+    from mcp_suite.tools.sql.read_only_sql.tool import open_read_only_sql
 
     return open_read_only_sql(settings)
 

@@ -43,14 +43,14 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_sanitizer_details.py",
         "tests/property/test_guard_props.py",
     ),
-    "mcp_suite/tools/sql_engine/denylist.py": ("tests/unit/test_sql_policy.py",),
+    "mcp_suite/tools/sql/engine/denylist.py": ("tests/unit/test_sql_policy.py",),
     "mcp_suite/runtime/limiter.py": (
         "tests/trio/test_limiter.py",
         "tests/regressions/test_limiter_queue_bounded.py",
     ),
-    "mcp_suite/tools/sandbox_fs_read/policy.py": ("tests/unit/test_fs_policy.py",),
+    "mcp_suite/tools/files/policy.py": ("tests/unit/test_fs_policy.py",),
     # the PostgreSQL tests of the guard (tests/pg/test_sql_definers.py) are too slow to run per mutant
-    "mcp_suite/tools/sql_engine/definers.py": ("tests/unit/test_definers_unit.py",),
+    "mcp_suite/tools/sql/engine/definers.py": ("tests/unit/test_definers_unit.py",),
     "mcp_suite/protocol/framing.py": ("tests/unit/test_framing.py", "tests/property/test_framing_props.py"),
     "mcp_suite/protocol/jsonrpc.py": (
         "tests/unit/test_jsonrpc_guard.py",
@@ -60,14 +60,14 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_untrusted_frame.py",
     ),
     # the canary property (tests/property/test_fs_property.py) is too slow to run per mutant
-    "mcp_suite/tools/sandbox_fs_read/fdwalk.py": (
+    "mcp_suite/tools/files/fdwalk.py": (
         "tests/unit/test_fdwalk_faults.py",
         "tests/unit/test_fs_attacks.py",
         "tests/unit/test_fs_race.py",
         "tests/unit/test_fs_list.py",
         "tests/unit/test_fdwalk_edges.py",
     ),
-    "mcp_suite/tools/sql_engine/policy/rewrite.py": (
+    "mcp_suite/tools/sql/engine/policy/rewrite.py": (
         "tests/unit/test_sql_policy.py",
         "tests/unit/test_sql_policy_corpus.py",
         "tests/unit/test_sql_rewrite.py",
@@ -77,14 +77,14 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_session_core_details.py",
         "tests/unit/test_untrusted_frame.py",
     ),
-    "mcp_suite/tools/sql_engine/policy/refusals.py": (
+    "mcp_suite/tools/sql/engine/policy/refusals.py": (
         "tests/unit/test_sql_refusal_details.py",
         "tests/unit/test_sql_policy.py",
         "tests/unit/test_sql_policy_corpus.py",
         "tests/unit/test_sql_rewrite.py",
         "tests/property/test_sql_policy_properties.py",
     ),
-    "mcp_suite/tools/sql_engine/policy/__init__.py": (
+    "mcp_suite/tools/sql/engine/policy/__init__.py": (
         "tests/unit/test_sql_pipeline.py",
         "tests/unit/test_sql_refusal_details.py",
         "tests/unit/test_sql_policy.py",
@@ -92,7 +92,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_sql_rewrite.py",
         "tests/property/test_sql_policy_properties.py",
     ),
-    "mcp_suite/tools/sql_engine/policy/postgres_walk.py": (
+    "mcp_suite/tools/sql/engine/policy/postgres_walk.py": (
         "tests/unit/test_sql_postgres_walk.py",
         "tests/unit/test_sql_refusal_details.py",
         "tests/unit/test_sql_policy.py",
@@ -100,11 +100,11 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_sql_rewrite.py",
         "tests/property/test_sql_policy_properties.py",
     ),
-    "mcp_suite/tools/sql_engine/policy/catalogue.py": (
+    "mcp_suite/tools/sql/engine/policy/catalogue.py": (
         "tests/unit/test_sql_catalogue.py",
         "tests/unit/test_sql_policy_corpus.py",
     ),
-    "mcp_suite/tools/sql_engine/policy/sqlglot_walk.py": (
+    "mcp_suite/tools/sql/engine/policy/sqlglot_walk.py": (
         "tests/unit/test_sql_sqlglot_walk.py",
         "tests/unit/test_sql_refusal_details.py",
         "tests/unit/test_sql_pipeline.py",
@@ -122,8 +122,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     # the signature behind those claims: the issuer's key set, its bounds and refreshes, kept tokens
     "mcp_suite/runtime/http_auth.py": ("tests/trio/test_http_keys.py", "tests/unit/test_http_jwks.py"),
     # what a query may name: PostgreSQL's functions and types, and (on the role's catalogue) the others
-    "mcp_suite/tools/sql_engine/policy/allowlist.py": ("tests/unit/test_sql_allowlist.py",),
-    "mcp_suite/tools/sql_engine/names.py": ("tests/unit/test_sql_allowlist.py",),
+    "mcp_suite/tools/sql/engine/policy/allowlist.py": ("tests/unit/test_sql_allowlist.py",),
+    "mcp_suite/tools/sql/engine/names.py": ("tests/unit/test_sql_allowlist.py",),
 }
 
 
@@ -141,63 +141,63 @@ class HandCheck:
 HAND_CHECKS = (
     HandCheck(
         "drop O_NOFOLLOW from the descriptor walk",
-        "mcp_suite/tools/sandbox_fs_read/fdwalk.py",
+        "mcp_suite/tools/files/fdwalk.py",
         " | os.O_NOFOLLOW",
         "",
         ("tests/unit/test_fs_attacks.py", "tests/unit/test_fs_race.py"),
     ),
     HandCheck(
         "let the outer LIMIT pass ten times max_rows",
-        "mcp_suite/tools/sql_engine/policy/__init__.py",
+        "mcp_suite/tools/sql/engine/policy/__init__.py",
         "    cap = max_rows + 1\n",
         "    cap = 10 * (max_rows + 1)\n",
         ("tests/unit/test_sql_policy.py",),
     ),
     HandCheck(
         "let every function PostgreSQL ships through the allow-list",
-        "mcp_suite/tools/sql_engine/policy/allowlist.py",
+        "mcp_suite/tools/sql/engine/policy/allowlist.py",
         '    if verdict == "allow" or (allow_catalogue and why in LIFTED_BY_CATALOGUE):',
         "    if True:",
         ("tests/unit/test_sql_allowlist.py",),
     ),
     HandCheck(
         "let every denied function through",
-        "mcp_suite/tools/sql_engine/denylist.py",
+        "mcp_suite/tools/sql/engine/denylist.py",
         "    key = normalize_function_name(name)\n    reason = DENIED_FUNCTIONS.get(key)",
         "    key = normalize_function_name(name)\n    return None\n    reason = DENIED_FUNCTIONS.get(key)",
         ("tests/unit/test_sql_policy.py", "tests/unit/test_sql_policy_corpus.py"),
     ),
     HandCheck(
         "let every catalogue read through",
-        "mcp_suite/tools/sql_engine/policy/catalogue.py",
+        "mcp_suite/tools/sql/engine/policy/catalogue.py",
         "    for schema, name in sorted(relations):",
         "    return\n    for schema, name in sorted(relations):",
         ("tests/unit/test_sql_catalogue.py", "tests/unit/test_sql_policy_corpus.py"),
     ),
     HandCheck(
         "skip the start-up role audit",
-        "mcp_suite/tools/sql_engine/engine.py",
+        "mcp_suite/tools/sql/engine/engine.py",
         "    try:\n        findings = audit_role(dsn, settings, roles)",
         "    return []\n    try:\n        findings = audit_role(dsn, settings, roles)",
         ("tests/pg/test_sql_audit.py",),
     ),
     HandCheck(
         "drop READ ONLY from the call's transaction",
-        "mcp_suite/tools/sql_engine/executor.py",
+        "mcp_suite/tools/sql/engine/executor.py",
         '_BEGIN: Final = b"BEGIN READ ONLY"',
         '_BEGIN: Final = b"BEGIN"',
         ("tests/pg/test_sql_layers.py",),
     ),
     HandCheck(
         "skip the SECURITY DEFINER check at run time",
-        "mcp_suite/tools/sql_engine/definers.py",
+        "mcp_suite/tools/sql/engine/definers.py",
         "        catalogue = self._catalogue\n        if catalogue is None",
         "        return\n        catalogue = self._catalogue\n        if catalogue is None",
         ("tests/pg/test_sql_definers.py",),
     ),
     HandCheck(
         "send the rows of read_only_sql without the untrusted-data frame",
-        "mcp_suite/tools/read_only_sql/tool.py",
+        "mcp_suite/tools/sql/read_only_sql/tool.py",
         "        untrusted=True,  # database values\n",
         "",
         ("tests/pg/test_sql_tool_frame.py",),
@@ -211,14 +211,14 @@ HAND_CHECKS = (
     ),
     HandCheck(
         "let calls through while a re-audit refuses the role",
-        "mcp_suite/tools/sql_engine/executor.py",
+        "mcp_suite/tools/sql/engine/executor.py",
         "        self._gate.check(role)\n",
         "",
         ("tests/pg/test_sql_reaudit.py",),
     ),
     HandCheck(
         "run a mapped caller's call as the login role (no role switch)",
-        "mcp_suite/tools/sql_engine/executor.py",
+        "mcp_suite/tools/sql/engine/executor.py",
         "            commands.append(_switch_role(role))",
         "            pass",
         ("tests/pg/test_sql_identity.py",),

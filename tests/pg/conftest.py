@@ -14,7 +14,7 @@ import pytest
 from psycopg import sql
 
 from mcp_suite.devdb.cluster import READER_USER, Cluster
-from mcp_suite.tools.sql_engine.executor import Executor
+from mcp_suite.tools.sql.engine.executor import Executor
 from tests.support.corpus import create_corpus, drop_corpus
 from tests.support.pg import (
     DOMAIN_TYPE,

@@ -13,8 +13,8 @@ import pytest
 from mcp_suite import __version__
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.problems import DatabaseUnavailableError, ExecutionTimeoutError
-from mcp_suite.tools.sql_engine.executor import Executor
-from mcp_suite.tools.sql_engine.ticket import CallTicket
+from mcp_suite.tools.sql.engine.executor import Executor
+from mcp_suite.tools.sql.engine.ticket import CallTicket
 from tests.support.deploy import query_once, with_params
 from tests.support.pg import open_executor
 

@@ -19,7 +19,7 @@ import pytest
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.devdb.replica import Standby, open_primary, open_standby
 from mcp_suite.problems import ConflictError
-from mcp_suite.tools.sql_engine.ticket import CallTicket
+from mcp_suite.tools.sql.engine.ticket import CallTicket
 from tests.support.client import ServerProcess
 from tests.support.deploy import check_role, query_once
 from tests.support.pg import open_executor

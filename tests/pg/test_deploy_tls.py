@@ -20,7 +20,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.devdb.tls import CertificateAuthority, enable_tls, ssl_pg_bin
-from mcp_suite.tools.sql_engine.naming import APPLICATION_NAME
+from mcp_suite.tools.sql.engine.naming import APPLICATION_NAME
 from tests.support.client import ServerProcess
 from tests.support.deploy import check_role, with_params
 

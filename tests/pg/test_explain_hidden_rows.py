@@ -19,9 +19,9 @@ import pytest
 import trio
 
 from mcp_suite.devdb.cluster import Cluster
-from mcp_suite.tools.explain_sql.policy import OPAQUE_SCAN
-from mcp_suite.tools.read_only_sql.tool import open_read_only_sql
-from mcp_suite.tools.sql_engine.introspect.visibility import hidden_relations
+from mcp_suite.tools.sql.engine.introspect.visibility import hidden_relations
+from mcp_suite.tools.sql.explain_sql.policy import OPAQUE_SCAN
+from mcp_suite.tools.sql.read_only_sql.tool import open_read_only_sql
 from tests.support.harness import Harness, open_session
 from tests.support.pg import sql_settings
 

@@ -15,8 +15,8 @@ import trio
 
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.protocol.jsonrpc import compact_json
-from mcp_suite.tools.sql_engine.executor import CallTicket
-from mcp_suite.tools.sql_engine.policy import vet_sql
+from mcp_suite.tools.sql.engine.executor import CallTicket
+from mcp_suite.tools.sql.engine.policy import vet_sql
 from tests.support.harness import Harness, open_session
 from tests.support.injections import check_framed
 from tests.support.pg import (

@@ -11,8 +11,8 @@ import psycopg
 import pytest
 
 from mcp_suite.devdb.cluster import Cluster
-from mcp_suite.tools.sql_engine.role_audit.connect import audit_dsn
-from mcp_suite.tools.sql_engine.role_audit.link import CHANNEL
+from mcp_suite.tools.sql.engine.role_audit.connect import audit_dsn
+from mcp_suite.tools.sql.engine.role_audit.link import CHANNEL
 from tests.support.client import REPO, server_env
 from tests.support.reaudit import drop_event_trigger
 
@@ -148,9 +148,9 @@ def test_the_role_guides_part_2_gives_two_people_their_own_rows_through_the_iden
     import json
 
     from mcp_suite.protocol.identity import CallRole
-    from mcp_suite.tools.sql_engine.executor import Executor
-    from mcp_suite.tools.sql_engine.policy import QueryPolicy, vet_sql
-    from mcp_suite.tools.sql_engine.ticket import CallTicket
+    from mcp_suite.tools.sql.engine.executor import Executor
+    from mcp_suite.tools.sql.engine.policy import QueryPolicy, vet_sql
+    from mcp_suite.tools.sql.engine.ticket import CallTicket
     from tests.support.pg import sql_settings
 
     roles = ("mcp_sales", "mcp_support")

@@ -20,7 +20,7 @@ from psycopg import sql
 
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.protocol.jsonrpc import compact_json
-from mcp_suite.tools.sql_engine.introspect.lookup import Lookup, encode_cursor
+from mcp_suite.tools.sql.engine.introspect.lookup import Lookup, encode_cursor
 from tests.support.harness import Harness, open_session
 from tests.support.pg import sql_settings
 from tests.support.session_core import META

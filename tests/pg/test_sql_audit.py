@@ -15,8 +15,8 @@ import pytest
 from mcp_suite.cli import check_role
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.tools.base import StartupRefusedError
-from mcp_suite.tools.read_only_sql.tool import open_read_only_sql
-from mcp_suite.tools.sql_engine.role_audit.connect import audit_dsn
+from mcp_suite.tools.sql.engine.role_audit.connect import audit_dsn
+from mcp_suite.tools.sql.read_only_sql.tool import open_read_only_sql
 from tests.support.pg import PROBE_PASSWORD as PASSWORD
 from tests.support.pg import PROBE_ROLE as ROLE
 from tests.support.pg import probe_dsn, sql_settings

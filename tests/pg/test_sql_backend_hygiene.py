@@ -17,9 +17,9 @@ import psycopg
 import pytest
 
 from mcp_suite.devdb.cluster import Cluster
-from mcp_suite.tools.sql_engine.executor import Executor
-from mcp_suite.tools.sql_engine.policy import vet_sql
-from mcp_suite.tools.sql_engine.ticket import CallTicket
+from mcp_suite.tools.sql.engine.executor import Executor
+from mcp_suite.tools.sql.engine.policy import vet_sql
+from mcp_suite.tools.sql.engine.ticket import CallTicket
 from tests.support.pg import PROBE_ROLE, open_executor, probe_dsn
 from tests.support.reach import SHADOWING_SEARCH_PATH, drop_shadowing_max, make_shadowing_max
 

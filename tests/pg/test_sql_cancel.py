@@ -12,7 +12,7 @@ import trio
 
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.offload import run_in_db_thread
-from mcp_suite.tools.sql_engine.executor import CallTicket, Executor
+from mcp_suite.tools.sql.engine.executor import CallTicket, Executor
 from tests.support.pg import open_executor
 
 pytestmark = pytest.mark.pg

@@ -26,7 +26,7 @@ import pytest
 import trio
 
 from mcp_suite.devdb.cluster import Cluster
-from mcp_suite.tools.sql_engine.policy.catalogue import (
+from mcp_suite.tools.sql.engine.policy.catalogue import (
     READABLE_INFORMATION_SCHEMA,
     REFUSED_INFORMATION_SCHEMA,
     function_reason,
@@ -215,13 +215,13 @@ async def test_the_setting_allows_the_catalogue_and_the_same_query_then_leaks(
 async def test_the_setting_is_logged_as_a_warning_at_start_up(
     demo_cluster: Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="mcp_suite.tools.read_only_sql.tool"):
+    with caplog.at_level(logging.WARNING, logger="mcp_suite.tools.sql.read_only_sql.tool"):
         await _call(demo_cluster, "SELECT 1 AS one", sql_allow_catalogue=True)
     assert any(
         "MCP_SQL_ALLOW_CATALOGUE" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
     )
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="mcp_suite.tools.read_only_sql.tool"):
+    with caplog.at_level(logging.WARNING, logger="mcp_suite.tools.sql.read_only_sql.tool"):
         await _call(demo_cluster, "SELECT 1 AS one")
     assert not any("MCP_SQL_ALLOW_CATALOGUE" in r.getMessage() for r in caplog.records)
 

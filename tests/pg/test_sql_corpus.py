@@ -22,9 +22,9 @@ import pytest
 
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.problems import ProblemError
-from mcp_suite.tools.sql_engine.convert import JSON_READY_OIDS, array_loader, register_loaders, to_json_value
-from mcp_suite.tools.sql_engine.engine import SqlEngine, open_engine
-from mcp_suite.tools.sql_engine.ticket import CallTicket
+from mcp_suite.tools.sql.engine.convert import JSON_READY_OIDS, array_loader, register_loaders, to_json_value
+from mcp_suite.tools.sql.engine.engine import SqlEngine, open_engine
+from mcp_suite.tools.sql.engine.ticket import CallTicket
 from tests.support.corpus import MAX_ROWS, QUERIES, TRUNCATIONS, CorpusQuery, Truncation
 from tests.support.pg import sql_settings
 

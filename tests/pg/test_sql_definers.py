@@ -25,12 +25,12 @@ import trio
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.problems import QueryViolationError, ResourceLimitError
 from mcp_suite.tools.base import StartupRefusedError
-from mcp_suite.tools.read_only_sql.tool import open_read_only_sql
-from mcp_suite.tools.sql_engine.definers import DefinerGuard
-from mcp_suite.tools.sql_engine.executor import Executor
-from mcp_suite.tools.sql_engine.policy import vet_sql
-from mcp_suite.tools.sql_engine.role_audit.connect import audit_dsn
-from mcp_suite.tools.sql_engine.ticket import CallTicket
+from mcp_suite.tools.sql.engine.definers import DefinerGuard
+from mcp_suite.tools.sql.engine.executor import Executor
+from mcp_suite.tools.sql.engine.policy import vet_sql
+from mcp_suite.tools.sql.engine.role_audit.connect import audit_dsn
+from mcp_suite.tools.sql.engine.ticket import CallTicket
+from mcp_suite.tools.sql.read_only_sql.tool import open_read_only_sql
 from tests.support.client import ServerProcess, problem_of, server_env
 from tests.support.harness import open_session
 from tests.support.pg import open_executor, sql_settings

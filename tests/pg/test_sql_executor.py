@@ -21,14 +21,14 @@ from mcp_suite.problems import (
     QueryViolationError,
     ResultTooLargeError,
 )
-from mcp_suite.tools.sql_engine import pipeline as pipeline_module
-from mcp_suite.tools.sql_engine.executor import (
+from mcp_suite.tools.sql.engine import pipeline as pipeline_module
+from mcp_suite.tools.sql.engine.executor import (
     CallCancelledError,
     CallTicket,
     DatabaseUnavailableError,
     Executor,
 )
-from mcp_suite.tools.sql_engine.pipeline import CHUNK_ROWS, run_pipeline
+from mcp_suite.tools.sql.engine.pipeline import CHUNK_ROWS, run_pipeline
 from tests.support.pg import DOMAIN_TYPE, ENUM_TYPE, WRITE_FUNCTION, open_executor
 
 pytestmark = pytest.mark.pg
@@ -209,7 +209,7 @@ PEAK_PROGRAM = """
 import sys
 from mcp_suite.problems import ResultTooLargeError
 from mcp_suite.settings import SecretStr, Settings
-from mcp_suite.tools.sql_engine.executor import CallTicket, Executor
+from mcp_suite.tools.sql.engine.executor import CallTicket, Executor
 
 dsn = sys.argv[1]
 executor = Executor(Settings(sql_dsn=SecretStr(dsn), metrics_enabled=False), dsn)

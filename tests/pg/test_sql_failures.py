@@ -11,8 +11,8 @@ import psycopg
 import pytest
 
 from mcp_suite.problems import ConflictError, InvalidArgumentsError
-from mcp_suite.tools.sql_engine.executor import Executor
-from mcp_suite.tools.sql_engine.ticket import CallTicket
+from mcp_suite.tools.sql.engine.executor import Executor
+from mcp_suite.tools.sql.engine.ticket import CallTicket
 
 pytestmark = pytest.mark.pg
 

@@ -17,14 +17,14 @@ from psycopg.conninfo import make_conninfo
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.problems import ProblemError, QueryViolationError
 from mcp_suite.protocol.identity import CallRole
-from mcp_suite.tools.sql_engine.engine import SqlEngine
-from mcp_suite.tools.sql_engine.executor import Executor
-from mcp_suite.tools.sql_engine.names import NameGuard
-from mcp_suite.tools.sql_engine.policy import QueryPolicy, vet_sql
-from mcp_suite.tools.sql_engine.role_audit.connect import audit_dsn
-from mcp_suite.tools.sql_engine.role_audit.finding import refusals
-from mcp_suite.tools.sql_engine.role_audit.reaudit import AuditGate
-from mcp_suite.tools.sql_engine.ticket import CallTicket
+from mcp_suite.tools.sql.engine.engine import SqlEngine
+from mcp_suite.tools.sql.engine.executor import Executor
+from mcp_suite.tools.sql.engine.names import NameGuard
+from mcp_suite.tools.sql.engine.policy import QueryPolicy, vet_sql
+from mcp_suite.tools.sql.engine.role_audit.connect import audit_dsn
+from mcp_suite.tools.sql.engine.role_audit.finding import refusals
+from mcp_suite.tools.sql.engine.role_audit.reaudit import AuditGate
+from mcp_suite.tools.sql.engine.ticket import CallTicket
 from tests.support.identity import BLUE, LOGIN, LOGIN_PASSWORD, NOTES_SQL, OTHER, RED, login_dsn, people
 from tests.support.pg import sql_settings
 
@@ -81,7 +81,7 @@ def test_each_call_runs_as_its_role_with_its_claims_and_nothing_stays(executor: 
 
 
 def test_a_mapped_roles_gate_stops_its_calls_only(demo_cluster: Cluster, admin: Any) -> None:
-    from mcp_suite.tools.sql_engine.role_audit.finding import Finding
+    from mcp_suite.tools.sql.engine.role_audit.finding import Finding
 
     gate = AuditGate()
     dsn = _dsn(demo_cluster)
@@ -107,7 +107,7 @@ def test_a_mapped_roles_gate_stops_its_calls_only(demo_cluster: Cluster, admin: 
 def test_the_schema_and_the_hidden_rows_check_judge_by_the_mapped_role(
     demo_cluster: Cluster, admin: psycopg.Connection[Any]
 ) -> None:
-    from mcp_suite.tools.sql_engine.availability import Availability
+    from mcp_suite.tools.sql.engine.availability import Availability
 
     admin.execute("CREATE TABLE mcp_people.red_only (x int)")
     admin.execute(f"GRANT SELECT ON mcp_people.red_only TO {RED}".encode())

@@ -13,7 +13,7 @@ import pytest
 
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.problems import AccessDeniedError, InvalidArgumentsError, QueryViolationError
-from mcp_suite.tools.sql_engine.executor import CallTicket, Executor
+from mcp_suite.tools.sql.engine.executor import CallTicket, Executor
 from tests.support.pg import WRITE_FUNCTION, open_executor
 
 pytestmark = pytest.mark.pg

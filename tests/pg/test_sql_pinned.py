@@ -18,9 +18,9 @@ import psycopg
 import pytest
 
 from mcp_suite.devdb.cluster import READER_USER, Cluster
-from mcp_suite.tools.sql_engine.executor import Executor, SettingsNotPinnedError
-from mcp_suite.tools.sql_engine.naming import APPLICATION_NAME
-from mcp_suite.tools.sql_engine.ticket import CallTicket
+from mcp_suite.tools.sql.engine.executor import Executor, SettingsNotPinnedError
+from mcp_suite.tools.sql.engine.naming import APPLICATION_NAME
+from mcp_suite.tools.sql.engine.ticket import CallTicket
 from tests.support.pg import open_executor
 
 pytestmark = pytest.mark.pg

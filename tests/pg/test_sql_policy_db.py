@@ -19,8 +19,8 @@ import pytest
 
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.protocol.untrusted import FRAMED
-from mcp_suite.tools.sql_engine.denylist import REVIEWED_VOLATILE, denied_reason
-from mcp_suite.tools.sql_engine.policy import QueryPolicy
+from mcp_suite.tools.sql.engine.denylist import REVIEWED_VOLATILE, denied_reason
+from mcp_suite.tools.sql.engine.policy import QueryPolicy
 from tests.support.client import ServerProcess, problem_of
 from tests.support.sql_corpus import CORPUS, HONEST, MAX_ROWS, Case
 from tests.support.wire import without_frame
@@ -48,7 +48,7 @@ def test_every_volatile_catalogue_function_the_reader_may_run_is_denied_or_revie
     unreviewed = [n for n in names if denied_reason(n) is None and n not in REVIEWED_VOLATILE]
     assert unreviewed == [], (
         "volatile functions neither denied nor reviewed; add each to DENIED_FUNCTIONS or, with a "
-        "reason, to REVIEWED_VOLATILE in mcp_suite/tools/sql_engine/denylist.py"
+        "reason, to REVIEWED_VOLATILE in mcp_suite/tools/sql/engine/denylist.py"
     )
 
 

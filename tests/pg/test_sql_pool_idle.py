@@ -17,7 +17,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from mcp_suite.devdb.cluster import Cluster
-from mcp_suite.tools.sql_engine.role_audit.link import audit_application_name
+from mcp_suite.tools.sql.engine.role_audit.link import audit_application_name
 from tests.support.client import ServerProcess
 
 pytestmark = pytest.mark.pg

@@ -19,8 +19,8 @@ import pytest
 
 from mcp_suite.cli import check_role
 from mcp_suite.devdb.cluster import Cluster
-from mcp_suite.tools.sql_engine.role_audit.audit import audit_connection
-from mcp_suite.tools.sql_engine.role_audit.connect import audit_dsn
+from mcp_suite.tools.sql.engine.role_audit.audit import audit_connection
+from mcp_suite.tools.sql.engine.role_audit.connect import audit_dsn
 from tests.support.pg import PROBE_ROLE as ROLE
 from tests.support.pg import probe_dsn, sql_settings
 from tests.support.reach import CREATORS, HAZARDS, REACH_SCHEMA, drop_creator, make_hazard

@@ -26,10 +26,10 @@ import pytest
 
 from mcp_suite.devdb.cluster import ADMIN_USER, Cluster
 from mcp_suite.problems import RoleRefusedError
-from mcp_suite.tools.sql_engine.executor import Executor
-from mcp_suite.tools.sql_engine.role_audit.link import AUDIT_APPLICATION_NAME, AuditLink, NoVerdict
-from mcp_suite.tools.sql_engine.role_audit.reaudit import AuditGate, audit_once
-from mcp_suite.tools.sql_engine.ticket import CallTicket
+from mcp_suite.tools.sql.engine.executor import Executor
+from mcp_suite.tools.sql.engine.role_audit.link import AUDIT_APPLICATION_NAME, AuditLink, NoVerdict
+from mcp_suite.tools.sql.engine.role_audit.reaudit import AuditGate, audit_once
+from mcp_suite.tools.sql.engine.ticket import CallTicket
 from tests.support.client import ServerProcess, problem_of
 from tests.support.pg import PROBE_ROLE, probe_dsn, sql_settings
 from tests.support.reaudit import (

@@ -19,7 +19,7 @@ import trio
 
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.protocol.invisible import INVISIBLE
-from mcp_suite.tools.sql_engine.introspect.lookup import encode_cursor, lookup
+from mcp_suite.tools.sql.engine.introspect.lookup import encode_cursor, lookup
 from tests.support.harness import open_session
 from tests.support.pg import sql_settings
 

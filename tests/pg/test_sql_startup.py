@@ -15,7 +15,7 @@ import pytest
 
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.settings import SecretStr, Settings
-from mcp_suite.tools.read_only_sql.tool import open_read_only_sql
+from mcp_suite.tools.sql.read_only_sql.tool import open_read_only_sql
 from tests.support.client import REPO, server_env
 
 pytestmark = pytest.mark.pg
@@ -29,12 +29,12 @@ def pool_threads():
     return sorted(t.name for t in threading.enumerate() if t.name.startswith("mcp-suite-sql"))
 
 with open_registry(load_settings()) as registry:
-    for name in ("mcp_suite.tools.sql_engine.executor", "psycopg_pool", "sqlglot", "pglast", "pydantic"):
+    for name in ("mcp_suite.tools.sql.engine.executor", "psycopg_pool", "sqlglot", "pglast", "pydantic"):
         print(name, name in sys.modules)
     print("threads", pool_threads())
     for step in registry.warm_up:
         step()
-    for name in ("mcp_suite.tools.sql_engine.executor", "psycopg_pool", "sqlglot", "pglast", "pydantic"):
+    for name in ("mcp_suite.tools.sql.engine.executor", "psycopg_pool", "sqlglot", "pglast", "pydantic"):
         print(name, name in sys.modules)
     print("threads", len(pool_threads()) > 0)
 """
@@ -51,13 +51,13 @@ def test_opening_the_tool_audits_only_and_the_warm_up_builds_the_rest(demo_clust
         cwd=REPO,
     ).stdout.splitlines()
     assert out == [
-        "mcp_suite.tools.sql_engine.executor False",
+        "mcp_suite.tools.sql.engine.executor False",
         "psycopg_pool False",
         "sqlglot False",
         "pglast False",
         "pydantic False",
         "threads []",
-        "mcp_suite.tools.sql_engine.executor True",
+        "mcp_suite.tools.sql.engine.executor True",
         "psycopg_pool True",
         "sqlglot True",
         "pglast True",

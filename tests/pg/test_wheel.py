@@ -94,7 +94,7 @@ def test_the_wheel_carries_the_seed_the_example_folder_the_role_guide_and_the_co
         names = set(archive.namelist())
         entry_points = next(archive.read(n).decode() for n in names if n.endswith("entry_points.txt"))
         metadata = next(archive.read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
-        guide = archive.read("mcp_suite/tools/sql_engine/role_audit/postgres-role-guide.sql").decode()
+        guide = archive.read("mcp_suite/tools/sql/engine/role_audit/postgres-role-guide.sql").decode()
     assert "mcp_suite/devdb/seed.sql" in names
     assert "mcp_suite/devdb/safe_data/notes/sandbox-rules.md" in names
     assert guide == (REPO / GUIDE).read_text(encoding="utf-8")

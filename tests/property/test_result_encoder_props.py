@@ -18,8 +18,8 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from mcp_suite.tools.sql_engine.convert import to_json_value
-from mcp_suite.tools.sql_engine.result import Column, json_rows, plan_json
+from mcp_suite.tools.sql.engine.convert import to_json_value
+from mcp_suite.tools.sql.engine.result import Column, json_rows, plan_json
 
 # Every character but the surrogates (the loaders never return one: PostgreSQL text is UTF-8,
 # and a json value with an escaped lone surrogate stays text), with the ones encoders treat apart.

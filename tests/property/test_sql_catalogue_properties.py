@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcp_suite.problems import QueryViolationError
-from mcp_suite.tools.sql_engine.policy import vet_sql
+from mcp_suite.tools.sql.engine.policy import vet_sql
 from tests.support.properties import security_property
 
 RELATIONS = (

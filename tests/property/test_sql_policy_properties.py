@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from pglast import parser as pg_parser
 
 from mcp_suite.problems import InvalidArgumentsError, QueryViolationError
-from mcp_suite.tools.sql_engine.denylist import DENIED_FUNCTIONS, DENIED_PREFIXES
-from mcp_suite.tools.sql_engine.policy import QueryPolicy, VettedQuery
-from mcp_suite.tools.sql_engine.policy.rewrite import POSITIONS
+from mcp_suite.tools.sql.engine.denylist import DENIED_FUNCTIONS, DENIED_PREFIXES
+from mcp_suite.tools.sql.engine.policy import QueryPolicy, VettedQuery
+from mcp_suite.tools.sql.engine.policy.rewrite import POSITIONS
 from tests.support.properties import security_property
 from tests.support.sql_corpus import HONEST, assert_safe
 

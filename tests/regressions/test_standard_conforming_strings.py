@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from mcp_suite.devdb.cluster import Cluster
-from mcp_suite.tools.sql_engine.executor import CallTicket
+from mcp_suite.tools.sql.engine.executor import CallTicket
 from tests.support.pg import open_executor
 
 pytestmark = pytest.mark.pg

@@ -11,8 +11,8 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from mcp_suite.tools.sql_engine.naming import APPLICATION_NAME
-from mcp_suite.tools.sql_engine.ticket import CallTicket
+from mcp_suite.tools.sql.engine.naming import APPLICATION_NAME
+from mcp_suite.tools.sql.engine.ticket import CallTicket
 from tests.support.client import REPO, server_env
 
 __all__ = ["check_role", "our_backends", "password_of", "query_once", "with_params"]

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from mcp_suite.problems import ProblemError, render_problem
-from mcp_suite.tools.sandbox_fs_read import fdwalk
+from mcp_suite.tools.files import fdwalk
 
 CANARY = "CANARY-" + uuid.uuid4().hex
 HELLO = "hello from inside the sandbox\n"

@@ -4,7 +4,7 @@
 ships (an extension's functions are not PostgreSQL's, bar plpgsql's), with what the classification
 looks at: its kind, volatility, argument and result types, and whether it is a type's input or output
 function. tests/pg/test_sql_function_census.py runs it on each PostgreSQL the harness can start and
-fails when a name is not in the reviewed file (`mcp_suite/tools/sql_engine/policy/functions.tsv`) or
+fails when a name is not in the reviewed file (`mcp_suite/tools/sql/engine/policy/functions.tsv`) or
 when an allowed name breaks a rule of the allow-list (an identifier or internal type, volatility).
 
 `draft(censuses)` applies the rules that drafted that file; the file was then read name by name and
@@ -23,9 +23,9 @@ from typing import Any, Final
 
 import psycopg
 
-from mcp_suite.tools.sql_engine.denylist import denied_reason
-from mcp_suite.tools.sql_engine.policy import allowlist
-from mcp_suite.tools.sql_engine.policy.catalogue import READABLE_PG_FUNCTIONS, function_reason
+from mcp_suite.tools.sql.engine.denylist import denied_reason
+from mcp_suite.tools.sql.engine.policy import allowlist
+from mcp_suite.tools.sql.engine.policy.catalogue import READABLE_PG_FUNCTIONS, function_reason
 
 __all__ = ["CENSUS_SQL", "Overload", "census", "draft", "hazard"]
 

@@ -14,7 +14,7 @@ import trio
 
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.settings import SecretStr, Settings
-from mcp_suite.tools.sql_engine.executor import Executor
+from mcp_suite.tools.sql.engine.executor import Executor
 
 WRITE_FUNCTION = "public.mcp_test_write"
 ENUM_TYPE = "public.mcp_test_mood"

@@ -18,8 +18,8 @@ from pglast import parser as pg_parser
 from pglast.visitors import Visitor
 
 from mcp_suite.problems import InvalidArgumentsError, ProblemError, QueryViolationError
-from mcp_suite.tools.sql_engine.denylist import DENIED_FUNCTIONS, DENIED_PREFIXES, denied_reason
-from mcp_suite.tools.sql_engine.policy import VettedQuery
+from mcp_suite.tools.sql.engine.denylist import DENIED_FUNCTIONS, DENIED_PREFIXES, denied_reason
+from mcp_suite.tools.sql.engine.policy import VettedQuery
 
 __all__ = ["ATTACKS", "CORPUS", "DENIED_SPELLINGS", "HONEST", "MAX_ROWS", "Case", "assert_safe"]
 

@@ -23,8 +23,8 @@ import trio.testing
 from mcp_suite.problems import Channel, RoleRefusedError, RoleUnauditedError
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import Toolset
-from mcp_suite.tools.sql_engine.role_audit.finding import Finding
-from mcp_suite.tools.sql_engine.role_audit.reaudit import (
+from mcp_suite.tools.sql.engine.role_audit.finding import Finding
+from mcp_suite.tools.sql.engine.role_audit.reaudit import (
     COALESCE_S,
     RETRY_S,
     AuditGate,

@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 from mcp_suite.problems import DatabaseUnavailableError
-from mcp_suite.tools.sql_engine.availability import Availability, State, login_refused
-from mcp_suite.tools.sql_engine.role_audit.connect import connection_failure
+from mcp_suite.tools.sql.engine.availability import Availability, State, login_refused
+from mcp_suite.tools.sql.engine.role_audit.connect import connection_failure
 
 DOWN = psycopg.OperationalError(
     'connection failed: connection to server at "127.0.0.1", port 1 failed: Connection refused'

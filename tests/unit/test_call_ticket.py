@@ -8,7 +8,7 @@ from typing import Any, cast
 import psycopg
 import pytest
 
-from mcp_suite.tools.sql_engine.ticket import CallTicket
+from mcp_suite.tools.sql.engine.ticket import CallTicket
 
 
 class _Connection:
@@ -57,7 +57,7 @@ def test_a_failed_cancel_request_is_logged_and_not_raised(caplog: pytest.LogCapt
     ticket = CallTicket()
     conn = _Connection(fails=True)
     assert ticket.attach(_conn(conn))
-    with caplog.at_level(logging.WARNING, logger="mcp_suite.tools.sql_engine.ticket"):
+    with caplog.at_level(logging.WARNING, logger="mcp_suite.tools.sql.engine.ticket"):
         ticket.cancel()
     assert ticket.cancelled
     assert conn.cancels == [5.0]

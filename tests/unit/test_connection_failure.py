@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from mcp_suite.tools.sql_engine.role_audit.connect import connection_failure
+from mcp_suite.tools.sql.engine.role_audit.connect import connection_failure
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from mcp_suite.problems import QueryViolationError
-from mcp_suite.tools.sql_engine.definers import CATALOGUE_SQL, DefinerGuard
+from mcp_suite.tools.sql.engine.definers import CATALOGUE_SQL, DefinerGuard
 
 Row = tuple[str, str, str | None, str | None]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mcp_suite.settings import Settings
-from mcp_suite.tools.sql_engine.executor import CallCancelledError, Executor
-from mcp_suite.tools.sql_engine.ticket import CallTicket
+from mcp_suite.tools.sql.engine.executor import CallCancelledError, Executor
+from mcp_suite.tools.sql.engine.ticket import CallTicket
 
 # Nothing listens on port 1: a call that tried to connect would fail as database-unavailable.
 UNREACHABLE = "host=127.0.0.1 port=1 connect_timeout=1"

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from mcp_suite.tools.sandbox_fs_read import fdwalk
-from mcp_suite.tools.sandbox_fs_read.policy import MAX_SYMLINK_HOPS, Refusal, RefusedError
+from mcp_suite.tools.files import fdwalk
+from mcp_suite.tools.files.policy import MAX_SYMLINK_HOPS, Refusal, RefusedError
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from mcp_suite.tools.sandbox_fs_read import fdwalk
-from mcp_suite.tools.sandbox_fs_read.policy import Refusal, RefusedError
+from mcp_suite.tools.files import fdwalk
+from mcp_suite.tools.files.policy import Refusal, RefusedError
 
 
 @pytest.fixture

@@ -17,9 +17,13 @@ import trio
 
 from mcp_suite.problems import ProblemError
 from mcp_suite.settings import Settings
-from mcp_suite.tools.sandbox_fs_read import fdwalk
-from mcp_suite.tools.sandbox_fs_read.models import SandboxFsReadArgs, SandboxFsReadResult, args_model_for
-from mcp_suite.tools.sandbox_fs_read.tool import open_sandbox_fs_read, read_sync
+from mcp_suite.tools.files import fdwalk
+from mcp_suite.tools.files.sandbox_fs_read.models import (
+    SandboxFsReadArgs,
+    SandboxFsReadResult,
+    args_model_for,
+)
+from mcp_suite.tools.files.sandbox_fs_read.tool import open_sandbox_fs_read, read_sync
 from tests.support.fs_attacks import (
     CANARY,
     CASES,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcp_suite.tools.sandbox_fs_read import fdwalk
-from mcp_suite.tools.sandbox_fs_read.models import SandboxFsReadArgs
-from mcp_suite.tools.sandbox_fs_read.tool import read_sync
+from mcp_suite.tools.files import fdwalk
+from mcp_suite.tools.files.sandbox_fs_read.models import SandboxFsReadArgs
+from mcp_suite.tools.files.sandbox_fs_read.tool import read_sync
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "safe_data"
 

@@ -17,10 +17,10 @@ import trio
 
 from mcp_suite.problems import ProblemError
 from mcp_suite.settings import Settings
-from mcp_suite.tools.sandbox_fs_list.models import SandboxFsListArgs, SandboxFsListResult
-from mcp_suite.tools.sandbox_fs_list.tool import list_sync
-from mcp_suite.tools.sandbox_fs_read import fdwalk
-from mcp_suite.tools.sandbox_fs_read.tool import open_sandbox_fs_read
+from mcp_suite.tools.files import fdwalk
+from mcp_suite.tools.files.sandbox_fs_list.models import SandboxFsListArgs, SandboxFsListResult
+from mcp_suite.tools.files.sandbox_fs_list.tool import list_sync
+from mcp_suite.tools.files.sandbox_fs_read.tool import open_sandbox_fs_read
 from tests.support.fs_attacks import CANARY, CASES, AttackTree, checked_problem, root_dir, tree
 
 __all__ = ["root_dir", "tree"]  # the fixtures this module's tests take

@@ -20,14 +20,8 @@ from mcp_suite.problems import (
 from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.protocol.mcp import model_json_schema
 from mcp_suite.settings import Settings, load_settings
-from mcp_suite.tools.models import AdvertisedJsonSchema
-from mcp_suite.tools.sandbox_fs_read import policy as fs_policy
-from mcp_suite.tools.sandbox_fs_read.models import (
-    DEFAULT_MAX_BYTES,
-    SandboxFsReadResult,
-    args_model_for,
-)
-from mcp_suite.tools.sandbox_fs_read.policy import (
+from mcp_suite.tools.files import policy as fs_policy
+from mcp_suite.tools.files.policy import (
     Refusal,
     RefusedError,
     cut_to_whole_character,
@@ -38,6 +32,12 @@ from mcp_suite.tools.sandbox_fs_read.policy import (
     split_caller_path,
     split_directory_path,
 )
+from mcp_suite.tools.files.sandbox_fs_read.models import (
+    DEFAULT_MAX_BYTES,
+    SandboxFsReadResult,
+    args_model_for,
+)
+from mcp_suite.tools.models import AdvertisedJsonSchema
 
 
 @pytest.mark.parametrize(

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from mcp_suite.problems import ProblemError
-from mcp_suite.tools.sandbox_fs_read import fdwalk
-from mcp_suite.tools.sandbox_fs_read.models import SandboxFsReadArgs
-from mcp_suite.tools.sandbox_fs_read.policy import Refusal, RefusedError
-from mcp_suite.tools.sandbox_fs_read.tool import read_sync
+from mcp_suite.tools.files import fdwalk
+from mcp_suite.tools.files.policy import Refusal, RefusedError
+from mcp_suite.tools.files.sandbox_fs_read.models import SandboxFsReadArgs
+from mcp_suite.tools.files.sandbox_fs_read.tool import read_sync
 
 CANARY = "CANARY-" + uuid.uuid4().hex
 INSIDE = "inside the root\n"

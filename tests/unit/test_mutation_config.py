@@ -21,15 +21,15 @@ def test_the_mutmut_configuration_matches_the_modules_of_the_table() -> None:
 
 
 def test_each_mutant_is_counted_for_its_own_module_also_a_package_s() -> None:
-    policy = "mcp_suite/tools/sql_engine/policy/"
-    assert module_of("mcp_suite.tools.sql_engine.policy.x_vet_sql__mutmut_1") == policy + "__init__.py"
+    policy = "mcp_suite/tools/sql/engine/policy/"
+    assert module_of("mcp_suite.tools.sql.engine.policy.x_vet_sql__mutmut_1") == policy + "__init__.py"
     assert (
-        module_of("mcp_suite.tools.sql_engine.policy.rewrite.x_generate__mutmut_6") == policy + "rewrite.py"
+        module_of("mcp_suite.tools.sql.engine.policy.rewrite.x_generate__mutmut_6") == policy + "rewrite.py"
     )
     assert (
         module_of("mcp_suite.runtime.limiter.xǁTicketǁ__init____mutmut_1") == "mcp_suite/runtime/limiter.py"
     )
-    assert module_of("mcp_suite.tools.read_only_sql.x_other__mutmut_1") is None
+    assert module_of("mcp_suite.tools.sql.read_only_sql.x_other__mutmut_1") is None
 
 
 def test_the_coverage_floor_of_the_makefile_covers_the_one_list_of_guardrail_modules(

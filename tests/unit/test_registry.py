@@ -9,8 +9,8 @@ import pytest
 
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import Toolset
+from mcp_suite.tools.files.sandbox_fs_read.tool import open_sandbox_fs_read
 from mcp_suite.tools.registry import open_registry
-from mcp_suite.tools.sandbox_fs_read.tool import open_sandbox_fs_read
 from tests.support.harness import NOTES_URI, ToolLog, resource_opener, tool_opener
 
 # Nothing built in: no database, no folder, no metrics.

@@ -12,8 +12,8 @@ import psycopg
 import pytest
 
 from mcp_suite.problems import QueryViolationError
-from mcp_suite.tools.sql_engine.names import CATALOGUE_SQL, NameGuard
-from mcp_suite.tools.sql_engine.policy import allowlist, vet_sql
+from mcp_suite.tools.sql.engine.names import CATALOGUE_SQL, NameGuard
+from mcp_suite.tools.sql.engine.policy import allowlist, vet_sql
 
 IDENTIFIER = allowlist.REASONS["identifier"]
 

@@ -11,8 +11,8 @@ import pytest
 
 from mcp_suite.problems import QueryViolationError
 from mcp_suite.settings import NAME_ECHO_CHARS, SettingsError, load_settings
-from mcp_suite.tools.sql_engine.policy import QueryPolicy, vet_sql
-from mcp_suite.tools.sql_engine.policy.catalogue import (
+from mcp_suite.tools.sql.engine.policy import QueryPolicy, vet_sql
+from mcp_suite.tools.sql.engine.policy.catalogue import (
     CATALOGUE_FUNCTIONS,
     CATALOGUE_PREFIXES,
     CATALOGUE_TYPES,
@@ -27,9 +27,9 @@ from mcp_suite.tools.sql_engine.policy.catalogue import (
     setting_reason,
     type_reason,
 )
-from mcp_suite.tools.sql_engine.policy.postgres_walk import check_postgres
-from mcp_suite.tools.sql_engine.policy.refusals import UnreadableError
-from mcp_suite.tools.sql_engine.policy.sqlglot_walk import check_sqlglot, parse_sqlglot
+from mcp_suite.tools.sql.engine.policy.postgres_walk import check_postgres
+from mcp_suite.tools.sql.engine.policy.refusals import UnreadableError
+from mcp_suite.tools.sql.engine.policy.sqlglot_walk import check_sqlglot, parse_sqlglot
 
 # Each refused query, and what the refusal names (`metadata["object"]`).
 REFUSED = (

@@ -16,7 +16,7 @@ from psycopg.adapt import AdaptersMap
 from psycopg.pq import Format
 
 from mcp_suite.settings import MAX_JSON_DEPTH
-from mcp_suite.tools.sql_engine import convert
+from mcp_suite.tools.sql.engine import convert
 
 
 def loader_for(oid: int) -> Loader:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_suite.problems import ProblemError
-from mcp_suite.tools.sql_engine.policy import VettedQuery, vet_sql
+from mcp_suite.tools.sql.engine.policy import VettedQuery, vet_sql
 from tests.support.corpus import MAX_ROWS, QUERIES, TRUNCATIONS, CorpusQuery, Truncation
 
 

@@ -12,7 +12,7 @@ from sqlglot.dialects.postgres import Postgres
 from sqlglot.tokenizer_core import Token
 
 from mcp_suite.problems import ProblemError
-from mcp_suite.tools.sql_engine.policy import QueryPolicy, VettedQuery, vet_sql
+from mcp_suite.tools.sql.engine.policy import QueryPolicy, VettedQuery, vet_sql
 
 
 class _Refuses(Postgres):

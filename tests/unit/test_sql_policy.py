@@ -23,9 +23,9 @@ from mcp_suite.problems import (
     ProblemError,
     QueryViolationError,
 )
-from mcp_suite.tools.sql_engine import policy
-from mcp_suite.tools.sql_engine.denylist import denied_reason, normalize_function_name
-from mcp_suite.tools.sql_engine.policy import (
+from mcp_suite.tools.sql.engine import policy
+from mcp_suite.tools.sql.engine.denylist import denied_reason, normalize_function_name
+from mcp_suite.tools.sql.engine.policy import (
     QueryPolicy,
     VettedQuery,
     postgres_walk,

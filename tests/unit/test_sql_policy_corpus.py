@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_suite.problems import ProblemError
-from mcp_suite.tools.sql_engine.policy import QueryPolicy, VettedQuery
+from mcp_suite.tools.sql.engine.policy import QueryPolicy, VettedQuery
 from tests.support.sql_corpus import ATTACKS, CORPUS, DENIED_SPELLINGS, HONEST, MAX_ROWS, Case, assert_safe
 
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from mcp_suite.problems import ProblemError
-from mcp_suite.tools.sql_engine.policy import postgres_walk, vet_sql
-from mcp_suite.tools.sql_engine.policy.postgres_walk import MAX_TREE_DEPTH, PgFacts
-from mcp_suite.tools.sql_engine.policy.rewrite import check_wrapped, wrap
+from mcp_suite.tools.sql.engine.policy import postgres_walk, vet_sql
+from mcp_suite.tools.sql.engine.policy.postgres_walk import MAX_TREE_DEPTH, PgFacts
+from mcp_suite.tools.sql.engine.policy.rewrite import check_wrapped, wrap
 
 TOO_DEEP = {"rule": "too-deep"}
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 
 from mcp_suite.settings import SettingsError, load_settings
-from mcp_suite.tools.sql_engine.role_audit.defaults import (
+from mcp_suite.tools.sql.engine.role_audit.defaults import (
     Creator,
     creator_findings,
     search_path_entries,
     shadowing_entries,
     shadowing_findings,
 )
-from mcp_suite.tools.sql_engine.role_audit.finding import MAX_LISTED
-from mcp_suite.tools.sql_engine.role_audit.reach import ReachEdge, reach_findings
+from mcp_suite.tools.sql.engine.role_audit.finding import MAX_LISTED
+from mcp_suite.tools.sql.engine.role_audit.reach import ReachEdge, reach_findings
 
 
 @pytest.mark.parametrize(

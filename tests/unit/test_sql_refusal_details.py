@@ -16,9 +16,9 @@ from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 
 from mcp_suite.problems import InvalidArgumentsError, ProblemError, QueryViolationError
-from mcp_suite.tools.sql_engine.policy import QueryPolicy, VettedQuery, sqlglot_walk, vet_sql
-from mcp_suite.tools.sql_engine.policy.postgres_walk import check_postgres
-from mcp_suite.tools.sql_engine.policy.rewrite import check_wrapped, wrap
+from mcp_suite.tools.sql.engine.policy import QueryPolicy, VettedQuery, sqlglot_walk, vet_sql
+from mcp_suite.tools.sql.engine.policy.postgres_walk import check_postgres
+from mcp_suite.tools.sql.engine.policy.rewrite import check_wrapped, wrap
 
 SEND = "Send one SELECT (or VALUES / UNION / INTERSECT / EXCEPT) statement"
 ONLY = "Only SELECT, VALUES and set operations are allowed"

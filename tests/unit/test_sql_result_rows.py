@@ -9,7 +9,7 @@ import pytest
 
 from mcp_suite.problems import ResultTooLargeError
 from mcp_suite.protocol.jsonrpc import compact_json
-from mcp_suite.tools.sql_engine.result import HINT_BYTES, Column, json_rows
+from mcp_suite.tools.sql.engine.result import HINT_BYTES, Column, json_rows
 
 TEXT, INT4, INT4_ARRAY = 25, 23, 1007
 COLUMNS = (Column("t", "text"), Column("n", "integer"))

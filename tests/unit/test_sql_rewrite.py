@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from mcp_suite.problems import ProblemError
-from mcp_suite.tools.sql_engine.policy import vet_sql
-from mcp_suite.tools.sql_engine.policy.postgres_walk import check_postgres
-from mcp_suite.tools.sql_engine.policy.rewrite import check_wrapped, literal_limit, wrap
+from mcp_suite.tools.sql.engine.policy import vet_sql
+from mcp_suite.tools.sql.engine.policy.postgres_walk import check_postgres
+from mcp_suite.tools.sql.engine.policy.rewrite import check_wrapped, literal_limit, wrap
 
 
 @pytest.mark.parametrize(

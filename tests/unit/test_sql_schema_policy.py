@@ -9,7 +9,7 @@ import json
 import pytest
 
 from mcp_suite.problems import InvalidArgumentsError
-from mcp_suite.tools.sql_engine.introspect.lookup import (
+from mcp_suite.tools.sql.engine.introspect.lookup import (
     MAX_CURSOR_CHARS,
     Lookup,
     cap_comment,

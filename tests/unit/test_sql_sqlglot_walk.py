@@ -11,8 +11,8 @@ import pytest
 import sqlglot
 
 from mcp_suite.problems import ProblemError
-from mcp_suite.tools.sql_engine.denylist import denied_reason
-from mcp_suite.tools.sql_engine.policy import sqlglot_walk, vet_sql
+from mcp_suite.tools.sql.engine.denylist import denied_reason
+from mcp_suite.tools.sql.engine.policy import sqlglot_walk, vet_sql
 
 TOO_DEEP = {"rule": "too-deep"}
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mcp_suite.devdb.tls import CertificateAuthority
-from mcp_suite.tools.sql_engine.role_audit.tls import tls_refusal
+from mcp_suite.tools.sql.engine.role_audit.tls import tls_refusal
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ from mcp_suite.problems import (
     QueryViolationError,
     ResourceLimitError,
 )
-from mcp_suite.tools.sql_engine.executor import problem_from_sqlstate
-from mcp_suite.tools.sql_engine.sqlstate import classify
+from mcp_suite.tools.sql.engine.executor import problem_from_sqlstate
+from mcp_suite.tools.sql.engine.sqlstate import classify
 
 
 @pytest.mark.parametrize(

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from mcp_suite.protocol.mcp import model_json_schema
 from mcp_suite.settings import Settings, load_settings
-from mcp_suite.tools.system_metrics.policy import RawSample, SystemMetricsResult, shape_sample
-from mcp_suite.tools.system_metrics.probe import read_sample
-from mcp_suite.tools.system_metrics.tool import open_system_metrics
+from mcp_suite.tools.metrics.policy import RawSample, SystemMetricsResult, shape_sample
+from mcp_suite.tools.metrics.probe import read_sample
+from mcp_suite.tools.metrics.tool import open_system_metrics
 from tests.support.harness import open_session
 from tests.support.wire import slug_of
 

@@ -1,0 +1,4 @@
+"""The files family: the directory-fd walk (`fdwalk`), its pure path policy (`policy`) and the two
+tools that share the sandbox root (`sandbox_fs_read`, `sandbox_fs_list`). A tool imports the walk
+and the policy, never a sibling tool.
+"""

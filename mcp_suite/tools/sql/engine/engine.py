@@ -1,0 +1,433 @@
+"""The PostgreSQL engine the three SQL tools share: one object, opened once per server.
+
+`open_engine(settings, dsn)` audits the role (refusing to start, exit 78, when it could do more than
+read) and returns the `SqlEngine`: it owns the executor and its pool (built on first need), the SQL
+policy (built on first need), the database threads' limiter, the re-audit's gate and loop, and
+offers the blocking operations the tools run (`vet_and_run`, `schema_page`, `hidden_relations`) and
+the one way to run them (`run_blocking`: in a database worker thread, cancelled inside PostgreSQL).
+The re-audit has a connection of its own (`link.AuditLink`), opened at start-up, outside the pool.
+With an identity map (a source's `[sources.identity]`, issue 42) `role_for` turns the verified
+caller into the `CallRole` each operation takes; every mapped role is audited with the login role.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+import psycopg
+import trio
+
+from mcp_suite import observe
+from mcp_suite.caller import Caller
+from mcp_suite.lazy import Lazy
+from mcp_suite.offload import run_in_db_thread
+from mcp_suite.problems import AccessDeniedError
+from mcp_suite.protocol.identity import CallRole, IdentityMap, call_role
+from mcp_suite.settings import Settings
+from mcp_suite.tools.base import SourceState, StartupRefusedError, StartupUnavailableError
+from mcp_suite.tools.sql.engine.availability import Availability
+from mcp_suite.tools.sql.engine.introspect.lookup import decode_cursor, lookup
+from mcp_suite.tools.sql.engine.role_audit.connect import (
+    PoolerInFrontError,
+    TlsRefusedError,
+    audit_role,
+    connection_failure,
+)
+from mcp_suite.tools.sql.engine.role_audit.finding import format_findings, refusals
+from mcp_suite.tools.sql.engine.role_audit.link import AuditDsnError, AuditLink, NoVerdict
+from mcp_suite.tools.sql.engine.role_audit.reaudit import AuditGate, audit_once, serve_reaudit, wait_notified
+from mcp_suite.tools.sql.engine.ticket import CallTicket
+
+if TYPE_CHECKING:
+    from mcp_suite.tools.sql.engine.executor import Executor, ExplainMode, QueryResult
+    from mcp_suite.tools.sql.engine.policy import QueryPolicy
+    from mcp_suite.tools.sql.engine.role_audit.finding import Finding
+
+__all__ = ["SqlEngine", "open_engine"]
+
+# The toolset's log, by the name its lines carried before the engine was split out of the tool.
+log = logging.getLogger("mcp_suite.tools.sql.read_only_sql.tool")
+
+T = TypeVar("T")
+
+
+class SqlEngine:
+    """The executor (a `Lazy`), the policy (a `Lazy`), the limiter and the audit gate of one server."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        dsn: str,
+        *,
+        audited: bool,
+        availability: Availability,
+        identity: IdentityMap | None = None,
+    ) -> None:
+        self.settings = settings
+        self.identity = identity
+        self.roles: tuple[str, ...] = identity.roles if identity is not None else ()
+        self.gate = AuditGate()
+        self._dsn = dsn
+        # The re-audit's own connection. It LISTENs for the role guide's event trigger unless it
+        # goes through a transaction pooler (MCP_SQL_POOLER=transaction without MCP_SQL_AUDIT_DSN).
+        audit_dsn = settings.sql_audit_dsn.get_secret_value() if settings.sql_audit_dsn else None
+        self.audit_link = AuditLink(
+            audit_dsn or dsn,
+            connect_timeout_s=settings.sql_connect_timeout_s,
+            listen=audit_dsn is not None or settings.sql_pooler == "none",
+            reference_dsn=dsn if audit_dsn else None,
+        )
+        self._audited = audited
+        # What the last audit connection found (the start-up audit's, then each re-audit's): the
+        # readiness probe and the metrics read it; no probe of its own reaches the database.
+        self._reachable = audited
+        self._verified = audited
+        self._role = _role_of(dsn)
+        self._database = Lazy(
+            functools.partial(
+                _open_executor,
+                settings,
+                dsn,
+                audited=audited,
+                availability=availability,
+                gate=self.gate,
+                roles=self.roles,
+            )
+        )
+        self._policy = Lazy(
+            functools.partial(_build_policy, settings.sql_policy_cache_size, settings.sql_allow_catalogue)
+        )
+        # Database worker threads: at most the pool size.
+        self._limiter = trio.CapacityLimiter(settings.sql_pool_max_size)
+
+    @property
+    def dsn(self) -> str:
+        """The connection string (secret: never logged or shown)."""
+        return self._dsn
+
+    async def run_blocking(self, work: Callable[[CallTicket], T]) -> T:
+        """`work(ticket)` in a database worker thread; a cancelled caller cancels its query inside
+        PostgreSQL and waits (shielded, bounded) for the connection to come back clean."""
+        grace = self.settings.sql_cancel_grace_s
+        return await run_in_db_thread(
+            work, CallTicket(cancel_timeout_s=grace), limiter=self._limiter, cancel_grace_s=grace
+        )
+
+    def role_for(self, caller: Caller | None) -> CallRole | None:
+        """What a call by `caller` runs as: None without an identity map, or without a verified
+        caller (stdio: the DSN's role; under a map that role reads nothing itself). Raises
+        `AccessDeniedError` naming the missing mapping when no rule maps the caller: such a caller
+        never reads with the login role's privileges."""
+        if self.identity is None or caller is None:
+            return None
+        role = call_role(self.identity, caller.subject, caller.claims)
+        if role is None:
+            raise AccessDeniedError(
+                "No rule of this database's identity map maps the caller (neither its subject nor a "
+                "value of its groups or roles claim), and the map has no default_role, so the call "
+                "was refused. An operator adds a rule for it to the configuration file "
+                "([sources.identity]).",
+                metadata={"mapping": "missing", "retryable": False},
+            )
+        return role
+
+    def executor(self) -> Executor:
+        """The executor, built (and its pool opened) on first need; blocking."""
+        return self._database.get()
+
+    def vet_and_run(
+        self,
+        sql: str,
+        max_rows: int,
+        ticket: CallTicket,
+        *,
+        explain: ExplainMode | None = None,
+        role: CallRole | None = None,
+    ) -> QueryResult:
+        """The policy's verdict, then the query (or its EXPLAIN) in one read-only transaction;
+        blocking. The policy runs in the worker thread too: an uncached verdict costs milliseconds
+        of parsing that must not stall the event loop (pings, other calls)."""
+        with observe.stage("sql.policy"):
+            vetted = self._policy.get().vet(sql, max_rows=max_rows)
+            # Never the text (it may hold values): PostgreSQL's fingerprint of the normalized
+            # statement, the same for every query that differs only in its constants.
+            observe.note(lambda: {"mcp_suite.sql.fingerprint": _fingerprint(sql)})
+        with observe.stage("sql.database"):
+            return self._database.get().run_vetted(
+                vetted, max_rows=max_rows, ticket=ticket, explain=explain, role=role
+            )
+
+    def state(self, name: str) -> SourceState:
+        """The source `name`'s state for the readiness probe and the metrics; no I/O."""
+        in_use = waiting = 0
+        if self._database.built:
+            try:
+                stats = self._database.get().statistics()
+            except RuntimeError:  # closed at shutdown
+                stats = None
+            if stats is not None:
+                in_use, waiting = stats.pool_size - stats.pool_available, stats.pool_waiting
+        return SourceState(
+            name,
+            reachable=self._reachable,
+            # A mapped role's refusal stops its own calls only: the source still serves the others.
+            audited=self._verified
+            and not any(not f.role for f in self.gate.refused)
+            and not self.gate.unaudited,
+            pool_in_use=in_use,
+            pool_waiting=waiting,
+            role=self._role,
+        )
+
+    def schema_page(
+        self,
+        ticket: CallTicket,
+        *,
+        schema: str | None = None,
+        name_like: str | None = None,
+        obj: str | None = None,
+        detail: str = "columns",
+        cursor: str | None = None,
+        max_objects: int,
+        role: CallRole | None = None,
+    ) -> dict[str, Any]:
+        """One page of the schema listing as JSON values (blocking):
+        `{"database", "objects", "truncated", "next_cursor"}`, within the result byte cap.
+
+        Raises `InvalidArgumentsError` for a malformed `object` or `name_like`, or a cursor this
+        server did not give for these filters, before anything is sent.
+        """
+        from mcp_suite.tools.sql.engine.introspect import objects  # with the executor: off `initialize`
+
+        params = lookup(schema, name_like, obj)
+        after = decode_cursor(cursor, params) if cursor is not None else None
+        return self.executor().read_catalogue(
+            functools.partial(
+                objects.read,
+                lookup=params,
+                detail=detail,
+                max_objects=max_objects,
+                max_bytes=self.settings.sql_max_result_bytes,
+                comment_chars=self.settings.sql_schema_max_comment_chars,
+                after=after,
+            ),
+            ticket=ticket,
+            role=role,
+        )
+
+    def hidden_relations(
+        self, names: Collection[str], ticket: CallTicket, role: CallRole | None = None
+    ) -> list[str]:
+        """The names among `names` (relations a plan reads) that the role may not read in full;
+        blocking (one catalogue query, read-only, under the statement timeout)."""
+        from mcp_suite.tools.sql.engine.introspect.visibility import hidden_relations
+
+        if not names:
+            return []
+        return self.executor().read_catalogue(
+            lambda conn: hidden_relations(conn, names), ticket=ticket, role=role
+        )
+
+    @property
+    def warm_up(self) -> tuple[Callable[[], object], ...]:
+        # The pool connects in the background while the policy's parsers load; then the type names.
+        return (self._database.get, self._policy.get, self._preload_type_names)
+
+    async def serve_reaudit(self) -> NoReturn:
+        """The re-audit loop (the toolset's background task): every interval, and at once when the
+        audit's connection is notified."""
+        link = self.audit_link
+        await serve_reaudit(
+            self.gate,
+            self._reaudit,
+            interval_s=self.settings.sql_reaudit_interval_s,
+            notified=(lambda: wait_notified(link)) if link.listening else None,
+        )
+
+    def close(self) -> None:
+        self.audit_link.close()
+        executor = self._database.close()
+        if executor is not None:
+            executor.close()
+
+    def _reaudit(self) -> list[Finding] | NoVerdict:
+        """One re-audit (blocking, in its worker thread): the whole role audit on its own connection,
+        and, when the executor exists, its guards' catalogue refreshed on the same one."""
+        database = self._database
+        try:
+            executor = database.get() if database.built else None  # never built here: off the warm-up
+        except RuntimeError:  # the tool closed under an abandoned re-audit (shutdown)
+            executor = None
+        refresh = executor.refresh_catalogue if executor is not None else None
+        verdict = audit_once(self.audit_link, self.settings, refresh=refresh, roles=self.roles)
+        # For the readiness probe and the metrics: whether this audit's connection answered, and
+        # whether an audit has completed since the start.
+        self._reachable = not isinstance(verdict, NoVerdict)
+        if self._reachable:
+            self._verified = True
+        return verdict
+
+    def _preload_type_names(self) -> None:
+        """Every type name, read once on the pool's first connection (after a passed audit)."""
+        if not self._audited:
+            return
+        try:
+            self._database.get().preload_type_names()
+        except psycopg.Error:
+            # Not fatal: a call looks up the names it meets (the database may be back by then).
+            log.info("read_only_sql: type names not preloaded (the database did not answer)")
+
+
+def open_engine(
+    settings: Settings, dsn: str, *, refuse_at_start: bool = True, identity: IdentityMap | None = None
+) -> SqlEngine:
+    """Audit the role at start-up (blocking, bounded by the connect timeout) and make the engine.
+
+    `refuse_at_start=False` (one source of several): a role the audit refuses does not stop the
+    start; the engine's gate holds the refusal, so its calls are refused until a re-audit passes.
+
+    Raises StartupRefusedError when the role could do more than read, when the server's TLS
+    certificate is refused (sslmode verify-ca / verify-full), or when MCP_SQL_POOLER=none but a
+    pooler answers for the connection, and StartupUnavailableError when no connection could be
+    made and the operator requires one. A database that cannot be connected to
+    otherwise is not fatal: the log says why, calls get -32603 until a connection succeeds, and the
+    audit then runs before the first query.
+    `identity`: the source's identity map; the login role and every role it maps to are audited
+    (a finding about one mapped role stops that role's calls only, at start-up too).
+    """
+    availability = Availability(max_backoff_s=settings.sql_reconnect_max_s)
+    roles = identity.roles if identity is not None else ()
+    findings = _audit_at_start(dsn, settings, availability, refuse=refuse_at_start, roles=roles)
+    engine = SqlEngine(
+        settings, dsn, audited=findings is not None, availability=availability, identity=identity
+    )
+    if findings is not None:
+        engine.gate.record(findings)  # logs the warnings: the risks the operator accepted, and the others
+        _open_audit_link(engine.audit_link)
+    if identity is not None:
+        log.info(
+            "read_only_sql: identity map: over HTTP each call reads as the role its caller maps to "
+            "(%s); over stdio as the DSN's login role, which reads nothing itself",
+            ", ".join(roles),
+        )
+    if settings.sql_allow_catalogue:
+        log.warning(
+            "read_only_sql: MCP_SQL_ALLOW_CATALOGUE is true: queries read pg_catalog unfiltered "
+            "(other objects' names, definitions and comments, role names, other sessions' queries, "
+            "the server's address)"
+        )
+    if settings.sql_allow_extensions:
+        log.warning(
+            "read_only_sql: MCP_SQL_ALLOW_EXTENSIONS lets queries call every function of these "
+            "extensions, which are not on the reviewed list: %s",
+            ", ".join(settings.sql_allow_extensions),
+        )
+    return engine
+
+
+def _audit_at_start(
+    dsn: str,
+    settings: Settings,
+    availability: Availability,
+    *,
+    refuse: bool = True,
+    roles: tuple[str, ...] = (),
+) -> list[Finding] | None:
+    """The start-up role audit: the findings when the role passed; None when no connection could be
+    made (the executor then audits before the first query)."""
+    try:
+        findings = audit_role(dsn, settings, roles)
+    except (TlsRefusedError, PoolerInFrontError) as exc:
+        raise StartupRefusedError(str(exc)) from None
+    except psycopg.OperationalError as exc:
+        if settings.sql_require_database:
+            raise StartupUnavailableError(
+                f"no connection to the database of MCP_SQL_DSN ({connection_failure(exc)}) and "
+                "MCP_SQL_REQUIRE_DATABASE is true"
+            ) from None
+        # Down, or up but refusing this role (a wrong password, a missing database): the log says
+        # which, since the fix differs; calls get database-unavailable, and the role audit runs
+        # before the first query.
+        availability.failed(exc, at_start=True)
+        return None
+    # A mapped role's refusal stops its own calls (the gate holds it); the login role's stops the start.
+    if any(not f.role for f in refusals(findings)) and refuse:
+        raise StartupRefusedError(format_findings(findings))
+    return findings
+
+
+def _open_audit_link(link: AuditLink) -> None:
+    """The re-audit's own connection, opened at start-up (blocking, bounded by the connect timeout).
+
+    Raises StartupRefusedError when MCP_SQL_AUDIT_DSN cannot serve the audit. No connection is not
+    fatal: the re-audit opens it (and the gate shuts if it cannot for two intervals).
+    """
+    try:
+        link.open()
+    except AuditDsnError as exc:
+        raise StartupRefusedError(str(exc)) from None
+    except psycopg.Error as exc:
+        log.warning(
+            "read_only_sql: the role audit's own connection could not be opened (%s); the re-audit "
+            "tries again",
+            connection_failure(exc),
+        )
+
+
+def _role_of(dsn: str) -> str:
+    """The role a DSN names (a metric's label: never the rest of the DSN); "" when it names none."""
+    try:
+        return str(psycopg.conninfo.conninfo_to_dict(dsn).get("user") or "")[:64]
+    except psycopg.ProgrammingError:
+        return ""
+
+
+def _fingerprint(sql: str) -> str:
+    """pg_query's fingerprint of `sql` (pglast, which the policy has loaded); "" when it does not parse."""
+    from pglast.parser import ParseError, fingerprint
+
+    try:
+        return str(fingerprint(sql))
+    except ParseError:
+        return ""
+
+
+def _open_executor(
+    settings: Settings,
+    dsn: str,
+    *,
+    audited: bool,
+    availability: Availability,
+    gate: AuditGate,
+    roles: tuple[str, ...] = (),
+) -> Executor:
+    """The executor, its pool open (connections come in the background); blocking.
+
+    Built on first need (the warm-up, or the first call): the executor module brings psycopg_pool
+    and the type loaders, and opening the pool starts its threads and a connection, none of which
+    is needed to answer `initialize`.
+    """
+    from mcp_suite.tools.sql.engine.executor import Executor  # deferred on purpose
+
+    executor = Executor(settings, dsn, availability=availability, gate=gate, roles=roles)
+    if audited:
+        executor.mark_audited()
+    executor.open()
+    return executor
+
+
+def _build_policy(cache_size: int, allow_catalogue: bool) -> QueryPolicy:
+    """The SQL policy, imported off the start-up path (built by a `Lazy`).
+
+    sqlglot and pglast are the largest imports of the server (bench_sql's all-tools cold start),
+    and answering `initialize` does not need them. Building it is the tool's warm-up
+    step: the session runs it in a worker thread right after the handshake; a call that needs the
+    policy before that is done waits for it (in its worker thread), so no call is ever vetted by
+    anything less.
+    """
+    from mcp_suite.tools.sql.engine.policy import QueryPolicy, vet_sql  # deferred on purpose
+
+    return QueryPolicy(cache_size=cache_size, vet=functools.partial(vet_sql, allow_catalogue=allow_catalogue))

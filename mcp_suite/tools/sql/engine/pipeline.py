@@ -1,0 +1,217 @@
+"""One call's statements as ONE pipelined round trip on libpq, with its memory bound.
+
+libpq directly: psycopg's Pipeline object waits on the socket after every statement (bench_sql;
+the figure is in docs/performance.md). The exchange is bounded in time and in bytes while the
+rows arrive. Blocking (sync libpq); run in worker threads only.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import select
+import socket
+import struct
+import termios
+import time
+from dataclasses import dataclass, field
+from typing import Any, Final, NoReturn
+
+import psycopg
+from psycopg import pq
+from psycopg.pq.abc import PGresult
+
+from mcp_suite.tools.sql.engine.result import too_large
+
+__all__ = ["PipelineResults", "run_pipeline"]
+
+_PIPELINE_SYNC: Final = pq.ExecStatus.PIPELINE_SYNC
+_SINGLE_TUPLE: Final = pq.ExecStatus.SINGLE_TUPLE
+_TUPLES_CHUNK: Final = pq.ExecStatus.TUPLES_CHUNK
+# The streamed command's rows come in results of this many (libpq's chunked mode; the last may
+# hold fewer). Single rows doubled the CPU of a 100-row round trip; chunks of 8 cost about what one
+# result does (docs/performance.md, the mechanisms table).
+CHUNK_ROWS: Final = 8
+_FATAL_ERROR: Final = pq.ExecStatus.FATAL_ERROR
+_SQLSTATE: Final = pq.DiagnosticField.SQLSTATE
+# Bytes read from the socket for one call before it is refused. libpq hands over a result only
+# once all of it has arrived, so what arrives is counted while it arrives. A row's wire form is at
+# most about 2.5 times its JSON (4-byte length words on tiny values); the slack covers the replies
+# of the transaction statements and the row description.
+_WIRE_FACTOR: Final = 4
+# With a streamed command, room for one whole chunk of rows that each fit the cap (a chunk is
+# handed over only once all its rows have arrived): `CHUNK_ROWS` times 2.5. Past it, some row of
+# the chunk being read is larger than the cap, so the rows kept so far are the answer.
+_STREAM_WIRE_FACTOR: Final = CHUNK_ROWS * 5 // 2
+_WIRE_SLACK: Final = 64 << 10
+
+
+# Linux's `struct tcp_info` up to and including `tcpi_bytes_received` (a u64 at offset 128, 4.1+).
+_TCP_INFO_BYTES: Final = 136
+
+
+def _pending_bytes(fd: int) -> int:
+    """Bytes waiting in the socket's receive queue (what the next read will take, at least)."""
+    return int(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0])
+
+
+def _tcp_socket(fd: int) -> socket.socket | None:
+    """The connection's socket, when the kernel counts the bytes it received (TCP on Linux 4.1+);
+    None otherwise (a Unix socket). Detach it before the connection closes (it does not own `fd`)."""
+    sock = socket.socket(fileno=fd)
+    try:
+        if len(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_BYTES)) >= _TCP_INFO_BYTES:
+            return sock
+    except OSError:
+        pass
+    sock.detach()
+    return None
+
+
+def _taken_so_far(sock: socket.socket) -> int:
+    """Bytes read off the socket since it opened: what the kernel received less what still waits.
+    Exact between two reads, whenever bytes arrive (nothing else reads this socket)."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_BYTES)
+    return int(struct.unpack_from("Q", info, 128)[0]) - _pending_bytes(sock.fileno())
+
+
+def _wait_socket(conn: psycopg.Connection[Any], deadline: float, *, write: bool) -> None:
+    """Block until the connection's socket is ready, at most until `deadline` (monotonic)."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise psycopg.OperationalError("the database did not answer in time")
+    poller = select.poll()
+    poller.register(conn.pgconn.socket, select.POLLOUT if write else select.POLLIN)
+    poller.poll(remaining * 1000)
+
+
+def _consume(conn: psycopg.Connection[Any], results: list[PGresult]) -> None:
+    """Read what arrived; when the server closed the connection, raise its own word about why.
+
+    A backend that ends its session (pg_terminate_backend, a shutdown, a recovery conflict) sends
+    a FATAL error as the running statement's result, then closes: libpq reports only the closed
+    socket. That FATAL, with its SQLSTATE, says what happened (sqlstate.classify).
+    """
+    try:
+        conn.pgconn.consume_input()
+    except psycopg.OperationalError as lost:
+        for result in results:
+            if result.status == _FATAL_ERROR and result.error_field(_SQLSTATE):
+                raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding) from lost
+        raise
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineResults:
+    """What one pipeline brought back.
+
+    `results`: one per command, in order (fewer when `cut`: those that completed). `rows`: the
+    streamed command's rows, in results of up to `CHUNK_ROWS` rows as they arrived, when a command
+    was streamed. `cut`: the byte limit was passed while the streamed command's rows arrived; the
+    connection was closed there (the query died with it), and `rows` holds the chunks that had
+    arrived whole.
+    """
+
+    results: list[PGresult]
+    rows: list[PGresult] = field(default_factory=list)
+    cut: bool = False
+
+
+def _detach(sock: socket.socket | None) -> None:
+    if sock is not None:
+        sock.detach()  # the connection owns the descriptor
+
+
+def _refuse(max_bytes: int) -> NoReturn:
+    raise too_large(max_bytes)
+
+
+def _chunked_rows(pg: Any) -> bool:
+    """Chunked-rows mode for the query whose results come next (libpq takes it only between two
+    queries' results, before the first of them is read); False when libpq refuses it, or is older
+    than 17 (the rows then come as one result, under the same byte limit)."""
+    try:
+        pg.set_chunked_rows_mode(CHUNK_ROWS)
+    except (psycopg.OperationalError, psycopg.NotSupportedError):
+        return False
+    return True
+
+
+def run_pipeline(
+    conn: psycopg.Connection[Any],
+    commands: list[bytes],
+    *,
+    max_bytes: int,
+    timeout_s: float,
+    stream: int | None = None,
+) -> PipelineResults:
+    """Send `commands` in one pipeline with one Sync; return one result per command.
+
+    `stream`: the index of the command whose rows are read in chunks of `CHUNK_ROWS` (libpq's
+    chunked-rows mode), so that the chunks that arrived before the byte limit is passed are kept.
+    Limits: the whole exchange takes at most `timeout_s`; once the bytes libpq took off the socket
+    pass `_WIRE_FACTOR` times `max_bytes` (`_STREAM_WIRE_FACTOR` with a streamed command), plus
+    slack, the connection is closed (the query dies with it): while the streamed command's rows
+    arrive, the answer is the chunks that arrived whole (`cut`); otherwise the call gets
+    `result-too-large`. So a result never holds more than that in
+    memory while it arrives (plus what one read of libpq takes). Over TCP the count is exact (the
+    kernel's count of bytes received, less those still waiting); over a Unix socket it is a lower
+    bound (bytes that arrive during a read and are taken by it are not seen), so there one value of
+    hundreds of MB, which libpq reads whole, is stopped late.
+    """
+    pg = conn.pgconn
+    deadline = time.monotonic() + timeout_s
+    wire_limit = (_WIRE_FACTOR if stream is None else _STREAM_WIRE_FACTOR) * max_bytes + _WIRE_SLACK
+    received = 0
+    results: list[PGresult] = []
+    rows: list[PGresult] = []
+    tcp = _tcp_socket(pg.socket)
+    start = _taken_so_far(tcp) if tcp is not None else 0
+    with conn.lock:
+        pg.enter_pipeline_mode()
+        try:
+            for command in commands:
+                pg.send_query_params(command, None)
+            pg.pipeline_sync()
+            while pg.flush():
+                _wait_socket(conn, deadline, write=True)
+            streaming = stream == 0 and _chunked_rows(pg)
+            while True:
+                while pg.is_busy():
+                    _wait_socket(conn, deadline, write=False)
+                    if tcp is not None:
+                        _consume(conn, results)
+                        received = _taken_so_far(tcp) - start
+                    else:
+                        # What libpq took off the socket this time: what was waiting before its
+                        # read less what still waits after it (a lower bound). libpq may take only
+                        # part of what waits, and the rest must not be counted again next time.
+                        waiting = _pending_bytes(pg.socket)
+                        _consume(conn, results)
+                        received += max(waiting - _pending_bytes(pg.socket), 0)
+                    if received > wire_limit:
+                        if not (streaming and len(results) == stream):  # not amid the streamed rows
+                            _refuse(max_bytes)
+                        _detach(tcp)
+                        conn.close()  # the query dies with it; the rows kept are the answer
+                        return PipelineResults(results, rows, cut=True)
+                result = pg.get_result()
+                if result is None:  # the end of one command's results
+                    if stream is not None and len(results) == stream and not streaming:
+                        streaming = _chunked_rows(pg)
+                    continue
+                if result.status == _PIPELINE_SYNC:
+                    break
+                if result.status in (_TUPLES_CHUNK, _SINGLE_TUPLE):
+                    rows.append(result)
+                    continue
+                results.append(result)
+            pg.exit_pipeline_mode()
+        except BaseException:
+            _detach(tcp)
+            conn.close()  # a half-read pipeline cannot be reused: the pool discards it
+            raise
+    _detach(tcp)
+    if len(results) != len(commands):  # pragma: no cover  # libpq returns one per command
+        conn.close()
+        raise psycopg.OperationalError("unexpected pipeline results")
+    return PipelineResults(results, rows)

@@ -1,0 +1,124 @@
+"""The SQL tools' sources: which engine serves a call, by the `source` argument.
+
+One set of SQL tools serves every configured database (`mcp_suite.sources`): each source has its
+own `SqlEngine` (pool, role audit, re-audit, limits, policy), or, when its start refused it for a
+reason no re-audit can lift (a TLS certificate refused, a pooler where none was declared), a
+sentence saying why. `SqlSources.pick` answers a call with the engine of the source it names, or a
+problem naming the source; a refusal of one source never stops another. With one source from
+`MCP_SQL_DSN` (`default`), the tools take no `source` argument and answer as before. Pure
+dispatch: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from mcp_suite.problems import InvalidArgumentsError, ProblemError, RoleRefusedError
+from mcp_suite.tools.base import SourceState
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from mcp_suite.tools.sql.engine.engine import SqlEngine
+
+__all__ = ["SqlSources", "with_source"]
+
+
+class SqlSources:
+    """The configured sources in the file's order: an engine each, or why it is not served."""
+
+    def __init__(
+        self,
+        engines: Mapping[str, SqlEngine],
+        refused: Mapping[str, str],
+        *,
+        named: bool,
+        order: tuple[str, ...] | None = None,
+    ) -> None:
+        self._engines = dict(engines)
+        self._refused = dict(refused)
+        self.named = named  # the tools take `source` (a configuration file), or serve `default` alone
+        self.names: tuple[str, ...] = order or (*self._engines, *self._refused)
+
+    @classmethod
+    def single(cls, name: str, engine: SqlEngine) -> SqlSources:
+        return cls({name: engine}, {}, named=False)
+
+    @property
+    def engines(self) -> Mapping[str, SqlEngine]:
+        return self._engines
+
+    @property
+    def max_rows_limit(self) -> int:
+        """The largest `max_rows` a source allows (the arguments model's bound; each source's own
+        is checked by `pick`)."""
+        return max((engine.settings.sql_max_rows for engine in self._engines.values()), default=1)
+
+    def pick(self, name: str | None) -> tuple[str, SqlEngine]:
+        """The source a call names (the only one when the tools take no `source`), and its engine.
+
+        Raises `RoleRefusedError` for a source not served since its start."""
+        if name is None:
+            name = self.names[0]
+        why = self._refused.get(name)
+        if why is not None:
+            raise RoleRefusedError(
+                f"The source {name!r} is not served: {why}. An operator must fix it and restart the "
+                "server; the other sources serve.",
+                metadata={"source": name, "retryable": False},
+            )
+        return name, self._engines[name]  # the arguments model admits configured names only
+
+    def states(self) -> list[SourceState]:
+        """Each source's state in the configured order; one not served since its start is neither
+        reachable nor audited (no I/O: what the engines last saw)."""
+        return [
+            self._engines[name].state(name)
+            if name in self._engines
+            else SourceState(name, reachable=False, audited=False)
+            for name in self.names
+        ]
+
+    def max_rows(self, name: str, engine: SqlEngine, arguments: BaseModel) -> int:
+        """The call's `max_rows` for its source: the one given, refused (`InvalidArgumentsError`)
+        above that source's own limit; or the default, lowered to that limit."""
+        given: int = getattr(arguments, "max_rows")  # noqa: B009  # the SQL tools' models all hold it
+        limit = engine.settings.sql_max_rows
+        if given <= limit:
+            return given
+        if "max_rows" not in arguments.model_fields_set:
+            return limit
+        raise InvalidArgumentsError(
+            f"max_rows: at most {limit} for the source {name!r}.",
+            invalid_params=("max_rows",),
+            metadata={"source": name, "max_rows_limit": limit},
+        )
+
+    def name_problem(self, name: str, problem: ProblemError) -> None:
+        """Put the source a problem came from in its metadata (several sources only)."""
+        if self.named:
+            problem.metadata.setdefault("source", name)
+
+
+def with_source(model: type[BaseModel], sources: SqlSources) -> type[BaseModel]:
+    """`model` with a `source` argument, one of the configured names, when the tools take one."""
+    if not sources.named:
+        return model
+    from pydantic import Field, create_model  # with the models: off `initialize`
+
+    choice: Any = Literal[sources.names]  # a Literal of the configured names, built at run time
+    # Required when there are several (a model must choose); the one source otherwise.
+    default: Any = sources.names[0] if len(sources.names) == 1 else ...
+    extended = create_model(
+        model.__name__,
+        __base__=model,
+        __doc__=model.__doc__,
+        # `enum` even for one name (pydantic writes a `const` then): clients and the per-caller
+        # lists of HTTP (`protocol.authz.sql_sources`) read the names there.
+        source=(
+            choice,
+            Field(default, description="which database", json_schema_extra={"enum": list(sources.names)}),
+        ),
+    )
+    return cast("type[BaseModel]", extended)

@@ -19,6 +19,7 @@ from mcp_suite import cli
 from mcp_suite.lazy import Lazy
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import Toolset, ToolSpec
+from mcp_suite.tools.files import SCOPE as FILES_SCOPE
 from mcp_suite.tools.files import fdwalk
 from mcp_suite.tools.files.sandbox_fs_read.models import (
     SandboxFsReadArgs,
@@ -48,6 +49,7 @@ def open_to_thread_fs_read(settings: Settings) -> Iterator[Toolset]:
                     description=DESCRIPTION,
                     models=Lazy(lambda: (args_model_for(settings), SandboxFsReadResult)),
                     call=call,
+                    scope=FILES_SCOPE,
                 ),
             ),
         )

@@ -63,6 +63,10 @@ class ToolSpec:
     description: str
     models: Lazy[tuple[type[BaseModel], type[BaseModel]]]
     call: Callable[[Any], Awaitable[BaseModel | EncodedResult]]
+    # The OAuth scope a caller's token must hold to see and call it (its family's, e.g. `sql:read`).
+    # A tool that takes a `source` argument is also granted, one source at a time, by
+    # `<scope>:<source>`. The protocol layer reads it here and names no tool.
+    scope: str
     untrusted: bool = False
 
     @property
@@ -109,6 +113,10 @@ class ResourceSpec:
     description: str
     mime_type: str
     read: Callable[[], Awaitable[str]]
+    # The scope a caller's token must hold to read it (see `ToolSpec.scope`); `<scope>:<source>`
+    # grants it when `source` names the data source it describes.
+    scope: str
+    source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -147,6 +147,7 @@ def _tools(log: ToolLog) -> tuple[ToolSpec, ...]:
             description="Sleeps for `seconds` (virtual time in trio tests).",
             models=built_models(SleepArgs, SleepResult),
             call=sleep,
+            scope=TEST_SCOPE,
         ),
         ToolSpec(
             name="echo",
@@ -154,6 +155,7 @@ def _tools(log: ToolLog) -> tuple[ToolSpec, ...]:
             description="Returns its text.",
             models=built_models(EchoArgs, EchoResult),
             call=echo,
+            scope=TEST_SCOPE,
         ),
         ToolSpec(
             name="deny",
@@ -161,6 +163,7 @@ def _tools(log: ToolLog) -> tuple[ToolSpec, ...]:
             description="Always refused in-band.",
             models=built_models(NoArgs, NoResult),
             call=deny,
+            scope=TEST_SCOPE,
         ),
         ToolSpec(
             name="boom",
@@ -168,6 +171,7 @@ def _tools(log: ToolLog) -> tuple[ToolSpec, ...]:
             description="Always crashes with a plain exception.",
             models=built_models(NoArgs, NoResult),
             call=boom,
+            scope=TEST_SCOPE,
         ),
         ToolSpec(
             name="down",
@@ -175,6 +179,7 @@ def _tools(log: ToolLog) -> tuple[ToolSpec, ...]:
             description="Always fails as an unavailable database does.",
             models=built_models(NoArgs, NoResult),
             call=down,
+            scope=TEST_SCOPE,
         ),
     )
 
@@ -189,6 +194,8 @@ def tool_opener(log: ToolLog) -> ToolOpener:
     return open_test_tools
 
 
+# The scope of the test tools and resources: their own, as every tool declares its family's.
+TEST_SCOPE: Final = "test:call"
 NOTES_URI: Final = "notes://test/readme"
 NOTES_TEXT: Final = '{"hello":"world"}'
 
@@ -209,6 +216,7 @@ def resource_opener() -> ToolOpener:
             description="A test resource.",
             mime_type="application/json",
             read=read,
+            scope=TEST_SCOPE,
         )
         yield Toolset(tools=(), resources=(resource,))
 
@@ -243,6 +251,7 @@ def refused_resource_opener() -> ToolOpener:
             description="A test resource that is always refused.",
             mime_type="application/json",
             read=read,
+            scope=TEST_SCOPE,
         )
         unaudited = ResourceSpec(
             uri=UNAUDITED_URI,
@@ -251,6 +260,7 @@ def refused_resource_opener() -> ToolOpener:
             description="A test resource whose role is never audited.",
             mime_type="application/json",
             read=read_unaudited,
+            scope=TEST_SCOPE,
         )
         yield Toolset(tools=(), resources=(resource, unaudited))
 

@@ -25,7 +25,7 @@ from mcp_suite.lazy import Lazy
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import Toolset, ToolSpec
 from mcp_suite.tools.models import StrictModel
-from tests.support.harness import NoArgs, ToolLog, tool_opener
+from tests.support.harness import TEST_SCOPE, NoArgs, ToolLog, tool_opener
 
 __all__ = ["STRAY_MARK", "main"]
 
@@ -84,6 +84,7 @@ def open_stray_tools(settings: Settings) -> Iterator[Toolset | None]:
                 description="Writes junk to fd 1 and runs children that do.",
                 models=Lazy(lambda: (NoArgs, StrayResult)),
                 call=_stray,
+                scope=TEST_SCOPE,
             ),
             ToolSpec(
                 name="tasks",
@@ -91,6 +92,7 @@ def open_stray_tools(settings: Settings) -> Iterator[Toolset | None]:
                 description="Counts this process's trio tasks and threads.",
                 models=Lazy(lambda: (NoArgs, TasksResult)),
                 call=_tasks,
+                scope=TEST_SCOPE,
             ),
         )
     )

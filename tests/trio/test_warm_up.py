@@ -70,7 +70,12 @@ class Probe:
                 return LazyResult(text=args.text.upper())
 
             tool = ToolSpec(
-                name="lazy", title="Lazy", description="Upper-cases.", models=Lazy(self.load), call=call
+                name="lazy",
+                title="Lazy",
+                description="Upper-cases.",
+                models=Lazy(self.load),
+                call=call,
+                scope="test:call",
             )
             yield Toolset(tools=(tool,), warm_up=(self.step,))
 

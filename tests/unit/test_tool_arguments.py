@@ -33,7 +33,7 @@ async def _echo(args: Any) -> _EchoResult:  # never awaited here: only the spec'
 
 
 def _spec() -> ToolSpec:
-    return ToolSpec("echo", "Echo", "Echoes.", Lazy(lambda: (_EchoArgs, _EchoResult)), _echo)
+    return ToolSpec("echo", "Echo", "Echoes.", Lazy(lambda: (_EchoArgs, _EchoResult)), _echo, "test:call")
 
 
 def test_the_spec_turns_valid_arguments_into_its_strict_model_building_the_models_first() -> None:

@@ -12,6 +12,7 @@ import trio
 from mcp_suite.lazy import Lazy
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import Toolset, ToolSpec
+from mcp_suite.tools.metrics import SCOPE
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -72,6 +73,7 @@ def open_system_metrics(settings: Settings) -> Iterator[Toolset | None]:
                 description=DESCRIPTION,
                 models=Lazy(_models),
                 call=call,
+                scope=SCOPE,
             ),
         ),
     )

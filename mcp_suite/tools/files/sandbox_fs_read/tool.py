@@ -18,7 +18,7 @@ from mcp_suite.offload import BatchedThreads
 from mcp_suite.protocol.invisible import counted, lines_holding, listed
 from mcp_suite.settings import INVISIBLE_SHOWN, Settings
 from mcp_suite.tools.base import StartupRefusedError, Toolset, ToolSpec
-from mcp_suite.tools.files import fdwalk
+from mcp_suite.tools.files import SCOPE, fdwalk
 from mcp_suite.tools.files.policy import (
     RefusedError,
     decode_text,
@@ -150,6 +150,7 @@ def _toolset(
                 description=fs_list.DESCRIPTION,
                 models=Lazy(fs_list.models),
                 call=lister.run,  # the same bounds and cancellation as reads
+                scope=SCOPE,
                 untrusted=True,  # names someone wrote into the folder
             ),
             ToolSpec(
@@ -160,6 +161,7 @@ def _toolset(
                 # Cancellation: a read not yet started is dropped; a running one is waited for (it
                 # is bounded: max_bytes, and no FIFO can block it), so nothing is left behind.
                 call=reader.run,
+                scope=SCOPE,
                 untrusted=True,  # file text
             ),
         ),

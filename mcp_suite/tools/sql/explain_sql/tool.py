@@ -17,6 +17,7 @@ from mcp_suite.lazy import Lazy
 from mcp_suite.problems import ProblemError, ResultTooLargeError
 from mcp_suite.protocol.invisible import count_invisible, counted, strings_of
 from mcp_suite.tools.base import ToolSpec
+from mcp_suite.tools.sql import SCOPE
 from mcp_suite.tools.sql.engine.router import SqlSources, with_source
 from mcp_suite.tools.sql.explain_sql.policy import (
     hidden_rows_refusal,
@@ -129,6 +130,7 @@ def spec(sources: SqlSources, *, guard_hidden_rows: bool = True) -> ToolSpec:
         description=DESCRIPTION,
         models=Lazy(functools.partial(models, sources)),
         call=call,
+        scope=SCOPE,
         untrusted=True,  # catalogue text (names, view and policy expressions) in the plan
     )
 

@@ -27,6 +27,7 @@ from mcp_suite.protocol.mcp import EncodedResult
 from mcp_suite.settings import Settings
 from mcp_suite.sources import Source, load_sources
 from mcp_suite.tools.base import StartupRefusedError, StartupUnavailableError, Toolset, ToolSpec
+from mcp_suite.tools.sql import SCOPE
 from mcp_suite.tools.sql.engine.engine import SqlEngine, open_engine
 from mcp_suite.tools.sql.engine.naming import schema_uri
 from mcp_suite.tools.sql.engine.router import SqlSources, with_source
@@ -94,7 +95,7 @@ def open_read_only_sql(settings: Settings, *, guard_hidden_rows: bool = True) ->
                 explain_tool.spec(router, guard_hidden_rows=guard_hidden_rows),
             ),
             resources=tuple(
-                schema_tool.resource(engine, f"postgres://{name}/schema" if named else schema_uri(dsn))
+                schema_tool.resource(engine, f"postgres://{name}/schema" if named else schema_uri(dsn), name)
                 for name, engine in engines.items()
                 for dsn in (engine.dsn,)
             ),
@@ -195,5 +196,6 @@ def spec(sources: SqlSources) -> ToolSpec:
         description=DESCRIPTION,
         models=Lazy(models),
         call=call,
+        scope=SCOPE,
         untrusted=True,  # database values
     )

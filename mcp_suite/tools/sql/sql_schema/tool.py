@@ -16,6 +16,7 @@ from mcp_suite.caller import current_caller
 from mcp_suite.lazy import Lazy
 from mcp_suite.problems import ProblemError
 from mcp_suite.tools.base import ResourceSpec, ToolSpec
+from mcp_suite.tools.sql import SCOPE
 from mcp_suite.tools.sql.engine.router import SqlSources, with_source
 
 if TYPE_CHECKING:
@@ -79,11 +80,12 @@ def spec(sources: SqlSources) -> ToolSpec:
         description=DESCRIPTION,
         models=Lazy(functools.partial(models, sources)),
         call=call,
+        scope=SCOPE,
         untrusted=True,  # catalogue text: names and comments anyone with DDL rights wrote
     )
 
 
-def resource(engine: SqlEngine, uri: str) -> ResourceSpec:
+def resource(engine: SqlEngine, uri: str, source: str) -> ResourceSpec:
     """A source's schema resource (`postgres://<db>/schema` for the one source of `MCP_SQL_DSN`,
     `postgres://<source>/schema` for each of a configuration file): the first page of the unfiltered listing;
     `next_cursor` continues it through `sql_schema` (a resource read takes no cursor:
@@ -107,4 +109,6 @@ def resource(engine: SqlEngine, uri: str) -> ResourceSpec:
         ),
         mime_type="application/json",
         read=read,
+        scope=SCOPE,
+        source=source,
     )

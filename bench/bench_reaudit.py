@@ -51,7 +51,7 @@ def _figures(dsn: str) -> list[Figure]:
     import psycopg
 
     from mcp_suite.settings import SecretStr, Settings
-    from mcp_suite.tools.sql.engine import executor as executor_module
+    from mcp_suite.tools.sql.engine.connections import pinned_settings, reset_statements
     from mcp_suite.tools.sql.engine.executor import CallTicket, Executor
     from mcp_suite.tools.sql.engine.pipeline import run_pipeline
     from mcp_suite.tools.sql.engine.policy import vet_sql
@@ -140,7 +140,7 @@ def _figures(dsn: str) -> list[Figure]:
 
         # 3. the reset: today's two statements against the former one, the same pipeline otherwise
         # the executor's own statement
-        set_local = executor_module._pinned_settings(settings, dsn, local=True)
+        set_local = pinned_settings(settings, dsn, local=True)
         declare = f'DECLARE "c" NO SCROLL CURSOR FOR {known.sql}'.encode()
         head = [
             b"BEGIN READ ONLY",
@@ -160,7 +160,7 @@ def _figures(dsn: str) -> list[Figure]:
             former_samples: list[float] = []
             for _ in range(CALLS):
                 for commands, samples in (
-                    ([*head, *executor_module._reset_statements()], now_samples),  # as a call sends it
+                    ([*head, *reset_statements()], now_samples),  # as a call sends it
                     (former, former_samples),
                 ):
                     start = time.perf_counter()

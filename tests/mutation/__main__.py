@@ -211,7 +211,7 @@ HAND_CHECKS = (
     ),
     HandCheck(
         "let calls through while a re-audit refuses the role",
-        "mcp_suite/tools/sql/engine/executor.py",
+        "mcp_suite/tools/sql/engine/audit_gate.py",
         "        self._gate.check(role)\n",
         "",
         ("tests/pg/test_sql_reaudit.py",),

@@ -19,7 +19,8 @@ import trio
 from mcp_suite.devdb.cluster import ADMIN_USER, READER_USER, Cluster
 from mcp_suite.devdb.pgbouncer import PgBouncer, open_pgbouncer
 from mcp_suite.problems import AccessDeniedError, ExecutionTimeoutError, QueryViolationError
-from mcp_suite.tools.sql.engine.executor import Executor, SettingsNotPinnedError
+from mcp_suite.tools.sql.engine.connections import SettingsNotPinnedError
+from mcp_suite.tools.sql.engine.executor import Executor
 from mcp_suite.tools.sql.engine.naming import APPLICATION_NAME
 from mcp_suite.tools.sql.engine.ticket import CallTicket
 from tests.support.client import ServerProcess, problem_of

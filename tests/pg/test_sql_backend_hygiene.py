@@ -111,7 +111,8 @@ def test_every_reset_draws_a_new_seed(
 def test_a_failed_call_resets_the_backend_too(
     one_backend: Executor, admin: psycopg.Connection[Any], helper: str
 ) -> None:
-    # The helper runs, then the query fails (division by zero): the reset comes from `_restore`.
+    # The helper runs, then the query fails (division by zero): the reset comes from
+    # `Connections.restore`.
     with pytest.raises(Exception, match="division"):
         _run(one_backend, f"SELECT {helper}() / 0")
     after = _run(one_backend, "SELECT (SELECT count(*) FROM pg_prepared_statements), random()")

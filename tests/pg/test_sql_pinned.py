@@ -18,7 +18,8 @@ import psycopg
 import pytest
 
 from mcp_suite.devdb.cluster import READER_USER, Cluster
-from mcp_suite.tools.sql.engine.executor import Executor, SettingsNotPinnedError
+from mcp_suite.tools.sql.engine.connections import SettingsNotPinnedError
+from mcp_suite.tools.sql.engine.executor import Executor
 from mcp_suite.tools.sql.engine.naming import APPLICATION_NAME
 from mcp_suite.tools.sql.engine.ticket import CallTicket
 from tests.support.pg import open_executor
@@ -145,7 +146,7 @@ def test_a_backend_reset_since_it_was_pinned_refuses_the_call_and_loses_its_conn
     try:
         before = one_backend(executor)
         # What a pooler's reset between two clients does (PgBouncer's server_reset_query).
-        with executor._pool.connection() as conn:  # the test plays the pooler
+        with executor.connections.connection() as conn:  # the test plays the pooler
             assert conn.execute("SHOW statement_timeout").fetchone() == ("700ms",)
             conn.execute(reset)
             assert conn.execute("SHOW statement_timeout").fetchone() != ("700ms",)
@@ -168,7 +169,7 @@ def test_the_pin_check_fails_on_any_other_backend(demo_cluster: Cluster) -> None
     executor = open_executor(demo_cluster.reader_dsn, sql_pooler="none", sql_pool_max_size=1)
     try:
         one_backend(executor)
-        with executor._pool.connection() as conn:
+        with executor.connections.connection() as conn:
             check = conn.pin_check
             assert conn.execute(check).fetchone() == (1,)
     finally:

@@ -1,4 +1,5 @@
-"""`CallTicket`: links one call's worker thread, and the connection it runs on, to a canceller.
+"""`CallTicket`: links one call's worker thread, and the connection it runs on, to a canceller;
+`CallCancelledError`: what a call whose ticket was cancelled before it reached the database raises.
 
 Kept apart from the executor so the event loop can make one per call without importing the
 executor (psycopg_pool and the type loaders, which the warm-up loads after the handshake).
@@ -13,9 +14,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["CallTicket"]
+__all__ = ["CallCancelledError", "CallTicket"]
 
 log = logging.getLogger(__name__)
+
+
+class CallCancelledError(Exception):
+    """The call was cancelled before it reached the database (its result is discarded)."""
 
 
 class CallTicket:

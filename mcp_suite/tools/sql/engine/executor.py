@@ -1,12 +1,10 @@
 """The read-only executor: one call's transaction for the SQL tools (docs/tools/read_only_sql.md).
 
-Owns the call itself: on a connection `connections.Connections` hands over and after the audit gate
-(`audit_gate.CallGate`), BEGIN READ ONLY, the pinned settings' check or setting, the caller's role
-switch, the query through a server-side named cursor (statement timeout, at most `max_rows + 1`
-rows, the byte cap), always rolled back and reset, sent as one round trip (`pipeline.py`); and the
-mapping of its errors through `sqlstate.classify`: only a failure of the connection itself is
-`database-unavailable` (-32603, through `Availability`). `result.py` shapes the rows, `type_names.py`
-names the types. Must not open, pin or retry connections itself; no trio: worker threads only.
+Owns the call: after the audit gate (`audit_gate.py`), on a connection from `connections.py`, one
+round trip (`pipeline.py`) of BEGIN READ ONLY, the pinned settings' check or setting, the role
+switch, the query through a named cursor (statement timeout, `max_rows + 1` rows, the byte cap),
+ROLLBACK and the reset; its errors mapped by `sqlstate.classify` (only a broken connection is
+`database-unavailable`). Must not open, pin or retry connections; no trio: worker threads only.
 """
 
 from __future__ import annotations
@@ -110,10 +108,10 @@ def _switch_role(role: CallRole) -> bytes:
 
 
 class Executor:
-    """The per-call transaction on its connections (`connections`). Thread-safe; every public
-    method blocks (run it in a worker thread). Limits: pool min/max, connect timeout, statement
-    timeout, max rows, max bytes, all from `Settings`.
-    """
+    """One call's transaction, on a connection `Connections` hands over, after the audit gate
+    (`CallGate`). Thread-safe; every public method blocks (run it in a worker thread). Limits:
+    statement timeout, the whole exchange's timeout, max rows, max bytes, all from `Settings` (the
+    pool's are `Connections`')."""
 
     def __init__(
         self,

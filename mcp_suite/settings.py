@@ -1,13 +1,15 @@
 """Every limit and option of the server, each defined once here (docs/configuration.md).
 
-The operator's options are the fields of one frozen `Settings`, read from `MCP_*` environment
-variables and validated strictly: an invalid value is a `SettingsError` (the CLI exits with
-`os.EX_CONFIG`, 78), never silently replaced. The limits fixed by the wire contract (frame size,
-JSON depth, argument shape, how much caller input a message or log line echoes) are the module
-constants below; `protocol/`, `problems/`, the runtime and the tools import them from here. A
-tool's own argument bounds (a listing's depth, a path's length) and internal sizes (worker threads,
-buffers) are named constants beside the code they bound. Must not import trio or any tool module,
-nor do I/O on import. The DSN is a secret: it never appears in a repr or message.
+The operator's options are the fields of one frozen `Settings`, each written once: its field carries
+its rule and parser, and its `MCP_*` variable derives from its name. Values are validated strictly:
+an invalid value is a `SettingsError` (the CLI exits with `os.EX_CONFIG`, 78), never silently
+replaced. The limits fixed by the wire contract (frame size, JSON depth, argument shape, how much
+caller input a message or log line echoes) are the module constants below; `protocol/`, `problems/`,
+the runtime and the tools import them from here. A tool's own argument bounds (a listing's depth, a
+path's length) and internal sizes (worker threads, buffers) are named constants beside the code they
+bound. Must not import trio or any tool module, nor do I/O on import, nor list the names the
+project's tooling reads (except the one inside a family of ours, `FOREIGN_IN_FAMILIES`). The DSN is
+a secret: it never appears in a repr or message.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ def _stages(dsn: str, sql: str) -> dict[str, float]:
     """Median µs per call of each in-process stage of one workload."""
     import mcp_suite.tools.sql.engine.executor as executor_module
     from mcp_suite.protocol.jsonrpc import encode_tool_success
-    from mcp_suite.runtime import request_log
+    from mcp_suite.runtime import log_sink
     from mcp_suite.settings import SecretStr, Settings
     from mcp_suite.tools.sql.engine.policy import vet_sql
     from mcp_suite.tools.sql.read_only_sql.models import result_json
@@ -69,8 +69,8 @@ def _stages(dsn: str, sql: str) -> dict[str, float]:
     outer: dict[str, list[float]] = {"call": [], "json": [], "frame": [], "audit": []}
     waits: list[float] = []
     with open(os.devnull, "w") as devnull, contextlib.ExitStack() as stack:
-        request_log.configure_logging("INFO", devnull)
-        stack.callback(request_log.shutdown_logging)
+        log_sink.configure_logging("INFO", devnull)
+        stack.callback(log_sink.shutdown_logging)
         stack.callback(executor.close)
         for name in names:
             stack.enter_context(_timing(executor_module, name, inner[name]))

@@ -29,7 +29,7 @@ import trio
 
 from mcp_suite import SERVER_NAME, __version__
 from mcp_suite.runtime.affinity import pin_to_current_cpu
-from mcp_suite.runtime.request_log import configure_logging, logger, shutdown_logging, write_line_now
+from mcp_suite.runtime.log_sink import configure_logging, logger, shutdown_logging, write_line_now
 from mcp_suite.runtime.session import Session, serve_session
 from mcp_suite.runtime.stdio import open_fd_streams, take_over_stdio
 from mcp_suite.settings import ENV_VARIABLES, Settings, SettingsError, foreign_variables, load_settings

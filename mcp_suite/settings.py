@@ -1,13 +1,15 @@
 """Every limit and option of the server, each defined once here (docs/configuration.md).
 
-The operator's options are the fields of one frozen `Settings`, read from `MCP_*` environment
-variables and validated strictly: an invalid value is a `SettingsError` (the CLI exits with
-`os.EX_CONFIG`, 78), never silently replaced. The limits fixed by the wire contract (frame size,
-JSON depth, argument shape, how much caller input a message or log line echoes) are the module
-constants below; `protocol/`, `problems/`, the runtime and the tools import them from here. A
-tool's own argument bounds (a listing's depth, a path's length) and internal sizes (worker threads,
-buffers) are named constants beside the code they bound. Must not import trio or any tool module,
-nor do I/O on import. The DSN is a secret: it never appears in a repr or message.
+The operator's options are the fields of one frozen `Settings`, each written once: its field carries
+its rule and parser, and its `MCP_*` variable derives from its name. Values are validated strictly:
+an invalid value is a `SettingsError` (the CLI exits with `os.EX_CONFIG`, 78), never silently
+replaced. The limits fixed by the wire contract (frame size, JSON depth, argument shape, how much
+caller input a message or log line echoes) are the module constants below; `protocol/`, `problems/`,
+the runtime and the tools import them from here. A tool's own argument bounds (a listing's depth, a
+path's length) and internal sizes (worker threads, buffers) are named constants beside the code they
+bound. Must not import trio or any tool module, nor do I/O on import, nor list the names the
+project's tooling reads (except the one inside a family of ours, `FOREIGN_IN_FAMILIES`). The DSN is
+a secret: it never appears in a repr or message.
 """
 
 from __future__ import annotations
@@ -15,15 +17,16 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 __all__ = [
     "ENV_PREFIX",
     "ENV_VARIABLES",
-    "TOOLING_VARIABLES",
+    "FOREIGN_IN_FAMILIES",
+    "SETTING_FAMILIES",
     "SecretStr",
     "Settings",
     "SettingsError",
@@ -35,10 +38,13 @@ __all__ = [
 ENV_PREFIX = "MCP_"
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
-_LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-_AFFINITIES: Final = ("single", "off")
-_HTTP_AUTH_MODES: Final = ("jwt", "none")
-_SQL_POOLERS: Final = ("none", "transaction")
+CpuAffinity = Literal["single", "off"]
+HttpAuth = Literal["jwt", "none"]
+SqlPooler = Literal["none", "transaction"]
+_LOG_LEVELS: Final[tuple[str, ...]] = get_args(LogLevel)
+_AFFINITIES: Final[tuple[str, ...]] = get_args(CpuAffinity)
+_HTTP_AUTH_MODES: Final[tuple[str, ...]] = get_args(HttpAuth)
+_SQL_POOLERS: Final[tuple[str, ...]] = get_args(SqlPooler)
 # The hosts `MCP_HTTP_AUTH=none` may bind: loopback only (docs/operations/remote.md).
 LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "::1", "localhost"})
 
@@ -93,286 +99,9 @@ class SecretStr:
         return hash(self._value)
 
 
-def _of(*types: type) -> dict[str, Any]:
-    return {"types": types}
-
-
-def _int(low: int, high: int) -> dict[str, Any]:
-    return {"kind": int, "low": low, "high": high}
-
-
-def _float(low: float, high: float, *, low_open: bool = False) -> dict[str, Any]:
-    return {"kind": float, "low": low, "high": high, "low_open": low_open}
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """The frozen configuration of one server process.
-
-    Keyword construction is validated strictly (types, ranges, relations between fields) and an
-    invalid value raises `SettingsError`. Plain dataclasses on purpose: a server start must not pay
-    for a validation library's import before it can answer `initialize`.
-    """
-
-    # --- tools ---------------------------------------------------------------------------------
-    sql_dsn: SecretStr | None = field(default=None, metadata=_of(SecretStr, type(None)))
-    # The TOML file naming the databases the SQL tools read (`sources.load_sources`); without it,
-    # MCP_SQL_DSN and the MCP_SQL_* settings describe one source, `default`.
-    config_file: Path | None = field(default=None, metadata=_of(Path, type(None)))
-    safe_data_dir: Path | None = field(default=None, metadata=_of(Path, type(None)))
-    metrics_enabled: bool = field(default=True, metadata=_of(bool))
-    metrics_disk_path: Path = field(default=Path("/"), metadata=_of(Path))
-
-    # --- SQL -----------------------------------------------------------------------------------
-    # 0 by default: an idle server holds no pooled backend once `sql_pool_max_idle_s` has passed
-    # (the role audit keeps its own connection).
-    sql_pool_min_size: int = field(default=0, metadata=_int(0, 64))
-    sql_pool_max_size: int = field(default=4, metadata=_int(1, 64))
-    # After its last call, an idle server closes every pooled connection above the minimum within
-    # this time (the executor derives the pool's shrink period from it and the maximum size).
-    sql_pool_max_idle_s: float = field(default=600.0, metadata=_float(1, 86_400))
-    # Also the main bound of a query's memory in its backend, which PostgreSQL does not limit: an
-    # aggregate grows for as long as it runs (docs/operations/deployments.md, "Database memory").
-    sql_statement_timeout_ms: int = field(default=5_000, metadata=_int(1, 600_000))
-    sql_max_rows: int = field(default=200, metadata=_int(1, 10_000))
-    # Sized for the clients people use: Claude Code refuses a tool answer over 25,000 tokens, and
-    # a tool answer carries the result twice (docs/configuration.md, "Answers and tokens").
-    sql_max_result_bytes: int = field(default=20_000, metadata=_int(1_024, 16_777_216))
-    sql_connect_timeout_s: float = field(default=5.0, metadata=_float(0, 60, low_open=True))
-    sql_policy_cache_size: int = field(default=1_024, metadata=_int(0, 100_000))
-    # A cancelled call waits (shielded) at most this long for PostgreSQL to stop its query and for
-    # the worker thread to hand the connection back clean.
-    sql_cancel_grace_s: float = field(default=5.0, metadata=_float(0, 60, low_open=True))
-    # The schema resource lists at most this many tables (then says `truncated`).
-    sql_schema_max_tables: int = field(default=500, metadata=_int(1, 100_000))
-    # `sql_schema` and the schema resource cut each table or column comment to this many
-    # characters (then marked "… [cut: N characters in all]"), so one comment cannot fill a page.
-    sql_schema_max_comment_chars: int = field(default=2_000, metadata=_int(16, 100_000))
-    # How long a call waits for a pooled connection before it connects directly (the pool
-    # reconnects with back-off after an outage; the call should not wait for that).
-    sql_pool_wait_s: float = field(default=1.0, metadata=_float(0, 60, low_open=True))
-    # SECURITY DEFINER functions (`schema.name`, every overload) the operator accepts as a known,
-    # logged risk: the start-up audit and the run-time check let only these through.
-    sql_accept_definer_functions: tuple[str, ...] = field(default=(), metadata=_of(tuple))
-    # How long the run-time check trusts what the catalogue said about SECURITY DEFINER functions
-    # before it asks again (the names a query calls never make it ask; the re-audit refreshes it).
-    sql_function_cache_s: float = field(default=60.0, metadata=_float(0, 3_600, low_open=True))
-    # After repeated failed connections, calls fail at once (database-unavailable) for a back-off
-    # that doubles up to this bound, so a wrong password is not retried at the client's call rate.
-    sql_reconnect_max_s: float = field(default=30.0, metadata=_float(0, 3_600, low_open=True))
-    # True: a database that cannot be reached, or refuses the login, at start-up stops the server
-    # (exit 69) instead of serving database-unavailable until it is back.
-    sql_require_database: bool = field(default=False, metadata=_of(bool))
-    # --- re-audit while serving (issue 26) ---
-    # How often the whole role audit runs again while the server serves (on its own connection, in
-    # a worker thread). A new refusal stops the SQL tools until a re-audit passes; each re-audit
-    # also refreshes the SECURITY DEFINER guard's catalogue.
-    sql_reaudit_interval_s: float = field(default=30.0, metadata=_float(0, 60, low_open=True))
-    # Where the re-audit's own connection goes (issue 40): unset, MCP_SQL_DSN. Behind a
-    # transaction-pooling PgBouncer a DSN straight to PostgreSQL (the same role and database: checked)
-    # lets it LISTEN for the role guide's event trigger, so a change is audited within a second
-    # instead of within an interval. A pooler answering for it refuses the start (exit 78).
-    sql_audit_dsn: SecretStr | None = field(default=None, metadata=_of(SecretStr, type(None)))
-    # Roles the operator accepts may create functions PUBLIC can execute at once (no default
-    # privilege revoking it): the audit logs a warning for each instead of refusing to start.
-    sql_accept_function_creators: tuple[str, ...] = field(default=(), metadata=_of(tuple))
-    # True: the SQL policy's catalogue rule is off, and a query reads pg_catalog, unfiltered
-    # information_schema views and the host/connection functions freely (logged at start-up as a
-    # warning; docs/tools/read_only_sql.md, "The catalogue").
-    sql_allow_catalogue: bool = field(default=False, metadata=_of(bool))
-    # Extensions whose functions a query may call although they are not on the reviewed list
-    # (docs/tools/read_only_sql.md, "Functions"), as pg_extension names them; logged at start-up.
-    sql_allow_extensions: tuple[str, ...] = field(default=(), metadata=_of(tuple))
-    # What sits between the pool and PostgreSQL. "none": each pooled connection is its own backend,
-    # so a call's pinned settings are set once per connection and every call only checks them (a
-    # mismatch refuses the call and drops the connection). "transaction": a transaction-pooling
-    # PgBouncer (or another pooler that hands backends around): every call sets them itself, inside
-    # its transaction, after RESET ALL (docs/tools/read_only_sql.md, "Settings of a call").
-    sql_pooler: Literal["none", "transaction"] = field(default="none", metadata={"choices": _SQL_POOLERS})
-
-    # --- files ---------------------------------------------------------------------------------
-    fs_max_bytes: int = field(default=1_048_576, metadata=_int(1, 16_777_216))
-    # A file with more than one hard link may be another name for a file outside the root; refused
-    # unless the operator opts in (docs/tools/sandbox_fs_read.md).
-    fs_allow_hard_links: bool = field(default=False, metadata=_of(bool))
-    # `sandbox_fs_list` returns the entries whose JSON fits in this many bytes (then `truncated`),
-    # sized for the clients people use like MCP_SQL_MAX_RESULT_BYTES.
-    fs_list_max_bytes: int = field(default=20_000, metadata=_int(1_024, 16_777_216))
-
-    # --- runtime -------------------------------------------------------------------------------
-    max_concurrency: int = field(default=16, metadata=_int(1, 256))
-    queue_wait_s: float = field(default=5.0, metadata=_float(0, 300))
-    call_deadline_s: float = field(default=30.0, metadata=_float(0, 3_600, low_open=True))
-    drain_grace_s: float = field(default=5.0, metadata=_float(0, 300))
-    log_level: LogLevel = field(default="INFO", metadata={"choices": _LOG_LEVELS})
-    # "single": pin the process (and so every thread it starts) to the CPU it started on. The GIL
-    # lets one thread run Python at a time anyway; on one CPU the event loop and its worker
-    # threads hand the GIL over without cross-CPU wake-ups, much cheaper for a tool call on a
-    # virtual machine (bench_sql; docs/performance.md). "off": leave scheduling to the kernel.
-    cpu_affinity: Literal["single", "off"] = field(default="single", metadata={"choices": _AFFINITIES})
-    # Bounded channels (STYLE habit 1: start small). Frames waiting for the dispatcher, and responses
-    # waiting for the writer. Back-pressure, not growth, is what a slow client gets.
-    inbound_channel_size: int = field(default=16, metadata=_int(1, 4_096))
-    outbound_channel_size: int = field(default=64, metadata=_int(1, 4_096))
-
-    # --- HTTP (`mcp-suite serve-http`, docs/operations/remote.md) ---------------------------------
-    http_host: str = field(default="127.0.0.1", metadata=_of(str))
-    # 0: any free port (the start-up log names the one bound).
-    http_port: int = field(default=8000, metadata=_int(0, 65_535))
-    # The MCP endpoint's path; the protected resource metadata is served beside it.
-    http_path: str = field(default="/mcp", metadata=_of(str))
-    # Origins a browser may call from (`scheme://host[:port]`); any other `Origin` gets 403.
-    http_allowed_origins: tuple[str, ...] = field(default=(), metadata=_of(tuple))
-    # A request body over this is refused with 413 while it is read (the declared length first).
-    http_max_body_bytes: int = field(default=MAX_FRAME_BYTES, metadata=_int(1_024, 16_777_216))
-    # The request line and headers of one request, in bytes (hypercorn's incomplete-request bound).
-    http_max_header_bytes: int = field(default=16_384, metadata=_int(1_024, 1_048_576))
-    # An idle connection, and one whose request headers are not complete within it, is closed.
-    http_idle_timeout_s: float = field(default=5.0, metadata=_float(0, 300, low_open=True))
-    # The whole body must arrive within this, counted from the end of the headers (408 then).
-    http_body_timeout_s: float = field(default=10.0, metadata=_float(0, 300, low_open=True))
-    # Requests one identity (a token's subject; the anonymous caller of MCP_HTTP_AUTH=none) may
-    # have in progress at once; one more is refused with 429.
-    http_max_requests_per_identity: int = field(default=16, metadata=_int(1, 1_024))
-    # Call slots (of MCP_MAX_CONCURRENCY) one identity may hold at once, below the server's so that
-    # one caller using its whole share leaves slots to the others; its further calls wait in its
-    # own line, and the lines of waiting callers are served in turn (bench_fairness).
-    http_max_calls_per_identity: int = field(default=8, metadata=_int(1, 256))
-    # Legacy (2025-11-25 and earlier) sessions: at most this many at once, and at most
-    # MCP_HTTP_MAX_SESSIONS_PER_SUBJECT of one token subject (its own least recently used one makes
-    # room); each dropped after this long without a request (its id then gets 404, and the client
-    # starts a new one).
-    http_max_sessions: int = field(default=256, metadata=_int(1, 100_000))
-    http_max_sessions_per_subject: int = field(default=8, metadata=_int(1, 100_000))
-    http_session_idle_s: float = field(default=600.0, metadata=_float(0, 86_400, low_open=True))
-    # "jwt": every request carries a bearer JWT from MCP_HTTP_ISSUER; "none": no authorization,
-    # allowed only on a loopback host and named in the start-up log.
-    http_auth: Literal["jwt", "none"] = field(default="jwt", metadata={"choices": _HTTP_AUTH_MODES})
-    # This server's canonical URI (RFC 8707): a token's `aud` must name it.
-    http_resource_uri: str | None = field(default=None, metadata=_of(str, type(None)))
-    http_issuer: str | None = field(default=None, metadata=_of(str, type(None)))
-    http_jwks_url: str | None = field(default=None, metadata=_of(str, type(None)))
-    # The issuer's keys are kept this long, fetched again sooner on an unknown `kid`, but at
-    # most once per MCP_HTTP_JWKS_REFRESH_MIN_S; a key set over MCP_HTTP_JWKS_MAX_BYTES is refused.
-    http_jwks_max_age_s: float = field(default=3_600.0, metadata=_float(0, 86_400, low_open=True))
-    http_jwks_refresh_min_s: float = field(default=30.0, metadata=_float(0, 3_600))
-    http_jwks_timeout_s: float = field(default=5.0, metadata=_float(0, 60, low_open=True))
-    http_jwks_max_bytes: int = field(default=65_536, metadata=_int(1_024, 1_048_576))
-    # A request that must wait for the key set (none fetched yet, or its `kid` unknown) waits at
-    # most this long for the fetch in progress, then gets 503; a token whose key is cached never
-    # waits for a fetch.
-    http_jwks_wait_s: float = field(default=2.0, metadata=_float(0, 60, low_open=True))
-    # Clock skew allowed on a token's `exp`, `nbf` and `iat`.
-    http_clock_leeway_s: int = field(default=30, metadata=_int(0, 300))
-    # The signatures of this many recently verified tokens are not checked again while the key set
-    # stays the same (their claims are, on every request); 0 checks every request's signature.
-    http_token_cache_size: int = field(default=256, metadata=_int(0, 65_536))
-
-    # --- traces and metrics (docs/operations/watching.md; the `otel` extra) ----------------------
-    # The OTLP/HTTP collector's base URL (`/v1/traces` and `/v1/metrics` are added): traces and
-    # metrics are exported there. Unset: no exporter, no OpenTelemetry import, no outbound connection.
-    otel_endpoint: str | None = field(default=None, metadata=_of(str, type(None)))
-    # The `service.name` resource attribute of every span and metric.
-    otel_service_name: str = field(default="mcp-suite", metadata=_of(str))
-    # Finished spans waiting for the exporter; beyond this they are dropped (and counted).
-    otel_queue_size: int = field(default=2_048, metadata=_int(16, 1_000_000))
-    # How often metrics are pushed over OTLP, and how long one export may take.
-    otel_export_interval_s: float = field(default=10.0, metadata=_float(0.1, 3_600))
-    otel_export_timeout_s: float = field(default=5.0, metadata=_float(0, 60, low_open=True))
-    # The Prometheus listener (text format at /metrics): off unless a port is set (0: any free one);
-    # loopback unless the operator names another address.
-    prometheus_port: int | None = field(default=None, metadata=_of(int, type(None)))
-    prometheus_host: str = field(default="127.0.0.1", metadata=_of(str))
-
-    # --- contract constants (not from the environment) ------------------------------------------
-    max_frame_bytes: int = field(default=MAX_FRAME_BYTES, metadata=_int(1, 1 << 30))
-    max_json_depth: int = field(default=MAX_JSON_DEPTH, metadata=_int(1, 1_000))
-    arg_max_depth: int = field(default=ARG_MAX_DEPTH, metadata=_int(1, 1_000))
-    arg_max_items: int = field(default=ARG_MAX_ITEMS, metadata=_int(1, 1 << 30))
-
-    def __post_init__(self) -> None:
-        problems = [p for f in dataclasses.fields(self) if (p := _field_problem(f, getattr(self, f.name)))]
-        if problems:
-            raise SettingsError("; ".join(problems))
-        for spec in dataclasses.fields(self):  # an integer given for a float field becomes a float
-            if spec.metadata.get("kind") is float:
-                object.__setattr__(self, spec.name, float(getattr(self, spec.name)))
-        if self.sql_pool_min_size > self.sql_pool_max_size:
-            raise SettingsError("MCP_SQL_POOL_MIN_SIZE must not exceed MCP_SQL_POOL_MAX_SIZE")
-        if self.http_auth == "none" and self.http_host not in LOOPBACK_HOSTS:
-            raise SettingsError(
-                "MCP_HTTP_AUTH=none is allowed only on a loopback MCP_HTTP_HOST (127.0.0.1, ::1, localhost)"
-            )
-        if self.prometheus_port is not None and not 0 <= self.prometheus_port <= 65_535:
-            raise SettingsError("MCP_PROMETHEUS_PORT: must be at least 0 and at most 65535")
-        if self.sql_statement_timeout_ms >= self.call_deadline_s * 1000:
-            raise SettingsError(
-                "MCP_SQL_STATEMENT_TIMEOUT_MS must be below the call deadline (MCP_CALL_DEADLINE_S)"
-            )
-
-    @property
-    def telemetry_configured(self) -> bool:
-        """Traces and metrics are on: an OTLP endpoint or a Prometheus port is set."""
-        return self.otel_endpoint is not None or self.prometheus_port is not None
-
-    def http_problems(self) -> list[str]:
-        """What `mcp-suite serve-http` still lacks or refuses (stdio reads none of these, so they
-        are checked only there): with MCP_HTTP_AUTH=jwt, the resource, the issuer and its key set;
-        and a caller's share of the call slots below the server's."""
-        problems: list[str] = []
-        if self.http_auth == "jwt":
-            needed = {
-                "MCP_HTTP_RESOURCE_URI": self.http_resource_uri,
-                "MCP_HTTP_ISSUER": self.http_issuer,
-                "MCP_HTTP_JWKS_URL": self.http_jwks_url,
-            }
-            problems += [
-                f"{name} is required with MCP_HTTP_AUTH=jwt" for name, value in needed.items() if not value
-            ]
-        # One caller must not be able to hold every call slot (issue 47), unless there is one.
-        share, slots = self.http_max_calls_per_identity, self.max_concurrency
-        if not (share < slots or share == slots == 1):
-            problems.append(
-                "MCP_HTTP_MAX_CALLS_PER_IDENTITY must be below MCP_MAX_CONCURRENCY (or 1 when that is 1)"
-            )
-        return problems
-
-    @property
-    def max_queued_calls(self) -> int:
-        """Waiters beyond 4 x slots are refused at once (docs/wire.md)."""
-        return 4 * self.max_concurrency
-
-
-def _field_problem(spec: dataclasses.Field[Any], value: object) -> str | None:
-    """What is wrong with `value` for field `spec`, named by its variable; None when it is valid.
-
-    Strict, like the environment parsers: a bool is not an int, a string is not a number, an
-    integer is accepted for a float; numbers must be finite and inside the field's range.
-    """
-    name = _VARIABLE_OF.get(spec.name, spec.name)
-    rule = spec.metadata
-    if "kind" in rule:
-        kind = rule["kind"]
-        wrong_kind = kind is int and isinstance(value, float)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or wrong_kind:
-            return f"{name}: expected {'a number' if kind is float else 'an integer'}"
-        if not math.isfinite(value):
-            return f"{name}: expected a finite number"
-        low, high = rule["low"], rule["high"]
-        too_low = value <= low if rule.get("low_open") else value < low
-        if too_low or value > high:
-            bound = "above" if rule.get("low_open") else "at least"
-            return f"{name}: must be {bound} {low} and at most {high}"
-        return None
-    if "choices" in rule:
-        return None if value in rule["choices"] else f"{name}: expected one of {', '.join(rule['choices'])}"
-    if not isinstance(value, rule["types"]):
-        return f"{name}: invalid value"
-    return None
-
-
-# variable name -> (field, parser). Parsers are strict: "5" is an int only for int fields, booleans
-# only accept true/false/1/0/yes/no/on/off.
+# The parsers of the variables' text. Strict: "5" is an int only for int fields, booleans only accept
+# true/false/1/0/yes/no/on/off.
+_Parser = Callable[[str], object]
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 
@@ -494,145 +223,342 @@ def _parse_service_name(raw: str) -> str:
     return name
 
 
-def _parse_http_auth(raw: str) -> str:
-    value = raw.strip().lower()
-    if value not in _HTTP_AUTH_MODES:
-        raise ValueError("expected jwt or none")
-    return value
+def _choice(choices: tuple[str, ...], *, aliases: Mapping[str, str] | None = None) -> _Parser:
+    """The parser of a field with `choices`, all in one case: any case is read (`warn`, ` OFF `)."""
+    fold = str.upper if choices[0].isupper() else str.lower
+    wording = f"expected {', '.join(choices[:-1])} or {choices[-1]}"
+
+    def parse(raw: str) -> str:
+        value = fold(raw.strip())
+        value = (aliases or {}).get(value, value)
+        if value not in choices:
+            raise ValueError(wording)
+        return value
+
+    return parse
 
 
-def _parse_pooler(raw: str) -> str:
-    value = raw.strip().lower()
-    if value not in _SQL_POOLERS:
-        raise ValueError("expected none or transaction")
-    return value
+# Each field of `Settings` is one option, written once: its rule (the types, range or choices that
+# `Settings` checks) and its parser (`parse`, None for a field not read from the environment). Its
+# variable is `MCP_` + the field's name upper-cased, or `MCP_` + the `variable` its metadata names.
+def _of(*types: type, parse: _Parser, variable: str | None = None) -> dict[str, Any]:
+    return {"types": types, "parse": parse} | ({"variable": variable} if variable else {})
 
 
-def _parse_level(raw: str) -> str:
-    level = raw.strip().upper()
-    if level == "WARN":
-        level = "WARNING"
-    if level not in _LOG_LEVELS:
-        raise ValueError("expected DEBUG, INFO, WARNING, ERROR or CRITICAL")
-    return level
+def _flag() -> dict[str, Any]:
+    return _of(bool, parse=_parse_bool)
 
 
-def _parse_affinity(raw: str) -> str:
-    value = raw.strip().lower()
-    if value not in _AFFINITIES:
-        raise ValueError("expected single or off")
-    return value
+def _int(low: int, high: int, *, env: bool = True) -> dict[str, Any]:
+    return {"kind": int, "low": low, "high": high, "parse": _parse_int if env else None}
 
 
-_VARIABLES: dict[str, tuple[str, object]] = {
-    "SQL_DSN": ("sql_dsn", _parse_dsn),
-    "CONFIG": ("config_file", _parse_path),
-    "SAFE_DATA_DIR": ("safe_data_dir", _parse_dir),
-    "METRICS_ENABLED": ("metrics_enabled", _parse_bool),
-    "METRICS_DISK_PATH": ("metrics_disk_path", _parse_dir),
-    "SQL_POOL_MIN_SIZE": ("sql_pool_min_size", _parse_int),
-    "SQL_POOL_MAX_SIZE": ("sql_pool_max_size", _parse_int),
-    "SQL_POOL_MAX_IDLE_S": ("sql_pool_max_idle_s", _parse_float),
-    "SQL_STATEMENT_TIMEOUT_MS": ("sql_statement_timeout_ms", _parse_int),
-    "SQL_MAX_ROWS": ("sql_max_rows", _parse_int),
-    "SQL_MAX_RESULT_BYTES": ("sql_max_result_bytes", _parse_int),
-    "SQL_CONNECT_TIMEOUT_S": ("sql_connect_timeout_s", _parse_float),
-    "SQL_POLICY_CACHE_SIZE": ("sql_policy_cache_size", _parse_int),
-    "SQL_CANCEL_GRACE_S": ("sql_cancel_grace_s", _parse_float),
-    "SQL_SCHEMA_MAX_TABLES": ("sql_schema_max_tables", _parse_int),
-    "SQL_SCHEMA_MAX_COMMENT_CHARS": ("sql_schema_max_comment_chars", _parse_int),
-    "SQL_POOL_WAIT_S": ("sql_pool_wait_s", _parse_float),
-    "SQL_ACCEPT_DEFINER_FUNCTIONS": ("sql_accept_definer_functions", _parse_function_names),
-    "SQL_FUNCTION_CACHE_S": ("sql_function_cache_s", _parse_float),
-    "SQL_RECONNECT_MAX_S": ("sql_reconnect_max_s", _parse_float),
-    "SQL_REQUIRE_DATABASE": ("sql_require_database", _parse_bool),
-    "SQL_REAUDIT_INTERVAL_S": ("sql_reaudit_interval_s", _parse_float),
-    "SQL_AUDIT_DSN": ("sql_audit_dsn", _parse_dsn),
-    "SQL_ACCEPT_FUNCTION_CREATORS": ("sql_accept_function_creators", _parse_role_names),
-    "SQL_ALLOW_CATALOGUE": ("sql_allow_catalogue", _parse_bool),
-    "SQL_ALLOW_EXTENSIONS": ("sql_allow_extensions", _parse_extension_names),
-    "SQL_POOLER": ("sql_pooler", _parse_pooler),
-    "FS_MAX_BYTES": ("fs_max_bytes", _parse_int),
-    "FS_ALLOW_HARD_LINKS": ("fs_allow_hard_links", _parse_bool),
-    "FS_LIST_MAX_BYTES": ("fs_list_max_bytes", _parse_int),
-    "MAX_CONCURRENCY": ("max_concurrency", _parse_int),
-    "QUEUE_WAIT_S": ("queue_wait_s", _parse_float),
-    "CALL_DEADLINE_S": ("call_deadline_s", _parse_float),
-    "DRAIN_GRACE_S": ("drain_grace_s", _parse_float),
-    "LOG_LEVEL": ("log_level", _parse_level),
-    "CPU_AFFINITY": ("cpu_affinity", _parse_affinity),
-    "HTTP_HOST": ("http_host", _parse_host),
-    "HTTP_PORT": ("http_port", _parse_int),
-    "HTTP_PATH": ("http_path", _parse_endpoint_path),
-    "HTTP_ALLOWED_ORIGINS": ("http_allowed_origins", _parse_origins),
-    "HTTP_MAX_BODY_BYTES": ("http_max_body_bytes", _parse_int),
-    "HTTP_MAX_HEADER_BYTES": ("http_max_header_bytes", _parse_int),
-    "HTTP_IDLE_TIMEOUT_S": ("http_idle_timeout_s", _parse_float),
-    "HTTP_BODY_TIMEOUT_S": ("http_body_timeout_s", _parse_float),
-    "HTTP_MAX_REQUESTS_PER_IDENTITY": ("http_max_requests_per_identity", _parse_int),
-    "HTTP_MAX_CALLS_PER_IDENTITY": ("http_max_calls_per_identity", _parse_int),
-    "HTTP_MAX_SESSIONS": ("http_max_sessions", _parse_int),
-    "HTTP_MAX_SESSIONS_PER_SUBJECT": ("http_max_sessions_per_subject", _parse_int),
-    "HTTP_SESSION_IDLE_S": ("http_session_idle_s", _parse_float),
-    "HTTP_AUTH": ("http_auth", _parse_http_auth),
-    "HTTP_RESOURCE_URI": ("http_resource_uri", _parse_url),
-    "HTTP_ISSUER": ("http_issuer", _parse_url),
-    "HTTP_JWKS_URL": ("http_jwks_url", _parse_url),
-    "HTTP_JWKS_MAX_AGE_S": ("http_jwks_max_age_s", _parse_float),
-    "HTTP_JWKS_REFRESH_MIN_S": ("http_jwks_refresh_min_s", _parse_float),
-    "HTTP_JWKS_TIMEOUT_S": ("http_jwks_timeout_s", _parse_float),
-    "HTTP_JWKS_MAX_BYTES": ("http_jwks_max_bytes", _parse_int),
-    "HTTP_JWKS_WAIT_S": ("http_jwks_wait_s", _parse_float),
-    "HTTP_CLOCK_LEEWAY_S": ("http_clock_leeway_s", _parse_int),
-    "HTTP_TOKEN_CACHE_SIZE": ("http_token_cache_size", _parse_int),
-    "OTEL_ENDPOINT": ("otel_endpoint", _parse_url),
-    "OTEL_SERVICE_NAME": ("otel_service_name", _parse_service_name),
-    "OTEL_QUEUE_SIZE": ("otel_queue_size", _parse_int),
-    "OTEL_EXPORT_INTERVAL_S": ("otel_export_interval_s", _parse_float),
-    "OTEL_EXPORT_TIMEOUT_S": ("otel_export_timeout_s", _parse_float),
-    "PROMETHEUS_PORT": ("prometheus_port", _parse_int),
-    "PROMETHEUS_HOST": ("prometheus_host", _parse_host),
-}
+def _float(low: float, high: float, *, low_open: bool = False) -> dict[str, Any]:
+    return {"kind": float, "low": low, "high": high, "low_open": low_open, "parse": _parse_float}
 
-ENV_VARIABLES: tuple[str, ...] = tuple(ENV_PREFIX + name for name in _VARIABLES)
-# Read by the project's own tooling (the demo database, the container scripts), not by the server:
-# known names, so a shell that exports them for `make run` or `make run-container` still starts it.
-TOOLING_VARIABLES: Final = frozenset(
-    ENV_PREFIX + name
-    for name in (
-        "DEVDB_DIR",
-        "SUITE_IMAGE",
-        "SAFE_DATA_HOST_DIR",
-        "PG_SOCKET_DIR",
-        "BASE_IMAGE",
-        "LOCAL_BASE_IMAGE",
-        "BUILD_CA_BUNDLE",
-        "CONTAINER_NAME",
-        "STOP_TIMEOUT_S",
-        "SKIP_BUILD",
-        "REBUILD",
-        "SMOKE_SQL",
-        "CONTAINER_NETWORK",
-        "CONTAINER_PUBLISH",
-        "STACK_PUBLISH",
-        "STACK_PG_HOST",
-        "STACK_PG_PORT",
-        "STACK_PG_DBNAME",
-        "STACK_PG_USER",
-        "STACK_PG_SSLMODE",
-        "STACK_POOL_SIZE",
-        "STACK_USERLIST",
-        "STACK_PGPASS",
+
+def _one_of(choices: tuple[str, ...], *, aliases: Mapping[str, str] | None = None) -> dict[str, Any]:
+    return {"choices": choices, "parse": _choice(choices, aliases=aliases)}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The frozen configuration of one server process.
+
+    Keyword construction is validated strictly (types, ranges, relations between fields) and an
+    invalid value raises `SettingsError`. Plain dataclasses on purpose: a server start must not pay
+    for a validation library's import before it can answer `initialize`.
+    """
+
+    # --- tools ---------------------------------------------------------------------------------
+    sql_dsn: SecretStr | None = field(default=None, metadata=_of(SecretStr, type(None), parse=_parse_dsn))
+    # The TOML file naming the databases the SQL tools read (`sources.load_sources`); without it,
+    # MCP_SQL_DSN and the MCP_SQL_* settings describe one source, `default`.
+    config_file: Path | None = field(
+        default=None, metadata=_of(Path, type(None), parse=_parse_path, variable="CONFIG")
     )
-)
-_VARIABLE_OF: Final = {field_name: ENV_PREFIX + suffix for suffix, (field_name, _) in _VARIABLES.items()}
-_KNOWN_NAMES: Final = frozenset(ENV_VARIABLES) | TOOLING_VARIABLES
+    safe_data_dir: Path | None = field(default=None, metadata=_of(Path, type(None), parse=_parse_dir))
+    metrics_enabled: bool = field(default=True, metadata=_flag())
+    metrics_disk_path: Path = field(default=Path("/"), metadata=_of(Path, parse=_parse_dir))
+
+    # --- SQL -----------------------------------------------------------------------------------
+    # 0 by default: an idle server holds no pooled backend once `sql_pool_max_idle_s` has passed
+    # (the role audit keeps its own connection).
+    sql_pool_min_size: int = field(default=0, metadata=_int(0, 64))
+    sql_pool_max_size: int = field(default=4, metadata=_int(1, 64))
+    # After its last call, an idle server closes every pooled connection above the minimum within
+    # this time (the executor derives the pool's shrink period from it and the maximum size).
+    sql_pool_max_idle_s: float = field(default=600.0, metadata=_float(1, 86_400))
+    # Also the main bound of a query's memory in its backend, which PostgreSQL does not limit: an
+    # aggregate grows for as long as it runs (docs/operations/deployments.md, "Database memory").
+    sql_statement_timeout_ms: int = field(default=5_000, metadata=_int(1, 600_000))
+    sql_max_rows: int = field(default=200, metadata=_int(1, 10_000))
+    # Sized for the clients people use: Claude Code refuses a tool answer over 25,000 tokens, and
+    # a tool answer carries the result twice (docs/configuration.md, "Answers and tokens").
+    sql_max_result_bytes: int = field(default=20_000, metadata=_int(1_024, 16_777_216))
+    sql_connect_timeout_s: float = field(default=5.0, metadata=_float(0, 60, low_open=True))
+    sql_policy_cache_size: int = field(default=1_024, metadata=_int(0, 100_000))
+    # A cancelled call waits (shielded) at most this long for PostgreSQL to stop its query and for
+    # the worker thread to hand the connection back clean.
+    sql_cancel_grace_s: float = field(default=5.0, metadata=_float(0, 60, low_open=True))
+    # The schema resource lists at most this many tables (then says `truncated`).
+    sql_schema_max_tables: int = field(default=500, metadata=_int(1, 100_000))
+    # `sql_schema` and the schema resource cut each table or column comment to this many
+    # characters (then marked "… [cut: N characters in all]"), so one comment cannot fill a page.
+    sql_schema_max_comment_chars: int = field(default=2_000, metadata=_int(16, 100_000))
+    # How long a call waits for a pooled connection before it connects directly (the pool
+    # reconnects with back-off after an outage; the call should not wait for that).
+    sql_pool_wait_s: float = field(default=1.0, metadata=_float(0, 60, low_open=True))
+    # SECURITY DEFINER functions (`schema.name`, every overload) the operator accepts as a known,
+    # logged risk: the start-up audit and the run-time check let only these through.
+    sql_accept_definer_functions: tuple[str, ...] = field(
+        default=(), metadata=_of(tuple, parse=_parse_function_names)
+    )
+    # How long the run-time check trusts what the catalogue said about SECURITY DEFINER functions
+    # before it asks again (the names a query calls never make it ask; the re-audit refreshes it).
+    sql_function_cache_s: float = field(default=60.0, metadata=_float(0, 3_600, low_open=True))
+    # After repeated failed connections, calls fail at once (database-unavailable) for a back-off
+    # that doubles up to this bound, so a wrong password is not retried at the client's call rate.
+    sql_reconnect_max_s: float = field(default=30.0, metadata=_float(0, 3_600, low_open=True))
+    # True: a database that cannot be reached, or refuses the login, at start-up stops the server
+    # (exit 69) instead of serving database-unavailable until it is back.
+    sql_require_database: bool = field(default=False, metadata=_flag())
+    # --- re-audit while serving (issue 26) ---
+    # How often the whole role audit runs again while the server serves (on its own connection, in
+    # a worker thread). A new refusal stops the SQL tools until a re-audit passes; each re-audit
+    # also refreshes the SECURITY DEFINER guard's catalogue.
+    sql_reaudit_interval_s: float = field(default=30.0, metadata=_float(0, 60, low_open=True))
+    # Where the re-audit's own connection goes (issue 40): unset, MCP_SQL_DSN. Behind a
+    # transaction-pooling PgBouncer a DSN straight to PostgreSQL (the same role and database: checked)
+    # lets it LISTEN for the role guide's event trigger, so a change is audited within a second
+    # instead of within an interval. A pooler answering for it refuses the start (exit 78).
+    sql_audit_dsn: SecretStr | None = field(
+        default=None, metadata=_of(SecretStr, type(None), parse=_parse_dsn)
+    )
+    # Roles the operator accepts may create functions PUBLIC can execute at once (no default
+    # privilege revoking it): the audit logs a warning for each instead of refusing to start.
+    sql_accept_function_creators: tuple[str, ...] = field(
+        default=(), metadata=_of(tuple, parse=_parse_role_names)
+    )
+    # True: the SQL policy's catalogue rule is off, and a query reads pg_catalog, unfiltered
+    # information_schema views and the host/connection functions freely (logged at start-up as a
+    # warning; docs/tools/read_only_sql.md, "The catalogue").
+    sql_allow_catalogue: bool = field(default=False, metadata=_flag())
+    # Extensions whose functions a query may call although they are not on the reviewed list
+    # (docs/tools/read_only_sql.md, "Functions"), as pg_extension names them; logged at start-up.
+    sql_allow_extensions: tuple[str, ...] = field(
+        default=(), metadata=_of(tuple, parse=_parse_extension_names)
+    )
+    # What sits between the pool and PostgreSQL. "none": each pooled connection is its own backend,
+    # so a call's pinned settings are set once per connection and every call only checks them (a
+    # mismatch refuses the call and drops the connection). "transaction": a transaction-pooling
+    # PgBouncer (or another pooler that hands backends around): every call sets them itself, inside
+    # its transaction, after RESET ALL (docs/tools/read_only_sql.md, "Settings of a call").
+    sql_pooler: SqlPooler = field(default="none", metadata=_one_of(_SQL_POOLERS))
+
+    # --- files ---------------------------------------------------------------------------------
+    fs_max_bytes: int = field(default=1_048_576, metadata=_int(1, 16_777_216))
+    # A file with more than one hard link may be another name for a file outside the root; refused
+    # unless the operator opts in (docs/tools/sandbox_fs_read.md).
+    fs_allow_hard_links: bool = field(default=False, metadata=_flag())
+    # `sandbox_fs_list` returns the entries whose JSON fits in this many bytes (then `truncated`),
+    # sized for the clients people use like MCP_SQL_MAX_RESULT_BYTES.
+    fs_list_max_bytes: int = field(default=20_000, metadata=_int(1_024, 16_777_216))
+
+    # --- runtime -------------------------------------------------------------------------------
+    max_concurrency: int = field(default=16, metadata=_int(1, 256))
+    queue_wait_s: float = field(default=5.0, metadata=_float(0, 300))
+    call_deadline_s: float = field(default=30.0, metadata=_float(0, 3_600, low_open=True))
+    drain_grace_s: float = field(default=5.0, metadata=_float(0, 300))
+    log_level: LogLevel = field(default="INFO", metadata=_one_of(_LOG_LEVELS, aliases={"WARN": "WARNING"}))
+    # "single": pin the process (and so every thread it starts) to the CPU it started on. The GIL
+    # lets one thread run Python at a time anyway; on one CPU the event loop and its worker
+    # threads hand the GIL over without cross-CPU wake-ups, much cheaper for a tool call on a
+    # virtual machine (bench_sql; docs/performance.md). "off": leave scheduling to the kernel.
+    cpu_affinity: CpuAffinity = field(default="single", metadata=_one_of(_AFFINITIES))
+    # Bounded channels (STYLE habit 1: start small). Frames waiting for the dispatcher, and responses
+    # waiting for the writer. Back-pressure, not growth, is what a slow client gets.
+    inbound_channel_size: int = field(default=16, metadata=_int(1, 4_096, env=False))
+    outbound_channel_size: int = field(default=64, metadata=_int(1, 4_096, env=False))
+
+    # --- HTTP (`mcp-suite serve-http`, docs/operations/remote.md) ---------------------------------
+    http_host: str = field(default="127.0.0.1", metadata=_of(str, parse=_parse_host))
+    # 0: any free port (the start-up log names the one bound).
+    http_port: int = field(default=8000, metadata=_int(0, 65_535))
+    # The MCP endpoint's path; the protected resource metadata is served beside it.
+    http_path: str = field(default="/mcp", metadata=_of(str, parse=_parse_endpoint_path))
+    # Origins a browser may call from (`scheme://host[:port]`); any other `Origin` gets 403.
+    http_allowed_origins: tuple[str, ...] = field(default=(), metadata=_of(tuple, parse=_parse_origins))
+    # A request body over this is refused with 413 while it is read (the declared length first).
+    http_max_body_bytes: int = field(default=MAX_FRAME_BYTES, metadata=_int(1_024, 16_777_216))
+    # The request line and headers of one request, in bytes (hypercorn's incomplete-request bound).
+    http_max_header_bytes: int = field(default=16_384, metadata=_int(1_024, 1_048_576))
+    # An idle connection, and one whose request headers are not complete within it, is closed.
+    http_idle_timeout_s: float = field(default=5.0, metadata=_float(0, 300, low_open=True))
+    # The whole body must arrive within this, counted from the end of the headers (408 then).
+    http_body_timeout_s: float = field(default=10.0, metadata=_float(0, 300, low_open=True))
+    # Requests one identity (a token's subject; the anonymous caller of MCP_HTTP_AUTH=none) may
+    # have in progress at once; one more is refused with 429.
+    http_max_requests_per_identity: int = field(default=16, metadata=_int(1, 1_024))
+    # Call slots (of MCP_MAX_CONCURRENCY) one identity may hold at once, below the server's so that
+    # one caller using its whole share leaves slots to the others; its further calls wait in its
+    # own line, and the lines of waiting callers are served in turn (bench_fairness).
+    http_max_calls_per_identity: int = field(default=8, metadata=_int(1, 256))
+    # Legacy (2025-11-25 and earlier) sessions: at most this many at once, and at most
+    # MCP_HTTP_MAX_SESSIONS_PER_SUBJECT of one token subject (its own least recently used one makes
+    # room); each dropped after this long without a request (its id then gets 404, and the client
+    # starts a new one).
+    http_max_sessions: int = field(default=256, metadata=_int(1, 100_000))
+    http_max_sessions_per_subject: int = field(default=8, metadata=_int(1, 100_000))
+    http_session_idle_s: float = field(default=600.0, metadata=_float(0, 86_400, low_open=True))
+    # "jwt": every request carries a bearer JWT from MCP_HTTP_ISSUER; "none": no authorization,
+    # allowed only on a loopback host and named in the start-up log.
+    http_auth: HttpAuth = field(default="jwt", metadata=_one_of(_HTTP_AUTH_MODES))
+    # This server's canonical URI (RFC 8707): a token's `aud` must name it.
+    http_resource_uri: str | None = field(default=None, metadata=_of(str, type(None), parse=_parse_url))
+    http_issuer: str | None = field(default=None, metadata=_of(str, type(None), parse=_parse_url))
+    http_jwks_url: str | None = field(default=None, metadata=_of(str, type(None), parse=_parse_url))
+    # The issuer's keys are kept this long, fetched again sooner on an unknown `kid`, but at
+    # most once per MCP_HTTP_JWKS_REFRESH_MIN_S; a key set over MCP_HTTP_JWKS_MAX_BYTES is refused.
+    http_jwks_max_age_s: float = field(default=3_600.0, metadata=_float(0, 86_400, low_open=True))
+    http_jwks_refresh_min_s: float = field(default=30.0, metadata=_float(0, 3_600))
+    http_jwks_timeout_s: float = field(default=5.0, metadata=_float(0, 60, low_open=True))
+    http_jwks_max_bytes: int = field(default=65_536, metadata=_int(1_024, 1_048_576))
+    # A request that must wait for the key set (none fetched yet, or its `kid` unknown) waits at
+    # most this long for the fetch in progress, then gets 503; a token whose key is cached never
+    # waits for a fetch.
+    http_jwks_wait_s: float = field(default=2.0, metadata=_float(0, 60, low_open=True))
+    # Clock skew allowed on a token's `exp`, `nbf` and `iat`.
+    http_clock_leeway_s: int = field(default=30, metadata=_int(0, 300))
+    # The signatures of this many recently verified tokens are not checked again while the key set
+    # stays the same (their claims are, on every request); 0 checks every request's signature.
+    http_token_cache_size: int = field(default=256, metadata=_int(0, 65_536))
+
+    # --- traces and metrics (docs/operations/watching.md; the `otel` extra) ----------------------
+    # The OTLP/HTTP collector's base URL (`/v1/traces` and `/v1/metrics` are added): traces and
+    # metrics are exported there. Unset: no exporter, no OpenTelemetry import, no outbound connection.
+    otel_endpoint: str | None = field(default=None, metadata=_of(str, type(None), parse=_parse_url))
+    # The `service.name` resource attribute of every span and metric.
+    otel_service_name: str = field(default="mcp-suite", metadata=_of(str, parse=_parse_service_name))
+    # Finished spans waiting for the exporter; beyond this they are dropped (and counted).
+    otel_queue_size: int = field(default=2_048, metadata=_int(16, 1_000_000))
+    # How often metrics are pushed over OTLP, and how long one export may take.
+    otel_export_interval_s: float = field(default=10.0, metadata=_float(0.1, 3_600))
+    otel_export_timeout_s: float = field(default=5.0, metadata=_float(0, 60, low_open=True))
+    # The Prometheus listener (text format at /metrics): off unless a port is set (0: any free one);
+    # loopback unless the operator names another address.
+    prometheus_port: int | None = field(default=None, metadata=_of(int, type(None), parse=_parse_int))
+    prometheus_host: str = field(default="127.0.0.1", metadata=_of(str, parse=_parse_host))
+
+    # --- contract constants (not from the environment) ------------------------------------------
+    max_frame_bytes: int = field(default=MAX_FRAME_BYTES, metadata=_int(1, 1 << 30, env=False))
+    max_json_depth: int = field(default=MAX_JSON_DEPTH, metadata=_int(1, 1_000, env=False))
+    arg_max_depth: int = field(default=ARG_MAX_DEPTH, metadata=_int(1, 1_000, env=False))
+    arg_max_items: int = field(default=ARG_MAX_ITEMS, metadata=_int(1, 1 << 30, env=False))
+
+    def __post_init__(self) -> None:
+        problems = [p for f in dataclasses.fields(self) if (p := _field_problem(f, getattr(self, f.name)))]
+        if problems:
+            raise SettingsError("; ".join(problems))
+        for spec in dataclasses.fields(self):  # an integer given for a float field becomes a float
+            if spec.metadata.get("kind") is float:
+                object.__setattr__(self, spec.name, float(getattr(self, spec.name)))
+        if self.sql_pool_min_size > self.sql_pool_max_size:
+            raise SettingsError("MCP_SQL_POOL_MIN_SIZE must not exceed MCP_SQL_POOL_MAX_SIZE")
+        if self.http_auth == "none" and self.http_host not in LOOPBACK_HOSTS:
+            raise SettingsError(
+                "MCP_HTTP_AUTH=none is allowed only on a loopback MCP_HTTP_HOST (127.0.0.1, ::1, localhost)"
+            )
+        if self.prometheus_port is not None and not 0 <= self.prometheus_port <= 65_535:
+            raise SettingsError("MCP_PROMETHEUS_PORT: must be at least 0 and at most 65535")
+        if self.sql_statement_timeout_ms >= self.call_deadline_s * 1000:
+            raise SettingsError(
+                "MCP_SQL_STATEMENT_TIMEOUT_MS must be below the call deadline (MCP_CALL_DEADLINE_S)"
+            )
+
+    @property
+    def telemetry_configured(self) -> bool:
+        """Traces and metrics are on: an OTLP endpoint or a Prometheus port is set."""
+        return self.otel_endpoint is not None or self.prometheus_port is not None
+
+    def http_problems(self) -> list[str]:
+        """What `mcp-suite serve-http` still lacks or refuses (stdio reads none of these, so they
+        are checked only there): with MCP_HTTP_AUTH=jwt, the resource, the issuer and its key set;
+        and a caller's share of the call slots below the server's."""
+        problems: list[str] = []
+        if self.http_auth == "jwt":
+            needed = {
+                "MCP_HTTP_RESOURCE_URI": self.http_resource_uri,
+                "MCP_HTTP_ISSUER": self.http_issuer,
+                "MCP_HTTP_JWKS_URL": self.http_jwks_url,
+            }
+            problems += [
+                f"{name} is required with MCP_HTTP_AUTH=jwt" for name, value in needed.items() if not value
+            ]
+        # One caller must not be able to hold every call slot (issue 47), unless there is one.
+        share, slots = self.http_max_calls_per_identity, self.max_concurrency
+        if not (share < slots or share == slots == 1):
+            problems.append(
+                "MCP_HTTP_MAX_CALLS_PER_IDENTITY must be below MCP_MAX_CONCURRENCY (or 1 when that is 1)"
+            )
+        return problems
+
+    @property
+    def max_queued_calls(self) -> int:
+        """Waiters beyond 4 x slots are refused at once (docs/wire.md)."""
+        return 4 * self.max_concurrency
+
+
+def _field_problem(spec: dataclasses.Field[Any], value: object) -> str | None:
+    """What is wrong with `value` for field `spec`, named by its variable; None when it is valid.
+
+    Strict, like the environment parsers: a bool is not an int, a string is not a number, an
+    integer is accepted for a float; numbers must be finite and inside the field's range.
+    """
+    name = _VARIABLE_OF.get(spec.name, spec.name)
+    rule = spec.metadata
+    if "kind" in rule:
+        kind = rule["kind"]
+        wrong_kind = kind is int and isinstance(value, float)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or wrong_kind:
+            return f"{name}: expected {'a number' if kind is float else 'an integer'}"
+        if not math.isfinite(value):
+            return f"{name}: expected a finite number"
+        low, high = rule["low"], rule["high"]
+        too_low = value <= low if rule.get("low_open") else value < low
+        if too_low or value > high:
+            bound = "above" if rule.get("low_open") else "at least"
+            return f"{name}: must be {bound} {low} and at most {high}"
+        return None
+    if "choices" in rule:
+        return None if value in rule["choices"] else f"{name}: expected one of {', '.join(rule['choices'])}"
+    if not isinstance(value, rule["types"]):
+        return f"{name}: invalid value"
+    return None
+
+
+def _variable(spec: dataclasses.Field[Any]) -> str | None:
+    """The variable of a settings field (see `_of`), None for one not read from the environment."""
+    if spec.metadata["parse"] is None:
+        return None
+    suffix: str = spec.metadata.get("variable", spec.name.upper())
+    return ENV_PREFIX + suffix
+
+
+# variable name -> (field, parser), in the fields' order (the order `--help` lists them in).
+_PARSERS: Final[dict[str, tuple[str, _Parser]]] = {
+    name: (spec.name, spec.metadata["parse"])
+    for spec in dataclasses.fields(Settings)
+    if (name := _variable(spec)) is not None
+}
+ENV_VARIABLES: Final[tuple[str, ...]] = tuple(_PARSERS)
+_VARIABLE_OF: Final = {field_name: name for name, (field_name, _parser) in _PARSERS.items()}
 
 
 # Name families of this server's own settings: an unknown name in one is a misspelling of ours.
 # Other programs share the `MCP_` prefix in the same environments (Claude Code's `MCP_TIMEOUT`,
-# a harness's `MCP_SUITE_CHECKOUT`), so a name outside these families is refused only when it is
-# within `_TYPO_DISTANCE` edits of a known name.
+# a harness's `MCP_SUITE_CHECKOUT`, the project's own container scripts), so a name outside these
+# families is refused only when it is within `_TYPO_DISTANCE` edits of a known name.
 SETTING_FAMILIES: Final = (
     "MCP_SQL_",
     "MCP_FS_",
@@ -643,6 +569,11 @@ SETTING_FAMILIES: Final = (
     "MCP_PROMETHEUS_",
 )
 _TYPO_DISTANCE: Final = 2
+# Another program's names inside a family of ours (the host folder a container mounts as
+# MCP_SAFE_DATA_DIR): foreign like any other program's, not misspellings. Only a name a family would
+# claim belongs here: a name outside the families and far from ours is foreign without a list
+# (tests/unit/test_settings_variables.py proves this holds exactly what the project's tooling needs).
+FOREIGN_IN_FAMILIES: Final = frozenset({"MCP_SAFE_DATA_HOST_DIR"})
 
 
 def _within_edits(a: str, b: str, limit: int) -> bool:
@@ -662,6 +593,8 @@ def _within_edits(a: str, b: str, limit: int) -> bool:
 
 def _is_ours(name: str) -> bool:
     """An unknown `MCP_*` name that can only be a misspelling of one of this server's settings."""
+    if name in FOREIGN_IN_FAMILIES:
+        return False
     return name.startswith(SETTING_FAMILIES) or any(
         _within_edits(name, known, _TYPO_DISTANCE) for known in ENV_VARIABLES
     )
@@ -674,7 +607,7 @@ def _unknown_variables(env: Mapping[str, str]) -> list[str]:
 
     problems = []
     for name in sorted(env):
-        if not name.startswith(ENV_PREFIX) or name in _KNOWN_NAMES or not _is_ours(name):
+        if not name.startswith(ENV_PREFIX) or name in _PARSERS or not _is_ours(name):
             continue
         close = difflib.get_close_matches(name, ENV_VARIABLES, n=1, cutoff=0.6)
         hint = f"did you mean {close[0]}?" if close else "see docs/configuration.md for the known names"
@@ -684,37 +617,34 @@ def _unknown_variables(env: Mapping[str, str]) -> list[str]:
 
 def variable_of(field_name: str) -> str:
     """The `MCP_*` variable that sets the settings field `field_name`."""
-    (suffix,) = (suffix for suffix, (name, _parser) in _VARIABLES.items() if name == field_name)
-    return ENV_PREFIX + suffix
+    return _VARIABLE_OF[field_name]
 
 
 def foreign_variables(environ: Mapping[str, str] | None = None) -> list[str]:
     """The `MCP_*` names that are neither this server's nor likely misspellings of them: another
     program's (the server ignores them, and says so once at start-up)."""
     env = os.environ if environ is None else environ
-    return sorted(n for n in env if n.startswith(ENV_PREFIX) and n not in _KNOWN_NAMES and not _is_ours(n))
+    return sorted(n for n in env if n.startswith(ENV_PREFIX) and n not in _PARSERS and not _is_ours(n))
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Build `Settings` from `MCP_*` variables.
 
-    An empty variable counts as unset; an `MCP_*` name that is neither a setting nor one of the
-    tooling's is refused, with the nearest known name, when it is a likely misspelling of ours (in a
-    family of ours, or a couple of edits from a known name); another program's is left alone
-    (`foreign_variables`). Every problem is collected and reported together, unknown names, values
-    and ranges alike, naming the variable and the rule, never the value (the DSN is secret; other
-    values are not needed to fix it).
+    An empty variable counts as unset; an `MCP_*` name that is not a setting is refused, with the
+    nearest known name, when it is a likely misspelling of ours (in a family of ours, or a couple of
+    edits from a known name); another program's is left alone (`foreign_variables`). Every problem
+    is collected and reported together, unknown names, values and ranges alike, naming the variable
+    and the rule, never the value (the DSN is secret; other values are not needed to fix it).
     """
     env = os.environ if environ is None else environ
     values: dict[str, object] = {}
     problems = _unknown_variables(env)
-    for suffix, (field_name, parser) in _VARIABLES.items():
-        name = ENV_PREFIX + suffix
+    for name, (field_name, parser) in _PARSERS.items():
         raw = env.get(name)
         if raw is None or raw == "":
             continue
         try:
-            values[field_name] = parser(raw)  # type: ignore[operator]  # parsers are typed per entry
+            values[field_name] = parser(raw)
         except ValueError as exc:
             problems.append(f"{name}: {exc}")
     try:

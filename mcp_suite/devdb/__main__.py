@@ -38,7 +38,7 @@ from mcp_suite.devdb.cluster import (
     open_demo_cluster,
 )
 from mcp_suite.devdb.sources_file import server_environ
-from mcp_suite.runtime.request_log import configure_logging, shutdown_logging
+from mcp_suite.runtime.log_sink import configure_logging, shutdown_logging
 from mcp_suite.settings import SettingsError
 
 log = logging.getLogger("mcp_suite.devdb")

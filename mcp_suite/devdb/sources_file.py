@@ -137,9 +137,10 @@ def write_sources_file(
 
 def server_environ(cluster: Cluster, environ: Mapping[str, str]) -> dict[str, str]:
     """`environ` for the server: `MCP_CONFIG` naming the demo's file, without `MCP_SQL_DSN` nor
-    the per-source variables the file now carries."""
+    the per-source variables the file now carries, nor the demo's own `MCP_DEVDB_DIR` (not a
+    setting: the server would name it as another program's)."""
     path = write_sources_file(cluster, environ)
-    dropped = {ENV_PREFIX + "SQL_DSN", *_moved_variables()}
+    dropped = {ENV_PREFIX + "SQL_DSN", ENV_PREFIX + "DEVDB_DIR", *_moved_variables()}
     env = {name: value for name, value in environ.items() if name not in dropped}
     env[ENV_PREFIX + "CONFIG"] = str(path)
     return env

@@ -32,7 +32,7 @@ from mcp_suite.protocol.core import (
 )
 from mcp_suite.protocol.mcp import structured_json
 from mcp_suite.runtime.limiter import CallLimiter, Ticket
-from mcp_suite.runtime.request_log import logger
+from mcp_suite.runtime.log_sink import logger
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.registry import Registry

@@ -82,9 +82,10 @@ from mcp_suite.protocol.http import (
 )
 from mcp_suite.protocol.jsonrpc import encode_error, sniff_id
 from mcp_suite.runtime import early_signals
+from mcp_suite.runtime.audit_trail import AuditLog, audit_subject
 from mcp_suite.runtime.calls import CallRunner, ToolCatalogue, new_core
 from mcp_suite.runtime.http_auth import JwksFetcher, KeysUnavailableError, TokenVerifier, fetch_jwks
-from mcp_suite.runtime.request_log import AuditLog, audit_subject, logger
+from mcp_suite.runtime.log_sink import logger
 from mcp_suite.settings import Settings
 from mcp_suite.tools.registry import Registry
 

@@ -30,7 +30,7 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
 from mcp_suite.protocol.authz import Identity, TokenRejectedError, check_claims
-from mcp_suite.runtime.request_log import logger
+from mcp_suite.runtime.log_sink import logger
 from mcp_suite.settings import Settings
 
 __all__ = [

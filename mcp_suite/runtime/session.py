@@ -37,9 +37,10 @@ from mcp_suite.protocol.core import (
 )
 from mcp_suite.protocol.framing import Frame, LineDecoder, OversizedFrame
 from mcp_suite.runtime import early_signals
+from mcp_suite.runtime.audit_trail import AuditLog
 from mcp_suite.runtime.calls import CallRunner, ToolCatalogue, new_core
 from mcp_suite.runtime.limiter import CallLimiter, Ticket
-from mcp_suite.runtime.request_log import AuditLog, logger
+from mcp_suite.runtime.log_sink import logger
 from mcp_suite.settings import Settings
 from mcp_suite.tools.registry import Registry
 

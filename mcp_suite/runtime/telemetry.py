@@ -40,7 +40,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from mcp_suite import SERVER_NAME, __version__, observe
 from mcp_suite.problems import Channel
 from mcp_suite.protocol.core import CallKind, StartCall
-from mcp_suite.runtime.request_log import logger
+from mcp_suite.runtime.log_sink import logger
 
 if TYPE_CHECKING:
     from prometheus_client.registry import CollectorRegistry

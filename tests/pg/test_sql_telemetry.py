@@ -16,7 +16,7 @@ import trio
 from pglast.parser import fingerprint
 
 from mcp_suite.devdb.cluster import READER_USER, Cluster
-from mcp_suite.runtime.request_log import configure_logging, shutdown_logging
+from mcp_suite.runtime.log_sink import configure_logging, shutdown_logging
 from mcp_suite.runtime.telemetry import Telemetry
 from mcp_suite.tools.registry import Registry
 from tests.support.harness import open_session

@@ -18,7 +18,8 @@ import trio
 from opentelemetry.trace import SpanKind, StatusCode
 
 from mcp_suite import observe
-from mcp_suite.runtime.request_log import AUDIT_SCHEMA_VERSION, configure_logging, shutdown_logging
+from mcp_suite.runtime.audit_trail import AUDIT_SCHEMA_VERSION
+from mcp_suite.runtime.log_sink import configure_logging, shutdown_logging
 from mcp_suite.runtime.telemetry import Telemetry
 from mcp_suite.tools.registry import Registry
 from tests.support.harness import open_session

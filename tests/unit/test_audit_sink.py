@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 import trio
 
-from mcp_suite.runtime.request_log import (
-    AuditLog,
+from mcp_suite.runtime.audit_trail import AuditLog
+from mcp_suite.runtime.log_sink import (
     JsonLineHandler,
     StderrSink,
     configure_logging,
@@ -55,7 +55,9 @@ def test_a_blocked_stderr_never_blocks_the_writer_and_drops_are_counted() -> Non
     sink = StderrSink(stream, capacity=10)
     for n in range(1_000):  # returns at once although nothing can be written
         sink.write_line(f"line {n}")
-    assert sink.dropped >= 1_000 - 10 - 10  # at most one batch in flight plus the buffer
+    held = sink.statistics()
+    assert held.lines_dropped >= 1_000 - 10 - 10  # at most one batch in flight plus the buffer
+    assert held.lines_waiting <= 10
     stream.release.set()
     sink.close()
     lines = stream.getvalue().splitlines()
@@ -63,6 +65,10 @@ def test_a_blocked_stderr_never_blocks_the_writer_and_drops_are_counted() -> Non
     assert notice["level"] == "warning"
     assert notice["msg"].endswith("log line(s) dropped")
     assert len(lines) <= 10 + 10 + 1
+    done = sink.statistics()
+    # Every line is written or counted as dropped (a notice is not one of them), none is left waiting.
+    written = [line for line in lines if line.startswith("line ")]
+    assert (done.lines_waiting, len(written) + done.lines_dropped) == (0, 1_000)
 
 
 @pytest.mark.parametrize(

@@ -469,8 +469,28 @@ def test_a_call_that_finds_the_pool_busy_is_served_by_one_direct_connection(demo
         assert result.rows == [[42, "on"]]
         assert held.is_alive()  # served while the pool's connection was still busy
         assert executor.statistics().pool_size == 1  # the direct one never joined the pool
+        assert executor.statistics().pool_in_use == 1  # the held call's; the direct one is closed
     finally:
         held.join()
+        executor.close()
+    assert executor.statistics().pool_in_use == 0  # every connection given back
+
+
+def test_in_use_counts_the_connections_lent_to_calls_not_those_the_pool_prepares(
+    demo_cluster: Cluster,
+) -> None:
+    # The pool grows to min_size in the background: a connection being prepared is in its size
+    # but serves no call, so "in use" (the metric mcp_suite.sql.pool.in_use) is what calls hold.
+    executor = open_executor(demo_cluster.reader_dsn, sql_pool_min_size=2, sql_pool_max_size=2)
+    seen: list[int] = []
+    try:
+        assert executor.statistics().pool_in_use == 0
+        executor.connections.with_connection(
+            lambda conn: seen.append(executor.statistics().pool_in_use), ticket=CallTicket()
+        )
+        assert seen == [1]
+        assert executor.statistics().pool_in_use == 0
+    finally:
         executor.close()
 
 

@@ -205,6 +205,9 @@ class PoolStatistics:
     size: int  # connections the pool holds now (in use or idle)
     available: int  # idle connections in the pool
     waiting: int  # calls waiting for a connection now
+    # Connections lent to calls now (pooled or direct). Not `size - available`: a connection the
+    # pool is still preparing in the background counts in its size but serves no call.
+    lent: int
     resets: int  # clean-ups sent since the start (`restore`): one round trip each
 
 
@@ -227,6 +230,7 @@ class Connections:
         self._availability = availability
         self._direct = settings.sql_pooler == "none"
         self._resets = 0
+        self._lent = 0
         self._count_lock = threading.Lock()
         self._kwargs: dict[str, Any] = {
             "autocommit": True,  # a call sends BEGIN READ ONLY itself, in its pipeline
@@ -258,6 +262,7 @@ class Connections:
             size=pool.get("pool_size", 0),
             available=pool.get("pool_available", 0),
             waiting=pool.get("requests_waiting", 0),
+            lent=self._lent,
             resets=self._resets,
         )
 
@@ -298,6 +303,7 @@ class Connections:
                 return self._with_direct_connection(work)
             except psycopg.OperationalError as exc:  # the pool could not connect
                 raise self._availability.failed(exc) from None
+            self._count_lent(1)
             try:
                 if not _closed_while_idle(conn):
                     self._availability.succeeded()
@@ -305,6 +311,7 @@ class Connections:
                 conn.close()  # the pool discards it
             finally:
                 self._pool.putconn(conn)
+                self._count_lent(-1)
             if not checked:
                 log.info("a pooled database connection had been closed by the server; checking the pool")
                 self._pool.check()
@@ -338,11 +345,17 @@ class Connections:
             # Down, or refusing this role: the log says which and why, once per change.
             raise self._availability.failed(exc) from None
         self._availability.succeeded()
+        self._count_lent(1)
         try:
             self._configure(conn)
             return work(conn)
         finally:
             conn.close()
+            self._count_lent(-1)
+
+    def _count_lent(self, change: int) -> None:
+        with self._count_lock:
+            self._lent += change
 
     def _configure(self, conn: PinnedConnection) -> None:
         register_loaders(conn.adapters, encoding=conn.info.encoding)

@@ -169,7 +169,7 @@ class SqlEngine:
             except RuntimeError:  # closed at shutdown
                 stats = None
             if stats is not None:
-                in_use, waiting = stats.pool_size - stats.pool_available, stats.pool_waiting
+                in_use, waiting = stats.pool_in_use, stats.pool_waiting
         return SourceState(
             name,
             reachable=self._reachable,

@@ -92,6 +92,7 @@ class ExecutorStatistics:
     pool_size: int  # connections the pool holds now (in use or idle)
     pool_available: int  # idle connections in the pool
     pool_waiting: int = 0  # calls waiting for a connection now
+    pool_in_use: int = 0  # connections lent to calls now
 
 
 def _switch_role(role: CallRole) -> bytes:
@@ -158,6 +159,7 @@ class Executor:
             pool_size=pool.size,
             pool_available=pool.available,
             pool_waiting=pool.waiting,
+            pool_in_use=pool.lent,
         )
 
     @property

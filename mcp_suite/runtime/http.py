@@ -50,20 +50,16 @@ from mcp_suite.problems import (
 from mcp_suite.protocol import mcp
 from mcp_suite.protocol.authz import (
     ANONYMOUS,
+    Grants,
     Identity,
     MalformedAuthorizationError,
     TokenRejectedError,
     bearer_token,
     challenge,
-    may_see,
+    grants_of,
     metadata_paths,
     protected_resource_metadata,
-    required_scope,
-    scope_lacking,
     scoped_input_schema,
-    scopes_served,
-    sources_allowed,
-    sql_sources,
     the_authorization,
 )
 from mcp_suite.protocol.core import Answer, CallKind, CallRaised, CancelCall, IdKey, SessionCore, StartCall
@@ -158,20 +154,25 @@ class HttpApp:
         self.telemetry = telemetry
         if telemetry is not None:
             telemetry.watch_http(lambda: len(self.sessions), lambda: len(self.in_progress))
+        # The scopes of what is served (what a 401 asks for, the metadata's list) need no arguments.
+        scopes = grants_of(
+            ((t.name, t.scope, {}) for t in registry.tools.values()), self._resources()
+        ).scopes()
         resource = settings.http_resource_uri
         if resource is not None:
             origin = urlsplit(resource)
             self._metadata_paths = metadata_paths(resource)
             self._metadata_url = f"{origin.scheme}://{origin.netloc}{self._metadata_paths[0]}"
             self._metadata = json.dumps(
-                protected_resource_metadata(resource, [settings.http_issuer or ""]), separators=(",", ":")
+                protected_resource_metadata(resource, [settings.http_issuer or ""], scopes),
+                separators=(",", ":"),
             ).encode()
         else:
             self._metadata_paths = ()
             self._metadata_url = ""
             self._metadata = b""
         # What a 401 asks for (the scopes of what this server serves), and the paths a log may name.
-        self._scopes_served = scopes_served(registry.tools, registry.resources)
+        self._scopes_served = " ".join(scopes)
         self._logged_paths = frozenset((settings.http_path, *self._metadata_paths))
 
     # -- ASGI ------------------------------------------------------------------------------------
@@ -374,23 +375,37 @@ class HttpApp:
             RequestTimeoutError, "the body did not arrive in time", [(b"connection", b"close")]
         )
 
-    def _sql_sources(self) -> tuple[str, ...]:
-        return sql_sources(d.input_schema for d in self.catalogue.descriptions())
+    def _resources(self) -> list[tuple[str, str, str | None]]:
+        return [(r.uri, r.scope, r.source) for r in self.registry.resources.values()]
+
+    def _grants(self) -> Grants:
+        """Each served tool's and resource's grant; a tool's sources are its advertised `source`
+        argument's, so this builds the tools' descriptions (once per process: `ToolCatalogue`)."""
+        tools = self.registry.tools
+        return grants_of(
+            ((d.name, tools[d.name].scope, d.input_schema) for d in self.catalogue.descriptions()),
+            self._resources(),
+        )
 
     def _new_core(self, identity: Identity) -> SessionCore:
         def visible_tools() -> list[mcp.ToolDescription]:
-            allowed = sources_allowed(identity, self._sql_sources())
+            grants = self._grants()
             return [
-                dataclasses.replace(d, input_schema=scoped_input_schema(d.input_schema, allowed))
+                dataclasses.replace(
+                    d,
+                    input_schema=scoped_input_schema(
+                        d.input_schema, grants.tool(d.name).sources_allowed(identity)
+                    ),
+                )
                 for d in self.catalogue.descriptions()
-                if may_see(identity, required_scope(d.name))
+                if grants.tool(d.name).may_see(identity)
             ]
 
         return new_core(
             self.settings,
             self.registry,
             visible_tools,
-            resource_uris=lambda uri: scope_lacking(identity, self._sql_sources(), resource_uri=uri) is None,
+            resource_uris=lambda uri: self._grants().resource(uri).lacking(identity) is None,
             per_caller_lists=not identity.unrestricted,
         )
 
@@ -465,10 +480,11 @@ class HttpApp:
         receive: Receive,
         send: Send,
     ) -> None:
+        grants = self._grants()
         if start.kind is CallKind.TOOL:
-            lacking = scope_lacking(identity, self._sql_sources(), tool=start.name, arguments=start.arguments)
+            lacking = grants.tool(start.name).lacking(identity, start.arguments)
         else:
-            lacking = scope_lacking(identity, self._sql_sources(), resource_uri=start.name)
+            lacking = grants.resource(start.name).lacking(identity)
         if lacking is not None:
             scope_needed = lacking
             problem = InsufficientScopeError(

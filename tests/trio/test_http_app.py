@@ -29,7 +29,7 @@ from mcp_suite.protocol.mcp import MODERN_VERSION
 from mcp_suite.runtime.http import serve_http
 from mcp_suite.settings import Settings
 from mcp_suite.tools.registry import ToolOpener, open_registry
-from tests.support.harness import NOTES_TEXT, NOTES_URI, ToolLog, resource_opener, tool_opener
+from tests.support.harness import NOTES_TEXT, NOTES_URI, TEST_SCOPE, ToolLog, resource_opener, tool_opener
 from tests.support.issuer import TestIssuer, open_issuer
 from tests.support.ts_sdk import ts_sdk_cancel
 from tests.support.wire import check_line, slug_of
@@ -140,11 +140,11 @@ async def test_no_token_is_401_pointing_at_the_resource_metadata_and_naming_the_
         async with serving(issuer) as server, httpx2.AsyncClient() as http:
             missing = await call_metrics(http, server.url, None)
             assert "bearer token" in assert_refused(missing, 401, "unauthorized")["error"]["data"]["detail"]
-            # The scopes of what this server serves (its metrics tool; the test tools need none a
-            # token can hold): what a client should ask for (authorization, "Scope Selection Strategy").
+            # The scopes of what this server serves, in its order (its metrics tool, then the test
+            # tools' own): what a client should ask for (authorization, "Scope Selection Strategy").
             assert missing.headers["www-authenticate"] == (
                 'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource/mcp", '
-                'scope="metrics:read"'
+                f'scope="metrics:read {TEST_SCOPE}"'
             )
             basic = await http.post(server.url, json={}, headers={"Authorization": "Basic YTpi"})
             assert_refused(basic, 401, "unauthorized")
@@ -240,7 +240,7 @@ async def test_a_missing_scope_hides_the_tool_and_refuses_its_call_with_403(issu
             assert 'scope="metrics:read"' in challenge
             assert refused.json()["error"]["data"]["type"] == "urn:mcp-suite:problem:insufficient-scope"
             check_line(refused.content + b"\n")  # the problem agrees with the error table
-            # A tool mapped to no scope is refused to every token (deny by default).
+            # A tool whose scope the token lacks is refused, whatever else it holds.
             every = issuer.token(RESOURCE, scope="sql:read files:read metrics:read")
             echo = modern("tools/call", {"name": "echo", "arguments": {"text": "x"}})
             denied = await http.post(
@@ -717,8 +717,6 @@ INITIALIZE: Final = {
     },
 }
 LEGACY_LIST: Final = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
-# The test tools (`sleep`, `echo`) need the scope no tool group grants; the test issuer signs it.
-TEST_TOOLS_SCOPE: Final = "mcp-suite:unmapped"
 
 
 async def test_a_caller_at_its_session_quota_ends_its_own_oldest_session_never_another_s(
@@ -758,8 +756,8 @@ async def test_a_caller_at_its_session_quota_ends_its_own_oldest_session_never_a
 async def test_one_caller_using_its_whole_share_of_call_slots_leaves_the_others_to_another(
     issuer: TestIssuer,
 ) -> None:
-    alice = issuer.token(RESOURCE, sub="alice", scope=TEST_TOOLS_SCOPE)
-    bob = issuer.token(RESOURCE, sub="bob", scope=TEST_TOOLS_SCOPE)
+    alice = issuer.token(RESOURCE, sub="alice", scope=TEST_SCOPE)
+    bob = issuer.token(RESOURCE, sub="bob", scope=TEST_SCOPE)
 
     def sleep(seconds: float, tag: int, token: str) -> dict[str, Any]:
         body = modern("tools/call", {"name": "sleep", "arguments": {"seconds": seconds, "tag": tag}}, tag)
@@ -922,12 +920,12 @@ async def test_a_resource_outside_the_token_s_scopes_is_403_naming_the_scope_as_
             assert refused.status_code == 403
             challenge = refused.headers["www-authenticate"]
             assert 'error="insufficient_scope"' in challenge
-            assert f'scope="{TEST_TOOLS_SCOPE}"' in challenge
+            assert f'scope="{TEST_SCOPE}"' in challenge
             problem = check_line(refused.content + b"\n")["error"]["data"]
             assert (problem["status"], slug_of(problem)) == (403, "insufficient-scope")
-            assert TEST_TOOLS_SCOPE in problem["detail"]
+            assert TEST_SCOPE in problem["detail"]
             # Granted the scope, the same read is served.
-            granted = issuer.token(RESOURCE, scope=TEST_TOOLS_SCOPE)
+            granted = issuer.token(RESOURCE, scope=TEST_SCOPE)
             served = await http.post(
                 server.url, json=read, headers=modern_headers("resources/read", NOTES_URI, granted)
             )

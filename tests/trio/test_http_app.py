@@ -28,6 +28,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_suite.protocol.mcp import MODERN_VERSION
 from mcp_suite.runtime.http import serve_http
 from mcp_suite.settings import Settings
+from mcp_suite.tools.base import SourceState, Toolset
 from mcp_suite.tools.registry import ToolOpener, open_registry
 from tests.support.harness import NOTES_TEXT, NOTES_URI, TEST_SCOPE, ToolLog, resource_opener, tool_opener
 from tests.support.issuer import TestIssuer, open_issuer
@@ -999,3 +1000,39 @@ async def test_a_cancelled_legacy_call_raises_no_error_event_in_the_typescript_s
     assert seen["errors"] == []
     assert seen["answer"] == {"status": 200, "contentType": "text/event-stream", "body": ""}
     assert seen["tools"] >= 2
+
+
+# -- a failure outside any call -------------------------------------------------------------------
+
+
+def failing_states_opener() -> ToolOpener:
+    """A ToolOpener whose data source cannot say how it is: its `states` raise (a fault injected
+    through the toolset's own parameter)."""
+
+    def states() -> list[SourceState]:
+        raise RuntimeError("the state of the source is unreadable: secret-detail")
+
+    @contextlib.contextmanager
+    def open_failing(settings: Settings) -> Iterator[Toolset | None]:
+        yield Toolset(tools=(), states=states)
+
+    return open_failing
+
+
+async def test_a_failure_outside_any_call_is_a_500_internal_error_with_an_incident_id(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.ERROR, logger="mcp_suite")
+    with trio.fail_after(30):
+        async with serving(extra=[failing_states_opener()]) as server, httpx2.AsyncClient() as http:
+            response = await http.get(server.url.removesuffix("/mcp") + "/readyz")
+            problem = assert_refused(response, 500, "internal-error")["error"]["data"]
+            incident = problem["metadata"]["incident"]
+            assert incident in problem["detail"]
+            assert "secret-detail" not in response.text  # the exception's words stay in the log
+            # The server serves on.
+            assert (await http.get(server.url.removesuffix("/mcp") + "/healthz")).status_code == 200
+    logged = [r for r in caplog.records if r.getMessage() == f"incident {incident} in HTTP GET"]
+    assert len(logged) == 1
+    assert logged[0].exc_info is not None
+    assert "secret-detail" in str(logged[0].exc_info[1])

@@ -43,6 +43,7 @@ from mcp_suite.protocol.mcp import MODERN_VERSION
 from mcp_suite.tools import files as files_family
 from mcp_suite.tools import metrics as metrics_family
 from mcp_suite.tools import sql as sql_family
+from tests.support.wire import decoded
 
 # -- Origin, Accept, era ---------------------------------------------------------------------------
 
@@ -110,15 +111,15 @@ def _headers(**extra: str) -> dict[str, str]:
 
 
 def test_matching_headers_pass() -> None:
-    assert check_mirrored_headers(_body(name="t"), _headers(), max_depth=64) is None
+    assert check_mirrored_headers(decoded(_body(name="t")), _headers()) is None
 
 
 def test_a_base64_sentinel_name_is_decoded_before_it_is_compared() -> None:
     name = "héllo wörld"
     encoded = "=?base64?" + base64.b64encode(name.encode()).decode() + "?="
-    assert check_mirrored_headers(_body(name=name), _headers(**{"mcp-name": encoded}), max_depth=64) is None
+    assert check_mirrored_headers(decoded(_body(name=name)), _headers(**{"mcp-name": encoded})) is None
     broken = _headers(**{"mcp-name": "=?base64?!!!?="})
-    assert check_mirrored_headers(_body(name=name), broken, max_depth=64) is not None
+    assert check_mirrored_headers(decoded(_body(name=name)), broken) is not None
 
 
 @pytest.mark.parametrize(
@@ -140,7 +141,7 @@ def test_a_base64_sentinel_name_is_decoded_before_it_is_compared() -> None:
 def test_a_header_missing_or_unlike_the_body_is_a_header_mismatch(
     headers: dict[str, str], body: bytes, names: str
 ) -> None:
-    problem = check_mirrored_headers(body, headers, max_depth=64)
+    problem = check_mirrored_headers(decoded(body), headers)
     assert problem is not None
     assert problem.jsonrpc_code == HEADER_MISMATCH
     assert names in problem.detail
@@ -164,7 +165,7 @@ def test_a_body_without_its_meta_version_is_malformed_not_a_header_mismatch(
     # the headers say; there is no body value for the version header to mismatch.
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}).encode()
     headers = {"mcp-protocol-version": MODERN_VERSION, "mcp-method": "tools/list"}
-    problem = check_mirrored_headers(body, headers, max_depth=64)
+    problem = check_mirrored_headers(decoded(body), headers)
     assert isinstance(problem, InvalidRequestMetaError)
     assert problem.jsonrpc_code == INVALID_PARAMS
     assert problem.invalid_params == ("_meta",)
@@ -174,25 +175,23 @@ def test_a_body_without_its_meta_version_is_malformed_not_a_header_mismatch(
 def test_initialize_under_the_modern_header_is_a_removed_method() -> None:
     # The core takes `initialize` as the 2025 handshake; under the 2026-07-28 header it does not exist.
     headers = {"mcp-protocol-version": MODERN_VERSION, "mcp-method": "initialize"}
-    problem = check_mirrored_headers(_body("initialize"), headers, max_depth=64)
+    problem = check_mirrored_headers(decoded(_body("initialize")), headers)
     assert isinstance(problem, MethodNotFoundError)
     assert status_of(problem.jsonrpc_code, has_id=True, era=HttpEra.MODERN) == 404
-    mismatched = check_mirrored_headers(
-        _body("initialize"), {**headers, "mcp-method": "tools/list"}, max_depth=64
-    )
+    mismatched = check_mirrored_headers(decoded(_body("initialize")), {**headers, "mcp-method": "tools/list"})
     assert mismatched is not None
     assert mismatched.jsonrpc_code == HEADER_MISMATCH  # the headers are checked first
 
 
 def test_a_body_that_is_no_request_is_left_to_the_core() -> None:
-    assert check_mirrored_headers(b"{not json", {}, max_depth=64) is None
+    assert check_mirrored_headers(decoded(b"{not json"), {}) is None
     note = json.dumps({"jsonrpc": "2.0", "method": "notifications/x"}).encode()
-    assert check_mirrored_headers(note, {}, max_depth=64) is None
+    assert check_mirrored_headers(decoded(note), {}) is None
 
 
 def test_a_method_without_a_name_needs_no_mcp_name() -> None:
     headers = {"mcp-protocol-version": MODERN_VERSION, "mcp-method": "tools/list"}
-    assert check_mirrored_headers(_body("tools/list"), headers, max_depth=64) is None
+    assert check_mirrored_headers(decoded(_body("tools/list")), headers) is None
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ from mcp_suite.protocol.authz import (
     grants_of,
     scoped_input_schema,
 )
-from mcp_suite.protocol.core import Answer, CallRaised, SessionCore, StartCall
+from mcp_suite.protocol.core import Answer, CallOutcome, CallRaised, SessionCore, StartCall
 from mcp_suite.protocol.exchange import (
     CallRef,
     HttpExchange,
@@ -276,7 +276,7 @@ class HttpApp:
     async def _finished(
         self,
         request: HttpRequest,
-        outcome: Any,
+        outcome: CallOutcome,
         started: float,
         identity: Identity,
         span: CallSpan | None,

@@ -33,7 +33,7 @@ from mcp_suite.protocol.mcp import MODERN_VERSION
 from mcp_suite.runtime.http import serve_http
 from mcp_suite.settings import Settings
 from mcp_suite.tools.registry import open_registry
-from tests.support.harness import ToolLog, tool_opener
+from tests.support.harness import TEST_SCOPE, ToolLog, tool_opener
 from tests.support.issuer import TestIssuer, open_issuer
 
 SLOW_S: Final = 0.2  # one of Alice's calls
@@ -41,7 +41,6 @@ CALLS: Final = 300  # Bob's timed calls per series, after WARM_UP
 WARM_UP: Final = 20
 ALICE_CLIENTS: Final = 16  # MCP_HTTP_MAX_REQUESTS_PER_IDENTITY's default
 RESOURCE: Final = "http://127.0.0.1/mcp"
-TEST_TOOLS_SCOPE: Final = "mcp-suite:unmapped"  # the test tools need the scope no tool group grants
 META: Final = {
     "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
     "io.modelcontextprotocol/clientCapabilities": {},
@@ -104,8 +103,8 @@ async def _bob(http: httpx2.AsyncClient, url: str, token: str, calls: int) -> li
 
 async def _series(issuer: TestIssuer, alice_saturating: bool, **overrides: Any) -> tuple[float, float]:
     """Bob's p50 and p99 (ms), with Alice saturating or not."""
-    alice = issuer.token(RESOURCE, sub="alice", scope=TEST_TOOLS_SCOPE, expires_in=3_600)
-    bob = issuer.token(RESOURCE, sub="bob", scope=TEST_TOOLS_SCOPE, expires_in=3_600)
+    alice = issuer.token(RESOURCE, sub="alice", scope=TEST_SCOPE, expires_in=3_600)
+    bob = issuer.token(RESOURCE, sub="bob", scope=TEST_SCOPE, expires_in=3_600)
     limits = httpx2.Limits(max_connections=ALICE_CLIENTS + 4, max_keepalive_connections=ALICE_CLIENTS + 4)
     async with (
         _serving(issuer, **overrides) as (url, log),

@@ -1,6 +1,7 @@
 """Authorization decisions of the HTTP transport, without I/O (MCP authorization, as a resource
 server): the bearer credential in a header, the claims of a token whose signature is verified,
-the scope each tool or resource needs, the `WWW-Authenticate` challenges and the Protected
+the scope each tool or resource needs (read from what each declares, passed in as plain data: no
+tool or family is named here), the `WWW-Authenticate` challenges and the Protected
 Resource Metadata document (RFC 9728).
 
 `runtime.http_auth` verifies signatures and fetches the issuer's keys; this module decides.
@@ -17,43 +18,26 @@ from urllib.parse import urlsplit
 
 __all__ = [
     "ANONYMOUS",
-    "SCOPES",
+    "UNGRANTABLE",
+    "Grant",
+    "Grants",
     "Identity",
     "MalformedAuthorizationError",
     "TokenRejectedError",
     "bearer_token",
     "challenge",
     "check_claims",
-    "may_see",
+    "grants_of",
     "metadata_paths",
     "protected_resource_metadata",
-    "required_scope",
-    "scope_lacking",
     "scoped_input_schema",
-    "scopes_served",
     "source_scope",
-    "sources_allowed",
-    "sql_sources",
     "the_authorization",
 ]
 
-# Scopes map to tool groups: every tool of a group needs its scope (deny by default: a tool or a
-# resource named nowhere here needs a scope no token can hold).
-SQL_READ: Final = "sql:read"
-FILES_READ: Final = "files:read"
-METRICS_READ: Final = "metrics:read"
-SCOPES: Final = (SQL_READ, FILES_READ, METRICS_READ)
-_TOOL_SCOPES: Final = {
-    "read_only_sql": SQL_READ,
-    "sql_schema": SQL_READ,
-    "explain_sql": SQL_READ,
-    "sandbox_fs_read": FILES_READ,
-    "sandbox_fs_list": FILES_READ,
-    "system_metrics": METRICS_READ,
-}
-# Resources by URI scheme: the schema resource (`postgres://<db>/schema`) is the SQL group's.
-_RESOURCE_SCHEMES: Final = {"postgres": SQL_READ}
-_UNGRANTABLE: Final = "mcp-suite:unmapped"
+# Deny by default: a tool or resource the server does not serve needs a scope no token can hold
+# (a real scope name, since a challenge names it).
+UNGRANTABLE: Final = "mcp-suite:unmapped"
 
 # RFC 6750 2.1: "Bearer" 1*SP b64token
 _BEARER: Final = re.compile(r"[Bb][Ee][Aa][Rr][Ee][Rr] +([A-Za-z0-9\-._~+/]+=*)")
@@ -87,94 +71,108 @@ class Identity:
 ANONYMOUS: Final = Identity(subject="anonymous", scopes=frozenset(), unrestricted=True)
 
 
-def required_scope(tool: str | None = None, *, resource_uri: str | None = None) -> str:
-    """The scope a tool (by name) or a resource (by URI) needs."""
-    if tool is not None:
-        return _TOOL_SCOPES.get(tool, _UNGRANTABLE)
-    scheme = urlsplit(resource_uri or "").scheme
-    return _RESOURCE_SCHEMES.get(scheme, _UNGRANTABLE)
+def source_scope(scope: str, source: str) -> str:
+    """The scope that grants what `scope` grants, for one data source alone (`sql:read:product`)."""
+    return f"{scope}:{source}"
 
 
-# One database of several (a configuration file's sources): `sql:read:<source>` grants the SQL tools
-# and the schema resource for that source alone; `sql:read` grants every source.
-SQL_SOURCE_PREFIX: Final = SQL_READ + ":"
-DEFAULT_SOURCE: Final = "default"  # the one source of MCP_SQL_DSN (mcp_suite.sources)
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """What a tool or a resource needs: `scope` (the one its spec declares), or, for one of its data
+    `sources` at a time, `<scope>:<source>` (a tool's `source` argument, a resource's source)."""
+
+    scope: str
+    sources: tuple[str, ...] = ()
+
+    def may_see(self, identity: Identity) -> bool:
+        """Whether it is listed to `identity`: to a holder of its scope, and when it has sources to
+        a holder of one source's scope of that family (its `source` then lists only those)."""
+        if identity.holds(self.scope):
+            return True
+        prefix = source_scope(self.scope, "")
+        return bool(self.sources) and any(scope.startswith(prefix) for scope in identity.scopes)
+
+    def sources_allowed(self, identity: Identity) -> tuple[str, ...]:
+        """The sources `identity` may read: all with the scope, else those it holds the scope of."""
+        if identity.holds(self.scope):
+            return self.sources
+        return tuple(s for s in self.sources if identity.holds(source_scope(self.scope, s)))
+
+    def lacking(self, identity: Identity, arguments: Mapping[str, Any] | None = None) -> str | None:
+        """The scope `identity` lacks for a call with `arguments` (a resource read: None), or None.
+
+        A caller holding no scope of the family at all lacks the family's own; one holding other
+        sources' scopes, the scope of the source read: the call's `source` argument, else the
+        first source (the one source of a tool that takes none, or a resource's)."""
+        if identity.holds(self.scope):
+            return None
+        if not self.may_see(identity):
+            return self.scope
+        scope = source_scope(self.scope, str((arguments or {}).get("source", self.sources[0])))
+        return None if identity.holds(scope) else scope
 
 
-def source_scope(source: str) -> str:
-    """The scope that grants one source."""
-    return SQL_SOURCE_PREFIX + source
+_UNGRANTED: Final = Grant(UNGRANTABLE)
 
 
-def sql_sources(input_schemas: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
-    """The sources the SQL tools serve, read from their advertised arguments: the `source` enum of
-    a configuration file's tools, else the one source `default`."""
-    for schema in input_schemas:
-        names = schema.get("properties", {}).get("source", {}).get("enum")
-        if names:
-            return tuple(str(name) for name in names)
-    return (DEFAULT_SOURCE,)
+@dataclass(frozen=True, slots=True)
+class Grants:
+    """The grant of every tool (by name) and resource (by URI) served, in the registry's order."""
+
+    tools: Mapping[str, Grant]
+    resources: Mapping[str, Grant]
+
+    def tool(self, name: str) -> Grant:
+        return self.tools.get(name, _UNGRANTED)
+
+    def resource(self, uri: str) -> Grant:
+        return self.resources.get(uri, _UNGRANTED)
+
+    def scopes(self) -> tuple[str, ...]:
+        """The scopes of what is served, each once, in the order served: the `scope` of a 401's
+        challenge (MCP authorization, "Scope Selection Strategy": the client asks for these) and
+        the metadata's `scopes_supported`."""
+        served = (grant.scope for grant in (*self.tools.values(), *self.resources.values()))
+        return tuple(dict.fromkeys(served))
 
 
-def sources_allowed(identity: Identity, sources: Sequence[str]) -> tuple[str, ...]:
-    """The sources `identity` may read: all with `sql:read`, else those it holds the scope of."""
-    if identity.holds(SQL_READ):
-        return tuple(sources)
-    return tuple(source for source in sources if identity.holds(source_scope(source)))
+def _source_enum(schema: Mapping[str, Any]) -> tuple[str, ...]:
+    names = schema.get("properties", {}).get("source", {}).get("enum")
+    return tuple(str(name) for name in names) if names else ()
 
 
-def scope_lacking(
-    identity: Identity,
-    sources: Sequence[str],
-    *,
-    tool: str | None = None,
-    arguments: Mapping[str, Any] | None = None,
-    resource_uri: str | None = None,
-) -> str | None:
-    """The scope `identity` lacks for a tool call (its `arguments`) or a resource read, or None.
+def grants_of(
+    tools: Iterable[tuple[str, str, Mapping[str, Any]]], resources: Iterable[tuple[str, str, str | None]]
+) -> Grants:
+    """The grants of the tools served (name, declared scope, advertised arguments) and the resources
+    (URI, declared scope, the source it describes or None).
 
-    A SQL tool or the schema resource needs `sql:read`, or the scope of the source it reads: a
-    call's `source` argument (the one source when the tools take none), a resource's host. A caller
-    holding no SQL scope at all lacks `sql:read`; one holding other sources' scopes, this one's."""
-    needed = required_scope(tool, resource_uri=resource_uri)
-    if identity.holds(needed):
-        return None
-    if not may_see(identity, needed):
-        return needed  # no scope of the group at all: the group's own
-    if tool is not None:
-        source = str((arguments or {}).get("source", sources[0]))
-    else:
-        host = urlsplit(resource_uri or "").hostname or ""
-        source = host if host in sources else DEFAULT_SOURCE
-    scope = source_scope(source)
-    return None if identity.holds(scope) else scope
-
-
-def may_see(identity: Identity, needed: str) -> bool:
-    """Whether a tool or resource needing `needed` is listed to `identity`: the SQL ones also to
-    a holder of one source's scope (its arguments then list only that source)."""
-    if identity.holds(needed):
-        return True
-    return needed == SQL_READ and any(scope.startswith(SQL_SOURCE_PREFIX) for scope in identity.scopes)
+    A tool whose arguments carry a `source` enum is granted per source by `<scope>:<source>`; one
+    without, whose family's resources describe sources, for the first of them (the one source of
+    MCP_SQL_DSN, `default`); a resource with a source, for that one."""
+    resource_list = list(resources)
+    family: dict[str, list[str]] = {}
+    for _uri, scope, source in resource_list:
+        if source is not None:
+            family.setdefault(scope, []).append(source)
+    return Grants(
+        tools={
+            name: Grant(scope, _source_enum(schema) or tuple(family.get(scope, ())))
+            for name, scope, schema in tools
+        },
+        resources={
+            uri: Grant(scope, () if source is None else (source,)) for uri, scope, source in resource_list
+        },
+    )
 
 
 def scoped_input_schema(schema: Mapping[str, Any], allowed: Sequence[str]) -> dict[str, Any]:
-    """A SQL tool's advertised arguments with `source`'s enum cut to the sources allowed."""
+    """A tool's advertised arguments with `source`'s enum cut to the sources allowed."""
     properties = dict(schema.get("properties", {}))
     if "source" not in properties:
         return dict(schema)
     properties["source"] = {**properties["source"], "enum": list(allowed)}
     return {**schema, "properties": properties}
-
-
-def scopes_served(tools: Iterable[str], resource_uris: Iterable[str] = ()) -> str:
-    """The scopes the served tools and resources need, space-separated in `SCOPES` order: the
-    `scope` of a 401's challenge (MCP authorization, "Scope Selection Strategy": the client asks
-    for these when the server names them)."""
-    needed = {required_scope(tool) for tool in tools} | {
-        required_scope(resource_uri=u) for u in resource_uris
-    }
-    return " ".join(scope for scope in SCOPES if scope in needed)
 
 
 def the_authorization(values: Sequence[str]) -> str | None:
@@ -277,7 +275,7 @@ def metadata_paths(resource: str) -> tuple[str, ...]:
 
 
 def protected_resource_metadata(
-    resource: str, authorization_servers: Collection[str], scopes: Collection[str] = SCOPES
+    resource: str, authorization_servers: Collection[str], scopes: Collection[str]
 ) -> dict[str, Any]:
     """The Protected Resource Metadata document (RFC 9728 2)."""
     return {

@@ -34,6 +34,7 @@ from mcp_suite.protocol.framing import OversizedFrame
 from mcp_suite.protocol.jsonrpc import (
     ClientResponse,
     JsonRpcError,
+    Message,
     Notification,
     Request,
     RequestId,
@@ -110,6 +111,8 @@ class Answer:
 
     `outcome` is "ok", "error" or "cancelled". `warm_up` is True on the first answer that opens the
     session (initialize, or a modern request): once it is written, the runtime starts the warm-up.
+    `error_code`: the JSON-RPC error code `frame` carries (None: a result, in-band errors included),
+    which a transport's status table reads instead of the frame.
     """
 
     frame: bytes | None
@@ -121,6 +124,7 @@ class Answer:
     tool: str | None = None
     arguments: Any = None
     warm_up: bool = False
+    error_code: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,10 +324,20 @@ class SessionCore:
 
     def receive(self, data: bytes) -> Event | None:
         """One frame in; at most one event out. Never raises for anything the client sent."""
+        return self.receive_message(self.decode(data))
+
+    def decode(self, data: bytes) -> Message | JsonRpcError:
+        """A frame as a message, or the envelope problem that stops it (for a transport that reads
+        the message itself before `receive_message`, so that it is decoded once)."""
         try:
-            message = decode_message(data, max_depth=self._max_depth)
+            return decode_message(data, max_depth=self._max_depth)
         except JsonRpcError as exc:
-            return self._error(exc.request_id, "", exc)
+            return exc
+
+    def receive_message(self, message: Message | JsonRpcError) -> Event | None:
+        """A frame `decode` read; at most one event out."""
+        if isinstance(message, JsonRpcError):
+            return self._error(message.request_id, "", message)
         if isinstance(message, Request):
             return self._request(message)
         if isinstance(message, ClientResponse):
@@ -615,7 +629,16 @@ class SessionCore:
         """The JSON-RPC error of `problem`, with its class's code. An error has the same shape in both
         eras (the modern result members are for results)."""
         frame = encode_error(request_id, problem, omit_unknown_id=self.omits_unknown_id, data_extra=extra)
-        return Answer(frame, request_id, method, "error", problem, tool=tool, arguments=arguments)
+        return Answer(
+            frame,
+            request_id,
+            method,
+            "error",
+            problem,
+            tool=tool,
+            arguments=arguments,
+            error_code=problem.jsonrpc_code,
+        )
 
     def _timed_out(self) -> ExecutionTimeoutError:
         deadline_s = self._deadline_s  # finite: settings refuse any other

@@ -3,7 +3,8 @@ POST, the headers that mirror the body, the HTTP status of an answer, the answer
 legacy call, which legacy sessions a new one ends or whether it is refused, and what of a request's
 path a log line may carry (MCP 2026-07-28 and 2025-11-25).
 
-Plain functions over header values and bytes; `runtime.http` carries them out. Must not import trio.
+Plain functions over header values and decoded messages; `protocol.exchange` applies them. Must not
+import trio.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from mcp_suite.problems import (
     echo,
 )
 from mcp_suite.protocol import mcp
-from mcp_suite.protocol.jsonrpc import JsonRpcError, Request, decode_message
+from mcp_suite.protocol.jsonrpc import JsonRpcError, Message, Request
 from mcp_suite.settings import NAME_ECHO_CHARS
 
 __all__ = [
@@ -144,22 +145,19 @@ def _mismatch(detail: str) -> HeaderMismatchError:
 
 
 def check_mirrored_headers(
-    body: bytes, headers: dict[str, str], *, max_depth: int
+    message: Message | JsonRpcError, headers: dict[str, str]
 ) -> HeaderMismatchError | InvalidRequestMetaError | MethodNotFoundError | None:
     """A modern POST's headers against its body (Streamable HTTP, "Server Validation"):
     `MCP-Protocol-Version` equals the body's `_meta` version, `Mcp-Method` its method, `Mcp-Name`
     (base64 sentinel decoded) its tool name or resource URI. `headers` has lower-case names.
 
+    `message` is the body as decoded once (`SessionCore.decode`), the core's input too.
     A body with no `_meta` version to compare is not a mismatch but a malformed request (-32602,
     HTTP 400), as the core would answer it were it not sent in the modern era. An `initialize`
     whose headers match is a method the modern revision removed (-32601, HTTP 404): the core
     takes every `initialize` as the legacy handshake, which over HTTP is one sent without the
     modern header. A body that is not a JSON-RPC request is left to the core, which answers it.
     """
-    try:
-        message = decode_message(body, max_depth=max_depth)
-    except JsonRpcError:
-        return None
     if not isinstance(message, Request):
         return None
     meta = message.params.get("_meta")

@@ -1,14 +1,12 @@
-"""MCP over Streamable HTTP: an ASGI app served by hypercorn's trio worker (no HTTP parsing here).
+"""MCP over Streamable HTTP: an ASGI app served by hypercorn's trio worker, carrying the exchange.
 
-    POST /mcp ─▶ Origin ─▶ bearer token ─▶ per-identity limit ─▶ body (capped while read)
-              ─▶ SessionCore.receive ─▶ Answer | StartCall (scope check ─▶ CallRunner) ─▶ JSON reply
+    ASGI head ─▶ exchange.head ─▶ token verified ─▶ request.authenticated ─▶ body read (capped, timed)
+              ─▶ request.body ─▶ Reply | RunCall (CallRunner, cancel scope, disconnect) ─▶ call_finished
 
-A modern (2026-07-28) request gets a core of its own and leaves nothing behind; a legacy
-`initialize` opens a session (`Mcp-Session-Id`) whose core later requests reuse, DELETE ends it.
-What to answer is the core's (`protocol.core`), the HTTP rules are `protocol.http`'s, the
-authorization decisions `protocol.authz`'s; this module reads, writes and cancels. A call's
-request task owns its cancel scope; a closed connection withdraws the call (2026-07-28
-"Cancellation").
+Every HTTP decision (statuses, sessions, quotas, scopes and their wording) is `protocol.exchange`'s;
+this module only moves bytes between hypercorn and the exchange, verifies tokens, runs calls in
+their cancel scopes, watches the disconnect and writes the audit. A failure outside a call is
+answered 500 as the house's internal error, with an incident id (its traceback on stderr).
 """
 
 from __future__ import annotations
@@ -16,74 +14,38 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import functools
-import json
 import logging
-import secrets
 import signal
 import time
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlsplit
 
 import trio
 
 from mcp_suite.caller import Caller, current_caller
-from mcp_suite.problems import (
-    AuthorizationUnavailableError,
-    HeadersTooLargeError,
-    HttpMethodNotAllowedError,
-    HttpNotFoundError,
-    InsufficientScopeError,
-    InvalidRequestError,
-    InvalidRequestMetaError,
-    NotAcceptableError,
-    OriginNotAllowedError,
-    ProblemError,
-    RequestTimeoutError,
-    RequestTooLargeError,
-    SessionNotInitializedError,
-    TooManyRequestsError,
-    UnauthorizedError,
-    UnsupportedMediaTypeError,
-)
+from mcp_suite.problems import ProblemError
 from mcp_suite.protocol import mcp
 from mcp_suite.protocol.authz import (
     ANONYMOUS,
+    Grants,
     Identity,
-    MalformedAuthorizationError,
     TokenRejectedError,
-    bearer_token,
-    challenge,
-    may_see,
-    metadata_paths,
-    protected_resource_metadata,
-    required_scope,
-    scope_lacking,
+    grants_of,
     scoped_input_schema,
-    scopes_served,
-    sources_allowed,
-    sql_sources,
-    the_authorization,
 )
-from mcp_suite.protocol.core import Answer, CallKind, CallRaised, CancelCall, IdKey, SessionCore, StartCall
-from mcp_suite.protocol.http import (
-    HttpEra,
-    SessionSeen,
-    accepts_json,
-    admit_session,
-    answer_to_cancelled_call,
-    check_mirrored_headers,
-    era_of,
-    is_json_body,
-    origin_allowed,
-    path_for_log,
-    status_of,
+from mcp_suite.protocol.core import Answer, CallOutcome, CallRaised, SessionCore, StartCall
+from mcp_suite.protocol.exchange import (
+    CallRef,
+    HttpExchange,
+    HttpRequest,
+    ReadBody,
+    Reply,
+    RunCall,
+    internal_error_reply,
 )
-from mcp_suite.protocol.jsonrpc import encode_error, sniff_id
 from mcp_suite.runtime import early_signals
 from mcp_suite.runtime.audit_trail import AuditLog, audit_subject
-from mcp_suite.runtime.calls import CallRunner, ToolCatalogue, new_core
+from mcp_suite.runtime.calls import CallRunner, ToolCatalogue, incident, new_core
 from mcp_suite.runtime.http_auth import JwksFetcher, KeysUnavailableError, TokenVerifier, fetch_jwks
 from mcp_suite.runtime.log_sink import logger
 from mcp_suite.settings import Settings
@@ -98,41 +60,9 @@ Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
-_JSON: Final = (b"content-type", b"application/json")
 _SESSION_HEADER: Final = "mcp-session-id"
-# Liveness and readiness (docs/operations/watching.md): unauthenticated, answered before anything
-# else is looked at, and saying nothing but yes or no.
-_PROBES: Final = frozenset({"/healthz", "/readyz"})
 # The request's headers, for its span (set in the request's own task, like `audit_subject`).
 _request_headers: Final[contextvars.ContextVar[dict[str, str]]] = contextvars.ContextVar("request_headers")
-
-
-@dataclass(slots=True)
-class _LegacySession:
-    """A 2025-11-25-era session: its core, who opened it, its calls' scopes, when it was last used."""
-
-    core: SessionCore
-    subject: str
-    last_used: float
-    in_flight: dict[IdKey, trio.CancelScope] = field(default_factory=dict)
-
-
-class _RefusalError(Exception):
-    """An HTTP-level refusal before the core sees the request: its body is the JSON-RPC error of a
-    `kind` problem, and its HTTP status is that problem's status, so the two always agree."""
-
-    def __init__(
-        self,
-        kind: type[ProblemError],
-        detail: str,
-        headers: Iterable[tuple[bytes, bytes]] = (),
-        metadata: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(detail)
-        self.problem = kind(detail[:256], metadata=metadata)
-        self.status = kind.status
-        self.detail = detail
-        self.headers = list(headers)
 
 
 class HttpApp:
@@ -154,45 +84,49 @@ class HttpApp:
         self.runner = CallRunner(settings, registry, per_caller=share)
         self.catalogue = ToolCatalogue(registry)
         self.audit = AuditLog()
-        self.sessions: dict[str, _LegacySession] = {}
-        self.in_progress: dict[str, int] = {}
         self.telemetry = telemetry
+        # The scopes of what is served (what a 401 asks for, the metadata's list) need no arguments.
+        scopes = grants_of(
+            ((t.name, t.scope, {}) for t in registry.tools.values()), self._resources()
+        ).scopes()
+        self.exchange = HttpExchange(
+            settings,
+            new_core=self._new_core,
+            grants=self._grants,
+            ready=registry.ready,
+            scopes=scopes,
+            authenticates=verifier is not None,
+        )
+        # The cancel scopes of legacy sessions' calls in flight, by the exchange's name for each.
+        self._calls: dict[CallRef, trio.CancelScope] = {}
         if telemetry is not None:
-            telemetry.watch_http(lambda: len(self.sessions), lambda: len(self.in_progress))
-        resource = settings.http_resource_uri
-        if resource is not None:
-            origin = urlsplit(resource)
-            self._metadata_paths = metadata_paths(resource)
-            self._metadata_url = f"{origin.scheme}://{origin.netloc}{self._metadata_paths[0]}"
-            self._metadata = json.dumps(
-                protected_resource_metadata(resource, [settings.http_issuer or ""]), separators=(",", ":")
-            ).encode()
-        else:
-            self._metadata_paths = ()
-            self._metadata_url = ""
-            self._metadata = b""
-        # What a 401 asks for (the scopes of what this server serves), and the paths a log may name.
-        self._scopes_served = scopes_served(registry.tools, registry.resources)
-        self._logged_paths = frozenset((settings.http_path, *self._metadata_paths))
+            telemetry.watch_http(
+                lambda: self.exchange.statistics().sessions,
+                lambda: self.exchange.statistics().callers_in_progress,
+            )
 
     # -- ASGI ------------------------------------------------------------------------------------
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # noqa: ASYNC910  # a failure begun after the answer's start is only logged: that start was the checkpoint
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
         if scope["type"] != "http":  # websocket: not served
             await trio.lowlevel.checkpoint()
             return
-        headers = {
-            name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]
-        }
+        started = False
+
+        async def tracked(message: MutableMapping[str, Any]) -> None:
+            nonlocal started
+            started = True
+            await send(message)
+
         try:
-            await self._http(scope, headers, receive, send)
-        except _RefusalError as refusal:
-            path = path_for_log(scope["path"], self._logged_paths)
-            logger.info("HTTP %d for %s %s: %s", refusal.status, scope["method"], path, refusal.detail)
-            await _send_refusal(send, refusal)
+            await self._http(scope, receive, tracked)
+        except Exception as exc:  # noqa: BLE001  # the one exception → wire boundary of a request
+            problem = incident(exc, f"HTTP {scope['method']}")
+            if not started:  # an answer begun cannot be taken back; the log has the incident
+                await self._reply(send, internal_error_reply(problem))
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -203,156 +137,57 @@ class HttpApp:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    async def _http(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> None:
-        path, method = scope["path"], scope["method"]
-        if path in _PROBES:
-            await self._probe(path, method, send)
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = self.exchange.head(scope["method"], scope["path"], scope["headers"])
+        if isinstance(request, Reply):
+            await self._reply(send, request)
             return
-        # hypercorn bounds a header block that arrives in pieces; one that arrives whole in a
-        # single read is measured here.
-        limit = self.settings.http_max_header_bytes
-        if sum(len(name) + len(value) + 4 for name, value in scope["headers"]) > limit:
-            raise _RefusalError(HeadersTooLargeError, f"the headers are longer than {limit} bytes")
-        if path in self._metadata_paths and self.verifier is not None:
-            if method not in ("GET", "HEAD"):
-                raise _RefusalError(
-                    HttpMethodNotAllowedError, "the metadata is read with GET", [(b"allow", b"GET")]
-                )
-            await _send(send, 200, self._metadata, [_JSON, (b"cache-control", b"max-age=3600")])
+        identity = await self._authenticate(request)
+        if isinstance(identity, Reply):
+            await self._reply(send, identity)
             return
-        if path != self.settings.http_path:
-            raise _RefusalError(HttpNotFoundError, f"the MCP endpoint is {self.settings.http_path}")
-        # Streamable HTTP, "Security": a present Origin that is not allowed is 403 (DNS rebinding).
-        if not origin_allowed(headers.get("origin"), self.settings.http_allowed_origins):
-            raise _RefusalError(OriginNotAllowedError, "this Origin is not allowed to call the server")
-        authorization = [v.decode("latin-1") for n, v in scope["headers"] if n.lower() == b"authorization"]
-        identity = await self._authenticate(authorization)
         audit_subject.set(identity.subject)  # this request's task only (and its worker threads)
-        _request_headers.set(headers)
+        _request_headers.set(request.headers)
         # The identity map's input (the SQL tools read it): the verified subject and claims.
         current_caller.set(Caller(identity.subject, identity.claims))
-        count = self.in_progress.get(identity.subject, 0)
-        if count >= self.settings.http_max_requests_per_identity:
-            raise _RefusalError(
-                TooManyRequestsError,
-                f"at most {self.settings.http_max_requests_per_identity} requests at once per caller",
-                [(b"retry-after", b"1")],
-            )
-        self.in_progress[identity.subject] = count + 1
         try:
-            if method == "POST":
-                await self._post(identity, headers, receive, send)
-            elif method == "DELETE":
-                await self._delete(identity, headers, send)
-            else:
-                # No standalone SSE stream is offered (2025-11-25 lets a server say so with 405;
-                # 2026-07-28 has none).
-                raise _RefusalError(
-                    HttpMethodNotAllowedError,
-                    "the MCP endpoint takes POST (and DELETE to end a session)",
-                    [(b"allow", b"POST, DELETE")],
-                )
+            step = request.authenticated(identity, trio.current_time())
+            if isinstance(step, ReadBody):
+                body = await self._read_body(request, step, receive)
+                if body is None:
+                    return  # the client went away while sending
+                if isinstance(body, Reply):
+                    await self._reply(send, body)
+                    return
+                started = time.perf_counter()
+                after = request.body(body, trio.current_time())
+                if isinstance(after, RunCall):
+                    await self._call(request, identity, after, started, receive, send)
+                    return
+                await self._reply(send, after, started, identity)
+                return
+            await self._reply(send, step)
         finally:
-            remaining = self.in_progress[identity.subject] - 1
-            if remaining:
-                self.in_progress[identity.subject] = remaining
-            else:
-                del self.in_progress[identity.subject]
+            request.finished()
 
-    async def _probe(self, path: str, method: str, send: Send) -> None:
-        """`/healthz`: the process serves. `/readyz`: every data source answered its last audit
-        connection and its role passes the audit (`Registry.ready`). 200 or 503, no detail."""
-        if method not in ("GET", "HEAD"):
-            raise _RefusalError(HttpMethodNotAllowedError, "a probe is read with GET", [(b"allow", b"GET")])
-        ready = path == "/healthz" or self.registry.ready()
-        headers = [(b"content-type", b"text/plain"), (b"cache-control", b"no-store")]
-        await _send(send, 200 if ready else 503, b"ok\n" if ready else b"not ready\n", headers)
-
-    async def _authenticate(self, authorization: list[str]) -> Identity:
-        if self.verifier is None:
+    async def _authenticate(self, request: HttpRequest) -> Identity | Reply:
+        if self.verifier is None or request.token is None:
             await trio.lowlevel.checkpoint()
             return ANONYMOUS
         try:
-            token = bearer_token(the_authorization(authorization))
-        except MalformedAuthorizationError as exc:
-            # RFC 6750 3.1: a malformed request is 400 `invalid_request`.
-            value = self._challenge(error="invalid_request", description=str(exc))
-            raise _RefusalError(InvalidRequestError, str(exc), [(b"www-authenticate", value)]) from None
-        if token is None:
-            # MCP authorization, "Scope Selection Strategy": the scopes a client should ask for.
-            value = self._challenge(scope=self._scopes_served) if self._scopes_served else self._challenge()
-            raise _RefusalError(
-                UnauthorizedError, "a bearer token is required", [(b"www-authenticate", value)]
-            )
-        try:
-            return await self.verifier.verify(token)
+            return await self.verifier.verify(request.token)
         except TokenRejectedError as exc:
-            value = self._challenge(error="invalid_token", description=str(exc))
-            raise _RefusalError(UnauthorizedError, str(exc), [(b"www-authenticate", value)]) from None
+            reply = request.token_rejected(str(exc))
         except KeysUnavailableError as exc:
-            raise _RefusalError(
-                AuthorizationUnavailableError, str(exc), [(b"retry-after", b"5")], {"retryable": True}
-            ) from None
+            reply = request.keys_unavailable(str(exc))
+        await trio.lowlevel.checkpoint()  # a token refused before `verify` awaited anything
+        return reply
 
-    def _challenge(self, **params: str) -> bytes:
-        return challenge(self._metadata_url, **params).encode("latin-1")
-
-    # -- POST ------------------------------------------------------------------------------------
-
-    async def _post(self, identity: Identity, headers: dict[str, str], receive: Receive, send: Send) -> None:
-        if not accepts_json(headers.get("accept")):
-            raise _RefusalError(NotAcceptableError, "the server answers with application/json")
-        if not is_json_body(headers.get("content-type")):
-            raise _RefusalError(UnsupportedMediaTypeError, "the body must be application/json")
-        version = headers.get("mcp-protocol-version")
-        era = era_of(version)
-        body = await self._read_body(headers, receive)
-        if body is None:
-            return  # the client went away while sending
-        if isinstance(era, ProblemError):
-            # Answered with the request's id, and the versions served beside the one asked for.
-            data = mcp.unsupported_version_data(version or "")
-            await self._send_problem(send, era, sniff_id(body[:4096]), HttpEra.LEGACY, data)
-            return
-        session: _LegacySession | None = None
-        if era is HttpEra.MODERN:
-            # 2026-07-28: the headers mirror the body, and a session id is ignored.
-            mismatch = check_mirrored_headers(body, headers, max_depth=self.settings.max_json_depth)
-            if mismatch is not None:
-                await self._send_problem(send, mismatch, sniff_id(body[:4096]), era)
-                return
-            core = self._new_core(identity)
-        else:
-            session = self._session(identity, headers)
-            core = session.core if session is not None else self._new_core(identity)
-        started = time.perf_counter()
-        event = core.receive(body)
-        extra: list[tuple[bytes, bytes]] = []
-        if isinstance(event, Answer):
-            if session is None and era is HttpEra.LEGACY and core.legacy_version is not None:
-                extra.append((b"mcp-session-id", self._open_session(core, identity).encode("ascii")))
-            await self._audited(event, started, identity)
-            await self._send_answer(send, event, era, extra)
-        elif isinstance(event, StartCall):
-            await self._call(
-                identity, core, session, event, started, era, headers.get("accept"), receive, send
-            )
-        else:
-            if isinstance(event, CancelCall) and session is not None:
-                scope = session.in_flight.get(event.key)
-                if scope is not None:
-                    scope.cancel()
-            await _send(send, 202, b"")  # a notification (or a client's response): accepted
-
-    async def _read_body(self, headers: dict[str, str], receive: Receive) -> bytes | None:
-        """The request body, refused with 413 as soon as it passes the cap (the declared length
-        first), with 408 when it is not all there within MCP_HTTP_BODY_TIMEOUT_S."""
-        cap = self.settings.http_max_body_bytes
-        declared = headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > cap:
-            raise _RefusalError(
-                RequestTooLargeError, f"the body is longer than {cap} bytes", [(b"connection", b"close")]
-            )
+    async def _read_body(
+        self, request: HttpRequest, read: ReadBody, receive: Receive
+    ) -> bytes | Reply | None:
+        """The request body, refused as soon as it passes `read.cap`, or when it is not all there
+        within MCP_HTTP_BODY_TIMEOUT_S; None when the client went away."""
         chunks: list[bytes] = []
         size = 0
         with trio.move_on_after(self.settings.http_body_timeout_s):
@@ -362,145 +197,72 @@ class HttpApp:
                     return None
                 chunk = bytes(message.get("body", b""))
                 size += len(chunk)
-                if size > cap:
-                    raise _RefusalError(
-                        RequestTooLargeError,
-                        f"the body is longer than {cap} bytes",
-                        [(b"connection", b"close")],
-                    )
+                if size > read.cap:
+                    return request.too_large()
                 chunks.append(chunk)
                 if not message.get("more_body", False):
                     return b"".join(chunks)
-        raise _RefusalError(
-            RequestTimeoutError, "the body did not arrive in time", [(b"connection", b"close")]
-        )
+        return request.timed_out()
 
-    def _sql_sources(self) -> tuple[str, ...]:
-        return sql_sources(d.input_schema for d in self.catalogue.descriptions())
+    def _resources(self) -> list[tuple[str, str, str | None]]:
+        return [(r.uri, r.scope, r.source) for r in self.registry.resources.values()]
+
+    def _grants(self) -> Grants:
+        """Each served tool's and resource's grant; a tool's sources are its advertised `source`
+        argument's, so this builds the tools' descriptions (once per process: `ToolCatalogue`)."""
+        tools = self.registry.tools
+        return grants_of(
+            ((d.name, tools[d.name].scope, d.input_schema) for d in self.catalogue.descriptions()),
+            self._resources(),
+        )
 
     def _new_core(self, identity: Identity) -> SessionCore:
         def visible_tools() -> list[mcp.ToolDescription]:
-            allowed = sources_allowed(identity, self._sql_sources())
+            grants = self._grants()
             return [
-                dataclasses.replace(d, input_schema=scoped_input_schema(d.input_schema, allowed))
+                dataclasses.replace(
+                    d,
+                    input_schema=scoped_input_schema(
+                        d.input_schema, grants.tool(d.name).sources_allowed(identity)
+                    ),
+                )
                 for d in self.catalogue.descriptions()
-                if may_see(identity, required_scope(d.name))
+                if grants.tool(d.name).may_see(identity)
             ]
 
         return new_core(
             self.settings,
             self.registry,
             visible_tools,
-            resource_uris=lambda uri: scope_lacking(identity, self._sql_sources(), resource_uri=uri) is None,
+            resource_uris=lambda uri: self._grants().resource(uri).lacking(identity) is None,
             per_caller_lists=not identity.unrestricted,
         )
-
-    # -- legacy sessions -------------------------------------------------------------------------
-
-    def _session(self, identity: Identity, headers: dict[str, str]) -> _LegacySession | None:
-        """The session a legacy request names; None when it names none. An unknown or expired id,
-        or another caller's, is 404 (the client then opens a new session)."""
-        session_id = headers.get(_SESSION_HEADER)
-        if session_id is None:
-            return None
-        session = self.sessions.get(session_id)
-        now = trio.current_time()
-        if session is not None and now - session.last_used > self.settings.http_session_idle_s:
-            self._end_session(session_id)
-            session = None
-        if session is None or session.subject != identity.subject:
-            raise _RefusalError(HttpNotFoundError, "no such session; send initialize to open a new one")
-        version = headers.get("mcp-protocol-version")
-        if version is not None and version != session.core.legacy_version:
-            raise _RefusalError(
-                InvalidRequestError, "MCP-Protocol-Version is not the version this session negotiated"
-            )
-        session.last_used = now
-        return session
-
-    def _open_session(self, core: SessionCore, identity: Identity) -> str:
-        """A new session's id, after the sessions `admit_session` ends; 429 when it refuses."""
-        now = trio.current_time()
-        admission = admit_session(
-            (SessionSeen(i, s.subject, s.last_used, bool(s.in_flight)) for i, s in self.sessions.items()),
-            identity.subject,
-            now,
-            idle_s=self.settings.http_session_idle_s,
-            per_subject=self.settings.http_max_sessions_per_subject,
-            total=self.settings.http_max_sessions,
-        )
-        for session_id in admission.end:
-            self._end_session(session_id)
-        if admission.refusal is not None:
-            raise _RefusalError(TooManyRequestsError, admission.refusal, [(b"retry-after", b"5")])
-        session_id = secrets.token_urlsafe(32)
-        self.sessions[session_id] = _LegacySession(core, identity.subject, now)
-        return session_id
-
-    def _end_session(self, session_id: str) -> None:
-        session = self.sessions.pop(session_id)
-        for scope in session.in_flight.values():
-            scope.cancel()
-
-    async def _delete(self, identity: Identity, headers: dict[str, str], send: Send) -> None:
-        session_id = headers.get(_SESSION_HEADER)
-        if session_id is None:
-            raise _RefusalError(InvalidRequestError, "DELETE names the session to end in Mcp-Session-Id")
-        session = self.sessions.get(session_id)
-        if session is None or session.subject != identity.subject:
-            raise _RefusalError(HttpNotFoundError, "no such session")
-        self._end_session(session_id)
-        await _send(send, 204, b"")
 
     # -- calls -----------------------------------------------------------------------------------
 
     async def _call(
         self,
+        request: HttpRequest,
         identity: Identity,
-        core: SessionCore,
-        session: _LegacySession | None,
-        start: StartCall,
+        run: RunCall,
         started: float,
-        era: HttpEra,
-        accept: str | None,
         receive: Receive,
         send: Send,
     ) -> None:
-        if start.kind is CallKind.TOOL:
-            lacking = scope_lacking(identity, self._sql_sources(), tool=start.name, arguments=start.arguments)
-        else:
-            lacking = scope_lacking(identity, self._sql_sources(), resource_uri=start.name)
-        if lacking is not None:
-            scope_needed = lacking
-            problem = InsufficientScopeError(
-                f"This token's scopes do not cover {start.name!r}; it needs the scope {scope_needed!r}."
-            )
-            answer = core.call_finished(start.key, CallRaised(problem))
-            await self._audited(answer, started, identity)
-            value = self._challenge(
-                error="insufficient_scope",
-                scope=scope_needed,
-                description=f"{start.name} needs {scope_needed}",
-            )
-            await _send(send, 403, (answer.frame or b"").rstrip(b"\n"), [_JSON, (b"www-authenticate", value)])
-            return
+        start = run.start
         try:
             ticket = self.runner.reserve(start, identity.subject)
         except ProblemError as exc:
-            answer = core.call_finished(start.key, CallRaised(exc))
-            await self._audited(answer, started, identity)
-            await self._send_answer(send, answer, era)
+            await self._finished(request, CallRaised(exc), started, identity, None, send)
             return
         call_scope = trio.CancelScope()
-        if session is not None:
-            session.in_flight[start.key] = call_scope
+        if run.ref is not None:
+            self._calls[run.ref] = call_scope
         span = self._open_span(start, started, identity)
         try:
             async with trio.open_nursery() as watchers:
-                if era is HttpEra.MODERN:
-                    # 2026-07-28: closing the response stream cancels the request. (2025-11-25: a
-                    # disconnection SHOULD NOT be taken as cancellation; notifications/cancelled is.)
-                    watchers.start_soon(self._watch_disconnect, receive, core, start.key, call_scope)
+                if run.watch_disconnect:
+                    watchers.start_soon(self._watch_disconnect, receive, request, call_scope)
                 if span is None or self.telemetry is None:
                     outcome = await self.runner.run(start, ticket, call_scope)
                 else:
@@ -508,33 +270,60 @@ class HttpApp:
                         outcome = await self.runner.run(start, ticket, call_scope)
                 watchers.cancel_scope.cancel()
         finally:
-            if session is not None:
-                session.in_flight.pop(start.key, None)
-        answer = core.call_finished(start.key, outcome)
-        await self._audited(answer, started, identity, span)
-        if answer.frame is not None:
-            await self._send_answer(send, answer, era)
-        elif session is not None:
-            # Cancelled by notifications/cancelled: no JSON-RPC message may go out for it, but
-            # the POST still gets an HTTP answer in a form its transport allows (a closed
-            # connection gets none).
-            cancelled = answer_to_cancelled_call(accept)
-            fields = [(name.encode("ascii"), value.encode("ascii")) for name, value in cancelled.headers]
-            await _send(send, cancelled.status, b"", fields)
+            if run.ref is not None:
+                self._calls.pop(run.ref, None)
+        await self._finished(request, outcome, started, identity, span, send)
+
+    async def _finished(
+        self,
+        request: HttpRequest,
+        outcome: CallOutcome,
+        started: float,
+        identity: Identity,
+        span: CallSpan | None,
+        send: Send,
+    ) -> None:
+        reply = request.call_finished(outcome)
+        if isinstance(reply, Answer):  # withdrawn by a closed connection: audited, nothing sent
+            await self._audited(reply, started, identity, span)
+            return
+        await self._reply(send, reply, started, identity, span)
 
     async def _watch_disconnect(
-        self, receive: Receive, core: SessionCore, key: IdKey, call_scope: trio.CancelScope
+        self, receive: Receive, request: HttpRequest, call_scope: trio.CancelScope
     ) -> None:
         """The body has been read: the next message is the client going away, which withdraws
         the call (2026-07-28, "Cancellation": closing the stream cancels the request)."""
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                if core.withdraw(key) is not None:
+                if request.disconnected():
                     call_scope.cancel()
                 return
 
     # -- writing ---------------------------------------------------------------------------------
+
+    async def _reply(
+        self,
+        send: Send,
+        reply: Reply,
+        started: float = 0.0,
+        identity: Identity | None = None,
+        span: CallSpan | None = None,
+    ) -> None:
+        """Carry out a reply: cancel the calls of the sessions it ended, log its refusal, audit its
+        answer (written before the answer goes out), then send it."""
+        for ref in reply.cancel:
+            call_scope = self._calls.get(ref)
+            if call_scope is not None:
+                call_scope.cancel()
+        if reply.log is not None:
+            logger.info("%s", reply.log)
+        if reply.answer is not None and identity is not None:
+            await self._audited(reply.answer, started, identity, span)
+        fields = [*reply.headers, (b"content-length", str(len(reply.body)).encode("ascii"))]
+        await send({"type": "http.response.start", "status": reply.status, "headers": fields})
+        await send({"type": "http.response.body", "body": reply.body})
 
     async def _audited(
         self, answer: Answer, started: float, identity: Identity, span: CallSpan | None = None
@@ -571,56 +360,6 @@ class HttpApp:
             session_id=headers.get(_SESSION_HEADER),
             subject=identity.subject,
         )
-
-    async def _send_answer(
-        self, send: Send, answer: Answer, era: HttpEra, extra: Iterable[tuple[bytes, bytes]] = ()
-    ) -> None:
-        frame = answer.frame or b""
-        code: int | None = None
-        has_id = True
-        if answer.problem is not None and b'"error":' in frame:
-            message = json.loads(frame)  # our own frame: which member it carries, and its code
-            if "error" in message:
-                code = message["error"]["code"]
-                has_id = message.get("id") is not None
-        status = status_of(
-            code,
-            has_id=has_id,
-            era=era,
-            outside_session=isinstance(answer.problem, SessionNotInitializedError),
-            malformed_meta=isinstance(answer.problem, InvalidRequestMetaError),
-        )
-        await _send(send, status, frame.rstrip(b"\n"), [_JSON, *extra])
-
-    async def _send_problem(
-        self,
-        send: Send,
-        problem: ProblemError,
-        request_id: Any,
-        era: HttpEra,
-        data_extra: dict[str, Any] | None = None,
-    ) -> None:
-        frame = encode_error(request_id, problem, omit_unknown_id=True, data_extra=data_extra)
-        status = status_of(
-            problem.jsonrpc_code,
-            has_id=request_id is not None,
-            era=era,
-            malformed_meta=isinstance(problem, InvalidRequestMetaError),
-        )
-        logger.info("HTTP %d: %s", status, problem.slug)
-        await _send(send, status, frame.rstrip(b"\n"), [_JSON])
-
-
-async def _send(send: Send, status: int, body: bytes, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
-    fields = [*headers, (b"content-length", str(len(body)).encode("ascii"))]
-    await send({"type": "http.response.start", "status": status, "headers": fields})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _send_refusal(send: Send, refusal: _RefusalError) -> None:
-    # Streamable HTTP: the body of a refusal MAY be a JSON-RPC error response without an id.
-    frame = encode_error(None, refusal.problem, omit_unknown_id=True)
-    await _send(send, refusal.status, frame.rstrip(b"\n"), [_JSON, *refusal.headers])
 
 
 # -- serving ---------------------------------------------------------------------------------------

@@ -121,6 +121,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     # the signature behind those claims: the issuer's key set, its bounds and refreshes, kept tokens
     "mcp_suite/runtime/http_auth.py": ("tests/trio/test_http_keys.py", "tests/unit/test_http_jwks.py"),
+    # every HTTP decision: statuses, sessions and their quotas, the scope check and its wording
+    "mcp_suite/protocol/exchange.py": ("tests/unit/test_http_exchange.py",),
     # what a query may name: PostgreSQL's functions and types, and (on the role's catalogue) the others
     "mcp_suite/tools/sql/engine/policy/allowlist.py": ("tests/unit/test_sql_allowlist.py",),
     "mcp_suite/tools/sql/engine/names.py": ("tests/unit/test_sql_allowlist.py",),

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from mcp_suite.problems import PROBLEM_TYPES, PROBLEM_URN_PREFIX, WIRE_CODES, ProblemError
+from mcp_suite.protocol.jsonrpc import JsonRpcError, Message, decode_message
 from mcp_suite.protocol.untrusted import FIELD, FRAMED
 
 __all__ = [
@@ -176,6 +177,14 @@ def check_line(line: bytes) -> dict[str, Any]:
     else:
         _check_result(message)
     return message
+
+
+def decoded(body: bytes, *, max_depth: int = 64) -> Message | JsonRpcError:
+    """A body as a transport decodes it once (`SessionCore.decode`): the message, or its problem."""
+    try:
+        return decode_message(body, max_depth=max_depth)
+    except JsonRpcError as exc:
+        return exc
 
 
 def initialize_request(client: str, *, request_id: int = 1, version: str = "2025-06-18") -> dict[str, Any]:

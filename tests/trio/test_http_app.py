@@ -28,8 +28,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_suite.protocol.mcp import MODERN_VERSION
 from mcp_suite.runtime.http import serve_http
 from mcp_suite.settings import Settings
+from mcp_suite.tools.base import SourceState, Toolset
 from mcp_suite.tools.registry import ToolOpener, open_registry
-from tests.support.harness import NOTES_TEXT, NOTES_URI, ToolLog, resource_opener, tool_opener
+from tests.support.harness import NOTES_TEXT, NOTES_URI, TEST_SCOPE, ToolLog, resource_opener, tool_opener
 from tests.support.issuer import TestIssuer, open_issuer
 from tests.support.ts_sdk import ts_sdk_cancel
 from tests.support.wire import check_line, slug_of
@@ -140,11 +141,11 @@ async def test_no_token_is_401_pointing_at_the_resource_metadata_and_naming_the_
         async with serving(issuer) as server, httpx2.AsyncClient() as http:
             missing = await call_metrics(http, server.url, None)
             assert "bearer token" in assert_refused(missing, 401, "unauthorized")["error"]["data"]["detail"]
-            # The scopes of what this server serves (its metrics tool; the test tools need none a
-            # token can hold): what a client should ask for (authorization, "Scope Selection Strategy").
+            # The scopes of what this server serves, in its order (its metrics tool, then the test
+            # tools' own): what a client should ask for (authorization, "Scope Selection Strategy").
             assert missing.headers["www-authenticate"] == (
                 'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource/mcp", '
-                'scope="metrics:read"'
+                f'scope="metrics:read {TEST_SCOPE}"'
             )
             basic = await http.post(server.url, json={}, headers={"Authorization": "Basic YTpi"})
             assert_refused(basic, 401, "unauthorized")
@@ -240,7 +241,7 @@ async def test_a_missing_scope_hides_the_tool_and_refuses_its_call_with_403(issu
             assert 'scope="metrics:read"' in challenge
             assert refused.json()["error"]["data"]["type"] == "urn:mcp-suite:problem:insufficient-scope"
             check_line(refused.content + b"\n")  # the problem agrees with the error table
-            # A tool mapped to no scope is refused to every token (deny by default).
+            # A tool whose scope the token lacks is refused, whatever else it holds.
             every = issuer.token(RESOURCE, scope="sql:read files:read metrics:read")
             echo = modern("tools/call", {"name": "echo", "arguments": {"text": "x"}})
             denied = await http.post(
@@ -717,8 +718,6 @@ INITIALIZE: Final = {
     },
 }
 LEGACY_LIST: Final = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
-# The test tools (`sleep`, `echo`) need the scope no tool group grants; the test issuer signs it.
-TEST_TOOLS_SCOPE: Final = "mcp-suite:unmapped"
 
 
 async def test_a_caller_at_its_session_quota_ends_its_own_oldest_session_never_another_s(
@@ -758,8 +757,8 @@ async def test_a_caller_at_its_session_quota_ends_its_own_oldest_session_never_a
 async def test_one_caller_using_its_whole_share_of_call_slots_leaves_the_others_to_another(
     issuer: TestIssuer,
 ) -> None:
-    alice = issuer.token(RESOURCE, sub="alice", scope=TEST_TOOLS_SCOPE)
-    bob = issuer.token(RESOURCE, sub="bob", scope=TEST_TOOLS_SCOPE)
+    alice = issuer.token(RESOURCE, sub="alice", scope=TEST_SCOPE)
+    bob = issuer.token(RESOURCE, sub="bob", scope=TEST_SCOPE)
 
     def sleep(seconds: float, tag: int, token: str) -> dict[str, Any]:
         body = modern("tools/call", {"name": "sleep", "arguments": {"seconds": seconds, "tag": tag}}, tag)
@@ -922,12 +921,12 @@ async def test_a_resource_outside_the_token_s_scopes_is_403_naming_the_scope_as_
             assert refused.status_code == 403
             challenge = refused.headers["www-authenticate"]
             assert 'error="insufficient_scope"' in challenge
-            assert f'scope="{TEST_TOOLS_SCOPE}"' in challenge
+            assert f'scope="{TEST_SCOPE}"' in challenge
             problem = check_line(refused.content + b"\n")["error"]["data"]
             assert (problem["status"], slug_of(problem)) == (403, "insufficient-scope")
-            assert TEST_TOOLS_SCOPE in problem["detail"]
+            assert TEST_SCOPE in problem["detail"]
             # Granted the scope, the same read is served.
-            granted = issuer.token(RESOURCE, scope=TEST_TOOLS_SCOPE)
+            granted = issuer.token(RESOURCE, scope=TEST_SCOPE)
             served = await http.post(
                 server.url, json=read, headers=modern_headers("resources/read", NOTES_URI, granted)
             )
@@ -1001,3 +1000,39 @@ async def test_a_cancelled_legacy_call_raises_no_error_event_in_the_typescript_s
     assert seen["errors"] == []
     assert seen["answer"] == {"status": 200, "contentType": "text/event-stream", "body": ""}
     assert seen["tools"] >= 2
+
+
+# -- a failure outside any call -------------------------------------------------------------------
+
+
+def failing_states_opener() -> ToolOpener:
+    """A ToolOpener whose data source cannot say how it is: its `states` raise (a fault injected
+    through the toolset's own parameter)."""
+
+    def states() -> list[SourceState]:
+        raise RuntimeError("the state of the source is unreadable: secret-detail")
+
+    @contextlib.contextmanager
+    def open_failing(settings: Settings) -> Iterator[Toolset | None]:
+        yield Toolset(tools=(), states=states)
+
+    return open_failing
+
+
+async def test_a_failure_outside_any_call_is_a_500_internal_error_with_an_incident_id(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.ERROR, logger="mcp_suite")
+    with trio.fail_after(30):
+        async with serving(extra=[failing_states_opener()]) as server, httpx2.AsyncClient() as http:
+            response = await http.get(server.url.removesuffix("/mcp") + "/readyz")
+            problem = assert_refused(response, 500, "internal-error")["error"]["data"]
+            incident = problem["metadata"]["incident"]
+            assert incident in problem["detail"]
+            assert "secret-detail" not in response.text  # the exception's words stay in the log
+            # The server serves on.
+            assert (await http.get(server.url.removesuffix("/mcp") + "/healthz")).status_code == 200
+    logged = [r for r in caplog.records if r.getMessage() == f"incident {incident} in HTTP GET"]
+    assert len(logged) == 1
+    assert logged[0].exc_info is not None
+    assert "secret-detail" in str(logged[0].exc_info[1])

@@ -11,13 +11,12 @@ import pytest
 
 from mcp_suite.protocol.authz import (
     ANONYMOUS,
+    UNGRANTABLE,
+    Grants,
     Identity,
-    may_see,
-    scope_lacking,
+    grants_of,
     scoped_input_schema,
     source_scope,
-    sources_allowed,
-    sql_sources,
 )
 
 SOURCES = ("warehouse", "product")
@@ -28,26 +27,46 @@ SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"sql": {"type": "string"}, "source": {"enum": list(SOURCES)}},
 }
+PLAIN: dict[str, Any] = {"type": "object", "properties": {"sql": {"type": "string"}}}
 
 
-def test_the_sources_come_from_the_tools_source_argument_or_are_the_one_default() -> None:
-    assert sql_sources([{"properties": {"sql": {}}}, SCHEMA]) == SOURCES
-    assert sql_sources([{"properties": {"sql": {}}}, {}]) == ("default",)
-    assert source_scope("product") == "sql:read:product"
+def _served(*sources: str, tool_schema: dict[str, Any] = SCHEMA) -> Grants:
+    """A SQL family over `sources` (a tool taking `source`, one taking none), and a metrics tool,
+    as their specs declare them; the names are plain data here."""
+    return grants_of(
+        [("query", "sql:read", tool_schema), ("schema", "sql:read", PLAIN), ("stats", "metrics:read", {})],
+        [(f"postgres://{name}/schema", "sql:read", name) for name in sources],
+    )
 
 
-def test_sql_read_allows_every_source_and_a_source_s_scope_that_source() -> None:
-    assert sources_allowed(ALL, SOURCES) == SOURCES
-    assert sources_allowed(ANONYMOUS, SOURCES) == SOURCES
-    assert sources_allowed(ONE, SOURCES) == ("product",)
-    assert sources_allowed(NONE, SOURCES) == ()
+GRANTS = _served(*SOURCES)
 
 
-def test_the_sql_tools_are_listed_to_a_holder_of_one_source_s_scope_and_no_other_tool_is() -> None:
-    assert may_see(ONE, "sql:read") is True
-    assert may_see(NONE, "sql:read") is False
-    assert may_see(ONE, "files:read") is False
-    assert may_see(NONE, "metrics:read") is True
+def test_the_sources_come_from_the_tool_s_source_argument_or_are_its_family_s() -> None:
+    assert GRANTS.tool("query").sources == SOURCES
+    # A tool that takes no `source` reads its family's sources (one in practice: `default`).
+    assert GRANTS.tool("schema").sources == SOURCES
+    assert _served("default", tool_schema=PLAIN).tool("query").sources == ("default",)
+    assert GRANTS.tool("stats").sources == ()
+    assert GRANTS.resource("postgres://product/schema").sources == ("product",)
+    assert source_scope("sql:read", "product") == "sql:read:product"
+
+
+def test_the_family_scope_allows_every_source_and_a_source_s_scope_that_source() -> None:
+    query = GRANTS.tool("query")
+    assert query.sources_allowed(ALL) == SOURCES
+    assert query.sources_allowed(ANONYMOUS) == SOURCES
+    assert query.sources_allowed(ONE) == ("product",)
+    assert query.sources_allowed(NONE) == ()
+
+
+def test_a_family_s_tools_are_listed_to_a_holder_of_one_source_s_scope_and_no_other_tool_is() -> None:
+    assert GRANTS.tool("query").may_see(ONE) is True
+    assert GRANTS.tool("query").may_see(NONE) is False
+    assert GRANTS.tool("stats").may_see(ONE) is False
+    assert GRANTS.tool("stats").may_see(NONE) is True
+    # A family without sources has no per-source grant: `metrics:read:x` lists nothing.
+    assert GRANTS.tool("stats").may_see(Identity("kim", frozenset({"metrics:read:x"}))) is False
 
 
 def test_the_source_argument_lists_only_the_sources_allowed() -> None:
@@ -60,17 +79,18 @@ def test_the_source_argument_lists_only_the_sources_allowed() -> None:
 @pytest.mark.parametrize(
     ("identity", "tool", "arguments", "uri", "lacking"),
     [
-        (ALL, "read_only_sql", {"source": "warehouse"}, None, None),
-        (ONE, "read_only_sql", {"source": "product"}, None, None),
-        (ONE, "read_only_sql", {"source": "warehouse"}, None, "sql:read:warehouse"),
-        (ONE, "read_only_sql", {}, None, "sql:read:warehouse"),  # the first source, when none is named
-        (NONE, "system_metrics", {}, None, None),
-        (NONE, "read_only_sql", {"source": "product"}, None, "sql:read"),  # no SQL scope at all
+        (ALL, "query", {"source": "warehouse"}, None, None),
+        (ONE, "query", {"source": "product"}, None, None),
+        (ONE, "query", {"source": "warehouse"}, None, "sql:read:warehouse"),
+        (ONE, "query", {}, None, "sql:read:warehouse"),  # the first source, when none is named
+        (NONE, "stats", {}, None, None),
+        (NONE, "query", {"source": "product"}, None, "sql:read"),  # no SQL scope at all
         (NONE, None, None, "postgres://product/schema", "sql:read"),
-        (ONE, "system_metrics", {}, None, "metrics:read"),
+        (ONE, "stats", {}, None, "metrics:read"),
         (ONE, None, None, "postgres://product/schema", None),
         (ONE, None, None, "postgres://warehouse/schema", "sql:read:warehouse"),
-        (ONE, None, None, "file:///x", "mcp-suite:unmapped"),
+        (ONE, None, None, "file:///x", UNGRANTABLE),
+        (ALL, "a_tool_not_served", {}, None, UNGRANTABLE),
     ],
 )
 def test_the_scope_a_call_or_a_read_lacks(
@@ -80,11 +100,15 @@ def test_the_scope_a_call_or_a_read_lacks(
     uri: str | None,
     lacking: str | None,
 ) -> None:
-    assert scope_lacking(identity, SOURCES, tool=tool, arguments=arguments, resource_uri=uri) == lacking
+    grant = GRANTS.tool(tool) if tool is not None else GRANTS.resource(uri or "")
+    assert grant.lacking(identity, arguments) == lacking
 
 
 def test_with_the_one_source_of_mcp_sql_dsn_its_resource_is_the_default_source_s() -> None:
     default = Identity(subject="jo", scopes=frozenset({"sql:read:default"}))
-    assert scope_lacking(default, ("default",), resource_uri="postgres://mcp_demo/schema") is None
-    assert scope_lacking(default, ("default",), tool="sql_schema", arguments={}) is None
-    assert scope_lacking(ONE, ("default",), resource_uri="postgres://mcp_demo/schema") == "sql:read:default"
+    grants = grants_of(
+        [("schema", "sql:read", PLAIN)], [("postgres://mcp_demo/schema", "sql:read", "default")]
+    )
+    assert grants.resource("postgres://mcp_demo/schema").lacking(default) is None
+    assert grants.tool("schema").lacking(default, {}) is None
+    assert grants.resource("postgres://mcp_demo/schema").lacking(ONE) == "sql:read:default"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -39,6 +40,10 @@ from mcp_suite.protocol.http import (
     status_of,
 )
 from mcp_suite.protocol.mcp import MODERN_VERSION
+from mcp_suite.tools import files as files_family
+from mcp_suite.tools import metrics as metrics_family
+from mcp_suite.tools import sql as sql_family
+from tests.support.wire import decoded
 
 # -- Origin, Accept, era ---------------------------------------------------------------------------
 
@@ -106,15 +111,15 @@ def _headers(**extra: str) -> dict[str, str]:
 
 
 def test_matching_headers_pass() -> None:
-    assert check_mirrored_headers(_body(name="t"), _headers(), max_depth=64) is None
+    assert check_mirrored_headers(decoded(_body(name="t")), _headers()) is None
 
 
 def test_a_base64_sentinel_name_is_decoded_before_it_is_compared() -> None:
     name = "héllo wörld"
     encoded = "=?base64?" + base64.b64encode(name.encode()).decode() + "?="
-    assert check_mirrored_headers(_body(name=name), _headers(**{"mcp-name": encoded}), max_depth=64) is None
+    assert check_mirrored_headers(decoded(_body(name=name)), _headers(**{"mcp-name": encoded})) is None
     broken = _headers(**{"mcp-name": "=?base64?!!!?="})
-    assert check_mirrored_headers(_body(name=name), broken, max_depth=64) is not None
+    assert check_mirrored_headers(decoded(_body(name=name)), broken) is not None
 
 
 @pytest.mark.parametrize(
@@ -136,7 +141,7 @@ def test_a_base64_sentinel_name_is_decoded_before_it_is_compared() -> None:
 def test_a_header_missing_or_unlike_the_body_is_a_header_mismatch(
     headers: dict[str, str], body: bytes, names: str
 ) -> None:
-    problem = check_mirrored_headers(body, headers, max_depth=64)
+    problem = check_mirrored_headers(decoded(body), headers)
     assert problem is not None
     assert problem.jsonrpc_code == HEADER_MISMATCH
     assert names in problem.detail
@@ -160,7 +165,7 @@ def test_a_body_without_its_meta_version_is_malformed_not_a_header_mismatch(
     # the headers say; there is no body value for the version header to mismatch.
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}).encode()
     headers = {"mcp-protocol-version": MODERN_VERSION, "mcp-method": "tools/list"}
-    problem = check_mirrored_headers(body, headers, max_depth=64)
+    problem = check_mirrored_headers(decoded(body), headers)
     assert isinstance(problem, InvalidRequestMetaError)
     assert problem.jsonrpc_code == INVALID_PARAMS
     assert problem.invalid_params == ("_meta",)
@@ -170,25 +175,23 @@ def test_a_body_without_its_meta_version_is_malformed_not_a_header_mismatch(
 def test_initialize_under_the_modern_header_is_a_removed_method() -> None:
     # The core takes `initialize` as the 2025 handshake; under the 2026-07-28 header it does not exist.
     headers = {"mcp-protocol-version": MODERN_VERSION, "mcp-method": "initialize"}
-    problem = check_mirrored_headers(_body("initialize"), headers, max_depth=64)
+    problem = check_mirrored_headers(decoded(_body("initialize")), headers)
     assert isinstance(problem, MethodNotFoundError)
     assert status_of(problem.jsonrpc_code, has_id=True, era=HttpEra.MODERN) == 404
-    mismatched = check_mirrored_headers(
-        _body("initialize"), {**headers, "mcp-method": "tools/list"}, max_depth=64
-    )
+    mismatched = check_mirrored_headers(decoded(_body("initialize")), {**headers, "mcp-method": "tools/list"})
     assert mismatched is not None
     assert mismatched.jsonrpc_code == HEADER_MISMATCH  # the headers are checked first
 
 
 def test_a_body_that_is_no_request_is_left_to_the_core() -> None:
-    assert check_mirrored_headers(b"{not json", {}, max_depth=64) is None
+    assert check_mirrored_headers(decoded(b"{not json"), {}) is None
     note = json.dumps({"jsonrpc": "2.0", "method": "notifications/x"}).encode()
-    assert check_mirrored_headers(note, {}, max_depth=64) is None
+    assert check_mirrored_headers(decoded(note), {}) is None
 
 
 def test_a_method_without_a_name_needs_no_mcp_name() -> None:
     headers = {"mcp-protocol-version": MODERN_VERSION, "mcp-method": "tools/list"}
-    assert check_mirrored_headers(_body("tools/list"), headers, max_depth=64) is None
+    assert check_mirrored_headers(decoded(_body("tools/list")), headers) is None
 
 
 @pytest.mark.parametrize(
@@ -302,36 +305,30 @@ def test_the_leeway_covers_a_little_clock_skew_only() -> None:
 
 def test_the_anonymous_caller_holds_every_scope() -> None:
     assert authz.ANONYMOUS.holds("sql:read")
-    assert authz.ANONYMOUS.holds(authz.required_scope("a tool nobody mapped"))
+    assert authz.ANONYMOUS.holds(authz.UNGRANTABLE)
 
 
 @pytest.mark.parametrize(
-    ("tool", "uri", "scope"),
-    [
-        ("read_only_sql", None, "sql:read"),
-        ("sql_schema", None, "sql:read"),
-        ("explain_sql", None, "sql:read"),
-        ("sandbox_fs_read", None, "files:read"),
-        ("sandbox_fs_list", None, "files:read"),
-        ("system_metrics", None, "metrics:read"),
-        (None, "postgres://db/schema", "sql:read"),
-    ],
+    ("family", "scope"),
+    [(sql_family, "sql:read"), (files_family, "files:read"), (metrics_family, "metrics:read")],
 )
-def test_each_tool_group_has_its_scope(tool: str | None, uri: str | None, scope: str) -> None:
-    assert authz.required_scope(tool, resource_uri=uri) == scope
+def test_each_tool_family_has_its_scope(family: ModuleType, scope: str) -> None:
+    # Each tool and resource spec declares its family's SCOPE; authz reads it from the spec.
+    assert scope == family.SCOPE
 
 
-def test_a_tool_or_resource_mapped_nowhere_needs_a_scope_no_token_grants() -> None:
-    needed = {
-        authz.required_scope("new_tool"),
-        authz.required_scope(resource_uri="file:///x"),
-        authz.required_scope(),
-    }
+def test_a_tool_or_resource_served_nowhere_needs_a_scope_no_token_grants() -> None:
+    grants = authz.grants_of(
+        [("read_only_sql", "sql:read", {})], [("postgres://db/schema", "sql:read", None)]
+    )
+    needed = {grants.tool("new_tool").scope, grants.resource("file:///x").scope}
     # A real scope name (a challenge names it), just not one any token is granted.
     assert all(isinstance(scope, str) and scope for scope in needed)
-    assert needed.isdisjoint(authz.SCOPES)
-    everything = Identity("alice", frozenset(authz.SCOPES))
+    served = ("sql:read", "files:read", "metrics:read", "test:call")
+    assert needed.isdisjoint(served)
+    everything = Identity("alice", frozenset(served))
     assert not any(everything.holds(scope) for scope in needed)
+    assert grants.tool("new_tool").lacking(everything) == authz.UNGRANTABLE
 
 
 @pytest.mark.parametrize(
@@ -379,7 +376,9 @@ def test_the_metadata_is_served_at_the_path_suffixed_and_the_root_well_known_uri
         "/.well-known/oauth-protected-resource/BOX",
         "/.well-known/oauth-protected-resource",
     )
-    document = authz.protected_resource_metadata(AUDIENCE, [ISSUER])
+    document = authz.protected_resource_metadata(
+        AUDIENCE, [ISSUER], ("sql:read", "files:read", "metrics:read")
+    )
     assert document == {
         "resource": AUDIENCE,
         "authorization_servers": [ISSUER],
@@ -406,11 +405,23 @@ def test_a_401_names_the_scopes_of_what_is_served_in_their_order() -> None:
     assert authz.challenge("https://m.example/md", scope="sql:read metrics:read") == (
         'Bearer resource_metadata="https://m.example/md", scope="sql:read metrics:read"'
     )
-    assert authz.scopes_served(["system_metrics"]) == "metrics:read"
-    assert authz.scopes_served(["system_metrics", "read_only_sql"]) == "sql:read metrics:read"
-    assert authz.scopes_served(["sandbox_fs_read"], ["postgres://db/schema"]) == "sql:read files:read"
-    assert authz.scopes_served(["an_unmapped_tool"], ["file:///x"]) == ""
-    assert authz.scopes_served([]) == ""
+
+    def served(
+        *tools: tuple[str, str], resources: tuple[tuple[str, str, str | None], ...] = ()
+    ) -> tuple[str, ...]:
+        return authz.grants_of([(name, scope, {}) for name, scope in tools], resources).scopes()
+
+    assert served(("system_metrics", "metrics:read")) == ("metrics:read",)
+    # In the order served (the registry's: sql, files, metrics), each once.
+    assert served(
+        ("read_only_sql", "sql:read"),
+        ("sql_schema", "sql:read"),
+        ("sandbox_fs_read", "files:read"),
+        ("system_metrics", "metrics:read"),
+        resources=(("postgres://db/schema", "sql:read", "default"),),
+    ) == ("sql:read", "files:read", "metrics:read")
+    assert served(resources=(("notes://x", "test:call", None),)) == ("test:call",)
+    assert served() == ()
 
 
 @pytest.mark.parametrize(

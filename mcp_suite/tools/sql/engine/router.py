@@ -115,7 +115,7 @@ def with_source(model: type[BaseModel], sources: SqlSources) -> type[BaseModel]:
         __base__=model,
         __doc__=model.__doc__,
         # `enum` even for one name (pydantic writes a `const` then): clients and the per-caller
-        # lists of HTTP (`protocol.authz.sql_sources`) read the names there.
+        # lists of HTTP (`protocol.authz.grants_of`) read the names there.
         source=(
             choice,
             Field(default, description="which database", json_schema_extra={"enum": list(sources.names)}),

@@ -1,0 +1,618 @@
+"""The Streamable HTTP exchange, without I/O (in the manner of h11's `Connection`): a request's head,
+its verified caller, its body and its call's outcome in; each answered with what to send (`Reply`:
+status, headers, body), "read the body" (`ReadBody`) or "run this call" (`RunCall`). It owns the
+legacy session table (quotas per subject, idle expiry by the `now` passed in, 404 against 400), the
+per-caller count of requests in progress, the scope check and its wording, and the status table.
+
+`runtime.http` carries it out: it reads and writes bytes, verifies tokens, runs calls and cancels
+them. Must not import trio, a tool, hypercorn or joserfc; names no tool.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from mcp_suite.problems import (
+    AuthorizationUnavailableError,
+    HeadersTooLargeError,
+    HttpMethodNotAllowedError,
+    HttpNotFoundError,
+    InsufficientScopeError,
+    InternalServerError,
+    InvalidRequestError,
+    InvalidRequestMetaError,
+    NotAcceptableError,
+    OriginNotAllowedError,
+    ProblemError,
+    RequestTimeoutError,
+    RequestTooLargeError,
+    SessionNotInitializedError,
+    TooManyRequestsError,
+    UnauthorizedError,
+    UnsupportedMediaTypeError,
+)
+from mcp_suite.protocol import mcp
+from mcp_suite.protocol.authz import (
+    Grants,
+    Identity,
+    MalformedAuthorizationError,
+    bearer_token,
+    challenge,
+    metadata_paths,
+    protected_resource_metadata,
+    the_authorization,
+)
+from mcp_suite.protocol.core import (
+    Answer,
+    CallKind,
+    CallOutcome,
+    CallRaised,
+    CancelCall,
+    IdKey,
+    SessionCore,
+    StartCall,
+)
+from mcp_suite.protocol.http import (
+    HttpEra,
+    SessionSeen,
+    accepts_json,
+    admit_session,
+    answer_to_cancelled_call,
+    check_mirrored_headers,
+    era_of,
+    is_json_body,
+    origin_allowed,
+    path_for_log,
+    status_of,
+)
+from mcp_suite.protocol.jsonrpc import Request, RequestId, encode_error, sniff_id
+from mcp_suite.settings import Settings
+
+__all__ = [
+    "CallRef",
+    "ExchangeStatistics",
+    "HttpExchange",
+    "HttpRequest",
+    "ReadBody",
+    "Reply",
+    "RunCall",
+    "internal_error_reply",
+]
+
+Header = tuple[bytes, bytes]
+# A call of a legacy session, as the runtime files its cancel scope: (session id, request id key).
+CallRef = tuple[str, IdKey]
+
+_JSON: Final = (b"content-type", b"application/json")
+_SESSION_HEADER: Final = "mcp-session-id"
+# Liveness and readiness (docs/operations/watching.md): unauthenticated, answered before anything
+# else is looked at, and saying nothing but yes or no.
+_PROBES: Final = frozenset({"/healthz", "/readyz"})
+_CLOSE: Final = (b"connection", b"close")
+# The head of a body whose version is not served, searched for its id (a JSON-RPC id comes early).
+_SNIFFED_BYTES: Final = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """Send `status`, `headers` (a `content-length` is the runtime's) and `body`; audit `answer`
+    first when there is one (a JSON-RPC answer of the core), log `log` when there is one (a refusal
+    before the core), and cancel the calls `cancel` names (the sessions they belong to ended)."""
+
+    status: int
+    headers: tuple[Header, ...] = ()
+    body: bytes = b""
+    answer: Answer | None = None
+    log: str | None = None
+    cancel: tuple[CallRef, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ReadBody:
+    """Read the request's body, at most `cap` bytes (`HttpRequest.too_large` beyond), within the
+    body timeout (`HttpRequest.timed_out` past it), then hand it to `HttpRequest.body`."""
+
+    cap: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunCall:
+    """Run `start` (CallRunner) and report how it ended with `HttpRequest.call_finished`. `ref`: the
+    legacy session's name for it (file its cancel scope under it; None in the modern era).
+    `watch_disconnect`: a closed connection withdraws it (`HttpRequest.disconnected`)."""
+
+    start: StartCall
+    ref: CallRef | None
+    watch_disconnect: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangeStatistics:
+    """What `HttpExchange.statistics()` returns: legacy sessions open, callers with a request in
+    progress."""
+
+    sessions: int
+    callers_in_progress: int
+
+
+@dataclass(slots=True)
+class _Session:
+    """A 2025-11-25-era session: its core, who opened it, when it was last used, its calls in flight."""
+
+    core: SessionCore
+    subject: str
+    last_used: float
+    in_flight: set[IdKey] = field(default_factory=set)
+
+
+def _refusal(
+    kind: type[ProblemError],
+    detail: str,
+    headers: Sequence[Header] = (),
+    *,
+    log: str,
+    metadata: dict[str, Any] | None = None,
+    cancel: tuple[CallRef, ...] = (),
+) -> Reply:
+    """An HTTP-level refusal before the core sees the request: its body is the JSON-RPC error of a
+    `kind` problem (Streamable HTTP: it MAY be one without an id), its status that problem's, so the
+    two always agree."""
+    frame = encode_error(None, kind(detail[:256], metadata=metadata), omit_unknown_id=True)
+    return Reply(
+        kind.status,
+        (_JSON, *headers),
+        frame.rstrip(b"\n"),
+        log=f"HTTP {kind.status} for {log}: {detail}",
+        cancel=cancel,
+    )
+
+
+def _problem_reply(
+    problem: ProblemError,
+    request_id: RequestId | None,
+    era: HttpEra,
+    data_extra: dict[str, Any] | None = None,
+) -> Reply:
+    """A problem found before the core answers (an unsupported version, mirrored headers unlike the
+    body): a JSON-RPC error with the request's id, not audited (the core never saw it)."""
+    frame = encode_error(request_id, problem, omit_unknown_id=True, data_extra=data_extra)
+    status = status_of(
+        problem.jsonrpc_code,
+        has_id=request_id is not None,
+        era=era,
+        malformed_meta=isinstance(problem, InvalidRequestMetaError),
+    )
+    return Reply(status, (_JSON,), frame.rstrip(b"\n"), log=f"HTTP {status}: {problem.slug}")
+
+
+def internal_error_reply(problem: InternalServerError) -> Reply:
+    """The answer to a request that failed outside any call (the runtime logged the incident)."""
+    frame = encode_error(None, problem, omit_unknown_id=True)
+    return Reply(problem.status, (_JSON,), frame.rstrip(b"\n"))
+
+
+def answer_reply(answer: Answer, era: HttpEra, extra: Sequence[Header] = ()) -> Reply:
+    """A core's answer as HTTP: the status from the table (`status_of`), keyed by the answer's error
+    code and problem class, never by reading the frame back."""
+    status = status_of(
+        answer.error_code,
+        has_id=answer.request_id is not None,
+        era=era,
+        outside_session=isinstance(answer.problem, SessionNotInitializedError),
+        malformed_meta=isinstance(answer.problem, InvalidRequestMetaError),
+    )
+    return Reply(status, (_JSON, *extra), (answer.frame or b"").rstrip(b"\n"), answer=answer)
+
+
+class HttpExchange:
+    """The HTTP side of one server (one per process): its sessions and its callers' requests.
+
+    `new_core(identity)`: a session core showing what `identity` may see; `grants()`: each tool's
+    and resource's grant (built from the tools' own declarations); `ready()`: the readiness probe's
+    verdict; `scopes`: the scopes of what is served, in order; `authenticates`: tokens are required
+    (MCP_HTTP_AUTH=jwt). Not thread-safe; the runtime calls it from the event loop only."""
+
+    __slots__ = (
+        "_grants",
+        "_in_progress",
+        "_logged_paths",
+        "_metadata",
+        "_metadata_paths",
+        "_metadata_url",
+        "_new_core",
+        "_ready",
+        "_scopes_served",
+        "_sessions",
+        "authenticates",
+        "settings",
+    )
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        new_core: Callable[[Identity], SessionCore],
+        grants: Callable[[], Grants],
+        ready: Callable[[], bool],
+        scopes: Sequence[str],
+        authenticates: bool,
+    ) -> None:
+        self.settings = settings
+        self.authenticates = authenticates
+        self._new_core = new_core
+        self._grants = grants
+        self._ready = ready
+        self._sessions: dict[str, _Session] = {}
+        self._in_progress: dict[str, int] = {}
+        resource = settings.http_resource_uri
+        if resource is not None:
+            origin = urlsplit(resource)
+            self._metadata_paths = metadata_paths(resource)
+            self._metadata_url = f"{origin.scheme}://{origin.netloc}{self._metadata_paths[0]}"
+            document = protected_resource_metadata(resource, [settings.http_issuer or ""], scopes)
+            self._metadata = json.dumps(document, separators=(",", ":")).encode()
+        else:
+            self._metadata_paths = ()
+            self._metadata_url = ""
+            self._metadata = b""
+        # What a 401 asks for (the scopes of what this server serves), and the paths a log may name.
+        self._scopes_served = " ".join(scopes)
+        self._logged_paths = frozenset((settings.http_path, *self._metadata_paths))
+
+    def statistics(self) -> ExchangeStatistics:
+        return ExchangeStatistics(sessions=len(self._sessions), callers_in_progress=len(self._in_progress))
+
+    def challenge(self, **params: str) -> bytes:
+        """A `WWW-Authenticate: Bearer` value pointing at this server's metadata."""
+        return challenge(self._metadata_url, **params).encode("latin-1")
+
+    # -- the head --------------------------------------------------------------------------------
+
+    def head(self, method: str, path: str, raw_headers: Sequence[Header]) -> Reply | HttpRequest:
+        """A request's head: answered at once (a probe, the metadata, a refusal), or an `HttpRequest`
+        whose `token` (None: none is required) the runtime verifies next."""
+        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in raw_headers}
+        where = f"{method} {path_for_log(path, self._logged_paths)}"
+        if path in _PROBES:
+            return self._probe(path, method, where)
+        # hypercorn bounds a header block that arrives in pieces; one that arrives whole in a
+        # single read is measured here.
+        limit = self.settings.http_max_header_bytes
+        if sum(len(name) + len(value) + 4 for name, value in raw_headers) > limit:
+            return _refusal(HeadersTooLargeError, f"the headers are longer than {limit} bytes", log=where)
+        if path in self._metadata_paths and self.authenticates:
+            if method not in ("GET", "HEAD"):
+                return _refusal(
+                    HttpMethodNotAllowedError,
+                    "the metadata is read with GET",
+                    [(b"allow", b"GET")],
+                    log=where,
+                )
+            return Reply(200, (_JSON, (b"cache-control", b"max-age=3600")), self._metadata)
+        if path != self.settings.http_path:
+            return _refusal(HttpNotFoundError, f"the MCP endpoint is {self.settings.http_path}", log=where)
+        # Streamable HTTP, "Security": a present Origin that is not allowed is 403 (DNS rebinding).
+        if not origin_allowed(headers.get("origin"), self.settings.http_allowed_origins):
+            return _refusal(OriginNotAllowedError, "this Origin is not allowed to call the server", log=where)
+        token: str | None = None
+        if self.authenticates:
+            authorization = [v.decode("latin-1") for n, v in raw_headers if n.lower() == b"authorization"]
+            try:
+                token = bearer_token(the_authorization(authorization))
+            except MalformedAuthorizationError as exc:
+                # RFC 6750 3.1: a malformed request is 400 `invalid_request`.
+                value = self.challenge(error="invalid_request", description=str(exc))
+                return _refusal(InvalidRequestError, str(exc), [(b"www-authenticate", value)], log=where)
+            if token is None:
+                # MCP authorization, "Scope Selection Strategy": the scopes a client should ask for.
+                value = self.challenge(scope=self._scopes_served) if self._scopes_served else self.challenge()
+                return _refusal(
+                    UnauthorizedError, "a bearer token is required", [(b"www-authenticate", value)], log=where
+                )
+        return HttpRequest(self, method, headers, token, where)
+
+    def _probe(self, path: str, method: str, where: str) -> Reply:
+        """`/healthz`: the process serves. `/readyz`: every data source answered its last audit
+        connection and its role passes the audit. 200 or 503, no detail."""
+        if method not in ("GET", "HEAD"):
+            return _refusal(
+                HttpMethodNotAllowedError, "a probe is read with GET", [(b"allow", b"GET")], log=where
+            )
+        ready = path == "/healthz" or self._ready()
+        headers = ((b"content-type", b"text/plain"), (b"cache-control", b"no-store"))
+        return Reply(200 if ready else 503, headers, b"ok\n" if ready else b"not ready\n")
+
+    # -- legacy sessions -------------------------------------------------------------------------
+
+    def _end_session(self, session_id: str) -> tuple[CallRef, ...]:
+        """End a session; the calls in flight the runtime must cancel."""
+        session = self._sessions.pop(session_id)
+        return tuple((session_id, key) for key in session.in_flight)
+
+    def _open_session(
+        self, core: SessionCore, subject: str, now: float
+    ) -> tuple[str | None, str, tuple[CallRef, ...]]:
+        """A new session's id (None: refused, with the reason), after the sessions `admit_session`
+        ends (whose calls to cancel come last)."""
+        admission = admit_session(
+            (SessionSeen(i, s.subject, s.last_used, bool(s.in_flight)) for i, s in self._sessions.items()),
+            subject,
+            now,
+            idle_s=self.settings.http_session_idle_s,
+            per_subject=self.settings.http_max_sessions_per_subject,
+            total=self.settings.http_max_sessions,
+        )
+        cancel = tuple(ref for session_id in admission.end for ref in self._end_session(session_id))
+        if admission.refusal is not None:
+            return None, admission.refusal, cancel
+        session_id = secrets.token_urlsafe(32)
+        self._sessions[session_id] = _Session(core, subject, now)
+        return session_id, "", cancel
+
+
+class HttpRequest:
+    """One request's way through the exchange, after its head: its caller, its body, its call."""
+
+    __slots__ = (
+        "_counted",
+        "_era",
+        "_exchange",
+        "_session",
+        "_session_id",
+        "_start",
+        "_where",
+        "core",
+        "headers",
+        "identity",
+        "method",
+        "token",
+    )
+
+    def __init__(
+        self, exchange: HttpExchange, method: str, headers: dict[str, str], token: str | None, where: str
+    ) -> None:
+        self._exchange = exchange
+        self.method = method
+        self.headers = headers  # lower-case names
+        self.token = token
+        self._where = where
+        self._counted = False
+        self._era: HttpEra | ProblemError = HttpEra.LEGACY
+        self._session: _Session | None = None
+        self._session_id = ""
+        self._start: StartCall | None = None
+        self.core: SessionCore | None = None
+        self.identity: Identity | None = None
+
+    # -- the caller ------------------------------------------------------------------------------
+
+    def token_rejected(self, reason: str) -> Reply:
+        """The token does not verify (`TokenRejectedError`): 401 `invalid_token`."""
+        value = self._exchange.challenge(error="invalid_token", description=reason)
+        return _refusal(UnauthorizedError, reason, [(b"www-authenticate", value)], log=self._where)
+
+    def keys_unavailable(self, reason: str) -> Reply:
+        """The issuer's keys could not be had: 503, to retry."""
+        return _refusal(
+            AuthorizationUnavailableError,
+            reason,
+            [(b"retry-after", b"5")],
+            log=self._where,
+            metadata={"retryable": True},
+        )
+
+    def authenticated(self, identity: Identity, now: float) -> Reply | ReadBody:
+        """Who calls (verified, or the anonymous caller): their request counted against their
+        share (429 beyond it; `finished` gives it back), then the method's answer or its body."""
+        exchange = self._exchange
+        settings = exchange.settings
+        self.identity = identity
+        count = exchange._in_progress.get(identity.subject, 0)
+        if count >= settings.http_max_requests_per_identity:
+            return _refusal(
+                TooManyRequestsError,
+                f"at most {settings.http_max_requests_per_identity} requests at once per caller",
+                [(b"retry-after", b"1")],
+                log=self._where,
+            )
+        exchange._in_progress[identity.subject] = count + 1
+        self._counted = True
+        if self.method == "DELETE":
+            return self._delete(identity)
+        if self.method != "POST":
+            # No standalone SSE stream is offered (2025-11-25 lets a server say so with 405;
+            # 2026-07-28 has none).
+            return _refusal(
+                HttpMethodNotAllowedError,
+                "the MCP endpoint takes POST (and DELETE to end a session)",
+                [(b"allow", b"POST, DELETE")],
+                log=self._where,
+            )
+        if not accepts_json(self.headers.get("accept")):
+            return _refusal(NotAcceptableError, "the server answers with application/json", log=self._where)
+        if not is_json_body(self.headers.get("content-type")):
+            return _refusal(UnsupportedMediaTypeError, "the body must be application/json", log=self._where)
+        self._era = era_of(self.headers.get("mcp-protocol-version"))
+        cap = settings.http_max_body_bytes
+        declared = self.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > cap:
+            return self.too_large()
+        return ReadBody(cap)
+
+    def finished(self) -> None:
+        """The request is answered (or abandoned): its place in its caller's share is free."""
+        if not self._counted:
+            return
+        self._counted = False
+        in_progress = self._exchange._in_progress
+        subject = self.identity.subject if self.identity is not None else ""
+        remaining = in_progress[subject] - 1
+        if remaining:
+            in_progress[subject] = remaining
+        else:
+            del in_progress[subject]
+
+    def _delete(self, identity: Identity) -> Reply:
+        session_id = self.headers.get(_SESSION_HEADER)
+        if session_id is None:
+            return _refusal(
+                InvalidRequestError, "DELETE names the session to end in Mcp-Session-Id", log=self._where
+            )
+        session = self._exchange._sessions.get(session_id)
+        if session is None or session.subject != identity.subject:
+            return _refusal(HttpNotFoundError, "no such session", log=self._where)
+        return Reply(204, cancel=self._exchange._end_session(session_id))
+
+    # -- the body --------------------------------------------------------------------------------
+
+    def too_large(self) -> Reply:
+        cap = self._exchange.settings.http_max_body_bytes
+        return _refusal(
+            RequestTooLargeError, f"the body is longer than {cap} bytes", [_CLOSE], log=self._where
+        )
+
+    def timed_out(self) -> Reply:
+        return _refusal(RequestTimeoutError, "the body did not arrive in time", [_CLOSE], log=self._where)
+
+    def body(self, data: bytes, now: float) -> Reply | RunCall:
+        """The whole body, decoded once: the mirrored headers and the core read the same message."""
+        exchange = self._exchange
+        identity = self.identity
+        assert identity is not None  # `authenticated` came first
+        era = self._era
+        if isinstance(era, ProblemError):
+            # Answered with the request's id, and the versions served beside the one asked for.
+            data_extra = mcp.unsupported_version_data(self.headers.get("mcp-protocol-version") or "")
+            return _problem_reply(era, sniff_id(data[:_SNIFFED_BYTES]), HttpEra.LEGACY, data_extra)
+        if era is HttpEra.MODERN:
+            core = exchange._new_core(identity)
+            message = core.decode(data)
+            # 2026-07-28: the headers mirror the body, and a session id is ignored.
+            mismatch = check_mirrored_headers(message, self.headers)
+            if mismatch is not None:
+                assert isinstance(message, Request)  # only a request is compared
+                return _problem_reply(mismatch, message.id, era)
+        else:
+            session_id = self.headers.get(_SESSION_HEADER)
+            if session_id is not None:
+                found = self._named_session(session_id, identity, now)
+                if isinstance(found, Reply):
+                    return found
+                self._session, self._session_id = found, session_id
+                core = found.core
+            else:
+                core = exchange._new_core(identity)
+            message = core.decode(data)
+        self.core = core
+        event = core.receive_message(message)
+        if isinstance(event, Answer):
+            if self._session is None and era is HttpEra.LEGACY and core.legacy_version is not None:
+                opened, refusal, cancel = exchange._open_session(core, identity.subject, now)
+                if opened is None:
+                    return _refusal(
+                        TooManyRequestsError,
+                        refusal,
+                        [(b"retry-after", b"5")],
+                        log=self._where,
+                        cancel=cancel,
+                    )
+                reply = answer_reply(event, era, [(b"mcp-session-id", opened.encode("ascii"))])
+                return Reply(reply.status, reply.headers, reply.body, answer=event, cancel=cancel)
+            return answer_reply(event, era)
+        if isinstance(event, StartCall):
+            return self._start_call(event, identity, era)
+        withdrawn: tuple[CallRef, ...] = ()
+        if isinstance(event, CancelCall) and self._session is not None:
+            withdrawn = ((self._session_id, event.key),)
+        return Reply(202, cancel=withdrawn)  # a notification (or a client's response): accepted
+
+    def _named_session(self, session_id: str, identity: Identity, now: float) -> _Session | Reply:
+        """The session a legacy request names. An unknown or expired id, or another caller's, is 404
+        (the client then opens a new session); a version header not the session's, 400."""
+        exchange = self._exchange
+        session = exchange._sessions.get(session_id)
+        cancel: tuple[CallRef, ...] = ()
+        if session is not None and now - session.last_used > exchange.settings.http_session_idle_s:
+            cancel = exchange._end_session(session_id)
+            session = None
+        if session is None or session.subject != identity.subject:
+            return _refusal(
+                HttpNotFoundError,
+                "no such session; send initialize to open a new one",
+                log=self._where,
+                cancel=cancel,
+            )
+        version = self.headers.get("mcp-protocol-version")
+        if version is not None and version != session.core.legacy_version:
+            return _refusal(
+                InvalidRequestError,
+                "MCP-Protocol-Version is not the version this session negotiated",
+                log=self._where,
+            )
+        session.last_used = now
+        return session
+
+    # -- the call --------------------------------------------------------------------------------
+
+    def _start_call(self, start: StartCall, identity: Identity, era: HttpEra) -> Reply | RunCall:
+        """The scope check (403 with the scope needed, worded here), then "run this call"."""
+        grants = self._exchange._grants()
+        if start.kind is CallKind.TOOL:
+            lacking = grants.tool(start.name).lacking(identity, start.arguments)
+        else:
+            lacking = grants.resource(start.name).lacking(identity)
+        core = self.core
+        assert core is not None
+        self._start = start
+        if lacking is not None:
+            problem = InsufficientScopeError(
+                f"This token's scopes do not cover {start.name!r}; it needs the scope {lacking!r}."
+            )
+            answer = core.call_finished(start.key, CallRaised(problem))
+            value = self._exchange.challenge(
+                error="insufficient_scope", scope=lacking, description=f"{start.name} needs {lacking}"
+            )
+            body = (answer.frame or b"").rstrip(b"\n")
+            return Reply(
+                InsufficientScopeError.status, (_JSON, (b"www-authenticate", value)), body, answer=answer
+            )
+        ref: CallRef | None = None
+        if self._session is not None:
+            self._session.in_flight.add(start.key)
+            ref = (self._session_id, start.key)
+        # 2026-07-28: closing the response stream cancels the request. (2025-11-25: a
+        # disconnection SHOULD NOT be taken as cancellation; notifications/cancelled is.)
+        return RunCall(start, ref, watch_disconnect=era is HttpEra.MODERN)
+
+    def disconnected(self) -> bool:
+        """The client closed the connection while its call ran: whether to cancel the call (the
+        core withdraws it, and nothing is sent for it)."""
+        assert self.core is not None
+        assert self._start is not None
+        return self.core.withdraw(self._start.key) is not None
+
+    def call_finished(self, outcome: CallOutcome) -> Reply | Answer:
+        """How the call ended: the reply to send, or (a call its client withdrew by closing the
+        connection) only the answer to audit."""
+        core, start = self.core, self._start
+        assert core is not None
+        assert start is not None
+        if self._session is not None:
+            self._session.in_flight.discard(start.key)
+        answer = core.call_finished(start.key, outcome)
+        era = self._era
+        assert isinstance(era, HttpEra)
+        if answer.frame is not None:
+            return answer_reply(answer, era)
+        if self._session is None:
+            return answer  # the connection is closed: nothing can be sent
+        # Cancelled by notifications/cancelled: no JSON-RPC message may go out for it, but the POST
+        # still gets an HTTP answer in a form its transport allows.
+        cancelled = answer_to_cancelled_call(self.headers.get("accept"))
+        fields = tuple((name.encode("ascii"), value.encode("ascii")) for name, value in cancelled.headers)
+        return Reply(cancelled.status, fields, b"", answer=answer)

@@ -1,0 +1,639 @@
+"""The HTTP exchange driven directly (no sockets, no event loop): heads, callers, bodies and call
+outcomes in; replies (status, headers, body), "read the body" and "run this call" out. Sessions
+open, end, expire and are refused by the `now` passed in."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+import pytest
+
+from mcp_suite.problems import (
+    InternalServerError,
+    ProblemError,
+    SessionNotInitializedError,
+    TooManyRequestsError,
+)
+from mcp_suite.protocol import core
+from mcp_suite.protocol.authz import ANONYMOUS, Identity, grants_of
+from mcp_suite.protocol.exchange import (
+    HttpExchange,
+    HttpRequest,
+    ReadBody,
+    Reply,
+    RunCall,
+    answer_reply,
+    internal_error_reply,
+)
+from mcp_suite.protocol.http import HttpEra
+from mcp_suite.settings import Settings
+from tests.support.session_core import META, MODERN, SCHEMA_URI, make_core
+from tests.support.wire import check_line, slug_of
+
+RESOURCE: Final = "https://mcp.example/mcp"
+METADATA: Final = "https://mcp.example/.well-known/oauth-protected-resource/mcp"
+SETTINGS: Final = Settings(
+    http_resource_uri=RESOURCE,
+    http_issuer="https://issuer.example",
+    http_allowed_origins=("https://app.example",),
+    http_max_header_bytes=2_048,
+    http_max_body_bytes=2_048,
+    http_max_requests_per_identity=2,
+    http_max_sessions=4,
+    http_max_sessions_per_subject=2,
+    http_session_idle_s=50,
+)
+ALICE: Final = Identity("alice", frozenset({"test:call", "sql:read"}))
+BOB: Final = Identity("bob", frozenset({"test:call"}))
+NOBODY: Final = Identity("carol", frozenset({"metrics:read"}))
+LEGACY_HEAD: Final = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def exchange(
+    *, authenticates: bool = True, ready: bool = True, scopes: tuple[str, ...] = ("test:call",)
+) -> HttpExchange:
+    grants = grants_of(
+        [("echo", "test:call", {}), ("sleep", "test:call", {})], [(SCHEMA_URI, "sql:read", "db")]
+    )
+    return HttpExchange(
+        SETTINGS,
+        new_core=lambda identity: make_core(per_caller_lists=not identity.unrestricted),
+        grants=lambda: grants,
+        ready=lambda: ready,
+        scopes=scopes,
+        authenticates=authenticates,
+    )
+
+
+def raw(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    return [(name.encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]
+
+
+def request(
+    server: HttpExchange, headers: dict[str, str] | None = None, *, method: str = "POST", path: str = "/mcp"
+) -> HttpRequest:
+    step = server.head(method, path, raw({"authorization": "Bearer t", **(headers or {})}))
+    assert isinstance(step, HttpRequest), step
+    return step
+
+
+def frame(method: str, params: dict[str, Any] | None = None, request_id: Any = 1) -> bytes:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message).encode()
+
+
+def modern_headers(method: str, name: str | None = None) -> dict[str, str]:
+    headers = {**LEGACY_HEAD, "mcp-protocol-version": MODERN, "mcp-method": method}
+    return {**headers, "mcp-name": name} if name is not None else headers
+
+
+def post(
+    server: HttpExchange,
+    body: bytes,
+    headers: dict[str, str],
+    identity: Identity = ALICE,
+    now: float = 100.0,
+) -> Reply | RunCall:
+    req = request(server, headers)
+    assert isinstance(req.authenticated(identity, now), ReadBody)
+    try:
+        return req.body(body, now)
+    finally:
+        req.finished()
+
+
+def reply_of(step: object) -> Reply:
+    assert isinstance(step, Reply), step
+    return step
+
+
+def problem_of(reply: Reply) -> dict[str, Any]:
+    document: dict[str, Any] = check_line(reply.body + b"\n")["error"]["data"]
+    return document
+
+
+def refused(step: object, status: int, slug: str) -> Reply:
+    reply = reply_of(step)
+    assert reply.status == status, reply
+    document = problem_of(reply)
+    assert (document["status"], slug_of(document)) == (status, slug)
+    assert reply.answer is None  # refused before the core: nothing to audit
+    assert reply.log is not None
+    assert reply.log.startswith(f"HTTP {status} for ")
+    return reply
+
+
+def header(reply: Reply, name: bytes) -> str:
+    values = [value.decode("latin-1") for key, value in reply.headers if key == name]
+    assert len(values) == 1, reply.headers
+    return values[0]
+
+
+def open_session(server: HttpExchange, identity: Identity, now: float) -> str:
+    body = frame("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
+    reply = reply_of(post(server, body, LEGACY_HEAD, identity, now))
+    assert reply.status == 200
+    return header(reply, b"mcp-session-id")
+
+
+def in_session(session_id: str, **more: str) -> dict[str, str]:
+    return {**LEGACY_HEAD, "mcp-session-id": session_id, **more}
+
+
+# -- the head --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "ready", "status", "body"),
+    [
+        ("/healthz", True, 200, b"ok\n"),
+        ("/healthz", False, 200, b"ok\n"),
+        ("/readyz", True, 200, b"ok\n"),
+        ("/readyz", False, 503, b"not ready\n"),
+    ],
+)
+def test_the_probes_say_yes_or_no_before_anything_else_is_looked_at(
+    path: str, ready: bool, status: int, body: bytes
+) -> None:
+    # No token, an Origin not allowed, headers too long: a probe is answered first.
+    headers = raw({"origin": "https://evil.example", "x": "y" * 4_000})
+    for method in ("GET", "HEAD"):
+        reply = reply_of(exchange(ready=ready).head(method, path, headers))
+        assert (reply.status, reply.body) == (status, body)
+        assert reply.headers == ((b"content-type", b"text/plain"), (b"cache-control", b"no-store"))
+    posted = refused(exchange().head("POST", path, []), 405, "method-not-allowed")
+    assert header(posted, b"allow") == "GET"
+
+
+def test_headers_longer_than_the_limit_are_431() -> None:
+    headers = raw({"authorization": "Bearer t", "x": "y" * 2_048})
+    reply = refused(exchange().head("POST", "/mcp", headers), 431, "headers-too-large")
+    assert problem_of(reply)["detail"] == "the headers are longer than 2048 bytes"
+
+
+def test_the_metadata_is_served_with_get_at_both_paths_when_tokens_are_required() -> None:
+    server = exchange(scopes=("sql:read", "test:call"))
+    for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
+        reply = reply_of(server.head("GET", path, []))
+        assert reply.status == 200
+        assert header(reply, b"cache-control") == "max-age=3600"
+        assert json.loads(reply.body) == {
+            "resource": RESOURCE,
+            "authorization_servers": ["https://issuer.example"],
+            "scopes_supported": ["sql:read", "test:call"],
+            "bearer_methods_supported": ["header"],
+        }
+        posted = refused(server.head("POST", path, []), 405, "method-not-allowed")
+        assert header(posted, b"allow") == "GET"
+    # Without authorization there is no metadata: an unknown path.
+    refused(
+        exchange(authenticates=False).head("GET", "/.well-known/oauth-protected-resource", []),
+        404,
+        "not-found",
+    )
+
+
+def test_a_path_not_served_is_404_and_logged_by_its_head_only() -> None:
+    reply = refused(exchange().head("POST", "/mcp/eyJsecret-token-here", []), 404, "not-found")
+    assert problem_of(reply)["detail"] == "the MCP endpoint is /mcp"
+    assert reply.log == (
+        "HTTP 404 for POST an unknown path '/mcp/eyJsecret-t'… (25 characters): the MCP endpoint is /mcp"
+    )
+
+
+def test_an_origin_not_allowed_is_403_and_an_allowed_or_absent_one_is_served() -> None:
+    server = exchange()
+    refused(server.head("POST", "/mcp", raw({"origin": "https://evil.example"})), 403, "origin-not-allowed")
+    assert request(server, {"origin": "https://app.example"}).token == "t"
+    assert request(server).token == "t"
+
+
+def test_the_authorization_header_is_read_one_way() -> None:
+    server = exchange()
+    twice = [(b"authorization", b"Bearer a"), (b"Authorization", b"Bearer a")]
+    reply = refused(server.head("POST", "/mcp", twice), 400, "invalid-request")
+    assert header(reply, b"www-authenticate") == (
+        f'Bearer resource_metadata="{METADATA}", error="invalid_request", '
+        'error_description="the request carries more than one Authorization header"'
+    )
+    for headers in ([], [(b"authorization", b"Basic YTpi")]):
+        missing = refused(server.head("POST", "/mcp", headers), 401, "unauthorized")
+        assert problem_of(missing)["detail"] == "a bearer token is required"
+        assert (
+            header(missing, b"www-authenticate")
+            == f'Bearer resource_metadata="{METADATA}", scope="test:call"'
+        )
+    # A server serving nothing that needs a scope names none.
+    bare = refused(exchange(scopes=()).head("POST", "/mcp", []), 401, "unauthorized")
+    assert header(bare, b"www-authenticate") == f'Bearer resource_metadata="{METADATA}"'
+
+
+def test_without_authorization_no_token_is_read() -> None:
+    server = exchange(authenticates=False)
+    assert request(server).token is None
+    step = server.head("POST", "/mcp", [(b"authorization", b"a"), (b"authorization", b"b")])
+    assert isinstance(step, HttpRequest)
+    assert step.token is None
+
+
+def test_a_token_refused_is_401_invalid_token_and_keys_not_had_are_503_to_retry() -> None:
+    req = request(exchange())
+    rejected = refused(req.token_rejected("the token has expired"), 401, "unauthorized")
+    assert header(rejected, b"www-authenticate") == (
+        f'Bearer resource_metadata="{METADATA}", error="invalid_token", '
+        'error_description="the token has expired"'
+    )
+    unavailable = refused(req.keys_unavailable("no keys"), 503, "authorization-unavailable")
+    assert header(unavailable, b"retry-after") == "5"
+    assert problem_of(unavailable)["metadata"]["retryable"] is True
+
+
+# -- the caller and the method -----------------------------------------------------------------------
+
+
+def test_a_caller_at_its_share_of_requests_in_progress_is_429_until_one_finishes() -> None:
+    server = exchange()
+    first, second, third = (request(server, LEGACY_HEAD) for _ in range(3))
+    assert isinstance(first.authenticated(ALICE, 0), ReadBody)
+    assert isinstance(second.authenticated(ALICE, 0), ReadBody)
+    assert server.statistics().callers_in_progress == 1
+    busy = refused(third.authenticated(ALICE, 0), 429, "concurrency-limit")
+    assert header(busy, b"retry-after") == "1"
+    assert problem_of(busy)["detail"] == "at most 2 requests at once per caller"
+    third.finished()  # never counted: gives nothing back
+    assert isinstance(request(server, LEGACY_HEAD).authenticated(BOB, 0), ReadBody)  # another caller's share
+    first.finished()
+    first.finished()  # once only
+    assert isinstance(request(server, LEGACY_HEAD).authenticated(ALICE, 0), ReadBody)
+    second.finished()
+    assert server.statistics().callers_in_progress == 2
+
+
+@pytest.mark.parametrize(
+    ("method", "headers", "status", "slug", "detail"),
+    [
+        (
+            "GET",
+            LEGACY_HEAD,
+            405,
+            "method-not-allowed",
+            "the MCP endpoint takes POST (and DELETE to end a session)",
+        ),
+        (
+            "POST",
+            {**LEGACY_HEAD, "accept": "text/html"},
+            406,
+            "not-acceptable",
+            "the server answers with application/json",
+        ),
+        ("POST", {"accept": "*/*"}, 415, "unsupported-content", "the body must be application/json"),
+        (
+            "POST",
+            {**LEGACY_HEAD, "content-length": "2049"},
+            413,
+            "request-too-large",
+            "the body is longer than 2048 bytes",
+        ),
+    ],
+)
+def test_a_post_is_refused_before_its_body_is_read(
+    method: str, headers: dict[str, str], status: int, slug: str, detail: str
+) -> None:
+    reply = refused(request(exchange(), headers, method=method).authenticated(ALICE, 0), status, slug)
+    assert problem_of(reply)["detail"] == detail
+    if status == 405:
+        assert header(reply, b"allow") == "POST, DELETE"
+    if status == 413:
+        assert header(reply, b"connection") == "close"
+
+
+def test_the_body_is_read_up_to_the_cap_and_refused_past_it_or_its_time() -> None:
+    req = request(exchange(), {**LEGACY_HEAD, "content-length": "2048"})
+    assert req.authenticated(ALICE, 0) == ReadBody(2_048)
+    assert header(refused(req.too_large(), 413, "request-too-large"), b"connection") == "close"
+    timed_out = refused(req.timed_out(), 408, "request-timeout")
+    assert problem_of(timed_out)["detail"] == "the body did not arrive in time"
+    assert header(timed_out, b"connection") == "close"
+
+
+# -- the body: both eras -----------------------------------------------------------------------------
+
+
+def test_a_version_not_served_is_400_with_the_request_s_id_and_the_versions_served() -> None:
+    reply = reply_of(
+        post(exchange(), frame("tools/list", {}, 7), {**LEGACY_HEAD, "mcp-protocol-version": "1900-01-01"})
+    )
+    assert reply.status == 400
+    message = check_line(reply.body + b"\n")
+    assert message["id"] == 7
+    assert message["error"]["data"]["requested"] == "1900-01-01"
+    assert reply.log == "HTTP 400: unsupported-protocol-version"
+    assert reply.answer is None
+    unreadable = reply_of(post(exchange(), b"{", {**LEGACY_HEAD, "mcp-protocol-version": "x"}))
+    assert "id" not in check_line(unreadable.body + b"\n")
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "status", "slug"),
+    [
+        # the headers mirror the body (decoded once: the core reads the same message)
+        (frame("tools/list", {"_meta": META}), modern_headers("tools/call"), 400, "header-mismatch"),
+        (frame("tools/list", {}), modern_headers("tools/list"), 400, "malformed-meta"),
+        (frame("initialize", {"_meta": META}), modern_headers("initialize"), 404, "method-not-found"),
+        # the core's answers, by the status table
+        (frame("nope", {"_meta": META}), modern_headers("nope"), 404, "method-not-found"),
+        (b"{not json", modern_headers("tools/list"), 400, "invalid-request"),  # -32700, no id
+    ],
+)
+def test_a_modern_post_s_problems_and_their_statuses(
+    body: bytes, headers: dict[str, str], status: int, slug: str
+) -> None:
+    reply = reply_of(post(exchange(), body, headers))
+    assert reply.status == status
+    assert slug_of(problem_of(reply)) == slug
+
+
+def test_a_mismatch_answers_with_the_request_s_id_unaudited() -> None:
+    reply = reply_of(post(exchange(), frame("tools/list", {"_meta": META}, 9), modern_headers("x")))
+    assert check_line(reply.body + b"\n")["id"] == 9
+    assert reply.answer is None
+    assert reply.log == "HTTP 400: header-mismatch"
+
+
+def test_a_modern_request_is_answered_by_a_core_of_its_own_and_leaves_nothing_behind() -> None:
+    server = exchange()
+    reply = reply_of(post(server, frame("tools/list", {"_meta": META}), modern_headers("tools/list")))
+    assert reply.status == 200
+    assert reply.answer is not None
+    assert reply.answer.method == "tools/list"
+    assert header(reply, b"content-type") == "application/json"
+    assert server.statistics().sessions == 0
+
+
+def test_a_modern_call_runs_watching_the_disconnect_and_its_outcome_is_sent() -> None:
+    call = {"name": "echo", "arguments": {"text": "hi"}, "_meta": META}
+    req = request(exchange(), modern_headers("tools/call", "echo"))
+    req.authenticated(ALICE, 0)
+    run = req.body(frame("tools/call", call), 0)
+    assert isinstance(run, RunCall)
+    assert (run.start.name, run.ref, run.watch_disconnect) == ("echo", None, True)
+    reply = reply_of(req.call_finished(core.ToolSucceeded(b'{"text":"hi"}')))
+    assert reply.status == 200
+    assert reply.answer is not None
+    assert reply.answer.outcome == "ok"
+
+
+def test_a_modern_call_whose_client_went_away_is_withdrawn_and_only_audited() -> None:
+    req = request(exchange(), modern_headers("tools/call", "sleep"))
+    req.authenticated(ALICE, 0)
+    assert isinstance(
+        req.body(frame("tools/call", {"name": "sleep", "arguments": {}, "_meta": META}), 0), RunCall
+    )
+    assert req.disconnected() is True
+    assert req.disconnected() is False  # withdrawn once
+    answer = req.call_finished(core.CallInterrupted(deadline_passed=False))
+    assert isinstance(answer, core.Answer)
+    assert (answer.frame, answer.outcome) == (None, "cancelled")
+
+
+@pytest.mark.parametrize(
+    ("body", "name"),
+    [
+        (frame("tools/call", {"name": "echo", "arguments": {}, "_meta": META}), "echo"),
+        (frame("resources/read", {"uri": SCHEMA_URI, "_meta": META}), SCHEMA_URI),
+    ],
+)
+def test_a_call_outside_the_token_s_scopes_is_403_naming_the_scope_it_needs(body: bytes, name: str) -> None:
+    method = "tools/call" if name == "echo" else "resources/read"
+    needed = "test:call" if name == "echo" else "sql:read"
+    reply = reply_of(post(exchange(), body, modern_headers(method, name), NOBODY))
+    assert reply.status == 403
+    assert header(reply, b"www-authenticate") == (
+        f'Bearer resource_metadata="{METADATA}", error="insufficient_scope", scope="{needed}", '
+        f'error_description="{name} needs {needed}"'
+    )
+    document = problem_of(reply)
+    assert slug_of(document) == "insufficient-scope"
+    assert document["detail"] == f"This token's scopes do not cover {name!r}; it needs the scope {needed!r}."
+    assert reply.answer is not None  # audited: the core answered it
+    assert reply.answer.outcome == "error"
+
+
+def test_the_anonymous_caller_holds_every_scope() -> None:
+    body = frame("tools/call", {"name": "echo", "arguments": {}, "_meta": META})
+    assert isinstance(
+        post(exchange(authenticates=False), body, modern_headers("tools/call", "echo"), ANONYMOUS), RunCall
+    )
+
+
+# -- legacy sessions -------------------------------------------------------------------------------
+
+
+def test_initialize_opens_a_session_that_later_requests_name() -> None:
+    server = exchange()
+    session_id = open_session(server, ALICE, 100)
+    assert server.statistics().sessions == 1
+    listed = reply_of(post(server, frame("tools/list", {}, 2), in_session(session_id), ALICE, 120))
+    assert listed.status == 200
+    assert check_line(listed.body + b"\n")["result"]["tools"]
+    versioned = in_session(session_id, **{"mcp-protocol-version": "2025-11-25"})
+    assert reply_of(post(server, frame("tools/list", {}, 3), versioned, ALICE, 160)).status == 200
+    # Last used at 160: still open at 210, not at 211.
+    assert (
+        reply_of(post(server, frame("tools/list", {}, 4), in_session(session_id), ALICE, 210)).status == 200
+    )
+    expired = refused(
+        post(server, frame("tools/list", {}, 5), in_session(session_id), ALICE, 261), 404, "not-found"
+    )
+    assert problem_of(expired)["detail"] == "no such session; send initialize to open a new one"
+    assert server.statistics().sessions == 0
+
+
+def test_a_session_is_404_to_another_caller_and_400_under_another_version() -> None:
+    server = exchange()
+    session_id = open_session(server, ALICE, 100)
+    refused(post(server, frame("tools/list"), in_session(session_id), BOB), 404, "not-found")
+    refused(post(server, frame("tools/list"), in_session("no-such-id"), ALICE), 404, "not-found")
+    other = in_session(session_id, **{"mcp-protocol-version": "2025-06-18"})
+    reply = refused(post(server, frame("tools/list"), other, ALICE), 400, "invalid-request")
+    assert problem_of(reply)["detail"] == "MCP-Protocol-Version is not the version this session negotiated"
+    assert server.statistics().sessions == 1
+
+
+def test_a_legacy_request_needing_a_session_without_one_is_400() -> None:
+    reply = reply_of(post(exchange(), frame("tools/list"), LEGACY_HEAD))
+    assert reply.status == 400
+    assert isinstance(reply.answer and reply.answer.problem, SessionNotInitializedError)
+    assert b"mcp-session-id" not in dict(reply.headers)
+
+
+def test_a_session_s_call_is_filed_under_its_id_and_cancelled_by_a_notification() -> None:
+    server = exchange()
+    session_id = open_session(server, ALICE, 100)
+    req = request(server, in_session(session_id, accept="application/json, text/event-stream"))
+    req.authenticated(ALICE, 100)
+    run = req.body(frame("tools/call", {"name": "sleep", "arguments": {}}, 8), 100)
+    assert isinstance(run, RunCall)
+    assert run.ref == (session_id, ("i", 8))
+    assert run.watch_disconnect is False  # 2025-11-25: a disconnection is no cancellation
+    withdrawn = json.dumps(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 8}}
+    )
+    accepted = reply_of(post(server, withdrawn.encode(), in_session(session_id)))
+    assert (accepted.status, accepted.body, accepted.cancel) == (202, b"", ((session_id, ("i", 8)),))
+    # No JSON-RPC message for it, but an HTTP answer: an SSE stream closed without one.
+    ended = reply_of(req.call_finished(core.CallInterrupted(deadline_passed=False)))
+    assert (ended.status, ended.body) == (200, b"")
+    assert ended.headers == ((b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"))
+    assert ended.answer is not None
+    assert ended.answer.outcome == "cancelled"
+
+
+def test_a_cancelled_legacy_call_of_a_client_refusing_sse_is_204() -> None:
+    server = exchange()
+    session_id = open_session(server, ALICE, 100)
+    req = request(server, in_session(session_id, accept="application/json"))
+    req.authenticated(ALICE, 100)
+    assert isinstance(req.body(frame("tools/call", {"name": "sleep", "arguments": {}}, 8), 100), RunCall)
+    withdrawn = json.dumps(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 8}}
+    )
+    reply_of(post(server, withdrawn.encode(), in_session(session_id)))
+    ended = reply_of(req.call_finished(core.CallInterrupted(deadline_passed=False)))
+    assert (ended.status, ended.headers, ended.body) == (204, (), b"")
+
+
+def test_a_notification_outside_a_session_is_accepted_and_cancels_nothing() -> None:
+    note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+    assert reply_of(post(exchange(), note, LEGACY_HEAD)) == Reply(202)
+
+
+def test_a_session_ended_by_its_idle_time_cancels_its_calls_in_flight() -> None:
+    server = exchange()
+    session_id = open_session(server, ALICE, 100)
+    req = request(server, in_session(session_id))
+    req.authenticated(ALICE, 100)
+    assert isinstance(req.body(frame("tools/call", {"name": "sleep", "arguments": {}}, 3), 100), RunCall)
+    expired = refused(post(server, frame("tools/list"), in_session(session_id), ALICE, 151), 404, "not-found")
+    assert expired.cancel == ((session_id, ("i", 3)),)
+    # The call ends afterwards, its session gone: its answer is still sent.
+    assert reply_of(req.call_finished(core.ToolSucceeded(b"{}"))).status == 200
+
+
+def test_a_caller_at_its_quota_ends_its_own_oldest_idle_session_and_is_refused_when_all_are_busy() -> None:
+    server = exchange()
+    first = open_session(server, ALICE, 100)
+    second = open_session(server, ALICE, 101)
+    bob = open_session(server, BOB, 99)
+    third = open_session(server, ALICE, 102)  # ends `first`, never Bob's older one
+    refused(post(server, frame("tools/list"), in_session(first), ALICE, 103), 404, "not-found")
+    for session_id, who in ((second, ALICE), (third, ALICE), (bob, BOB)):
+        assert reply_of(post(server, frame("tools/list"), in_session(session_id), who, 103)).status == 200
+    for session_id, request_id in ((second, 1), (third, 2)):
+        req = request(server, in_session(session_id))
+        req.authenticated(ALICE, 104)
+        assert isinstance(
+            req.body(frame("tools/call", {"name": "sleep", "arguments": {}}, request_id), 104), RunCall
+        )
+        req.finished()  # the calls run on; this test is about the sessions
+    body = frame("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
+    busy = refused(post(server, body, LEGACY_HEAD, ALICE, 105), 429, "concurrency-limit")
+    assert problem_of(busy)["detail"] == "this caller's 2 sessions all have calls in progress"
+    assert header(busy, b"retry-after") == "5"
+    assert server.statistics().sessions == 3
+
+
+def test_the_server_s_bound_refuses_a_new_session_and_ends_only_expired_ones() -> None:
+    server = exchange()
+    dan = Identity("dan", frozenset())
+    old = open_session(server, BOB, 60)
+    req = request(server, in_session(old))
+    req.authenticated(BOB, 60)
+    assert isinstance(req.body(frame("tools/call", {"name": "sleep", "arguments": {}}, 5), 60), RunCall)
+    req.call_finished(core.ToolSucceeded(b"{}"))
+    for who, now in ((ALICE, 90), (ALICE, 91), (NOBODY, 92)):
+        open_session(server, who, now)
+    body = frame("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
+    full = refused(post(server, body, LEGACY_HEAD, dan, 93), 429, "concurrency-limit")
+    assert problem_of(full)["detail"] == "the server holds its maximum of 4 sessions; retry later"
+    assert full.cancel == ()
+    # Bob's session, idle past its time with no call in progress, makes room.
+    assert open_session(server, dan, 111)
+    assert server.statistics().sessions == 4
+    refused(post(server, frame("tools/list"), in_session(old), BOB, 112), 404, "not-found")
+
+
+def test_delete_ends_the_caller_s_own_session_and_cancels_its_calls() -> None:
+    server = exchange()
+    session_id = open_session(server, ALICE, 100)
+    req = request(server, in_session(session_id))
+    req.authenticated(ALICE, 100)
+    assert isinstance(req.body(frame("tools/call", {"name": "sleep", "arguments": {}}, 4), 100), RunCall)
+
+    def delete(headers: dict[str, str], who: Identity) -> Reply:
+        req = request(server, headers, method="DELETE")
+        step = req.authenticated(who, 101)
+        req.finished()
+        return reply_of(step)
+
+    missing = refused(delete({}, ALICE), 400, "invalid-request")
+    assert problem_of(missing)["detail"] == "DELETE names the session to end in Mcp-Session-Id"
+    refused(delete({"mcp-session-id": "nope"}, ALICE), 404, "not-found")
+    refused(delete({"mcp-session-id": session_id}, BOB), 404, "not-found")
+    ended = delete({"mcp-session-id": session_id}, ALICE)
+    assert (ended.status, ended.body, ended.cancel) == (204, b"", ((session_id, ("i", 4)),))
+    assert server.statistics().sessions == 0
+
+
+# -- the status table --------------------------------------------------------------------------------
+
+
+def _answer(problem: ProblemError | None, *, request_id: Any = 1, code: int | None = None) -> core.Answer:
+    return core.Answer(b"{}\n", request_id, "m", "error" if problem else "ok", problem, error_code=code)
+
+
+@pytest.mark.parametrize(
+    ("answer", "era", "status"),
+    [
+        (_answer(None), HttpEra.MODERN, 200),
+        # an in-band tool error is a result: 200, whatever its problem
+        (_answer(TooManyRequestsError("x")), HttpEra.MODERN, 200),
+        (_answer(TooManyRequestsError("x"), code=TooManyRequestsError.jsonrpc_code), HttpEra.LEGACY, 200),
+        (_answer(SessionNotInitializedError("x"), code=-32600), HttpEra.LEGACY, 400),
+        (_answer(None, request_id=None, code=-32700), HttpEra.LEGACY, 400),
+        (_answer(None, code=-32700), HttpEra.LEGACY, 200),
+        (_answer(None, code=-32601), HttpEra.MODERN, 404),
+        (_answer(None, code=-32601), HttpEra.LEGACY, 200),
+    ],
+)
+def test_the_status_of_an_answer_comes_from_its_code_and_class_never_its_frame(
+    answer: core.Answer, era: HttpEra, status: int
+) -> None:
+    reply = answer_reply(answer, era, [(b"x", b"y")])
+    assert (reply.status, reply.body, reply.answer) == (status, b"{}", answer)
+    assert reply.headers == ((b"content-type", b"application/json"), (b"x", b"y"))
+
+
+def test_a_failure_outside_any_call_is_a_500_internal_error_naming_its_incident() -> None:
+    problem = InternalServerError("The server failed (incident abc).", metadata={"incident": "abc"})
+    reply = internal_error_reply(problem)
+    assert reply.status == 500
+    document = problem_of(reply)
+    assert (slug_of(document), document["metadata"]["incident"]) == ("internal-error", "abc")
+
+
+def test_without_a_resource_uri_no_metadata_path_is_served_or_logged() -> None:
+    server = HttpExchange(
+        Settings(),
+        new_core=lambda identity: make_core(),
+        grants=lambda: grants_of([], []),
+        ready=lambda: True,
+        scopes=(),
+        authenticates=False,
+    )
+    reply = refused(server.head("GET", "/.well-known/oauth-protected-resource", []), 404, "not-found")
+    assert reply.log is not None
+    assert "an unknown path" in reply.log

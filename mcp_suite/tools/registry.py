@@ -26,16 +26,17 @@ __all__ = ["Registry", "ToolOpener", "instructions", "open_registry"]
 ToolOpener = Callable[[Settings], AbstractContextManager[Toolset | None]]
 
 
-def _open_read_only_sql(settings: Settings) -> AbstractContextManager[Toolset | None]:
-    # Deferred: psycopg with its bundled libpq is most of a cold start that has no SQL tool.
-    from mcp_suite.tools.sql.read_only_sql.tool import open_read_only_sql
+def _open_sql(settings: Settings) -> AbstractContextManager[Toolset | None]:
+    # Deferred: psycopg with its bundled libpq is most of a cold start that has no SQL tool, so the
+    # whole SQL family loads only when it is enabled.
+    from mcp_suite.tools.sql.opener import open_sql
 
-    return open_read_only_sql(settings)
+    return open_sql(settings)
 
 
 # (opener, enabled?) — order is the order of tools/list.
 _BUILTIN: tuple[tuple[ToolOpener, Callable[[Settings], bool]], ...] = (
-    (_open_read_only_sql, lambda s: s.sql_dsn is not None or s.config_file is not None),
+    (_open_sql, lambda s: s.sql_dsn is not None or s.config_file is not None),
     (open_sandbox_fs_read, lambda s: s.safe_data_dir is not None),
     (open_system_metrics, lambda s: s.metrics_enabled),
 )

@@ -1,12 +1,16 @@
-"""The argument and result models of `sandbox_fs_read` (pydantic), loaded on first use.
+"""The files family's argument and result models (pydantic): `sandbox_fs_read`'s, whose `max_bytes`
+bound comes from settings (`args_model_for`: it enforces the bound; the advertised schema shows the
+default it sets), and `sandbox_fs_list`'s, with the path bound both share (`MAX_PATH_CHARS`).
 
-The `max_bytes` bound comes from settings, so the args model is built per settings
-(`args_model_for`): it enforces the bound; the advertised schema shows the default it sets.
+Loaded only through the family's one deferred import (`tools.files.MODELS`), after the handshake or
+by the first call: a tool face imports it for types only. Imports no tool; no I/O.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Final
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Final, Literal
 
 from pydantic import Field, create_model
 
@@ -17,7 +21,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "LOADED",
+    "MAX_DEPTH",
+    "MAX_ENTRIES",
     "MAX_PATH_CHARS",
+    "FilesModels",
+    "FsEntry",
+    "SandboxFsListArgs",
+    "SandboxFsListResult",
     "SandboxFsReadArgs",
     "SandboxFsReadResult",
     "args_model_for",
@@ -72,3 +83,57 @@ def args_model_for(settings: Settings) -> type[SandboxFsReadArgs]:
         ),
     )
     return model
+
+
+MAX_ENTRIES: Final = 1_000
+DEFAULT_MAX_ENTRIES: Final = 200
+MAX_DEPTH: Final = 8
+DEFAULT_DEPTH: Final = 3
+
+
+class SandboxFsListArgs(StrictModel):
+    """Which directory of the sandbox folder to list, and how much of it."""
+
+    relative_path: Annotated[str, Field(max_length=MAX_PATH_CHARS)] = ""  # the default: the folder
+    max_entries: Annotated[int, Field(ge=1, le=MAX_ENTRIES)] = DEFAULT_MAX_ENTRIES
+    recursive: Annotated[bool, Field(description="breadth first, max_depth levels")] = False
+    max_depth: Annotated[int, Field(ge=1, le=MAX_DEPTH)] = DEFAULT_DEPTH
+
+
+class FsEntry(StrictModel):
+    name: Annotated[str, Field(description="Path relative to the listed directory.")]
+    kind: Literal["file", "directory", "symlink", "other"]
+    size: Annotated[int | None, Field(ge=0, description="Bytes, for files.")]
+
+
+class SandboxFsListResult(StrictModel):
+    """The entries of one directory of the sandbox folder."""
+
+    path: str = Field(description="relative_path as given.")
+    entries: list[FsEntry]
+    truncated: bool = Field(description="More entries existed than returned (hint: next step)")
+    hint: Annotated[str | None, omitted_when_none()] = None  # only when truncated
+    # Only when names hold characters a reader cannot see (`tool.list_sync`).
+    invisible: Annotated[str | None, omitted_when_none()] = None
+
+
+@dataclass(frozen=True, slots=True)
+class FilesModels:
+    """What the tool faces take from this module (through `tools.files.MODELS`)."""
+
+    read_args_for: Callable[[Settings], type[SandboxFsReadArgs]]
+    read_result: type[SandboxFsReadResult]
+    list_args: type[SandboxFsListArgs]
+    list_result: type[SandboxFsListResult]
+    list_entry: type[FsEntry]
+    max_entries: int
+
+
+LOADED: Final = FilesModels(
+    read_args_for=args_model_for,
+    read_result=SandboxFsReadResult,
+    list_args=SandboxFsListArgs,
+    list_result=SandboxFsListResult,
+    list_entry=FsEntry,
+    max_entries=MAX_ENTRIES,
+)

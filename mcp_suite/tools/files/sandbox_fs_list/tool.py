@@ -45,7 +45,7 @@ HINT_BYTES: Final = 220
 
 TOOL_NAME: Final = "sandbox_fs_list"
 TITLE: Final = "List a folder of the sandbox"
-# What it lists and what a result carries; the order of use is the instructions' (GUIDANCE).
+# What it lists and what a result carries; the order of use is the instructions' (`opener.GUIDANCE`).
 DESCRIPTION: Final = (
     "List a directory below the sandbox folder. Returns path, entries [{name, kind, size}] and "
     "truncated; a truncated listing's hint says how to list the rest. Links are shown, not followed."

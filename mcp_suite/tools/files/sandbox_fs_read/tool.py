@@ -34,7 +34,7 @@ __all__ = ["DESCRIPTION", "TOOL_NAME", "models", "read_sync", "spec"]
 
 TOOL_NAME: Final = "sandbox_fs_read"
 
-# What it reads and what a result carries; the order of use is the instructions' (GUIDANCE), and
+# What it reads and what a result carries; the order of use is the instructions' (`opener.GUIDANCE`), and
 # how escaped characters count against max_bytes is docs/tools/sandbox_fs_read.md's.
 DESCRIPTION: Final = (
     "Read a UTF-8 text file below the sandbox folder; links are followed while they stay inside. "

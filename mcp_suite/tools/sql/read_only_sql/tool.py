@@ -9,7 +9,6 @@ family's modules, never a sibling tool. Its models are the family's (`tools/sql/
 from __future__ import annotations
 
 import functools
-import logging
 import time
 from typing import TYPE_CHECKING, Final
 
@@ -30,12 +29,10 @@ if TYPE_CHECKING:
 
 __all__ = ["DESCRIPTION", "TOOL_NAME", "result_json", "spec", "truncation_hint"]
 
-log = logging.getLogger(__name__)
-
 TOOL_NAME: Final = "read_only_sql"
 
 # What it runs and what a result carries (output schemas are not shown to the model); the order of
-# use is the instructions' (GUIDANCE), each limit is told by the refusal or hint that meets it.
+# use is the instructions' (`opener.GUIDANCE`), each limit is told by the refusal or hint that meets it.
 DESCRIPTION: Final = (
     "Run one read-only PostgreSQL query: SELECT, VALUES or a set operation, literals inline (no $1 "
     "parameters). Returns columns [{name, type}], rows (arrays in column order), row_count and "

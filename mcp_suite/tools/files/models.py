@@ -113,7 +113,7 @@ class SandboxFsListResult(StrictModel):
     entries: list[FsEntry]
     truncated: bool = Field(description="More entries existed than returned (hint: next step)")
     hint: Annotated[str | None, omitted_when_none()] = None  # only when truncated
-    # Only when names hold characters a reader cannot see (`tool.list_sync`).
+    # Only when names hold characters a reader cannot see (`sandbox_fs_list.tool.list_sync`).
     invisible: Annotated[str | None, omitted_when_none()] = None
 
 

@@ -1,4 +1,5 @@
-"""Runtime benchmarks (docs/performance.md): cold start, ping round trips with 32 in flight, idle RSS.
+"""Runtime benchmarks (docs/performance.md): cold start, ping round trips with 32 in flight, idle RSS,
+and what each tool family adds to a cold start (docs/performance.md, "Start-up").
 
 Floors measured in the same run: the bare interpreter's start-up, and a line-echo process driven by
 the same client loop (the cost of pipes and the client itself).
@@ -6,13 +7,17 @@ the same client loop (the cost of pipes and the client itself).
 
 from __future__ import annotations
 
+import functools
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 
-from bench.common import INIT, Figure, cold_start_ms, read_lines, rss_mb, server_env, spawn
+from bench.common import INIT, REPO, Figure, cold_start_ms, read_lines, rss_mb, server_env, spawn
 
 ECHO_FLOOR = (
     "import sys\n"
@@ -21,6 +26,17 @@ ECHO_FLOOR = (
     "    w.write(line)\n"
     "    w.flush()\n"
 )
+
+
+# Each family enabled alone (the SQL family needs a database: its imports are measured below, its
+# cold start with the role audit is bench_sql's).
+FAMILIES: tuple[tuple[str, dict[str, str]], ...] = (
+    ("no tools", {"MCP_METRICS_ENABLED": "false"}),
+    ("metrics", {}),
+    ("files", {"MCP_METRICS_ENABLED": "false", "MCP_SAFE_DATA_DIR": str(REPO / "examples" / "safe_data")}),
+)
+# What the registry's deferred import loads when the SQL family is enabled.
+SQL_FAMILY = "mcp_suite.tools.sql.opener"
 
 
 def interpreter_floor_ms(runs: int = 15) -> float:
@@ -93,6 +109,66 @@ def idle_rss_mb() -> float:
     return rss
 
 
+def _child_cpu_ms(run: Callable[[], object]) -> float:
+    """The CPU (user and system) of the one child process `run` starts and waits for: unlike its
+    wall-clock time, hardly moved by other work on the machine."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    run()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) * 1000
+
+
+def _cpu_to_initialize_ms(env: dict[str, str]) -> float:
+    """The server's CPU (user and system, every thread) when its `initialize` answer arrives: the
+    warm-up that starts after the answer is left out. It stops on EOF."""
+    proc = spawn(env)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(INIT)
+    read_lines(proc.stdout.fileno(), bytearray())
+    # Each thread's run time in ns (schedstat), where /proc/<pid>/stat counts 10 ms clock ticks.
+    tasks = Path(f"/proc/{proc.pid}/task").iterdir()
+    cpu = sum(int((task / "schedstat").read_text().split()[0]) for task in tasks) / 1e6
+    proc.stdin.close()
+    proc.wait(10)
+    proc.stdout.close()
+    return cpu
+
+
+def family_starts(rounds: int = 15) -> list[Figure]:
+    """The server's CPU to its `initialize` answer with each family alone, and the CPU a fresh
+    process spends importing the SQL family beyond the registry, each against the bare
+    interpreter's (the floor). The configurations take turns in each round, so a
+    machine's changing load falls on all of them alike."""
+    argv = {
+        "floor": [sys.executable, "-c", "pass"],
+        "registry": [sys.executable, "-c", "import mcp_suite.tools.registry"],
+        "sql": [sys.executable, "-c", f"import mcp_suite.tools.registry, {SQL_FAMILY}"],
+    }
+    samples: dict[str, list[float]] = {name: [] for name in (*argv, *(name for name, _ in FAMILIES))}
+    for _ in range(rounds):
+        for name, extra in FAMILIES:
+            samples[name].append(_cpu_to_initialize_ms(server_env(**extra)))
+        for name, command in argv.items():
+            run = functools.partial(subprocess.run, command, check=True, env=server_env(), cwd=REPO)
+            samples[name].append(_child_cpu_ms(run))
+    median = {name: statistics.median(ms) for name, ms in samples.items()}
+    floor = median["floor"]
+    figures = [
+        Figure(f"CPU to the initialize answer, {name} (median of {rounds})", median[name], "ms", floor=floor)
+        for name, _ in FAMILIES
+    ]
+    figures.append(
+        Figure(
+            f"CPU of importing the SQL family beyond the registry (median of {rounds})",
+            median["sql"] - median["registry"],
+            "ms",
+            floor=floor,
+            note=f"registry alone {median['registry']:.1f} ms",
+        )
+    )
+    return figures
+
+
 def run() -> list[Figure]:
     figures = []
     floor = interpreter_floor_ms()
@@ -108,4 +184,5 @@ def run() -> list[Figure]:
     )
     rss = idle_rss_mb()
     figures.append(Figure("idle RSS after initialize", rss, "MB", "<= 40 MB", rss <= 40))
+    figures.extend(family_starts())
     return figures

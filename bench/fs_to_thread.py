@@ -21,12 +21,13 @@ from mcp_suite.settings import Settings
 from mcp_suite.tools.base import Toolset, ToolSpec
 from mcp_suite.tools.files import SCOPE as FILES_SCOPE
 from mcp_suite.tools.files import fdwalk
-from mcp_suite.tools.files.sandbox_fs_read.models import (
+from mcp_suite.tools.files.models import (
     SandboxFsReadArgs,
     SandboxFsReadResult,
     args_model_for,
 )
-from mcp_suite.tools.files.sandbox_fs_read.tool import DESCRIPTION, READ_THREADS, TOOL_NAME, read_sync
+from mcp_suite.tools.files.opener import READ_THREADS
+from mcp_suite.tools.files.sandbox_fs_read.tool import DESCRIPTION, TOOL_NAME, read_sync
 
 
 @contextlib.contextmanager

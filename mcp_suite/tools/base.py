@@ -1,8 +1,9 @@
 """What a tool contributes to the server: its spec (name, models, async call) and its resources.
 
-A tool package exposes `open_<tool>(settings)`, a context manager yielding a `Toolset` (or None when
-the tool is disabled by configuration). The registry enters them all with one ExitStack, so pools and
-other resources a tool opens are closed when the server stops. Tools raise `ProblemError`s; anything
+A tool family exposes `open_<family>(settings)` (its `opener.py`), a context manager yielding a
+`Toolset` (or None when the family is disabled by configuration); each tool of it declares its own
+`ToolSpec`. The registry enters them all with one ExitStack, so pools and other resources a family
+opens are closed when the server stops. Tools raise `ProblemError`s; anything
 else they raise becomes an internal error with an incident id at the dispatcher.
 """
 
@@ -135,7 +136,7 @@ class SourceState:
 
 @dataclass(frozen=True, slots=True)
 class Toolset:
-    """What one tool package serves. `warm_up` holds blocking work (imports, parsers) that calls
+    """What one tool family serves. `warm_up` holds blocking work (imports, parsers) that calls
     need but `initialize` does not: the session runs it in a worker thread after the handshake,
     and a call that comes earlier does the same work itself (each step must be safe to repeat
     and thread-safe). `guidance` is its sentence of the `initialize` instructions: what its tools

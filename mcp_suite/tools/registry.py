@@ -1,11 +1,11 @@
 """The tool registry: which tools this process serves, opened and closed together.
 
-`open_registry(settings)` enters each enabled tool's `open_<tool>` context manager (docs/tools/: SQL
-only with `MCP_SQL_DSN` or a configuration file, files only with `MCP_SAFE_DATA_DIR`, metrics unless
-disabled) on one ExitStack and yields a `Registry`. Every tool module is a plain import (the layer
-contract sees each arrow), but the SQL tool's, which loads psycopg and its libpq: that one waits
-until the tool is enabled, the one deferred seam whose cost is measured (docs/performance.md,
-"Start-up"). Must not import trio.
+`open_registry(settings)` enters each enabled family's opener (`open_sql`, `open_files`,
+`open_metrics`; docs/tools/: SQL only with `MCP_SQL_DSN` or a configuration file, files only with
+`MCP_SAFE_DATA_DIR`, metrics unless disabled) on one ExitStack and yields a `Registry`. The files and
+metrics openers are plain imports (the layer contract sees each arrow); the SQL family, which loads
+psycopg and its libpq, waits until it is enabled: the one deferred import here, its cost measured
+(docs/performance.md, "Start-up"). Must not import trio.
 """
 
 from __future__ import annotations
@@ -18,26 +18,27 @@ from dataclasses import dataclass, field
 from mcp_suite.protocol import untrusted
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ResourceSpec, SourceState, Toolset, ToolSpec
-from mcp_suite.tools.files.sandbox_fs_read.tool import open_sandbox_fs_read
-from mcp_suite.tools.metrics.tool import open_system_metrics
+from mcp_suite.tools.files.opener import open_files
+from mcp_suite.tools.metrics.opener import open_metrics
 
 __all__ = ["Registry", "ToolOpener", "instructions", "open_registry"]
 
 ToolOpener = Callable[[Settings], AbstractContextManager[Toolset | None]]
 
 
-def _open_read_only_sql(settings: Settings) -> AbstractContextManager[Toolset | None]:
-    # Deferred: psycopg with its bundled libpq is most of a cold start that has no SQL tool.
-    from mcp_suite.tools.sql.read_only_sql.tool import open_read_only_sql
+def _open_sql(settings: Settings) -> AbstractContextManager[Toolset | None]:
+    # Deferred: psycopg with its bundled libpq is most of a cold start that has no SQL tool, so the
+    # whole SQL family loads only when it is enabled.
+    from mcp_suite.tools.sql.opener import open_sql
 
-    return open_read_only_sql(settings)
+    return open_sql(settings)
 
 
 # (opener, enabled?) — order is the order of tools/list.
 _BUILTIN: tuple[tuple[ToolOpener, Callable[[Settings], bool]], ...] = (
-    (_open_read_only_sql, lambda s: s.sql_dsn is not None or s.config_file is not None),
-    (open_sandbox_fs_read, lambda s: s.safe_data_dir is not None),
-    (open_system_metrics, lambda s: s.metrics_enabled),
+    (_open_sql, lambda s: s.sql_dsn is not None or s.config_file is not None),
+    (open_files, lambda s: s.safe_data_dir is not None),
+    (open_metrics, lambda s: s.metrics_enabled),
 )
 
 

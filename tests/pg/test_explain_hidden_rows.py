@@ -3,7 +3,7 @@
 The oracle it closes: under a security_barrier view (the role guide's way to hide rows), a range on
 an indexed column is pushed into the index scan below the view's filter, and EXPLAIN ANALYZE's
 `Rows Removed by Filter` counts the hidden rows in that range; a search one character at a time
-reads a hidden value. With the check bypassed (`open_read_only_sql(guard_hidden_rows=False)`) the
+reads a hidden value. With the check bypassed (`open_sql(guard_hidden_rows=False)`) the
 search below recovers the secret through the real tool; with it, every probe is refused.
 """
 
@@ -21,7 +21,7 @@ import trio
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.tools.sql.engine.introspect.visibility import hidden_relations
 from mcp_suite.tools.sql.explain_sql.policy import OPAQUE_SCAN
-from mcp_suite.tools.sql.read_only_sql.tool import open_read_only_sql
+from mcp_suite.tools.sql.opener import open_sql
 from tests.support.harness import Harness, open_session
 from tests.support.pg import sql_settings
 
@@ -130,7 +130,7 @@ async def search(probe: Probe) -> tuple[str, int]:
 async def test_the_analyze_oracle_reads_a_hidden_secret_when_the_check_is_bypassed(
     demo_cluster: Cluster, vault: None
 ) -> None:
-    unguarded = functools.partial(open_read_only_sql, guard_hidden_rows=False)
+    unguarded = functools.partial(open_sql, guard_hidden_rows=False)
     refusals: list[dict[str, Any]] = []
     with trio.fail_after(60):
         async with open_session(settings=sql_settings(demo_cluster.reader_dsn), extra_tools=[unguarded]) as h:

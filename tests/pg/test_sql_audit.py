@@ -16,7 +16,7 @@ from mcp_suite.cli import check_role
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.tools.base import StartupRefusedError
 from mcp_suite.tools.sql.engine.role_audit.connect import audit_dsn
-from mcp_suite.tools.sql.read_only_sql.tool import open_read_only_sql
+from mcp_suite.tools.sql.opener import open_sql
 from tests.support.pg import PROBE_PASSWORD as PASSWORD
 from tests.support.pg import PROBE_ROLE as ROLE
 from tests.support.pg import probe_dsn, sql_settings
@@ -128,7 +128,7 @@ def test_the_tool_refuses_to_start_naming_each_problem_and_fix(
     probe.execute(f"GRANT DELETE ON docs.pages TO {ROLE}".encode())
     probe.execute(f"GRANT TEMPORARY ON DATABASE mcp_demo TO {ROLE}".encode())
     settings = sql_settings(probe_dsn(demo_cluster))
-    with pytest.raises(StartupRefusedError) as caught, open_read_only_sql(settings):
+    with pytest.raises(StartupRefusedError) as caught, open_sql(settings):
         pass
     message = str(caught.value)
     assert '"docs"."pages" (DELETE)' in message

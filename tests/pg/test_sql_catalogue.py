@@ -215,13 +215,13 @@ async def test_the_setting_allows_the_catalogue_and_the_same_query_then_leaks(
 async def test_the_setting_is_logged_as_a_warning_at_start_up(
     demo_cluster: Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="mcp_suite.tools.sql.read_only_sql.tool"):
+    with caplog.at_level(logging.WARNING, logger="mcp_suite.tools.sql"):
         await _call(demo_cluster, "SELECT 1 AS one", sql_allow_catalogue=True)
     assert any(
         "MCP_SQL_ALLOW_CATALOGUE" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
     )
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="mcp_suite.tools.sql.read_only_sql.tool"):
+    with caplog.at_level(logging.WARNING, logger="mcp_suite.tools.sql"):
         await _call(demo_cluster, "SELECT 1 AS one")
     assert not any("MCP_SQL_ALLOW_CATALOGUE" in r.getMessage() for r in caplog.records)
 

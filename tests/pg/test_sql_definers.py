@@ -30,7 +30,7 @@ from mcp_suite.tools.sql.engine.executor import Executor
 from mcp_suite.tools.sql.engine.policy import vet_sql
 from mcp_suite.tools.sql.engine.role_audit.connect import audit_dsn
 from mcp_suite.tools.sql.engine.ticket import CallTicket
-from mcp_suite.tools.sql.read_only_sql.tool import open_read_only_sql
+from mcp_suite.tools.sql.opener import open_sql
 from tests.support.client import ServerProcess, problem_of, server_env
 from tests.support.harness import open_session
 from tests.support.pg import open_executor, sql_settings
@@ -150,7 +150,7 @@ def test_each_definer_wrapper_is_a_start_up_finding_naming_it_its_owner_and_the_
     assert finding.fix.startswith(f'REVOKE EXECUTE ON FUNCTION "docs"."{wrapper.name}"() FROM PUBLIC')
     with (
         pytest.raises(StartupRefusedError) as refused,
-        open_read_only_sql(sql_settings(demo_cluster.reader_dsn)),
+        open_sql(sql_settings(demo_cluster.reader_dsn)),
     ):
         pass
     assert wrapper.name in str(refused.value)
@@ -291,7 +291,7 @@ def test_an_accepted_definer_function_is_a_logged_warning_and_runs(
         assert "MCP_SQL_ACCEPT_DEFINER_FUNCTIONS" in findings[0].problem
         with (
             caplog.at_level("WARNING"),
-            open_read_only_sql(sql_settings(demo_cluster.reader_dsn, **accepted)),
+            open_sql(sql_settings(demo_cluster.reader_dsn, **accepted)),
         ):
             pass
         assert "accepted as a known risk" in caplog.text

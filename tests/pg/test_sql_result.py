@@ -19,12 +19,8 @@ import pytest
 from mcp_suite.protocol.mcp import model_json_schema, structured_json
 from mcp_suite.tools.sql.engine.convert import JSON_READY_OIDS, to_json_value
 from mcp_suite.tools.sql.engine.executor import CallTicket, Executor, QueryResult
-from mcp_suite.tools.sql.read_only_sql.models import (
-    ReadOnlySqlResult,
-    SqlColumn,
-    result_json,
-    truncation_hint,
-)
+from mcp_suite.tools.sql.models import ReadOnlySqlResult, SqlColumn
+from mcp_suite.tools.sql.read_only_sql.tool import result_json, truncation_hint
 from tests.support.pg import DOMAIN_TYPE, ENUM_TYPE
 
 pytestmark = pytest.mark.pg

@@ -15,7 +15,7 @@ import pytest
 
 from mcp_suite.devdb.cluster import Cluster
 from mcp_suite.settings import SecretStr, Settings
-from mcp_suite.tools.sql.read_only_sql.tool import open_read_only_sql
+from mcp_suite.tools.sql.opener import open_sql
 from tests.support.client import REPO, server_env
 
 pytestmark = pytest.mark.pg
@@ -69,7 +69,7 @@ def test_opening_the_tool_audits_only_and_the_warm_up_builds_the_rest(demo_clust
 def test_the_warm_up_opens_the_pool_and_closing_the_tool_closes_it(demo_cluster: Cluster) -> None:
     settings = Settings(sql_dsn=SecretStr(demo_cluster.reader_dsn), metrics_enabled=False)
     before = _pool_threads()
-    with open_read_only_sql(settings) as toolset:
+    with open_sql(settings) as toolset:
         assert toolset is not None
         for step in (*toolset.warm_up, *toolset.warm_up):  # a repeated step builds nothing twice
             step()
@@ -91,7 +91,7 @@ def _pool_threads() -> list[str]:
 def test_a_tool_that_never_served_a_call_closes_without_opening_a_pool(demo_cluster: Cluster) -> None:
     settings = Settings(sql_dsn=SecretStr(demo_cluster.reader_dsn), metrics_enabled=False)
     before = _pool_threads()
-    with open_read_only_sql(settings) as toolset:
+    with open_sql(settings) as toolset:
         assert toolset is not None
         assert _pool_threads() == before  # opening the tool started no pool
     assert _pool_threads() == before  # and closing it had none to close

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from mcp_suite.problems import ProblemError, render_problem
 from mcp_suite.tools.files import fdwalk
-from mcp_suite.tools.files.sandbox_fs_read.models import SandboxFsReadArgs
+from mcp_suite.tools.files.models import SandboxFsReadArgs
 from mcp_suite.tools.files.sandbox_fs_read.tool import read_sync
 from tests.support.properties import security_property
 

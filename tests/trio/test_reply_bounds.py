@@ -20,8 +20,7 @@ import trio
 from mcp_suite.protocol import core
 from mcp_suite.protocol.mcp import structured_json
 from mcp_suite.settings import Settings
-from mcp_suite.tools.files.sandbox_fs_list.models import MAX_DEPTH, MAX_ENTRIES
-from mcp_suite.tools.files.sandbox_fs_read.models import MAX_PATH_CHARS
+from mcp_suite.tools.files.models import MAX_DEPTH, MAX_ENTRIES, MAX_PATH_CHARS
 from mcp_suite.tools.metrics.policy import COUNT_MAX, RawSample, shape_sample
 from tests.support.harness import Harness, open_session
 from tests.support.session_core import META, make_core, modern

@@ -184,7 +184,7 @@ def test_off_the_server_imports_no_opentelemetry() -> None:
     code = (
         "import sys\n"
         "import mcp_suite.cli, mcp_suite.runtime.session, mcp_suite.runtime.http, mcp_suite.runtime.calls\n"
-        "import mcp_suite.tools.sql.engine.engine, mcp_suite.tools.sql.read_only_sql.tool\n"
+        "import mcp_suite.tools.sql.engine.engine, mcp_suite.tools.sql.opener\n"
         "loaded = sorted(m for m in sys.modules if m.startswith(('opentelemetry', 'prometheus_client')))\n"
         "assert not loaded, loaded\n"
         "assert 'mcp_suite.runtime.telemetry' not in sys.modules\n"

@@ -18,12 +18,13 @@ import trio
 from mcp_suite.problems import ProblemError
 from mcp_suite.settings import Settings
 from mcp_suite.tools.files import fdwalk
-from mcp_suite.tools.files.sandbox_fs_read.models import (
+from mcp_suite.tools.files.models import (
     SandboxFsReadArgs,
     SandboxFsReadResult,
     args_model_for,
 )
-from mcp_suite.tools.files.sandbox_fs_read.tool import open_sandbox_fs_read, read_sync
+from mcp_suite.tools.files.opener import open_files
+from mcp_suite.tools.files.sandbox_fs_read.tool import read_sync
 from tests.support.fs_attacks import (
     CANARY,
     CASES,
@@ -218,14 +219,14 @@ def test_no_descriptor_is_left_open(root_dir: fdwalk.RootDir, tree: AttackTree) 
 
 def test_root_fd_is_closed_when_the_tool_closes(tree: AttackTree) -> None:
     before = len(os.listdir("/proc/self/fd"))
-    with open_sandbox_fs_read(Settings(safe_data_dir=tree.root)) as toolset:
+    with open_files(Settings(safe_data_dir=tree.root)) as toolset:
         assert toolset is not None
         assert len(os.listdir("/proc/self/fd")) == before + 1
     assert len(os.listdir("/proc/self/fd")) == before
 
 
 async def test_tool_call_reads_through_a_worker_thread(tree: AttackTree) -> None:
-    with trio.fail_after(10), open_sandbox_fs_read(Settings(safe_data_dir=tree.root)) as toolset:
+    with trio.fail_after(10), open_files(Settings(safe_data_dir=tree.root)) as toolset:
         assert toolset is not None
         spec = next(t for t in toolset.tools if t.name == "sandbox_fs_read")
         args = spec.args_model.model_validate({"relative_path": "in-file"}, strict=True)
@@ -299,7 +300,7 @@ def test_an_unexpected_os_error_propagates_for_an_incident(
 
 
 async def test_a_cancelled_call_propagates_and_leaves_no_descriptor(tree: AttackTree) -> None:
-    with trio.fail_after(10), open_sandbox_fs_read(Settings(safe_data_dir=tree.root)) as toolset:
+    with trio.fail_after(10), open_files(Settings(safe_data_dir=tree.root)) as toolset:
         assert toolset is not None
         spec = next(t for t in toolset.tools if t.name == "sandbox_fs_read")
         args = spec.args_model.model_validate({"relative_path": "hello.txt"})

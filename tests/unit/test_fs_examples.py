@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mcp_suite.tools.files import fdwalk
-from mcp_suite.tools.files.sandbox_fs_read.models import SandboxFsReadArgs
+from mcp_suite.tools.files.models import SandboxFsReadArgs
 from mcp_suite.tools.files.sandbox_fs_read.tool import read_sync
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "safe_data"

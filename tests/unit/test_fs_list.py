@@ -18,9 +18,9 @@ import trio
 from mcp_suite.problems import ProblemError
 from mcp_suite.settings import Settings
 from mcp_suite.tools.files import fdwalk
-from mcp_suite.tools.files.sandbox_fs_list.models import SandboxFsListArgs, SandboxFsListResult
+from mcp_suite.tools.files.models import SandboxFsListArgs, SandboxFsListResult
+from mcp_suite.tools.files.opener import open_files
 from mcp_suite.tools.files.sandbox_fs_list.tool import list_sync
-from mcp_suite.tools.files.sandbox_fs_read.tool import open_sandbox_fs_read
 from tests.support.fs_attacks import CANARY, CASES, AttackTree, checked_problem, root_dir, tree
 
 __all__ = ["root_dir", "tree"]  # the fixtures this module's tests take
@@ -269,7 +269,7 @@ def test_arguments_are_strict_and_bounded() -> None:
 
 
 async def test_both_tools_are_served_from_one_root(tree: AttackTree) -> None:
-    with trio.fail_after(10), open_sandbox_fs_read(Settings(safe_data_dir=tree.root)) as toolset:
+    with trio.fail_after(10), open_files(Settings(safe_data_dir=tree.root)) as toolset:
         assert toolset is not None
         assert [spec.name for spec in toolset.tools] == ["sandbox_fs_list", "sandbox_fs_read"]
         spec = toolset.tools[0]

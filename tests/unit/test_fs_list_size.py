@@ -12,7 +12,7 @@ from mcp_suite.problems import ResultTooLargeError
 from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.protocol.mcp import structured_json
 from mcp_suite.tools.files import fdwalk
-from mcp_suite.tools.files.sandbox_fs_list.models import MAX_ENTRIES, SandboxFsListArgs
+from mcp_suite.tools.files.models import MAX_ENTRIES, SandboxFsListArgs
 from mcp_suite.tools.files.sandbox_fs_list.tool import HINT_BYTES, fit_entries, list_sync, listing_hint
 
 ENVELOPE = 64  # what the cap keeps for {"path":..,"entries":[],"truncated":false}

@@ -21,6 +21,11 @@ from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.protocol.mcp import model_json_schema
 from mcp_suite.settings import Settings, load_settings
 from mcp_suite.tools.files import policy as fs_policy
+from mcp_suite.tools.files.models import (
+    DEFAULT_MAX_BYTES,
+    SandboxFsReadResult,
+    args_model_for,
+)
 from mcp_suite.tools.files.policy import (
     Refusal,
     RefusedError,
@@ -31,11 +36,6 @@ from mcp_suite.tools.files.policy import (
     sent_bytes,
     split_caller_path,
     split_directory_path,
-)
-from mcp_suite.tools.files.sandbox_fs_read.models import (
-    DEFAULT_MAX_BYTES,
-    SandboxFsReadResult,
-    args_model_for,
 )
 from mcp_suite.tools.models import AdvertisedJsonSchema
 

@@ -19,8 +19,8 @@ import pytest
 
 from mcp_suite.problems import ProblemError
 from mcp_suite.tools.files import fdwalk
+from mcp_suite.tools.files.models import SandboxFsReadArgs
 from mcp_suite.tools.files.policy import Refusal, RefusedError
-from mcp_suite.tools.files.sandbox_fs_read.models import SandboxFsReadArgs
 from mcp_suite.tools.files.sandbox_fs_read.tool import read_sync
 
 CANARY = "CANARY-" + uuid.uuid4().hex

@@ -9,7 +9,7 @@ import pytest
 
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import Toolset
-from mcp_suite.tools.files.sandbox_fs_read.tool import open_sandbox_fs_read
+from mcp_suite.tools.files.opener import open_files
 from mcp_suite.tools.registry import open_registry
 from tests.support.harness import NOTES_URI, ToolLog, resource_opener, tool_opener
 
@@ -53,5 +53,5 @@ def test_a_tool_spec_shows_only_its_name() -> None:
 
 
 def test_the_file_tool_serves_nothing_without_a_folder() -> None:
-    with open_sandbox_fs_read(BARE) as toolset:
+    with open_files(BARE) as toolset:
         assert toolset is None

@@ -16,9 +16,13 @@ import pytest
 from pydantic import BaseModel, JsonValue
 
 from mcp_suite.protocol.mcp import model_json_schema, structured_json
-from mcp_suite.tools.sql.explain_sql.models import ExplainSqlResult
-from mcp_suite.tools.sql.read_only_sql.models import ReadOnlySqlResult, SqlColumn
-from mcp_suite.tools.sql.sql_schema.models import SqlObject, SqlSchemaResult
+from mcp_suite.tools.sql.models import (
+    ExplainSqlResult,
+    ReadOnlySqlResult,
+    SqlColumn,
+    SqlObject,
+    SqlSchemaResult,
+)
 
 
 def _sent(result: BaseModel) -> Any:

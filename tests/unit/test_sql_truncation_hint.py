@@ -7,7 +7,7 @@ import pytest
 
 from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.tools.sql.engine.result import HINT_BYTES
-from mcp_suite.tools.sql.read_only_sql.models import truncation_hint
+from mcp_suite.tools.sql.read_only_sql.tool import truncation_hint
 
 
 @pytest.mark.parametrize("cut_at_bytes", [True, False])

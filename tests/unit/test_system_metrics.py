@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from mcp_suite.protocol.mcp import model_json_schema
 from mcp_suite.settings import Settings, load_settings
+from mcp_suite.tools.metrics.opener import open_metrics
 from mcp_suite.tools.metrics.policy import RawSample, SystemMetricsResult, shape_sample
 from mcp_suite.tools.metrics.probe import read_sample
-from mcp_suite.tools.metrics.tool import open_system_metrics
 from tests.support.harness import open_session
 from tests.support.wire import slug_of
 
@@ -193,8 +193,8 @@ def test_a_disk_path_that_went_away_leaves_only_the_disk_readings_empty(tmp_path
 
 
 def test_the_metrics_opener_serves_nothing_when_metrics_are_disabled() -> None:
-    with open_system_metrics(Settings(metrics_enabled=False)) as disabled:
+    with open_metrics(Settings(metrics_enabled=False)) as disabled:
         assert disabled is None
-    with open_system_metrics(Settings()) as enabled:
+    with open_metrics(Settings()) as enabled:
         assert enabled is not None
         assert [tool.name for tool in enabled.tools] == ["system_metrics"]

@@ -7,6 +7,7 @@ step, None where a platform lacks a counter): every value is clamped into its ra
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Final
 
@@ -15,6 +16,8 @@ from pydantic import Field
 from mcp_suite.tools.models import StrictModel
 
 __all__ = [
+    "LOADED",
+    "MetricsModels",
     "RawSample",
     "SystemMetricsArgs",
     "SystemMetricsResult",
@@ -152,3 +155,15 @@ def shape_sample(raw: RawSample) -> SystemMetricsResult:
             open_fds=clamp_count(raw.open_fds),
         ),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsModels:
+    """What the tool face takes from this module (through `tools.metrics.MODELS`)."""
+
+    args: type[SystemMetricsArgs]
+    result: type[SystemMetricsResult]
+    shape_sample: Callable[[RawSample], SystemMetricsResult]
+
+
+LOADED: Final = MetricsModels(args=SystemMetricsArgs, result=SystemMetricsResult, shape_sample=shape_sample)

@@ -1,9 +1,9 @@
-"""`system_metrics`: thin async glue — no arguments, one psutil sample in a worker thread."""
+"""`system_metrics`: thin async glue — no arguments, one psutil sample in a worker thread, shaped by
+the policy. Declares the tool (`spec`); opened by the family's opener (`tools/metrics/opener.py`).
+"""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -11,15 +11,15 @@ import trio
 
 from mcp_suite.lazy import Lazy
 from mcp_suite.settings import Settings
-from mcp_suite.tools.base import Toolset, ToolSpec
-from mcp_suite.tools.metrics import SCOPE
+from mcp_suite.tools.base import ToolSpec
+from mcp_suite.tools.metrics import MODELS, SCOPE
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from mcp_suite.tools.metrics.policy import RawSample, SystemMetricsArgs, SystemMetricsResult
 
-__all__ = ["open_system_metrics"]
+__all__ = ["DESCRIPTION", "TOOL_NAME", "models", "spec"]
+
+TOOL_NAME: Final = "system_metrics"
 
 # The CPU sampling window: short enough for an interactive call, long enough to mean something
 # (docs/tools/system_metrics.md allows up to 2 s).
@@ -40,18 +40,14 @@ def _sample(disk_path: Path, seconds: float) -> RawSample:
     return read_sample(disk_path, seconds)
 
 
-def _models() -> tuple[type[BaseModel], type[BaseModel]]:
-    # The models (and pydantic behind them) load on first use, not when the tool opens.
-    from mcp_suite.tools.metrics.policy import SystemMetricsArgs, SystemMetricsResult
+def models() -> tuple[type[SystemMetricsArgs], type[SystemMetricsResult]]:
+    """The tool's (arguments, result) models (the family's `MODELS`)."""
+    loaded = MODELS.get()
+    return loaded.args, loaded.result
 
-    return SystemMetricsArgs, SystemMetricsResult
 
-
-@contextlib.contextmanager
-def open_system_metrics(settings: Settings) -> Iterator[Toolset | None]:
-    if not settings.metrics_enabled:
-        yield None
-        return
+def spec(settings: Settings) -> ToolSpec:
+    """The tool, sampling `MCP_METRICS_DISK_PATH`'s disk."""
     disk_path = settings.metrics_disk_path
     # One sampler thread at a time: concurrent calls queue here instead of piling up threads.
     limiter = trio.CapacityLimiter(1)
@@ -60,20 +56,13 @@ def open_system_metrics(settings: Settings) -> Iterator[Toolset | None]:
         raw = await trio.to_thread.run_sync(
             _sample, disk_path, SAMPLE_SECONDS, limiter=limiter, abandon_on_cancel=True
         )
-        from mcp_suite.tools.metrics.policy import shape_sample  # loaded with the models
+        return MODELS.get().shape_sample(raw)
 
-        return shape_sample(raw)
-
-    yield Toolset(
-        guidance="system_metrics gives an aggregate snapshot of the host's CPU, memory and disk.",
-        tools=(
-            ToolSpec(
-                name="system_metrics",
-                title="System metrics",
-                description=DESCRIPTION,
-                models=Lazy(_models),
-                call=call,
-                scope=SCOPE,
-            ),
-        ),
+    return ToolSpec(
+        name=TOOL_NAME,
+        title="System metrics",
+        description=DESCRIPTION,
+        models=Lazy(models),
+        call=call,
+        scope=SCOPE,
     )

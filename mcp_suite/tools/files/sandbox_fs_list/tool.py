@@ -1,13 +1,14 @@
 """`sandbox_fs_list`: the entries of one directory below the sandbox root (name, kind, size).
 
-Served by `sandbox_fs_read`'s toolset (the same root fd, its own worker threads): the directory is
-opened by `sandbox_fs_read.fdwalk`, still the only code that opens a path a caller chose, and every
-refusal is a `Refusal` of that tool's policy, so nothing about anything outside the root can show.
+Declares the tool (`spec`) and its blocking call (`list_sync`); opened with `sandbox_fs_read` by the
+family's opener (`tools/files/opener.py`: the same root fd, its own worker threads), never importing
+it. The directory is opened by the family's `fdwalk`, still the only code that opens a path a caller
+chose, and every refusal is a `Refusal` of the family's policy, so nothing outside the root can show.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Final
 
 from mcp_suite.lazy import Lazy
@@ -15,11 +16,12 @@ from mcp_suite.problems import ResultTooLargeError
 from mcp_suite.protocol.invisible import count_invisible, counted, listed
 from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.settings import INVISIBLE_SHOWN
-from mcp_suite.tools.files import fdwalk
+from mcp_suite.tools.base import ToolSpec
+from mcp_suite.tools.files import MODELS, SCOPE, fdwalk
 from mcp_suite.tools.files.policy import RefusedError, display_path, split_directory_path
 
 if TYPE_CHECKING:
-    from mcp_suite.tools.files.sandbox_fs_list.models import FsEntry, SandboxFsListArgs, SandboxFsListResult
+    from mcp_suite.tools.files.models import SandboxFsListArgs, SandboxFsListResult
 
 __all__ = [
     "DESCRIPTION",
@@ -31,6 +33,7 @@ __all__ = [
     "listing_hint",
     "models",
     "report_bytes",
+    "spec",
 ]
 
 # The answer's own members around the entries and the path:
@@ -42,7 +45,7 @@ HINT_BYTES: Final = 220
 
 TOOL_NAME: Final = "sandbox_fs_list"
 TITLE: Final = "List a folder of the sandbox"
-# What it lists and what a result carries; the order of use is the instructions' (GUIDANCE).
+# What it lists and what a result carries; the order of use is the instructions' (`opener.GUIDANCE`).
 DESCRIPTION: Final = (
     "List a directory below the sandbox folder. Returns path, entries [{name, kind, size}] and "
     "truncated; a truncated listing's hint says how to list the rest. Links are shown, not followed."
@@ -71,13 +74,12 @@ def list_sync(
         raise exc.refusal.problem(display_path(args.relative_path)) from None
     more = listing.truncated
     entries, cut = fit_entries(listing.entries, args.relative_path, max_bytes=max_bytes, more=more)
-    result, entry = _RESULT_MODELS.get()
+    loaded = MODELS.get()
+    result, entry = loaded.list_result, loaded.list_entry
     truncated = more or cut
     hint = ""
     if truncated:
-        from mcp_suite.tools.files.sandbox_fs_list.models import MAX_ENTRIES  # loaded with the result models
-
-        hint = listing_hint(cut_at_bytes=cut, max_bytes=max_bytes, max_entries_limit=MAX_ENTRIES)
+        hint = listing_hint(cut_at_bytes=cut, max_bytes=max_bytes, max_entries_limit=loaded.max_entries)
     # Names are shown as the folder holds them; what hides in them is counted.
     hiding = [(index, found) for index, e in enumerate(entries) if (found := count_invisible(e.name))]
     invisible = None
@@ -150,15 +152,19 @@ def report_bytes(entries: int, max_bytes: int) -> int:
 
 
 def models() -> tuple[type[SandboxFsListArgs], type[SandboxFsListResult]]:
-    from mcp_suite.tools.files.sandbox_fs_list.models import SandboxFsListArgs
-
-    return SandboxFsListArgs, _RESULT_MODELS.get()[0]
-
-
-def _import_result_models() -> tuple[type[SandboxFsListResult], type[FsEntry]]:
-    from mcp_suite.tools.files.sandbox_fs_list.models import FsEntry, SandboxFsListResult
-
-    return SandboxFsListResult, FsEntry
+    """The tool's (arguments, result) models (the family's `MODELS`)."""
+    loaded = MODELS.get()
+    return loaded.list_args, loaded.list_result
 
 
-_RESULT_MODELS: Final = Lazy(_import_result_models)
+def spec(run: Callable[[SandboxFsListArgs], Awaitable[SandboxFsListResult]]) -> ToolSpec:
+    """The tool, `run` serving its calls (`list_sync` on the family's worker threads)."""
+    return ToolSpec(
+        name=TOOL_NAME,
+        title=TITLE,
+        description=DESCRIPTION,
+        models=Lazy(models),
+        call=run,  # the same bounds and cancellation as reads
+        scope=SCOPE,
+        untrusted=True,  # names someone wrote into the folder
+    )

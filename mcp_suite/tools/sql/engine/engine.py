@@ -29,6 +29,7 @@ from mcp_suite.protocol.identity import CallRole, IdentityMap, call_role
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import SourceState, StartupRefusedError, StartupUnavailableError
 from mcp_suite.tools.sql.engine.availability import Availability
+from mcp_suite.tools.sql.engine.introspect import visibility
 from mcp_suite.tools.sql.engine.introspect.lookup import decode_cursor, lookup
 from mcp_suite.tools.sql.engine.role_audit.connect import (
     PoolerInFrontError,
@@ -223,12 +224,10 @@ class SqlEngine:
     ) -> list[str]:
         """The names among `names` (relations a plan reads) that the role may not read in full;
         blocking (one catalogue query, read-only, under the statement timeout)."""
-        from mcp_suite.tools.sql.engine.introspect.visibility import hidden_relations
-
         if not names:
             return []
         return self.executor().read_catalogue(
-            lambda conn: hidden_relations(conn, names), ticket=ticket, role=role
+            lambda conn: visibility.hidden_relations(conn, names), ticket=ticket, role=role
         )
 
     @property

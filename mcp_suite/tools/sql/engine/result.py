@@ -54,11 +54,21 @@ class QueryResult:
     # The rows stop where the next one would have passed the byte cap (not at `max_rows`).
     cut_at_bytes: bool = False
 
+    # The tool faces ask the result itself, so they need not import this module (it loads with
+    # the executor, off `initialize`).
+    def invisible(self) -> str | None:
+        """`invisible_report` of the rows, looked for only when their JSON may hide a character."""
+        return invisible_report(self.rows, self.columns) if may_hide(self.rows_json) else None
+
+    def fits(self, max_bytes: int) -> bool:
+        """`fits`: whether the rows, as written, fit the byte cap."""
+        return fits(self.columns, self.rows_json, max_bytes)
+
 
 # Rows converted and written together by `json_rows` (the pipeline's chunk of rows).
 _BATCH: Final = 8
 
-# Room the byte cap keeps for a truncated result's hint (`read_only_sql.models.truncation_hint`,
+# Room the byte cap keeps for a truncated result's hint (`read_only_sql.tool.truncation_hint`,
 # ASCII, at most this long with the largest figures: tests/unit/test_sql_truncation_hint.py).
 HINT_BYTES: Final = 320
 

@@ -12,7 +12,7 @@ dispatch: no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING
 
 from mcp_suite.problems import InvalidArgumentsError, ProblemError, RoleRefusedError
 from mcp_suite.tools.base import SourceState
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from mcp_suite.tools.sql.engine.engine import SqlEngine
 
-__all__ = ["SqlSources", "with_source"]
+__all__ = ["SqlSources"]
 
 
 class SqlSources:
@@ -99,26 +99,3 @@ class SqlSources:
         """Put the source a problem came from in its metadata (several sources only)."""
         if self.named:
             problem.metadata.setdefault("source", name)
-
-
-def with_source(model: type[BaseModel], sources: SqlSources) -> type[BaseModel]:
-    """`model` with a `source` argument, one of the configured names, when the tools take one."""
-    if not sources.named:
-        return model
-    from pydantic import Field, create_model  # with the models: off `initialize`
-
-    choice: Any = Literal[sources.names]  # a Literal of the configured names, built at run time
-    # Required when there are several (a model must choose); the one source otherwise.
-    default: Any = sources.names[0] if len(sources.names) == 1 else ...
-    extended = create_model(
-        model.__name__,
-        __base__=model,
-        __doc__=model.__doc__,
-        # `enum` even for one name (pydantic writes a `const` then): clients and the per-caller
-        # lists of HTTP (`protocol.authz.grants_of`) read the names there.
-        source=(
-            choice,
-            Field(default, description="which database", json_schema_extra={"enum": list(sources.names)}),
-        ),
-    )
-    return cast("type[BaseModel]", extended)

@@ -1,24 +1,25 @@
 """`explain_sql`: the plan of one query that passes `read_only_sql`'s policy unchanged.
 
-Served by `read_only_sql`'s toolset on the shared `SqlEngine` (`sql/engine/engine.py`): the
-same policy call, the same transaction, timeout, cancellation and caps (see `Executor.run`'s
-`explain`). This module declares the tool (`spec`), refuses a plan that reads rows the role may not
-select (`check_hidden_rows`) and turns EXPLAIN's JSON into the result.
+Opened with its siblings by the family's opener (`tools/sql/opener.py`) on the shared `SqlEngine`
+(`sql/engine/engine.py`), never importing a sibling tool: the same policy call, the same
+transaction, timeout, cancellation and caps (see `Executor.run`'s `explain`). This module declares
+the tool (`spec`), refuses a plan that reads rows the role may not select (`check_hidden_rows`) and
+turns EXPLAIN's JSON into the result.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 from mcp_suite.caller import current_caller
 from mcp_suite.lazy import Lazy
 from mcp_suite.problems import ProblemError, ResultTooLargeError
 from mcp_suite.protocol.invisible import count_invisible, counted, strings_of
 from mcp_suite.tools.base import ToolSpec
-from mcp_suite.tools.sql import SCOPE
-from mcp_suite.tools.sql.engine.router import SqlSources, with_source
+from mcp_suite.tools.sql import MODELS, SCOPE
+from mcp_suite.tools.sql.engine.router import SqlSources
 from mcp_suite.tools.sql.explain_sql.policy import (
     hidden_rows_refusal,
     plan_document,
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from mcp_suite.tools.sql.engine.engine import SqlEngine
     from mcp_suite.tools.sql.engine.executor import QueryResult
     from mcp_suite.tools.sql.engine.ticket import CallTicket
-    from mcp_suite.tools.sql.explain_sql.models import ExplainSqlArgs, ExplainSqlResult
+    from mcp_suite.tools.sql.models import ExplainSqlArgs, ExplainSqlResult
 
 __all__ = [
     "DESCRIPTION",
@@ -86,22 +87,18 @@ def check_hidden_rows(
 
 def result_of(output: Any, *, analyze: bool) -> ExplainSqlResult:
     """The tool's answer from EXPLAIN's JSON."""
-    from mcp_suite.tools.sql.explain_sql.models import ExplainSqlResult
-
     summary = summarise(output, analyze=analyze)
     # The plan is shown as PostgreSQL wrote it; what hides in its text is counted.
     hiding = [found for text in strings_of(summary["plan"]) if (found := count_invisible(text))]
     if hiding:
         characters = counted(sum(hiding), "invisible character")
         summary["invisible"] = f"{characters} in {counted(len(hiding), 'string')} of the plan"
-    return ExplainSqlResult.model_validate(summary)
+    return MODELS.get().explain_result.model_validate(summary)
 
 
 def models(sources: SqlSources) -> tuple[type[ExplainSqlArgs], type[ExplainSqlResult]]:
-    from mcp_suite.tools.sql.explain_sql.models import ExplainSqlResult, make_explain_args_model
-
-    arguments = with_source(make_explain_args_model(sources.max_rows_limit), sources)
-    return cast("type[ExplainSqlArgs]", arguments), ExplainSqlResult
+    """The tool's (arguments, result) models on the sources (the family's `MODELS`)."""
+    return MODELS.get().explain_sql(sources)
 
 
 def spec(sources: SqlSources, *, guard_hidden_rows: bool = True) -> ToolSpec:
@@ -151,8 +148,6 @@ def _explain(
     a refused plan has run (as read_only_sql would run the same query) but none of its figures
     leave this function.
     """
-    from mcp_suite.tools.sql.engine.result import fits  # with the executor: off `initialize`
-
     analyze = args.analyze
     max_bytes = engine.settings.sql_max_result_bytes
     try:
@@ -170,6 +165,6 @@ def _explain(
     if too_deep:
         raise too_deep_refusal()
     # The size of a plan too follows the plan chosen: its refusal comes after the check as well.
-    if not fits(result.columns, result.rows_json, max_bytes):
+    if not result.fits(max_bytes):
         raise plan_too_large(max_bytes)
     return output

@@ -1,130 +1,48 @@
-"""`read_only_sql`: thin async glue (docs/tools/). args → the engine's policy and executor in a
-worker thread → result.
+"""`read_only_sql`: the face of one read-only query (docs/tools/read_only_sql.md). Declares the tool
+(`spec`): args → the engine's policy and executor in a worker thread (`SqlEngine.vet_and_run`) →
+the result, written as JSON around the rows the executor already converted (`result_json`).
 
-`open_read_only_sql(settings)` opens one `SqlEngine` per source (`mcp_suite.sources`;
-`sql/engine/engine.py`: the role audit at start-up, the executor, the policy, the database threads)
-and yields the SQL toolset on them (`sql/engine/router.py` picks a call's engine): `sql_schema`
-(`tools/sql/sql_schema/`), this tool, `explain_sql` (`tools/sql/explain_sql/`) and a schema resource per
-source (served by `sql_schema`'s code). Executors, pools and policies are built by the warm-up
-after the handshake (or the first call), and the pools are closed on exit.
+Opened with its siblings by the family's opener (`tools/sql/opener.py`); imports the engine and the
+family's modules, never a sibling tool. Its models are the family's (`tools/sql/models.py`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
+import functools
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Final
 
 import trio
 
-import mcp_suite.tools.sql.explain_sql.tool as explain_tool
 from mcp_suite.caller import current_caller
 from mcp_suite.lazy import Lazy
 from mcp_suite.problems import ProblemError
+from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.protocol.mcp import EncodedResult
-from mcp_suite.settings import Settings
-from mcp_suite.sources import Source, load_sources
-from mcp_suite.tools.base import StartupRefusedError, StartupUnavailableError, Toolset, ToolSpec
-from mcp_suite.tools.sql import SCOPE
-from mcp_suite.tools.sql.engine.engine import SqlEngine, open_engine
-from mcp_suite.tools.sql.engine.naming import schema_uri
-from mcp_suite.tools.sql.engine.router import SqlSources, with_source
+from mcp_suite.tools.base import ToolSpec
+from mcp_suite.tools.sql import MODELS, SCOPE
+from mcp_suite.tools.sql.engine.router import SqlSources
 from mcp_suite.tools.sql.read_only_sql.statement_log import log_statement
-from mcp_suite.tools.sql.sql_schema import tool as schema_tool
 
 if TYPE_CHECKING:
-    from mcp_suite.tools.sql.read_only_sql.models import ReadOnlySqlArgs, ReadOnlySqlResult
+    from mcp_suite.tools.sql.models import ReadOnlySqlArgs, ReadOnlySqlResult
 
-__all__ = ["open_read_only_sql", "spec"]
+__all__ = ["DESCRIPTION", "TOOL_NAME", "result_json", "spec", "truncation_hint"]
 
-log = logging.getLogger(__name__)
+TOOL_NAME: Final = "read_only_sql"
 
-TOOL_NAME = "read_only_sql"
-
-GUIDANCE = (
-    "PostgreSQL: sql_schema shows the tables and columns the role may read, then read_only_sql "
-    "runs one query at a time; explain_sql shows a query's plan."
-)
 # What it runs and what a result carries (output schemas are not shown to the model); the order of
-# use is the instructions' (GUIDANCE), each limit is told by the refusal or hint that meets it.
-DESCRIPTION = (
+# use is the instructions' (`opener.GUIDANCE`), each limit is told by the refusal or hint that meets it.
+DESCRIPTION: Final = (
     "Run one read-only PostgreSQL query: SELECT, VALUES or a set operation, literals inline (no $1 "
     "parameters). Returns columns [{name, type}], rows (arrays in column order), row_count and "
     "truncated; a truncated result's hint says how to read on."
 )
 
 
-@contextlib.contextmanager
-def open_read_only_sql(settings: Settings, *, guard_hidden_rows: bool = True) -> Iterator[Toolset | None]:
-    """Open an engine per source, yield the SQL tools and a schema resource per source; close the
-    pools on exit.
-
-    `guard_hidden_rows=False` serves `explain_sql` without its hidden-rows check: only the test that
-    proves the check's worth (the oracle it closes) passes it; the registry never does.
-
-    Raises `SettingsError` for an invalid configuration file, and, for the one source of
-    `MCP_SQL_DSN`, StartupRefusedError (exit 78) when the role could do more than read
-    (`open_engine`). With a file, a source whose start is refused refuses only its own calls.
-    """
-    sources = load_sources(settings)
-    if not sources:
-        yield None
-        return
-    named = settings.config_file is not None
-    with contextlib.ExitStack() as stack:
-        engines: dict[str, SqlEngine] = {}
-        refused: dict[str, str] = {}
-        for source in sources:
-            engine = _open_source(source, named=named, refused=refused)
-            if engine is not None:
-                stack.callback(engine.close)
-                engines[source.name] = engine
-        if named:
-            log.info(
-                "read_only_sql: sources served: %s; not served: %s",
-                ", ".join(engines) or "(none)",
-                ", ".join(refused) or "(none)",
-            )
-        router = SqlSources(engines, refused, named=named, order=tuple(s.name for s in sources))
-        yield Toolset(
-            tools=(
-                schema_tool.spec(router),
-                spec(router),
-                explain_tool.spec(router, guard_hidden_rows=guard_hidden_rows),
-            ),
-            resources=tuple(
-                schema_tool.resource(engine, f"postgres://{name}/schema" if named else schema_uri(dsn), name)
-                for name, engine in engines.items()
-                for dsn in (engine.dsn,)
-            ),
-            warm_up=tuple(step for engine in engines.values() for step in engine.warm_up),
-            guidance=_guidance(sources, named=named),
-            background=tuple(engine.serve_reaudit for engine in engines.values()),
-            states=router.states,
-        )
-
-
-def _open_source(source: Source, *, named: bool, refused: dict[str, str]) -> SqlEngine | None:
-    """The source's engine; with a configuration file, None (and why, in `refused`) for a source
-    whose start is refused for a reason no re-audit lifts, while the others serve."""
-    try:
-        dsn = source.dsn.get_secret_value()
-        return open_engine(source.settings, dsn, refuse_at_start=not named, identity=source.identity)
-    except (StartupRefusedError, StartupUnavailableError) as exc:
-        if not named:
-            raise
-        log.critical("read_only_sql: the source %r is not served: %s", source.name, exc)
-        refused[source.name] = "its start was refused (the server's log says why)"
-        return None
-
-
-def _guidance(sources: tuple[Source, ...], *, named: bool) -> str:
-    if not named:
-        return GUIDANCE
-    listed = "; ".join(f"{source.name}: {source.description}" for source in sources)
-    return f"{GUIDANCE} Each takes source, one of: {listed}."
+def models(sources: SqlSources) -> tuple[type[ReadOnlySqlArgs], type[ReadOnlySqlResult]]:
+    """The tool's (arguments, result) models on the sources (the family's `MODELS`)."""
+    return MODELS.get().read_only_sql(sources)
 
 
 def spec(sources: SqlSources) -> ToolSpec:
@@ -157,9 +75,6 @@ def spec(sources: SqlSources) -> ToolSpec:
                 source=name if sources.named else None,
                 role=role.role if role is not None else None,
             )
-        from mcp_suite.tools.sql.engine.result import invisible_report, may_hide
-        from mcp_suite.tools.sql.read_only_sql.models import result_json, truncation_hint  # with the models
-
         columns = [(c.name, c.type) for c in result.columns]
         row_count = len(result.rows)
         hint = None
@@ -172,7 +87,7 @@ def spec(sources: SqlSources) -> ToolSpec:
                 max_bytes=settings.sql_max_result_bytes,
             )
         # Values are returned as stored; those hiding characters are counted (json_rows kept room).
-        invisible = invisible_report(result.rows, result.columns) if may_hide(result.rows_json) else None
+        invisible = result.invisible()
         return EncodedResult(
             result_json(
                 columns,
@@ -184,18 +99,50 @@ def spec(sources: SqlSources) -> ToolSpec:
             )
         )
 
-    def models() -> tuple[type[ReadOnlySqlArgs], type[ReadOnlySqlResult]]:
-        from mcp_suite.tools.sql.read_only_sql.models import ReadOnlySqlResult, make_args_model
-
-        arguments = with_source(make_args_model(sources.max_rows_limit), sources)
-        return cast("type[ReadOnlySqlArgs]", arguments), ReadOnlySqlResult
-
     return ToolSpec(
         name=TOOL_NAME,
         title="Read-only SQL",
         description=DESCRIPTION,
-        models=Lazy(models),
+        models=Lazy(functools.partial(models, sources)),
         call=call,
         scope=SCOPE,
         untrusted=True,  # database values
+    )
+
+
+def truncation_hint(row_count: int, *, cut_at_bytes: bool, max_rows_limit: int, max_bytes: int) -> str:
+    """The next step for a truncated result: how to get the rows that were left out."""
+    more = f"continue after the last row: ORDER BY a key, WHERE key > its last value (or OFFSET {row_count})"
+    if cut_at_bytes:
+        return (
+            f"The next row did not fit in the reply's {max_bytes} bytes. To read on, {more};"
+            " select fewer or shorter columns (left(col, 200)) for more rows per call."
+        )
+    return f"More rows exist. Raise max_rows (at most {max_rows_limit}), or {more}."
+
+
+def result_json(
+    columns: list[tuple[str, str]],
+    rows_json: bytes,
+    *,
+    row_count: int,
+    truncated: bool,
+    hint: str | None = None,
+    invisible: str | None = None,
+) -> bytes:
+    """A `ReadOnlySqlResult` as compact, ASCII-only JSON, around rows the executor has already
+    converted and written (`rows_json`); no model is built and nothing is validated again
+    (tests/pg/test_sql_result.py proves the bytes against the outputSchema). `hint` only when
+    `truncated`; `invisible` (`result.invisible_report`) only when it has entries."""
+    names = compact_json([{"name": name, "type": type_} for name, type_ in columns]).encode("ascii")
+    flag = b"true" if truncated else b"false"
+    tail = b',"hint":%s' % compact_json(hint).encode("ascii") if hint is not None else b""
+    if invisible:
+        tail += b',"invisible":%s' % compact_json(invisible).encode("ascii")
+    return b'{"columns":%s,"rows":%s,"row_count":%d,"truncated":%s%s}' % (
+        names,
+        rows_json,
+        row_count,
+        flag,
+        tail,
     )

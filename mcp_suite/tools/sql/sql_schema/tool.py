@@ -1,6 +1,7 @@
 """`sql_schema`: what the `read_only_sql` role may read — tables, views, columns, keys, indexes.
 
-Served on the shared `SqlEngine` (its executor, pool, database threads and cancellation): this
+Opened with its siblings by the family's opener (`tools/sql/opener.py`) on the shared `SqlEngine`
+(its executor, pool, database threads and cancellation), never importing a sibling tool: this
 module declares the tool (`spec`) and the schema resource (`resource`) and shapes the answer of
 `SqlEngine.schema_page`, which reads the catalogue (`sql.engine.introspect`): the caller's strings
 reach PostgreSQL only as bound parameters of fixed queries.
@@ -10,20 +11,20 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import TYPE_CHECKING, Final, cast
+from typing import TYPE_CHECKING, Final
 
 from mcp_suite.caller import current_caller
 from mcp_suite.lazy import Lazy
 from mcp_suite.problems import ProblemError
 from mcp_suite.tools.base import ResourceSpec, ToolSpec
-from mcp_suite.tools.sql import SCOPE
-from mcp_suite.tools.sql.engine.router import SqlSources, with_source
+from mcp_suite.tools.sql import MODELS, SCOPE
+from mcp_suite.tools.sql.engine.router import SqlSources
 
 if TYPE_CHECKING:
     from mcp_suite.protocol.identity import CallRole
     from mcp_suite.tools.sql.engine.engine import SqlEngine
     from mcp_suite.tools.sql.engine.ticket import CallTicket
-    from mcp_suite.tools.sql.sql_schema.models import SqlSchemaArgs, SqlSchemaResult
+    from mcp_suite.tools.sql.models import SqlSchemaArgs, SqlSchemaResult
 
 __all__ = ["DESCRIPTION", "TITLE", "TOOL_NAME", "models", "read_sync", "resource", "spec"]
 
@@ -41,8 +42,6 @@ def read_sync(
 ) -> SqlSchemaResult:
     """One `sql_schema` call, blocking (run it in a database worker thread); with `role` (an
     identity map's), what that role may read."""
-    from mcp_suite.tools.sql.sql_schema.models import SqlSchemaResult
-
     answer = engine.schema_page(
         ticket,
         schema=args.schema_name,
@@ -53,13 +52,12 @@ def read_sync(
         max_objects=args.max_objects,
         role=role,
     )
-    return SqlSchemaResult.model_validate(answer)
+    return MODELS.get().schema_result.model_validate(answer)
 
 
 def models(sources: SqlSources) -> tuple[type[SqlSchemaArgs], type[SqlSchemaResult]]:
-    from mcp_suite.tools.sql.sql_schema.models import SqlSchemaArgs, SqlSchemaResult
-
-    return cast("type[SqlSchemaArgs]", with_source(SqlSchemaArgs, sources)), SqlSchemaResult
+    """The tool's (arguments, result) models on the sources (the family's `MODELS`)."""
+    return MODELS.get().sql_schema(sources)
 
 
 def spec(sources: SqlSources) -> ToolSpec:

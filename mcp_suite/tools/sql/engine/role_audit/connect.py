@@ -17,6 +17,7 @@ from mcp_suite.settings import Settings
 from mcp_suite.tools.sql.engine.naming import APPLICATION_NAME
 from mcp_suite.tools.sql.engine.role_audit.audit import audit_mapped
 from mcp_suite.tools.sql.engine.role_audit.finding import Finding, refusals
+from mcp_suite.tools.sql.engine.role_audit.tls import tls_refusal
 
 __all__ = [
     "POOLER_IN_FRONT",
@@ -142,8 +143,6 @@ def audit_role(dsn: str, settings: Settings, roles: Sequence[str] = ()) -> list[
             roles=roles,
         )
     except psycopg.OperationalError:
-        from mcp_suite.tools.sql.engine.role_audit.tls import tls_refusal  # only on this failure path
-
         refusal = tls_refusal(dsn, timeout_s=settings.sql_connect_timeout_s)
         if refusal is not None:
             raise TlsRefusedError(refusal) from None

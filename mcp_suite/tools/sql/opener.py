@@ -1,0 +1,106 @@
+"""The SQL family's opener: `open_sql(settings)` opens one `SqlEngine` per source
+(`mcp_suite.sources`; `sql/engine/engine.py`: the role audit at start-up, the executor, the policy,
+the database threads) and yields the family's toolset on them (`sql/engine/router.py` picks a call's
+engine): `sql_schema`, `read_only_sql`, `explain_sql` and a schema resource per source.
+
+The only module that names the three tools; it imports their faces, which import no sibling.
+Executors, pools and policies are built by the warm-up after the handshake (or the first call),
+and the pools are closed on exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Final
+
+from mcp_suite.settings import Settings
+from mcp_suite.sources import Source, load_sources
+from mcp_suite.tools.base import StartupRefusedError, StartupUnavailableError, Toolset
+from mcp_suite.tools.sql.engine.engine import SqlEngine, open_engine
+from mcp_suite.tools.sql.engine.naming import schema_uri
+from mcp_suite.tools.sql.engine.router import SqlSources
+from mcp_suite.tools.sql.explain_sql import tool as explain_tool
+from mcp_suite.tools.sql.read_only_sql import tool as read_tool
+from mcp_suite.tools.sql.sql_schema import tool as schema_tool
+
+__all__ = ["GUIDANCE", "open_sql"]
+
+log = logging.getLogger(__name__)
+
+GUIDANCE: Final = (
+    "PostgreSQL: sql_schema shows the tables and columns the role may read, then read_only_sql "
+    "runs one query at a time; explain_sql shows a query's plan."
+)
+
+
+@contextlib.contextmanager
+def open_sql(settings: Settings, *, guard_hidden_rows: bool = True) -> Iterator[Toolset | None]:
+    """Open an engine per source, yield the SQL tools and a schema resource per source; close the
+    pools on exit.
+
+    `guard_hidden_rows=False` serves `explain_sql` without its hidden-rows check: only the test that
+    proves the check's worth (the oracle it closes) passes it; the registry never does.
+
+    Raises `SettingsError` for an invalid configuration file, and, for the one source of
+    `MCP_SQL_DSN`, StartupRefusedError (exit 78) when the role could do more than read
+    (`open_engine`). With a file, a source whose start is refused refuses only its own calls.
+    """
+    sources = load_sources(settings)
+    if not sources:
+        yield None
+        return
+    named = settings.config_file is not None
+    with contextlib.ExitStack() as stack:
+        engines: dict[str, SqlEngine] = {}
+        refused: dict[str, str] = {}
+        for source in sources:
+            engine = _open_source(source, named=named, refused=refused)
+            if engine is not None:
+                stack.callback(engine.close)
+                engines[source.name] = engine
+        if named:
+            log.info(
+                "read_only_sql: sources served: %s; not served: %s",
+                ", ".join(engines) or "(none)",
+                ", ".join(refused) or "(none)",
+            )
+        router = SqlSources(engines, refused, named=named, order=tuple(s.name for s in sources))
+        yield Toolset(
+            tools=(
+                schema_tool.spec(router),
+                read_tool.spec(router),
+                explain_tool.spec(router, guard_hidden_rows=guard_hidden_rows),
+            ),
+            resources=tuple(
+                schema_tool.resource(engine, f"postgres://{name}/schema" if named else schema_uri(dsn), name)
+                for name, engine in engines.items()
+                for dsn in (engine.dsn,)
+            ),
+            warm_up=tuple(step for engine in engines.values() for step in engine.warm_up),
+            guidance=_guidance(sources, named=named),
+            background=tuple(engine.serve_reaudit for engine in engines.values()),
+            states=router.states,
+        )
+
+
+def _open_source(source: Source, *, named: bool, refused: dict[str, str]) -> SqlEngine | None:
+    """The source's engine; with a configuration file, None (and why, in `refused`) for a source
+    whose start is refused for a reason no re-audit lifts, while the others serve."""
+    try:
+        dsn = source.dsn.get_secret_value()
+        return open_engine(source.settings, dsn, refuse_at_start=not named, identity=source.identity)
+    except (StartupRefusedError, StartupUnavailableError) as exc:
+        if not named:
+            raise
+        log.critical("read_only_sql: the source %r is not served: %s", source.name, exc)
+        refused[source.name] = "its start was refused (the server's log says why)"
+        return None
+
+
+def _guidance(sources: tuple[Source, ...], *, named: bool) -> str:
+    if not named:
+        return GUIDANCE
+    listed = "; ".join(f"{source.name}: {source.description}" for source in sources)
+    return f"{GUIDANCE} Each takes source, one of: {listed}."

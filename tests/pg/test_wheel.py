@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from mcp_suite.devdb.cluster import MARKER_NAME
+from mcp_suite.demo.cluster import MARKER_NAME
 from tests.support.wire import check_line, initialize_request
 
 pytestmark = pytest.mark.pg
@@ -95,8 +95,8 @@ def test_the_wheel_carries_the_seed_the_example_folder_the_role_guide_and_the_co
         entry_points = next(archive.read(n).decode() for n in names if n.endswith("entry_points.txt"))
         metadata = next(archive.read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
         guide = archive.read("mcp_suite/tools/sql/engine/role_audit/postgres-role-guide.sql").decode()
-    assert "mcp_suite/devdb/seed.sql" in names
-    assert "mcp_suite/devdb/safe_data/notes/sandbox-rules.md" in names
+    assert "mcp_suite/demo/seed.sql" in names
+    assert "mcp_suite/demo/safe_data/notes/sandbox-rules.md" in names
     assert guide == (REPO / GUIDE).read_text(encoding="utf-8")
     assert "mcp-suite = mcp_suite.entry:main" in entry_points
     assert "License-Expression: MIT" in metadata.splitlines()  # the SPDX form, no build banner

@@ -13,9 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from packaging.utils import canonicalize_name
 
 from tests.support.declared import EXTRA_OF, load_pyproject
 from tests.support.wheel import (
+    REPO,
     CleanVenv,
     install_wheel,
     link_distributions,
@@ -50,6 +52,16 @@ def work() -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path)
+
+
+def _locked_names(lock: str) -> set[str]:
+    """The distributions requirements/<lock>.txt pins."""
+    text = (REPO / "requirements" / f"{lock}.txt").read_text(encoding="utf-8")
+    return {
+        canonicalize_name(line.partition("==")[0])
+        for line in text.splitlines()
+        if "==" in line and not line.startswith((" ", "#"))
+    }
 
 
 def _venv(work: Path, wheel: Path, *extras: str) -> CleanVenv:
@@ -89,6 +101,10 @@ def _run(
 
 
 def test_every_module_of_the_wheel_imports_with_the_core_requirements_alone(work: Path, wheel: Path) -> None:
+    project = load_pyproject()["project"]
+    assert isinstance(project, dict)
+    # What the venv gets is the runtime lock's (`make run` installs the same versions).
+    assert requirement_closure(project["dependencies"]) <= _locked_names("runtime")
     venv = _venv(work, wheel)
     modules = [m for m in wheel_modules(wheel) if m not in SCRIPTS and m not in EXTRA_OF]
     assert "mcp_suite.demo.cluster" in modules

@@ -78,10 +78,11 @@ venv: $(STAMP)
 # (mcp_suite/make_relay.py) turns a SIGINT sent to make's PID alone into SIGTERM for the server.
 # The shell execs the server's parent, so make's SIGTERM still reaches it directly.
 run: $(RUN_STAMP)
-	@$(BIN)/python -m mcp_suite.make_relay $$PPID $$$$ >/dev/null & exec $(BIN)/python -m mcp_suite.devdb serve -- $(BIN)/python -m mcp_suite
+	@$(BIN)/python -m mcp_suite.make_relay $$PPID $$$$ >/dev/null & exec $(BIN)/python -m mcp_suite.demo serve -- $(BIN)/python -m mcp_suite
 
+# The SDK tour lives in the test harness (it needs the MCP SDK, a dev dependency): not in the wheel.
 demo: $(STAMP)
-	@$(BIN)/python -m mcp_suite.devdb demo
+	@$(BIN)/python -m tests.support.devdb.tour
 
 lint: $(STAMP)
 	$(BIN)/ruff check mcp_suite tests bench mcpb
@@ -150,5 +151,5 @@ smoke:
 # The demo database goes first, through the project's own command, wherever it lives (.cache/devdb,
 # or root's cache when root works in a private clone), while there is still a Python to run it.
 clean:
-	$(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) -m mcp_suite.devdb destroy
+	$(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) -m mcp_suite.demo destroy
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .coverage mutants

@@ -25,9 +25,10 @@ POOL = 8
 def run() -> list[Figure]:
     import psycopg
 
-    from mcp_suite.devdb.cluster import READER_USER, Cluster
-    from mcp_suite.devdb.pgbouncer import open_pgbouncer
+    from mcp_suite.demo.cluster import Cluster
+    from mcp_suite.demo.seed import READER_USER
     from tests.support.deploy import password_of
+    from tests.support.devdb.pgbouncer import open_pgbouncer
     from tests.support.fleet import FleetResult, backend_counter, open_fleet, run_fleet
 
     cluster = Cluster.create(Path(tempfile.mkdtemp(prefix="mcp-suite-bench-deploy-")))

@@ -452,7 +452,7 @@ def machine_note(cpus: int, load: float) -> str:
 
 
 def run() -> list[Figure]:
-    from mcp_suite.devdb.cluster import open_demo_cluster
+    from mcp_suite.demo.session import open_demo_cluster
 
     note = machine_note(os.cpu_count() or 1, os.getloadavg()[0])
     cluster, started_here = open_demo_cluster()

@@ -94,7 +94,7 @@ def _audit_ms(dsn: str, roles: tuple[str, ...]) -> tuple[float, float]:
 def run(parts: tuple[str, ...] = ("switch", "reaudit")) -> list[Figure]:
     from psycopg.conninfo import make_conninfo
 
-    from mcp_suite.devdb.cluster import open_demo_cluster
+    from mcp_suite.demo.session import open_demo_cluster
     from tests.support.identity import BLUE, LOGIN_PASSWORD, RED, login_dsn, people
 
     cluster, started_here = open_demo_cluster()

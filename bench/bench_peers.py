@@ -572,7 +572,7 @@ def connections_unlimited(admin_dsn: str) -> Iterator[None]:
     import psycopg
     from psycopg import sql
 
-    from mcp_suite.devdb.cluster import READER_USER
+    from mcp_suite.demo.seed import READER_USER
 
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         query = "SELECT rolconnlimit FROM pg_roles WHERE rolname = %s"
@@ -586,7 +586,7 @@ def connections_unlimited(admin_dsn: str) -> Iterator[None]:
 
 
 def run() -> list[Figure]:
-    from mcp_suite.devdb.cluster import open_demo_cluster
+    from mcp_suite.demo.session import open_demo_cluster
 
     cluster, started_here = open_demo_cluster()
     try:

@@ -295,7 +295,7 @@ def _window_figures(dsn: str, admin_dsn: str) -> list[Figure]:
 
 
 def run(parts: tuple[str, ...] = ("costs", "window")) -> list[Figure]:
-    from mcp_suite.devdb.cluster import open_demo_cluster
+    from mcp_suite.demo.session import open_demo_cluster
 
     cluster, started_here = open_demo_cluster()
     try:

@@ -155,8 +155,8 @@ def idle_source_rss(
 
 
 def run() -> list[Figure]:
-    from mcp_suite.devdb.cluster import open_demo_cluster
-    from mcp_suite.devdb.sources_file import write_sources_file
+    from mcp_suite.demo.session import open_demo_cluster
+    from mcp_suite.demo.sources_file import write_sources_file
 
     cluster, started_here = open_demo_cluster()
     try:

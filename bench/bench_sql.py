@@ -352,7 +352,7 @@ def wire_round_trips_per_call(dsn: str, upstream_port: int, calls: int = 200) ->
 
 
 def run() -> list[Figure]:
-    from mcp_suite.devdb.cluster import open_demo_cluster
+    from mcp_suite.demo.session import open_demo_cluster
 
     cluster, started_here = open_demo_cluster()
     try:

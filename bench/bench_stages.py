@@ -138,7 +138,7 @@ _LABELS = {
 
 
 def run() -> list[Figure]:
-    from mcp_suite.devdb.cluster import open_demo_cluster
+    from mcp_suite.demo.session import open_demo_cluster
 
     cluster, started_here = open_demo_cluster()
     try:

@@ -216,7 +216,7 @@ def run() -> list[Figure]:
         with open_configuration(name) as tools:
             lines.extend(figures(name, measure(tools)))
     lines.extend(peer_figures())
-    from mcp_suite.devdb.cluster import open_demo_cluster
+    from mcp_suite.demo.session import open_demo_cluster
 
     cluster, started_here = open_demo_cluster()
     try:

@@ -223,7 +223,7 @@ def main(argv: list[str]) -> int:
     mode, *rest = argv or ["micro"]
     if mode == "serve":
         return serve(rest[0])
-    from mcp_suite.devdb.cluster import open_demo_cluster
+    from mcp_suite.demo.session import open_demo_cluster
 
     cluster, started_here = open_demo_cluster()
     try:

@@ -66,7 +66,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     variants: list[Variant] = args.variants
 
-    from mcp_suite.devdb.cluster import open_demo_cluster
+    from mcp_suite.demo.session import open_demo_cluster
 
     # `python -m` puts the working directory first on the path: start the servers from elsewhere.
     os.chdir("/")

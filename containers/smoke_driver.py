@@ -576,7 +576,7 @@ def demo_sql(work: Path, report: Report) -> Iterator[tuple[str, Path] | None]:
     try:
         from psycopg.conninfo import conninfo_to_dict, make_conninfo  # optional: needs the project venv
 
-        from mcp_suite.devdb.cluster import Cluster  # optional: needs the project venv
+        from mcp_suite.demo.cluster import Cluster  # optional: needs the project venv
     except ImportError:
         report.figure("read_only_sql: no project venv here, so no demo cluster: checked absent")
         yield None

@@ -132,11 +132,11 @@ def main(argv: Sequence[str] | None = None, *, extra_tools: Iterable[ToolOpener]
     if command == "check-role":
         return _check_role(settings)
     if command == "demo":
-        from mcp_suite.devdb.__main__ import main as devdb_main  # a development aid, loaded when asked
+        from mcp_suite.demo.__main__ import main as demo_main  # a development aid, loaded when asked
 
         if demo_action == "destroy":
-            return devdb_main(["destroy"])
-        return devdb_main(["serve", "--", sys.executable, "-m", "mcp_suite"])
+            return demo_main(["destroy"])
+        return demo_main(["serve", "--", sys.executable, "-m", "mcp_suite"])
     if command == "serve-http":
         return _serve_http(settings, list(extra_tools))
     return _serve(settings, list(extra_tools))

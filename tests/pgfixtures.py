@@ -1,4 +1,4 @@
-"""pytest fixtures for the throwaway PostgreSQL cluster (mcp_suite.devdb).
+"""pytest fixtures for the throwaway PostgreSQL cluster (mcp_suite.demo).
 
 `demo_cluster` (session scope) creates, starts and seeds one cluster in a fresh temporary directory
 and destroys it at the end of the session. It exposes `admin_dsn` (the bootstrap superuser, TCP and
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 
 __all__ = ["demo_cluster"]
 

@@ -42,7 +42,7 @@ import trio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from tests.support.client import REPO
 
 pytestmark = pytest.mark.e2e

@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import pytest
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from tests.support.client import REPO, server_env
 from tests.support.conformance import conformance_command
 from tests.support.http_server import HttpServer, open_http_server

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.protocol.mcp import LATEST_VERSION, MODERN_VERSION
 from tests.support.client import REPO, server_env
 from tests.support.http_server import HttpServer, open_http_server

@@ -18,9 +18,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from mcp_suite.devdb.cluster import READER_USER, Cluster
-from mcp_suite.devdb.pgbouncer import open_pgbouncer
+from mcp_suite.demo.cluster import Cluster
+from mcp_suite.demo.seed import READER_USER
 from tests.support.deploy import password_of
+from tests.support.devdb.pgbouncer import open_pgbouncer
 from tests.support.fleet import backend_counter, open_fleet, run_fleet
 
 pytestmark = [pytest.mark.pg, pytest.mark.e2e]

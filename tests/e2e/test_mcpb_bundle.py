@@ -29,7 +29,7 @@ import trio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcpb.build import build, mcpb_cli, registry_problems
 from tests.support.client import REPO
 

@@ -13,7 +13,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from mcp_suite.devdb.cluster import READER_USER, Cluster
+from mcp_suite.demo.cluster import Cluster
+from mcp_suite.demo.seed import READER_USER
 from mcp_suite.tools.sql.engine.executor import Executor
 from tests.support.corpus import create_corpus, drop_corpus
 from tests.support.pg import (

@@ -10,7 +10,7 @@ import pytest
 
 from bench.bench_peers import SMALL, WIDE, StdioServer, check_answer
 from bench.common import server_env
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 
 
 @pytest.mark.parametrize("kind", ["bare", "executor"])

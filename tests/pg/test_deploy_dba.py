@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from mcp_suite import __version__
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.problems import DatabaseUnavailableError, ExecutionTimeoutError
 from mcp_suite.tools.sql.engine.executor import Executor
 from mcp_suite.tools.sql.engine.ticket import CallTicket

@@ -16,8 +16,8 @@ import psycopg
 import pytest
 import trio
 
-from mcp_suite.devdb.cluster import ADMIN_USER, READER_USER, Cluster
-from mcp_suite.devdb.pgbouncer import PgBouncer, open_pgbouncer
+from mcp_suite.demo.cluster import Cluster
+from mcp_suite.demo.seed import ADMIN_USER, READER_USER
 from mcp_suite.problems import AccessDeniedError, ExecutionTimeoutError, QueryViolationError
 from mcp_suite.tools.sql.engine.connections import SettingsNotPinnedError
 from mcp_suite.tools.sql.engine.executor import Executor
@@ -25,6 +25,7 @@ from mcp_suite.tools.sql.engine.naming import APPLICATION_NAME
 from mcp_suite.tools.sql.engine.ticket import CallTicket
 from tests.support.client import ServerProcess, problem_of
 from tests.support.deploy import check_role, password_of
+from tests.support.devdb.pgbouncer import PgBouncer, open_pgbouncer
 from tests.support.harness import open_session
 from tests.support.pg import open_executor, sql_settings
 from tests.support.reaudit import (

@@ -1,5 +1,5 @@
 """read_only_sql against a hot standby: a primary made for replication, a streaming replica from
-`pg_basebackup -R`, both started by the harness (mcp_suite.devdb.replica).
+`pg_basebackup -R`, both started by the harness (tests/support/devdb/replica.py).
 
 Queries and the start-up role audit work in recovery; a query the standby cancels to replay the
 primary's changes (a recovery conflict) is answered with the `conflict` problem, which says the
@@ -16,12 +16,12 @@ from dataclasses import dataclass
 import psycopg
 import pytest
 
-from mcp_suite.devdb.cluster import Cluster
-from mcp_suite.devdb.replica import Standby, open_primary, open_standby
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.problems import ConflictError
 from mcp_suite.tools.sql.engine.ticket import CallTicket
 from tests.support.client import ServerProcess
 from tests.support.deploy import check_role, query_once
+from tests.support.devdb.replica import Standby, open_primary, open_standby
 from tests.support.pg import open_executor
 
 pytestmark = pytest.mark.pg

@@ -18,11 +18,11 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from mcp_suite.devdb.cluster import Cluster
-from mcp_suite.devdb.tls import CertificateAuthority, enable_tls, ssl_pg_bin
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.tools.sql.engine.naming import APPLICATION_NAME
 from tests.support.client import ServerProcess
 from tests.support.deploy import check_role, with_params
+from tests.support.devdb.tls import CertificateAuthority, enable_tls, ssl_pg_bin
 
 pytestmark = pytest.mark.pg
 

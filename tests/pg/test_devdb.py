@@ -18,22 +18,20 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from mcp_suite.devdb.cluster import (
-    MARKER_NAME,
-    ROOT_CACHE_DIR,
-    Cluster,
-    DevDbError,
-    find_pg_bin,
-    open_demo_cluster,
-    reachable_cluster_dir,
-    seed_digest,
-)
-from mcp_suite.devdb.demo import LEGEND, STEPS
-from mcp_suite.devdb.sources_file import SOURCES_NAME
+from mcp_suite.demo.binaries import find_pg_bin
+from mcp_suite.demo.cluster import MARKER_NAME, Cluster
+from mcp_suite.demo.process import DevDbError
+from mcp_suite.demo.reach import ROOT_CACHE_DIR, reachable_cluster_dir
+from mcp_suite.demo.seed import seed_digest
+from mcp_suite.demo.session import open_demo_cluster
+from mcp_suite.demo.sources_file import SOURCES_NAME
+from tests.support.devdb.tour import LEGEND, STEPS
 
 pytestmark = pytest.mark.pg
 
 SECTIONS = ("guides", "reference", "changelog")
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_pages_are_seeded_exactly_as_the_spec_says(demo_cluster: Cluster) -> None:
@@ -287,7 +285,7 @@ CHILD = (
 def _serve(base: Path, **variables: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MCP_DEVDB_DIR": str(base), **variables}
     return subprocess.run(
-        [sys.executable, "-m", "mcp_suite.devdb", "serve", "--", sys.executable, "-c", CHILD],
+        [sys.executable, "-m", "mcp_suite.demo", "serve", "--", sys.executable, "-c", CHILD],
         env=env,
         capture_output=True,
         text=True,
@@ -342,7 +340,7 @@ def _messages(stderr: str) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "command", [["-m", "mcp_suite", "demo", "destroy"], ["-m", "mcp_suite.devdb", "destroy"]]
+    "command", [["-m", "mcp_suite", "demo", "destroy"], ["-m", "mcp_suite.demo", "destroy"]]
 )
 def test_both_destroy_commands_remove_the_cluster_and_its_lock_file(command: list[str]) -> None:
     parent = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-destroy-"))
@@ -374,7 +372,7 @@ def test_destroy_refuses_a_cluster_in_use_and_keeps_it_and_its_lock(demo_cluster
     # demo_cluster is served by this process: to a destroy command it is another's.
     lock = demo_cluster.base.parent / f"{demo_cluster.base.name}.lock"
     proc = subprocess.run(
-        [sys.executable, "-m", "mcp_suite.devdb", "destroy"],
+        [sys.executable, "-m", "mcp_suite.demo", "destroy"],
         env={**os.environ, "MCP_DEVDB_DIR": str(demo_cluster.base)},
         capture_output=True,
         text=True,
@@ -446,7 +444,7 @@ def test_both_demo_roles_pass_the_servers_role_audit_through_the_file_serve_writ
             [
                 sys.executable,
                 "-m",
-                "mcp_suite.devdb",
+                "mcp_suite.demo",
                 "serve",
                 "--",
                 sys.executable,
@@ -510,7 +508,7 @@ def test_two_sessions_at_once_and_the_first_to_exit_stops_nothing_under_the_othe
     base.rmdir()
     signals = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-go-"))
     env = {**os.environ, "MCP_DEVDB_DIR": str(base)}
-    argv = [sys.executable, "-m", "mcp_suite.devdb", "serve", "--", sys.executable, "-c", WAITING_CHILD]
+    argv = [sys.executable, "-m", "mcp_suite.demo", "serve", "--", sys.executable, "-c", WAITING_CHILD]
     sessions = [
         subprocess.Popen([*argv, str(signals / name)], env=env, stderr=subprocess.PIPE, text=True)
         for name in ("first", "second")
@@ -548,7 +546,8 @@ def test_serve_refuses_a_directory_it_did_not_create(tmp_path: Path) -> None:
 def test_demo_drives_every_tool_and_prints_each_refusal_whole_as_intended(demo_cluster: Cluster) -> None:
     env = {**os.environ, "MCP_DEVDB_DIR": str(demo_cluster.base)}
     proc = subprocess.run(
-        [sys.executable, "-m", "mcp_suite.devdb", "demo"],
+        [sys.executable, "-m", "tests.support.devdb.tour"],  # `make demo`
+        cwd=REPO,
         env=env,
         capture_output=True,
         text=True,

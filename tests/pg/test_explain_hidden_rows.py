@@ -18,7 +18,7 @@ import psycopg
 import pytest
 import trio
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.tools.sql.engine.introspect.visibility import hidden_relations
 from mcp_suite.tools.sql.explain_sql.policy import OPAQUE_SCAN
 from mcp_suite.tools.sql.opener import open_sql

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.tools.sql.engine.executor import CallTicket
 from mcp_suite.tools.sql.engine.policy import vet_sql

@@ -23,9 +23,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from mcp_suite.devdb.cluster import ADMIN_USER, Cluster
-from mcp_suite.devdb.pgbouncer import open_pgbouncer
+from mcp_suite.demo.cluster import Cluster
+from mcp_suite.demo.seed import ADMIN_USER
 from mcp_suite.protocol.mcp import MODERN_VERSION
+from tests.support.devdb.pgbouncer import open_pgbouncer
 from tests.support.http_server import HttpServer, open_http_server
 from tests.support.identity import (
     BLUE,

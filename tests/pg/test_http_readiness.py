@@ -15,7 +15,7 @@ from typing import Any, Final
 import psycopg
 import pytest
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from tests.support.haproxy import HaProxy, open_haproxy
 from tests.support.http_server import HttpServer, open_http_server
 from tests.support.issuer import TestIssuer, free_port, open_issuer

@@ -24,10 +24,11 @@ import psycopg
 import pytest
 import trio
 
-from mcp_suite.devdb.cluster import READER_USER, Cluster
-from mcp_suite.devdb.pgbouncer import PgBouncer, open_pgbouncer
+from mcp_suite.demo.cluster import Cluster
+from mcp_suite.demo.seed import READER_USER
 from mcp_suite.protocol.mcp import MODERN_VERSION
 from tests.support.deploy import password_of
+from tests.support.devdb.pgbouncer import PgBouncer, open_pgbouncer
 from tests.support.haproxy import HaProxy, open_haproxy
 from tests.support.http_server import HttpServer, open_http_server
 from tests.support.issuer import TestIssuer, free_port, open_issuer

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from tests.support.client import ServerProcess
 from tests.support.pg import LONG_QUERY
 from tests.support.wire import check_line, initialize_request, slug_of

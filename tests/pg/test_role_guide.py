@@ -10,7 +10,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.tools.sql.engine.role_audit.connect import audit_dsn
 from mcp_suite.tools.sql.engine.role_audit.link import CHANNEL
 from tests.support.client import REPO, server_env

@@ -18,7 +18,7 @@ import pytest
 import trio
 from psycopg import sql
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.tools.sql.engine.introspect.lookup import Lookup, encode_cursor
 from tests.support.harness import Harness, open_session

@@ -22,8 +22,8 @@ import psycopg
 import pytest
 import trio
 
-from mcp_suite.devdb.cluster import Cluster
-from mcp_suite.devdb.tls import ssl_pg_bin
+from mcp_suite.demo.cluster import Cluster
+from tests.support.devdb.tls import ssl_pg_bin
 from tests.support.harness import open_session
 from tests.support.pg import sql_settings
 

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from mcp_suite.cli import check_role
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.tools.base import StartupRefusedError
 from mcp_suite.tools.sql.engine.role_audit.connect import audit_dsn
 from mcp_suite.tools.sql.opener import open_sql

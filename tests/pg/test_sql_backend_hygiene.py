@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.tools.sql.engine.executor import Executor
 from mcp_suite.tools.sql.engine.policy import vet_sql
 from mcp_suite.tools.sql.engine.ticket import CallTicket

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 import trio
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.offload import run_in_db_thread
 from mcp_suite.tools.sql.engine.executor import CallTicket, Executor
 from tests.support.pg import open_executor

@@ -25,7 +25,7 @@ import psycopg
 import pytest
 import trio
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.tools.sql.engine.policy.catalogue import (
     READABLE_INFORMATION_SCHEMA,
     REFUSED_INFORMATION_SCHEMA,

@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.problems import ProblemError
 from mcp_suite.tools.sql.engine.convert import JSON_READY_OIDS, array_loader, register_loaders, to_json_value
 from mcp_suite.tools.sql.engine.engine import SqlEngine, open_engine

@@ -22,7 +22,7 @@ import psycopg
 import pytest
 import trio
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.problems import QueryViolationError, ResourceLimitError
 from mcp_suite.tools.base import StartupRefusedError
 from mcp_suite.tools.sql.engine.definers import DefinerGuard

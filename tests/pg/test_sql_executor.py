@@ -12,7 +12,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.problems import (
     AccessDeniedError,
     ExecutionTimeoutError,

@@ -14,11 +14,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from mcp_suite.devdb.cluster import Cluster
-from mcp_suite.devdb.tls import ssl_pg_bin
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.tools.sql.engine.denylist import denied_reason
 from mcp_suite.tools.sql.engine.policy import allowlist
 from mcp_suite.tools.sql.engine.policy.catalogue import READABLE_PG_FUNCTIONS, function_reason
+from tests.support.devdb.tls import ssl_pg_bin
 from tests.support.function_census import Overload, census, hazard
 
 pytestmark = pytest.mark.pg

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.problems import ProblemError, QueryViolationError
 from mcp_suite.protocol.identity import CallRole
 from mcp_suite.tools.sql.engine.engine import SqlEngine

@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.problems import AccessDeniedError, InvalidArgumentsError, QueryViolationError
 from mcp_suite.tools.sql.engine.executor import CallTicket, Executor
 from tests.support.pg import WRITE_FUNCTION, open_executor

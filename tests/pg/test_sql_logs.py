@@ -7,7 +7,7 @@ import json
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from tests.support.client import ServerProcess
 
 pytestmark = pytest.mark.pg

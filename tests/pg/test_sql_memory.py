@@ -20,7 +20,7 @@ import psycopg
 import pytest
 import trio
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.settings import SecretStr, Settings
 from tests.support.harness import open_session
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from mcp_suite.devdb.cluster import READER_USER, Cluster
+from mcp_suite.demo.cluster import Cluster
+from mcp_suite.demo.seed import READER_USER
 from mcp_suite.tools.sql.engine.connections import SettingsNotPinnedError
 from mcp_suite.tools.sql.engine.executor import Executor
 from mcp_suite.tools.sql.engine.naming import APPLICATION_NAME

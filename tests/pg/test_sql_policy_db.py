@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.protocol.untrusted import FRAMED
 from mcp_suite.tools.sql.engine.denylist import REVIEWED_VOLATILE, denied_reason
 from mcp_suite.tools.sql.engine.policy import QueryPolicy

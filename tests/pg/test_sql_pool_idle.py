@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.tools.sql.engine.role_audit.link import audit_application_name
 from tests.support.client import ServerProcess
 

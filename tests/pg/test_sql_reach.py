@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from mcp_suite.cli import check_role
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.tools.sql.engine.role_audit.audit import audit_connection
 from mcp_suite.tools.sql.engine.role_audit.connect import audit_dsn
 from tests.support.pg import PROBE_ROLE as ROLE

@@ -19,7 +19,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from mcp_suite.devdb.cluster import OWNER_ROLE, Cluster
+from mcp_suite.demo.cluster import Cluster
+from mcp_suite.demo.seed import OWNER_ROLE
 from tests.support.client import ServerProcess, problem_of
 from tests.support.pg import PROBE_ROLE, probe_dsn
 from tests.support.reach import (

@@ -24,7 +24,8 @@ from typing import Any, Final
 import psycopg
 import pytest
 
-from mcp_suite.devdb.cluster import ADMIN_USER, Cluster
+from mcp_suite.demo.cluster import Cluster
+from mcp_suite.demo.seed import ADMIN_USER
 from mcp_suite.problems import RoleRefusedError
 from mcp_suite.tools.sql.engine.executor import Executor
 from mcp_suite.tools.sql.engine.role_audit.link import AUDIT_APPLICATION_NAME, AuditLink, NoVerdict

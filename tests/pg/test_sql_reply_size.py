@@ -12,7 +12,7 @@ from typing import Any, Final
 import pytest
 import trio
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from tests.support.harness import Harness, open_session
 from tests.support.pg import sql_settings
 from tests.support.session_core import META

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 import trio
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.protocol.jsonrpc import compact_json
 from tests.support.harness import Harness, open_session
 from tests.support.injections import check_framed

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 import trio
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from tests.support.harness import Harness, open_session
 from tests.support.pg import sql_settings
 

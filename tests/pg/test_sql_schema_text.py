@@ -17,7 +17,7 @@ import psycopg
 import pytest
 import trio
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.protocol.invisible import INVISIBLE
 from mcp_suite.tools.sql.engine.introspect.lookup import encode_cursor, lookup
 from tests.support.harness import open_session

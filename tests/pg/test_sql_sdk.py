@@ -12,7 +12,7 @@ import trio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from tests.support.client import REPO
 from tests.support.wire import without_frame
 

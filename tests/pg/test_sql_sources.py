@@ -22,10 +22,10 @@ import pytest
 import trio
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from mcp_suite.devdb.cluster import Cluster
-from mcp_suite.devdb.tls import ssl_pg_bin
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.protocol.mcp import MODERN_VERSION
 from mcp_suite.settings import Settings
+from tests.support.devdb.tls import ssl_pg_bin
 from tests.support.harness import Harness, open_session
 from tests.support.http_server import HttpServer, open_http_server
 from tests.support.issuer import open_issuer

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.settings import SecretStr, Settings
 from mcp_suite.tools.sql.opener import open_sql
 from tests.support.client import REPO, server_env

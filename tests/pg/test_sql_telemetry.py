@@ -15,7 +15,8 @@ import pytest
 import trio
 from pglast.parser import fingerprint
 
-from mcp_suite.devdb.cluster import READER_USER, Cluster
+from mcp_suite.demo.cluster import Cluster
+from mcp_suite.demo.seed import READER_USER
 from mcp_suite.runtime.log_sink import configure_logging, shutdown_logging
 from mcp_suite.runtime.telemetry import Telemetry
 from mcp_suite.tools.registry import Registry

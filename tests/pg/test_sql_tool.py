@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.settings import Settings
 from tests.support.harness import open_session
 from tests.support.injections import check_framed

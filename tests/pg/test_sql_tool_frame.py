@@ -24,7 +24,8 @@ from psycopg.types.json import Jsonb
 
 from bench.bench_sql import ROWS, ROWS_QUERY
 from bench.bench_tokens import frame_figures
-from mcp_suite.devdb.cluster import READER_USER, Cluster
+from mcp_suite.demo.cluster import Cluster
+from mcp_suite.demo.seed import READER_USER
 from mcp_suite.protocol.mcp import MODERN_VERSION
 from tests.support.harness import open_session
 from tests.support.http_server import open_http_server

@@ -1,6 +1,6 @@
 """Shared pieces of the deployment tests (PgBouncer, TLS, a hot standby): DSN surgery and the
 queries a DBA runs, used by several test files. No fixtures here; each test file starts what it needs
-through the project's harness (`mcp_suite.devdb`)."""
+through the project's harness (`mcp_suite.demo`, tests/support/devdb)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from mcp_suite.devdb.process import stop_escalating
+from mcp_suite.demo.process import stop_escalating
 from tests.support.client import REPO
 from tests.support.issuer import free_port
 

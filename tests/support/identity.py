@@ -14,7 +14,7 @@ from typing import Any, Final
 import psycopg
 from psycopg import sql
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 
 LOGIN: Final = "mcp_id_login"
 LOGIN_PASSWORD: Final = "identity-login-not-secret"

@@ -12,7 +12,7 @@ from typing import Any
 import psycopg
 import trio
 
-from mcp_suite.devdb.cluster import Cluster
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.settings import SecretStr, Settings
 from mcp_suite.tools.sql.engine.executor import Executor
 

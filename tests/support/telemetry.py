@@ -32,7 +32,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from mcp_suite.devdb.process import stop_escalating
+from mcp_suite.demo.process import stop_escalating
 from mcp_suite.runtime.telemetry import Telemetry
 from mcp_suite.settings import Settings
 from mcp_suite.tools.registry import Registry

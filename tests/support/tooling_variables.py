@@ -1,8 +1,9 @@
 """The `MCP_*` names of the project's own tooling, read from where the tooling lives.
 
-The container scripts, the Makefile and the demo database (`mcp_suite/devdb`) read variables of
-their own that are not settings; the server does not list them (`mcp_suite.settings`). The tests
-take them from those files, and the documented list from docs/configuration.md, never from settings.
+The container scripts, the Makefile, the demo database (`mcp_suite/demo`) and the test harness's
+servers (`tests/support/devdb`) read variables of their own that are not settings; the server does
+not list them (`mcp_suite.settings`). The tests take them from those files, and the documented list
+from docs/configuration.md, never from settings.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ _NAME: Final = re.compile(r"\bMCP_[A-Z0-9_]*[A-Z0-9]\b(?![*_])")
 
 def _tooling_files() -> list[Path]:
     files = [path for path in (_REPO / "containers").rglob("*") if path.is_file()]
-    files += sorted((_REPO / "mcp_suite" / "devdb").glob("*.py"))
+    files += sorted((_REPO / "mcp_suite" / "demo").glob("*.py"))
+    files += sorted((_REPO / "tests" / "support" / "devdb").glob("*.py"))
     return [*files, _REPO / "Makefile"]
 
 

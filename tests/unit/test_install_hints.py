@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from mcp_suite import __version__
-from mcp_suite.devdb.cluster import DevDbError, find_pg_bin
+from mcp_suite.demo.binaries import find_pg_bin
+from mcp_suite.demo.process import DevDbError
 from tests.support.client import REPO, server_env
 
 

@@ -44,7 +44,7 @@ def _clean(tmp_path: Path, destroy_status: int) -> subprocess.CompletedProcess[s
 def test_make_clean_destroys_the_demo_database_through_the_project_command_first(tmp_path: Path) -> None:
     proc = _clean(tmp_path, 0)
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "called").read_text() == "-m mcp_suite.devdb destroy\n"
+    assert (tmp_path / "called").read_text() == "-m mcp_suite.demo destroy\n"
     assert not (tmp_path / ".venv").exists()
 
 
@@ -95,5 +95,5 @@ def test_the_first_make_run_says_each_install_step_on_stderr_and_nothing_on_stdo
         for c in (tmp_path / "calls").read_text().splitlines()
         if not c.startswith("-m mcp_suite.make_relay ")
     ]
-    assert calls[-1].startswith("-m mcp_suite.devdb serve -- ")  # then the demo PostgreSQL and the server
+    assert calls[-1].startswith("-m mcp_suite.demo serve -- ")  # then the demo PostgreSQL and the server
     assert any(call.startswith("-m pip install -qq ") for call in calls)  # no setuptools banner

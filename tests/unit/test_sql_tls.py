@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_suite.devdb.tls import CertificateAuthority
 from mcp_suite.tools.sql.engine.role_audit.tls import tls_refusal
+from tests.support.devdb.tls import CertificateAuthority
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ The binary is Debian's `pgbouncer` (`$PGBOUNCER`, else found on PATH or in /usr/
 installs the package when it is missing). It listens on 127.0.0.1 only, on a free port, with no Unix
 socket; clients and the pooler both authenticate with scram-sha-256 from a private userlist. When
 this process is root it runs as the cluster's non-root service account (PgBouncer refuses root).
-The process is stopped when the object is closed and when this process exits. Development and test
-harness only: never imported by the server itself.
+The process is stopped when the object is closed and when this process exits. Test harness only: outside
+the installed package.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Final
 
-from mcp_suite.devdb.cluster import HOST, Cluster, free_port
-from mcp_suite.devdb.process import DevDbError, service_account, start_service, stop_escalating
+from mcp_suite.demo.cluster import HOST, Cluster, free_port
+from mcp_suite.demo.process import DevDbError, service_account, start_service, stop_escalating
 
 __all__ = ["PgBouncer", "find_pgbouncer", "open_pgbouncer"]
 

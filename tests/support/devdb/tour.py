@@ -4,8 +4,9 @@ Each step says what it expects: served (`ok`) or refused with a given problem ty
 guardrails doing their job, so the table prints them whole (the problem's detail and metadata, as
 the client receives them) under a legend saying so; a step whose outcome differs from what it
 expects is marked UNEXPECTED and makes the demo exit 1. The server reads the demo's two databases
-(the sources `docs` and `ops`, `sources_file.py`): every SQL step names its source. Development
-tooling: needs the SDK (dev.txt).
+(the sources `docs` and `ops`, mcp_suite/demo/sources_file.py): every SQL step names its source.
+`python -m tests.support.devdb.tour` runs it against the session's demo cluster. Development tooling:
+needs the SDK and anyio (dev.txt), which is why it lives in the test harness and not in the wheel.
 """
 
 from __future__ import annotations
@@ -17,7 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-__all__ = ["LEGEND", "STEPS", "Step", "print_table", "run_steps"]
+from mcp_suite.demo.__main__ import run_logged
+from mcp_suite.demo.places import checkout
+from mcp_suite.demo.session import open_session_cluster, server_env
+
+__all__ = ["LEGEND", "STEPS", "Step", "main", "print_table", "run_steps", "tour"]
 
 LEGEND: Final = (
     "Legend: 'ok' = served. 'refused (intended)' = a guardrail said no, as designed; the refusal is\n"
@@ -233,3 +238,23 @@ def print_table(rows: list[tuple[str, bool, list[str]]], out: TextIO) -> None:
         for more in lines[1:]:
             out.write(f"{'':<{width}}    {more}\n")
     out.flush()
+
+
+def tour() -> int:
+    """Every tool through the SDK client, on the session's demo cluster; 1 when a step was UNEXPECTED."""
+    import anyio
+
+    with open_session_cluster() as cluster:
+        env = server_env(cluster)
+        env.setdefault("MCP_LOG_LEVEL", "WARNING")
+        rows = anyio.run(run_steps, env, checkout() or Path.home())
+    print_table(rows, sys.stdout)
+    return 0 if all(as_expected for _, as_expected, _ in rows) else 1
+
+
+def main() -> int:
+    return run_logged(tour)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,5 +1,5 @@
--- The demo data (docs/tools/read_only_sql.md), run by mcp_suite.devdb as the bootstrap superuser in the demo database.
--- Roles and database-level grants are made by cluster.py (they need the random reader password).
+-- The demo data (docs/tools/read_only_sql.md), run by mcp_suite.demo (seed.py) as the bootstrap superuser in the demo database.
+-- Roles and database-level grants are made by seed.py (they need the random reader password).
 SET ROLE docs_owner;
 
 CREATE SCHEMA docs;

@@ -7,7 +7,7 @@ installs the `postgresql` package when none is there).
 
 Keys are EC P-256, certificates valid for a day, made with `cryptography` (a dev dependency); private
 keys are written mode 0600 and, when this process is root, owned by the cluster's service account.
-Development and test harness only: never imported by the server itself.
+Test harness only: outside the installed package.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from mcp_suite.devdb.cluster import Cluster
-from mcp_suite.devdb.process import DevDbError, service_account
+from mcp_suite.demo.cluster import Cluster
+from mcp_suite.demo.process import DevDbError, service_account
 
 __all__ = ["CertificateAuthority", "ServerCertificate", "enable_tls", "ssl_pg_bin"]
 

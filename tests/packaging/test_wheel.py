@@ -10,20 +10,16 @@ import sys
 import tempfile
 import tomllib
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
 
-from mcp_suite.devdb.cluster import MARKER_NAME
+from mcp_suite.demo.cluster import MARKER_NAME
+from tests.support.wheel import GUIDE, REPO
 from tests.support.wire import check_line, initialize_request
 
 pytestmark = pytest.mark.pg
-
-REPO = Path(__file__).resolve().parents[2]
-GUIDE = Path("docs", "tools", "postgres-role-guide.sql")
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "mcp_suite", "examples", str(GUIDE))
 
 
 def _locked(name: str) -> dict[str, str]:
@@ -52,41 +48,6 @@ def test_the_wheels_dependency_ranges_admit_every_locked_version() -> None:
         assert requirement.specifier.contains(version), f"{requirement} does not admit the locked {version}"
 
 
-@pytest.fixture(scope="module")
-def wheel() -> Iterator[Path]:
-    work = Path(tempfile.mkdtemp(prefix="mcp-suite-wheel-"))
-    source = work / "src"
-    for name in SOURCES:
-        if (REPO / name).is_dir():
-            shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            (source / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, source / name)
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(work),
-            ".",
-        ],
-        cwd=source,
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    (built,) = work.glob("mcp_suite-*.whl")
-    try:
-        yield built
-    finally:
-        shutil.rmtree(work)
-
-
 def test_the_wheel_carries_the_seed_the_example_folder_the_role_guide_and_the_console_script(
     wheel: Path,
 ) -> None:
@@ -95,8 +56,8 @@ def test_the_wheel_carries_the_seed_the_example_folder_the_role_guide_and_the_co
         entry_points = next(archive.read(n).decode() for n in names if n.endswith("entry_points.txt"))
         metadata = next(archive.read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
         guide = archive.read("mcp_suite/tools/sql/engine/role_audit/postgres-role-guide.sql").decode()
-    assert "mcp_suite/devdb/seed.sql" in names
-    assert "mcp_suite/devdb/safe_data/notes/sandbox-rules.md" in names
+    assert "mcp_suite/demo/seed.sql" in names
+    assert "mcp_suite/demo/safe_data/notes/sandbox-rules.md" in names
     assert guide == (REPO / GUIDE).read_text(encoding="utf-8")
     assert "mcp-suite = mcp_suite.entry:main" in entry_points
     assert "License-Expression: MIT" in metadata.splitlines()  # the SPDX form, no build banner

@@ -1,9 +1,9 @@
-"""Run the harness's server processes (PostgreSQL, PgBouncer, a standby) and stop them.
+"""Run the demo's server processes (PostgreSQL; the test harness's PgBouncer and standby too) and stop them.
 
-`start_service` runs an argv as the harness's non-root service account when this process is root,
+`start_service` runs an argv as the non-root service account `mcp-devdb` when this process is root,
 in a session of its own, with a minimal environment and, when started from the main thread, the
 kernel's parent-death signal (so nothing outlives us). `stop_escalating` sends each signal of a
-list in turn, waiting a bounded time after each. Development and test harness only.
+list in turn, waiting a bounded time after each. Never imported by the server itself.
 """
 
 from __future__ import annotations

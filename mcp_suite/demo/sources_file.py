@@ -7,7 +7,7 @@ file per source beside it: each file mode 0600, written whole under a temporary 
 the passwords never in the TOML itself. It is written again at each session (the port may change).
 A per-source `MCP_SQL_*` variable the developer set (`MCP_SQL_STATEMENT_TIMEOUT_MS`...) may not sit
 beside a file, so its value is written into every source's table instead, and `server_environ`
-leaves it, and `MCP_SQL_DSN`, out of the server's environment. Development tooling only.
+leaves it, and `MCP_SQL_DSN`, out of the server's environment.
 """
 
 from __future__ import annotations
@@ -18,18 +18,19 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from mcp_suite.demo.seed import DEMO_DB, OPS_DB, OPS_READER_POOL, OPS_READER_USER, READER_POOL, READER_USER
 from mcp_suite.settings import ENV_PREFIX, load_settings, variable_of
 from mcp_suite.sources import PER_SOURCE
 
 if TYPE_CHECKING:
-    from mcp_suite.devdb.cluster import Cluster
+    from mcp_suite.demo.cluster import Cluster
 
 __all__ = ["DEMO_SOURCES", "SOURCES_NAME", "server_environ", "write_sources_file"]
 
 SOURCES_NAME: Final = "sources.toml"
 DEMO_SOURCES: Final = ("docs", "ops")
 _HEADER: Final = """\
-# The demo's two databases, written by `python -m mcp_suite.devdb serve` at each start (the port may
+# The demo's two databases, written by `python -m mcp_suite.demo serve` at each start (the port may
 # change): docs/configuration.md, "Several databases: the configuration file". The passwords are in
 # the files beside this one (mode 0600), never in it.
 """
@@ -86,15 +87,6 @@ def write_sources_file(
     """Write the configuration file and its password files in `directory` (default `cluster.base`);
     returns its path. `names` keeps some of the demo's sources only (`make bench` compares one
     source with two)."""
-    from mcp_suite.devdb.cluster import (
-        DEMO_DB,
-        OPS_DB,
-        OPS_READER_POOL,
-        OPS_READER_USER,
-        READER_POOL,
-        READER_USER,
-    )
-
     developer = _developer_options(environ)
     sources = (
         (

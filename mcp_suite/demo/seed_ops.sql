@@ -1,6 +1,6 @@
 -- The demo's second database, mcp_ops (docs/tools/read_only_sql.md, "The demo database"), run by
--- mcp_suite.devdb as the bootstrap superuser in that database. `make run` serves it as the source
--- `ops` beside `docs` (mcp_demo). Roles and database-level grants are made by cluster.py (they need
+-- mcp_suite.demo (seed.py) as the bootstrap superuser in that database. `make run` serves it as the source
+-- `ops` beside `docs` (mcp_demo). Roles and database-level grants are made by seed.py (they need
 -- the random reader password); its reader, mcp_ops_reader, is audited as mcp_reader is.
 SET ROLE ops_owner;
 

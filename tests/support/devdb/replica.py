@@ -6,7 +6,7 @@ replica`, WAL senders, a `replication` line in pg_hba for the bootstrap superuse
 it. `open_standby(primary)` copies it with `pg_basebackup -R` (which writes `standby.signal` and
 `primary_conninfo`) and starts the copy as a streaming hot standby on another free port. Both run
 as the cluster's service account when this process is root, and are stopped and removed on exit.
-Development and test harness only: never imported by the server itself.
+Test harness only: outside the installed package.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from typing import Final
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from mcp_suite.devdb.cluster import ADMIN_USER, HOST, Cluster, free_port
-from mcp_suite.devdb.process import (
+from mcp_suite.demo.cluster import HOST, Cluster, free_port
+from mcp_suite.demo.process import (
     DevDbError,
     child_env,
     run_service,
@@ -34,6 +34,7 @@ from mcp_suite.devdb.process import (
     start_service,
     stop_escalating,
 )
+from mcp_suite.demo.seed import ADMIN_USER
 
 __all__ = ["Standby", "open_primary", "open_standby"]
 

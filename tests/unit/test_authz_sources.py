@@ -52,6 +52,19 @@ def test_the_sources_come_from_the_tool_s_source_argument_or_are_its_family_s() 
     assert source_scope("sql:read", "product") == "sql:read:product"
 
 
+def test_a_tool_s_source_argument_names_its_sources_even_where_no_resource_describes_them() -> None:
+    grants = grants_of(
+        [("query", "sql:read", SCHEMA)],
+        [("notes://about", "sql:read", None), ("docs://x", "docs:read", None)],
+    )
+    assert grants.tool("query").sources == SOURCES
+    # A resource that describes no source is granted by its scope alone, not by a source's.
+    assert grants.resource("notes://about").sources == ()
+    assert grants.resource("notes://about").lacking(ALL) is None
+    assert grants.resource("notes://about").lacking(ONE) == "sql:read"
+    assert grants.resource("docs://x").lacking(ONE) == "docs:read"
+
+
 def test_the_family_scope_allows_every_source_and_a_source_s_scope_that_source() -> None:
     query = GRANTS.tool("query")
     assert query.sources_allowed(ALL) == SOURCES
@@ -74,6 +87,8 @@ def test_the_source_argument_lists_only_the_sources_allowed() -> None:
     assert SCHEMA["properties"]["source"] == {"enum": list(SOURCES)}  # the shared schema is unchanged
     plain = {"type": "object", "properties": {"path": {"type": "string"}}}
     assert scoped_input_schema(plain, ("product",)) == plain
+    # A tool that takes no arguments may advertise no properties at all.
+    assert scoped_input_schema({"type": "object"}, ("product",)) == {"type": "object"}
 
 
 @pytest.mark.parametrize(

@@ -249,6 +249,7 @@ def _check(claims: dict[str, Any]) -> Identity:
 def test_good_claims_name_the_subject_and_its_scopes() -> None:
     identity = _check(_claims())
     assert identity == Identity("alice", frozenset({"metrics:read", "files:read"}))
+    assert identity.claims == _claims()  # every verified claim, for the identity map
     assert identity.holds("files:read")
     assert not identity.holds("sql:read")
     assert _check(_claims(aud=["other", AUDIENCE])).subject == "alice"

@@ -440,6 +440,8 @@ def test_a_read_of_an_unknown_resource_names_the_uri_parameter(
     assert error["data"]["type"].endswith(slug)
     assert answer.problem is not None
     assert answer.problem.jsonrpc_code == code
+    # the code the frame carries, for the transport that maps it to an HTTP status
+    assert answer.error_code == code
     assert (answer.request_id, answer.method, answer.tool) == (6, "resources/read", None)
 
 
@@ -457,10 +459,20 @@ def test_a_call_hands_the_runtime_its_meta_traceparent_and_nothing_else_of_meta(
     started = _core(30).receive(line("tools/call", params, 4))
     assert isinstance(started, core.StartCall)
     assert (started.trace_parent, started.protocol_version) == (parent, MODERN)
-    meta["traceparent"] = "0" * 129  # longer than any traceparent: not one
+    meta["traceparent"] = "0" * 128  # the longest string still handed on
     started = _core(30).receive(line("tools/call", params, 5))
     assert isinstance(started, core.StartCall)
+    assert started.trace_parent == "0" * 128
+    meta["traceparent"] = "0" * 129  # longer than any traceparent: not one
+    started = _core(30).receive(line("tools/call", params, 6))
+    assert isinstance(started, core.StartCall)
     assert started.trace_parent is None
+
+
+def test_a_call_of_the_handshake_era_starts_with_the_version_it_negotiated() -> None:
+    started = initialized("2025-06-18").receive(line("tools/call", {"name": "echo", "arguments": {}}, 7))
+    assert isinstance(started, core.StartCall)
+    assert (started.trace_parent, started.protocol_version) == (None, "2025-06-18")
 
 
 def test_an_unknown_tool_hands_the_audit_its_name() -> None:
@@ -546,6 +558,11 @@ def test_the_core_picks_a_raised_problem_s_channel_from_its_class_in_band_only_f
     else:
         assert (message["error"]["code"], message["error"]["data"]["detail"]) == (travels, problem.detail)
     assert (answer.outcome, answer.problem) == ("error", problem)
+
+
+def test_without_a_listing_filter_every_resource_is_listed() -> None:
+    listed = answer_of(make_core().receive(modern("resources/list")))["result"]["resources"]
+    assert [r["uri"] for r in listed] == [SCHEMA_URI]
 
 
 def test_a_resource_not_listed_to_a_caller_is_still_read_through_a_call() -> None:

@@ -334,6 +334,16 @@ def test_lists_that_depend_on_the_caller_are_cached_privately() -> None:
         assert answer_of(per_caller.receive(modern(method)))["result"]["cacheScope"] == "private"
 
 
+def test_the_lists_of_the_handshake_era_carry_no_cache_fields() -> None:
+    # The cache members are the 2026-07-28 revision's; a session of the handshake era never sent them.
+    session = initialized()
+    listed = answer_of(session.receive(line("resources/list", request_id=2)))["result"]
+    assert [r["uri"] for r in listed.pop("resources")] == [SCHEMA_URI]
+    assert listed == {}
+    templates = answer_of(session.receive(line("resources/templates/list", request_id=3)))["result"]
+    assert templates == {"resourceTemplates": []}
+
+
 # -- the answers given at once, their words and the members the audit reads ----------------------
 
 _CAPABILITIES: Final = {"tools": {"listChanged": False}}

@@ -115,14 +115,19 @@ def problem_of(reply: Reply) -> dict[str, Any]:
     return document
 
 
-def refused(step: object, status: int, slug: str) -> Reply:
+def refused(
+    step: object, status: int, slug: str, *, where: str = "POST /mcp", detail: str | None = None
+) -> Reply:
+    """`step` is a refusal before the core: `status` and `slug`, nothing to audit, and a log line
+    naming the request's head (`where`) and the detail sent (`detail`, when given)."""
     reply = reply_of(step)
     assert reply.status == status, reply
     document = problem_of(reply)
     assert (document["status"], slug_of(document)) == (status, slug)
+    if detail is not None:
+        assert document["detail"] == detail
     assert reply.answer is None  # refused before the core: nothing to audit
-    assert reply.log is not None
-    assert reply.log.startswith(f"HTTP {status} for ")
+    assert reply.log == f"HTTP {status} for {where}: {document['detail']}"
     return reply
 
 
@@ -136,7 +141,12 @@ def open_session(server: HttpExchange, identity: Identity, now: float) -> str:
     body = frame("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
     reply = reply_of(post(server, body, LEGACY_HEAD, identity, now))
     assert reply.status == 200
-    return header(reply, b"mcp-session-id")
+    assert check_line(reply.body + b"\n")["result"]["protocolVersion"] == "2025-11-25"
+    assert reply.answer is not None
+    assert reply.answer.request_id == 1
+    session_id = header(reply, b"mcp-session-id")
+    assert len(session_id) == 43  # 32 random bytes, URL-safe base64 without padding
+    return session_id
 
 
 def in_session(session_id: str, **more: str) -> dict[str, str]:
@@ -164,7 +174,13 @@ def test_the_probes_say_yes_or_no_before_anything_else_is_looked_at(
         reply = reply_of(exchange(ready=ready).head(method, path, headers))
         assert (reply.status, reply.body) == (status, body)
         assert reply.headers == ((b"content-type", b"text/plain"), (b"cache-control", b"no-store"))
-    posted = refused(exchange().head("POST", path, []), 405, "method-not-allowed")
+    posted = refused(
+        exchange().head("POST", path, []),
+        405,
+        "method-not-allowed",
+        where=f"POST an unknown path {path!r} ({len(path)} characters)",
+        detail="a probe is read with GET",
+    )
     assert header(posted, b"allow") == "GET"
 
 
@@ -172,6 +188,11 @@ def test_headers_longer_than_the_limit_are_431() -> None:
     headers = raw({"authorization": "Bearer t", "x": "y" * 2_048})
     reply = refused(exchange().head("POST", "/mcp", headers), 431, "headers-too-large")
     assert problem_of(reply)["detail"] == "the headers are longer than 2048 bytes"
+    # Each header counts its name, its value and 4 bytes (": " and CRLF): 25 + 5 + 2_018 is the limit.
+    at_limit = raw({"authorization": "Bearer t", "x": "y" * 2_018})
+    assert isinstance(exchange().head("POST", "/mcp", at_limit), HttpRequest)
+    past_limit = raw({"authorization": "Bearer t", "x": "y" * 2_019})
+    refused(exchange().head("POST", "/mcp", past_limit), 431, "headers-too-large")
 
 
 def test_the_metadata_is_served_with_get_at_both_paths_when_tokens_are_required() -> None:
@@ -186,18 +207,30 @@ def test_the_metadata_is_served_with_get_at_both_paths_when_tokens_are_required(
             "scopes_supported": ["sql:read", "test:call"],
             "bearer_methods_supported": ["header"],
         }
-        posted = refused(server.head("POST", path, []), 405, "method-not-allowed")
+        posted = refused(
+            server.head("POST", path, []),
+            405,
+            "method-not-allowed",
+            where=f"POST {path}",
+            detail="the metadata is read with GET",
+        )
         assert header(posted, b"allow") == "GET"
     # Without authorization there is no metadata: an unknown path.
     refused(
         exchange(authenticates=False).head("GET", "/.well-known/oauth-protected-resource", []),
         404,
         "not-found",
+        where="GET /.well-known/oauth-protected-resource",
     )
 
 
 def test_a_path_not_served_is_404_and_logged_by_its_head_only() -> None:
-    reply = refused(exchange().head("POST", "/mcp/eyJsecret-token-here", []), 404, "not-found")
+    reply = refused(
+        exchange().head("POST", "/mcp/eyJsecret-token-here", []),
+        404,
+        "not-found",
+        where="POST an unknown path '/mcp/eyJsecret-t'… (25 characters)",
+    )
     assert problem_of(reply)["detail"] == "the MCP endpoint is /mcp"
     assert reply.log == (
         "HTTP 404 for POST an unknown path '/mcp/eyJsecret-t'… (25 characters): the MCP endpoint is /mcp"
@@ -206,7 +239,12 @@ def test_a_path_not_served_is_404_and_logged_by_its_head_only() -> None:
 
 def test_an_origin_not_allowed_is_403_and_an_allowed_or_absent_one_is_served() -> None:
     server = exchange()
-    refused(server.head("POST", "/mcp", raw({"origin": "https://evil.example"})), 403, "origin-not-allowed")
+    refused(
+        server.head("POST", "/mcp", raw({"origin": "https://evil.example"})),
+        403,
+        "origin-not-allowed",
+        detail="this Origin is not allowed to call the server",
+    )
     assert request(server, {"origin": "https://app.example"}).token == "t"
     assert request(server).token == "t"
 
@@ -266,6 +304,7 @@ def test_a_caller_at_its_share_of_requests_in_progress_is_429_until_one_finishes
     third.finished()  # never counted: gives nothing back
     assert isinstance(request(server, LEGACY_HEAD).authenticated(BOB, 0), ReadBody)  # another caller's share
     first.finished()
+    assert server.statistics().callers_in_progress == 2  # alice has one left, bob one
     first.finished()  # once only
     assert isinstance(request(server, LEGACY_HEAD).authenticated(ALICE, 0), ReadBody)
     second.finished()
@@ -302,7 +341,8 @@ def test_a_caller_at_its_share_of_requests_in_progress_is_429_until_one_finishes
 def test_a_post_is_refused_before_its_body_is_read(
     method: str, headers: dict[str, str], status: int, slug: str, detail: str
 ) -> None:
-    reply = refused(request(exchange(), headers, method=method).authenticated(ALICE, 0), status, slug)
+    step = request(exchange(), headers, method=method).authenticated(ALICE, 0)
+    reply = refused(step, status, slug, where=f"{method} /mcp")
     assert problem_of(reply)["detail"] == detail
     if status == 405:
         assert header(reply, b"allow") == "POST, DELETE"
@@ -511,6 +551,13 @@ def test_a_notification_outside_a_session_is_accepted_and_cancels_nothing() -> N
     assert reply_of(post(exchange(), note, LEGACY_HEAD)) == Reply(202)
 
 
+def test_a_notification_inside_a_session_is_accepted_and_cancels_nothing() -> None:
+    server = exchange()
+    session_id = open_session(server, ALICE, 100)
+    note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+    assert reply_of(post(server, note, in_session(session_id), ALICE, 101)) == Reply(202)
+
+
 def test_a_session_ended_by_its_idle_time_cancels_its_calls_in_flight() -> None:
     server = exchange()
     session_id = open_session(server, ALICE, 100)
@@ -579,10 +626,16 @@ def test_delete_ends_the_caller_s_own_session_and_cancels_its_calls() -> None:
         req.finished()
         return reply_of(step)
 
-    missing = refused(delete({}, ALICE), 400, "invalid-request")
+    missing = refused(delete({}, ALICE), 400, "invalid-request", where="DELETE /mcp")
     assert problem_of(missing)["detail"] == "DELETE names the session to end in Mcp-Session-Id"
-    refused(delete({"mcp-session-id": "nope"}, ALICE), 404, "not-found")
-    refused(delete({"mcp-session-id": session_id}, BOB), 404, "not-found")
+    for named, caller in (("nope", ALICE), (session_id, BOB)):
+        refused(
+            delete({"mcp-session-id": named}, caller),
+            404,
+            "not-found",
+            where="DELETE /mcp",
+            detail="no such session",
+        )
     ended = delete({"mcp-session-id": session_id}, ALICE)
     assert (ended.status, ended.body, ended.cancel) == (204, b"", ((session_id, ("i", 4)),))
     assert server.statistics().sessions == 0
@@ -634,6 +687,11 @@ def test_without_a_resource_uri_no_metadata_path_is_served_or_logged() -> None:
         scopes=(),
         authenticates=False,
     )
-    reply = refused(server.head("GET", "/.well-known/oauth-protected-resource", []), 404, "not-found")
+    reply = refused(
+        server.head("GET", "/.well-known/oauth-protected-resource", []),
+        404,
+        "not-found",
+        where="GET an unknown path '/.well-known/oau'… (37 characters)",
+    )
     assert reply.log is not None
     assert "an unknown path" in reply.log

@@ -15,7 +15,7 @@ from mcp_suite.problems import (
     SessionNotInitializedError,
     TooManyRequestsError,
 )
-from mcp_suite.protocol import core
+from mcp_suite.protocol import core, mcp
 from mcp_suite.protocol.authz import ANONYMOUS, Identity, grants_of
 from mcp_suite.protocol.exchange import (
     HttpExchange,
@@ -126,6 +126,8 @@ def refused(
     assert (document["status"], slug_of(document)) == (status, slug)
     if detail is not None:
         assert document["detail"] == detail
+    # Streamable HTTP: an error without an id leaves it out (the schemas do not allow null).
+    assert "id" not in check_line(reply.body + b"\n")
     assert reply.answer is None  # refused before the core: nothing to audit
     assert reply.log == f"HTTP {status} for {where}: {document['detail']}"
     return reply
@@ -207,6 +209,8 @@ def test_the_metadata_is_served_with_get_at_both_paths_when_tokens_are_required(
             "scopes_supported": ["sql:read", "test:call"],
             "bearer_methods_supported": ["header"],
         }
+        assert b" " not in reply.body  # compact JSON
+        assert reply_of(server.head("HEAD", path, [])).status == 200
         posted = refused(
             server.head("POST", path, []),
             405,
@@ -252,7 +256,12 @@ def test_an_origin_not_allowed_is_403_and_an_allowed_or_absent_one_is_served() -
 def test_the_authorization_header_is_read_one_way() -> None:
     server = exchange()
     twice = [(b"authorization", b"Bearer a"), (b"Authorization", b"Bearer a")]
-    reply = refused(server.head("POST", "/mcp", twice), 400, "invalid-request")
+    reply = refused(
+        server.head("POST", "/mcp", twice),
+        400,
+        "invalid-request",
+        detail="the request carries more than one Authorization header",
+    )
     assert header(reply, b"www-authenticate") == (
         f'Bearer resource_metadata="{METADATA}", error="invalid_request", '
         'error_description="the request carries more than one Authorization header"'
@@ -264,6 +273,14 @@ def test_the_authorization_header_is_read_one_way() -> None:
             header(missing, b"www-authenticate")
             == f'Bearer resource_metadata="{METADATA}", scope="test:call"'
         )
+    # A server serving several scopes names them all, separated by spaces (RFC 6750 3).
+    several = refused(
+        exchange(scopes=("sql:read", "test:call")).head("POST", "/mcp", []), 401, "unauthorized"
+    )
+    assert (
+        header(several, b"www-authenticate")
+        == f'Bearer resource_metadata="{METADATA}", scope="sql:read test:call"'
+    )
     # A server serving nothing that needs a scope names none.
     bare = refused(exchange(scopes=()).head("POST", "/mcp", []), 401, "unauthorized")
     assert header(bare, b"www-authenticate") == f'Bearer resource_metadata="{METADATA}"'
@@ -284,6 +301,10 @@ def test_a_token_refused_is_401_invalid_token_and_keys_not_had_are_503_to_retry(
         f'Bearer resource_metadata="{METADATA}", error="invalid_token", '
         'error_description="the token has expired"'
     )
+    # A reason longer than 256 characters is cut there in the body; the log keeps it whole.
+    long = reply_of(req.token_rejected("x" * 300))
+    assert problem_of(long)["detail"] == "x" * 256
+    assert long.log == f"HTTP 401 for POST /mcp: {'x' * 300}"
     unavailable = refused(req.keys_unavailable("no keys"), 503, "authorization-unavailable")
     assert header(unavailable, b"retry-after") == "5"
     assert problem_of(unavailable)["metadata"]["retryable"] is True
@@ -371,7 +392,10 @@ def test_a_version_not_served_is_400_with_the_request_s_id_and_the_versions_serv
     assert message["id"] == 7
     assert message["error"]["data"]["requested"] == "1900-01-01"
     assert reply.log == "HTTP 400: unsupported-protocol-version"
+    assert reply.headers == ((b"content-type", b"application/json"),)
     assert reply.answer is None
+    empty = reply_of(post(exchange(), frame("tools/list"), {**LEGACY_HEAD, "mcp-protocol-version": ""}))
+    assert check_line(empty.body + b"\n")["error"]["data"]["requested"] == ""
     unreadable = reply_of(post(exchange(), b"{", {**LEGACY_HEAD, "mcp-protocol-version": "x"}))
     assert "id" not in check_line(unreadable.body + b"\n")
 
@@ -496,7 +520,8 @@ def test_a_session_is_404_to_another_caller_and_400_under_another_version() -> N
     server = exchange()
     session_id = open_session(server, ALICE, 100)
     refused(post(server, frame("tools/list"), in_session(session_id), BOB), 404, "not-found")
-    refused(post(server, frame("tools/list"), in_session("no-such-id"), ALICE), 404, "not-found")
+    unknown = refused(post(server, frame("tools/list"), in_session("no-such-id"), ALICE), 404, "not-found")
+    assert unknown.cancel == ()
     other = in_session(session_id, **{"mcp-protocol-version": "2025-06-18"})
     reply = refused(post(server, frame("tools/list"), other, ALICE), 400, "invalid-request")
     assert problem_of(reply)["detail"] == "MCP-Protocol-Version is not the version this session negotiated"
@@ -660,6 +685,8 @@ def _answer(problem: ProblemError | None, *, request_id: Any = 1, code: int | No
         (_answer(None, code=-32700), HttpEra.LEGACY, 200),
         (_answer(None, code=-32601), HttpEra.MODERN, 404),
         (_answer(None, code=-32601), HttpEra.LEGACY, 200),
+        # a malformed per-request `_meta` is 400, though its code is invalid params
+        (_answer(mcp.invalid_request_meta("lacks x"), code=-32602), HttpEra.MODERN, 400),
     ],
 )
 def test_the_status_of_an_answer_comes_from_its_code_and_class_never_its_frame(
@@ -670,10 +697,17 @@ def test_the_status_of_an_answer_comes_from_its_code_and_class_never_its_frame(
     assert reply.headers == ((b"content-type", b"application/json"), (b"x", b"y"))
 
 
+def test_an_answer_without_a_frame_is_sent_with_an_empty_body() -> None:
+    withdrawn = core.Answer(None, 1, "m", "cancelled", None)
+    assert answer_reply(withdrawn, HttpEra.MODERN).body == b""
+
+
 def test_a_failure_outside_any_call_is_a_500_internal_error_naming_its_incident() -> None:
     problem = InternalServerError("The server failed (incident abc).", metadata={"incident": "abc"})
     reply = internal_error_reply(problem)
     assert reply.status == 500
+    assert reply.headers == ((b"content-type", b"application/json"),)
+    assert "id" not in check_line(reply.body + b"\n")
     document = problem_of(reply)
     assert (slug_of(document), document["metadata"]["incident"]) == ("internal-error", "abc")
 

@@ -11,6 +11,7 @@ import pytest
 
 from mcp_suite.problems import (
     InternalServerError,
+    MethodNotFoundError,
     ProblemError,
     SessionNotInitializedError,
     TooManyRequestsError,
@@ -484,6 +485,38 @@ def test_a_call_outside_the_token_s_scopes_is_403_naming_the_scope_it_needs(body
     assert document["detail"] == f"This token's scopes do not cover {name!r}; it needs the scope {needed!r}."
     assert reply.answer is not None  # audited: the core answered it
     assert reply.answer.outcome == "error"
+
+
+def test_a_tool_granted_per_source_is_checked_against_the_source_its_call_names() -> None:
+    per_source = grants_of([("echo", "sql:read", {"properties": {"source": {"enum": ["a", "b"]}}})], [])
+    server = HttpExchange(
+        SETTINGS,
+        new_core=lambda identity: make_core(per_caller_lists=False),
+        grants=lambda: per_source,
+        ready=lambda: True,
+        scopes=(),
+        authenticates=True,
+    )
+    erin = Identity("erin", frozenset({"sql:read:a"}))
+
+    def call(source: str) -> Reply | RunCall:
+        body = frame("tools/call", {"name": "echo", "arguments": {"source": source}, "_meta": META})
+        return post(server, body, modern_headers("tools/call", "echo"), erin)
+
+    assert isinstance(call("a"), RunCall)
+    refused_b = reply_of(call("b"))
+    assert refused_b.status == 403
+    assert 'scope="sql:read:b"' in header(refused_b, b"www-authenticate")
+
+
+def test_a_modern_call_s_error_takes_the_modern_era_s_status() -> None:
+    req = request(exchange(), modern_headers("tools/call", "echo"))
+    assert isinstance(req.authenticated(ALICE, 100), ReadBody)
+    body = frame("tools/call", {"name": "echo", "arguments": {}, "_meta": META})
+    assert isinstance(req.body(body, 100), RunCall)
+    # 2026-07-28: an unknown method is 404 (2025-11-25 answers it in a 200).
+    reply = reply_of(req.call_finished(core.CallRaised(MethodNotFoundError("no such method"))))
+    assert (reply.status, slug_of(problem_of(reply))) == (404, "method-not-found")
 
 
 def test_the_anonymous_caller_holds_every_scope() -> None:

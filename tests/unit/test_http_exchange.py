@@ -11,11 +11,12 @@ import pytest
 
 from mcp_suite.problems import (
     InternalServerError,
+    MethodNotFoundError,
     ProblemError,
     SessionNotInitializedError,
     TooManyRequestsError,
 )
-from mcp_suite.protocol import core
+from mcp_suite.protocol import core, mcp
 from mcp_suite.protocol.authz import ANONYMOUS, Identity, grants_of
 from mcp_suite.protocol.exchange import (
     HttpExchange,
@@ -115,14 +116,21 @@ def problem_of(reply: Reply) -> dict[str, Any]:
     return document
 
 
-def refused(step: object, status: int, slug: str) -> Reply:
+def refused(
+    step: object, status: int, slug: str, *, where: str = "POST /mcp", detail: str | None = None
+) -> Reply:
+    """`step` is a refusal before the core: `status` and `slug`, nothing to audit, and a log line
+    naming the request's head (`where`) and the detail sent (`detail`, when given)."""
     reply = reply_of(step)
     assert reply.status == status, reply
     document = problem_of(reply)
     assert (document["status"], slug_of(document)) == (status, slug)
+    if detail is not None:
+        assert document["detail"] == detail
+    # Streamable HTTP: an error without an id leaves it out (the schemas do not allow null).
+    assert "id" not in check_line(reply.body + b"\n")
     assert reply.answer is None  # refused before the core: nothing to audit
-    assert reply.log is not None
-    assert reply.log.startswith(f"HTTP {status} for ")
+    assert reply.log == f"HTTP {status} for {where}: {document['detail']}"
     return reply
 
 
@@ -136,7 +144,12 @@ def open_session(server: HttpExchange, identity: Identity, now: float) -> str:
     body = frame("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
     reply = reply_of(post(server, body, LEGACY_HEAD, identity, now))
     assert reply.status == 200
-    return header(reply, b"mcp-session-id")
+    assert check_line(reply.body + b"\n")["result"]["protocolVersion"] == "2025-11-25"
+    assert reply.answer is not None
+    assert reply.answer.request_id == 1
+    session_id = header(reply, b"mcp-session-id")
+    assert len(session_id) == 43  # 32 random bytes, URL-safe base64 without padding
+    return session_id
 
 
 def in_session(session_id: str, **more: str) -> dict[str, str]:
@@ -164,7 +177,13 @@ def test_the_probes_say_yes_or_no_before_anything_else_is_looked_at(
         reply = reply_of(exchange(ready=ready).head(method, path, headers))
         assert (reply.status, reply.body) == (status, body)
         assert reply.headers == ((b"content-type", b"text/plain"), (b"cache-control", b"no-store"))
-    posted = refused(exchange().head("POST", path, []), 405, "method-not-allowed")
+    posted = refused(
+        exchange().head("POST", path, []),
+        405,
+        "method-not-allowed",
+        where=f"POST an unknown path {path!r} ({len(path)} characters)",
+        detail="a probe is read with GET",
+    )
     assert header(posted, b"allow") == "GET"
 
 
@@ -172,6 +191,11 @@ def test_headers_longer_than_the_limit_are_431() -> None:
     headers = raw({"authorization": "Bearer t", "x": "y" * 2_048})
     reply = refused(exchange().head("POST", "/mcp", headers), 431, "headers-too-large")
     assert problem_of(reply)["detail"] == "the headers are longer than 2048 bytes"
+    # Each header counts its name, its value and 4 bytes (": " and CRLF): 25 + 5 + 2_018 is the limit.
+    at_limit = raw({"authorization": "Bearer t", "x": "y" * 2_018})
+    assert isinstance(exchange().head("POST", "/mcp", at_limit), HttpRequest)
+    past_limit = raw({"authorization": "Bearer t", "x": "y" * 2_019})
+    refused(exchange().head("POST", "/mcp", past_limit), 431, "headers-too-large")
 
 
 def test_the_metadata_is_served_with_get_at_both_paths_when_tokens_are_required() -> None:
@@ -186,18 +210,32 @@ def test_the_metadata_is_served_with_get_at_both_paths_when_tokens_are_required(
             "scopes_supported": ["sql:read", "test:call"],
             "bearer_methods_supported": ["header"],
         }
-        posted = refused(server.head("POST", path, []), 405, "method-not-allowed")
+        assert b" " not in reply.body  # compact JSON
+        assert reply_of(server.head("HEAD", path, [])).status == 200
+        posted = refused(
+            server.head("POST", path, []),
+            405,
+            "method-not-allowed",
+            where=f"POST {path}",
+            detail="the metadata is read with GET",
+        )
         assert header(posted, b"allow") == "GET"
     # Without authorization there is no metadata: an unknown path.
     refused(
         exchange(authenticates=False).head("GET", "/.well-known/oauth-protected-resource", []),
         404,
         "not-found",
+        where="GET /.well-known/oauth-protected-resource",
     )
 
 
 def test_a_path_not_served_is_404_and_logged_by_its_head_only() -> None:
-    reply = refused(exchange().head("POST", "/mcp/eyJsecret-token-here", []), 404, "not-found")
+    reply = refused(
+        exchange().head("POST", "/mcp/eyJsecret-token-here", []),
+        404,
+        "not-found",
+        where="POST an unknown path '/mcp/eyJsecret-t'… (25 characters)",
+    )
     assert problem_of(reply)["detail"] == "the MCP endpoint is /mcp"
     assert reply.log == (
         "HTTP 404 for POST an unknown path '/mcp/eyJsecret-t'… (25 characters): the MCP endpoint is /mcp"
@@ -206,7 +244,12 @@ def test_a_path_not_served_is_404_and_logged_by_its_head_only() -> None:
 
 def test_an_origin_not_allowed_is_403_and_an_allowed_or_absent_one_is_served() -> None:
     server = exchange()
-    refused(server.head("POST", "/mcp", raw({"origin": "https://evil.example"})), 403, "origin-not-allowed")
+    refused(
+        server.head("POST", "/mcp", raw({"origin": "https://evil.example"})),
+        403,
+        "origin-not-allowed",
+        detail="this Origin is not allowed to call the server",
+    )
     assert request(server, {"origin": "https://app.example"}).token == "t"
     assert request(server).token == "t"
 
@@ -214,7 +257,12 @@ def test_an_origin_not_allowed_is_403_and_an_allowed_or_absent_one_is_served() -
 def test_the_authorization_header_is_read_one_way() -> None:
     server = exchange()
     twice = [(b"authorization", b"Bearer a"), (b"Authorization", b"Bearer a")]
-    reply = refused(server.head("POST", "/mcp", twice), 400, "invalid-request")
+    reply = refused(
+        server.head("POST", "/mcp", twice),
+        400,
+        "invalid-request",
+        detail="the request carries more than one Authorization header",
+    )
     assert header(reply, b"www-authenticate") == (
         f'Bearer resource_metadata="{METADATA}", error="invalid_request", '
         'error_description="the request carries more than one Authorization header"'
@@ -226,6 +274,14 @@ def test_the_authorization_header_is_read_one_way() -> None:
             header(missing, b"www-authenticate")
             == f'Bearer resource_metadata="{METADATA}", scope="test:call"'
         )
+    # A server serving several scopes names them all, separated by spaces (RFC 6750 3).
+    several = refused(
+        exchange(scopes=("sql:read", "test:call")).head("POST", "/mcp", []), 401, "unauthorized"
+    )
+    assert (
+        header(several, b"www-authenticate")
+        == f'Bearer resource_metadata="{METADATA}", scope="sql:read test:call"'
+    )
     # A server serving nothing that needs a scope names none.
     bare = refused(exchange(scopes=()).head("POST", "/mcp", []), 401, "unauthorized")
     assert header(bare, b"www-authenticate") == f'Bearer resource_metadata="{METADATA}"'
@@ -246,6 +302,10 @@ def test_a_token_refused_is_401_invalid_token_and_keys_not_had_are_503_to_retry(
         f'Bearer resource_metadata="{METADATA}", error="invalid_token", '
         'error_description="the token has expired"'
     )
+    # A reason longer than 256 characters is cut there in the body; the log keeps it whole.
+    long = reply_of(req.token_rejected("x" * 300))
+    assert problem_of(long)["detail"] == "x" * 256
+    assert long.log == f"HTTP 401 for POST /mcp: {'x' * 300}"
     unavailable = refused(req.keys_unavailable("no keys"), 503, "authorization-unavailable")
     assert header(unavailable, b"retry-after") == "5"
     assert problem_of(unavailable)["metadata"]["retryable"] is True
@@ -266,6 +326,7 @@ def test_a_caller_at_its_share_of_requests_in_progress_is_429_until_one_finishes
     third.finished()  # never counted: gives nothing back
     assert isinstance(request(server, LEGACY_HEAD).authenticated(BOB, 0), ReadBody)  # another caller's share
     first.finished()
+    assert server.statistics().callers_in_progress == 2  # alice has one left, bob one
     first.finished()  # once only
     assert isinstance(request(server, LEGACY_HEAD).authenticated(ALICE, 0), ReadBody)
     second.finished()
@@ -302,7 +363,8 @@ def test_a_caller_at_its_share_of_requests_in_progress_is_429_until_one_finishes
 def test_a_post_is_refused_before_its_body_is_read(
     method: str, headers: dict[str, str], status: int, slug: str, detail: str
 ) -> None:
-    reply = refused(request(exchange(), headers, method=method).authenticated(ALICE, 0), status, slug)
+    step = request(exchange(), headers, method=method).authenticated(ALICE, 0)
+    reply = refused(step, status, slug, where=f"{method} /mcp")
     assert problem_of(reply)["detail"] == detail
     if status == 405:
         assert header(reply, b"allow") == "POST, DELETE"
@@ -331,7 +393,10 @@ def test_a_version_not_served_is_400_with_the_request_s_id_and_the_versions_serv
     assert message["id"] == 7
     assert message["error"]["data"]["requested"] == "1900-01-01"
     assert reply.log == "HTTP 400: unsupported-protocol-version"
+    assert reply.headers == ((b"content-type", b"application/json"),)
     assert reply.answer is None
+    empty = reply_of(post(exchange(), frame("tools/list"), {**LEGACY_HEAD, "mcp-protocol-version": ""}))
+    assert check_line(empty.body + b"\n")["error"]["data"]["requested"] == ""
     unreadable = reply_of(post(exchange(), b"{", {**LEGACY_HEAD, "mcp-protocol-version": "x"}))
     assert "id" not in check_line(unreadable.body + b"\n")
 
@@ -422,6 +487,38 @@ def test_a_call_outside_the_token_s_scopes_is_403_naming_the_scope_it_needs(body
     assert reply.answer.outcome == "error"
 
 
+def test_a_tool_granted_per_source_is_checked_against_the_source_its_call_names() -> None:
+    per_source = grants_of([("echo", "sql:read", {"properties": {"source": {"enum": ["a", "b"]}}})], [])
+    server = HttpExchange(
+        SETTINGS,
+        new_core=lambda identity: make_core(per_caller_lists=False),
+        grants=lambda: per_source,
+        ready=lambda: True,
+        scopes=(),
+        authenticates=True,
+    )
+    erin = Identity("erin", frozenset({"sql:read:a"}))
+
+    def call(source: str) -> Reply | RunCall:
+        body = frame("tools/call", {"name": "echo", "arguments": {"source": source}, "_meta": META})
+        return post(server, body, modern_headers("tools/call", "echo"), erin)
+
+    assert isinstance(call("a"), RunCall)
+    refused_b = reply_of(call("b"))
+    assert refused_b.status == 403
+    assert 'scope="sql:read:b"' in header(refused_b, b"www-authenticate")
+
+
+def test_a_modern_call_s_error_takes_the_modern_era_s_status() -> None:
+    req = request(exchange(), modern_headers("tools/call", "echo"))
+    assert isinstance(req.authenticated(ALICE, 100), ReadBody)
+    body = frame("tools/call", {"name": "echo", "arguments": {}, "_meta": META})
+    assert isinstance(req.body(body, 100), RunCall)
+    # 2026-07-28: an unknown method is 404 (2025-11-25 answers it in a 200).
+    reply = reply_of(req.call_finished(core.CallRaised(MethodNotFoundError("no such method"))))
+    assert (reply.status, slug_of(problem_of(reply))) == (404, "method-not-found")
+
+
 def test_the_anonymous_caller_holds_every_scope() -> None:
     body = frame("tools/call", {"name": "echo", "arguments": {}, "_meta": META})
     assert isinstance(
@@ -456,7 +553,8 @@ def test_a_session_is_404_to_another_caller_and_400_under_another_version() -> N
     server = exchange()
     session_id = open_session(server, ALICE, 100)
     refused(post(server, frame("tools/list"), in_session(session_id), BOB), 404, "not-found")
-    refused(post(server, frame("tools/list"), in_session("no-such-id"), ALICE), 404, "not-found")
+    unknown = refused(post(server, frame("tools/list"), in_session("no-such-id"), ALICE), 404, "not-found")
+    assert unknown.cancel == ()
     other = in_session(session_id, **{"mcp-protocol-version": "2025-06-18"})
     reply = refused(post(server, frame("tools/list"), other, ALICE), 400, "invalid-request")
     assert problem_of(reply)["detail"] == "MCP-Protocol-Version is not the version this session negotiated"
@@ -509,6 +607,13 @@ def test_a_cancelled_legacy_call_of_a_client_refusing_sse_is_204() -> None:
 def test_a_notification_outside_a_session_is_accepted_and_cancels_nothing() -> None:
     note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
     assert reply_of(post(exchange(), note, LEGACY_HEAD)) == Reply(202)
+
+
+def test_a_notification_inside_a_session_is_accepted_and_cancels_nothing() -> None:
+    server = exchange()
+    session_id = open_session(server, ALICE, 100)
+    note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+    assert reply_of(post(server, note, in_session(session_id), ALICE, 101)) == Reply(202)
 
 
 def test_a_session_ended_by_its_idle_time_cancels_its_calls_in_flight() -> None:
@@ -579,10 +684,16 @@ def test_delete_ends_the_caller_s_own_session_and_cancels_its_calls() -> None:
         req.finished()
         return reply_of(step)
 
-    missing = refused(delete({}, ALICE), 400, "invalid-request")
+    missing = refused(delete({}, ALICE), 400, "invalid-request", where="DELETE /mcp")
     assert problem_of(missing)["detail"] == "DELETE names the session to end in Mcp-Session-Id"
-    refused(delete({"mcp-session-id": "nope"}, ALICE), 404, "not-found")
-    refused(delete({"mcp-session-id": session_id}, BOB), 404, "not-found")
+    for named, caller in (("nope", ALICE), (session_id, BOB)):
+        refused(
+            delete({"mcp-session-id": named}, caller),
+            404,
+            "not-found",
+            where="DELETE /mcp",
+            detail="no such session",
+        )
     ended = delete({"mcp-session-id": session_id}, ALICE)
     assert (ended.status, ended.body, ended.cancel) == (204, b"", ((session_id, ("i", 4)),))
     assert server.statistics().sessions == 0
@@ -607,6 +718,8 @@ def _answer(problem: ProblemError | None, *, request_id: Any = 1, code: int | No
         (_answer(None, code=-32700), HttpEra.LEGACY, 200),
         (_answer(None, code=-32601), HttpEra.MODERN, 404),
         (_answer(None, code=-32601), HttpEra.LEGACY, 200),
+        # a malformed per-request `_meta` is 400, though its code is invalid params
+        (_answer(mcp.invalid_request_meta("lacks x"), code=-32602), HttpEra.MODERN, 400),
     ],
 )
 def test_the_status_of_an_answer_comes_from_its_code_and_class_never_its_frame(
@@ -617,10 +730,17 @@ def test_the_status_of_an_answer_comes_from_its_code_and_class_never_its_frame(
     assert reply.headers == ((b"content-type", b"application/json"), (b"x", b"y"))
 
 
+def test_an_answer_without_a_frame_is_sent_with_an_empty_body() -> None:
+    withdrawn = core.Answer(None, 1, "m", "cancelled", None)
+    assert answer_reply(withdrawn, HttpEra.MODERN).body == b""
+
+
 def test_a_failure_outside_any_call_is_a_500_internal_error_naming_its_incident() -> None:
     problem = InternalServerError("The server failed (incident abc).", metadata={"incident": "abc"})
     reply = internal_error_reply(problem)
     assert reply.status == 500
+    assert reply.headers == ((b"content-type", b"application/json"),)
+    assert "id" not in check_line(reply.body + b"\n")
     document = problem_of(reply)
     assert (slug_of(document), document["metadata"]["incident"]) == ("internal-error", "abc")
 
@@ -634,6 +754,11 @@ def test_without_a_resource_uri_no_metadata_path_is_served_or_logged() -> None:
         scopes=(),
         authenticates=False,
     )
-    reply = refused(server.head("GET", "/.well-known/oauth-protected-resource", []), 404, "not-found")
+    reply = refused(
+        server.head("GET", "/.well-known/oauth-protected-resource", []),
+        404,
+        "not-found",
+        where="GET an unknown path '/.well-known/oau'… (37 characters)",
+    )
     assert reply.log is not None
     assert "an unknown path" in reply.log

@@ -16,10 +16,10 @@ from mcp_suite.tools.sql.engine.policy.catalogue import (
     CATALOGUE_FUNCTIONS,
     CATALOGUE_PREFIXES,
     CATALOGUE_TYPES,
-    HOST_SETTINGS,
     READABLE_INFORMATION_SCHEMA,
     READABLE_PG_FUNCTIONS,
     READABLE_PG_RELATIONS,
+    READABLE_SETTINGS,
     REFUSED_INFORMATION_SCHEMA,
     check_catalogue,
     function_reason,
@@ -192,7 +192,24 @@ def test_every_reviewed_entry_has_a_reason_and_the_lists_do_not_overlap() -> Non
     assert [name for name in READABLE_PG_RELATIONS if relation_reason("pg_catalog", name)] == []
     assert all(function_reason(prefix + "x") for prefix, _ in CATALOGUE_PREFIXES)
     assert all(type_reason(name.upper()) for name in CATALOGUE_TYPES)
-    assert all(setting_reason(name) for name in HOST_SETTINGS)
+    assert [name for name in READABLE_SETTINGS if setting_reason(name.upper())] == []
+
+
+# Settings that name the host's files and paths, where it listens, or what it runs; and a custom one.
+HOST_SETTINGS = (
+    "data_directory", "config_file", "hba_file", "ident_file", "external_pid_file", "log_directory",
+    "log_filename", "unix_socket_directories", "listen_addresses", "port", "dynamic_library_path",
+    "extension_control_path", "extension_destdir", "shared_preload_libraries", "ssl_key_file",
+    "archive_command", "restore_command", "primary_conninfo", "cluster_name", "app.secret",
+)
+
+
+@pytest.mark.parametrize("name", HOST_SETTINGS)
+def test_a_setting_off_the_reviewed_list_is_refused_in_any_case(name: str) -> None:
+    assert setting_reason(name) and setting_reason(name.upper())
+    with pytest.raises(QueryViolationError) as refused:
+        vet_sql(f"SELECT current_setting('{name}')", max_rows=5)
+    assert refused.value.metadata["rule"] == "catalogue"
 
 
 @pytest.mark.parametrize(
@@ -270,8 +287,11 @@ def test_a_setting_is_refused_only_when_it_shows_the_host_or_cannot_be_read() ->
 
 def test_check_catalogue_on_its_own_refuses_a_setting_last() -> None:
     check_catalogue(
-        relations=[("docs", "pages")], functions=["now"], types=["int4"], settings=["work_mem", ""]
+        relations=[("docs", "pages")], functions=["now"], types=["int4"], settings=["work_mem", "TimeZone"]
     )
+    with pytest.raises(QueryViolationError) as empty:
+        check_catalogue(relations=[], functions=[], types=[], settings=["work_mem", ""])
+    assert empty.value.metadata["object"] == "current_setting()"
     with pytest.raises(QueryViolationError) as caught:
         check_catalogue(relations=[], functions=[], types=[], settings=["work_mem", None])
     assert caught.value.metadata["object"] == "current_setting()"

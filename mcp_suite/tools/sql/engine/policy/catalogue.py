@@ -19,10 +19,10 @@ __all__ = [
     "CATALOGUE_FUNCTIONS",
     "CATALOGUE_PREFIXES",
     "CATALOGUE_TYPES",
-    "HOST_SETTINGS",
     "READABLE_INFORMATION_SCHEMA",
     "READABLE_PG_FUNCTIONS",
     "READABLE_PG_RELATIONS",
+    "READABLE_SETTINGS",
     "REFUSED_INFORMATION_SCHEMA",
     "check_catalogue",
     "function_reason",
@@ -217,43 +217,54 @@ CATALOGUE_TYPES: Final = frozenset(
     }
 )
 
-# Settings current_setting() may not read: where the server listens, its files, other servers.
-HOST_SETTINGS: Final = frozenset(
+# Settings current_setting() may read (an allow-list, case-folded as PostgreSQL folds them): how the
+# session formats, sorts and plans, its limits and its transaction, and the server's build. Every
+# other setting is refused: those that name the host's files and paths (`data_directory`,
+# `config_file`, `hba_file`, `log_directory`, `unix_socket_directories`, `dynamic_library_path`,
+# `extension_control_path`, the preload libraries, the SSL files), where it listens, other servers,
+# the commands it runs, custom settings (`app.secret`), and any a new release adds.
+READABLE_SETTINGS: Final = frozenset(
     {
-        "archive_cleanup_command",
-        "archive_command",
-        "bonjour_name",
-        "cluster_name",
-        "config_file",
-        "data_directory",
-        "dynamic_library_path",
-        "external_pid_file",
-        "hba_file",
-        "ident_file",
-        "krb_server_keyfile",
-        "listen_addresses",
-        "log_directory",
-        "log_filename",
-        "port",
-        "primary_conninfo",
-        "primary_slot_name",
-        "recovery_end_command",
-        "restore_command",
-        "session_preload_libraries",
-        "shared_preload_libraries",
-        "local_preload_libraries",
-        "ssl_ca_file",
-        "ssl_cert_file",
-        "ssl_crl_dir",
-        "ssl_crl_file",
-        "ssl_dh_params_file",
-        "ssl_key_file",
-        "ssl_passphrase_command",
-        "synchronous_standby_names",
-        "unix_socket_directories",
-        "unix_socket_group",
-        "unix_socket_permissions",
+        # locale and formatting
+        *("datestyle", "intervalstyle", "timezone", "timezone_abbreviations", "client_encoding"),
+        *("default_text_search_config", "extra_float_digits", "icu_validation_level"),
+        *("lc_messages", "lc_monetary", "lc_numeric", "lc_time", "lc_collate", "lc_ctype"),
+        # the statement and its transaction
+        *("application_name", "bytea_output", "client_min_messages", "search_path", "row_security"),
+        *("statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout"),
+        *("idle_session_timeout", "transaction_timeout", "default_transaction_deferrable"),
+        *("default_transaction_isolation", "default_transaction_read_only", "transaction_deferrable"),
+        *("transaction_isolation", "transaction_read_only", "xmlbinary", "xmloption"),
+        *("gin_fuzzy_search_limit", "deadlock_timeout", "max_locks_per_transaction"),
+        # the server's build
+        *("server_version", "server_version_num", "server_encoding", "block_size", "segment_size"),
+        *("wal_block_size", "wal_segment_size", "integer_datetimes", "data_checksums"),
+        *("max_function_args", "max_identifier_length", "max_index_keys", "in_hot_standby"),
+        *("max_connections",),
+        # memory and planning
+        *("work_mem", "hash_mem_multiplier", "maintenance_work_mem", "temp_buffers", "temp_file_limit"),
+        *("max_stack_depth", "effective_cache_size", "random_page_cost", "seq_page_cost"),
+        *("cpu_tuple_cost", "cpu_index_tuple_cost", "cpu_operator_cost", "parallel_setup_cost"),
+        *("parallel_tuple_cost", "min_parallel_table_scan_size", "min_parallel_index_scan_size"),
+        *("max_parallel_workers_per_gather", "jit", "jit_above_cost", "jit_inline_above_cost"),
+        *("jit_optimize_above_cost", "constraint_exclusion", "cursor_tuple_fraction"),
+        *("default_statistics_target", "from_collapse_limit", "join_collapse_limit", "plan_cache_mode"),
+        *("recursive_worktable_factor", "geqo", "geqo_threshold", "geqo_effort"),
+        *("enable_async_append", "enable_bitmapscan", "enable_distinct_reordering"),
+        *("enable_gathermerge", "enable_group_by_reordering", "enable_hashagg", "enable_hashjoin"),
+        *("enable_incremental_sort", "enable_indexonlyscan", "enable_indexscan", "enable_material"),
+        *("enable_memoize", "enable_mergejoin", "enable_nestloop", "enable_parallel_append"),
+        *("enable_parallel_hash", "enable_partition_pruning", "enable_partitionwise_aggregate"),
+        *("enable_partitionwise_join", "enable_presorted_aggregate", "enable_self_join_elimination"),
+        *("enable_seqscan", "enable_sort", "enable_tidscan"),
+        # compatibility
+        *("array_nulls", "backslash_quote", "escape_string_warning", "quote_all_identifiers"),
+        *("standard_conforming_strings", "synchronize_seqscans", "transform_null_equals"),
     }
+)
+_SETTING: Final = (
+    "is not on the reviewed list of settings a query may read (the others describe the host, its "
+    "files, where it listens, other servers, or are custom)"
 )
 
 
@@ -308,7 +319,7 @@ def setting_reason(name: str | None) -> str | None:
     """Why current_setting() of `name` is refused (None as `name`: not a literal), or None."""
     if name is None:
         return "reads a setting whose name the policy cannot see (write the name as a literal)"
-    return _HOST if name.casefold() in HOST_SETTINGS else None
+    return None if name.casefold() in READABLE_SETTINGS else _SETTING
 
 
 def check_catalogue(

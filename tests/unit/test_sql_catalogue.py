@@ -333,7 +333,8 @@ _POINTER = (
         ),
         (
             "SELECT current_setting('port')",
-            "current_setting('port') reveals the database host, its files or the connection.",
+            "current_setting('port') is not on the reviewed list of settings a query may read (the others "
+            "describe the host, its files, where it listens, other servers, or are custom).",
         ),
     ],
 )

@@ -344,6 +344,11 @@ class Settings:
     # information_schema views and the host/connection functions freely (logged at start-up as a
     # warning; docs/tools/read_only_sql.md, "The catalogue").
     sql_allow_catalogue: bool = field(default=False, metadata=_flag())
+    # True: the SQL policy allows XML (the xml type, XMLPARSE, xpath, XMLTABLE, ...), which PostgreSQL
+    # hands to libxml2: libxml2 never checks for cancellation, so one call can keep its backend busy
+    # past the statement timeout (logged at start-up; docs/tools/read_only_sql.md, "Work that
+    # cannot be stopped").
+    sql_allow_xml: bool = field(default=False, metadata=_flag())
     # Extensions whose functions a query may call although they are not on the reviewed list
     # (docs/tools/read_only_sql.md, "Functions"), as pg_extension names them; logged at start-up.
     sql_allow_extensions: tuple[str, ...] = field(

@@ -44,6 +44,7 @@ PER_SOURCE: Final[Mapping[str, str]] = {
     "pool_min_size": "sql_pool_min_size",
     "pooler": "sql_pooler",
     "allow_catalogue": "sql_allow_catalogue",
+    "allow_xml": "sql_allow_xml",
     "allow_extensions": "sql_allow_extensions",
     "accept_definer_functions": "sql_accept_definer_functions",
     "accept_function_creators": "sql_accept_function_creators",

@@ -99,7 +99,12 @@ class SqlEngine:
             )
         )
         self._policy = Lazy(
-            functools.partial(_build_policy, settings.sql_policy_cache_size, settings.sql_allow_catalogue)
+            functools.partial(
+                _build_policy,
+                settings.sql_policy_cache_size,
+                allow_catalogue=settings.sql_allow_catalogue,
+                allow_xml=settings.sql_allow_xml,
+            )
         )
         # Database worker threads: at most the pool size.
         self._limiter = trio.CapacityLimiter(settings.sql_pool_max_size)
@@ -318,6 +323,12 @@ def open_engine(
             "(other objects' names, definitions and comments, role names, other sessions' queries, "
             "the server's address)"
         )
+    if settings.sql_allow_xml:
+        log.warning(
+            "read_only_sql: MCP_SQL_ALLOW_XML is true: queries may use XML, which PostgreSQL hands to "
+            "libxml2; libxml2 cannot be interrupted, so one call can hold its backend past the "
+            "statement timeout"
+        )
     if settings.sql_allow_extensions:
         log.warning(
             "read_only_sql: MCP_SQL_ALLOW_EXTENSIONS lets queries call every function of these "
@@ -418,7 +429,7 @@ def _open_executor(
     return executor
 
 
-def _build_policy(cache_size: int, allow_catalogue: bool) -> QueryPolicy:
+def _build_policy(cache_size: int, *, allow_catalogue: bool, allow_xml: bool) -> QueryPolicy:
     """The SQL policy, imported off the start-up path (built by a `Lazy`).
 
     sqlglot and pglast are the largest imports of the server (bench_sql's all-tools cold start),
@@ -429,4 +440,5 @@ def _build_policy(cache_size: int, allow_catalogue: bool) -> QueryPolicy:
     """
     from mcp_suite.tools.sql.engine.policy import QueryPolicy, vet_sql  # deferred on purpose
 
-    return QueryPolicy(cache_size=cache_size, vet=functools.partial(vet_sql, allow_catalogue=allow_catalogue))
+    vet = functools.partial(vet_sql, allow_catalogue=allow_catalogue, allow_xml=allow_xml)
+    return QueryPolicy(cache_size=cache_size, vet=vet)

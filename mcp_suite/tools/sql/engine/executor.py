@@ -218,7 +218,7 @@ class Executor:
         as_role = role.role if role is not None else None
 
         def work(conn: PinnedConnection) -> QueryResult:
-            self._names.check(conn, query.external_functions, query.external_types, role=as_role)
+            self._names.check_vetted(conn, query, role=as_role)
             self._definers.check(conn, query.functions, query.operators)
             return self._run_on(conn, query.sql, max_rows=max_rows, ticket=ticket, explain=explain, role=role)
 

@@ -10,7 +10,11 @@ statement that names any other:
 - a type: the row type of a table or view the role may read in full (every column), the type of a
   column of one, or a type of such an extension.
 An unqualified name passes only when every object of that name outside PostgreSQL's schemas does
-(the search path decides which one runs; the check cannot). Like the definer guard, it reads the
+(the search path decides which one runs; the check cannot). A name in attribute notation (`t.f`,
+`(x).f`), which PostgreSQL reads as the call `f(t)` or the cast `t::f` where `f` is not a column,
+passes unless a function or type of that name exists that the role may not name. A statement whose
+SQL/JSON syntax the server's own grammar reads as function calls (a server older than the syntax)
+is refused. Like the definer guard, it reads the
 catalogue only when its cache is missing or stale (`MCP_SQL_FUNCTION_CACHE_S`), never because of
 the names a query holds, and the re-audit refreshes it. With an identity map (issue 42) each
 mapped role has its own cached catalogue, read under that role (`SET LOCAL ROLE` in a transaction
@@ -23,13 +27,16 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import psycopg
 from psycopg import sql
 
 from mcp_suite.problems import QueryViolationError
 from mcp_suite.tools.sql.engine.policy import allowlist, refusals
+
+if TYPE_CHECKING:
+    from mcp_suite.tools.sql.engine.policy import VettedQuery
 
 __all__ = ["CATALOGUE_SQL", "NameGuard", "NameGuardStatistics"]
 
@@ -122,6 +129,26 @@ class NameGuard:
     def statistics(self) -> NameGuardStatistics:
         return NameGuardStatistics(catalogue_reads=self._reads, refused=self._refused)
 
+    def check_vetted(self, conn: psycopg.Connection[Any], query: VettedQuery, *, role: str | None = None) -> None:
+        """Refuse (`QueryViolationError`) a vetted statement the server would read otherwise than
+        the policy did (`query.needs_server`), or that names, also in attribute notation, a function
+        or type outside PostgreSQL's own schemas the role's catalogue does not allow. Blocking: as
+        `check`."""
+        server = conn.info.server_version
+        if server < query.needs_server:
+            self._refused += 1
+            raise refusals.newer_syntax(query.needs_construct, query.needs_server, server)
+        if query.external_attributes:
+            catalogue = self._catalogue(conn, role)
+            for name in sorted(query.external_attributes):
+                if not _may_resolve(catalogue.functions.get(name, ())):
+                    self._refused += 1
+                    raise refusals.attribute_call(name, _ATTRIBUTE_FUNCTION)
+                if not _may_resolve(catalogue.types.get(name, ())):
+                    self._refused += 1
+                    raise refusals.attribute_call(name, _ATTRIBUTE_TYPE)
+        self.check(conn, query.external_functions, query.external_types, role=role)
+
     def check(
         self,
         conn: psycopg.Connection[Any],
@@ -137,9 +164,7 @@ class NameGuard:
         connection's own role)."""
         if not functions and not types:
             return
-        catalogue = self._catalogues.get(role)
-        if catalogue is None or self._clock() >= catalogue.expires:
-            catalogue = self._read(conn, role)
+        catalogue = self._catalogue(conn, role)
         for schema, name in sorted(functions):
             if not _allowed(catalogue.functions.get(name, ()), schema):
                 self._refused += 1
@@ -148,6 +173,12 @@ class NameGuard:
             if not _allowed(catalogue.types.get(name, ()), schema):
                 self._refused += 1
                 raise refusals.unlisted_type(_qualified(schema, name), _TYPE_REASON)
+
+    def _catalogue(self, conn: psycopg.Connection[Any], role: str | None) -> _Catalogue:
+        catalogue = self._catalogues.get(role)
+        if catalogue is None or self._clock() >= catalogue.expires:
+            catalogue = self._read(conn, role)
+        return catalogue
 
     def refresh(self, conn: psycopg.Connection[Any], role: str | None = None) -> None:
         """Read the catalogue now, as `role` when given (blocking; the re-audit calls it on its own
@@ -194,6 +225,20 @@ def _allowed(entries: Iterable[tuple[str, bool]], schema: str) -> bool:
     """Every object of the name (in `schema`, when the query wrote one) is allowed, and one exists."""
     matches = [allowed for where, allowed in entries if not schema or where == schema]
     return bool(matches) and all(matches)
+
+
+def _may_resolve(entries: Iterable[tuple[str, bool]]) -> bool:
+    """No object of the name is one the role may not name (none existing is fine: a column)."""
+    return all(allowed for _where, allowed in entries)
+
+
+_ATTRIBUTE_FUNCTION: Final = (
+    "is a function outside PostgreSQL's own schemas that the role may not run, or an extension's that "
+    "is not on the reviewed list"
+)
+_ATTRIBUTE_TYPE: Final = (
+    "is a type that is neither on the reviewed list nor the type of a table or column the role may read in full"
+)
 
 
 def _qualified(schema: str, name: str) -> str:

@@ -51,6 +51,14 @@ class VettedQuery:
     # engine allows them only as the role's catalogue says (`names.NameGuard`).
     external_functions: frozenset[tuple[str, str]] = frozenset()
     external_types: frozenset[tuple[str, str]] = frozenset()
+    # Names written in attribute notation (`t.f`, `(x).f`) that PostgreSQL's own lists do not know,
+    # case-folded: the engine refuses one that is a function or type the role's catalogue does not
+    # allow, since PostgreSQL reads `t.f` as `f(t)` where `f` is not a column.
+    external_attributes: frozenset[str] = frozenset()
+    # The oldest server (server_version_num) whose grammar reads the statement as the policy did, and
+    # the construct that needs it (SQL/JSON syntax); 0 and "" when any supported server does.
+    needs_server: int = 0
+    needs_construct: str = ""
 
 
 def vet_sql(
@@ -58,12 +66,14 @@ def vet_sql(
     *,
     max_rows: int,
     allow_catalogue: bool = False,
+    allow_xml: bool = False,
     dialect: Dialect = DIALECT,
 ) -> VettedQuery:
     """The uncached policy (docs/tools/read_only_sql.md). See `QueryPolicy.vet`.
 
-    `allow_catalogue`: skip the catalogue rule (MCP_SQL_ALLOW_CATALOGUE; a `QueryPolicy` gets it
-    through its `vet`). `dialect` (sqlglot's postgres dialect): a test passes parts that fail.
+    `allow_catalogue`: skip the catalogue rule (MCP_SQL_ALLOW_CATALOGUE); `allow_xml`: allow XML,
+    which PostgreSQL cannot interrupt (MCP_SQL_ALLOW_XML); a `QueryPolicy` gets both through its
+    `vet`. `dialect` (sqlglot's postgres dialect): a test passes parts that fail.
     """
     if not isinstance(max_rows, int) or isinstance(max_rows, bool) or max_rows < 1:
         raise refusals.bad_max_rows()
@@ -79,7 +89,7 @@ def vet_sql(
     try:
         # PostgreSQL's grammar first: it is fast, cannot recurse in Python, and sees what sqlglot
         # misreads (U&"..." identifiers, LISTEN, DISCARD, trailing comments).
-        original = check_postgres(sql, executed=False, allow_catalogue=allow_catalogue)
+        original = check_postgres(sql, executed=False, allow_catalogue=allow_catalogue, allow_xml=allow_xml)
         try:
             tree = parse_sqlglot(merge_string_continuations(without_comments(sql)), dialect)
         except refusals.UnreadableError:
@@ -89,7 +99,7 @@ def vet_sql(
         executed, shift = wrap(sql, cap)
         # The second check, on exactly the text that will run: PostgreSQL's grammar again, and the
         # proof that it is the caller's statement, unchanged, inside the outer LIMIT.
-        final = check_postgres(executed, executed=True, allow_catalogue=allow_catalogue)
+        final = check_postgres(executed, executed=True, allow_catalogue=allow_catalogue, allow_xml=allow_xml)
         check_wrapped(final.root, original.root, cap, shift)
     except RecursionError:
         raise refusals.too_deep() from None
@@ -101,6 +111,9 @@ def vet_sql(
         operators=frozenset(final.operators),
         external_functions=frozenset(final.external_functions),
         external_types=frozenset(final.external_types),
+        external_attributes=frozenset(final.external_attributes),
+        needs_server=final.needs_server,
+        needs_construct=final.needs_construct,
     )
 
 

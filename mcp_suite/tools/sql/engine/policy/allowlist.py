@@ -18,6 +18,7 @@ from typing import Final
 __all__ = [
     "BUILTIN_TYPES",
     "EXTERNAL",
+    "External",
     "IDENTIFIER_TYPES",
     "INTERNAL_TYPES",
     "LIFTED_BY_CATALOGUE",
@@ -26,6 +27,8 @@ __all__ = [
     "REVIEWED_IDENTIFIER_FUNCTIONS",
     "STATE_FUNCTIONS",
     "VOLATILE_VALUES",
+    "XML_FUNCTIONS",
+    "XML_TYPES",
     "allowed_count",
     "classified",
     "extension_function_allowed",
@@ -41,6 +44,29 @@ class _External(enum.Enum):
 
 # Not judged here: a name outside PostgreSQL's own schemas, judged on the role's catalogue.
 EXTERNAL: Final = _External.EXTERNAL
+External = _External  # its type, for annotations
+
+# PostgreSQL hands XML to libxml2, which never checks for cancellation: parsing a large computed
+# document or an XPath over a crafted one runs on past the statement timeout, holding its backend
+# (issue 51; tests/pg/test_sql_interruptible.py). Refused unless the operator allows XML for the
+# source (MCP_SQL_ALLOW_XML), with the XML syntax (XMLPARSE, XMLELEMENT, XMLTABLE, ...) and the type.
+XML_FUNCTIONS: Final = frozenset(
+    {
+        "xml",
+        "xmlagg",
+        "xmlcomment",
+        "xmlconcat2",
+        "xmlexists",
+        "xmltext",
+        "xmlvalidate",
+        "xpath",
+        "xpath_exists",
+        "xml_is_well_formed",
+        "xml_is_well_formed_content",
+        "xml_is_well_formed_document",
+    }
+)
+XML_TYPES: Final = frozenset({"xml"})
 
 SYSTEM_SCHEMAS: Final = frozenset({"pg_catalog", "information_schema"})
 

@@ -2,8 +2,9 @@
 
 Owns: parsing with PostgreSQL's grammar, the iterative walk of its JSON tree against an allowlist of
 node kinds, the function denylist and the size bound on the functions that build values, the facts
-the walk notes (relations, the functions and operators called, the types named), and the catalogue
-rule (`catalogue`) and the allow-lists (`allowlist`) on them. Pure: no I/O.
+the walk notes (relations, the functions and operators called, the types named, the names written in
+attribute notation, the newest grammar a construct needs), and the catalogue rule (`catalogue`) and
+the allow-lists (`allowlist`) on them. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from pglast import parser as pg_parser
 
 from mcp_suite.tools.sql.engine.denylist import denied_reason
 from mcp_suite.tools.sql.engine.policy import allowlist, refusals
-from mcp_suite.tools.sql.engine.policy.catalogue import check_catalogue
+from mcp_suite.tools.sql.engine.policy.catalogue import check_catalogue, function_reason, type_reason
 
-__all__ = ["MAX_LITERAL_LENGTH", "MAX_TREE_DEPTH", "PgFacts", "check_postgres", "walk"]
+__all__ = ["MAX_LITERAL_LENGTH", "MAX_TREE_DEPTH", "PgFacts", "attribute_reason", "check_postgres", "walk"]
 
 MAX_TREE_DEPTH: Final = 320  # depth of PostgreSQL's parse tree (JSON levels)
 # A literal length above this for repeat()/lpad()/rpad() is refused (a computed one is bounded only by
@@ -101,7 +102,60 @@ _ALLOWED_NODES: Final = frozenset(
     }
 )
 
-_NOTED_NODES: Final = frozenset({"FuncCall", "RangeTableSample", "RangeVar", "A_Expr", "SortBy", "SubLink"})
+# SQL/JSON syntax, by the server_version_num of the release whose grammar first reads it. An older
+# server reads the same words as calls of whatever `json_object`, `json_exists`, ... its search path
+# finds (`JSON_EXISTS(a, b)` is `json_exists(a, b)` on PostgreSQL 15), which the walk never saw: the
+# query is refused on such a server (`VettedQuery.needs_server`; the engine knows the server).
+_NEWER_NODES: Final = {
+    **dict.fromkeys(
+        (
+            "JsonAggConstructor",
+            "JsonArrayAgg",
+            "JsonArrayConstructor",
+            "JsonArrayQueryConstructor",
+            "JsonFormat",
+            "JsonIsPredicate",
+            "JsonKeyValue",
+            "JsonObjectAgg",
+            "JsonObjectConstructor",
+            "JsonOutput",
+            "JsonReturning",
+            "JsonValueExpr",
+        ),
+        160000,
+    ),
+    **dict.fromkeys(
+        (
+            "JsonArgument",
+            "JsonBehavior",
+            "JsonFuncExpr",
+            "JsonParseExpr",
+            "JsonScalarExpr",
+            "JsonSerializeExpr",
+            "JsonTable",
+            "JsonTableColumn",
+            "JsonTablePathSpec",
+        ),
+        170000,
+    ),
+}
+# XML syntax runs in libxml2, which PostgreSQL cannot interrupt (`allowlist.XML_FUNCTIONS`).
+_XML_NODES: Final = frozenset({"XmlExpr", "XmlSerialize", "RangeTableFunc"})
+
+_NOTED_NODES: Final = frozenset(
+    {
+        "FuncCall",
+        "RangeTableSample",
+        "RangeVar",
+        "A_Expr",
+        "SortBy",
+        "SubLink",
+        "ColumnRef",
+        "A_Indirection",
+        *_NEWER_NODES,
+        *_XML_NODES,
+    }
+)
 # Where an operator's name sits in the nodes that name one (`OPERATOR(s.op)` gives two parts).
 _OPERATOR_FIELDS: Final = {"A_Expr": "name", "SortBy": "useOp", "SubLink": "operName"}
 # Typed (unwrapped) fields that carry a refused construct.
@@ -128,13 +182,26 @@ class PgFacts:
     # them on the role's catalogue (`allowlist.EXTERNAL`).
     external_functions: set[tuple[str, str]] = field(default_factory=set)
     external_types: set[tuple[str, str]] = field(default_factory=set)
+    # The last name of every qualified column reference (`t.f`, `s.t.f`) and field selection
+    # (`(x).f`), as written: PostgreSQL reads each as the call `f(t)` (or the cast `t::f`) when `f`
+    # is not a column there. Those PostgreSQL's own lists do not know go to the engine, case-folded.
+    attributes: set[str] = field(default_factory=set)
+    external_attributes: set[str] = field(default_factory=set)
+    # The newest grammar a construct needs (server_version_num) and that construct's node kind.
+    needs_server: int = 0
+    needs_construct: str = ""
+    xml: str = ""  # the first XML construct, function or type seen ("" when none)
 
 
-def check_postgres(sql: str, *, executed: bool, allow_catalogue: bool = False) -> PgFacts:
+def check_postgres(
+    sql: str, *, executed: bool, allow_catalogue: bool = False, allow_xml: bool = False
+) -> PgFacts:
     """PostgreSQL's grammar: one statement, a SelectStmt root, allowed nodes only, no denied function,
     (unless `allow_catalogue`, MCP_SQL_ALLOW_CATALOGUE) no catalogue read the catalogue rule refuses,
-    and only functions and types on the allow-lists (`allowlist`); names outside PostgreSQL's own
-    schemas are noted for the engine (`PgFacts.external_functions`, `external_types`).
+    (unless `allow_xml`, MCP_SQL_ALLOW_XML) no XML, only functions and types on the allow-lists
+    (`allowlist`), and no name in attribute notation that PostgreSQL could read as a call they refuse;
+    names outside PostgreSQL's own schemas are noted for the engine (`PgFacts.external_functions`,
+    `external_types`, `external_attributes`), and so is the grammar the query needs (`needs_server`).
 
     `executed`: `sql` is the regenerated text; a parse failure there is the validator's limit, not a
     syntax error of the caller's.
@@ -165,8 +232,50 @@ def check_postgres(sql: str, *, executed: bool, allow_catalogue: bool = False) -
         check_catalogue(
             relations=facts.relations, functions=facts.functions, types=facts.types, settings=facts.settings
         )
+    if facts.xml and not allow_xml:
+        raise refusals.uninterruptible(facts.xml)
     _check_allowlists(facts, allow_catalogue=allow_catalogue)
+    _check_attributes(facts, allow_catalogue=allow_catalogue, allow_xml=allow_xml)
     return facts
+
+
+def attribute_reason(name: str, *, allow_catalogue: bool, allow_xml: bool) -> str | allowlist.External | None:
+    """Why `x.name` / `(x).name` is refused when PostgreSQL reads it as the call `name(x)` or the cast
+    `x::name` (a verb phrase about `name`), None when either reading is allowed, `EXTERNAL` when only
+    the role's catalogue can tell (no function or type of PostgreSQL's own has that name)."""
+    key = name.casefold()
+    if key in _ARGUMENT_RULED:
+        return _ARGUMENT_RULED[key]
+    if key in allowlist.XML_FUNCTIONS and not allow_xml:
+        return f"runs in libxml2, {refusals.UNINTERRUPTIBLE}"
+    entry = allowlist.classified(name) or allowlist.classified(key)
+    if entry is not None:
+        verdict, why = entry
+        if verdict != "allow" and not (allow_catalogue and why in allowlist.LIFTED_BY_CATALOGUE):
+            if why == "denied":
+                return (denied_reason(key) or "is denied").removeprefix("it ")
+            if why == "catalogue":
+                return function_reason(key) or "reads the catalogue"
+            return allowlist.REASONS.get(why, allowlist.REASONS["unclassified"])
+    as_type = None if allow_catalogue else type_reason(key)
+    if as_type is None and key in allowlist.INTERNAL_TYPES | allowlist.IDENTIFIER_TYPES:
+        if not (allow_catalogue and key in allowlist.IDENTIFIER_TYPES):
+            as_type = allowlist.REASONS["identifier" if key in allowlist.IDENTIFIER_TYPES else "internal"]
+    if as_type is not None:
+        return f"is a type whose cast {as_type.removeprefix('is ')}"
+    if entry is not None or key in allowlist.BUILTIN_TYPES:
+        return None
+    return allowlist.EXTERNAL
+
+
+def _check_attributes(facts: PgFacts, *, allow_catalogue: bool, allow_xml: bool) -> None:
+    """Each name in attribute notation, judged as every object PostgreSQL could resolve it to."""
+    for name in sorted(facts.attributes):
+        reason = attribute_reason(name, allow_catalogue=allow_catalogue, allow_xml=allow_xml)
+        if reason is allowlist.EXTERNAL:
+            facts.external_attributes.add(name.casefold())
+        elif reason is not None:
+            raise refusals.attribute_call(name, reason)
 
 
 def _check_allowlists(facts: PgFacts, *, allow_catalogue: bool) -> None:
@@ -223,12 +332,33 @@ def walk(root: dict[str, Any], facts: PgFacts) -> None:
         level = below
 
 
+# Functions whose argument the policy must see as written: as `(x).name` their argument is computed.
+_ARGUMENT_RULED: Final = {
+    "current_setting": "reads a setting whose name the policy cannot see (write current_setting('name'))",
+}
+
+
 def _note(kind: str, value: dict[str, Any], facts: PgFacts) -> None:
-    if kind == "FuncCall":
+    if kind == "ColumnRef":
+        fields = value["fields"]
+        if len(fields) > 1 and "String" in fields[-1]:
+            facts.attributes.add(fields[-1]["String"]["sval"])
+    elif kind == "A_Indirection":
+        for item in value["indirection"]:
+            if "String" in item:
+                facts.attributes.add(item["String"]["sval"])
+    elif kind in _NEWER_NODES:
+        if _NEWER_NODES[kind] > facts.needs_server:
+            facts.needs_server, facts.needs_construct = _NEWER_NODES[kind], kind
+    elif kind in _XML_NODES:
+        facts.xml = facts.xml or kind
+    elif kind == "FuncCall":
         _check_function(value)
         name = _last_name(value["funcname"])
         facts.functions.add(name)
         facts.calls.add(tuple(part["String"]["sval"] for part in value["funcname"]))
+        if name in allowlist.XML_FUNCTIONS:
+            facts.xml = facts.xml or f"{name}()"
         if name == "current_setting":
             facts.settings.add(_setting_name(value.get("args")))
     elif kind == "RangeTableSample":
@@ -248,7 +378,10 @@ def _note(kind: str, value: dict[str, Any], facts: PgFacts) -> None:
 
 def _note_type(type_name: dict[str, Any], facts: PgFacts) -> None:
     # PostgreSQL's grammar names every type a query writes (casts, column definitions, RETURNING).
-    facts.types.add(_last_name(type_name["names"]))
+    name = _last_name(type_name["names"])
+    facts.types.add(name)
+    if name in allowlist.XML_TYPES:
+        facts.xml = facts.xml or f"the type {name}"
     facts.named_types.add(tuple(part["String"]["sval"] for part in type_name["names"]))
 
 

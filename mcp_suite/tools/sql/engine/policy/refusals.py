@@ -12,6 +12,11 @@ from typing import Final
 from mcp_suite.problems import InvalidArgumentsError, QueryViolationError, echo
 from mcp_suite.settings import NAME_ECHO_CHARS
 
+# Why a construct that runs where PostgreSQL cannot stop it is refused (a verb phrase's tail).
+UNINTERRUPTIBLE: Final = (
+    "which PostgreSQL cannot interrupt: a large or crafted document keeps the backend busy past the "
+    "statement timeout"
+)
 FIX_ONE_SELECT: Final = "Send one SELECT (or VALUES / UNION / INTERSECT / EXCEPT) statement"
 
 # PostgreSQL's data-modifying statement kinds (refused wherever they appear, also inside a CTE).
@@ -259,4 +264,41 @@ def unlisted_type(name: str, reason: str) -> QueryViolationError:
         "or name a table or column type the role may read: sql_schema lists them.",
         "type-allow-list",
         type=echo(name, NAME_ECHO_CHARS),
+    )
+
+
+def attribute_call(name: str, reason: str) -> QueryViolationError:
+    """`x.name` / `(x).name`: PostgreSQL reads it as `name(x)` (or `x::name`) when `name` is not a
+    column there, and that call `reason` (a verb phrase about `name`)."""
+    shown = echo(name, NAME_ECHO_CHARS)
+    return violation(
+        f"The query is not allowed: .{shown} in attribute notation (x.{shown}, (x).{shown}) is, "
+        f"where {shown} is not a column, PostgreSQL's call {shown}(x), and {shown} {reason}. Name "
+        "the column without its qualifier, or rename it in a subquery (SELECT ... AS other_name).",
+        "attribute-call",
+        function=shown,
+    )
+
+
+def uninterruptible(what: str) -> QueryViolationError:
+    """XML (`what`: the construct, function or type) runs in libxml2, which PostgreSQL cannot stop."""
+    shown = echo(what, NAME_ECHO_CHARS)
+    return violation(
+        f"The query is not allowed: {shown} is XML, which PostgreSQL hands to libxml2, "
+        f"{UNINTERRUPTIBLE}. The operator may allow XML for this source (MCP_SQL_ALLOW_XML).",
+        "uninterruptible",
+        object=shown,
+    )
+
+
+def newer_syntax(construct: str, needs: int, server: int) -> QueryViolationError:
+    """The construct `construct` is read as syntax from release `needs` (server_version_num) on;
+    the server, release `server`, reads the same words as a function call the policy never saw."""
+    return violation(
+        f"The query is not allowed: it uses SQL/JSON syntax ({construct}) that PostgreSQL reads as "
+        f"such from version {needs // 10000} on; this server is version {server // 10000}, which "
+        "reads the same words as a call of whatever function of that name its search path finds. "
+        "Use the json/jsonb functions instead (json_build_object, jsonb_path_exists, ...).",
+        "newer-syntax",
+        node=construct,
     )

@@ -191,6 +191,8 @@ class PgFacts:
     needs_server: int = 0
     needs_construct: str = ""
     xml: str = ""  # the first XML construct, function or type seen ("" when none)
+    # Calls whose text search configuration or dictionary is not a string literal (`_IDENTIFIER_FIRST`).
+    identifier_arguments: set[str] = field(default_factory=set)
 
 
 def check_postgres(
@@ -234,6 +236,8 @@ def check_postgres(
         )
     if facts.xml and not allow_xml:
         raise refusals.uninterruptible(facts.xml)
+    if facts.identifier_arguments and not allow_catalogue:
+        raise refusals.identifier_by_value(min(facts.identifier_arguments))
     _check_allowlists(facts, allow_catalogue=allow_catalogue)
     _check_attributes(facts, allow_catalogue=allow_catalogue, allow_xml=allow_xml)
     return facts
@@ -332,6 +336,44 @@ def walk(root: dict[str, Any], facts: PgFacts) -> None:
         level = below
 
 
+# Reviewed functions with an overload whose first argument names a text search configuration or
+# dictionary (`regconfig`, `regdictionary`), by the argument counts of that overload. PostgreSQL looks
+# a name up under the role's privileges, but takes a number as it is, in any schema: an integer
+# there (a column, a series) picks any configuration or dictionary. So that argument must be a
+# string literal unless the catalogue is allowed. `ts_headline` with 3 arguments is
+# (regconfig, text, tsquery) or (text, tsquery, text): its first argument may also be the document
+# when the second is evidently a tsquery.
+_IDENTIFIER_FIRST: Final = {
+    **dict.fromkeys(
+        ("to_tsvector", "to_tsquery", "plainto_tsquery", "phraseto_tsquery", "websearch_to_tsquery"), (2,)
+    ),
+    **dict.fromkeys(("json_to_tsvector", "jsonb_to_tsvector"), (3,)),
+    "ts_headline": (3, 4),
+    "unaccent": (2,),  # the unaccent extension's (regdictionary, text)
+}
+_TSQUERY_SOURCES: Final = frozenset(
+    {"to_tsquery", "plainto_tsquery", "phraseto_tsquery", "websearch_to_tsquery", "tsquery"}
+)
+
+
+def _identifier_by_value(name: str, args: list[dict[str, Any]]) -> bool:
+    """Whether the call `name(args)` may pick a text search configuration or dictionary by number."""
+    counts = _IDENTIFIER_FIRST.get(name)
+    if counts is None or len(args) not in counts:
+        return False
+    if "sval" in args[0].get("A_Const", {}):
+        return False
+    if name == "ts_headline" and len(args) == 3:
+        second = args[1]
+        call = second.get("FuncCall")
+        cast = second.get("TypeCast")
+        return not (
+            (call is not None and _last_name(call["funcname"]) in _TSQUERY_SOURCES)
+            or (cast is not None and _last_name(cast["typeName"]["names"]) == "tsquery")
+        )
+    return True
+
+
 # Functions whose argument the policy must see as written: as `(x).name` their argument is computed.
 _ARGUMENT_RULED: Final = {
     "current_setting": "reads a setting whose name the policy cannot see (write current_setting('name'))",
@@ -361,6 +403,8 @@ def _note(kind: str, value: dict[str, Any], facts: PgFacts) -> None:
             facts.xml = facts.xml or f"{name}()"
         if name == "current_setting":
             facts.settings.add(_setting_name(value.get("args")))
+        if _identifier_by_value(name, value.get("args", [])):
+            facts.identifier_arguments.add(name)
     elif kind == "RangeTableSample":
         # TABLESAMPLE <method> names a function too (a tsm_handler): the same denylist applies.
         _check_function({"funcname": value["method"]})

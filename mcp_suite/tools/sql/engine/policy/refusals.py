@@ -302,3 +302,17 @@ def newer_syntax(construct: str, needs: int, server: int) -> QueryViolationError
         "newer-syntax",
         node=construct,
     )
+
+
+def identifier_by_value(name: str) -> QueryViolationError:
+    """`name`'s text search configuration or dictionary is not a string literal: a number there picks
+    one in any schema, whatever the role's privileges."""
+    shown = echo(name, NAME_ECHO_CHARS)
+    return violation(
+        f"The function {shown}() is not allowed with that first argument: its text search "
+        "configuration (or dictionary) must be written as a string literal, such as "
+        f"{shown}('english', ...); a number or a computed value there picks one in any schema, "
+        "whatever the role's privileges.",
+        "identifier-argument",
+        function=shown,
+    )

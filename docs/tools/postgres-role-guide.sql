@@ -14,6 +14,10 @@
 --    whatever else logs in as this role (a DBA's psql counts too). The audit's connection is what
 --    keeps it auditing when the other slots are full; if it is lost and cannot be opened again,
 --    the SQL tools stop serving after two MCP_SQL_REAUDIT_INTERVAL_S, until an audit passes.
+--    A call whose work PostgreSQL cannot interrupt keeps its backend (and its slot) after the call
+--    has ended while the pool opens another: the policy refuses such work (XML, libxml2) unless
+--    MCP_SQL_ALLOW_XML is set; with it, add one slot per call you accept to have stuck at once
+--    (docs/tools/read_only_sql.md, "Work that cannot be stopped").
 CREATE ROLE mcp_reader
     LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS NOINHERIT
     CONNECTION LIMIT 5

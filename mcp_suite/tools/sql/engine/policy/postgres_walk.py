@@ -9,6 +9,7 @@ the allow-lists (`allowlist`) on them. Pure: no I/O.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -243,6 +244,10 @@ def check_postgres(
     return facts
 
 
+_SPECIAL_TYPES: Final = allowlist.INTERNAL_TYPES | allowlist.IDENTIFIER_TYPES
+
+
+@functools.lru_cache(maxsize=4096)  # pure; column names repeat across calls (bench_policy)
 def attribute_reason(name: str, *, allow_catalogue: bool, allow_xml: bool) -> str | allowlist.External | None:
     """Why `x.name` / `(x).name` is refused when PostgreSQL reads it as the call `name(x)` or the cast
     `x::name` (a verb phrase about `name`), None when either reading is allowed, `EXTERNAL` when only
@@ -262,7 +267,7 @@ def attribute_reason(name: str, *, allow_catalogue: bool, allow_xml: bool) -> st
                 return function_reason(key) or "reads the catalogue"
             return allowlist.REASONS.get(why, allowlist.REASONS["unclassified"])
     as_type = None if allow_catalogue else type_reason(key)
-    if as_type is None and key in allowlist.INTERNAL_TYPES | allowlist.IDENTIFIER_TYPES:
+    if as_type is None and key in _SPECIAL_TYPES:
         if not (allow_catalogue and key in allowlist.IDENTIFIER_TYPES):
             as_type = allowlist.REASONS["identifier" if key in allowlist.IDENTIFIER_TYPES else "internal"]
     if as_type is not None:

@@ -54,7 +54,8 @@ SQL_JSON_MARK = "planted-json-scalar-ran"
 PROBES_18 = (
     (
         "a cast in attribute notation lists every type",
-        f"SELECT g.regtype::text AS t FROM generate_series(16384, 40000) AS g WHERE g.regtype::text LIKE '%{SECRET_TABLE}%'",
+        "SELECT g.regtype::text AS t FROM generate_series(16384, 40000) AS g "
+        f"WHERE g.regtype::text LIKE '%{SECRET_TABLE}%'",
         "attribute-call",
         SECRET_TABLE,
     ),
@@ -90,10 +91,14 @@ PROBES_18 = (
         "'fox':2 'run':1",
     ),
 )
-SQL_JSON_PROBE = ("SQL/JSON syntax PostgreSQL 15 reads as a call", "SELECT JSON_SCALAR(1) AS v", "newer-syntax")
+SQL_JSON_PROBE = (
+    "SQL/JSON syntax PostgreSQL 15 reads as a call",
+    "SELECT JSON_SCALAR(1) AS v",
+    "newer-syntax",
+)
 
 # The same work written plainly: served.
-PLAIN = (
+PLAIN: tuple[tuple[str, list[list[Any]] | None], ...] = (
     ("SELECT p.slug, p.words FROM docs.pages AS p ORDER BY p.slug LIMIT 1", [["page-01", 225]]),
     ("SELECT (p).slug, q.n FROM docs.pages AS p, (SELECT 1 AS n) AS q ORDER BY 1 LIMIT 1", [["page-01", 1]]),
     ("SELECT to_tsvector('english', 'Running foxes')::text AS v", [["'fox':2 'run':1"]]),
@@ -144,7 +149,9 @@ def pg15() -> Iterator[Cluster]:
 
 
 def _probes(config: int) -> list[tuple[str, str, str, str]]:
-    return [(what, sql.replace("{config}", str(config)), rule, secret) for what, sql, rule, secret in PROBES_18]
+    return [
+        (what, sql.replace("{config}", str(config)), rule, secret) for what, sql, rule, secret in PROBES_18
+    ]
 
 
 def _env(dsn: str, **extra: str) -> dict[str, str]:
@@ -173,7 +180,11 @@ async def _http_calls(env: dict[str, str], sqls: list[str]) -> list[dict[str, An
                     result = await client.call_tool("read_only_sql", {"sql": sql, "max_rows": 50})
                     text = result.content[0].text if result.content else ""  # type: ignore[union-attr]  # a text block
                     results.append(
-                        {"isError": result.is_error, "structuredContent": result.structured_content, "text": text}
+                        {
+                            "isError": result.is_error,
+                            "structuredContent": result.structured_content,
+                            "text": text,
+                        }
                     )
     return results
 
@@ -203,13 +214,17 @@ def _check(results: list[dict[str, Any]], probes: list[tuple[str, str, str, str]
         _served(result, rows)
 
 
-def test_each_probe_is_refused_over_stdio_and_plain_work_is_served(demo_cluster: Cluster, planted: int) -> None:
+def test_each_probe_is_refused_over_stdio_and_plain_work_is_served(
+    demo_cluster: Cluster, planted: int
+) -> None:
     probes = _probes(planted)
     results = _stdio_calls(_env(demo_cluster.reader_dsn), [p[1] for p in probes] + [p[0] for p in PLAIN])
     _check(results, probes)
 
 
-async def test_each_probe_is_refused_over_http_and_plain_work_is_served(demo_cluster: Cluster, planted: int) -> None:
+async def test_each_probe_is_refused_over_http_and_plain_work_is_served(
+    demo_cluster: Cluster, planted: int
+) -> None:
     probes = _probes(planted)
     results = await _http_calls(_env(demo_cluster.reader_dsn), [p[1] for p in probes] + [p[0] for p in PLAIN])
     _check(results, probes)
@@ -246,7 +261,9 @@ def test_sql_json_syntax_is_served_on_postgresql_18(demo_cluster: Cluster) -> No
     _served(results[0], [["1"]])
 
 
-def test_a_probe_of_each_class_is_refused_behind_pgbouncer(demo_cluster: Cluster, planted: int, pg15: Cluster) -> None:
+def test_a_probe_of_each_class_is_refused_behind_pgbouncer(
+    demo_cluster: Cluster, planted: int, pg15: Cluster
+) -> None:
     probes = _probes(planted)
     chosen = [probes[0], probes[4], probes[5]]  # attribute notation, a setting, a number for a name
     for cluster, sqls, expected in (

@@ -20,9 +20,9 @@ from mcp_suite.tools.sql.engine.policy import VettedQuery, allowlist, vet_sql
 from mcp_suite.tools.sql.engine.policy.postgres_walk import attribute_reason, check_postgres
 
 
-def _rule(sql: str, **options: bool) -> str | None:
+def _rule(sql: str, *, allow_catalogue: bool = False, allow_xml: bool = False) -> str | None:
     try:
-        vet_sql(sql, max_rows=10, **options)
+        vet_sql(sql, max_rows=10, allow_catalogue=allow_catalogue, allow_xml=allow_xml)
     except QueryViolationError as problem:
         return str(problem.metadata["rule"])
     return None
@@ -84,15 +84,25 @@ def test_columns_and_allowed_calls_in_attribute_notation_are_served(sql: str) ->
 
 
 def test_names_postgresql_does_not_know_go_to_the_engine_case_folded() -> None:
-    vetted = vet_sql('SELECT p.slug, (p)."Words", docs.pages.section FROM docs.pages AS p, docs.pages', max_rows=5)
+    vetted = vet_sql(
+        'SELECT p.slug, (p)."Words", docs.pages.section FROM docs.pages AS p, docs.pages', max_rows=5
+    )
     assert vetted.external_attributes == {"slug", "words", "section"}
     assert vet_sql("SELECT 1", max_rows=5).external_attributes == frozenset()
 
 
 def test_the_operator_s_catalogue_setting_lifts_the_identifier_and_catalogue_readings_only() -> None:
-    assert _rule("SELECT g.regtype, (g).regclass, p.pg_typeof FROM generate_series(1, 9) AS g, docs.pages p", allow_catalogue=True) is None
+    assert (
+        _rule(
+            "SELECT g.regtype, (g).regclass, p.pg_typeof FROM generate_series(1, 9) AS g, docs.pages p",
+            allow_catalogue=True,
+        )
+        is None
+    )
     assert _rule("SELECT (1).pg_sleep", allow_catalogue=True) == "attribute-call"
-    assert _rule("SELECT (g).internal FROM generate_series(1, 9) AS g", allow_catalogue=True) == "attribute-call"
+    assert (
+        _rule("SELECT (g).internal FROM generate_series(1, 9) AS g", allow_catalogue=True) == "attribute-call"
+    )
     assert _rule("SELECT (x).xpath FROM (SELECT 1 AS x) AS s", allow_xml=True) is None
 
 
@@ -120,7 +130,8 @@ def test_each_name_is_judged_as_every_object_postgresql_could_resolve_it_to(name
     if verdict is None or verdict is allowlist.EXTERNAL:
         assert reason is verdict
         return
-    assert isinstance(reason, str) and reason
+    assert isinstance(reason, str)
+    assert reason
     expected = {
         "type": "is a type whose cast",
         "identifier": "object identifiers",
@@ -153,7 +164,9 @@ def test_each_name_is_judged_as_every_object_postgresql_could_resolve_it_to(name
         ("SELECT json_build_object('a', 1), json_object('{a,1}')", 0, ""),
     ],
 )
-def test_sql_json_syntax_notes_the_release_whose_grammar_reads_it(sql: str, needs: int, construct: str) -> None:
+def test_sql_json_syntax_notes_the_release_whose_grammar_reads_it(
+    sql: str, needs: int, construct: str
+) -> None:
     vetted = vet_sql(sql, max_rows=5)
     assert (vetted.needs_server, vetted.needs_construct) == (needs, construct)
 
@@ -183,7 +196,8 @@ def test_xml_is_refused_unless_the_source_allows_it(sql: str) -> None:
 def test_the_xml_refusal_says_why_and_names_the_setting() -> None:
     with pytest.raises(QueryViolationError) as refused:
         vet_sql("SELECT xpath('/a', '<a/>')", max_rows=5)
-    assert "libxml2" in refused.value.detail and "MCP_SQL_ALLOW_XML" in refused.value.detail
+    assert "libxml2" in refused.value.detail
+    assert "MCP_SQL_ALLOW_XML" in refused.value.detail
     assert refused.value.metadata["object"] == "xpath()"
 
 
@@ -196,9 +210,15 @@ def test_the_xml_refusal_says_why_and_names_the_setting() -> None:
         ("SELECT to_tsvector(g, 'x') FROM generate_series(1, 9) AS g", "identifier-argument"),
         ("SELECT to_tsvector(3748, 'x')", "identifier-argument"),
         ("SELECT plainto_tsquery(1 + 1, 'x')", "identifier-argument"),
-        ("SELECT jsonb_to_tsvector(g, '{}', '[\"all\"]') FROM generate_series(1, 9) AS g", "identifier-argument"),
+        (
+            "SELECT jsonb_to_tsvector(g, '{}', '[\"all\"]') FROM generate_series(1, 9) AS g",
+            "identifier-argument",
+        ),
         ("SELECT ts_headline(g, 'a b', 'a') FROM generate_series(1, 9) AS g", "identifier-argument"),
-        ("SELECT ts_headline(g, 'a b', 'a', 'MaxWords=3') FROM generate_series(1, 9) AS g", "identifier-argument"),
+        (
+            "SELECT ts_headline(g, 'a b', 'a', 'MaxWords=3') FROM generate_series(1, 9) AS g",
+            "identifier-argument",
+        ),
         ("SELECT unaccent(g, 'x') FROM generate_series(1, 9) AS g", "identifier-argument"),
         ("SELECT to_tsvector('english', 'x'), to_tsvector('x'), websearch_to_tsquery('simple', 'x')", None),
         ("SELECT ts_headline('english', 'a b', to_tsquery('a')), ts_headline('a b', to_tsquery('a'))", None),
@@ -284,8 +304,11 @@ def test_the_guard_refuses_newer_syntax_on_an_older_server_without_reading_the_c
 def test_the_newer_syntax_refusal_names_both_releases() -> None:
     conn = cast("psycopg.Connection[Any]", _Connection(150014))
     with pytest.raises(QueryViolationError) as refused:
-        NameGuard(cache_s=60).check_vetted(conn, VettedQuery(sql="", limit=1, needs_server=160000, needs_construct="JsonIsPredicate"))
-    assert "from version 16 on" in refused.value.detail and "version 15" in refused.value.detail
+        NameGuard(cache_s=60).check_vetted(
+            conn, VettedQuery(sql="", limit=1, needs_server=160000, needs_construct="JsonIsPredicate")
+        )
+    assert "from version 16 on" in refused.value.detail
+    assert "version 15" in refused.value.detail
     assert refused.value.metadata == {"rule": "newer-syntax", "node": "JsonIsPredicate"}
 
 

@@ -129,7 +129,9 @@ class NameGuard:
     def statistics(self) -> NameGuardStatistics:
         return NameGuardStatistics(catalogue_reads=self._reads, refused=self._refused)
 
-    def check_vetted(self, conn: psycopg.Connection[Any], query: VettedQuery, *, role: str | None = None) -> None:
+    def check_vetted(
+        self, conn: psycopg.Connection[Any], query: VettedQuery, *, role: str | None = None
+    ) -> None:
         """Refuse (`QueryViolationError`) a vetted statement the server would read otherwise than
         the policy did (`query.needs_server`), or that names, also in attribute notation, a function
         or type outside PostgreSQL's own schemas the role's catalogue does not allow. Blocking: as
@@ -237,7 +239,8 @@ _ATTRIBUTE_FUNCTION: Final = (
     "is not on the reviewed list"
 )
 _ATTRIBUTE_TYPE: Final = (
-    "is a type that is neither on the reviewed list nor the type of a table or column the role may read in full"
+    "is a type that is neither on the reviewed list nor the type of a table or column the role may "
+    "read in full"
 )
 
 

@@ -18,7 +18,6 @@ from typing import Final
 __all__ = [
     "BUILTIN_TYPES",
     "EXTERNAL",
-    "External",
     "IDENTIFIER_TYPES",
     "INTERNAL_TYPES",
     "LIFTED_BY_CATALOGUE",
@@ -29,6 +28,7 @@ __all__ = [
     "VOLATILE_VALUES",
     "XML_FUNCTIONS",
     "XML_TYPES",
+    "External",
     "allowed_count",
     "classified",
     "extension_function_allowed",

@@ -267,9 +267,12 @@ def attribute_reason(name: str, *, allow_catalogue: bool, allow_xml: bool) -> st
                 return function_reason(key) or "reads the catalogue"
             return allowlist.REASONS.get(why, allowlist.REASONS["unclassified"])
     as_type = None if allow_catalogue else type_reason(key)
-    if as_type is None and key in _SPECIAL_TYPES:
-        if not (allow_catalogue and key in allowlist.IDENTIFIER_TYPES):
-            as_type = allowlist.REASONS["identifier" if key in allowlist.IDENTIFIER_TYPES else "internal"]
+    if (
+        as_type is None
+        and key in _SPECIAL_TYPES
+        and not (allow_catalogue and key in allowlist.IDENTIFIER_TYPES)
+    ):
+        as_type = allowlist.REASONS["identifier" if key in allowlist.IDENTIFIER_TYPES else "internal"]
     if as_type is not None:
         return f"is a type whose cast {as_type.removeprefix('is ')}"
     if entry is not None or key in allowlist.BUILTIN_TYPES:

@@ -33,13 +33,17 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from mcp_suite.demo.cluster import Cluster
-from mcp_suite.demo.seed import READER_USER
+from mcp_suite.demo.seed import ADMIN_USER, READER_USER
+from mcp_suite.problems import QueryViolationError
 from mcp_suite.protocol.mcp import MODERN_VERSION
+from mcp_suite.tools.sql.engine.policy import vet_sql
+from mcp_suite.tools.sql.engine.ticket import CallTicket
 from tests.support.client import ServerProcess
 from tests.support.deploy import password_of
 from tests.support.devdb.pgbouncer import open_pgbouncer
 from tests.support.devdb.tls import ssl_pg_bin
 from tests.support.http_server import open_http_server
+from tests.support.pg import open_executor
 
 pytestmark = [pytest.mark.pg, pytest.mark.e2e]
 
@@ -281,3 +285,27 @@ def test_a_probe_of_each_class_is_refused_behind_pgbouncer(
                 raise AssertionError(f"{what} behind PgBouncer: {failed}") from None
         for (_sql, rows), result in zip(PLAIN, results[len(expected) :], strict=False):
             _served(result, rows)
+
+
+def test_a_definer_function_in_attribute_notation_is_refused_at_run_time(demo_cluster: Cluster) -> None:
+    """The run-time SECURITY DEFINER check sees `(g).f` as the call `f(g)` (the audit is skipped
+    here, as in the window before a re-audit)."""
+    definer = "public.mcp_names_definer(integer)"
+    with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
+        admin.execute(
+            f"CREATE FUNCTION {definer} RETURNS text LANGUAGE sql SECURITY DEFINER "
+            "AS $$SELECT current_user::text$$".encode()
+        )
+        admin.execute(f"GRANT EXECUTE ON FUNCTION {definer} TO PUBLIC".encode())
+        sql = "SELECT (g).mcp_names_definer AS who FROM generate_series(1, 1) AS g"
+        executor = open_executor(demo_cluster.reader_dsn)
+        try:
+            with pytest.raises(QueryViolationError) as refused:
+                executor.run_vetted(vet_sql(sql, max_rows=5), max_rows=5, ticket=CallTicket())
+            assert refused.value.metadata["rule"] == "definer-function"
+            # The premise: as written, PostgreSQL runs it as its owner.
+            ran = executor.run(sql, max_rows=5, ticket=CallTicket())
+            assert ran.rows == [[ADMIN_USER]]
+        finally:
+            executor.close()
+            admin.execute(f"DROP FUNCTION {definer}".encode())

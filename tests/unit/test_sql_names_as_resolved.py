@@ -83,6 +83,11 @@ def test_columns_and_allowed_calls_in_attribute_notation_are_served(sql: str) ->
     assert _rule(sql) is None
 
 
+def test_names_in_attribute_notation_are_reported_to_the_definer_check_as_calls() -> None:
+    vetted = vet_sql("SELECT p.slug, (p).words, p.length FROM docs.pages AS p", max_rows=5)
+    assert {"slug", "words", "length"} <= vetted.functions
+
+
 def test_names_postgresql_does_not_know_go_to_the_engine_case_folded() -> None:
     vetted = vet_sql(
         'SELECT p.slug, (p)."Words", docs.pages.section FROM docs.pages AS p, docs.pages', max_rows=5

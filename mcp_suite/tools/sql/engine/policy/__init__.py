@@ -43,8 +43,9 @@ class VettedQuery:
 
     sql: str  # SELECT * FROM (<the caller's statement>) AS q LIMIT <max_rows + 1>
     limit: int  # the answer's bound: the caller's literal LIMIT when smaller, else max_rows + 1
-    # What the executed text calls by name, as PostgreSQL reads it (last name component, case-folded):
-    # the executor refuses a call of a SECURITY DEFINER function, which the policy cannot see into.
+    # What the executed text calls by name, as PostgreSQL reads it (last name component, case-folded),
+    # names in attribute notation included (`t.f` is `f(t)` where `f` is not a column): the executor
+    # refuses a call of a SECURITY DEFINER function, which the policy cannot see into.
     functions: frozenset[str] = frozenset()
     operators: frozenset[str] = frozenset()
     # Functions and types outside PostgreSQL's own schemas, (schema or "", name) case-folded: the
@@ -107,7 +108,7 @@ def vet_sql(
     return VettedQuery(
         sql=executed,
         limit=cap if literal is None else min(literal, cap),
-        functions=frozenset(final.functions),
+        functions=frozenset(final.functions | {name.casefold() for name in final.attributes}),
         operators=frozenset(final.operators),
         external_functions=frozenset(final.external_functions),
         external_types=frozenset(final.external_types),

@@ -21,12 +21,17 @@ from typing import Any
 
 import psycopg
 import pytest
+import trio
 
 from mcp_suite.demo.cluster import Cluster
+from mcp_suite.demo.seed import READER_USER
 from tests.support.client import ServerProcess, problem_of
+from tests.support.deploy import password_of
+from tests.support.devdb.pgbouncer import open_pgbouncer
 from tests.support.devdb.tls import ssl_pg_bin
+from tests.support.sql_calls import http_calls, refused_with, served, stdio_calls
 
-pytestmark = pytest.mark.pg
+pytestmark = [pytest.mark.pg, pytest.mark.e2e]
 
 TIMEOUT_MS = 1000
 GRACE_S = 1.0  # what PostgreSQL may take past the timeout to notice it and stop
@@ -143,3 +148,17 @@ def test_xpath_runs_past_the_timeout_so_the_tool_refuses_it_unless_the_source_al
         assert result["structuredContent"]["rows"] == [["{x}"]]
         assert server.stop() == 0
     assert "MCP_SQL_ALLOW_XML is true" in server.stderr_text()
+
+
+def test_xml_is_refused_over_http_and_behind_pgbouncer(pg15_with_libxml: Cluster) -> None:
+    cluster = pg15_with_libxml
+    env = {"MCP_SQL_DSN": cluster.reader_dsn, "MCP_METRICS_ENABLED": "false"}
+    (over_http,) = trio.run(http_calls, env, [XPATH])
+    refused_with(over_http, "uninterruptible", "<b/>")
+    users = {READER_USER: password_of(cluster.reader_dsn)}
+    with open_pgbouncer(cluster, users, pool_size=1) as bouncer:
+        dsn = bouncer.dsn(READER_USER, password_of(cluster.reader_dsn), cluster.dbname)
+        pooled = {**env, "MCP_SQL_DSN": dsn, "MCP_SQL_POOLER": "transaction"}
+        refused, plain = stdio_calls(pooled, [XPATH, "SELECT 41 + 1 AS n"])
+    refused_with(refused, "uninterruptible", "<b/>")
+    served(plain, [[42]])

@@ -28,22 +28,17 @@ from typing import Any
 import psycopg
 import pytest
 import trio
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from mcp_suite.demo.cluster import Cluster
 from mcp_suite.demo.seed import ADMIN_USER, READER_USER
 from mcp_suite.problems import QueryViolationError
-from mcp_suite.protocol.mcp import MODERN_VERSION
 from mcp_suite.tools.sql.engine.policy import vet_sql
 from mcp_suite.tools.sql.engine.ticket import CallTicket
-from tests.support.client import ServerProcess
 from tests.support.deploy import password_of
 from tests.support.devdb.pgbouncer import open_pgbouncer
 from tests.support.devdb.tls import ssl_pg_bin
-from tests.support.http_server import open_http_server
 from tests.support.pg import open_executor
+from tests.support.sql_calls import http_calls, refused_with, served, stdio_calls
 
 pytestmark = [pytest.mark.pg, pytest.mark.e2e]
 
@@ -162,75 +157,29 @@ def _env(dsn: str, **extra: str) -> dict[str, str]:
     return {"MCP_SQL_DSN": dsn, "MCP_METRICS_ENABLED": "false", **extra}
 
 
-def _stdio_calls(env: dict[str, str], sqls: list[str]) -> list[dict[str, Any]]:
-    """Each query's result (the MCP `result` object) through the server over stdio."""
-    with ServerProcess(env=env) as server:
-        server.initialize()
-        results = [server.call_tool("read_only_sql", {"sql": sql, "max_rows": 50}) for sql in sqls]
-        assert server.stop() == 0
-    return results
-
-
-async def _http_calls(env: dict[str, str], sqls: list[str]) -> list[dict[str, Any]]:
-    """Each query's result through `serve-http` and the official SDK's client, in the stdio shape."""
-    results: list[dict[str, Any]] = []
-    with open_http_server(None, env) as server:
-        with trio.fail_after(90):
-            async with (
-                create_mcp_http_client() as http,
-                Client(streamable_http_client(server.url, http_client=http), mode=MODERN_VERSION) as client,
-            ):
-                for sql in sqls:
-                    result = await client.call_tool("read_only_sql", {"sql": sql, "max_rows": 50})
-                    text = result.content[0].text if result.content else ""  # type: ignore[union-attr]  # a text block
-                    results.append(
-                        {
-                            "isError": result.is_error,
-                            "structuredContent": result.structured_content,
-                            "text": text,
-                        }
-                    )
-    return results
-
-
-def _refused_with(result: dict[str, Any], rule: str, secret: str) -> None:
-    text = json.dumps(result)
-    assert result["isError"] is True, text
-    document = json.loads(result["content"][0]["text"] if "content" in result else result["text"])
-    assert document["type"].endswith("query-violation"), document
-    assert document["metadata"]["rule"] == rule, document
-    assert secret not in text
-
-
-def _served(result: dict[str, Any], rows: list[list[Any]] | None) -> None:
-    assert result["isError"] is False, json.dumps(result)
-    if rows is not None:
-        assert result["structuredContent"]["rows"] == rows
-
-
 def _check(results: list[dict[str, Any]], probes: list[tuple[str, str, str, str]]) -> None:
     for (what, _sql, rule, secret), result in zip(probes, results[: len(probes)], strict=True):
         try:
-            _refused_with(result, rule, secret)
+            refused_with(result, rule, secret)
         except AssertionError as failed:
             raise AssertionError(f"{what}: {failed}") from None
     for (_sql, rows), result in zip(PLAIN, results[len(probes) :], strict=True):
-        _served(result, rows)
+        served(result, rows)
 
 
-def test_each_probe_is_refused_over_stdio_and_plain_work_is_served(
+def test_each_probe_is_refused_over_stdio_and_plain_work_isserved(
     demo_cluster: Cluster, planted: int
 ) -> None:
     probes = _probes(planted)
-    results = _stdio_calls(_env(demo_cluster.reader_dsn), [p[1] for p in probes] + [p[0] for p in PLAIN])
+    results = stdio_calls(_env(demo_cluster.reader_dsn), [p[1] for p in probes] + [p[0] for p in PLAIN])
     _check(results, probes)
 
 
-async def test_each_probe_is_refused_over_http_and_plain_work_is_served(
+async def test_each_probe_is_refused_over_http_and_plain_work_isserved(
     demo_cluster: Cluster, planted: int
 ) -> None:
     probes = _probes(planted)
-    results = await _http_calls(_env(demo_cluster.reader_dsn), [p[1] for p in probes] + [p[0] for p in PLAIN])
+    results = await http_calls(_env(demo_cluster.reader_dsn), [p[1] for p in probes] + [p[0] for p in PLAIN])
     _check(results, probes)
 
 
@@ -252,17 +201,17 @@ def test_sql_json_syntax_is_refused_on_postgresql_15_over_stdio_and_http(pg15: C
         assert reader.execute(sql.encode()).fetchall() == [(SQL_JSON_MARK,)], what
     env = _env(pg15.reader_dsn)
     called = "SELECT public.json_scalar(1) AS v"  # the call PostgreSQL 15 reads: the allow-list refuses it
-    stdio = _stdio_calls(env, [sql, called, "SELECT json_build_object('a', 1)::text AS v"])
-    http = trio.run(_http_calls, env, [sql])
+    stdio = stdio_calls(env, [sql, called, "SELECT json_build_object('a', 1)::text AS v"])
+    http = trio.run(http_calls, env, [sql])
     for result in (stdio[0], http[0]):
-        _refused_with(result, rule, SQL_JSON_MARK)
-    _refused_with(stdio[1], "function-allow-list", SQL_JSON_MARK)
-    _served(stdio[2], [['{"a" : 1}']])
+        refused_with(result, rule, SQL_JSON_MARK)
+    refused_with(stdio[1], "function-allow-list", SQL_JSON_MARK)
+    served(stdio[2], [['{"a" : 1}']])
 
 
 def test_sql_json_syntax_is_served_on_postgresql_18(demo_cluster: Cluster) -> None:
-    results = _stdio_calls(_env(demo_cluster.reader_dsn), ["SELECT JSON_SCALAR(1)::text AS v"])
-    _served(results[0], [["1"]])
+    results = stdio_calls(_env(demo_cluster.reader_dsn), ["SELECT JSON_SCALAR(1)::text AS v"])
+    served(results[0], [["1"]])
 
 
 def test_a_probe_of_each_class_is_refused_behind_pgbouncer(
@@ -277,14 +226,14 @@ def test_a_probe_of_each_class_is_refused_behind_pgbouncer(
         users = {READER_USER: password_of(cluster.reader_dsn)}
         with open_pgbouncer(cluster, users, pool_size=1) as bouncer:
             dsn = bouncer.dsn(READER_USER, password_of(cluster.reader_dsn), cluster.dbname)
-            results = _stdio_calls(_env(dsn, MCP_SQL_POOLER="transaction"), sqls)
+            results = stdio_calls(_env(dsn, MCP_SQL_POOLER="transaction"), sqls)
         for (what, _sql, rule, secret), result in zip(expected, results, strict=False):
             try:
-                _refused_with(result, rule, secret)
+                refused_with(result, rule, secret)
             except AssertionError as failed:
                 raise AssertionError(f"{what} behind PgBouncer: {failed}") from None
         for (_sql, rows), result in zip(PLAIN, results[len(expected) :], strict=False):
-            _served(result, rows)
+            served(result, rows)
 
 
 def test_a_definer_function_in_attribute_notation_is_refused_at_run_time(demo_cluster: Cluster) -> None:

@@ -1,0 +1,65 @@
+"""Calls of `read_only_sql` through the real server, over stdio (a child process) and over HTTP
+(`serve-http` and the official SDK's client), each result in the stdio shape; and the checks of a
+refusal and of an answer that the PostgreSQL tests of the policy share."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import trio
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from mcp_suite.protocol.mcp import MODERN_VERSION
+from tests.support.client import ServerProcess
+from tests.support.http_server import open_http_server
+
+__all__ = ["http_calls", "refused_with", "served", "stdio_calls"]
+
+
+def stdio_calls(env: dict[str, str], sqls: list[str]) -> list[dict[str, Any]]:
+    """Each query's result (the MCP `result` object) through the server over stdio."""
+    with ServerProcess(env=env) as server:
+        server.initialize()
+        results = [server.call_tool("read_only_sql", {"sql": sql, "max_rows": 50}) for sql in sqls]
+        assert server.stop() == 0
+    return results
+
+
+async def http_calls(env: dict[str, str], sqls: list[str]) -> list[dict[str, Any]]:
+    """Each query's result through `serve-http` and the official SDK's client, in the stdio shape."""
+    results: list[dict[str, Any]] = []
+    with open_http_server(None, env) as server:
+        with trio.fail_after(90):
+            async with (
+                create_mcp_http_client() as http,
+                Client(streamable_http_client(server.url, http_client=http), mode=MODERN_VERSION) as client,
+            ):
+                for sql in sqls:
+                    result = await client.call_tool("read_only_sql", {"sql": sql, "max_rows": 50})
+                    text = result.content[0].text if result.content else ""  # type: ignore[union-attr]  # a text block
+                    results.append(
+                        {
+                            "isError": result.is_error,
+                            "structuredContent": result.structured_content,
+                            "text": text,
+                        }
+                    )
+    return results
+
+
+def refused_with(result: dict[str, Any], rule: str, secret: str) -> None:
+    text = json.dumps(result)
+    assert result["isError"] is True, text
+    document = json.loads(result["content"][0]["text"] if "content" in result else result["text"])
+    assert document["type"].endswith("query-violation"), document
+    assert document["metadata"]["rule"] == rule, document
+    assert secret not in text
+
+
+def served(result: dict[str, Any], rows: list[list[Any]] | None) -> None:
+    assert result["isError"] is False, json.dumps(result)
+    if rows is not None:
+        assert result["structuredContent"]["rows"] == rows

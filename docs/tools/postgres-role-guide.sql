@@ -114,6 +114,9 @@ CREATE FUNCTION mcp_suite_audit.notify_role_audit() RETURNS event_trigger
 REVOKE EXECUTE ON FUNCTION mcp_suite_audit.notify_role_audit() FROM PUBLIC;
 CREATE EVENT TRIGGER mcp_suite_role_audit ON ddl_command_end
     EXECUTE FUNCTION mcp_suite_audit.notify_role_audit();
+-- ALWAYS: an event trigger fires by default only when session_replication_role is "origin", and
+-- migration tools set "replica"; the audit warns when it finds the trigger in another state.
+ALTER EVENT TRIGGER mcp_suite_role_audit ENABLE ALWAYS;
 -- (to remove it: DROP EVENT TRIGGER mcp_suite_role_audit; DROP SCHEMA mcp_suite_audit CASCADE;)
 
 -- 10. Verify: `mcp-suite check-role` prints each problem with its fix, or says the role can only read.

@@ -18,6 +18,7 @@ from psycopg import sql
 
 from mcp_suite.settings import Settings
 from mcp_suite.tools.sql.engine.role_audit.attributes import attribute_findings, read_role
+from mcp_suite.tools.sql.engine.role_audit.bodies import function_body_findings
 from mcp_suite.tools.sql.engine.role_audit.column_write import column_write_findings
 from mcp_suite.tools.sql.engine.role_audit.database import database_findings
 from mcp_suite.tools.sql.engine.role_audit.defaults import (
@@ -45,6 +46,8 @@ from mcp_suite.tools.sql.engine.role_audit.schema import schema_findings
 from mcp_suite.tools.sql.engine.role_audit.sequences import sequence_findings
 from mcp_suite.tools.sql.engine.role_audit.subject import Check, Subject, ident
 from mcp_suite.tools.sql.engine.role_audit.table_write import table_write_findings
+from mcp_suite.tools.sql.engine.role_audit.trigger import event_trigger_findings
+from mcp_suite.tools.sql.engine.role_audit.views import view_findings
 
 __all__ = ["CHECKS", "audit_connection", "audit_mapped", "audit_with_settings"]
 
@@ -84,6 +87,8 @@ CHECKS: Final[tuple[Check, ...]] = (
     temp_file_findings,
     ownership_findings,
     foreign_server_findings,
+    function_body_findings,
+    view_findings,
 )
 
 
@@ -103,7 +108,7 @@ def audit_connection(
     `mapped`: the roles of an identity map; the login role must reach exactly them and hold
     nothing itself (`login.login_findings`). `as_role`: audit that role instead, switched to in
     the transaction (`SET LOCAL ROLE`: `current_user` is then that role).
-    Runs 26 statements in 25 round trips, in one read-only transaction that is rolled back.
+    Runs 29 statements in 28 round trips, in one read-only transaction that is rolled back.
     """
     with conn.transaction(force_rollback=True):
         # pg_catalog alone on the path: names the audit prints come schema-qualified, and no schema
@@ -123,6 +128,8 @@ def audit_connection(
             mapped=frozenset(mapped),
         )
         findings = attribute_findings(role, subject.role)
+        if as_role is None:
+            findings.extend(event_trigger_findings(conn))
         if role.superuser:
             # A superuser passes every privilege check; the lists below would name everything.
             return findings

@@ -51,8 +51,7 @@ HAZARDS: Final = (
     ),
     (
         "plpgsql-dynamic-sql",
-        f"CREATE FUNCTION {SCHEMA}.run(q text) RETURNS void LANGUAGE plpgsql"
-        " AS $$ BEGIN EXECUTE q; END $$",
+        f"CREATE FUNCTION {SCHEMA}.run(q text) RETURNS void LANGUAGE plpgsql AS $$ BEGIN EXECUTE q; END $$",
         "function-body",
         f"{SCHEMA}.run(text)",
         f"REVOKE EXECUTE ON FUNCTION {SCHEMA}.run(text) FROM {PROBE_ROLE}",
@@ -103,7 +102,9 @@ def _make(admin: psycopg.Connection[Any], statements: str) -> None:
     admin.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {SCHEMA} TO {PROBE_ROLE}".encode())
 
 
-@pytest.mark.parametrize(("make", "kind", "named", "fix"), [h[1:] for h in HAZARDS], ids=[h[0] for h in HAZARDS])
+@pytest.mark.parametrize(
+    ("make", "kind", "named", "fix"), [h[1:] for h in HAZARDS], ids=[h[0] for h in HAZARDS]
+)
 def test_a_function_or_view_that_could_change_identity_stops_every_sql_surface_until_fixed(
     demo_cluster: Cluster, schema: psycopg.Connection[Any], make: str, kind: str, named: str, fix: str
 ) -> None:
@@ -135,9 +136,9 @@ def test_check_role_prints_each_finding_with_its_fix(
     )
     assert done.returncode == os.EX_CONFIG, done.stderr
     for fix in (
-        f"REVOKE EXECUTE ON FUNCTION {SCHEMA}.become(text) FROM PUBLIC, \"{PROBE_ROLE}\";",
+        f'REVOKE EXECUTE ON FUNCTION {SCHEMA}.become(text) FROM PUBLIC, "{PROBE_ROLE}";',
         f"ALTER FUNCTION {SCHEMA}.as_admin() RESET role;",
-        f"REVOKE SELECT ON {SCHEMA}.pages FROM PUBLIC, \"{PROBE_ROLE}\";",
+        f'REVOKE SELECT ON {SCHEMA}.pages FROM PUBLIC, "{PROBE_ROLE}";',
         f"ALTER VIEW {SCHEMA}.first_editor SET (security_barrier = true);",
     ):
         assert fix in done.stdout, done.stdout

@@ -77,7 +77,7 @@ _PLPGSQL_REFUSED: Final = {
     "EXECUTE": "runs dynamic SQL (EXECUTE), which cannot be checked",
     "SET": "changes a setting (SET)",
     "RESET": "changes a setting (RESET)",
-    "UIDENT": "names something with a Unicode-escaped identifier (U&\"...\")",
+    "UIDENT": 'names something with a Unicode-escaped identifier (U&"...")',
 }
 
 

@@ -171,6 +171,10 @@ class AccessDeniedError(ProblemError):
     title = "Access denied"
     status = 403
     code = "MCP_ACCESS_DENIED"
+    # In-band from a tool. A resource read has no in-band result (no `isError` in any era), so there
+    # the same problem travels as a JSON-RPC error; it is the caller's (who they are, what they may
+    # read), not the server's fault, so -32600 as insufficient-scope, never -32603.
+    jsonrpc_code = INVALID_REQUEST
 
 
 class QueryViolationError(ProblemError):

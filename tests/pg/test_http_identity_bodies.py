@@ -16,7 +16,7 @@ from typing import Any, Final
 import psycopg
 import pytest
 import trio
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -42,6 +42,7 @@ pytestmark = [pytest.mark.pg, pytest.mark.e2e]
 
 ANN = {"sub": "ann", "groups": ["red"], "team": "north"}
 BO = {"sub": "bo", "roles": ["blue"]}
+SCHEMA_URI: Final = "postgres://people/schema"
 INTERVAL_S: Final = 1.5  # as test_http_identity's: a loaded machine's audit may outlast 0.3 s
 # (name, the superuser's statements, the function the refusal names, the finding's kind)
 HELPERS: Final = (
@@ -130,3 +131,58 @@ async def test_a_mapped_role_given_an_identity_changing_helper_is_refused_while_
                 assert served.is_error is False, served.content  # red serves on
                 assert served.structured_content is not None
                 assert len(served.structured_content["rows"]) == 2
+
+
+async def _read_schema(client: Client, uri: str) -> Any:
+    """The schema resource's answer: its JSON, or the JSON-RPC error the SDK raised."""
+    try:
+        result = await client.read_resource(uri)
+    except MCPError as error:
+        return error.error
+    return json.loads(result.contents[0].text)  # type: ignore[union-attr]  # a text resource
+
+
+async def test_the_schema_resource_refuses_an_unmapped_or_unscoped_caller_with_the_tools_problem(
+    tmp_path: Path, issuer: TestIssuer, demo_cluster: Cluster, admin: psycopg.Connection[Any]
+) -> None:
+    # A resource read has no in-band result (no isError): the same problem document travels as a
+    # JSON-RPC error whose code says the caller's, not -32603 (the server failed).
+    config = sources_file(tmp_path / "sources.toml", login_dsn(demo_cluster))
+    env = {"MCP_CONFIG": str(config), PASSWORD_ENV: LOGIN_PASSWORD}
+    with open_http_server(issuer, env) as server, trio.fail_after(60):
+        async with _client(server, issuer, {"sub": "carl", "groups": ["green"]}) as carl:
+            tool = await carl.call_tool("sql_schema", {})
+            assert tool.is_error is True
+            in_band = json.loads(tool.content[0].text)  # type: ignore[union-attr]  # a text block
+            error = await _read_schema(carl, SCHEMA_URI)
+            assert error.code == -32600, error
+            assert error.data["type"] == in_band["type"] == "urn:mcp-suite:problem:access-denied"
+            assert error.data["metadata"]["mapping"] == "missing"
+        token = issuer.token(server.url, scope="fs:read", sub="dan", groups=["red"])
+        async with (
+            create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http,
+            Client(streamable_http_client(server.url, http_client=http), mode=MODERN_VERSION) as dan,
+        ):
+            error = await _read_schema(dan, SCHEMA_URI)
+            with pytest.raises(MCPError) as raised:
+                await dan.call_tool("sql_schema", {})
+            refused = raised.value.error
+            assert (error.code, error.data["type"]) == (refused.code, refused.data["type"])
+            assert error.data["type"] == "urn:mcp-suite:problem:insufficient-scope"
+
+
+async def test_estimated_rows_is_not_told_of_a_table_row_level_security_filters(
+    tmp_path: Path, issuer: TestIssuer, demo_cluster: Cluster, admin: psycopg.Connection[Any]
+) -> None:
+    # notes holds three rows; ann may see two. Its reltuples would tell her how many she cannot see.
+    admin.execute("ANALYZE mcp_people.notes")
+    config = sources_file(tmp_path / "sources.toml", login_dsn(demo_cluster))
+    env = {"MCP_CONFIG": str(config), PASSWORD_ENV: LOGIN_PASSWORD}
+    with open_http_server(issuer, env) as server, trio.fail_after(60):
+        async with _client(server, issuer, ANN) as ann:
+            listed = await ann.call_tool("sql_schema", {})
+            assert listed.structured_content is not None
+            (notes,) = listed.structured_content["objects"]
+            assert notes["name"] == "notes" and notes["estimated_rows"] is None
+            page = await _read_schema(ann, SCHEMA_URI)
+            assert [(o["name"], o["estimated_rows"]) for o in page["objects"]] == [("notes", None)]

@@ -15,6 +15,13 @@
   the ALTER made just after an audit (the worst case: about one interval); with it, WINDOW_SAMPLES
   times (each followed by the fix, `SECURITY INVOKER`, and the time until calls are served again).
   `python -m bench.bench_reaudit window` runs this part alone.
+- Issue 51: one whole audit (`audit_mapped`, one connection: the login role, then each mapped role
+  in its own transaction, as a re-audit runs it) with MAPPED roles that may each execute FUNCTIONS
+  functions (string-bodied and SQL-standard LANGUAGE sql, and plpgsql) and read VIEWS views, against
+  the floor of the same audit before the functions and views exist; once with every body judged
+  afresh (the verdict caches emptied before each audit: the first audit after a start or a change)
+  and once as a re-audit finds them (cached). `python -m bench.bench_reaudit bodies` runs it alone;
+  run on the code before issue 51, it measures the same database with the audit of then.
 """
 
 from __future__ import annotations
@@ -294,7 +301,160 @@ def _window_figures(dsn: str, admin_dsn: str) -> list[Figure]:
     return figures
 
 
-def run(parts: tuple[str, ...] = ("costs", "window")) -> list[Figure]:
+MAPPED = 20
+FUNCTIONS = 200
+VIEWS = 20
+AUDITS = 7
+BODIES_SCHEMA = "mcp_bench_bodies"
+
+
+def _bodies_sql(roles: tuple[str, ...]) -> list[str]:
+    """FUNCTIONS clean helpers and VIEWS clean views in one schema, each granted to every role."""
+    statements = [f"CREATE SCHEMA {BODIES_SCHEMA}"]
+    for n in range(FUNCTIONS):
+        name = f"{BODIES_SCHEMA}.f{n}"
+        if n % 10 < 6:  # a string body, as most helpers are written
+            statements.append(
+                f"CREATE FUNCTION {name}(t text) RETURNS text LANGUAGE sql STABLE"
+                f" AS $$ SELECT upper(t) || '-{n}' || lower(pg_catalog.btrim(t)) $$"
+            )
+        elif n % 10 < 8:  # a SQL-standard body
+            statements.append(
+                f"CREATE FUNCTION {name}(t text) RETURNS text LANGUAGE sql STABLE"
+                f" RETURN pg_catalog.concat(upper(t), '-{n}')"
+            )
+        else:
+            statements.append(
+                f"CREATE FUNCTION {name}(n integer) RETURNS integer LANGUAGE plpgsql STABLE"
+                f" AS $$ BEGIN IF n > {n} THEN RETURN abs(n) * 2; END IF; RETURN {n}; END $$"
+            )
+    for n in range(VIEWS):
+        statements.append(
+            f"CREATE VIEW {BODIES_SCHEMA}.v{n} WITH (security_barrier) AS"
+            f" SELECT owner, length(body) AS size FROM mcp_people.notes WHERE length(body) > {n}"
+        )
+    for role in roles:
+        statements += [
+            f"GRANT USAGE ON SCHEMA {BODIES_SCHEMA} TO {role}",
+            f"GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA {BODIES_SCHEMA} TO {role}",
+            f"GRANT SELECT ON ALL TABLES IN SCHEMA {BODIES_SCHEMA} TO {role}",
+        ]
+    return statements
+
+
+def _clear_verdicts() -> None:
+    """Empty the audit's verdict caches (absent before issue 51: nothing to clear)."""
+    try:
+        from mcp_suite.tools.sql.engine.role_audit.bodies import judge_body
+        from mcp_suite.tools.sql.engine.role_audit.views import judge_view
+    except ImportError:
+        return
+    judge_body.cache_clear()
+    judge_view.cache_clear()
+
+
+def _audit_ms(conn: Any, roles: tuple[str, ...], *, cold: bool) -> float:
+    """One whole audit on `conn`, in ms (its findings must be none: a refused audit stops early)."""
+    from mcp_suite.tools.sql.engine.role_audit.audit import audit_mapped
+    from mcp_suite.tools.sql.engine.role_audit.finding import refusals
+
+    if cold:
+        _clear_verdicts()
+    start = time.perf_counter()
+    refused = refusals(audit_mapped(conn, roles=roles))
+    elapsed = time.perf_counter() - start
+    assert not refused, refused
+    return elapsed * 1000
+
+
+def _checks_ms(conn: Any, roles: tuple[str, ...]) -> float | None:
+    """The two checks issue 51 added, alone, for each mapped role (in its audit's transaction, as the
+    audit runs them), verdicts cached: ms in all; None before issue 51."""
+    try:
+        from mcp_suite.tools.sql.engine.role_audit.bodies import function_body_findings
+        from mcp_suite.tools.sql.engine.role_audit.views import view_findings
+    except ImportError:
+        return None
+    from psycopg import sql
+
+    from mcp_suite.tools.sql.engine.role_audit.subject import Subject
+
+    elapsed = 0.0
+    for role in roles:
+        with conn.transaction(force_rollback=True):
+            conn.execute("SET TRANSACTION READ ONLY; SET LOCAL search_path = pg_catalog, pg_temp")
+            conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
+            subject = Subject(role=role, db="mcp_demo", accepted=frozenset(), accepted_creators=frozenset())
+            start = time.perf_counter()
+            assert not function_body_findings(conn, subject) + view_findings(conn, subject)
+            elapsed += time.perf_counter() - start
+    return elapsed * 1000
+
+
+def _bodies_figures(cluster: Any) -> list[Figure]:
+    """Floor, cold and warm audits alternated AUDITS times (the functions made and dropped between):
+    the shared machine's drift hits all three alike; the medians are reported."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    from tests.support.identity import LOGIN_PASSWORD, login_dsn, people
+
+    dsn = make_conninfo(login_dsn(cluster), password=LOGIN_PASSWORD)
+    roles = tuple(f"mcp_id_bench_{n}" for n in range(MAPPED))
+    floor: list[float] = []
+    cold: list[float] = []
+    warm: list[float] = []
+    checks: list[float] = []
+    with people(cluster, roles) as admin, psycopg.connect(dsn, autocommit=True) as conn:
+        _audit_ms(conn, roles, cold=False)  # warm the connection
+        try:
+            for _ in range(AUDITS):
+                admin.execute(f"DROP SCHEMA IF EXISTS {BODIES_SCHEMA} CASCADE".encode())
+                floor.append(_audit_ms(conn, roles, cold=True))
+                for statement in _bodies_sql(roles):
+                    admin.execute(statement.encode())
+                cold.append(_audit_ms(conn, roles, cold=True))
+                warm.append(_audit_ms(conn, roles, cold=False))
+                alone = _checks_ms(conn, roles)
+                if alone is not None:
+                    checks.append(alone)
+        finally:
+            admin.execute(f"DROP SCHEMA IF EXISTS {BODIES_SCHEMA} CASCADE".encode())
+    shape = f"{MAPPED} mapped roles, {FUNCTIONS} functions, {VIEWS} views"
+    note = f"floor: the same audit before the functions and views exist; median of {AUDITS}, alternated"
+    floor_ms = statistics.median(floor)
+    return [
+        Figure(
+            f"reaudit: one whole audit, {shape}, every body judged afresh",
+            statistics.median(cold),
+            "ms",
+            floor=floor_ms,
+            note=note,
+        ),
+        Figure(
+            f"reaudit: one whole audit, {shape}, as a re-audit (verdicts cached)",
+            statistics.median(warm),
+            "ms",
+            floor=floor_ms,
+            note=note,
+        ),
+        *(
+            [
+                Figure(
+                    f"reaudit: the function and view checks alone, {MAPPED} mapped roles (cached)",
+                    statistics.median(checks),
+                    "ms",
+                    floor=statistics.median(warm),
+                    note="ratio = their share of the whole re-audit",
+                )
+            ]
+            if checks
+            else []
+        ),
+    ]
+
+
+def run(parts: tuple[str, ...] = ("costs", "window", "bodies")) -> list[Figure]:
     from mcp_suite.demo.session import open_demo_cluster
 
     cluster, started_here = open_demo_cluster()
@@ -302,6 +462,8 @@ def run(parts: tuple[str, ...] = ("costs", "window")) -> list[Figure]:
         figures = _figures(cluster.reader_dsn) if "costs" in parts else []
         if "window" in parts:
             figures += _window_figures(cluster.reader_dsn, cluster.admin_dsn)
+        if "bodies" in parts:
+            figures += _bodies_figures(cluster)
         return figures
     finally:
         if started_here:
@@ -309,7 +471,7 @@ def run(parts: tuple[str, ...] = ("costs", "window")) -> list[Figure]:
 
 
 def _main() -> None:
-    parts = tuple(sys.argv[1:]) or ("costs", "window")
+    parts = tuple(sys.argv[1:]) or ("costs", "window", "bodies")
     for figure in run(parts):
         sys.stdout.write(figure.line() + "\n")
 

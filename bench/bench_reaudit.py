@@ -17,11 +17,11 @@
   `python -m bench.bench_reaudit window` runs this part alone.
 - Issue 51: one whole audit (`audit_mapped`, one connection: the login role, then each mapped role
   in its own transaction, as a re-audit runs it) with MAPPED roles that may each execute FUNCTIONS
-  functions (string-bodied and SQL-standard LANGUAGE sql, and plpgsql) and read VIEWS views, against
-  the floor of the same audit before the functions and views exist; once with every body judged
-  afresh (the verdict caches emptied before each audit: the first audit after a start or a change)
-  and once as a re-audit finds them (cached). `python -m bench.bench_reaudit bodies` runs it alone;
-  run on the code before issue 51, it measures the same database with the audit of then.
+  functions (string-bodied and SQL-standard LANGUAGE sql, and plpgsql) and read VIEWS views: without
+  the checks issue 51 added (the floor: the audit's list as it was), with them judging every body
+  afresh (the verdict caches emptied: the first audit after a start), and with them as a re-audit
+  finds the bodies (cached), alternated in one process. `python -m bench.bench_reaudit bodies` runs
+  it alone; on the code before issue 51 all three are the audit of then.
 """
 
 from __future__ import annotations
@@ -310,7 +310,7 @@ BODIES_SCHEMA = "mcp_bench_bodies"
 
 def _bodies_sql(roles: tuple[str, ...]) -> list[str]:
     """FUNCTIONS clean helpers and VIEWS clean views in one schema, each granted to every role."""
-    statements = [f"CREATE SCHEMA {BODIES_SCHEMA}"]
+    statements = [f"DROP SCHEMA IF EXISTS {BODIES_SCHEMA} CASCADE", f"CREATE SCHEMA {BODIES_SCHEMA}"]
     for n in range(FUNCTIONS):
         name = f"{BODIES_SCHEMA}.f{n}"
         if n % 10 < 6:  # a string body, as most helpers are written
@@ -342,6 +342,16 @@ def _bodies_sql(roles: tuple[str, ...]) -> list[str]:
     return statements
 
 
+def _issue_51_checks() -> tuple[Any, ...]:
+    """The checks issue 51 added to the audit's list (none before it)."""
+    try:
+        from mcp_suite.tools.sql.engine.role_audit.bodies import function_body_findings
+        from mcp_suite.tools.sql.engine.role_audit.views import view_findings
+    except ImportError:
+        return ()
+    return (function_body_findings, view_findings)
+
+
 def _clear_verdicts() -> None:
     """Empty the audit's verdict caches (absent before issue 51: nothing to clear)."""
     try:
@@ -353,103 +363,70 @@ def _clear_verdicts() -> None:
     judge_view.cache_clear()
 
 
-def _audit_ms(conn: Any, roles: tuple[str, ...], *, cold: bool) -> float:
-    """One whole audit on `conn`, in ms (its findings must be none: a refused audit stops early)."""
-    from mcp_suite.tools.sql.engine.role_audit.audit import audit_mapped
+def _audit_ms(conn: Any, roles: tuple[str, ...], checks: tuple[Any, ...], *, cold: bool) -> float:
+    """One whole audit on `conn` with the list `checks`, in ms (no refusal: one stops the audit early)."""
+    from mcp_suite.tools.sql.engine.role_audit import audit
     from mcp_suite.tools.sql.engine.role_audit.finding import refusals
 
-    if cold:
-        _clear_verdicts()
-    start = time.perf_counter()
-    refused = refusals(audit_mapped(conn, roles=roles))
-    elapsed = time.perf_counter() - start
+    kept = audit.CHECKS
+    audit.CHECKS = checks  # the bench's A/B: the same process, connection and database
+    try:
+        if cold:
+            _clear_verdicts()
+        start = time.perf_counter()
+        refused = refusals(audit.audit_mapped(conn, roles=roles))
+        elapsed = time.perf_counter() - start
+    finally:
+        audit.CHECKS = kept
     assert not refused, refused
     return elapsed * 1000
 
 
-def _checks_ms(conn: Any, roles: tuple[str, ...]) -> float | None:
-    """The two checks issue 51 added, alone, for each mapped role (in its audit's transaction, as the
-    audit runs them), verdicts cached: ms in all; None before issue 51."""
-    try:
-        from mcp_suite.tools.sql.engine.role_audit.bodies import function_body_findings
-        from mcp_suite.tools.sql.engine.role_audit.views import view_findings
-    except ImportError:
-        return None
-    from psycopg import sql
-
-    from mcp_suite.tools.sql.engine.role_audit.subject import Subject
-
-    elapsed = 0.0
-    for role in roles:
-        with conn.transaction(force_rollback=True):
-            conn.execute("SET TRANSACTION READ ONLY; SET LOCAL search_path = pg_catalog, pg_temp")
-            conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
-            subject = Subject(role=role, db="mcp_demo", accepted=frozenset(), accepted_creators=frozenset())
-            start = time.perf_counter()
-            assert not function_body_findings(conn, subject) + view_findings(conn, subject)
-            elapsed += time.perf_counter() - start
-    return elapsed * 1000
-
-
 def _bodies_figures(cluster: Any) -> list[Figure]:
-    """Floor, cold and warm audits alternated AUDITS times (the functions made and dropped between):
-    the shared machine's drift hits all three alike; the medians are reported."""
+    """One whole audit without issue 51's checks (the floor), with them judging every body afresh,
+    and with them as a re-audit (verdicts cached), alternated AUDITS times on one connection with
+    MAPPED roles, FUNCTIONS functions and VIEWS views: the shared machine's drift hits all alike."""
     import psycopg
     from psycopg.conninfo import make_conninfo
 
+    from mcp_suite.tools.sql.engine.role_audit import audit
     from tests.support.identity import LOGIN_PASSWORD, login_dsn, people
 
     dsn = make_conninfo(login_dsn(cluster), password=LOGIN_PASSWORD)
     roles = tuple(f"mcp_id_bench_{n}" for n in range(MAPPED))
-    floor: list[float] = []
-    cold: list[float] = []
-    warm: list[float] = []
-    checks: list[float] = []
+    added = _issue_51_checks()
+    after = audit.CHECKS
+    before = tuple(check for check in after if check not in added)
+    samples: dict[str, list[float]] = {"before": [], "cold": [], "warm": []}
     with people(cluster, roles) as admin, psycopg.connect(dsn, autocommit=True) as conn:
-        _audit_ms(conn, roles, cold=False)  # warm the connection
         try:
+            for statement in _bodies_sql(roles):
+                admin.execute(statement.encode())
+            _audit_ms(conn, roles, after, cold=False)  # the connection and the caches warm
             for _ in range(AUDITS):
-                admin.execute(f"DROP SCHEMA IF EXISTS {BODIES_SCHEMA} CASCADE".encode())
-                floor.append(_audit_ms(conn, roles, cold=True))
-                for statement in _bodies_sql(roles):
-                    admin.execute(statement.encode())
-                cold.append(_audit_ms(conn, roles, cold=True))
-                warm.append(_audit_ms(conn, roles, cold=False))
-                alone = _checks_ms(conn, roles)
-                if alone is not None:
-                    checks.append(alone)
+                samples["before"].append(_audit_ms(conn, roles, before, cold=False))
+                samples["cold"].append(_audit_ms(conn, roles, after, cold=True))
+                samples["warm"].append(_audit_ms(conn, roles, after, cold=False))
         finally:
             admin.execute(f"DROP SCHEMA IF EXISTS {BODIES_SCHEMA} CASCADE".encode())
     shape = f"{MAPPED} mapped roles, {FUNCTIONS} functions, {VIEWS} views"
-    note = f"floor: the same audit before the functions and views exist; median of {AUDITS}, alternated"
-    floor_ms = statistics.median(floor)
+    floor = statistics.median(samples["before"])
+    note = f"floor: the same audit without issue 51's checks; median of {AUDITS}, alternated"
     return [
+        Figure(f"reaudit: one whole audit, {shape}, without issue 51's checks", floor, "ms"),
         Figure(
-            f"reaudit: one whole audit, {shape}, every body judged afresh",
-            statistics.median(cold),
+            "reaudit: the same with them, every body judged afresh",
+            statistics.median(samples["cold"]),
             "ms",
-            floor=floor_ms,
+            floor=floor,
             note=note,
         ),
         Figure(
-            f"reaudit: one whole audit, {shape}, as a re-audit (verdicts cached)",
-            statistics.median(warm),
+            "reaudit: the same with them, as a re-audit (verdicts cached)",
+            statistics.median(samples["warm"]),
             "ms",
-            floor=floor_ms,
+            floor=floor,
             note=note,
-        ),
-        *(
-            [
-                Figure(
-                    f"reaudit: the function and view checks alone, {MAPPED} mapped roles (cached)",
-                    statistics.median(checks),
-                    "ms",
-                    floor=statistics.median(warm),
-                    note="ratio = their share of the whole re-audit",
-                )
-            ]
-            if checks
-            else []
         ),
     ]
 

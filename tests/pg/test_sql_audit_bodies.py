@@ -66,6 +66,14 @@ HAZARDS: Final = (
         f"ALTER FUNCTION {SCHEMA}.as_admin() RESET role",
     ),
     (
+        "argument-default-set-config",
+        f"CREATE FUNCTION {SCHEMA}.page(n int, who text DEFAULT pg_catalog.set_config('role', 'x', true))"
+        " RETURNS int LANGUAGE sql AS $$ SELECT n $$",
+        "function-body",
+        f"{SCHEMA}.page(integer,text)",
+        f"DROP FUNCTION {SCHEMA}.page(integer, text)",
+    ),
+    (
         "view-calls-set-config",
         f"CREATE VIEW {SCHEMA}.pages AS SELECT slug,"
         " pg_catalog.set_config('request.jwt.claims', '{\"sub\":\"x\"}', true) AS c FROM docs.pages",

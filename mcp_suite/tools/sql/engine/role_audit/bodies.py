@@ -8,6 +8,7 @@ another's rows. For every function the role may EXECUTE in the database's own sc
 extension's), one statement reads its language, configuration (`proconfig`) and body, and:
 
 - a configuration that sets `role`, `session_authorization` or a `request.jwt.*` setting is a finding;
+- argument defaults (evaluated in the caller's query) are judged as a LANGUAGE sql body;
 - LANGUAGE sql (a string body, or a SQL-standard body as PostgreSQL prints it): PostgreSQL's grammar
   reads it; a statement that is not a query or a data change (SET, RESET, DO, ...) is a finding, and
   so is a call of a function of PostgreSQL's that the policy's allow-list refuses (`set_config` first);
@@ -48,15 +49,20 @@ __all__ = [
 # The functions the role may EXECUTE in the database's own schemas, not an extension's: one row each
 # with the language, the configuration and the body (a SQL-standard body as PostgreSQL prints it).
 FUNCTIONS_QUERY: Final = """
+WITH own AS MATERIALIZED (
+  -- The database's own functions first: the privilege check then runs on these few, not on every
+  -- function PostgreSQL ships (it is what the scan would otherwise evaluate first).
+  SELECT p.oid FROM pg_catalog.pg_proc p
+  WHERE p.pronamespace <> ALL (ARRAY['pg_catalog'::pg_catalog.regnamespace,
+                                     'information_schema'::pg_catalog.regnamespace]::oid[])
+    AND p.prokind IN ('f', 'p')
+)
 SELECT p.oid::pg_catalog.regprocedure::text, l.lanname, p.proconfig,
        CASE WHEN p.prosqlbody IS NOT NULL THEN pg_catalog.pg_get_functiondef(p.oid) ELSE p.prosrc END,
-       p.prosqlbody IS NOT NULL
-FROM pg_catalog.pg_proc p
-JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+       p.prosqlbody IS NOT NULL, pg_catalog.pg_get_expr(p.proargdefaults, 0)
+FROM own JOIN pg_catalog.pg_proc p ON p.oid = own.oid
 JOIN pg_catalog.pg_language l ON l.oid = p.prolang
-WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_toast%'
-  AND p.prokind IN ('f', 'p')
-  AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend d
+WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_depend d
                   WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = p.oid
                     AND d.deptype = 'e')
   AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
@@ -195,7 +201,7 @@ def function_body_findings(conn: psycopg.Connection[Any], subject: Subject) -> l
     role = subject.role
     findings: list[Finding] = []
     more = 0
-    for signature, language, config, body, standard in conn.execute(FUNCTIONS_QUERY).fetchall():
+    for signature, language, config, body, standard, defaults in conn.execute(FUNCTIONS_QUERY).fetchall():
         revoke = f"REVOKE EXECUTE ON FUNCTION {signature} FROM PUBLIC, {role};"
         found: list[Finding] = []
         for name in identity_settings(config):
@@ -208,6 +214,11 @@ def function_body_findings(conn: psycopg.Connection[Any], subject: Subject) -> l
                 )
             )
         reasons = judge_body(language, body or "", standard=bool(standard))
+        if defaults:
+            # Argument defaults run in the caller's query when the argument is left out.
+            reasons += tuple(
+                f"(in an argument's default) {r}" for r in judge_body("sql", f"SELECT {defaults}")
+            )
         if reasons:
             found.append(
                 Finding(

@@ -204,7 +204,7 @@ def _rule(raw: object, where: str, problems: list[str]) -> Rule | None:
     return Rule(role=role, pattern=pattern)
 
 
-class _Unsafe(Exception):
+class _UnsafePatternError(Exception):
     """A construct whose backtracking is not bounded (its name is the message)."""
 
 
@@ -212,30 +212,33 @@ def _pattern_problem(value: str) -> str | None:
     """Why `value` (a valid regular expression) could backtrack without a small bound, or None."""
     try:
         choices = _choices(sre_parse.parse(value), quantified=False)
-    except _Unsafe as exc:
+    except _UnsafePatternError as exc:
         return str(exc)
     if choices > PATTERN_CHOICES_MAX:
-        return f"too many quantifiers that can match the same text (more than {PATTERN_CHOICES_MAX:,} ways to split a subject)"
+        return (
+            "too many quantifiers that can match the same text"
+            f" (more than {PATTERN_CHOICES_MAX:,} ways to split a subject)"
+        )
     return None
 
 
 def _choices(items: Any, *, quantified: bool) -> int:
     """How many ways the parsed `items` can split a subject of SUBJECT_PATTERN_MAX_CHARS (an upper
-    bound, capped past PATTERN_CHOICES_MAX); raises `_Unsafe` for what has no such bound:
+    bound, capped past PATTERN_CHOICES_MAX); raises `_UnsafePatternError` for what has no such bound:
     a quantifier or an alternation inside a quantified group, a backreference, a lookaround."""
     total = 1
     for op, argument in items:
         if op in _REFUSED_NODES:
-            raise _Unsafe(_REFUSED_NODES[op])
+            raise _UnsafePatternError(_REFUSED_NODES[op])
         if op in _REPEATS:
             if quantified:
-                raise _Unsafe("a quantifier inside a quantified group (nested quantifiers)")
+                raise _UnsafePatternError("a quantifier inside a quantified group (nested quantifiers)")
             _least, most, body = argument
             _choices(body, quantified=True)
             total *= min(most, SUBJECT_PATTERN_MAX_CHARS) + 1
         elif op is sre.BRANCH:
             if quantified:
-                raise _Unsafe("an alternation inside a quantified group")
+                raise _UnsafePatternError("an alternation inside a quantified group")
             total *= sum(_choices(branch, quantified=False) for branch in argument[1])
         elif op is sre.SUBPATTERN:
             total *= _choices(argument[3], quantified=quantified)

@@ -125,7 +125,8 @@ async def test_a_mapped_role_given_an_identity_changing_helper_is_refused_while_
                     await trio.sleep(INTERVAL_S / 3)
                 problem = json.loads(result.content[0].text)  # type: ignore[union-attr]  # a text block
                 assert problem["type"] == "urn:mcp-suite:problem:role-refused", problem
-                assert BLUE in problem["detail"] and named in problem["detail"], problem["detail"]
+                assert BLUE in problem["detail"], problem["detail"]
+                assert named in problem["detail"], problem["detail"]
                 assert problem["metadata"]["findings"] == [kind], problem
                 served = await ann.call_tool("read_only_sql", {"sql": NOTES_SQL})
                 assert served.is_error is False, served.content  # red serves on
@@ -183,6 +184,6 @@ async def test_estimated_rows_is_not_told_of_a_table_row_level_security_filters(
             listed = await ann.call_tool("sql_schema", {})
             assert listed.structured_content is not None
             (notes,) = listed.structured_content["objects"]
-            assert notes["name"] == "notes" and notes["estimated_rows"] is None
+            assert (notes["name"], notes["estimated_rows"]) == ("notes", None)
             page = await _read_schema(ann, SCHEMA_URI)
             assert [(o["name"], o["estimated_rows"]) for o in page["objects"]] == [("notes", None)]

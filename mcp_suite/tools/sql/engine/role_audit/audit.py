@@ -99,6 +99,7 @@ def audit_connection(
     accepted_creators: Iterable[str] = (),
     mapped: Iterable[str] = (),
     as_role: str | None = None,
+    checks: Sequence[Check] = CHECKS,
 ) -> list[Finding]:
     """Every capability of `current_user` beyond reading, as findings (empty: safe).
 
@@ -107,7 +108,8 @@ def audit_connection(
     accepts may be executable by PUBLIC; they become warnings.
     `mapped`: the roles of an identity map; the login role must reach exactly them and hold
     nothing itself (`login.login_findings`). `as_role`: audit that role instead, switched to in
-    the transaction (`SET LOCAL ROLE`: `current_user` is then that role).
+    the transaction (`SET LOCAL ROLE`: `current_user` is then that role). `checks`: the list run
+    after the role's attributes (`CHECKS`; a bench passes another to measure a check's share).
     Runs 29 statements in 28 round trips, in one read-only transaction that is rolled back.
     """
     with conn.transaction(force_rollback=True):
@@ -133,7 +135,7 @@ def audit_connection(
         if role.superuser:
             # A superuser passes every privilege check; the lists below would name everything.
             return findings
-        for check in CHECKS:
+        for check in checks:
             findings.extend(check(conn, subject))
         if subject.mapped:
             findings.extend(login_findings(conn, subject))
@@ -166,10 +168,13 @@ def audit_mapped(
     accepted: Iterable[str] = (),
     accepted_creators: Iterable[str] = (),
     roles: Sequence[str] = (),
+    checks: Sequence[Check] = CHECKS,
 ) -> list[Finding]:
     """The login role (`audit_connection`), then each of `roles` it reaches (see `audit_with_settings`)."""
     accepted, creators = tuple(accepted), tuple(accepted_creators)
-    findings = audit_connection(conn, accepted=accepted, accepted_creators=creators, mapped=roles)
+    findings = audit_connection(
+        conn, accepted=accepted, accepted_creators=creators, mapped=roles, checks=checks
+    )
     if not roles:
         return findings
     with conn.transaction(force_rollback=True):
@@ -177,7 +182,9 @@ def audit_mapped(
     for role in roles:
         if role not in reachable:
             continue  # login_findings named it already
-        own = audit_connection(conn, accepted=accepted, accepted_creators=creators, as_role=role)
+        own = audit_connection(
+            conn, accepted=accepted, accepted_creators=creators, as_role=role, checks=checks
+        )
         findings.extend(
             dataclasses.replace(f, problem=f"the mapped role {role}: {f.problem}", role=role) for f in own
         )

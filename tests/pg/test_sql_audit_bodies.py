@@ -5,7 +5,8 @@ The server starts with a role that passes the audit and a short re-audit interva
 gives the role a function or a view that would change who a call is, or leak the rows it hides: a
 SECURITY INVOKER helper calling `set_config`, a SQL-standard body doing the same, a plpgsql body
 running dynamic SQL, a function declared `SET role = ...`, a view calling `set_config`, and a view
-filtering a table the role may not read without `security_barrier`. Each stops every SQL surface at
+filtering a table the role may not read without `security_barrier`, and a row-level security
+policy (run as the caller in every read of its table) calling `set_config`. Each stops every SQL surface at
 the next re-audit (`role-refused`, naming the object and the finding's kind), and is served again
 once fixed; `check-role` prints the fix. On the code before issue 51 every re-audit passed.
 """
@@ -83,6 +84,16 @@ HAZARDS: Final = (
         "view-body",
         f"{SCHEMA}.pages",
         f"DROP VIEW {SCHEMA}.pages",
+    ),
+    (
+        "policy-calls-set-config",
+        f"CREATE TABLE {SCHEMA}.notes (owner text, body text);"
+        f" ALTER TABLE {SCHEMA}.notes ENABLE ROW LEVEL SECURITY;"
+        f" CREATE POLICY mine ON {SCHEMA}.notes FOR SELECT"
+        " USING (pg_catalog.set_config('request.jwt.claims', '{\"sub\":\"ann\"}', true) IS NOT NULL)",
+        "policy-body",
+        f"{SCHEMA}.notes",
+        f"DROP POLICY mine ON {SCHEMA}.notes",
     ),
     (
         "view-without-barrier",
@@ -167,7 +178,12 @@ def test_a_view_with_security_barrier_or_over_readable_rows_passes(
         f" CREATE VIEW {SCHEMA}.long_pages AS SELECT slug FROM docs.pages WHERE words > 100;"
         f" CREATE FUNCTION {SCHEMA}.shout(t text) RETURNS text LANGUAGE sql AS $$ SELECT upper(t) $$;"
         f" CREATE FUNCTION {SCHEMA}.twice(n int) RETURNS int LANGUAGE plpgsql"
-        " AS $$ BEGIN RETURN n * 2; END $$",
+        " AS $$ BEGIN RETURN n * 2; END $$;"
+        # The identity map's own kind of policy: it reads the claims, it does not write them.
+        f" CREATE TABLE {SCHEMA}.notes (owner text, body text);"
+        f" ALTER TABLE {SCHEMA}.notes ENABLE ROW LEVEL SECURITY;"
+        f" CREATE POLICY own ON {SCHEMA}.notes FOR SELECT"
+        " USING (owner = pg_catalog.current_setting('request.jwt.claims', true)::json ->> 'sub')",
     )
     with psycopg.connect(probe_dsn(demo_cluster)) as conn:
         assert audit_connection(conn) == []

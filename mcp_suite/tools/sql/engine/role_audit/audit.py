@@ -47,7 +47,7 @@ from mcp_suite.tools.sql.engine.role_audit.sequences import sequence_findings
 from mcp_suite.tools.sql.engine.role_audit.subject import Check, Subject, ident
 from mcp_suite.tools.sql.engine.role_audit.table_write import table_write_findings
 from mcp_suite.tools.sql.engine.role_audit.trigger import event_trigger_findings
-from mcp_suite.tools.sql.engine.role_audit.views import view_findings
+from mcp_suite.tools.sql.engine.role_audit.views import policy_findings, view_findings
 
 __all__ = ["CHECKS", "audit_connection", "audit_mapped", "audit_with_settings"]
 
@@ -89,6 +89,7 @@ CHECKS: Final[tuple[Check, ...]] = (
     foreign_server_findings,
     function_body_findings,
     view_findings,
+    policy_findings,
 )
 
 

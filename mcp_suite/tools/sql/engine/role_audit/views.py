@@ -14,6 +14,8 @@ relations it reads that the role may not read in full (no SELECT on them, or row
   allow-list refuses, a node it does not allow) is a finding for the view.
 - A definition with a WHERE, HAVING or JOIN ... ON condition over such a relation, without
   `security_barrier` (and not `security_invoker`, whose reads are the caller's own), is a finding.
+- The row-level security policies applied to the role on a table it may read run as the caller
+  too (`policy_findings`, one statement): an expression the policy refuses is a finding.
 
 Verdicts are cached by the definition's text (`judge_view`). Sync psycopg only; no trio.
 """
@@ -31,9 +33,9 @@ from mcp_suite.problems import InvalidArgumentsError, QueryViolationError
 from mcp_suite.tools.sql.engine.policy import vet_sql
 from mcp_suite.tools.sql.engine.role_audit.bodies import BODY_CACHE_SIZE
 from mcp_suite.tools.sql.engine.role_audit.finding import MAX_LISTED, Finding, listed
-from mcp_suite.tools.sql.engine.role_audit.subject import Subject
+from mcp_suite.tools.sql.engine.role_audit.subject import Subject, ident
 
-__all__ = ["VIEWS_QUERY", "judge_view", "view_findings"]
+__all__ = ["POLICIES_QUERY", "VIEWS_QUERY", "judge_view", "policy_findings", "view_findings"]
 
 VIEWS_QUERY: Final = """
 SELECT c.oid::pg_catalog.regclass::text, pg_catalog.pg_get_viewdef(c.oid),
@@ -53,6 +55,18 @@ FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamesp
 WHERE c.relkind = 'v' AND n.nspname NOT IN ('pg_catalog', 'information_schema')
   AND pg_catalog.has_any_column_privilege(c.oid, 'SELECT')
 ORDER BY 1
+"""
+
+# The row-level security policies PostgreSQL applies when the role reads a table it may read: their
+# expressions run in the caller's query, as the caller, like a view's functions.
+POLICIES_QUERY: Final = """
+SELECT c.oid::pg_catalog.regclass::text, p.polname::text,
+       pg_catalog.pg_get_expr(p.polqual, p.polrelid), pg_catalog.pg_get_expr(p.polwithcheck, p.polrelid)
+FROM pg_catalog.pg_policy p JOIN pg_catalog.pg_class c ON c.oid = p.polrelid
+WHERE c.relrowsecurity AND pg_catalog.has_any_column_privilege(c.oid, 'SELECT')
+  AND (0::oid = ANY (p.polroles) OR EXISTS (SELECT FROM pg_catalog.unnest(p.polroles) AS r(oid)
+                                            WHERE pg_catalog.pg_has_role(r.oid, 'USAGE')))
+ORDER BY 1, 2
 """
 
 # The parse tree's fields that hold a condition rows must pass.
@@ -131,3 +145,26 @@ def view_findings(conn: psycopg.Connection[Any], subject: Subject) -> list[Findi
             )
         )
     return findings
+
+
+def policy_findings(conn: psycopg.Connection[Any], subject: Subject) -> list[Finding]:
+    """A finding per row-level security policy applied to the role whose expression the policy (the
+    query policy) would refuse in a query: it runs as the caller in every read of its table."""
+    role = subject.role
+    findings: list[Finding] = []
+    for table, policy, using, check in conn.execute(POLICIES_QUERY).fetchall():
+        for expression in (using, check):
+            refusal = judge_view(f"SELECT {expression}")[0] if expression else ""
+            if refusal:
+                findings.append(
+                    Finding(
+                        "policy-body",
+                        f"the row-level security policy {policy} on {table}, applied when the role reads"
+                        f" it, runs what the policy would refuse in a query ({refusal}) as the caller",
+                        # A fix for the operator to read and run, not SQL this server runs.
+                        f"ALTER POLICY {ident(conn, policy)} ON {table} USING (...); without it"  # noqa: S608  # printed, never run
+                        f" (or REVOKE SELECT ON {table} FROM PUBLIC, {role};)",
+                    )
+                )
+                break
+    return findings[:MAX_LISTED]

@@ -111,7 +111,7 @@ def audit_connection(
     nothing itself (`login.login_findings`). `as_role`: audit that role instead, switched to in
     the transaction (`SET LOCAL ROLE`: `current_user` is then that role). `checks`: the list run
     after the role's attributes (`CHECKS`; a bench passes another to measure a check's share).
-    Runs 29 statements in 28 round trips, in one read-only transaction that is rolled back.
+    Runs 30 statements in 29 round trips, in one read-only transaction that is rolled back.
     """
     with conn.transaction(force_rollback=True):
         # pg_catalog alone on the path: names the audit prints come schema-qualified, and no schema

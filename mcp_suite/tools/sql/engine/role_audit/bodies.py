@@ -4,8 +4,9 @@ by the policy's own lists.
 A SECURITY INVOKER function runs with the caller's privileges, so its EXECUTE grant is harmless only
 if what it runs is: a helper that calls `set_config`, `SET ROLE`s, or is declared with
 `SET role = ...` / `SET request.jwt.claims = ...` changes who the call is, and one person reads
-another's rows. For every function the role may EXECUTE in the database's own schemas (not an
-extension's), one statement reads its language, configuration (`proconfig`) and body, and:
+another's rows. For every function the role may EXECUTE outside PostgreSQL's own schemas, one
+statement reads its language, configuration (`proconfig`) and body (an extension's function is
+judged by its configuration alone: its code is the extension's), and:
 
 - a configuration that sets `role`, `session_authorization` or a `request.jwt.*` setting is a finding;
 - argument defaults (evaluated in the caller's query) are judged as a LANGUAGE sql body;
@@ -46,8 +47,9 @@ __all__ = [
     "refused_calls",
 ]
 
-# The functions the role may EXECUTE in the database's own schemas, not an extension's: one row each
-# with the language, the configuration and the body (a SQL-standard body as PostgreSQL prints it).
+# The functions the role may EXECUTE outside PostgreSQL's own schemas: one row each with the
+# language, the configuration, the body (a SQL-standard body as PostgreSQL prints it), the argument
+# defaults, and whether an extension owns it (then only its configuration is judged here).
 FUNCTIONS_QUERY: Final = """
 WITH own AS MATERIALIZED (
   -- The database's own functions first: the privilege check then runs on these few, not on every
@@ -59,13 +61,13 @@ WITH own AS MATERIALIZED (
 )
 SELECT p.oid::pg_catalog.regprocedure::text, l.lanname, p.proconfig,
        CASE WHEN p.prosqlbody IS NOT NULL THEN pg_catalog.pg_get_functiondef(p.oid) ELSE p.prosrc END,
-       p.prosqlbody IS NOT NULL, pg_catalog.pg_get_expr(p.proargdefaults, 0)
+       p.prosqlbody IS NOT NULL, pg_catalog.pg_get_expr(p.proargdefaults, 0),
+       EXISTS (SELECT FROM pg_catalog.pg_depend d
+               WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = p.oid
+                 AND d.deptype = 'e')
 FROM own JOIN pg_catalog.pg_proc p ON p.oid = own.oid
 JOIN pg_catalog.pg_language l ON l.oid = p.prolang
-WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_depend d
-                  WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = p.oid
-                    AND d.deptype = 'e')
-  AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
+WHERE pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
 ORDER BY 1
 """
 
@@ -201,7 +203,9 @@ def function_body_findings(conn: psycopg.Connection[Any], subject: Subject) -> l
     role = subject.role
     findings: list[Finding] = []
     more = 0
-    for signature, language, config, body, standard, defaults in conn.execute(FUNCTIONS_QUERY).fetchall():
+    for signature, language, config, body, standard, defaults, extension in conn.execute(
+        FUNCTIONS_QUERY
+    ).fetchall():
         revoke = f"REVOKE EXECUTE ON FUNCTION {signature} FROM PUBLIC, {role};"
         found: list[Finding] = []
         for name in identity_settings(config):
@@ -213,8 +217,10 @@ def function_body_findings(conn: psycopg.Connection[Any], subject: Subject) -> l
                     f"ALTER FUNCTION {signature} RESET {name}; (or {revoke})",
                 )
             )
-        reasons = judge_body(language, body or "", standard=bool(standard))
-        if defaults:
+        # An extension's code is the extension's: the extension checks and the allow-list's review
+        # of extensions judge it; its configuration is judged like any other.
+        reasons = () if extension else judge_body(language, body or "", standard=bool(standard))
+        if defaults and not extension:
             # Argument defaults run in the caller's query when the argument is left out.
             reasons += tuple(
                 f"(in an argument's default) {r}" for r in judge_body("sql", f"SELECT {defaults}")

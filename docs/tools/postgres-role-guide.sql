@@ -40,7 +40,10 @@ CREATE ROLE mcp_views_owner NOLOGIN;
 CREATE SCHEMA mcp_views AUTHORIZATION mcp_views_owner;
 -- Create the views AS the owner (so the default privileges below apply); the owner needs SELECT
 -- on what the views read. Expose columns, not whole tables (no e-mail addresses, no secrets);
--- security_barrier keeps a view's filters from being bypassed by leaky functions:
+-- security_barrier keeps a view's filters from being bypassed by leaky functions (the audit refuses
+-- a view that filters a table the role may not read in full without it, and a view, function or
+-- row-level security policy the role reaches that calls set_config or anything else the query
+-- policy refuses: what they run, runs as the caller):
 --   GRANT USAGE ON SCHEMA docs TO mcp_views_owner; GRANT SELECT ON docs.pages TO mcp_views_owner;
 --   SET ROLE mcp_views_owner;
 --   CREATE VIEW mcp_views.pages WITH (security_barrier) AS SELECT slug, section, words FROM docs.pages;

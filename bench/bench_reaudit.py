@@ -15,6 +15,13 @@
   the ALTER made just after an audit (the worst case: about one interval); with it, WINDOW_SAMPLES
   times (each followed by the fix, `SECURITY INVOKER`, and the time until calls are served again).
   `python -m bench.bench_reaudit window` runs this part alone.
+- Issue 51: one whole audit (`audit_mapped`, one connection: the login role, then each mapped role
+  in its own transaction, as a re-audit runs it) with MAPPED roles that may each execute FUNCTIONS
+  functions (string-bodied and SQL-standard LANGUAGE sql, and plpgsql) and read VIEWS views: without
+  the checks issue 51 added (the floor: the audit's list as it was), with them judging every body
+  afresh (the verdict caches emptied: the first audit after a start), and with them as a re-audit
+  finds the bodies (cached), alternated in one process. `python -m bench.bench_reaudit bodies` runs
+  it alone; on the code before issue 51 all three are the audit of then.
 """
 
 from __future__ import annotations
@@ -294,7 +301,137 @@ def _window_figures(dsn: str, admin_dsn: str) -> list[Figure]:
     return figures
 
 
-def run(parts: tuple[str, ...] = ("costs", "window")) -> list[Figure]:
+MAPPED = 20
+FUNCTIONS = 200
+VIEWS = 20
+AUDITS = 9
+BODIES_SCHEMA = "mcp_bench_bodies"
+
+
+def _bodies_sql(roles: tuple[str, ...]) -> list[str]:
+    """FUNCTIONS clean helpers and VIEWS clean views in one schema, each granted to every role."""
+    statements = [f"DROP SCHEMA IF EXISTS {BODIES_SCHEMA} CASCADE", f"CREATE SCHEMA {BODIES_SCHEMA}"]
+    for n in range(FUNCTIONS):
+        name = f"{BODIES_SCHEMA}.f{n}"
+        if n % 10 < 6:  # a string body, as most helpers are written
+            statements.append(
+                f"CREATE FUNCTION {name}(t text) RETURNS text LANGUAGE sql STABLE"
+                f" AS $$ SELECT upper(t) || '-{n}' || lower(pg_catalog.btrim(t)) $$"
+            )
+        elif n % 10 < 8:  # a SQL-standard body
+            statements.append(
+                f"CREATE FUNCTION {name}(t text) RETURNS text LANGUAGE sql STABLE"
+                f" RETURN pg_catalog.concat(upper(t), '-{n}')"
+            )
+        else:
+            statements.append(
+                f"CREATE FUNCTION {name}(n integer) RETURNS integer LANGUAGE plpgsql STABLE"
+                f" AS $$ BEGIN IF n > {n} THEN RETURN abs(n) * 2; END IF; RETURN {n}; END $$"
+            )
+    for n in range(VIEWS):
+        statements.append(
+            f"CREATE VIEW {BODIES_SCHEMA}.v{n} WITH (security_barrier) AS"
+            f" SELECT owner, length(body) AS size FROM mcp_people.notes WHERE length(body) > {n}"
+        )
+    for role in roles:
+        statements += [
+            f"GRANT USAGE ON SCHEMA {BODIES_SCHEMA} TO {role}",
+            f"GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA {BODIES_SCHEMA} TO {role}",
+            f"GRANT SELECT ON ALL TABLES IN SCHEMA {BODIES_SCHEMA} TO {role}",
+        ]
+    return statements
+
+
+def _issue_51_checks() -> tuple[Any, ...]:
+    """The checks issue 51 added to the audit's list (none before it)."""
+    try:
+        from mcp_suite.tools.sql.engine.role_audit.bodies import function_body_findings
+        from mcp_suite.tools.sql.engine.role_audit.views import view_findings
+    except ImportError:
+        return ()
+    return (function_body_findings, view_findings)
+
+
+def _clear_verdicts() -> None:
+    """Empty the audit's verdict caches (absent before issue 51: nothing to clear)."""
+    try:
+        from mcp_suite.tools.sql.engine.role_audit.bodies import judge_body
+        from mcp_suite.tools.sql.engine.role_audit.views import judge_view
+    except ImportError:
+        return
+    judge_body.cache_clear()
+    judge_view.cache_clear()
+
+
+def _audit_ms(conn: Any, roles: tuple[str, ...], checks: tuple[Any, ...], *, cold: bool) -> float:
+    """One whole audit on `conn` with the list `checks`, in ms (no refusal: one stops the audit early).
+    Before issue 51 `audit_mapped` takes no list: the audit of then runs whatever is passed."""
+    import inspect
+
+    from mcp_suite.tools.sql.engine.role_audit.audit import audit_mapped
+    from mcp_suite.tools.sql.engine.role_audit.finding import refusals
+
+    seam = {"checks": checks} if "checks" in inspect.signature(audit_mapped).parameters else {}
+    if cold:
+        _clear_verdicts()
+    start = time.perf_counter()
+    refused = refusals(audit_mapped(conn, roles=roles, **seam))
+    elapsed = time.perf_counter() - start
+    assert not refused, refused
+    return elapsed * 1000
+
+
+def _bodies_figures(cluster: Any) -> list[Figure]:
+    """One whole audit without issue 51's checks (the floor), with them judging every body afresh,
+    and with them as a re-audit (verdicts cached), alternated AUDITS times on one connection with
+    MAPPED roles, FUNCTIONS functions and VIEWS views: the shared machine's drift hits all alike."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    from mcp_suite.tools.sql.engine.role_audit import audit
+    from tests.support.identity import LOGIN_PASSWORD, login_dsn, people
+
+    dsn = make_conninfo(login_dsn(cluster), password=LOGIN_PASSWORD)
+    roles = tuple(f"mcp_id_bench_{n}" for n in range(MAPPED))
+    added = _issue_51_checks()
+    after = audit.CHECKS
+    before = tuple(check for check in after if check not in added)
+    samples: dict[str, list[float]] = {"before": [], "cold": [], "warm": []}
+    with people(cluster, roles) as admin, psycopg.connect(dsn, autocommit=True) as conn:
+        try:
+            for statement in _bodies_sql(roles):
+                admin.execute(statement.encode())
+            _audit_ms(conn, roles, after, cold=False)  # the connection and the caches warm
+            runs = (("before", before, False), ("cold", after, True), ("warm", after, False))
+            for cycle in range(AUDITS):
+                # Each cycle in another order: what comes first in a cycle gains or loses nothing.
+                for name, checks, cold in runs[cycle % 3 :] + runs[: cycle % 3]:
+                    samples[name].append(_audit_ms(conn, roles, checks, cold=cold))
+        finally:
+            admin.execute(f"DROP SCHEMA IF EXISTS {BODIES_SCHEMA} CASCADE".encode())
+    shape = f"{MAPPED} mapped roles, {FUNCTIONS} functions, {VIEWS} views"
+    floor = statistics.median(samples["before"])
+    note = f"floor: the same audit without issue 51's checks; median of {AUDITS}, order rotated"
+    return [
+        Figure(f"reaudit: one whole audit, {shape}, without issue 51's checks", floor, "ms"),
+        Figure(
+            "reaudit: the same with them, every body judged afresh",
+            statistics.median(samples["cold"]),
+            "ms",
+            floor=floor,
+            note=note,
+        ),
+        Figure(
+            "reaudit: the same with them, as a re-audit (verdicts cached)",
+            statistics.median(samples["warm"]),
+            "ms",
+            floor=floor,
+            note=note,
+        ),
+    ]
+
+
+def run(parts: tuple[str, ...] = ("costs", "window", "bodies")) -> list[Figure]:
     from mcp_suite.demo.session import open_demo_cluster
 
     cluster, started_here = open_demo_cluster()
@@ -302,6 +439,8 @@ def run(parts: tuple[str, ...] = ("costs", "window")) -> list[Figure]:
         figures = _figures(cluster.reader_dsn) if "costs" in parts else []
         if "window" in parts:
             figures += _window_figures(cluster.reader_dsn, cluster.admin_dsn)
+        if "bodies" in parts:
+            figures += _bodies_figures(cluster)
         return figures
     finally:
         if started_here:
@@ -309,7 +448,7 @@ def run(parts: tuple[str, ...] = ("costs", "window")) -> list[Figure]:
 
 
 def _main() -> None:
-    parts = tuple(sys.argv[1:]) or ("costs", "window")
+    parts = tuple(sys.argv[1:]) or ("costs", "window", "bodies")
     for figure in run(parts):
         sys.stdout.write(figure.line() + "\n")
 

@@ -44,7 +44,10 @@ CREATE ROLE mcp_views_owner NOLOGIN;
 CREATE SCHEMA mcp_views AUTHORIZATION mcp_views_owner;
 -- Create the views AS the owner (so the default privileges below apply); the owner needs SELECT
 -- on what the views read. Expose columns, not whole tables (no e-mail addresses, no secrets);
--- security_barrier keeps a view's filters from being bypassed by leaky functions:
+-- security_barrier keeps a view's filters from being bypassed by leaky functions (the audit refuses
+-- a view that filters a table the role may not read in full without it, and a view, function or
+-- row-level security policy the role reaches that calls set_config or anything else the query
+-- policy refuses: what they run, runs as the caller):
 --   GRANT USAGE ON SCHEMA docs TO mcp_views_owner; GRANT SELECT ON docs.pages TO mcp_views_owner;
 --   SET ROLE mcp_views_owner;
 --   CREATE VIEW mcp_views.pages WITH (security_barrier) AS SELECT slug, section, words FROM docs.pages;
@@ -118,6 +121,9 @@ CREATE FUNCTION mcp_suite_audit.notify_role_audit() RETURNS event_trigger
 REVOKE EXECUTE ON FUNCTION mcp_suite_audit.notify_role_audit() FROM PUBLIC;
 CREATE EVENT TRIGGER mcp_suite_role_audit ON ddl_command_end
     EXECUTE FUNCTION mcp_suite_audit.notify_role_audit();
+-- ALWAYS: an event trigger fires by default only when session_replication_role is "origin", and
+-- migration tools set "replica"; the audit warns when it finds the trigger in another state.
+ALTER EVENT TRIGGER mcp_suite_role_audit ENABLE ALWAYS;
 -- (to remove it: DROP EVENT TRIGGER mcp_suite_role_audit; DROP SCHEMA mcp_suite_audit CASCADE;)
 
 -- 10. Verify: `mcp-suite check-role` prints each problem with its fix, or says the role can only read.

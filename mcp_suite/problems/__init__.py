@@ -52,6 +52,7 @@ __all__ = [
     "QueryViolationError",
     "RequestTimeoutError",
     "RequestTooLargeError",
+    "ResourceAccessDeniedError",
     "ResourceLimitError",
     "ResourceNotFoundError",
     "ResultTooLargeError",
@@ -171,6 +172,15 @@ class AccessDeniedError(ProblemError):
     title = "Access denied"
     status = 403
     code = "MCP_ACCESS_DENIED"
+
+
+class ResourceAccessDeniedError(AccessDeniedError):
+    """The same refusal from a resource read (an unmapped caller, a privilege the database refused),
+    which has no in-band result (no `isError`, in any era): the problem document as a JSON-RPC error
+    whose code says it is the caller's, as insufficient-scope does, not -32603 (the server failed)."""
+
+    channel = Channel.ERROR
+    jsonrpc_code = INVALID_REQUEST
 
 
 class QueryViolationError(ProblemError):
@@ -521,6 +531,8 @@ WIRE_CODES: Final[Mapping[str, frozenset[int]]] = {
     "unsupported-protocol-version": frozenset({UNSUPPORTED_PROTOCOL_VERSION}),
     "header-mismatch": frozenset({HEADER_MISMATCH}),
     "insufficient-scope": frozenset({INVALID_REQUEST}),
+    # In-band for a tool; from a resource read, the caller's refusal (ResourceAccessDeniedError).
+    "access-denied": frozenset({INVALID_REQUEST}),
     # Over HTTP only: a refusal before the request reaches the session core (HTTP 4xx/503).
     "unauthorized": frozenset({INVALID_REQUEST}),
     "origin-not-allowed": frozenset({INVALID_REQUEST}),

@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import re._constants as sre  # type: ignore[import-not-found]  # CPython's own regex parser, no stub
+import re._parser as sre_parse  # type: ignore[import-not-found]  # (the compiled pattern's source)
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -20,7 +22,9 @@ from typing import Any, Final
 __all__ = [
     "APPLICATION_PREFIX",
     "CLAIMS_SETTING",
+    "PATTERN_CHOICES_MAX",
     "ROLE_NAME_BYTES",
+    "SUBJECT_PATTERN_MAX_CHARS",
     "CallRole",
     "IdentityMap",
     "Rule",
@@ -45,6 +49,20 @@ _GROUP_CLAIMS: Final = ("groups", "roles")
 # `sub` always goes; these are the token's own, not the person's (and `scope` is the server's).
 _RESERVED_CLAIMS: Final = frozenset({"sub", "iss", "aud", "exp", "nbf", "iat", "jti", "scope", "scp"})
 _CLAIM_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}")
+# A subject_pattern is matched on the event loop, by a backtracking matcher that nothing can
+# interrupt: so it is checked once, at load, for a bounded worst case (`_pattern_problem`), and a
+# subject longer than SUBJECT_PATTERN_MAX_CHARS never matches a pattern (real subjects are ids and
+# addresses: a UUID is 36 characters). The bound is on the backtracking a pattern allows over such a
+# subject: the product of each quantifier's choices (at most two unbounded quantifiers, roughly).
+SUBJECT_PATTERN_MAX_CHARS: Final = 128
+PATTERN_CHOICES_MAX: Final = 400_000
+_REPEATS: Final = frozenset({sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT})
+_REFUSED_NODES: Final = {
+    sre.GROUPREF: "a backreference",
+    sre.GROUPREF_EXISTS: "a conditional group",
+    sre.ASSERT: "a lookaround",
+    sre.ASSERT_NOT: "a lookaround",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +81,8 @@ class Rule:
         if self.subject is not None:
             return subject == self.subject
         assert self.pattern is not None  # parse_identity builds one of the three
-        return self.pattern.fullmatch(subject) is not None
+        # The bound the pattern was checked for at load (SUBJECT_PATTERN_MAX_CHARS).
+        return len(subject) <= SUBJECT_PATTERN_MAX_CHARS and self.pattern.fullmatch(subject) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +193,59 @@ def _rule(raw: object, where: str, problems: list[str]) -> Rule | None:
     except re.error as exc:
         problems.append(f"{where}: subject_pattern: not a regular expression ({exc.msg})")
         return None
+    unsafe = _pattern_problem(value)
+    if unsafe:
+        problems.append(
+            f"{where}: subject_pattern: {unsafe}: its matching could take unbounded time, and it runs"
+            " on every call; write it without (a group of alternatives unquantified, one quantifier"
+            " per character class, or a list of subject rules)"
+        )
+        return None
     return Rule(role=role, pattern=pattern)
+
+
+class _UnsafePatternError(Exception):
+    """A construct whose backtracking is not bounded (its name is the message)."""
+
+
+def _pattern_problem(value: str) -> str | None:
+    """Why `value` (a valid regular expression) could backtrack without a small bound, or None."""
+    try:
+        choices = _choices(sre_parse.parse(value), quantified=False)
+    except _UnsafePatternError as exc:
+        return str(exc)
+    if choices > PATTERN_CHOICES_MAX:
+        return (
+            "too many quantifiers that can match the same text"
+            f" (more than {PATTERN_CHOICES_MAX:,} ways to split a subject)"
+        )
+    return None
+
+
+def _choices(items: Any, *, quantified: bool) -> int:
+    """How many ways the parsed `items` can split a subject of SUBJECT_PATTERN_MAX_CHARS (an upper
+    bound, capped past PATTERN_CHOICES_MAX); raises `_UnsafePatternError` for what has no such bound:
+    a quantifier or an alternation inside a quantified group, a backreference, a lookaround."""
+    total = 1
+    for op, argument in items:
+        if op in _REFUSED_NODES:
+            raise _UnsafePatternError(_REFUSED_NODES[op])
+        if op in _REPEATS:
+            if quantified:
+                raise _UnsafePatternError("a quantifier inside a quantified group (nested quantifiers)")
+            _least, most, body = argument
+            _choices(body, quantified=True)
+            total *= min(most, SUBJECT_PATTERN_MAX_CHARS) + 1
+        elif op is sre.BRANCH:
+            if quantified:
+                raise _UnsafePatternError("an alternation inside a quantified group")
+            total *= sum(_choices(branch, quantified=False) for branch in argument[1])
+        elif op is sre.SUBPATTERN:
+            total *= _choices(argument[3], quantified=quantified)
+        elif op is sre.ATOMIC_GROUP:
+            total *= _choices(argument, quantified=quantified)
+        total = min(total, PATTERN_CHOICES_MAX + 1)
+    return total
 
 
 def _groups(claims: Mapping[str, Any]) -> frozenset[str]:

@@ -82,6 +82,8 @@ async def test_the_role_sees_what_it_may_read_and_nothing_else(demo_cluster: Clu
     assert [c["name"] for c in releases["columns"]] == ["version", "released_on", "page_slug"]
     assert releases["columns"][0]["comment"] == "Semantic version, for example 1.2.0."
     assert releases["columns"][1]["type"] == "date"
+    # Readable only in part: its row count is not told (explain_sql's rule).
+    assert releases["estimated_rows"] is None
     view = objects["reports.words_per_section"]
     assert view["estimated_rows"] is None
     assert [(c["name"], c["type"]) for c in view["columns"]] == [("section", "text"), ("words", "bigint")]

@@ -14,6 +14,8 @@ import pytest
 
 from mcp_suite.protocol.identity import (
     APPLICATION_PREFIX,
+    PATTERN_CHOICES_MAX,
+    SUBJECT_PATTERN_MAX_CHARS,
     IdentityMap,
     application_name,
     call_role,
@@ -159,3 +161,58 @@ def test_a_bad_identity_map_stops_the_start_naming_the_file_source_and_key(tmp_p
         caught.value
     )
     assert "[z" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "said"),
+    [
+        ("(a+)+$", "nested quantifiers"),
+        ("^(\\w+\\s?)*$", "nested quantifiers"),
+        ("(a|aa)*b", "an alternation inside a quantified group"),
+        ("(x+x+)+y", "nested quantifiers"),
+        ("(.*)\\1", "a backreference"),
+        ("(a)?(?(1)b|c)", "a conditional group"),
+        ("(?=svc)svc-.*", "a lookaround"),
+        ("(?<!x)svc", "a lookaround"),
+        (".+@.+\\..+", "too many quantifiers"),
+        ("a?" * 20, "too many quantifiers"),
+    ],
+)
+def test_a_subject_pattern_whose_matching_has_no_small_bound_is_refused_at_load(
+    pattern: str, said: str
+) -> None:
+    identity, problems = _parse({"rules": [{"subject_pattern": pattern, "role": "r"}]})
+    assert identity is None
+    assert any("rules[0]: subject_pattern: " in p and said in p for p in problems), problems
+    assert not any(pattern in p for p in problems)  # the file's text is not echoed
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "svc-[a-z]+",
+        "[a-z]+\\.[a-z]+@example\\.com",
+        ".*@example\\.com",
+        "auth0\\|[0-9a-f]{24}",
+        "(?i)[a-z0-9._%+-]+@(?:sales|support)\\.example\\.com",
+        "(?:team-a|team-b)-user-\\d+",
+        "(?:ab)+",
+    ],
+)
+def test_the_patterns_operators_write_are_accepted(pattern: str) -> None:
+    identity, problems = _parse({"rules": [{"subject_pattern": pattern, "role": "r"}]})
+    assert problems == []
+    assert identity is not None
+
+
+def test_a_subject_longer_than_the_bound_never_matches_a_pattern() -> None:
+    identity, _ = _parse({"rules": [{"subject_pattern": "svc-.*", "role": "r"}], "default_role": "guest"})
+    assert identity is not None
+    near = "svc-" + "x" * (SUBJECT_PATTERN_MAX_CHARS - 4)
+    assert mapped_role(identity, near, {}) == "r"
+    assert mapped_role(identity, near + "x", {}) == "guest"
+
+
+def test_the_accepted_worst_case_is_within_the_bound_the_rule_states() -> None:
+    # Two unbounded quantifiers over the longest subject: the most the rule lets through.
+    assert (SUBJECT_PATTERN_MAX_CHARS + 1) ** 2 <= PATTERN_CHOICES_MAX < (SUBJECT_PATTERN_MAX_CHARS + 1) ** 3

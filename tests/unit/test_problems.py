@@ -101,6 +101,7 @@ def test_a_problem_class_that_travels_as_an_error_has_a_code_its_type_allows(cls
         # (and not-found, whose legacy resource-read subclass travels as -32002; it, unsupported-content
         # and concurrency-limit have subclasses for the same refusals made over HTTP, as -32600)
         in_band_with_an_error_subclass = (
+            "access-denied",
             "validation-error",
             "role-refused",
             "role-unaudited",

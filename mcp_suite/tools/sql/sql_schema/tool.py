@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Final
 
 from mcp_suite.caller import current_caller
 from mcp_suite.lazy import Lazy
-from mcp_suite.problems import ProblemError
+from mcp_suite.problems import AccessDeniedError, ProblemError, ResourceAccessDeniedError
 from mcp_suite.tools.base import ResourceSpec, ToolSpec
 from mcp_suite.tools.sql import MODELS, SCOPE
 from mcp_suite.tools.sql.engine.router import SqlSources
@@ -91,10 +91,18 @@ def resource(engine: SqlEngine, uri: str, source: str) -> ResourceSpec:
     settings = engine.settings
 
     async def read() -> str:
-        role = engine.role_for(current_caller.get())  # None without an identity map
-        schema = await engine.run_blocking(
-            lambda ticket: engine.schema_page(ticket, max_objects=settings.sql_schema_max_tables, role=role)
-        )
+        try:
+            role = engine.role_for(current_caller.get())  # None without an identity map
+            schema = await engine.run_blocking(
+                lambda ticket: engine.schema_page(
+                    ticket, max_objects=settings.sql_schema_max_tables, role=role
+                )
+            )
+        except AccessDeniedError as exc:
+            # The tool's refusal, as a resource read carries it (no isError): the caller's, -32600.
+            raise ResourceAccessDeniedError(
+                exc.detail, invalid_params=exc.invalid_params, metadata=exc.metadata
+            ) from None
         return json.dumps(schema, ensure_ascii=True, separators=(",", ":"))
 
     return ResourceSpec(

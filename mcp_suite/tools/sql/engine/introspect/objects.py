@@ -10,6 +10,8 @@ runs `read` inside a read-only transaction with the statement timeout.
 Paging: objects come in (schema, name) order, the order of `name`'s C collation, and a page starts
 after the cursor's object (a keyset, so a walk reaches every object once, whatever changes
 elsewhere in the catalogue). Comments are cut in the database to the configured length.
+`estimated_rows` is told only of a relation the role may read in full (table-level SELECT, no
+row-level security): of any other it would count rows the role cannot see (explain_sql's rule).
 """
 
 from __future__ import annotations
@@ -36,7 +38,9 @@ KINDS: Final = {
 _OBJECTS_SQL: Final = """
 SELECT c.oid::int8, n.nspname::text, c.relname::text, c.relkind::text,
        pg_catalog.left(d.description, %(comment_chars)s), pg_catalog.char_length(d.description),
-       CASE WHEN c.relkind IN ('r', 'm', 'f') AND c.reltuples >= 0 THEN c.reltuples::int8 END
+       CASE WHEN c.relkind IN ('r', 'm', 'f') AND c.reltuples >= 0
+                 AND pg_catalog.has_table_privilege(c.oid, 'SELECT') AND NOT c.relrowsecurity
+            THEN c.reltuples::int8 END
   FROM pg_catalog.pg_class c
   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
   LEFT JOIN pg_catalog.pg_description d

@@ -25,7 +25,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.sql import quote as sql_quote
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from mcp_suite.problems import DatabaseUnavailableError
+from mcp_suite.problems import DatabaseUnavailableError, IdentityChangedError
 from mcp_suite.settings import Settings
 from mcp_suite.tools.sql.engine.availability import Availability
 from mcp_suite.tools.sql.engine.convert import register_loaders
@@ -42,6 +42,7 @@ __all__ = [
     "pinned_settings",
     "refuse_unpinned",
     "reset_statements",
+    "session_role_changed",
     "shrink_period_s",
 ]
 
@@ -182,6 +183,23 @@ def refuse_unpinned(conn: PinnedConnection) -> NoReturn:
     )
     conn.close()  # the pool discards it
     raise SettingsNotPinnedError
+
+
+# Whether a new session is its login role: `ALTER ROLE <login> SET role = ...` (or the database's,
+# or `session_authorization`) makes every new session start as another role.
+_SESSION_IS_LOGIN: Final = b"SELECT current_user OPERATOR(pg_catalog.=) session_user"
+
+
+def session_role_changed() -> IdentityChangedError:
+    """The refusal of a call whose session is not its login role (`current_user` is not
+    `session_user`) before anything of the call ran."""
+    return IdentityChangedError(
+        "The call was refused before its query ran: the database session was not the login role"
+        " (current_user differed from session_user), so it would have read as another role. An"
+        " operator removes the setting that does this (ALTER ROLE ... RESET role); mcp-suite"
+        " check-role names it.",
+        metadata={"finding": "session-role"},
+    )
 
 
 def _closed_while_idle(conn: psycopg.Connection[Any]) -> bool:
@@ -358,7 +376,19 @@ class Connections:
             self._lent += change
 
     def _configure(self, conn: PinnedConnection) -> None:
+        """Make a new connection ready; refuse it (`IdentityChangedError`, the pool discards it)
+        when its session starts as another role than its login role. One round trip per
+        connection, none per call (behind a pooler each call checks again: `executor.py`)."""
         register_loaders(conn.adapters, encoding=conn.info.encoding)
+        (same,) = conn.execute(_SESSION_IS_LOGIN).fetchone() or (False,)
+        if same is not True:
+            log.error(
+                "a new database session did not start as its login role (current_user is not"
+                " session_user: ALTER ROLE/DATABASE ... SET role?); it was closed and its calls"
+                " refused; mcp-suite check-role names the setting"
+            )
+            conn.close()
+            raise session_role_changed()
         if self._direct:
             self._pin_session(conn)
 

@@ -33,7 +33,7 @@ from mcp_suite.tools.sql.engine.role_audit.functions import (
     extension_findings,
 )
 from mcp_suite.tools.sql.engine.role_audit.large_objects import large_object_findings
-from mcp_suite.tools.sql.engine.role_audit.login import login_findings, reachable_roles
+from mcp_suite.tools.sql.engine.role_audit.login import login_findings, reachable_roles, session_findings
 from mcp_suite.tools.sql.engine.role_audit.membership import membership_findings, predefined_findings
 from mcp_suite.tools.sql.engine.role_audit.reach import reach_findings, read_reach
 from mcp_suite.tools.sql.engine.role_audit.resources import (
@@ -112,6 +112,11 @@ def audit_connection(
         conn.execute("SET TRANSACTION READ ONLY; SET LOCAL search_path = pg_catalog, pg_temp")
         if as_role is not None:
             conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(as_role)))
+        else:
+            # The login role itself, whatever the session started as (ALTER ROLE <login> SET role
+            # makes it start as another: `session_findings` names that), so every finding and fix
+            # names the role of the DSN (issue 51).
+            conn.execute("SET LOCAL ROLE NONE")
         role = read_role(conn)
         if role is None:  # pragma: no cover  # current_user always has a pg_roles row
             return [Finding("unknown", "the role could not be found in pg_roles", "check the DSN")]
@@ -123,6 +128,8 @@ def audit_connection(
             mapped=frozenset(mapped),
         )
         findings = attribute_findings(role, subject.role)
+        if as_role is None:
+            findings.extend(session_findings(conn, subject))
         if role.superuser:
             # A superuser passes every privilege check; the lists below would name everything.
             return findings

@@ -40,7 +40,13 @@ from tests.support.identity import (
     people,
     sources_file,
 )
-from tests.support.identity_attacks import CLAIM_AS_SQL, HIDDEN_VALUE, LEAKY_VIEW_SQL, drop_super, install_attacks
+from tests.support.identity_attacks import (
+    CLAIM_AS_SQL,
+    HIDDEN_VALUE,
+    LEAKY_VIEW_SQL,
+    drop_super,
+    install_attacks,
+)
 from tests.support.issuer import TestIssuer, open_issuer
 
 pytestmark = [pytest.mark.pg, pytest.mark.e2e]

@@ -173,7 +173,7 @@ def test_the_audit_refuses_a_function_declared_with_set_role_for_every_role(
     assert [f.capability for f in findings] == ["identity-function"]
     assert "mcp_people.blue_secrets()" in findings[0].problem
     admin.execute(f"ALTER FUNCTION {READ_AS_BLUE_SQL} RESET role".encode())
-    admin.execute(f"ALTER FUNCTION {READ_AS_BLUE_SQL} SET request.jwt.claims = '{{\"sub\": \"bo\"}}'".encode())
+    admin.execute(f'ALTER FUNCTION {READ_AS_BLUE_SQL} SET request.jwt.claims = \'{{"sub": "bo"}}\''.encode())
     assert [f.capability for f in _login_findings(demo_cluster)] == ["identity-function"]
 
 
@@ -212,7 +212,9 @@ def test_the_audit_refuses_a_login_role_that_is_itself_a_mapped_superuser(
 
 
 @pytest.mark.parametrize("explain", [None, "analyze"])
-def test_a_cast_error_on_a_hidden_row_does_not_show_its_value(explain: ExplainMode | None, executor: Executor) -> None:
+def test_a_cast_error_on_a_hidden_row_does_not_show_its_value(
+    explain: ExplainMode | None, executor: Executor
+) -> None:
     # The view filters by the claims, but is no security barrier: the cast runs on bo's row first.
     with pytest.raises(InvalidArgumentsError) as caught:
         _run(executor, LEAKY_VIEW_SQL, ANN, explain=explain)

@@ -17,7 +17,7 @@ HIDDEN_VALUE: Final = "bo-secret-7f3a"
 
 # A call of ann's that becomes bo's: the helper switches the claims first, then the notes are read.
 CLAIM_AS_SQL: Final = (
-    "SELECT (SELECT mcp_people.claim_as('{\"sub\": \"bo\"}')) AS c,"
+    'SELECT (SELECT mcp_people.claim_as(\'{"sub": "bo"}\')) AS c,'
     " (SELECT pg_catalog.string_agg(body, ',') FROM mcp_people.notes) AS n"
 )
 BECOME_SQL: Final = f"SELECT mcp_people.become('{BLUE}'), current_user"

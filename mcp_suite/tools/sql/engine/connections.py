@@ -35,6 +35,7 @@ from mcp_suite.tools.sql.engine.ticket import CallCancelledError, CallTicket
 
 __all__ = [
     "PIN_CHECK_FAILED",
+    "SESSION_IS_LOGIN_COLUMN",
     "Connections",
     "PinnedConnection",
     "PoolStatistics",
@@ -110,9 +111,21 @@ _PINNED_SEARCH_PATH: Final = (
 PIN_CHECK_FAILED: Final = frozenset({b"42704", b"22P02"})
 
 
-def pinned_settings(settings: Settings, dsn: str, *, local: bool, pin: str | None = None) -> bytes:
+# The column that fails (22P02, `errors.InvalidTextRepresentation`) unless the session is its login
+# role: behind a pooler, RESET ALL restores the login role's own `role` setting, if it has one.
+SESSION_IS_LOGIN_COLUMN: Final = (
+    "(CASE WHEN current_user OPERATOR(pg_catalog.=) session_user THEN '1'"
+    " ELSE 'identity changed' END)::pg_catalog.int4"
+)
+
+
+def pinned_settings(
+    settings: Settings, dsn: str, *, local: bool, pin: str | None = None, login_check: bool = False
+) -> bytes:
     """One statement that sets everything a call relies on, for the current transaction only
-    (`local`) or for the session; and, when given, the custom setting `pin` to 1."""
+    (`local`) or for the session; and, when given, the custom setting `pin` to 1. With
+    `login_check`, it also fails (`SESSION_IS_LOGIN_COLUMN`) unless the session is its login role:
+    a pooled backend's check in the same statement, so it costs no statement of its own."""
     values = (
         *_PINNED_SETTINGS,
         ("statement_timeout", str(int(settings.sql_statement_timeout_ms))),
@@ -125,7 +138,8 @@ def pinned_settings(settings: Settings, dsn: str, *, local: bool, pin: str | Non
     )
     search_path = _PINNED_SEARCH_PATH.replace(", true)", f", {scope})")
     marker = f", pg_catalog.set_config('{pin}', '1', false)" if pin else ""
-    return f"SELECT {calls}, {search_path}{marker}".encode()
+    check = f", {SESSION_IS_LOGIN_COLUMN}" if login_check else ""
+    return f"SELECT {calls}, {search_path}{marker}{check}".encode()
 
 
 def _pin_check(pin: str) -> bytes:

@@ -185,7 +185,7 @@ class Executor:
         self._count_lock = threading.Lock()
         # `read_catalogue` sets them in its transaction whatever the pooler; a call does so only
         # behind one (`Connections` sets them once per direct connection).
-        self._set_local = pinned_settings(settings, dsn, local=True)
+        self._set_local = pinned_settings(settings, dsn, local=True, login_check=True)
         self._direct = settings.sql_pooler == "none"
         # The whole exchange of one call: the statement timeout, plus time for the server to
         # notice it, plus a connect timeout's worth of network slack.
@@ -350,22 +350,18 @@ class Executor:
         declare = f'DECLARE "{CURSOR_NAME}" NO SCROLL CURSOR FOR {sql}'.encode()
         # Direct: the settings were set on the connection, check them; behind a pooler: set them in
         # the transaction.
+        # Behind a pooler, RESET ALL restores the login role's own `role` setting, if it has one
+        # (ALTER ROLE ... SET role): the settings' statement refuses before the query could run as
+        # someone else. A direct connection was checked once, when it was made (`Connections`).
         commands = [_BEGIN, conn.pin_check] if self._direct else [_BEGIN, b"RESET ALL", self._set_local]
-        checked = identity_check(role)
-        at_start = -1
+        at_start = -1 if self._direct else 2
         if role is not None:  # the caller's role and claims, in the same round trip (issue 42)
             commands.append(_switch_role(role))
-        elif not self._direct:
-            # Behind a pooler, RESET ALL restores the login role's own `role` setting, if it has
-            # one (ALTER ROLE ... SET role): refuse before the query runs as someone else. A
-            # direct connection was checked once, when it was made (`Connections`).
-            at_start = len(commands)
-            commands.append(checked)
         commands.append(declare)
         at_fetch = len(commands)
         # The identity check ends the call, in the same round trip, before the ROLLBACK.
         at_end = at_fetch + len(reads)
-        commands += [*reads, checked, b"ROLLBACK", *reset_statements()]
+        commands += [*reads, identity_check(role), b"ROLLBACK", *reset_statements()]
         try:
             # One pipeline, one Sync, one round trip. Every statement uses the extended protocol,
             # so PostgreSQL itself accepts exactly one statement in DECLARE ... FOR <query>. The
@@ -478,7 +474,10 @@ class Executor:
             try:
                 with conn.transaction(force_rollback=True):
                     conn.execute(b"SET TRANSACTION READ ONLY")
-                    conn.execute(self._set_local)
+                    try:
+                        conn.execute(self._set_local)
+                    except psycopg.errors.InvalidTextRepresentation:  # `SESSION_IS_LOGIN_COLUMN`
+                        raise session_role_changed() from None
                     if role is not None:
                         conn.execute(_switch_role(role))
                     return work(conn)

@@ -96,7 +96,17 @@ def test_a_direct_call_is_begin_the_check_the_cursor_rollback_and_the_reset(
     per_call = statements_per_call(demo_cluster.reader_dsn, "none", statement_log)
     kinds = [statement.split(" ")[0] for statement in per_call]
     # The last SELECT before the ROLLBACK: the call is still its login role (issue 51).
-    assert kinds == ["BEGIN", "SELECT", "DECLARE", "FETCH", "MOVE", "SELECT", "ROLLBACK", "DEALLOCATE", "SELECT"]
+    assert kinds == [
+        "BEGIN",
+        "SELECT",
+        "DECLARE",
+        "FETCH",
+        "MOVE",
+        "SELECT",
+        "ROLLBACK",
+        "DEALLOCATE",
+        "SELECT",
+    ]
     assert "current_setting" in per_call[1]
     assert "session_user" in per_call[5]
     assert not any("RESET ALL" in statement or "set_config" in statement for statement in per_call)
@@ -119,7 +129,8 @@ def test_behind_a_pooler_every_call_resets_and_sets_its_settings(
         "SELECT",
     ]
     # The settings' statement checks the session is its login role; the call ends checking it still is.
-    assert "set_config" in per_call[2] and "session_user" in per_call[2]
+    assert "set_config" in per_call[2]
+    assert "session_user" in per_call[2]
     assert "session_user" in per_call[6]
 
 

@@ -172,7 +172,9 @@ SELECT g.rolname::text, r.rolsuper, r.rolbypassrls, r.rolcreaterole, r.rolreplic
 FROM reach g JOIN pg_catalog.pg_roles r ON r.oid = g.oid
 WHERE g.rolname <> current_user ORDER BY 1
 """
-_REACHES_PG16: Final = "pg_catalog.pg_has_role(current_user, r.oid, 'SET') OR pg_catalog.pg_has_role(current_user, r.oid, 'USAGE')"
+_REACHES_PG16: Final = " OR ".join(
+    f"pg_catalog.pg_has_role(current_user, r.oid, '{option}')" for option in ("SET", "USAGE")
+)
 _REACHES_OLDER: Final = "pg_catalog.pg_has_role(current_user, r.oid, 'MEMBER')"
 
 

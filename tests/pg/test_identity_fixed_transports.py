@@ -31,6 +31,7 @@ from tests.support.client import REPO, ServerProcess, problem_of, server_env
 from tests.support.devdb.pgbouncer import PgBouncer, open_pgbouncer
 from tests.support.http_server import HttpServer, open_http_server
 from tests.support.identity import (
+    BLUE,
     LOGIN,
     LOGIN_PASSWORD,
     NOTES_SQL,
@@ -44,6 +45,7 @@ from tests.support.identity_attacks import (
     CLAIM_AS_SQL,
     HIDDEN_VALUE,
     LEAKY_VIEW_SQL,
+    SUPER,
     drop_super,
     install_attacks,
 )
@@ -53,6 +55,7 @@ pytestmark = [pytest.mark.pg, pytest.mark.e2e]
 
 ANN = {"sub": "ann", "groups": ["red"], "team": "north"}
 WITHHELD = "[value withheld: not in the query's text]"
+WHO = "SELECT current_user"
 
 
 @pytest.fixture
@@ -160,11 +163,13 @@ def test_over_stdio_sessions_that_start_as_a_mapped_role_serve_no_call_as_it(
                 )
             answers = []
             for _ in range(20):  # the pool notices its closed connections within a few calls
-                result = server.call_tool("read_only_sql", {"sql": "SELECT current_user"})
-                if not result.get("isError"):
+                response = server.request("tools/call", {"name": "read_only_sql", "arguments": {"sql": WHO}})
+                result = response.get("result", {})
+                if "result" in response and not result.get("isError"):
                     answers.append(result["structuredContent"]["rows"])
                     continue
-                problem = problem_of(result)
+                # A session the server ended answers as a JSON-RPC error (database-unavailable).
+                problem = response["error"]["data"] if "error" in response else problem_of(result)
                 if problem["type"].endswith("database-unavailable"):
                     time.sleep(0.2)  # a connection the server ended: the next call takes another
                     continue
@@ -191,3 +196,27 @@ def test_check_role_names_the_login_role_whatever_its_sessions_start_as(
     assert done.returncode == os.EX_CONFIG, done.stderr
     assert f'fix: ALTER ROLE "{LOGIN}" RESET role;' in done.stdout
     assert "inherit" not in done.stdout  # the login role is NOINHERIT; red is not audited as it
+
+
+@pytest.mark.parametrize(
+    "grant",
+    [
+        f"ALTER FUNCTION mcp_people.blue_secrets() SET role = {BLUE}",
+        f"GRANT {SUPER} TO {RED}",
+        f"GRANT pg_read_all_data TO {BLUE}",
+    ],
+    ids=["function-set-role", "mapped-role-member-of-a-superuser", "mapped-role-member-of-pg_read_all_data"],
+)
+def test_no_call_is_served_when_any_call_could_become_someone_else(
+    grant: str, tmp_path: Path, demo_cluster: Cluster, admin: psycopg.Connection[Any]
+) -> None:
+    # Each is the login role's finding, not one mapped role's: any call's code could switch there,
+    # so the source serves no call, not even a stdio call as the login role.
+    admin.execute(grant.encode())
+    config = sources_file(tmp_path / "sources.toml", login_dsn(demo_cluster))
+    with ServerProcess(env={**_env(config), "MCP_METRICS_ENABLED": "false"}) as server:
+        server.initialize()
+        result = server.call_tool("read_only_sql", {"sql": "SELECT current_user"})
+        assert result.get("isError") is True, result
+        problem = problem_of(result)
+        assert problem["type"] == "urn:mcp-suite:problem:role-refused", problem

@@ -15,7 +15,12 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from mcp_suite.demo.cluster import Cluster
-from mcp_suite.problems import IdentityChangedError, InvalidArgumentsError, ProblemError
+from mcp_suite.problems import (
+    IdentityChangedError,
+    InvalidArgumentsError,
+    ProblemError,
+    ResultTooLargeError,
+)
 from mcp_suite.protocol.identity import CallRole
 from mcp_suite.tools.sql.engine.error_values import WITHHELD
 from mcp_suite.tools.sql.engine.executor import Executor, ExplainMode
@@ -75,11 +80,16 @@ def executor(pooler: str, demo_cluster: Cluster, admin: Any) -> Iterator[Executo
 
 
 def _run(
-    executor: Executor, sql: str, role: CallRole | None, explain: ExplainMode | None = None
+    executor: Executor,
+    sql: str,
+    role: CallRole | None,
+    explain: ExplainMode | None = None,
+    *,
+    max_rows: int = 50,
 ) -> list[list[Any]]:
-    vetted = QueryPolicy(cache_size=16, vet=vet_sql).vet(sql, max_rows=50)
+    vetted = QueryPolicy(cache_size=16, vet=vet_sql).vet(sql, max_rows=max_rows)
     ticket = CallTicket(cancel_timeout_s=2)
-    return executor.run_vetted(vetted, max_rows=50, ticket=ticket, role=role, explain=explain).rows
+    return executor.run_vetted(vetted, max_rows=max_rows, ticket=ticket, role=role, explain=explain).rows
 
 
 def _login_findings(demo_cluster: Cluster) -> list[Finding]:
@@ -108,6 +118,25 @@ def test_a_call_whose_helper_switches_the_role_returns_no_row_and_is_refused(exe
     with pytest.raises(IdentityChangedError):  # explain_sql's analyze runs the same code
         _run(executor, BECOME_SQL, ANN, explain="analyze")
     assert _run(executor, "SELECT current_user", ANN) == [[RED]]
+
+
+def test_a_mapped_call_whose_rows_pass_the_byte_limit_before_the_check_returns_none(
+    demo_cluster: Cluster, admin: psycopg.Connection[Any]
+) -> None:
+    # The pipeline is cut amid the rows (the connection closed): the end check never ran.
+    dsn = _dsn(demo_cluster)
+    executor = Executor(sql_settings(dsn, sql_max_result_bytes=1_024), dsn, roles=(RED, BLUE))
+    executor.open()
+    executor.mark_audited()
+    # Rows that fit one by one, more of them than the wire allows before the cut.
+    big = "SELECT pg_catalog.repeat('x', 500) FROM pg_catalog.generate_series(1, 1000)"
+    try:
+        with pytest.raises(ResultTooLargeError) as caught:
+            _run(executor, big, ANN, max_rows=1000)
+        assert "none is returned" in caught.value.detail
+        assert _run(executor, big, None, max_rows=1000)  # without a map's role: the rows that fit
+    finally:
+        executor.close()
 
 
 def test_a_session_that_starts_as_another_role_serves_no_call(
@@ -184,8 +213,7 @@ def test_the_audit_refuses_every_call_when_a_mapped_role_reaches_a_privileged_ro
 ) -> None:
     # Not only red's calls: any call's code could switch to red, then to the superuser.
     admin.execute(f"GRANT {granted} TO {RED}".encode())
-    # (A superuser may create functions for PUBLIC: the creator check's finding, not this one.)
-    findings = [f for f in _login_findings(demo_cluster) if f.capability != "function-creator"]
+    findings = _login_findings(demo_cluster)
     assert [f.capability for f in findings] == ["reach-privileged"]
     assert f'"{granted}"' in findings[0].problem
     assert findings[0].fix == f'REVOKE "{granted}" FROM "{RED}";'

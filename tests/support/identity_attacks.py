@@ -43,6 +43,7 @@ ATTACKS: Final = (
     f"CREATE ROLE {SUPER} NOLOGIN SUPERUSER",
     # What the audit asks of every role that may create functions (not this test's subject).
     f"ALTER DEFAULT PRIVILEGES FOR ROLE {SUPER} REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC",
+    f"ALTER DEFAULT PRIVILEGES FOR ROLE {SUPER} REVOKE EXECUTE ON FUNCTIONS FROM {SUPER}",
 )
 
 

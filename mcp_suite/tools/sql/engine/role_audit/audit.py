@@ -103,20 +103,22 @@ def audit_connection(
     `mapped`: the roles of an identity map; the login role must reach exactly them and hold
     nothing itself (`login.login_findings`). `as_role`: audit that role instead, switched to in
     the transaction (`SET LOCAL ROLE`: `current_user` is then that role).
-    Runs 26 statements in 25 round trips, in one read-only transaction that is rolled back.
+    Runs 28 statements in 26 round trips (an identity map's login role: 2 more), in one read-only
+    transaction that is rolled back.
     """
     with conn.transaction(force_rollback=True):
         # pg_catalog alone on the path: names the audit prints come schema-qualified, and no schema
         # of the role's own search_path can shadow what the audit calls (search_path_findings reads
         # the value sessions start with, which a SET LOCAL does not change).
-        conn.execute("SET TRANSACTION READ ONLY; SET LOCAL search_path = pg_catalog, pg_temp")
+        # Without `as_role`: the login role itself, whatever the session started as (ALTER ROLE
+        # <login> SET role makes it start as another: `session_findings` names that), so every
+        # finding and fix names the role of the DSN (issue 51). In the same round trip.
+        conn.execute(
+            "SET TRANSACTION READ ONLY; SET LOCAL search_path = pg_catalog, pg_temp"
+            + ("; SET LOCAL ROLE NONE" if as_role is None else "")
+        )
         if as_role is not None:
             conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(as_role)))
-        else:
-            # The login role itself, whatever the session started as (ALTER ROLE <login> SET role
-            # makes it start as another: `session_findings` names that), so every finding and fix
-            # names the role of the DSN (issue 51).
-            conn.execute("SET LOCAL ROLE NONE")
         role = read_role(conn)
         if role is None:  # pragma: no cover  # current_user always has a pg_roles row
             return [Finding("unknown", "the role could not be found in pg_roles", "check the DSN")]

@@ -168,7 +168,8 @@ WITH reach AS (
 SELECT g.rolname::text, r.rolsuper, r.rolbypassrls, r.rolcreaterole, r.rolreplication,
        g.oid < 16384 AS predefined,
        ARRAY(SELECT u.rolname::text FROM pg_catalog.pg_auth_members m JOIN reach u ON u.oid = m.member
-             WHERE m.roleid = g.oid ORDER BY 1) AS via
+             WHERE m.roleid = g.oid ORDER BY 1) AS via,
+       current_user::text AS login
 FROM reach g JOIN pg_catalog.pg_roles r ON r.oid = g.oid
 WHERE g.rolname <> current_user ORDER BY 1
 """
@@ -184,10 +185,9 @@ def reach_closure_findings(conn: psycopg.Connection[Any], subject: Subject) -> l
     the map says. Direct memberships of unmapped roles are `membership.py`'s findings already."""
     reaches = _REACHES_PG16 if conn.info.server_version >= _PG16 else _REACHES_OLDER
     rows = conn.execute(_REACH_SQL.format(reaches=reaches)).fetchall()
-    login = conn.execute("SELECT current_user::text").fetchone()
     findings: list[Finding] = []
-    for name, superuser, bypass, createrole, replication, predefined, via in rows:
-        direct = login is not None and login[0] in via
+    for name, superuser, bypass, createrole, replication, predefined, via, login in rows:
+        direct = login in via
         what = [
             label
             for flag, label in (

@@ -147,8 +147,19 @@ ALTER ROLE mcp_login SET idle_in_transaction_session_timeout = '30s';
 ALTER ROLE mcp_login SET temp_file_limit = '1GB';
 GRANT CONNECT ON DATABASE <database> TO mcp_login;
 
+--     Never `ALTER ROLE mcp_login SET role = ...` (or session_authorization, or the same on the
+--     database): every new session would start as that role. The audit refuses it, and each
+--     connection and each call checks it (issue 51).
+
 -- 12. One NOLOGIN role per group the map names, each granted what that group may read; the login
---     role is a member of each of them and of no other role (the audit refuses any other).
+--     role is a member of each of them and of no other role (the audit refuses any other). Any code
+--     a call runs can switch to every role the login role reaches (a SECURITY INVOKER function that
+--     calls set_config('role', ...)), so the audit follows every membership from the login role: a
+--     mapped role must itself be a member of no role the map does not name, and none it reaches may
+--     be a superuser, BYPASSRLS, CREATEROLE, REPLICATION or a predefined pg_* role (pg_read_all_data,
+--     pg_read_all_stats, pg_monitor, ...), whatever the map says. And no function may carry
+--     `SET role`, `SET session_authorization` or `SET request.jwt.*` (ALTER FUNCTION ... SET): its
+--     body would run as another role or person.
 CREATE ROLE mcp_sales NOLOGIN NOINHERIT;
 CREATE ROLE mcp_support NOLOGIN NOINHERIT;
 GRANT mcp_sales, mcp_support TO mcp_login;

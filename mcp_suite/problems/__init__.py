@@ -38,6 +38,7 @@ __all__ = [
     "HeadersTooLargeError",
     "HttpMethodNotAllowedError",
     "HttpNotFoundError",
+    "IdentityChangedError",
     "InsufficientScopeError",
     "InternalServerError",
     "InvalidArgumentsError",
@@ -188,6 +189,13 @@ class QueryViolationError(ProblemError):
     title = "The query is not allowed"
     status = 403
     code = "MCP_QUERY_VIOLATION"
+
+
+class IdentityChangedError(QueryViolationError):
+    """A call ended as someone else than it started as: `current_user` or `request.jwt.claims` was
+    not what the server set (code the query ran switched them, or the login role's own settings
+    make a session start as another role). No row of the call is returned; `metadata.finding`
+    names what was seen (docs/tools/read_only_sql.md, "An identity nothing can change")."""
 
 
 class ExecutionTimeoutError(ProblemError):

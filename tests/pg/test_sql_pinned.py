@@ -95,8 +95,20 @@ def test_a_direct_call_is_begin_the_check_the_cursor_rollback_and_the_reset(
 ) -> None:
     per_call = statements_per_call(demo_cluster.reader_dsn, "none", statement_log)
     kinds = [statement.split(" ")[0] for statement in per_call]
-    assert kinds == ["BEGIN", "SELECT", "DECLARE", "FETCH", "MOVE", "ROLLBACK", "DEALLOCATE", "SELECT"]
+    # The last SELECT before the ROLLBACK: the call is still its login role (issue 51).
+    assert kinds == [
+        "BEGIN",
+        "SELECT",
+        "DECLARE",
+        "FETCH",
+        "MOVE",
+        "SELECT",
+        "ROLLBACK",
+        "DEALLOCATE",
+        "SELECT",
+    ]
     assert "current_setting" in per_call[1]
+    assert "session_user" in per_call[5]
     assert not any("RESET ALL" in statement or "set_config" in statement for statement in per_call)
 
 
@@ -111,11 +123,15 @@ def test_behind_a_pooler_every_call_resets_and_sets_its_settings(
         "DECLARE",
         "FETCH",
         "MOVE",
+        "SELECT",
         "ROLLBACK",
         "DEALLOCATE",
         "SELECT",
     ]
+    # The settings' statement checks the session is its login role; the call ends checking it still is.
     assert "set_config" in per_call[2]
+    assert "session_user" in per_call[2]
+    assert "session_user" in per_call[6]
 
 
 def test_a_direct_connection_keeps_the_pinned_settings_and_no_call_changes_them(

@@ -25,7 +25,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.sql import quote as sql_quote
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from mcp_suite.problems import DatabaseUnavailableError
+from mcp_suite.problems import DatabaseUnavailableError, IdentityChangedError
 from mcp_suite.settings import Settings
 from mcp_suite.tools.sql.engine.availability import Availability
 from mcp_suite.tools.sql.engine.convert import register_loaders
@@ -35,6 +35,7 @@ from mcp_suite.tools.sql.engine.ticket import CallCancelledError, CallTicket
 
 __all__ = [
     "PIN_CHECK_FAILED",
+    "SESSION_IS_LOGIN_COLUMN",
     "Connections",
     "PinnedConnection",
     "PoolStatistics",
@@ -42,6 +43,7 @@ __all__ = [
     "pinned_settings",
     "refuse_unpinned",
     "reset_statements",
+    "session_role_changed",
     "shrink_period_s",
 ]
 
@@ -109,9 +111,21 @@ _PINNED_SEARCH_PATH: Final = (
 PIN_CHECK_FAILED: Final = frozenset({b"42704", b"22P02"})
 
 
-def pinned_settings(settings: Settings, dsn: str, *, local: bool, pin: str | None = None) -> bytes:
+# The column that fails (22P02, `errors.InvalidTextRepresentation`) unless the session is its login
+# role: behind a pooler, RESET ALL restores the login role's own `role` setting, if it has one.
+SESSION_IS_LOGIN_COLUMN: Final = (
+    "(CASE WHEN current_user OPERATOR(pg_catalog.=) session_user THEN '1'"
+    " ELSE 'identity changed' END)::pg_catalog.int4"
+)
+
+
+def pinned_settings(
+    settings: Settings, dsn: str, *, local: bool, pin: str | None = None, login_check: bool = False
+) -> bytes:
     """One statement that sets everything a call relies on, for the current transaction only
-    (`local`) or for the session; and, when given, the custom setting `pin` to 1."""
+    (`local`) or for the session; and, when given, the custom setting `pin` to 1. With
+    `login_check`, it also fails (`SESSION_IS_LOGIN_COLUMN`) unless the session is its login role:
+    a pooled backend's check in the same statement, so it costs no statement of its own."""
     values = (
         *_PINNED_SETTINGS,
         ("statement_timeout", str(int(settings.sql_statement_timeout_ms))),
@@ -124,7 +138,8 @@ def pinned_settings(settings: Settings, dsn: str, *, local: bool, pin: str | Non
     )
     search_path = _PINNED_SEARCH_PATH.replace(", true)", f", {scope})")
     marker = f", pg_catalog.set_config('{pin}', '1', false)" if pin else ""
-    return f"SELECT {calls}, {search_path}{marker}".encode()
+    check = f", {SESSION_IS_LOGIN_COLUMN}" if login_check else ""
+    return f"SELECT {calls}, {search_path}{marker}{check}".encode()
 
 
 def _pin_check(pin: str) -> bytes:
@@ -182,6 +197,23 @@ def refuse_unpinned(conn: PinnedConnection) -> NoReturn:
     )
     conn.close()  # the pool discards it
     raise SettingsNotPinnedError
+
+
+# Whether a new session is its login role: `ALTER ROLE <login> SET role = ...` (or the database's,
+# or `session_authorization`) makes every new session start as another role.
+_SESSION_IS_LOGIN: Final = b"SELECT current_user OPERATOR(pg_catalog.=) session_user"
+
+
+def session_role_changed() -> IdentityChangedError:
+    """The refusal of a call whose session is not its login role (`current_user` is not
+    `session_user`) before anything of the call ran."""
+    return IdentityChangedError(
+        "The call was refused before its query ran: the database session was not the login role"
+        " (current_user differed from session_user), so it would have read as another role. An"
+        " operator removes the setting that does this (ALTER ROLE ... RESET role); mcp-suite"
+        " check-role names it.",
+        metadata={"finding": "session-role"},
+    )
 
 
 def _closed_while_idle(conn: psycopg.Connection[Any]) -> bool:
@@ -358,7 +390,19 @@ class Connections:
             self._lent += change
 
     def _configure(self, conn: PinnedConnection) -> None:
+        """Make a new connection ready; refuse it (`IdentityChangedError`, the pool discards it)
+        when its session starts as another role than its login role. One round trip per
+        connection, none per call (behind a pooler each call checks again: `executor.py`)."""
         register_loaders(conn.adapters, encoding=conn.info.encoding)
+        (same,) = conn.execute(_SESSION_IS_LOGIN).fetchone() or (False,)
+        if same is not True:
+            log.error(
+                "a new database session did not start as its login role (current_user is not"
+                " session_user: ALTER ROLE/DATABASE ... SET role?); it was closed and its calls"
+                " refused; mcp-suite check-role names the setting"
+            )
+            conn.close()
+            raise session_role_changed()
         if self._direct:
             self._pin_session(conn)
 

@@ -18,7 +18,12 @@ import psycopg
 from psycopg import pq
 from psycopg.sql import quote as sql_quote
 
-from mcp_suite.problems import DatabaseUnavailableError, ProblemError
+from mcp_suite.problems import (
+    DatabaseUnavailableError,
+    IdentityChangedError,
+    ProblemError,
+    ResultTooLargeError,
+)
 from mcp_suite.protocol.identity import CLAIMS_SETTING, CallRole
 from mcp_suite.settings import Settings
 from mcp_suite.tools.sql.engine.audit_gate import CallGate
@@ -30,6 +35,7 @@ from mcp_suite.tools.sql.engine.connections import (
     pinned_settings,
     refuse_unpinned,
     reset_statements,
+    session_role_changed,
 )
 from mcp_suite.tools.sql.engine.definers import DefinerGuard
 from mcp_suite.tools.sql.engine.names import NameGuard
@@ -108,6 +114,44 @@ def _switch_role(role: CallRole) -> bytes:
     return f"SELECT {calls}".encode()
 
 
+# What the identity check raises when the call is not, or no longer, who the server made it: its
+# cast of a word that is not a number (22P02, by its position in the pipeline, never shown).
+_IDENTITY_FAILED: Final = "identity changed"
+
+
+def identity_check(role: CallRole | None) -> bytes:
+    """One statement that fails (22P02, `errors.InvalidTextRepresentation`) unless the transaction
+    is still who the server made it: with `role`, `current_user` is that role and
+    `request.jwt.claims` its claims; without one, `current_user` is the login role
+    (`session_user`). Code the query ran can switch either (an invoker helper that calls
+    `set_config`, a function with `SET role`); this is what tells. Every name is
+    schema-qualified and the comparison is `OPERATOR(pg_catalog.=)`: the query may have changed
+    the search path before it runs. No catalogue read (docs/tools/read_only_sql.md, "An identity
+    nothing can change")."""
+    if role is None:
+        same = "current_user OPERATOR(pg_catalog.=) session_user"
+    else:
+        same = (
+            f"current_user OPERATOR(pg_catalog.=) {sql_quote(role.role)}::pg_catalog.name"
+            f" AND pg_catalog.current_setting('{CLAIMS_SETTING}', true)"
+            f" OPERATOR(pg_catalog.=) {sql_quote(role.claims)}::pg_catalog.text"
+        )
+    return f"SELECT (CASE WHEN {same} THEN '1' ELSE '{_IDENTITY_FAILED}' END)::pg_catalog.int4".encode()
+
+
+def identity_changed(*, role: CallRole | None, at_start: bool) -> IdentityChangedError:
+    """The refusal of a call whose identity check failed (`identity_check`)."""
+    if at_start:  # before the query ran: the session itself started as another role
+        return session_role_changed()
+    who = "the login role" if role is None else f"the role {role.role!r} with the caller's claims"
+    return IdentityChangedError(
+        f"The call was refused and none of its rows returned: by its end it no longer ran as {who}."
+        " Code the query ran (a function calling set_config, or one declared with SET role) switched"
+        " the role or request.jwt.claims; such code may not be used.",
+        metadata={"finding": "identity-changed"},
+    )
+
+
 class Executor:
     """One call's transaction, on a connection `Connections` hands over, after the audit gate
     (`CallGate`). Thread-safe; every public method blocks (run it in a worker thread). Limits:
@@ -141,7 +185,7 @@ class Executor:
         self._count_lock = threading.Lock()
         # `read_catalogue` sets them in its transaction whatever the pooler; a call does so only
         # behind one (`Connections` sets them once per direct connection).
-        self._set_local = pinned_settings(settings, dsn, local=True)
+        self._set_local = pinned_settings(settings, dsn, local=True, login_check=True)
         self._direct = settings.sql_pooler == "none"
         # The whole exchange of one call: the statement timeout, plus time for the server to
         # notice it, plus a connect timeout's worth of network slack.
@@ -222,7 +266,7 @@ class Executor:
             self._definers.check(conn, query.functions, query.operators)
             return self._run_on(conn, query.sql, max_rows=max_rows, ticket=ticket, explain=explain, role=role)
 
-        return self._with_connection(ticket, work, role=as_role)
+        return self._with_connection(ticket, work, role=as_role, query=query.sql)
 
     def run(
         self, sql: str, *, max_rows: int, ticket: CallTicket, explain: ExplainMode | None = None
@@ -243,11 +287,18 @@ class Executor:
         """
         ticket.started = True
         return self._with_connection(
-            ticket, lambda conn: self._run_on(conn, sql, max_rows=max_rows, ticket=ticket, explain=explain)
+            ticket,
+            lambda conn: self._run_on(conn, sql, max_rows=max_rows, ticket=ticket, explain=explain),
+            query=sql,
         )
 
     def _with_connection(
-        self, ticket: CallTicket, work: Callable[[PinnedConnection], T], *, role: str | None = None
+        self,
+        ticket: CallTicket,
+        work: Callable[[PinnedConnection], T],
+        *,
+        role: str | None = None,
+        query: str = "",
     ) -> T:
         # The back-off after failures, then the gate: a re-audit's refusal, or no audit for two
         # intervals, stops the call here, before a connection is taken (with the role's slots
@@ -255,11 +306,11 @@ class Executor:
         self._availability.check()
         self._gate.check(role)
         return self._connections.with_connection(
-            lambda conn: self._answering(conn, work, role), ticket=ticket
+            lambda conn: self._answering(conn, work, role, query), ticket=ticket
         )
 
     def _answering(
-        self, conn: PinnedConnection, work: Callable[[PinnedConnection], T], role: str | None
+        self, conn: PinnedConnection, work: Callable[[PinnedConnection], T], role: str | None, query: str
     ) -> T:
         """`work(conn)` after the audit gate; a database error becomes what `sqlstate.classify`
         says: the caller's problem, `database-unavailable` (through `Availability`, logged) for a
@@ -269,7 +320,10 @@ class Executor:
             self._gate.admit(conn, role)
             return work(conn)
         except psycopg.Error as exc:
-            answer = classify(exc, broken=conn.broken or conn.closed, timeout_ms=self._timeout_ms)
+            # `query`, the caller's text: an error shows no value it does not hold (issue 51).
+            answer = classify(
+                exc, broken=conn.broken or conn.closed, timeout_ms=self._timeout_ms, query=query
+            )
             if isinstance(answer, ProblemError):
                 raise answer from None
             if answer is Fault.CONNECTION:
@@ -296,12 +350,18 @@ class Executor:
         declare = f'DECLARE "{CURSOR_NAME}" NO SCROLL CURSOR FOR {sql}'.encode()
         # Direct: the settings were set on the connection, check them; behind a pooler: set them in
         # the transaction.
+        # Behind a pooler, RESET ALL restores the login role's own `role` setting, if it has one
+        # (ALTER ROLE ... SET role): the settings' statement refuses before the query could run as
+        # someone else. A direct connection was checked once, when it was made (`Connections`).
         commands = [_BEGIN, conn.pin_check] if self._direct else [_BEGIN, b"RESET ALL", self._set_local]
+        at_start = -1 if self._direct else 2
         if role is not None:  # the caller's role and claims, in the same round trip (issue 42)
             commands.append(_switch_role(role))
         commands.append(declare)
         at_fetch = len(commands)
-        commands += [*reads, b"ROLLBACK", *reset_statements()]
+        # The identity check ends the call, in the same round trip, before the ROLLBACK.
+        at_end = at_fetch + len(reads)
+        commands += [*reads, identity_check(role), b"ROLLBACK", *reset_statements()]
         try:
             # One pipeline, one Sync, one round trip. Every statement uses the extended protocol,
             # so PostgreSQL itself accepts exactly one statement in DECLARE ... FOR <query>. The
@@ -324,7 +384,23 @@ class Executor:
                     and failed.error_field(_SQLSTATE) in PIN_CHECK_FAILED
                 ):
                     refuse_unpinned(conn)
-                raise psycopg.errors.error_from_result(failed, encoding=conn.info.encoding)
+                error = psycopg.errors.error_from_result(failed, encoding=conn.info.encoding)
+                if isinstance(error, psycopg.errors.InvalidTextRepresentation) and any(
+                    failed is results[i] for i in (at_start, at_end) if 0 <= i < len(results)
+                ):
+                    ticket.detach()  # no cancel request may reach the clean-up below
+                    self._connections.restore(conn)  # the pipeline stopped before its ROLLBACK
+                    raise identity_changed(role=role, at_start=failed is not results[at_end])
+                raise error
+            if role is not None and piped.cut:
+                # The byte limit cut the rows before the identity check could run: unchecked, they
+                # are not returned (a check that cannot run is a refusal).
+                raise ResultTooLargeError(
+                    f"The rows passed the reply's {self._max_bytes} bytes before the call could check"
+                    " it still ran as its caller, so none is returned. Ask for fewer or shorter rows"
+                    " (a LIMIT, fewer columns, left(col, 200)).",
+                    metadata={"max_result_bytes": self._max_bytes},
+                )
             row_results = [*piped.rows, *results[at_fetch : at_fetch + 1]]
             if not any(r.ntuples for r in row_results):
                 if piped.cut:  # not even the first row arrived whole within the limit
@@ -398,7 +474,10 @@ class Executor:
             try:
                 with conn.transaction(force_rollback=True):
                     conn.execute(b"SET TRANSACTION READ ONLY")
-                    conn.execute(self._set_local)
+                    try:
+                        conn.execute(self._set_local)
+                    except psycopg.errors.InvalidTextRepresentation:  # `SESSION_IS_LOGIN_COLUMN`
+                        raise session_role_changed() from None
                     if role is not None:
                         conn.execute(_switch_role(role))
                     return work(conn)

@@ -25,6 +25,7 @@ from mcp_suite.problems import (
     ResourceLimitError,
     echo,
 )
+from mcp_suite.tools.sql.engine.error_values import withhold_values
 
 __all__ = ["Fault", "classify", "problem_from_sqlstate"]
 
@@ -64,7 +65,13 @@ def _family(state: str) -> type[psycopg.Error] | None:
         return None
 
 
-def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemError | None:
+# The families whose messages quote the value they failed on (`invalid input syntax for type
+# integer: "x"`, `value "..." is out of range`, a constraint's): that value may be a hidden row's,
+# so only what the caller's text holds of it is shown (`error_values.withhold_values`).
+_VALUE_FAMILIES: Final = frozenset({errors.DataException, errors.IntegrityConstraintViolation})
+
+
+def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int, query: str = "") -> ProblemError | None:
     """The caller-facing problem for a database error, or None for a server/connection failure.
 
     query_canceled → execution-timeout; out of memory, temp_file_limit → resource-limit;
@@ -74,14 +81,19 @@ def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemErro
     recovery conflict); the rest of class 57 (administrator command, crash, shutdown) →
     database-unavailable naming the session's end; everything else is not the caller's to fix.
     Security: the detail holds PostgreSQL's primary message cut to 256 characters (it names the
-    caller's own tables, columns and values), never str(exc), hints, context or positions.
+    caller's own tables, columns and values), never str(exc), hints, context or positions. In a
+    data or constraint error, a value `query` (the caller's text) does not hold is withheld: it
+    may be a row's the caller may not read (docs/tools/read_only_sql.md, "What an error shows").
     """
     state = exc.sqlstate
     if not state:
         return None
-    message = echo(exc.diag.message_primary or "")
-    meta = {"sqlstate": state}
     family = _family(state)
+    primary = exc.diag.message_primary or ""
+    if family in _VALUE_FAMILIES:
+        primary = withhold_values(primary, query)
+    message = echo(primary)
+    meta = {"sqlstate": state}
     if isinstance(exc, errors.QueryCanceled):
         return ExecutionTimeoutError(
             f"The query was stopped in the database after the statement timeout ({timeout_ms} ms)"
@@ -146,7 +158,7 @@ def problem_from_sqlstate(exc: psycopg.Error, *, timeout_ms: int) -> ProblemErro
     return None
 
 
-def classify(exc: psycopg.Error, *, broken: bool, timeout_ms: int) -> ProblemError | Fault:
+def classify(exc: psycopg.Error, *, broken: bool, timeout_ms: int, query: str = "") -> ProblemError | Fault:
     """What a call that failed with `exc` is: the caller's problem, or a `Fault`.
 
     `broken` says the connection is gone (closed by the server or the network, or closed by us
@@ -156,8 +168,9 @@ def classify(exc: psycopg.Error, *, broken: bool, timeout_ms: int) -> ProblemErr
     an error without a SQLSTATE (libpq's own: the socket closed, no answer in time), or any
     unmapped error that left the connection broken. An unmapped SQLSTATE on a live connection
     (disk full, internal_error, a routine's exception) is the server's fault.
+    `query` is the caller's text: what an error may show of a value (`problem_from_sqlstate`).
     """
-    problem = problem_from_sqlstate(exc, timeout_ms=timeout_ms)
+    problem = problem_from_sqlstate(exc, timeout_ms=timeout_ms, query=query)
     if problem is not None:
         return problem
     if broken or not exc.sqlstate or _family(exc.sqlstate) is errors.ConnectionException:

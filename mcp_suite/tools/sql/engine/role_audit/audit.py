@@ -34,7 +34,7 @@ from mcp_suite.tools.sql.engine.role_audit.functions import (
     extension_findings,
 )
 from mcp_suite.tools.sql.engine.role_audit.large_objects import large_object_findings
-from mcp_suite.tools.sql.engine.role_audit.login import login_findings, reachable_roles
+from mcp_suite.tools.sql.engine.role_audit.login import login_findings, reachable_roles, session_findings
 from mcp_suite.tools.sql.engine.role_audit.membership import membership_findings, predefined_findings
 from mcp_suite.tools.sql.engine.role_audit.reach import reach_findings, read_reach
 from mcp_suite.tools.sql.engine.role_audit.resources import (
@@ -111,13 +111,20 @@ def audit_connection(
     nothing itself (`login.login_findings`). `as_role`: audit that role instead, switched to in
     the transaction (`SET LOCAL ROLE`: `current_user` is then that role). `checks`: the list run
     after the role's attributes (`CHECKS`; a bench passes another to measure a check's share).
-    Runs 30 statements in 29 round trips, in one read-only transaction that is rolled back.
+    Runs 32 statements in 30 round trips (an identity map's login role: 2 more), in one read-only
+    transaction that is rolled back.
     """
     with conn.transaction(force_rollback=True):
         # pg_catalog alone on the path: names the audit prints come schema-qualified, and no schema
         # of the role's own search_path can shadow what the audit calls (search_path_findings reads
         # the value sessions start with, which a SET LOCAL does not change).
-        conn.execute("SET TRANSACTION READ ONLY; SET LOCAL search_path = pg_catalog, pg_temp")
+        # Without `as_role`: the login role itself, whatever the session started as (ALTER ROLE
+        # <login> SET role makes it start as another: `session_findings` names that), so every
+        # finding and fix names the role of the DSN (issue 51). In the same round trip.
+        conn.execute(
+            "SET TRANSACTION READ ONLY; SET LOCAL search_path = pg_catalog, pg_temp"
+            + ("; SET LOCAL ROLE NONE" if as_role is None else "")
+        )
         if as_role is not None:
             conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(as_role)))
         role = read_role(conn)
@@ -133,6 +140,7 @@ def audit_connection(
         findings = attribute_findings(role, subject.role)
         if as_role is None:
             findings.extend(event_trigger_findings(conn))
+            findings.extend(session_findings(conn, subject))
         if role.superuser:
             # A superuser passes every privilege check; the lists below would name everything.
             return findings

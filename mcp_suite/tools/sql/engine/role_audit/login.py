@@ -1,5 +1,12 @@
 """The login role of an identity map (issue 42): it holds nothing and reaches exactly the mapped roles.
 
+And who a session is (issue 51): no setting makes a new session start as another role
+(`session_findings`, for every login role); the login role's reach, followed through every
+membership, holds mapped roles only and none that is privileged (`reach_closure_findings`); no
+function switches the role or the claims while it runs (`identity_function_findings`). Each is the
+login role's finding (every call stops): any call's code can switch to whatever the login role
+reaches (an invoker helper calling `set_config('role', ...)`), so none stops one role only.
+
 With identity mapping on, every call switches to a mapped role (`SET LOCAL ROLE`), so the DSN's own
 role must be able to do nothing by itself: NOINHERIT (none of the mapped roles' privileges are its
 own), no relation it can read itself, and every mapped role reachable by `SET ROLE`. A membership
@@ -16,7 +23,13 @@ import psycopg
 from mcp_suite.tools.sql.engine.role_audit.finding import MAX_LISTED, Finding, listed
 from mcp_suite.tools.sql.engine.role_audit.subject import Subject, ident
 
-__all__ = ["login_findings", "reachable_roles"]
+__all__ = [
+    "identity_function_findings",
+    "login_findings",
+    "reach_closure_findings",
+    "reachable_roles",
+    "session_findings",
+]
 
 # Relations outside PostgreSQL's own schemas that `current_user` can read by its own grants (or
 # PUBLIC's): under NOINHERIT, what a mapped role may read does not count.
@@ -100,4 +113,145 @@ def login_findings(conn: psycopg.Connection[Any], subject: Subject) -> list[Find
         )
         for role in sorted(subject.mapped - reachable)
     )
+    findings.extend(reach_closure_findings(conn, subject))
+    findings.extend(identity_function_findings(conn, subject))
     return findings
+
+
+# The settings that make a session start as someone else than its login role, however it was set
+# (ALTER ROLE <login> [IN DATABASE ...] SET, ALTER DATABASE ... SET). `search_path` is the search
+# path check's (`defaults.py`; calls put pg_catalog first anyway); `request.jwt.*` is set by every
+# mapped call itself, and an unmapped call claims no one (docs/tools/read_only_sql.md).
+_SESSION_SETTINGS_SQL: Final = (
+    "SELECT CASE WHEN s.setrole = 0 THEN 'database' WHEN s.setdatabase = 0 THEN 'role'"
+    " ELSE 'role in database' END, pg_catalog.split_part(c, '=', 1), c"
+    " FROM pg_catalog.pg_db_role_setting s CROSS JOIN LATERAL pg_catalog.unnest(s.setconfig) AS c"
+    " WHERE pg_catalog.split_part(c, '=', 1) = ANY (ARRAY['role', 'session_authorization'])"
+    " AND s.setrole IN (0, (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = session_user))"
+    " AND s.setdatabase IN (0, (SELECT oid FROM pg_catalog.pg_database"
+    " WHERE datname = pg_catalog.current_database()))"
+    " ORDER BY 1, 2"
+)
+
+
+def session_findings(conn: psycopg.Connection[Any], subject: Subject) -> list[Finding]:
+    """A setting that makes every new session of the login role start as another role: calls
+    would read as it, and a re-audit on an older connection would not see it."""
+    findings: list[Finding] = []
+    for scope, name, setting in conn.execute(_SESSION_SETTINGS_SQL).fetchall():
+        fix = {
+            "database": f"ALTER DATABASE {subject.db} RESET {name};",
+            "role": f"ALTER ROLE {subject.role} RESET {name};",
+            "role in database": f"ALTER ROLE {subject.role} IN DATABASE {subject.db} RESET {name};",
+        }[scope]
+        findings.append(
+            Finding(
+                "session-role",
+                f"a new session of the login role starts as another role: the {scope} setting"
+                f" {setting!r} (calls would read as it)",
+                fix,
+            )
+        )
+    return findings
+
+
+# Every role the login role reaches, through any chain of memberships: one it may switch to (SET
+# ROLE; PostgreSQL 16's SET option) or whose privileges it holds (INHERIT), with what makes it
+# privileged and who holds it directly (for the fix). PostgreSQL's predefined roles are those below
+# the first normal object id; each of them grants more than reading the caller's rows (reading or
+# writing every table, the server's files or programs, other sessions' queries and settings).
+_REACH_SQL: Final = """
+WITH reach AS (
+  SELECT r.oid, r.rolname FROM pg_catalog.pg_roles r
+  WHERE {reaches}
+)
+SELECT g.rolname::text, r.rolsuper, r.rolbypassrls, r.rolcreaterole, r.rolreplication,
+       g.oid < 16384 AS predefined,
+       ARRAY(SELECT u.rolname::text FROM pg_catalog.pg_auth_members m JOIN reach u ON u.oid = m.member
+             WHERE m.roleid = g.oid ORDER BY 1) AS via,
+       current_user::text AS login
+FROM reach g JOIN pg_catalog.pg_roles r ON r.oid = g.oid
+WHERE g.rolname <> current_user ORDER BY 1
+"""
+_REACHES_PG16: Final = " OR ".join(
+    f"pg_catalog.pg_has_role(current_user, r.oid, '{option}')" for option in ("SET", "USAGE")
+)
+_REACHES_OLDER: Final = "pg_catalog.pg_has_role(current_user, r.oid, 'MEMBER')"
+
+
+def reach_closure_findings(conn: psycopg.Connection[Any], subject: Subject) -> list[Finding]:
+    """The login role's reach, closed: every role it reaches is a mapped role, and none is
+    privileged (superuser, BYPASSRLS, CREATEROLE, REPLICATION, or a predefined pg_* role) whatever
+    the map says. Direct memberships of unmapped roles are `membership.py`'s findings already."""
+    reaches = _REACHES_PG16 if conn.info.server_version >= _PG16 else _REACHES_OLDER
+    rows = conn.execute(_REACH_SQL.format(reaches=reaches)).fetchall()
+    findings: list[Finding] = []
+    for name, superuser, bypass, createrole, replication, predefined, via, login in rows:
+        direct = login in via
+        what = [
+            label
+            for flag, label in (
+                (superuser, "is a superuser"),
+                (bypass, "bypasses row-level security"),
+                (createrole, "can create roles"),
+                (replication, "may start replication"),
+                (predefined, "is a predefined role"),
+            )
+            if flag
+        ]
+        role = ident(conn, name)
+        holders = [h for h in via if h != name] or [subject.role]
+        fix = " ".join(f"REVOKE {role} FROM {ident(conn, h)};" for h in holders[:MAX_LISTED])
+        path = "directly" if direct else "through " + listed(holders)
+        if what and (name in subject.mapped or not direct):
+            findings.append(
+                Finding(
+                    "reach-privileged",
+                    f"the login role reaches {role} ({path}), which {' and '.join(what)}: code any call"
+                    " runs could switch to it (set_config('role', ...)), whatever role the map gives",
+                    fix,
+                )
+            )
+        elif name not in subject.mapped and not direct:
+            findings.append(
+                Finding(
+                    "reach-role",
+                    f"the login role reaches {role} ({path}), which the identity map does not name:"
+                    " code any call runs could switch to it (set_config('role', ...))",
+                    fix,
+                )
+            )
+    return findings
+
+
+# Functions that change who runs while they run: `ALTER FUNCTION ... SET role = ...` (or
+# session_authorization) runs the body as another role the login role reaches, and a `SET` of the
+# claims runs it as another person. Any function of the database: a view or another function can
+# call it for the caller.
+_IDENTITY_FUNCTIONS_SQL: Final = (
+    "SELECT p.oid::pg_catalog.regprocedure::text, pg_catalog.pg_get_userbyid(p.proowner)::text,"
+    " pg_catalog.split_part(c, '=', 1)"
+    " FROM pg_catalog.pg_proc p CROSS JOIN LATERAL pg_catalog.unnest(p.proconfig) AS c"
+    " WHERE pg_catalog.split_part(c, '=', 1) = ANY (ARRAY['role', 'session_authorization'])"
+    " OR pg_catalog.starts_with(c, 'request.jwt.')"
+    " ORDER BY 1, 3"
+)
+
+
+def identity_function_findings(conn: psycopg.Connection[Any], subject: Subject) -> list[Finding]:
+    """Functions declared with a `SET` of the role, the session's user or the claims."""
+    rows = conn.execute(_IDENTITY_FUNCTIONS_SQL).fetchall()
+    named = [f"{function} (SET {setting}, owner {owner})" for function, owner, setting in rows]
+    if not named:
+        return []
+    return [
+        Finding(
+            "identity-function",
+            "functions change the role or the claims while they run, so a call that reaches them"
+            " reads as another role or person: " + listed(named),
+            " ".join(
+                f"ALTER FUNCTION {function} RESET {setting}; (as {owner})"
+                for function, owner, setting in rows[:MAX_LISTED]
+            ),
+        )
+    ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import math
 import time
 from typing import TYPE_CHECKING, Any, Final
 
@@ -20,7 +21,7 @@ import trio
 
 from mcp_suite import observe
 from mcp_suite.protocol.jsonrpc import compact_json
-from mcp_suite.runtime.log_sink import current_sink, dumps, timestamp
+from mcp_suite.runtime.log_sink import StderrSink, current_sink, dumps, timestamp
 from mcp_suite.settings import AUDIT_WRITE_WAIT_S, ECHO_MAX_CHARS, NAME_ECHO_CHARS
 
 if TYPE_CHECKING:
@@ -104,6 +105,26 @@ class AuditLog:
 
     __slots__ = ()
 
+    def admit(self) -> bool:
+        """Whether a request to be audited may start: the sink has room for its record
+        (`StderrSink.admit`, which counts a refusal). Over HTTP, one it has not is refused."""
+        sink = current_sink()
+        return sink is None or sink.admit()
+
+    async def wait_room(self) -> None:
+        """Return once the sink has room for another request's record: the stdio session waits
+        here, when `admit` said no, before it reads on, so its client is held back while stderr is
+        read more slowly than the server logs, and no record is lost.
+
+        Limits: none of its own: the wait lasts as long as stderr's reader lags; the one client
+        over stdio is the process that reads it (or chose not to).
+        Cancellation: a checkpoint; cancelling only stops the wait.
+        """
+        sink = current_sink()
+        await trio.lowlevel.checkpoint()
+        while sink is not None and not sink.has_room():
+            await self._wait_ticket(sink, sink.last_ticket(), None)
+
     def answered(
         self, answer: Answer, started: float, *, subject: str | None = None, trace_id: str | None = None
     ) -> int | None:
@@ -154,7 +175,7 @@ class AuditLog:
             event["sub"] = subject[:NAME_ECHO_CHARS]
         if trace_id is not None:  # tracing is on: the request's span (docs/operations/watching.md)
             event["trace_id"] = trace_id
-        return sink.write_line(dumps(event))
+        return sink.write_line(dumps(event), keep=True)
 
     async def wait_written(self, ticket: int | None) -> None:
         """Return once the record of `ticket` (and every line logged before it, such as the
@@ -168,6 +189,10 @@ class AuditLog:
         if ticket is None or sink is None:
             await trio.lowlevel.checkpoint()
             return
+        await self._wait_ticket(sink, ticket, AUDIT_WRITE_WAIT_S)
+
+    @staticmethod
+    async def _wait_ticket(sink: StderrSink, ticket: int, timeout_s: float | None) -> None:
         token = trio.lowlevel.current_trio_token()
         written = trio.Event()
 
@@ -176,5 +201,5 @@ class AuditLog:
                 token.run_sync_soon(written.set)
 
         sink.when_written(ticket, hand_over)
-        with trio.move_on_after(AUDIT_WRITE_WAIT_S):
+        with trio.move_on_after(math.inf if timeout_s is None else timeout_s):
             await written.wait()

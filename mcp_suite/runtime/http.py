@@ -43,6 +43,7 @@ from mcp_suite.protocol.exchange import (
     RunCall,
     internal_error_reply,
 )
+from mcp_suite.protocol.http import method_for_log
 from mcp_suite.runtime import early_signals
 from mcp_suite.runtime.audit_trail import AuditLog, audit_subject
 from mcp_suite.runtime.calls import CallRunner, ToolCatalogue, incident, new_core
@@ -97,6 +98,7 @@ class HttpApp:
             ready=registry.ready,
             scopes=scopes,
             authenticates=verifier is not None,
+            audit_room=self.audit.admit,
         )
         # The cancel scopes of legacy sessions' calls in flight, by the exchange's name for each.
         self._calls: dict[CallRef, trio.CancelScope] = {}
@@ -125,7 +127,7 @@ class HttpApp:
         try:
             await self._http(scope, receive, tracked)
         except Exception as exc:  # noqa: BLE001  # the one exception → wire boundary of a request
-            problem = incident(exc, f"HTTP {scope['method']}")
+            problem = incident(exc, f"HTTP {method_for_log(scope['method'])}")
             if not started:  # an answer begun cannot be taken back; the log has the incident
                 await self._reply(send, internal_error_reply(problem))
 

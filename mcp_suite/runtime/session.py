@@ -293,6 +293,10 @@ class Session:
             self._calls = calls
             async with frames_recv:
                 async for batch in frames_recv:
+                    if not self.audit.admit():
+                        # stderr is read more slowly than the server logs: the client waits (its
+                        # frames stay unread) rather than a record be lost (watching.md).
+                        await self.audit.wait_room()
                     # Inline answers of one batch travel to the writer together, in arrival order.
                     handled = [self._handle(item) for item in batch]
                     out = b"".join(frame for frame, _ in handled)

@@ -64,6 +64,10 @@ AUDIT_SQL_MAX_CHARS = 4_096
 # Over HTTP an answer leaves once its audit record is written to stderr (a replica killed right after
 # answering keeps the record), waiting at most this long for a stderr nobody reads.
 AUDIT_WRITE_WAIT_S = 1.0
+# The Prometheus listener (MCP_PROMETHEUS_PORT) serves at most this many connections at once, each
+# closed when a read or write of it waits this long; one more is closed at once (no thread for it).
+PROMETHEUS_MAX_CONNECTIONS = 4
+PROMETHEUS_TIMEOUT_S = 5.0
 # A caller's SQL text (`read_only_sql`, `explain_sql`) holds at most this many characters.
 SQL_MAX_CHARS = 10_000
 # A file's (a listing's) invisible-characters report names at most this many of its first lines

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import socketserver
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -40,7 +41,8 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from mcp_suite import SERVER_NAME, __version__, observe
 from mcp_suite.problems import Channel
 from mcp_suite.protocol.core import CallKind, StartCall
-from mcp_suite.runtime.log_sink import logger
+from mcp_suite.runtime.log_sink import current_sink, logger
+from mcp_suite.settings import PROMETHEUS_MAX_CONNECTIONS, PROMETHEUS_TIMEOUT_S
 
 if TYPE_CHECKING:
     from prometheus_client.registry import CollectorRegistry
@@ -80,8 +82,19 @@ class _Stages:
     def __init__(self, tracer: trace.Tracer) -> None:
         self._tracer = tracer
 
-    def stage(self, name: str) -> contextlib.AbstractContextManager[object]:
-        return self._tracer.start_as_current_span(name, record_exception=False)
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[object]:
+        # The SDK would describe a failed span's status by `str(exc)`: PostgreSQL's message, which
+        # quotes stored values. A stage that raises carries the exception's type alone.
+        with self._tracer.start_as_current_span(
+            name, record_exception=False, set_status_on_exception=False
+        ) as span:
+            try:
+                yield span
+            except Exception as exc:
+                span.set_attribute("error.type", type(exc).__qualname__)
+                span.set_status(Status(StatusCode.ERROR))
+                raise
 
     def note(self, attributes: dict[str, observe.Attribute]) -> None:
         span = trace.get_current_span()
@@ -187,6 +200,26 @@ class Telemetry:
             [self._observe_sources("reachable")],
             description="1 while the source answered its last audit connection, else 0",
         )
+        # The log sink (docs/operations/watching.md, "The log sink"): what it dropped, what waits,
+        # and the requests refused (HTTP) or held back (stdio) because audit records filled it.
+        meter.create_observable_counter(
+            "mcp_suite.log.lines_dropped",
+            [_sink_figure("lines_dropped")],
+            unit="{line}",
+            description="Log lines dropped because stderr was read too slowly (never an audit record)",
+        )
+        meter.create_observable_counter(
+            "mcp_suite.log.requests_held_back",
+            [_sink_figure("requests_refused")],
+            unit="{request}",
+            description="Requests refused (HTTP 503 audit-behind) or held back (stdio) while audit records filled the log sink",
+        )
+        meter.create_observable_gauge(
+            "mcp_suite.log.bytes_waiting",
+            [_sink_figure("bytes_waiting")],
+            unit="By",
+            description="Bytes of stderr lines not yet written",
+        )
         self._meter = meter
         self._stages = _Stages(self.tracer)
         observe.install(self._stages)
@@ -196,12 +229,12 @@ class Telemetry:
     def _serve_prometheus(self, host: str, port: int) -> MetricReader:
         """A PrometheusMetricReader on its own registry, served at http://host:port/metrics."""
         from opentelemetry.exporter.prometheus import PrometheusMetricReader
-        from prometheus_client import start_http_server
         from prometheus_client.registry import CollectorRegistry
 
         registry: CollectorRegistry = CollectorRegistry(auto_describe=True)
         reader = PrometheusMetricReader(registry=registry)
-        server, _thread = start_http_server(port, addr=host, registry=registry)
+        server = _metrics_server(host, port, registry)
+        threading.Thread(target=server.serve_forever, name="mcp-suite-metrics", daemon=True).start()
         self._prometheus_server = server
         self.prometheus_port = int(server.server_address[1])
         logger.info("serving metrics as Prometheus text at http://%s:%d/metrics", host, self.prometheus_port)
@@ -401,6 +434,55 @@ class Telemetry:
         if self._prometheus_server is not None:
             self._prometheus_server.shutdown()
             self._prometheus_server.server_close()
+
+
+def _metrics_server(host: str, port: int, registry: CollectorRegistry) -> socketserver.BaseServer:
+    """The Prometheus text at http://host:port/metrics, served by a thread per connection for at
+    most PROMETHEUS_MAX_CONNECTIONS connections at once, each closed once a read or a write waits
+    PROMETHEUS_TIMEOUT_S; a connection beyond them is closed at once. prometheus_client's own
+    listener starts a thread per connection and waits on each for ever: 400 idle connections were
+    400 threads (a container's pids limit is 64)."""
+    import http.server
+
+    from prometheus_client.exposition import MetricsHandler
+
+    class Handler(MetricsHandler):
+        timeout = PROMETHEUS_TIMEOUT_S  # StreamRequestHandler: the socket's timeout
+
+    Handler.registry = registry
+
+    class Server(http.server.ThreadingHTTPServer):
+        daemon_threads = True
+        allow_reuse_address = True
+
+        def __init__(self) -> None:
+            self.slots = threading.BoundedSemaphore(PROMETHEUS_MAX_CONNECTIONS)
+            super().__init__((host, port), Handler)
+
+        def process_request(self, request: Any, client_address: Any) -> None:
+            if not self.slots.acquire(blocking=False):
+                self.shutdown_request(request)  # every slot is taken: closed, no thread
+                return
+            super().process_request(request, client_address)
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            pass  # a scraper that went away: nothing to report (the default prints a traceback)
+
+        def process_request_thread(self, request: Any, client_address: Any) -> None:
+            try:
+                super().process_request_thread(request, client_address)
+            finally:
+                self.slots.release()
+
+    return Server()
+
+
+def _sink_figure(field: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
+    def observe_sink(_options: CallbackOptions) -> Iterable[Observation]:
+        sink = current_sink()
+        return [] if sink is None else [Observation(int(getattr(sink.statistics(), field)))]
+
+    return observe_sink
 
 
 def _signal_url(endpoint: str, signal: str) -> str:

@@ -126,7 +126,12 @@ class AuditLog:
             await self._wait_ticket(sink, sink.last_ticket(), None)
 
     def answered(
-        self, answer: Answer, started: float, *, subject: str | None = None, trace_id: str | None = None
+        self,
+        answer: Answer,
+        started: float,
+        *,
+        subject: str | None = None,
+        trace: observe.TraceIds | None = None,
     ) -> int | None:
         """The record of a request the session core answered (every transport's one way); its
         ticket for `wait_written`, None when none is written."""
@@ -141,7 +146,7 @@ class AuditLog:
             arguments=answer.arguments,
             incident=problem.metadata.get("incident") if problem else None,
             subject=subject,
-            trace_id=trace_id,
+            trace=trace,
         )
 
     def request(
@@ -156,7 +161,7 @@ class AuditLog:
         arguments: Any = None,
         incident: str | None = None,
         subject: str | None = None,
-        trace_id: str | None = None,
+        trace: observe.TraceIds | None = None,
     ) -> int | None:
         sink = current_sink()
         if sink is None or not _audit_logger.isEnabledFor(logging.INFO):
@@ -173,8 +178,10 @@ class AuditLog:
             event["incident"] = incident
         if subject is not None:  # over HTTP: the caller's token subject (`anonymous` without auth)
             event["sub"] = subject[:NAME_ECHO_CHARS]
-        if trace_id is not None:  # tracing is on: the request's span (docs/operations/watching.md)
-            event["trace_id"] = trace_id
+        if trace is not None:  # tracing is on: the request's span (docs/operations/watching.md)
+            event["trace_id"] = trace.trace_id
+            if trace.client_trace_id is not None:  # chosen by the client: apart, and named so
+                event["client_trace_id"] = trace.client_trace_id
         return sink.write_line(dumps(event), keep=True)
 
     async def wait_written(self, ticket: int | None) -> None:

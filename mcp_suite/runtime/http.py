@@ -338,10 +338,10 @@ class HttpApp:
         """Write the request's audit record and wait until it is on stderr: an answer a client
         holds has its record even when the replica is killed right after (a load balancer's
         replicas come and go). With telemetry on, the request's span and metrics first."""
-        trace_id = None
+        trace = None
         if self.telemetry is not None:
             headers = _request_headers.get({})
-            trace_id = self.telemetry.answered(
+            trace = self.telemetry.answered(
                 answer,
                 started,
                 transport="tcp",
@@ -351,7 +351,7 @@ class HttpApp:
                 session_id=headers.get(_SESSION_HEADER),
                 subject=identity.subject,
             )
-        ticket = self.audit.answered(answer, started, subject=identity.subject, trace_id=trace_id)
+        ticket = self.audit.answered(answer, started, subject=identity.subject, trace=trace)
         await self.audit.wait_written(ticket)
 
     def _open_span(self, start: StartCall, started: float, identity: Identity) -> CallSpan | None:

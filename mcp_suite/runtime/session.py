@@ -376,16 +376,16 @@ class Session:
     ) -> None:
         """The request's audit record, and its span and metrics when telemetry is on."""
         telemetry = self.telemetry
-        trace_id = None
+        trace = None
         if telemetry is not None:
-            trace_id = telemetry.answered(
+            trace = telemetry.answered(
                 answer,
                 started,
                 transport="pipe",
                 span=span,
                 protocol_version=version or self.core.legacy_version,
             )
-        self.audit.answered(answer, started, trace_id=trace_id)
+        self.audit.answered(answer, started, trace=trace)
 
     def _cancel_all(self) -> None:
         """Cancel every in-flight call; each still reports its end (and gets a shutdown answer)."""

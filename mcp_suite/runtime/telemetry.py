@@ -7,8 +7,9 @@ the stages the tools mark (`mcp_suite.observe`) become its children, in worker t
 
 Spans: one SERVER span per request, `{mcp.method.name} {target}`, with the method, the tool, the
 protocol version, the session (hashed), the JSON-RPC id and `error.type` (the JSON-RPC error code,
-or `tool_error` for an `isError` result); the parent is the request's `_meta.traceparent`, else the
-HTTP `traceparent` header. Never argument values, SQL text, tokens or claims beyond the subject.
+or `tool_error` for an `isError` result); each starts a trace of the server's own, linked to the
+request's `_meta.traceparent`, else the HTTP `traceparent` header (a client's choice, kept apart).
+Never argument values, SQL text, PostgreSQL's messages, tokens or claims beyond the subject.
 Export: OTLP/HTTP through a BatchSpanProcessor (bounded queue; a full queue drops the span and
 counts it in `otel.sdk.processor.span.processed{error.type=queue_full}`), metrics pushed every
 MCP_OTEL_EXPORT_INTERVAL_S and served as Prometheus text on their own loopback listener.
@@ -318,9 +319,9 @@ class Telemetry:
         protocol_version: str | None = None,
         session_id: str | None = None,
         subject: str | None = None,
-    ) -> str | None:
+    ) -> observe.TraceIds | None:
         """Record an answered request: its span (ended now; made now for an inline answer) and its
-        metrics. Returns the trace id for the audit record."""
+        metrics. Returns its trace ids for the audit record (the server's, and the client's)."""
         method = answer.method if answer.method in _METHODS else _OTHER
         tool = answer.tool if answer.tool in self._tools else None
         if span is None:
@@ -361,7 +362,11 @@ class Telemetry:
                 rule = problem.metadata.get("rule")
                 self._refusals.add(1, {"rule": rule if isinstance(rule, str) else problem.slug})
         span_context = span.get_span_context()
-        return format(span_context.trace_id, "032x") if span_context.is_valid else None
+        if not span_context.is_valid:
+            return None
+        links = getattr(span, "links", ())  # the SDK's span; the client's context, when it sent one
+        client = format(links[0].context.trace_id, "032x") if links else None
+        return observe.TraceIds(format(span_context.trace_id, "032x"), client)
 
     def _start_span(
         self,
@@ -397,11 +402,24 @@ class Telemetry:
             attributes["mcp.session.id"] = hashlib.sha256(session_id.encode()).hexdigest()[:32]
         if subject is not None:
             attributes["enduser.id"] = subject[:64]
-        parent_context = _PROPAGATOR.extract({"traceparent": parent}) if parent else otel_context.Context()
+        # The client's `traceparent` is a link, not the parent: its trace id is the caller's choice,
+        # so the span (and the audit record) has a trace id of the server's own, and the client's
+        # stays apart, marked as the client's (`client_trace_id`). OpenTelemetry's advice for a
+        # request from outside the trust boundary.
+        links: list[trace.Link] = []
+        if parent:
+            sent = trace.get_current_span(_PROPAGATOR.extract({"traceparent": parent})).get_span_context()
+            if sent.is_valid:
+                links.append(trace.Link(sent, {"mcp_suite.link": "client_traceparent"}))
         start_ns = time.time_ns() - int((time.perf_counter() - started) * 1e9)
         name = f"{method} {target}" if target is not None else method
         return self.tracer.start_span(
-            name, context=parent_context, kind=SpanKind.SERVER, attributes=attributes, start_time=start_ns
+            name,
+            context=otel_context.Context(),
+            kind=SpanKind.SERVER,
+            attributes=attributes,
+            links=links,
+            start_time=start_ns,
         )
 
     @staticmethod

@@ -237,12 +237,18 @@ class HttpApp:
                 if grants.tool(d.name).may_see(identity)
             ]
 
+        # Instructions (and server/discover) name only the sources this caller may read.
+        instructions = None
+        if not identity.unrestricted:
+            grants = self._grants()
+            instructions = self.registry.instructions_for(lambda tool: grants.tool(tool).sources_allowed(identity))
         return new_core(
             self.settings,
             self.registry,
             visible_tools,
             resource_uris=lambda uri: self._grants().resource(uri).lacking(identity) is None,
             per_caller_lists=not identity.unrestricted,
+            instructions=instructions,
         )
 
     # -- calls -----------------------------------------------------------------------------------

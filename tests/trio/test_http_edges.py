@@ -4,8 +4,9 @@ length, headers sent twice, a `source` no header can carry, claims that are not 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any, Final, Literal
 
 import httpx2
@@ -53,9 +54,15 @@ def sourced_opener() -> ToolOpener:
         scope=SOURCED_SCOPE,
     )
 
+    descriptions = {"north": "The northern ledger", "south": "The southern ledger"}
+
+    def guidance_for(allowed: Collection[str]) -> str:
+        listed = "; ".join(f"{name}: {text}" for name, text in descriptions.items() if name in allowed)
+        return f"sourced reads a ledger; source, one of: {listed}." if listed else ""
+
     @contextlib.contextmanager
     def open_sourced(settings: Any) -> Iterator[Toolset | None]:
-        yield Toolset(tools=(spec,))
+        yield Toolset(tools=(spec,), guidance=guidance_for(descriptions), guidance_for=guidance_for)
 
     return open_sourced
 
@@ -176,3 +183,57 @@ async def test_a_time_claim_that_is_not_a_finite_number_is_401(issuer: TestIssue
             assert_refused(rejected, 401, "unauthorized")
             assert "finite number" in rejected.headers["www-authenticate"]
             assert (await call_metrics(http, server.url, issuer.token(RESOURCE))).status_code == 200
+
+
+# -- what a caller is told of the sources ----------------------------------------------------------
+
+
+async def test_instructions_and_discover_name_only_the_sources_the_caller_may_read(issuer: TestIssuer) -> None:
+    north = issuer.token(RESOURCE, scope=f"{SOURCED_SCOPE}:north")
+    everything = issuer.token(RESOURCE, scope=SOURCED_SCOPE)
+    metrics_only = issuer.token(RESOURCE, scope="metrics:read")
+    said: dict[str, str] = {}
+    with trio.fail_after(30):
+        async with serving(issuer, extra=[sourced_opener()]) as server, httpx2.AsyncClient() as http:
+            for who, token in (("north", north), ("everything", everything), ("metrics", metrics_only)):
+                found = await http.post(
+                    server.url,
+                    json=modern("server/discover"),
+                    headers=modern_headers("server/discover", token=token),
+                )
+                said[f"discover {who}"] = found.json()["result"]["instructions"]
+                legacy = {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "1"},
+                    },
+                }
+                opened = await http.post(server.url, json=legacy, headers={"Authorization": f"Bearer {token}"})
+                said[f"initialize {who}"] = opened.json()["result"]["instructions"]
+    for how in ("discover", "initialize"):
+        assert "north: The northern ledger" in said[f"{how} north"]
+        assert "south" not in said[f"{how} north"]
+        assert "southern" not in said[f"{how} north"]
+        assert "north: The northern ledger; south: The southern ledger" in said[f"{how} everything"]
+        assert "ledger" not in said[f"{how} metrics"]
+
+
+async def test_a_source_not_served_is_a_validation_error_that_names_no_source(issuer: TestIssuer) -> None:
+    everything = issuer.token(RESOURCE, scope=SOURCED_SCOPE)
+    body = modern("tools/call", {"name": "sourced", "arguments": {"source": "west"}})
+    with trio.fail_after(30):
+        async with serving(issuer, extra=[sourced_opener()]) as server, httpx2.AsyncClient() as http:
+            refused = await http.post(
+                server.url, json=body, headers=modern_headers("tools/call", "sourced", everything)
+            )
+    assert refused.status_code == 200
+    result = refused.json()["result"]
+    assert result["isError"] is True
+    detail = json.loads(result["content"][0]["text"])["detail"]
+    assert "source: is not one of the sources the tool's inputSchema lists" in detail
+    assert "north" not in detail
+    assert "south" not in detail

@@ -259,7 +259,7 @@ def check_claims(
 def _quoted(value: str) -> str:
     # RFC 9110 quoted-string: a backslash before `"` and `\`; control characters are dropped, and
     # anything past ASCII is a `?` (a header value is bytes, and only ASCII reads the same to all).
-    cleaned = "".join(c if c < "\x7f" else "?" for c in value if c >= " ")
+    cleaned = "".join(c if c < "\x7f" else "?" for c in value if " " <= c != "\x7f")
     return '"' + cleaned.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Final, Protocol
 
 __all__ = ["TraceIds", "Tracer", "install", "note", "stage", "trace_id", "tracing"]

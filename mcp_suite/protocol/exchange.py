@@ -59,13 +59,13 @@ from mcp_suite.protocol.core import (
     StartCall,
 )
 from mcp_suite.protocol.http import (
+    KNOWN_METHODS,
     HttpEra,
     SessionSeen,
     accepts_json,
     admit_session,
     answer_to_cancelled_call,
     check_mirrored_headers,
-    KNOWN_METHODS,
     era_of,
     is_json_body,
     method_for_log,
@@ -290,7 +290,10 @@ class HttpExchange:
             # Refused before anything else, and logged by its length only (`method_for_log`).
             allow = b"GET" if path in _PROBES or path in self._metadata_paths else b"POST, DELETE"
             return _refusal(
-                HttpMethodNotAllowedError, "the method is not one this server knows", [(b"allow", allow)], log=where
+                HttpMethodNotAllowedError,
+                "the method is not one this server knows",
+                [(b"allow", allow)],
+                log=where,
             )
         if path in _PROBES:
             return self._probe(path, method, where)
@@ -301,7 +304,9 @@ class HttpExchange:
             return _refusal(HeadersTooLargeError, f"the headers are longer than {limit} bytes", log=where)
         repeated = repeated_singleton(raw_headers)
         if repeated is not None:
-            return _refusal(InvalidRequestError, f"the request carries more than one {repeated} header", log=where)
+            return _refusal(
+                InvalidRequestError, f"the request carries more than one {repeated} header", log=where
+            )
         if path in self._metadata_paths and self.authenticates:
             if method not in ("GET", "HEAD"):
                 return _refusal(

@@ -241,7 +241,9 @@ class HttpApp:
         instructions = None
         if not identity.unrestricted:
             grants = self._grants()
-            instructions = self.registry.instructions_for(lambda tool: grants.tool(tool).sources_allowed(identity))
+            instructions = self.registry.instructions_for(
+                lambda tool: grants.tool(tool).sources_allowed(identity)
+            )
         return new_core(
             self.settings,
             self.registry,

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import http.server
 import os
-import socketserver
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -213,7 +213,7 @@ class Telemetry:
             "mcp_suite.log.requests_held_back",
             [_sink_figure("requests_refused")],
             unit="{request}",
-            description="Requests refused (HTTP 503 audit-behind) or held back (stdio) while audit records filled the log sink",
+            description="Requests refused (HTTP) or held back (stdio) while audit records filled the log",
         )
         meter.create_observable_gauge(
             "mcp_suite.log.bytes_waiting",
@@ -454,14 +454,12 @@ class Telemetry:
             self._prometheus_server.server_close()
 
 
-def _metrics_server(host: str, port: int, registry: CollectorRegistry) -> socketserver.BaseServer:
+def _metrics_server(host: str, port: int, registry: CollectorRegistry) -> http.server.ThreadingHTTPServer:
     """The Prometheus text at http://host:port/metrics, served by a thread per connection for at
     most PROMETHEUS_MAX_CONNECTIONS connections at once, each closed once a read or a write waits
     PROMETHEUS_TIMEOUT_S; a connection beyond them is closed at once. prometheus_client's own
     listener starts a thread per connection and waits on each for ever: 400 idle connections were
     400 threads (a container's pids limit is 64)."""
-    import http.server
-
     from prometheus_client.exposition import MetricsHandler
 
     class Handler(MetricsHandler):

@@ -25,7 +25,11 @@ META: Final = {
     "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
     "io.modelcontextprotocol/clientCapabilities": {},
 }
-HEADERS: Final = {"MCP-Protocol-Version": MODERN_VERSION, "Mcp-Method": "tools/call", "Mcp-Name": "system_metrics"}
+HEADERS: Final = {
+    "MCP-Protocol-Version": MODERN_VERSION,
+    "Mcp-Method": "tools/call",
+    "Mcp-Name": "system_metrics",
+}
 
 
 def call(http: httpx2.Client, url: str, request_id: int) -> httpx2.Response:
@@ -79,7 +83,9 @@ def test_a_method_flood_under_a_lagging_stderr_keeps_the_log_small_and_every_ans
             while not behind:
                 assert len(served) < 1_000, "the sink never filled"
                 batch = [next(ids) for _ in range(8)]
-                for request_id, answer in zip(batch, pool.map(lambda n: call(http, url, n), batch), strict=True):
+                for request_id, answer in zip(
+                    batch, pool.map(lambda n: call(http, url, n), batch), strict=True
+                ):
                     if answer.status_code == 200:
                         served.append(request_id)
                     else:

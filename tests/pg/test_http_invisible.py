@@ -31,7 +31,11 @@ def sql_call(url: str, sql: str) -> dict[str, Any]:
             },
         },
     }
-    headers = {"MCP-Protocol-Version": MODERN_VERSION, "Mcp-Method": "tools/call", "Mcp-Name": "read_only_sql"}
+    headers = {
+        "MCP-Protocol-Version": MODERN_VERSION,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "read_only_sql",
+    }
     answer = httpx2.post(url, json=body, headers=headers, timeout=60)
     assert answer.status_code == 200, answer.content
     result: dict[str, Any] = answer.json()["result"]
@@ -44,7 +48,7 @@ def test_variation_selectors_soft_hyphens_and_a_column_s_name_are_counted_and_th
     # chr(65039): VARIATION SELECTOR-16; chr(917760): VARIATION SELECTOR-17; chr(173): SOFT HYPHEN.
     sql = (
         "SELECT 'ok' || chr(65039) || chr(917760) AS smuggled, 'pass' || chr(173) || 'word' AS hyphen,"
-        " 1 AS \"n\u200bame\""
+        ' 1 AS "n\u200bame"'
     )
     with open_http_server(None, {"MCP_SQL_DSN": demo_cluster.reader_dsn}) as server:
         result = sql_call(server.url, sql)

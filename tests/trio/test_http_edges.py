@@ -137,7 +137,7 @@ async def test_a_header_read_as_one_value_sent_twice_is_400_whatever_it_holds(
 # -- a source no header can carry ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("source", ["日本", "north\u2028", "nörth", "a\"b\\c", "x" * 5_000, 7, ["north"]])
+@pytest.mark.parametrize("source", ["日本", "north\u2028", "nörth", 'a"b\\c', "x" * 5_000, 7, ["north"]])
 async def test_any_source_a_caller_lacks_is_403_with_an_ascii_challenge_and_audited_not_an_incident(
     issuer: TestIssuer, source: object, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -146,7 +146,9 @@ async def test_any_source_a_caller_lacks_is_403_with_an_ascii_challenge_and_audi
     body = modern("tools/call", {"name": "sourced", "arguments": {"source": source}})
     with trio.fail_after(30):
         async with serving(issuer, extra=[sourced_opener()]) as server, httpx2.AsyncClient() as http:
-            refused = await http.post(server.url, json=body, headers=modern_headers("tools/call", "sourced", token))
+            refused = await http.post(
+                server.url, json=body, headers=modern_headers("tools/call", "sourced", token)
+            )
             assert refused.status_code == 403, refused.content
             challenge = refused.headers["www-authenticate"]
             challenge.encode("ascii")
@@ -154,7 +156,9 @@ async def test_any_source_a_caller_lacks_is_403_with_an_ascii_challenge_and_audi
             assert f'scope="{SOURCED_SCOPE}"' in challenge
             assert refused.json()["error"]["data"]["type"] == "urn:mcp-suite:problem:insufficient-scope"
             north = modern("tools/call", {"name": "sourced", "arguments": {"source": "north"}})
-            served = await http.post(server.url, json=north, headers=modern_headers("tools/call", "sourced", token))
+            served = await http.post(
+                server.url, json=north, headers=modern_headers("tools/call", "sourced", token)
+            )
             assert served.status_code == 200
     said = [record.getMessage() for record in caplog.records if record.name.startswith("mcp_suite")]
     assert not [line for line in said if "incident" in line]
@@ -176,7 +180,9 @@ async def test_any_source_a_caller_lacks_is_403_with_an_ascii_challenge_and_audi
     ],
     ids=lambda claims: "-".join(f"{k}={str(v)[:8]}" for k, v in claims.items()),
 )
-async def test_a_time_claim_that_is_not_a_finite_number_is_401(issuer: TestIssuer, claims: dict[str, Any]) -> None:
+async def test_a_time_claim_that_is_not_a_finite_number_is_401(
+    issuer: TestIssuer, claims: dict[str, Any]
+) -> None:
     with trio.fail_after(30):
         async with serving(issuer) as server, httpx2.AsyncClient() as http:
             rejected = await call_metrics(http, server.url, issuer.token(RESOURCE, **claims))
@@ -188,7 +194,9 @@ async def test_a_time_claim_that_is_not_a_finite_number_is_401(issuer: TestIssue
 # -- what a caller is told of the sources ----------------------------------------------------------
 
 
-async def test_instructions_and_discover_name_only_the_sources_the_caller_may_read(issuer: TestIssuer) -> None:
+async def test_instructions_and_discover_name_only_the_sources_the_caller_may_read(
+    issuer: TestIssuer,
+) -> None:
     north = issuer.token(RESOURCE, scope=f"{SOURCED_SCOPE}:north")
     everything = issuer.token(RESOURCE, scope=SOURCED_SCOPE)
     metrics_only = issuer.token(RESOURCE, scope="metrics:read")
@@ -212,7 +220,9 @@ async def test_instructions_and_discover_name_only_the_sources_the_caller_may_re
                         "clientInfo": {"name": "t", "version": "1"},
                     },
                 }
-                opened = await http.post(server.url, json=legacy, headers={"Authorization": f"Bearer {token}"})
+                opened = await http.post(
+                    server.url, json=legacy, headers={"Authorization": f"Bearer {token}"}
+                )
                 said[f"initialize {who}"] = opened.json()["result"]["instructions"]
     for how in ("discover", "initialize"):
         assert "north: The northern ledger" in said[f"{how} north"]

@@ -1,7 +1,8 @@
 """Traces and metrics of a stdio session, read in process with the SDK's in-memory exporters: one
-SERVER span per request by the MCP conventions, a trace of its own linked to the `_meta.traceparent`, the encoding as
-a child, `error.type` for an `isError` result and a JSON-RPC error, nothing of the arguments; the
-metrics by tool, outcome, problem and rule; and the audit records joined to the spans by trace id."""
+SERVER span per request by the MCP conventions, a trace of its own linked to the
+`_meta.traceparent`, the encoding as a child, `error.type` for an `isError` result and a JSON-RPC
+error, nothing of the arguments; the metrics by tool, outcome, problem and rule; and the audit
+records joined to the spans by trace id, the client's kept apart."""
 
 from __future__ import annotations
 
@@ -98,9 +99,9 @@ async def test_each_request_is_one_server_span_by_the_mcp_conventions(watch: Wat
     assert echo.kind is SpanKind.SERVER
     # The client's `traceparent` is a link: the span's trace is the server's own.
     assert echo.parent is None
-    assert [(format(link.context.trace_id, "032x"), format(link.context.span_id, "016x")) for link in echo.links] == [
-        (PARENT_TRACE, PARENT_SPAN)
-    ]
+    assert [
+        (format(link.context.trace_id, "032x"), format(link.context.span_id, "016x")) for link in echo.links
+    ] == [(PARENT_TRACE, PARENT_SPAN)]
     assert format(echo.context.trace_id, "032x") != PARENT_TRACE
     assert dict(echo.attributes or {}) == {
         "mcp.method.name": "tools/call",

@@ -115,7 +115,9 @@ def test_an_audit_record_is_never_dropped_and_a_full_sink_admits_no_new_request(
     stream.release.set()
     sink.close()
     lines = stream.getvalue().splitlines()
-    assert [line for line in lines if line.startswith('{"record"')] == [f'{{"record":{n}}}' for n in range(100)]
+    assert [line for line in lines if line.startswith('{"record"')] == [
+        f'{{"record":{n}}}' for n in range(100)
+    ]
     written_logs = [line for line in lines if line.startswith("log ")]
     assert len(written_logs) + full.lines_dropped == 100
     assert (sink.statistics().bytes_waiting, sink.has_room()) == (0, True)

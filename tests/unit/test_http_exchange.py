@@ -786,15 +786,28 @@ def test_an_unknown_method_is_405_before_anything_else_and_logged_by_its_length(
 
 @pytest.mark.parametrize(
     "name",
-    ["host", "content-length", "content-type", "accept", "origin", "mcp-protocol-version", "mcp-method",
-     "mcp-name", "mcp-session-id", "traceparent"],
+    [
+        "host",
+        "content-length",
+        "content-type",
+        "accept",
+        "origin",
+        "mcp-protocol-version",
+        "mcp-method",
+        "mcp-name",
+        "mcp-session-id",
+        "traceparent",
+    ],
 )
 def test_a_header_read_as_one_value_sent_twice_is_400(name: str) -> None:
     server = exchange()
     headers = [(b"authorization", b"Bearer t"), (name.encode(), b"a"), (name.title().encode(), b"a")]
     refused = reply_of(server.head("POST", "/mcp", headers))
     assert refused.status == 400
-    assert json.loads(refused.body)["error"]["data"]["detail"] == f"the request carries more than one {name} header"
+    assert (
+        json.loads(refused.body)["error"]["data"]["detail"]
+        == f"the request carries more than one {name} header"
+    )
     # A list field may come twice (the server reads none as one value).
     listed = [headers[0], (b"x-forwarded-for", b"a"), (b"x-forwarded-for", b"b")]
     assert isinstance(server.head("POST", "/mcp", listed), HttpRequest)

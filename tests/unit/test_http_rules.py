@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
-
 import base64
 import json
+import math
 import re
 from types import ModuleType
 from typing import Any

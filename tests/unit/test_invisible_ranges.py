@@ -5,6 +5,7 @@ counted and escaped."""
 
 from __future__ import annotations
 
+import itertools
 import sys
 import unicodedata
 from collections.abc import Iterator
@@ -57,7 +58,9 @@ def test_the_default_ignorable_ranges_hold_what_the_definition_derives_them_from
     assert formats - _NOT_IGNORABLE_FORMAT <= ignorable
     assert not (ignorable & _NOT_IGNORABLE_FORMAT)
     # + Variation_Selector:
-    selectors = {code for code in ignorable if unicodedata.name(chr(code), "").startswith("VARIATION SELECTOR")}
+    selectors = {
+        code for code in ignorable if unicodedata.name(chr(code), "").startswith("VARIATION SELECTOR")
+    }
     assert selectors == {*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)}
     # - White_Space:
     assert not [code for code in ignorable if chr(code).isspace()]
@@ -74,7 +77,7 @@ def test_the_default_ignorable_ranges_hold_what_the_definition_derives_them_from
 def test_the_ranges_are_sorted_apart_and_well_formed() -> None:
     for ranges in (DEFAULT_IGNORABLE, FORMAT):
         assert all(low <= high for low, high in ranges)
-        assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+        assert all(a[1] < b[0] for a, b in itertools.pairwise(ranges))
 
 
 def _smuggled(message: bytes) -> str:

@@ -87,6 +87,18 @@ def _audit_event(kind: str, outcome: str, started: float) -> dict[str, Any]:
     }
 
 
+def _logged_id(request_id: object) -> tuple[object, bool]:
+    """The JSON-RPC id as the record carries it, and whether it was cut: an id is the client's
+    choice (a string, or an integer, of up to a whole frame), so a long one is its first
+    `NAME_ECHO_CHARS` characters (an integer's digits, as a string)."""
+    if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
+        return request_id, False
+    text = request_id if isinstance(request_id, str) else str(request_id)
+    if len(text) <= NAME_ECHO_CHARS:
+        return request_id, False
+    return text[:NAME_ECHO_CHARS], True
+
+
 def _excerpt(arguments: Any) -> str:
     """At most `ECHO_MAX_CHARS` of the call's arguments, as JSON (never more, whatever they hold)."""
     try:
@@ -167,7 +179,10 @@ class AuditLog:
         if sink is None or not _audit_logger.isEnabledFor(logging.INFO):
             return None
         event = _audit_event("request", outcome, started)
-        event.update(id=request_id, method=method[:NAME_ECHO_CHARS])
+        logged_id, cut = _logged_id(request_id)
+        event.update(id=logged_id, method=method[:NAME_ECHO_CHARS])
+        if cut:
+            event["id_truncated"] = True
         if tool is not None:
             event["tool"] = tool[:NAME_ECHO_CHARS]
         if problem is not None:

@@ -18,6 +18,7 @@ import httpx2
 
 from mcp_suite.protocol.mcp import MODERN_VERSION
 from tests.support.client import REPO, server_env
+from tests.support.http_server import open_http_server
 from tests.support.issuer import free_port
 
 LONG_METHOD: Final = "X" * 15_000
@@ -125,3 +126,19 @@ def test_a_method_flood_under_a_lagging_stderr_keeps_the_log_small_and_every_ans
     assert max(len(line) for line in lines) < 2_000
     assert any("an unknown method (15000 characters)" in r.get("msg", "") for r in records)
     assert any(r.get("msg", "").endswith("log line(s) dropped") for r in records)
+
+
+def test_a_request_id_of_a_whole_frame_is_cut_in_its_audit_record() -> None:
+    long_id = "i" * 500_000
+    body = {"jsonrpc": "2.0", "id": long_id, "method": "tools/list", "params": {"_meta": META}}
+    headers = {"MCP-Protocol-Version": MODERN_VERSION, "Mcp-Method": "tools/list"}
+    with open_http_server(None, {}) as server:
+        answer = httpx2.post(server.url, json=body, headers=headers, timeout=30)
+        assert answer.status_code == 200
+        assert answer.json()["id"] == long_id  # the answer carries it whole: the client's own
+        (record,) = server.audit(1)
+        lines = server.errlog
+        lines.seek(0)
+        longest = max(len(line) for line in lines.read().splitlines())
+    assert (record["id"], record["id_truncated"]) == ("i" * 64, True)
+    assert longest < 2_000

@@ -315,3 +315,28 @@ async def test_an_http_answer_waits_for_its_audit_record_but_not_for_a_stderr_no
         assert [json.loads(line)["id"] for line in stream.getvalue().splitlines()] == [1, 2]
     finally:
         shutdown_logging()
+
+
+@pytest.mark.parametrize(
+    ("request_id", "logged", "cut"),
+    [
+        ("x" * 100_000, "x" * 64, True),
+        (10**500, "1" + "0" * 63, True),
+        ("x" * 64, "x" * 64, False),
+        (7, 7, False),
+        (None, None, False),
+    ],
+)
+def test_a_request_s_id_is_the_client_s_choice_and_a_long_one_is_cut_in_its_record(
+    request_id: object, logged: object, cut: bool
+) -> None:
+    stream = io.StringIO()
+    configure_logging("INFO", stream=stream)
+    try:
+        AuditLog().request(request_id=request_id, method="ping", outcome="ok", started=time.perf_counter())
+    finally:
+        shutdown_logging()
+    (line,) = stream.getvalue().splitlines()
+    record = json.loads(line)
+    assert (record["id"], record.get("id_truncated", False)) == (logged, cut)
+    assert len(line) < 1_000

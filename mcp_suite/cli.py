@@ -161,7 +161,7 @@ def _serve_http(settings: Settings, extra_tools: list[ToolOpener]) -> int:
         return _refuse(f"invalid configuration: {'; '.join(problems)}", os.EX_CONFIG)
     from mcp_suite.runtime.http import serve_http  # hypercorn and joserfc: only for HTTP
 
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, buffer_bytes=settings.log_buffer_bytes)
     for name in foreign_variables():
         logger.warning("%s is not a setting of mcp-suite (another program's?): ignored", name)
     try:
@@ -272,7 +272,7 @@ def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
     fds = take_over_stdio()
     # Before any thread exists (the log writer, worker threads, the pool's), so all inherit it.
     cpu = pin_to_current_cpu() if settings.cpu_affinity == "single" else None
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, buffer_bytes=settings.log_buffer_bytes)
     for name in foreign_variables():  # the MCP_ prefix is shared with other programs
         logger.warning("%s is not a setting of mcp-suite (another program's?): ignored", name)
     if cpu is not None:

@@ -13,11 +13,22 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Final, Protocol
 
-__all__ = ["Tracer", "install", "note", "stage", "trace_id", "tracing"]
+__all__ = ["TraceIds", "Tracer", "install", "note", "stage", "trace_id", "tracing"]
 
 Attribute = str | int | float | bool
+
+
+@dataclass(frozen=True, slots=True)
+class TraceIds:
+    """The trace of an answered request, for its audit record: `trace_id`, the server's own (32 hex
+    digits), and `client_trace_id`, the trace the client named in its `traceparent` (a link of the
+    span, never its trace: a caller chooses it, so it joins nothing on its own), or None."""
+
+    trace_id: str
+    client_trace_id: str | None = None
 
 
 class Tracer(Protocol):

@@ -64,6 +64,10 @@ AUDIT_SQL_MAX_CHARS = 4_096
 # Over HTTP an answer leaves once its audit record is written to stderr (a replica killed right after
 # answering keeps the record), waiting at most this long for a stderr nobody reads.
 AUDIT_WRITE_WAIT_S = 1.0
+# The Prometheus listener (MCP_PROMETHEUS_PORT) serves at most this many connections at once, each
+# closed when a read or write of it waits this long; one more is closed at once (no thread for it).
+PROMETHEUS_MAX_CONNECTIONS = 4
+PROMETHEUS_TIMEOUT_S = 5.0
 # A caller's SQL text (`read_only_sql`, `explain_sql`) holds at most this many characters.
 SQL_MAX_CHARS = 10_000
 # A file's (a listing's) invisible-characters report names at most this many of its first lines
@@ -376,6 +380,11 @@ class Settings:
     call_deadline_s: float = field(default=30.0, metadata=_float(0, 3_600, low_open=True))
     drain_grace_s: float = field(default=5.0, metadata=_float(0, 300))
     log_level: LogLevel = field(default="INFO", metadata=_one_of(_LOG_LEVELS, aliases={"WARN": "WARNING"}))
+    # stderr lines not yet written (a log shipper that lags) hold at most this many bytes: log lines
+    # fill at most half (then they are dropped and counted), audit records are never dropped, and a
+    # request that would be audited waits (stdio) or is refused with 503 (HTTP) while the whole is
+    # full (watching.md).
+    log_buffer_bytes: int = field(default=4_194_304, metadata=_int(16_384, 268_435_456))
     # "single": pin the process (and so every thread it starts) to the CPU it started on. The GIL
     # lets one thread run Python at a time anyway; on one CPU the event loop and its worker
     # threads hand the GIL over without cross-CPU wake-ups, much cheaper for a tool call on a

@@ -28,6 +28,7 @@ __all__ = [
     "UNSUPPORTED_PROTOCOL_VERSION",
     "WIRE_CODES",
     "AccessDeniedError",
+    "AuditBehindError",
     "AuthorizationUnavailableError",
     "Channel",
     "ConcurrencyLimitError",
@@ -437,6 +438,19 @@ class AuthorizationUnavailableError(ProblemError):
     jsonrpc_code = INTERNAL_ERROR
 
 
+class AuditBehindError(ProblemError):
+    """Over HTTP: stderr is read more slowly than the server logs, and the log lines not yet written
+    fill MCP_LOG_BUFFER_BYTES; a request whose audit record could not be written is not served
+    (HTTP 503 with `Retry-After`), rather than served unaudited. `metadata.retryable: true`."""
+
+    slug = "audit-behind"
+    title = "The audit log is behind"
+    status = 503
+    code = "MCP_AUDIT_BEHIND"
+    channel = Channel.ERROR
+    jsonrpc_code = INTERNAL_ERROR
+
+
 class DatabaseUnavailableError(ProblemError):
     """The database cannot be reached or refuses the server's login: a fault of the infrastructure.
 
@@ -521,6 +535,7 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     RequestTooLargeError,
     HeadersTooLargeError,
     AuthorizationUnavailableError,
+    AuditBehindError,
     DatabaseUnavailableError,
     RoleRefusedError,
     RoleUnauditedError,
@@ -550,6 +565,7 @@ WIRE_CODES: Final[Mapping[str, frozenset[int]]] = {
     "request-too-large": frozenset({INVALID_REQUEST}),
     "headers-too-large": frozenset({INVALID_REQUEST}),
     "authorization-unavailable": frozenset({INTERNAL_ERROR}),
+    "audit-behind": frozenset({INTERNAL_ERROR}),
     # In-band for a tool; over HTTP, refusals of the same meaning (HTTP 415, 429) travel as -32600.
     "unsupported-content": frozenset({INVALID_REQUEST}),
     "concurrency-limit": frozenset({INVALID_REQUEST}),

@@ -10,6 +10,7 @@ Must not import trio or do I/O.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -108,7 +109,12 @@ class Grant:
             return None
         if not self.may_see(identity):
             return self.scope
-        scope = source_scope(self.scope, str((arguments or {}).get("source", self.sources[0])))
+        source = (arguments or {}).get("source", self.sources[0])
+        if source not in self.sources:
+            # Not a source served: no scope of one grants it, and the caller's value is not
+            # repeated into a scope (nor a header); the family's scope is what it lacks.
+            return self.scope
+        scope = source_scope(self.scope, source)
         return None if identity.holds(scope) else scope
 
 
@@ -198,7 +204,15 @@ def _number(claims: Mapping[str, Any], name: str) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TokenRejectedError(f"the {name} claim is not a number")
-    return float(value)
+    # NaN compares false with everything (an `exp` of NaN never expires), and an infinite time or
+    # an integer past a float's range is no time a working issuer writes: not a number either.
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise TokenRejectedError(f"the {name} claim is not a finite number")
+    return number
 
 
 def check_claims(
@@ -243,8 +257,9 @@ def check_claims(
 
 
 def _quoted(value: str) -> str:
-    # RFC 9110 quoted-string: a backslash before `"` and `\`; control characters are dropped.
-    cleaned = "".join(c for c in value if c >= " " and c != "\x7f")
+    # RFC 9110 quoted-string: a backslash before `"` and `\`; control characters are dropped, and
+    # anything past ASCII is a `?` (a header value is bytes, and only ASCII reads the same to all).
+    cleaned = "".join(c if c < "\x7f" else "?" for c in value if " " <= c != "\x7f")
     return '"' + cleaned.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 

@@ -18,6 +18,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from mcp_suite.problems import (
+    AuditBehindError,
     AuthorizationUnavailableError,
     HeadersTooLargeError,
     HttpMethodNotAllowedError,
@@ -58,6 +59,7 @@ from mcp_suite.protocol.core import (
     StartCall,
 )
 from mcp_suite.protocol.http import (
+    KNOWN_METHODS,
     HttpEra,
     SessionSeen,
     accepts_json,
@@ -66,8 +68,10 @@ from mcp_suite.protocol.http import (
     check_mirrored_headers,
     era_of,
     is_json_body,
+    method_for_log,
     origin_allowed,
     path_for_log,
+    repeated_singleton,
     status_of,
 )
 from mcp_suite.protocol.jsonrpc import Request, RequestId, encode_error, sniff_id
@@ -218,6 +222,7 @@ class HttpExchange:
     (MCP_HTTP_AUTH=jwt). Not thread-safe; the runtime calls it from the event loop only."""
 
     __slots__ = (
+        "_audit_room",
         "_grants",
         "_in_progress",
         "_logged_paths",
@@ -241,12 +246,15 @@ class HttpExchange:
         ready: Callable[[], bool],
         scopes: Sequence[str],
         authenticates: bool,
+        audit_room: Callable[[], bool] = lambda: True,
     ) -> None:
         self.settings = settings
         self.authenticates = authenticates
         self._new_core = new_core
         self._grants = grants
         self._ready = ready
+        # Whether the log sink has room for another request's audit record (`StderrSink.admit`).
+        self._audit_room = audit_room
         self._sessions: dict[str, _Session] = {}
         self._in_progress: dict[str, int] = {}
         resource = settings.http_resource_uri
@@ -277,7 +285,16 @@ class HttpExchange:
         """A request's head: answered at once (a probe, the metadata, a refusal), or an `HttpRequest`
         whose `token` (None: none is required) the runtime verifies next."""
         headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in raw_headers}
-        where = f"{method} {path_for_log(path, self._logged_paths)}"
+        where = f"{method_for_log(method)} {path_for_log(path, self._logged_paths)}"
+        if method not in KNOWN_METHODS:
+            # Refused before anything else, and logged by its length only (`method_for_log`).
+            allow = b"GET" if path in _PROBES or path in self._metadata_paths else b"POST, DELETE"
+            return _refusal(
+                HttpMethodNotAllowedError,
+                "the method is not one this server knows",
+                [(b"allow", allow)],
+                log=where,
+            )
         if path in _PROBES:
             return self._probe(path, method, where)
         # hypercorn bounds a header block that arrives in pieces; one that arrives whole in a
@@ -285,6 +302,11 @@ class HttpExchange:
         limit = self.settings.http_max_header_bytes
         if sum(len(name) + len(value) + 4 for name, value in raw_headers) > limit:
             return _refusal(HeadersTooLargeError, f"the headers are longer than {limit} bytes", log=where)
+        repeated = repeated_singleton(raw_headers)
+        if repeated is not None:
+            return _refusal(
+                InvalidRequestError, f"the request carries more than one {repeated} header", log=where
+            )
         if path in self._metadata_paths and self.authenticates:
             if method not in ("GET", "HEAD"):
                 return _refusal(
@@ -437,6 +459,16 @@ class HttpRequest:
             return _refusal(NotAcceptableError, "the server answers with application/json", log=self._where)
         if not is_json_body(self.headers.get("content-type")):
             return _refusal(UnsupportedMediaTypeError, "the body must be application/json", log=self._where)
+        if not exchange._audit_room():
+            # A POST is answered with its audit record written; while stderr is read more slowly
+            # than the server logs, one that would have its record wait unboundedly is not served.
+            return _refusal(
+                AuditBehindError,
+                "the server's audit log is behind (its stderr is read too slowly); retry later",
+                [(b"retry-after", b"1")],
+                log=self._where,
+                metadata={"retryable": True},
+            )
         self._era = era_of(self.headers.get("mcp-protocol-version"))
         cap = settings.http_max_body_bytes
         declared = self.headers.get("content-length", "")

@@ -1,7 +1,8 @@
 """The Streamable HTTP transport's decisions, without I/O: Origin, Accept, Content-Type, the era of a
 POST, the headers that mirror the body, the HTTP status of an answer, the answer to a cancelled
-legacy call, which legacy sessions a new one ends or whether it is refused, and what of a request's
-path a log line may carry (MCP 2026-07-28 and 2025-11-25).
+legacy call, which legacy sessions a new one ends or whether it is refused, which headers a request
+may carry only once, and what of a request's method and path a log line may carry (MCP 2026-07-28
+and 2025-11-25).
 
 Plain functions over header values and decoded messages; `protocol.exchange` applies them. Must not
 import trio.
@@ -45,14 +46,40 @@ __all__ = [
     "check_mirrored_headers",
     "era_of",
     "is_json_body",
+    "method_for_log",
     "origin_allowed",
     "path_for_log",
+    "repeated_singleton",
     "status_of",
 ]
 
 # An unknown path is logged by at most this many of its first characters (a client that puts a
 # token in the path must not find it in the log).
 LOGGED_PATH_CHARS: Final = 16
+
+# The methods of RFC 9110 (9.3) and PATCH (RFC 5789): a log line names them as they are. Any other
+# is refused before anything else is looked at, and a log line gives only its length: a method is
+# a token of any length, and one of 15,000 characters is not 15 kB of log per refusal.
+KNOWN_METHODS: Final = frozenset(
+    {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
+)
+# Fields this server reads as one value (RFC 9110 5.3: a field that is not a list is sent once; a
+# W3C `traceparent` is one). A second one is a malformed request (400), whatever it holds: a
+# gateway that reads the first and a server that read the last would see two requests. Accept and
+# Content-Type included: a proxy's content checks read one value too. `Authorization` has its own
+# refusal, with its RFC 6750 challenge (`authz.the_authorization`).
+SINGLETON_HEADERS: Final = (
+    "host",
+    "content-length",
+    "content-type",
+    "accept",
+    "origin",
+    "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
+    "mcp-session-id",
+    "traceparent",
+)
 
 _B64_PREFIX: Final = "=?base64?"
 _B64_SUFFIX: Final = "?="
@@ -306,6 +333,27 @@ def admit_session(
 
 
 # -- logs ------------------------------------------------------------------------------------------
+
+
+def repeated_singleton(raw_headers: Iterable[tuple[bytes, bytes]]) -> str | None:
+    """The first of `SINGLETON_HEADERS` the request carries more than once (lower case), or None."""
+    seen: set[bytes] = set()
+    for name, _value in raw_headers:
+        key = name.lower()
+        if key in seen:
+            text = key.decode("latin-1")
+            if text in SINGLETON_HEADERS:
+                return text
+        seen.add(key)
+    return None
+
+
+def method_for_log(method: str) -> str:
+    """A request's method as a log line may carry it: one of `KNOWN_METHODS` as it is, any other
+    as "an unknown method" and its length."""
+    if method in KNOWN_METHODS:
+        return method
+    return f"an unknown method ({len(method)} characters)"
 
 
 def path_for_log(path: str, served: Collection[str]) -> str:

@@ -1,9 +1,12 @@
 """Characters a person reviewing a transcript cannot see, and their visible escapes.
 
-Owns: which characters count as invisible (bidi controls, zero-width characters, the byte-order mark
-and Unicode's tag characters, which can spell a whole hidden sentence) and `escape_invisible` (each
-shown as `[U+XXXX]`) and `count_invisible`. A read tool returns stored values unchanged and reports
-how many it holds; text the catalogue hands the model (names, comments) is escaped. Pure: no I/O.
+Owns: which characters count as invisible (Unicode's Default_Ignorable_Code_Point and the format
+category Cf, as data below: bidi controls, zero-width characters, the byte-order mark, the soft
+hyphen, variation selectors, which can carry a hidden message one byte per character, and the tag
+characters, which can spell a whole hidden sentence; and the Hangul fillers, which render as
+nothing) and `escape_invisible` (each shown as `[U+XXXX]`) and `count_invisible`. A read tool
+returns stored values unchanged and reports how many it holds; text the catalogue hands the model
+(names, comments) is escaped. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from collections.abc import Iterator
 from typing import Final
 
 __all__ = [
+    "DEFAULT_IGNORABLE",
+    "FORMAT",
     "INVISIBLE",
     "count_invisible",
     "counted",
@@ -22,19 +27,63 @@ __all__ = [
     "strings_of",
 ]
 
-INVISIBLE: Final = re.compile(
-    "["
-    "\u061c"  # ARABIC LETTER MARK
-    "\u115f\u1160\u3164\uffa0"  # Hangul fillers, which render as nothing
-    "\u180e"  # MONGOLIAN VOWEL SEPARATOR
-    "\u200b-\u200f"  # zero-width space, non-joiner, joiner; left-to-right and right-to-left marks
-    "\u202a-\u202e"  # bidi embeddings and overrides
-    "\u2060-\u2064"  # word joiner, invisible operators
-    "\u2066-\u2069"  # bidi isolates
-    "\ufeff"  # zero-width no-break space (byte-order mark)
-    "\U000e0000-\U000e007f"  # tag characters
-    "]"
+# Default_Ignorable_Code_Point, from the Unicode Character Database's DerivedCoreProperties.txt
+# (Unicode 15.1): Other_Default_Ignorable_Code_Point + Cf + Variation_Selector, less White_Space,
+# U+FFF9..FFFB, U+13430..1343F and the prepended concatenation marks. `unicodedata` has no such
+# property; tests/unit/test_invisible_ranges.py pins these ranges against its categories.
+DEFAULT_IGNORABLE: Final[tuple[tuple[int, int], ...]] = (
+    (0x00AD, 0x00AD),  # Cf  SOFT HYPHEN
+    (0x034F, 0x034F),  # Mn  COMBINING GRAPHEME JOINER
+    (0x061C, 0x061C),  # Cf  ARABIC LETTER MARK
+    (0x115F, 0x1160),  # Lo  HANGUL CHOSEONG FILLER..HANGUL JUNGSEONG FILLER
+    (0x17B4, 0x17B5),  # Mn  KHMER VOWEL INHERENT AQ..AA
+    (0x180B, 0x180D),  # Mn  MONGOLIAN FREE VARIATION SELECTOR ONE..THREE
+    (0x180E, 0x180E),  # Cf  MONGOLIAN VOWEL SEPARATOR
+    (0x180F, 0x180F),  # Mn  MONGOLIAN FREE VARIATION SELECTOR FOUR
+    (0x200B, 0x200F),  # Cf  ZERO WIDTH SPACE..RIGHT-TO-LEFT MARK
+    (0x202A, 0x202E),  # Cf  LEFT-TO-RIGHT EMBEDDING..RIGHT-TO-LEFT OVERRIDE
+    (0x2060, 0x2064),  # Cf  WORD JOINER..INVISIBLE PLUS
+    (0x2065, 0x2065),  # Cn  <reserved-2065>
+    (0x2066, 0x206F),  # Cf  LEFT-TO-RIGHT ISOLATE..NOMINAL DIGIT SHAPES
+    (0x3164, 0x3164),  # Lo  HANGUL FILLER
+    (0xFE00, 0xFE0F),  # Mn  VARIATION SELECTOR-1..16
+    (0xFEFF, 0xFEFF),  # Cf  ZERO WIDTH NO-BREAK SPACE
+    (0xFFA0, 0xFFA0),  # Lo  HALFWIDTH HANGUL FILLER
+    (0xFFF0, 0xFFF8),  # Cn  <reserved-FFF0>..<reserved-FFF8>
+    (0x1BCA0, 0x1BCA3),  # Cf  SHORTHAND FORMAT LETTER OVERLAP..UP STEP
+    (0x1D173, 0x1D17A),  # Cf  MUSICAL SYMBOL BEGIN BEAM..END PHRASE
+    (0xE0000, 0xE0000),  # Cn  <reserved-E0000>
+    (0xE0001, 0xE0001),  # Cf  LANGUAGE TAG
+    (0xE0002, 0xE001F),  # Cn  <reserved>
+    (0xE0020, 0xE007F),  # Cf  TAG SPACE..CANCEL TAG
+    (0xE0080, 0xE00FF),  # Cn  <reserved>
+    (0xE0100, 0xE01EF),  # Mn  VARIATION SELECTOR-17..256
+    (0xE01F0, 0xE0FFF),  # Cn  <reserved>
 )
+# The format category (Cf) beyond the above (Unicode 15.1): marks that shape what follows them
+# (prepended concatenation marks such as U+0600 ARABIC NUMBER SIGN), interlinear annotation
+# controls and Egyptian hieroglyph format controls. Pinned against `unicodedata` by the same test.
+FORMAT: Final[tuple[tuple[int, int], ...]] = (
+    (0x0600, 0x0605),
+    (0x06DD, 0x06DD),
+    (0x070F, 0x070F),
+    (0x0890, 0x0891),
+    (0x08E2, 0x08E2),
+    (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x1343F),
+)
+
+
+def _character_class(ranges: tuple[tuple[int, int], ...]) -> str:
+    return "".join(
+        re.escape(chr(low)) if low == high else f"{re.escape(chr(low))}-{re.escape(chr(high))}"
+        for low, high in sorted(ranges)
+    )
+
+
+INVISIBLE: Final = re.compile(f"[{_character_class(DEFAULT_IGNORABLE + FORMAT)}]")
 
 
 def _escape(match: re.Match[str]) -> str:

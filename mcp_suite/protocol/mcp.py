@@ -294,7 +294,11 @@ def invalid_arguments(
         if root not in names:
             names.append(root)
         message = err.get("msg", "is not valid")
-        if err.get("type") == "extra_forbidden":
+        if root == "source" and err.get("type") in ("literal_error", "enum"):
+            # pydantic lists every source served; the caller's inputSchema lists those it may read
+            # (over HTTP, the sources its token grants): the error names none.
+            message = "is not one of the sources the tool's inputSchema lists"
+        elif err.get("type") == "extra_forbidden":
             message = "is not an argument of this tool"
             meant = nearest_argument(root, known) if len(loc) == 1 else None
             if meant is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import math
 import time
 from typing import TYPE_CHECKING, Any, Final
 
@@ -20,7 +21,7 @@ import trio
 
 from mcp_suite import observe
 from mcp_suite.protocol.jsonrpc import compact_json
-from mcp_suite.runtime.log_sink import current_sink, dumps, timestamp
+from mcp_suite.runtime.log_sink import StderrSink, current_sink, dumps, timestamp
 from mcp_suite.settings import AUDIT_WRITE_WAIT_S, ECHO_MAX_CHARS, NAME_ECHO_CHARS
 
 if TYPE_CHECKING:
@@ -86,6 +87,18 @@ def _audit_event(kind: str, outcome: str, started: float) -> dict[str, Any]:
     }
 
 
+def _logged_id(request_id: object) -> tuple[object, bool]:
+    """The JSON-RPC id as the record carries it, and whether it was cut: an id is the client's
+    choice (a string, or an integer, of up to a whole frame), so a long one is its first
+    `NAME_ECHO_CHARS` characters (an integer's digits, as a string)."""
+    if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
+        return request_id, False
+    text = request_id if isinstance(request_id, str) else str(request_id)
+    if len(text) <= NAME_ECHO_CHARS:
+        return request_id, False
+    return text[:NAME_ECHO_CHARS], True
+
+
 def _excerpt(arguments: Any) -> str:
     """At most `ECHO_MAX_CHARS` of the call's arguments, as JSON (never more, whatever they hold)."""
     try:
@@ -104,8 +117,33 @@ class AuditLog:
 
     __slots__ = ()
 
+    def admit(self) -> bool:
+        """Whether a request to be audited may start: the sink has room for its record
+        (`StderrSink.admit`, which counts a refusal). Over HTTP, one it has not is refused."""
+        sink = current_sink()
+        return sink is None or sink.admit()
+
+    async def wait_room(self) -> None:
+        """Return once the sink has room for another request's record: the stdio session waits
+        here, when `admit` said no, before it reads on, so its client is held back while stderr is
+        read more slowly than the server logs, and no record is lost.
+
+        Limits: none of its own: the wait lasts as long as stderr's reader lags; the one client
+        over stdio is the process that reads it (or chose not to).
+        Cancellation: a checkpoint; cancelling only stops the wait.
+        """
+        sink = current_sink()
+        await trio.lowlevel.checkpoint()
+        while sink is not None and not sink.has_room():
+            await self._wait_ticket(sink, sink.last_ticket(), None)
+
     def answered(
-        self, answer: Answer, started: float, *, subject: str | None = None, trace_id: str | None = None
+        self,
+        answer: Answer,
+        started: float,
+        *,
+        subject: str | None = None,
+        trace: observe.TraceIds | None = None,
     ) -> int | None:
         """The record of a request the session core answered (every transport's one way); its
         ticket for `wait_written`, None when none is written."""
@@ -120,7 +158,7 @@ class AuditLog:
             arguments=answer.arguments,
             incident=problem.metadata.get("incident") if problem else None,
             subject=subject,
-            trace_id=trace_id,
+            trace=trace,
         )
 
     def request(
@@ -135,13 +173,16 @@ class AuditLog:
         arguments: Any = None,
         incident: str | None = None,
         subject: str | None = None,
-        trace_id: str | None = None,
+        trace: observe.TraceIds | None = None,
     ) -> int | None:
         sink = current_sink()
         if sink is None or not _audit_logger.isEnabledFor(logging.INFO):
             return None
         event = _audit_event("request", outcome, started)
-        event.update(id=request_id, method=method[:NAME_ECHO_CHARS])
+        logged_id, cut = _logged_id(request_id)
+        event.update(id=logged_id, method=method[:NAME_ECHO_CHARS])
+        if cut:
+            event["id_truncated"] = True
         if tool is not None:
             event["tool"] = tool[:NAME_ECHO_CHARS]
         if problem is not None:
@@ -152,9 +193,11 @@ class AuditLog:
             event["incident"] = incident
         if subject is not None:  # over HTTP: the caller's token subject (`anonymous` without auth)
             event["sub"] = subject[:NAME_ECHO_CHARS]
-        if trace_id is not None:  # tracing is on: the request's span (docs/operations/watching.md)
-            event["trace_id"] = trace_id
-        return sink.write_line(dumps(event))
+        if trace is not None:  # tracing is on: the request's span (docs/operations/watching.md)
+            event["trace_id"] = trace.trace_id
+            if trace.client_trace_id is not None:  # chosen by the client: apart, and named so
+                event["client_trace_id"] = trace.client_trace_id
+        return sink.write_line(dumps(event), keep=True)
 
     async def wait_written(self, ticket: int | None) -> None:
         """Return once the record of `ticket` (and every line logged before it, such as the
@@ -168,6 +211,10 @@ class AuditLog:
         if ticket is None or sink is None:
             await trio.lowlevel.checkpoint()
             return
+        await self._wait_ticket(sink, ticket, AUDIT_WRITE_WAIT_S)
+
+    @staticmethod
+    async def _wait_ticket(sink: StderrSink, ticket: int, timeout_s: float | None) -> None:
         token = trio.lowlevel.current_trio_token()
         written = trio.Event()
 
@@ -176,5 +223,5 @@ class AuditLog:
                 token.run_sync_soon(written.set)
 
         sink.when_written(ticket, hand_over)
-        with trio.move_on_after(AUDIT_WRITE_WAIT_S):
+        with trio.move_on_after(math.inf if timeout_s is None else timeout_s):
             await written.wait()

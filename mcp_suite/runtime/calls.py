@@ -78,17 +78,19 @@ def new_core(
     *,
     resource_uris: Callable[[str], bool] | None = None,
     per_caller_lists: bool = False,
+    instructions: str | None = None,
 ) -> SessionCore:
     """A `SessionCore` serving `registry`'s tools (every one callable; `tools` is what tools/list
     shows) and its resources (every one readable; resources/list shows those `resource_uris`
     admits, all when it is None).
-    `per_caller_lists`: the lists depend on who asks (their cache scope is private)."""
+    `per_caller_lists`: the lists depend on who asks (their cache scope is private).
+    `instructions`: the caller's (`Registry.instructions_for`), else the registry's, naming all."""
     return SessionCore(
         server_name=SERVER_NAME,
         server_version=__version__,
         tool_names=list(registry.tools),
         tools=tools,
-        instructions=registry.instructions,
+        instructions=registry.instructions if instructions is None else instructions,
         resources=[
             mcp.ResourceDescription(
                 uri=r.uri, name=r.name, title=r.title, description=r.description, mime_type=r.mime_type

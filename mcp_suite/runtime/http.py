@@ -43,6 +43,7 @@ from mcp_suite.protocol.exchange import (
     RunCall,
     internal_error_reply,
 )
+from mcp_suite.protocol.http import method_for_log
 from mcp_suite.runtime import early_signals
 from mcp_suite.runtime.audit_trail import AuditLog, audit_subject
 from mcp_suite.runtime.calls import CallRunner, ToolCatalogue, incident, new_core
@@ -97,6 +98,7 @@ class HttpApp:
             ready=registry.ready,
             scopes=scopes,
             authenticates=verifier is not None,
+            audit_room=self.audit.admit,
         )
         # The cancel scopes of legacy sessions' calls in flight, by the exchange's name for each.
         self._calls: dict[CallRef, trio.CancelScope] = {}
@@ -125,7 +127,7 @@ class HttpApp:
         try:
             await self._http(scope, receive, tracked)
         except Exception as exc:  # noqa: BLE001  # the one exception → wire boundary of a request
-            problem = incident(exc, f"HTTP {scope['method']}")
+            problem = incident(exc, f"HTTP {method_for_log(scope['method'])}")
             if not started:  # an answer begun cannot be taken back; the log has the incident
                 await self._reply(send, internal_error_reply(problem))
 
@@ -235,12 +237,20 @@ class HttpApp:
                 if grants.tool(d.name).may_see(identity)
             ]
 
+        # Instructions (and server/discover) name only the sources this caller may read.
+        instructions = None
+        if not identity.unrestricted:
+            grants = self._grants()
+            instructions = self.registry.instructions_for(
+                lambda tool: grants.tool(tool).sources_allowed(identity)
+            )
         return new_core(
             self.settings,
             self.registry,
             visible_tools,
             resource_uris=lambda uri: self._grants().resource(uri).lacking(identity) is None,
             per_caller_lists=not identity.unrestricted,
+            instructions=instructions,
         )
 
     # -- calls -----------------------------------------------------------------------------------
@@ -336,10 +346,10 @@ class HttpApp:
         """Write the request's audit record and wait until it is on stderr: an answer a client
         holds has its record even when the replica is killed right after (a load balancer's
         replicas come and go). With telemetry on, the request's span and metrics first."""
-        trace_id = None
+        trace = None
         if self.telemetry is not None:
             headers = _request_headers.get({})
-            trace_id = self.telemetry.answered(
+            trace = self.telemetry.answered(
                 answer,
                 started,
                 transport="tcp",
@@ -349,7 +359,7 @@ class HttpApp:
                 session_id=headers.get(_SESSION_HEADER),
                 subject=identity.subject,
             )
-        ticket = self.audit.answered(answer, started, subject=identity.subject, trace_id=trace_id)
+        ticket = self.audit.answered(answer, started, subject=identity.subject, trace=trace)
         await self.audit.wait_written(ticket)
 
     def _open_span(self, start: StartCall, started: float, identity: Identity) -> CallSpan | None:

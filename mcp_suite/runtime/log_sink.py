@@ -1,7 +1,9 @@
 """The log sink: every `mcp_suite` record as one JSON object per line on stderr, by a background thread.
 
-Owns `StderrSink` (a bounded line buffer drained in batches by one daemon thread, so a parent that
-never reads our stderr cannot block the event loop: lines beyond the bound are dropped and counted),
+Owns `StderrSink` (a buffer bounded in bytes, drained in batches by one daemon thread, so a parent
+that never reads our stderr cannot block the event loop: log lines beyond their half of the bound
+are dropped and counted; audit records never are, and `admit` says when a request must not start
+for want of room),
 the JSON-line handler that libraries' records and Python warnings take too, `configure_logging` and
 `write_line_now` (a refusal before the sink runs). stdout belongs to the protocol: nothing here
 writes there. Knows no record schema beyond a log line's: a record that carries its own line
@@ -34,7 +36,8 @@ __all__ = [
 ]
 
 logger: Final = logging.getLogger("mcp_suite")
-_BUFFER_LINES: Final = 10_000
+# The default bound of the sink (MCP_LOG_BUFFER_BYTES sets the server's).
+_BUFFER_BYTES: Final = 4_194_304
 _FLUSH_INTERVAL_S: Final = 0.02
 
 
@@ -54,27 +57,38 @@ def dumps(payload: dict[str, Any]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class SinkStatistics:
-    """`StderrSink.statistics()`: lines waiting for the writer thread, and lines dropped since the
-    sink started because the buffer was full."""
+    """`StderrSink.statistics()`: lines and bytes not yet written (those being written included),
+    log lines dropped since the sink started because the buffer was full, and requests refused
+    because it was (`admit`)."""
 
     lines_waiting: int
+    bytes_waiting: int
     lines_dropped: int
+    requests_refused: int
 
 
 class StderrSink:
-    """A bounded line buffer drained to a text stream by one daemon thread.
+    """A line buffer bounded in bytes, drained to a text stream by one daemon thread.
 
     Every line gets a ticket, its number in order; `when_written(ticket, callback)` calls back from
     the writer thread once that line and every one before it are out (or were dropped).
 
-    Limits: at most `capacity` lines wait; beyond that new lines are dropped and counted
-    (`statistics().lines_dropped`, and a warning line once the writer runs again).
+    Limits: lines not yet written (the batch being written included) hold at most `capacity_bytes`
+    bytes. Log lines may fill half of it; beyond that a new log line is dropped and counted
+    (`statistics().lines_dropped`, and a warning line once the writer runs again), so a flood of
+    log lines (an unauthenticated client's refusals) never takes the room of audit records. A line
+    written with `keep=True` (an audit record) is never dropped: it may pass the bound, by as much
+    as the requests `admit` let start before the bound was reached write, and no more, since
+    `admit` refuses new ones past it.
     """
 
-    def __init__(self, stream: TextIO, capacity: int = _BUFFER_LINES) -> None:
+    def __init__(self, stream: TextIO, capacity_bytes: int = _BUFFER_BYTES) -> None:
         self._stream = stream
         self._lines: collections.deque[str] = collections.deque()
-        self._capacity = capacity
+        self._capacity = capacity_bytes
+        self._held = 0  # bytes (ASCII JSON) of the lines not yet written, the batch being written too
+        self._held_lines = 0
+        self._refused = 0
         self._stop = threading.Event()
         self._wake = threading.Event()
         # Set while someone waits for a line: the writer skips its gathering pause.
@@ -91,19 +105,47 @@ class StderrSink:
 
     def statistics(self) -> SinkStatistics:
         with self._lock:
-            return SinkStatistics(lines_waiting=len(self._lines), lines_dropped=self._dropped)
+            return SinkStatistics(
+                lines_waiting=self._held_lines,
+                bytes_waiting=self._held,
+                lines_dropped=self._dropped,
+                requests_refused=self._refused,
+            )
 
-    def write_line(self, line: str) -> int:
-        """Queue `line`; its ticket. Never blocks on the stream."""
+    def admit(self) -> bool:
+        """Whether a request whose audit record is to be written may start: not while the lines
+        not yet written fill the bound (a stderr read slower than the server logs). A refusal is
+        counted (`statistics().requests_refused`)."""
+        with self._lock:
+            if self._held < self._capacity:
+                return True
+            self._refused += 1
+            return False
+
+    def has_room(self) -> bool:
+        """Whether the lines not yet written are below the bound (`admit` without counting)."""
+        with self._lock:
+            return self._held < self._capacity
+
+    def last_ticket(self) -> int:
+        """The ticket of the last line queued (0: none yet)."""
+        with self._lock:
+            return self._accepted
+
+    def write_line(self, line: str, *, keep: bool = False) -> int:
+        """Queue `line`; its ticket. Never blocks on the stream. A log line that does not fit in
+        the log lines' half of the bound is dropped; one to `keep` (an audit record) never is."""
         with self._lock:
             self._accepted += 1
             ticket = self._accepted
-            if len(self._lines) >= self._capacity:
+            if not keep and self._held + len(line) + 1 > self._capacity // 2:
                 self._dropped += 1
                 self._dropped_unreported += 1
                 return ticket
             was_empty = not self._lines
             self._lines.append(line)
+            self._held += len(line) + 1
+            self._held_lines += 1
         if was_empty:
             self._wake.set()  # once per batch, not per line
         return ticket
@@ -124,6 +166,8 @@ class StderrSink:
             batch = list(self._lines)
             self._lines.clear()
             upto = self._accepted
+            taken_lines = len(batch)
+            taken = sum(len(line) + 1 for line in batch)
             if self._dropped_unreported:
                 count, self._dropped_unreported = self._dropped_unreported, 0
                 batch.append(dumps({"level": "warning", "msg": f"{count} log line(s) dropped"}))
@@ -134,6 +178,8 @@ class StderrSink:
             except (OSError, ValueError):
                 pass  # stderr is gone; nothing else can report it
         with self._lock:
+            self._held -= taken
+            self._held_lines -= taken_lines
             self._written = upto
             ready = [callback for ticket, callback in self._waiters if ticket <= upto]
             self._waiters = [(ticket, callback) for ticket, callback in self._waiters if ticket > upto]
@@ -181,7 +227,10 @@ class JsonLineHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             own = record.__dict__.get("json_line")  # built where the record was logged
-            self.sink.write_line(own if isinstance(own, str) else _line(record))
+            if isinstance(own, str):  # an audit event: never dropped
+                self.sink.write_line(own, keep=True)
+            else:
+                self.sink.write_line(_line(record))
         except Exception:  # noqa: BLE001  # logging must never take the server down
             self.handleError(record)
 
@@ -209,11 +258,14 @@ def current_sink() -> StderrSink | None:
     return _sink
 
 
-def configure_logging(level: str = "INFO", stream: TextIO | None = None) -> None:
-    """Send every `mcp_suite` record to stderr (or `stream`) as JSON lines."""
+def configure_logging(
+    level: str = "INFO", stream: TextIO | None = None, *, buffer_bytes: int = _BUFFER_BYTES
+) -> None:
+    """Send every `mcp_suite` record to stderr (or `stream`) as JSON lines, through a sink bounded
+    by `buffer_bytes` (MCP_LOG_BUFFER_BYTES)."""
     global _sink  # one process-wide sink, replaced on reconfiguration
     shutdown_logging()
-    _sink = StderrSink(stream if stream is not None else sys.stderr)
+    _sink = StderrSink(stream if stream is not None else sys.stderr, buffer_bytes)
     handler = JsonLineHandler(_sink)
     ours = logging.getLogger("mcp_suite")
     ours.handlers[:] = [handler]

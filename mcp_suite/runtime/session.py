@@ -293,6 +293,10 @@ class Session:
             self._calls = calls
             async with frames_recv:
                 async for batch in frames_recv:
+                    if not self.audit.admit():
+                        # stderr is read more slowly than the server logs: the client waits (its
+                        # frames stay unread) rather than a record be lost (watching.md).
+                        await self.audit.wait_room()
                     # Inline answers of one batch travel to the writer together, in arrival order.
                     handled = [self._handle(item) for item in batch]
                     out = b"".join(frame for frame, _ in handled)
@@ -372,16 +376,16 @@ class Session:
     ) -> None:
         """The request's audit record, and its span and metrics when telemetry is on."""
         telemetry = self.telemetry
-        trace_id = None
+        trace = None
         if telemetry is not None:
-            trace_id = telemetry.answered(
+            trace = telemetry.answered(
                 answer,
                 started,
                 transport="pipe",
                 span=span,
                 protocol_version=version or self.core.legacy_version,
             )
-        self.audit.answered(answer, started, trace_id=trace_id)
+        self.audit.answered(answer, started, trace=trace)
 
     def _cancel_all(self) -> None:
         """Cancel every in-flight call; each still reports its end (and gets a shutdown answer)."""

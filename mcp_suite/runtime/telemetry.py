@@ -7,8 +7,9 @@ the stages the tools mark (`mcp_suite.observe`) become its children, in worker t
 
 Spans: one SERVER span per request, `{mcp.method.name} {target}`, with the method, the tool, the
 protocol version, the session (hashed), the JSON-RPC id and `error.type` (the JSON-RPC error code,
-or `tool_error` for an `isError` result); the parent is the request's `_meta.traceparent`, else the
-HTTP `traceparent` header. Never argument values, SQL text, tokens or claims beyond the subject.
+or `tool_error` for an `isError` result); each starts a trace of the server's own, linked to the
+request's `_meta.traceparent`, else the HTTP `traceparent` header (a client's choice, kept apart).
+Never argument values, SQL text, PostgreSQL's messages, tokens or claims beyond the subject.
 Export: OTLP/HTTP through a BatchSpanProcessor (bounded queue; a full queue drops the span and
 counts it in `otel.sdk.processor.span.processed{error.type=queue_full}`), metrics pushed every
 MCP_OTEL_EXPORT_INTERVAL_S and served as Prometheus text on their own loopback listener.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import http.server
 import os
 import threading
 import time
@@ -40,7 +42,8 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from mcp_suite import SERVER_NAME, __version__, observe
 from mcp_suite.problems import Channel
 from mcp_suite.protocol.core import CallKind, StartCall
-from mcp_suite.runtime.log_sink import logger
+from mcp_suite.runtime.log_sink import current_sink, logger
+from mcp_suite.settings import PROMETHEUS_MAX_CONNECTIONS, PROMETHEUS_TIMEOUT_S
 
 if TYPE_CHECKING:
     from prometheus_client.registry import CollectorRegistry
@@ -80,8 +83,19 @@ class _Stages:
     def __init__(self, tracer: trace.Tracer) -> None:
         self._tracer = tracer
 
-    def stage(self, name: str) -> contextlib.AbstractContextManager[object]:
-        return self._tracer.start_as_current_span(name, record_exception=False)
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[object]:
+        # The SDK would describe a failed span's status by `str(exc)`: PostgreSQL's message, which
+        # quotes stored values. A stage that raises carries the exception's type alone.
+        with self._tracer.start_as_current_span(
+            name, record_exception=False, set_status_on_exception=False
+        ) as span:
+            try:
+                yield span
+            except Exception as exc:
+                span.set_attribute("error.type", type(exc).__qualname__)
+                span.set_status(Status(StatusCode.ERROR))
+                raise
 
     def note(self, attributes: dict[str, observe.Attribute]) -> None:
         span = trace.get_current_span()
@@ -187,6 +201,26 @@ class Telemetry:
             [self._observe_sources("reachable")],
             description="1 while the source answered its last audit connection, else 0",
         )
+        # The log sink (docs/operations/watching.md, "The log sink"): what it dropped, what waits,
+        # and the requests refused (HTTP) or held back (stdio) because audit records filled it.
+        meter.create_observable_counter(
+            "mcp_suite.log.lines_dropped",
+            [_sink_figure("lines_dropped")],
+            unit="{line}",
+            description="Log lines dropped because stderr was read too slowly (never an audit record)",
+        )
+        meter.create_observable_counter(
+            "mcp_suite.log.requests_held_back",
+            [_sink_figure("requests_refused")],
+            unit="{request}",
+            description="Requests refused (HTTP) or held back (stdio) while audit records filled the log",
+        )
+        meter.create_observable_gauge(
+            "mcp_suite.log.bytes_waiting",
+            [_sink_figure("bytes_waiting")],
+            unit="By",
+            description="Bytes of stderr lines not yet written",
+        )
         self._meter = meter
         self._stages = _Stages(self.tracer)
         observe.install(self._stages)
@@ -196,12 +230,12 @@ class Telemetry:
     def _serve_prometheus(self, host: str, port: int) -> MetricReader:
         """A PrometheusMetricReader on its own registry, served at http://host:port/metrics."""
         from opentelemetry.exporter.prometheus import PrometheusMetricReader
-        from prometheus_client import start_http_server
         from prometheus_client.registry import CollectorRegistry
 
         registry: CollectorRegistry = CollectorRegistry(auto_describe=True)
         reader = PrometheusMetricReader(registry=registry)
-        server, _thread = start_http_server(port, addr=host, registry=registry)
+        server = _metrics_server(host, port, registry)
+        threading.Thread(target=server.serve_forever, name="mcp-suite-metrics", daemon=True).start()
         self._prometheus_server = server
         self.prometheus_port = int(server.server_address[1])
         logger.info("serving metrics as Prometheus text at http://%s:%d/metrics", host, self.prometheus_port)
@@ -285,9 +319,9 @@ class Telemetry:
         protocol_version: str | None = None,
         session_id: str | None = None,
         subject: str | None = None,
-    ) -> str | None:
+    ) -> observe.TraceIds | None:
         """Record an answered request: its span (ended now; made now for an inline answer) and its
-        metrics. Returns the trace id for the audit record."""
+        metrics. Returns its trace ids for the audit record (the server's, and the client's)."""
         method = answer.method if answer.method in _METHODS else _OTHER
         tool = answer.tool if answer.tool in self._tools else None
         if span is None:
@@ -328,7 +362,11 @@ class Telemetry:
                 rule = problem.metadata.get("rule")
                 self._refusals.add(1, {"rule": rule if isinstance(rule, str) else problem.slug})
         span_context = span.get_span_context()
-        return format(span_context.trace_id, "032x") if span_context.is_valid else None
+        if not span_context.is_valid:
+            return None
+        links = getattr(span, "links", ())  # the SDK's span; the client's context, when it sent one
+        client = format(links[0].context.trace_id, "032x") if links else None
+        return observe.TraceIds(format(span_context.trace_id, "032x"), client)
 
     def _start_span(
         self,
@@ -364,11 +402,24 @@ class Telemetry:
             attributes["mcp.session.id"] = hashlib.sha256(session_id.encode()).hexdigest()[:32]
         if subject is not None:
             attributes["enduser.id"] = subject[:64]
-        parent_context = _PROPAGATOR.extract({"traceparent": parent}) if parent else otel_context.Context()
+        # The client's `traceparent` is a link, not the parent: its trace id is the caller's choice,
+        # so the span (and the audit record) has a trace id of the server's own, and the client's
+        # stays apart, marked as the client's (`client_trace_id`). OpenTelemetry's advice for a
+        # request from outside the trust boundary.
+        links: list[trace.Link] = []
+        if parent:
+            sent = trace.get_current_span(_PROPAGATOR.extract({"traceparent": parent})).get_span_context()
+            if sent.is_valid:
+                links.append(trace.Link(sent, {"mcp_suite.link": "client_traceparent"}))
         start_ns = time.time_ns() - int((time.perf_counter() - started) * 1e9)
         name = f"{method} {target}" if target is not None else method
         return self.tracer.start_span(
-            name, context=parent_context, kind=SpanKind.SERVER, attributes=attributes, start_time=start_ns
+            name,
+            context=otel_context.Context(),
+            kind=SpanKind.SERVER,
+            attributes=attributes,
+            links=links,
+            start_time=start_ns,
         )
 
     @staticmethod
@@ -401,6 +452,53 @@ class Telemetry:
         if self._prometheus_server is not None:
             self._prometheus_server.shutdown()
             self._prometheus_server.server_close()
+
+
+def _metrics_server(host: str, port: int, registry: CollectorRegistry) -> http.server.ThreadingHTTPServer:
+    """The Prometheus text at http://host:port/metrics, served by a thread per connection for at
+    most PROMETHEUS_MAX_CONNECTIONS connections at once, each closed once a read or a write waits
+    PROMETHEUS_TIMEOUT_S; a connection beyond them is closed at once. prometheus_client's own
+    listener starts a thread per connection and waits on each for ever: 400 idle connections were
+    400 threads (a container's pids limit is 64)."""
+    from prometheus_client.exposition import MetricsHandler
+
+    class Handler(MetricsHandler):
+        timeout = PROMETHEUS_TIMEOUT_S  # StreamRequestHandler: the socket's timeout
+
+    Handler.registry = registry
+
+    class Server(http.server.ThreadingHTTPServer):
+        daemon_threads = True
+        allow_reuse_address = True
+
+        def __init__(self) -> None:
+            self.slots = threading.BoundedSemaphore(PROMETHEUS_MAX_CONNECTIONS)
+            super().__init__((host, port), Handler)
+
+        def process_request(self, request: Any, client_address: Any) -> None:
+            if not self.slots.acquire(blocking=False):
+                self.shutdown_request(request)  # every slot is taken: closed, no thread
+                return
+            super().process_request(request, client_address)
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            pass  # a scraper that went away: nothing to report (the default prints a traceback)
+
+        def process_request_thread(self, request: Any, client_address: Any) -> None:
+            try:
+                super().process_request_thread(request, client_address)
+            finally:
+                self.slots.release()
+
+    return Server()
+
+
+def _sink_figure(field: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
+    def observe_sink(_options: CallbackOptions) -> Iterable[Observation]:
+        sink = current_sink()
+        return [] if sink is None else [Observation(int(getattr(sink.statistics(), field)))]
+
+    return observe_sink
 
 
 def _signal_url(endpoint: str, signal: str) -> str:

@@ -9,7 +9,7 @@ else they raise becomes an internal error with an incident id at the dispatcher.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -148,7 +148,11 @@ class Toolset:
     never return or raise on its own (an exception ends the session, like any task's).
 
     `states` says how its data sources are (`SourceState`, each in the order configured): cheap,
-    thread-safe, no I/O (a metrics reader and the readiness probe call it)."""
+    thread-safe, no I/O (a metrics reader and the readiness probe call it).
+
+    `guidance_for`, when its tools take a `source`: its sentence for a caller who may read only the
+    sources given (over HTTP a token's scopes may grant some of them): it names no other source,
+    and it is empty when there are none."""
 
     tools: tuple[ToolSpec, ...]
     resources: tuple[ResourceSpec, ...] = field(default=())
@@ -156,3 +160,4 @@ class Toolset:
     guidance: str = ""
     background: tuple[Callable[[], Awaitable[object]], ...] = field(default=())
     states: Callable[[], list[SourceState]] | None = None
+    guidance_for: Callable[[Collection[str]], str] | None = None

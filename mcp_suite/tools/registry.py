@@ -11,7 +11,7 @@ psycopg and its libpq, waits until it is enabled: the one deferred import here, 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
@@ -69,6 +69,23 @@ class Registry:
     background: tuple[Callable[[], Awaitable[object]], ...] = field(default=())
     # Every toolset's `states` (see `Toolset.states`).
     states: tuple[Callable[[], list[SourceState]], ...] = field(default=())
+    # Each toolset's guidance, its `guidance_for` and its tools' names, in order (`instructions_for`).
+    guidance: tuple[tuple[str, Callable[[Collection[str]], str] | None, tuple[str, ...]], ...] = field(
+        default=()
+    )
+
+    def instructions_for(self, sources_of: Callable[[str], Sequence[str]]) -> str:
+        """The instructions for a caller who may read, with each tool, the sources `sources_of`
+        gives for its name: a toolset whose tools take a `source` names only those (and says
+        nothing when there are none). The `instructions` name every source."""
+        parts = []
+        for text, guidance_for, tool_names in self.guidance:
+            if guidance_for is None:
+                parts.append(text)
+                continue
+            allowed = {source for name in tool_names for source in sources_of(name)}
+            parts.append(guidance_for(allowed))
+        return instructions(parts, framed=any(tool.untrusted for tool in self.tools.values()))
 
     def source_states(self) -> list[SourceState]:
         """Every data source's state, toolset by toolset (no I/O)."""
@@ -97,6 +114,7 @@ def open_registry(
         resources: dict[str, ResourceSpec] = {}
         warm_up: list[Callable[[], object]] = []
         guidance: list[str] = []
+        by_toolset: list[tuple[str, Callable[[Collection[str]], str] | None, tuple[str, ...]]] = []
         background: list[Callable[[], Awaitable[object]]] = []
         states: list[Callable[[], list[SourceState]]] = []
         for opener in openers:
@@ -111,6 +129,7 @@ def open_registry(
                 resources[resource.uri] = resource
             warm_up.extend(toolset.warm_up)
             guidance.append(toolset.guidance)
+            by_toolset.append((toolset.guidance, toolset.guidance_for, tuple(t.name for t in toolset.tools)))
             background.extend(toolset.background)
             if toolset.states is not None:
                 states.append(toolset.states)
@@ -122,4 +141,5 @@ def open_registry(
             instructions=instructions(guidance, framed=any(tool.untrusted for tool in tools.values())),
             background=tuple(background),
             states=tuple(states),
+            guidance=tuple(by_toolset),
         )

@@ -40,8 +40,12 @@ def test_a_stdio_server_exports_its_spans_and_metrics_over_otlp_http() -> None:
         spans = {span.name: span for span in receiver.spans()}
         assert {"initialize", f"tools/call {TOOL}", "mcp.encode"} <= set(spans), sorted(spans)
         call = spans[f"tools/call {TOOL}"]
-        assert call.trace_id.hex() == PARENT_TRACE
-        assert call.parent_span_id.hex() == "00f067aa0ba902b7"
+        # The client's trace is a link; the span's trace is the server's own.
+        assert call.trace_id.hex() != PARENT_TRACE
+        assert call.parent_span_id == b""
+        assert [(link.trace_id.hex(), link.span_id.hex()) for link in call.links] == [
+            (PARENT_TRACE, "00f067aa0ba902b7")
+        ]
         assert call.kind == call.SPAN_KIND_SERVER
         attributes = {a.key: a.value.string_value for a in call.attributes}
         assert attributes["mcp.method.name"] == "tools/call"
@@ -58,7 +62,8 @@ def test_a_stdio_server_exports_its_spans_and_metrics_over_otlp_http() -> None:
     # The call's audit record joins its trace; the start-up log names the outbound connection.
     records = [json.loads(line) for line in server.stderr_lines if line.startswith("{")]
     (record,) = [r for r in records if r.get("event") == "request" and r.get("tool") == TOOL]
-    assert record["trace_id"] == PARENT_TRACE
+    assert record["trace_id"] == call.trace_id.hex()
+    assert record["client_trace_id"] == PARENT_TRACE
     assert any("an outbound connection" in r.get("msg", "") for r in records)
 
 

@@ -277,6 +277,30 @@ async def test_over_http_a_scope_per_source_lists_and_serves_that_source_alone(c
     assert allowed.status_code == 200
 
 
+async def test_over_http_the_instructions_and_errors_name_only_the_sources_the_caller_may_read(
+    config: Path,
+) -> None:
+    env = {"MCP_CONFIG": str(config), "MCP_TEST_LEGACY_PASSWORD": os.environ["MCP_TEST_LEGACY_PASSWORD"]}
+    with open_issuer() as issuer, open_http_server(issuer, env) as server:
+        one = issuer.token(server.url, sub="gina", scope="sql:read:legacy")
+        every = issuer.token(server.url, sub="hal", scope="sql:read")
+        with trio.fail_after(60):
+            async with httpx2.AsyncClient() as raw:
+                hers = (await _post(raw, server, one, _modern("server/discover", {}))).json()["result"]
+                his = (await _post(raw, server, every, _modern("server/discover", {}))).json()["result"]
+                call = {"name": "read_only_sql", "arguments": {"sql": "SELECT 1", "source": "nowhere"}}
+                unknown = await _post(raw, server, every, _modern("tools/call", call), "read_only_sql")
+    assert "legacy: The same docs on PostgreSQL 15" in hers["instructions"]
+    assert "demo" not in hers["instructions"]
+    assert "PostgreSQL 18" not in hers["instructions"]
+    assert "demo: The demo docs on PostgreSQL 18; legacy: The same docs" in his["instructions"]
+    # A source no one serves: a validation error that lists no source (the inputSchema does).
+    detail = json.loads(unknown.json()["result"]["content"][0]["text"])["detail"]
+    assert "source: is not one of the sources the tool's inputSchema lists" in detail
+    assert "demo" not in detail
+    assert "legacy" not in detail
+
+
 async def test_with_one_source_in_the_file_the_source_argument_may_be_left_out(
     demo_cluster: Cluster, tmp_path: Path
 ) -> None:

@@ -99,3 +99,39 @@ async def test_a_query_s_span_has_the_policy_and_the_database_as_children_and_no
     records = [json.loads(line) for line in audit_lines.getvalue().splitlines()]
     statements = [r for r in records if r.get("event") == "statement"]
     assert [int(r["trace_id"], 16) for r in statements] == [c.context.trace_id for c in calls]
+
+
+async def test_a_failed_query_s_spans_carry_the_error_s_type_never_postgresql_s_message(
+    demo_cluster: Cluster,
+) -> None:
+    made: list[InMemory] = []
+
+    def watch(registry: Registry) -> Telemetry:
+        made.append(in_memory_telemetry(registry))
+        return made[0].telemetry
+
+    # PostgreSQL quotes the value it could not read in its message: a stored value, as often.
+    failing = f"SELECT title::int FROM docs.pages WHERE title <> '{SECRET}'"
+    try:
+        with trio.fail_after(60):
+            async with open_session(
+                settings=sql_settings(demo_cluster.reader_dsn),
+                builtins=True,
+                test_tools=False,
+                telemetry=watch,
+            ) as harness:
+                await harness.initialize()
+                answer = await harness.response(await harness.call("read_only_sql", {"sql": failing}))
+                assert answer["result"]["isError"] is True, answer
+        spans = made[0].spans()
+    finally:
+        for watched in made:
+            watched.telemetry.close()
+    database = [s for s in spans if s.name == "sql.database"]
+    assert database
+    assert database[0].status.status_code.name == "ERROR"
+    assert str(dict(database[0].attributes or {})["error.type"]).isidentifier()  # a class's name
+    for span in spans:
+        said = [span.status.description or "", *(str(v) for v in (span.attributes or {}).values())]
+        said += [str(event.attributes) + event.name for event in span.events]
+        assert not [text for text in said if "invalid input syntax" in text or '"' in text], (span.name, said)

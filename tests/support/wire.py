@@ -41,6 +41,7 @@ HTTP_REFUSALS: Final = (
     "request-too-large",
     "headers-too-large",
     "authorization-unavailable",
+    "audit-behind",
 )
 _WIRE_ONLY: Final = frozenset(
     {"session-not-initialized", "invalid-request", "method-not-found", *HTTP_REFUSALS}

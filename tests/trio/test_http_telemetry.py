@@ -1,5 +1,5 @@
 """Traces and metrics of the HTTP transport in process (hypercorn on a loopback port, the SDK's
-in-memory exporters): the `traceparent` header is a call's parent unless its `_meta` names one, the
+in-memory exporters): the `traceparent` header is a call's link unless its `_meta` names one, the
 session id is never an attribute (a digest of it is), the caller's subject is; the sessions and
 callers gauges; the probes answer without a token and leave no span."""
 
@@ -72,7 +72,7 @@ def call(name: str, request_id: int, meta: dict[str, Any] | None = None) -> dict
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
-async def test_an_http_call_s_span_takes_its_parent_from_the_header_or_its_meta(
+async def test_an_http_call_s_span_links_the_client_s_trace_from_the_header_or_its_meta_and_has_its_own(
     memory: list[InMemory],
 ) -> None:
     with trio.fail_after(30):
@@ -106,8 +106,13 @@ async def test_an_http_call_s_span_takes_its_parent_from_the_header_or_its_meta(
     spans = {span.name: span for span in watched.spans()}
     assert sorted(spans) == ["initialize", "mcp.encode", "tools/call deny", "tools/call echo"]
     echo, deny = spans["tools/call echo"], spans["tools/call deny"]
-    assert format(echo.context.trace_id, "032x") == HEADER_TRACE
-    assert format(deny.context.trace_id, "032x") == META_TRACE  # `_meta` is the request's own
+    # The client's trace is a link (`_meta` is the request's own, before the header); the span's
+    # trace is the server's, and it has no parent.
+    assert [format(link.context.trace_id, "032x") for link in echo.links] == [HEADER_TRACE]
+    assert [format(link.context.trace_id, "032x") for link in deny.links] == [META_TRACE]
+    assert format(echo.context.trace_id, "032x") not in (HEADER_TRACE, META_TRACE)
+    assert format(deny.context.trace_id, "032x") not in (HEADER_TRACE, META_TRACE)
+    assert (echo.parent, deny.parent) == (None, None)
     attributes = dict(echo.attributes or {})
     assert attributes["mcp.session.id"] == hashlib.sha256(session_id.encode()).hexdigest()[:32]
     assert session_id not in {

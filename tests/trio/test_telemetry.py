@@ -1,7 +1,8 @@
 """Traces and metrics of a stdio session, read in process with the SDK's in-memory exporters: one
-SERVER span per request by the MCP conventions, its parent the `_meta.traceparent`, the encoding as
-a child, `error.type` for an `isError` result and a JSON-RPC error, nothing of the arguments; the
-metrics by tool, outcome, problem and rule; and the audit records joined to the spans by trace id."""
+SERVER span per request by the MCP conventions, a trace of its own linked to the
+`_meta.traceparent`, the encoding as a child, `error.type` for an `isError` result and a JSON-RPC
+error, nothing of the arguments; the metrics by tool, outcome, problem and rule; and the audit
+records joined to the spans by trace id, the client's kept apart."""
 
 from __future__ import annotations
 
@@ -96,11 +97,12 @@ async def test_each_request_is_one_server_span_by_the_mcp_conventions(watch: Wat
     ), [span.name for span in spans]
     echo = by_name["tools/call echo"]
     assert echo.kind is SpanKind.SERVER
-    assert echo.parent is not None
-    assert (format(echo.context.trace_id, "032x"), format(echo.parent.span_id, "016x")) == (
-        PARENT_TRACE,
-        PARENT_SPAN,
-    )
+    # The client's `traceparent` is a link: the span's trace is the server's own.
+    assert echo.parent is None
+    assert [
+        (format(link.context.trace_id, "032x"), format(link.context.span_id, "016x")) for link in echo.links
+    ] == [(PARENT_TRACE, PARENT_SPAN)]
+    assert format(echo.context.trace_id, "032x") != PARENT_TRACE
     assert dict(echo.attributes or {}) == {
         "mcp.method.name": "tools/call",
         "gen_ai.tool.name": "echo",
@@ -163,8 +165,11 @@ async def test_each_audit_record_carries_the_schema_version_and_its_spans_trace_
     for record in requests:
         assert record["schema_version"] == AUDIT_SCHEMA_VERSION
         assert int(record["trace_id"], 16) == trace_of[str(record["id"])], record
+    # The client's trace id is kept apart, and named as the client's; the others have none.
     echo = next(r for r in requests if r.get("tool") == "echo")
-    assert echo["trace_id"] == PARENT_TRACE
+    assert echo["trace_id"] != PARENT_TRACE
+    assert echo["client_trace_id"] == PARENT_TRACE
+    assert [r for r in requests if "client_trace_id" in r] == [echo]
 
 
 async def test_without_telemetry_no_record_has_a_trace_id(audit_lines: io.StringIO) -> None:

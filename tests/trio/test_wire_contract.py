@@ -232,17 +232,19 @@ async def test_every_entry_of_the_error_table_is_seen_on_the_wire_and_agrees_wit
     # check_line already proved seen <= table; this proves the table has no entry the server never uses.
     # shutting-down needs a process told to stop: tests/e2e/test_runtime_shutdown.py sees it on the wire.
     # header-mismatch, insufficient-scope and the refusals made before a request reaches the session
-    # core exist over HTTP only: tests/trio/test_http_app.py. So does the schema resource's
-    # access-denied (a caller the identity map does not map): tests/pg/test_http_identity_bodies.py.
+    # core exist over HTTP only: tests/trio/test_http_app.py (audit-behind:
+    # tests/e2e/test_http_log_flood.py). So does the schema resource's access-denied (a caller the
+    # identity map does not map): tests/pg/test_http_identity_bodies.py.
     http_only = {
         ("header-mismatch", HEADER_MISMATCH),
         ("insufficient-scope", INVALID_REQUEST),
         ("access-denied", INVALID_REQUEST),
         ("authorization-unavailable", INTERNAL_ERROR),
+        ("audit-behind", INTERNAL_ERROR),
         *(
             (slug, INVALID_REQUEST)
             for slug in (*HTTP_REFUSALS, "unsupported-content", "concurrency-limit", "not-found")
-            if slug != "authorization-unavailable"
+            if slug not in ("authorization-unavailable", "audit-behind")
         ),
     }
     assert seen == table - {("shutting-down", INTERNAL_ERROR)} - http_only

@@ -1,4 +1,5 @@
-"""The stderr sink: bounded, never blocks its caller, batches lines, counts what it had to drop."""
+"""The stderr sink: bounded in bytes, never blocks its caller, batches lines, counts what it had to
+drop, never drops an audit record, and says when a request must not start for want of room."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ class BlockedStream(io.StringIO):
 def test_sink_writes_every_line_in_order() -> None:
     stream = BlockedStream()
     stream.release.set()
-    sink = StderrSink(stream, capacity=100)
+    sink = StderrSink(stream, capacity_bytes=1_000)
     for n in range(50):
         sink.write_line(f"line {n}")
     sink.close()
@@ -52,23 +53,110 @@ def test_sink_writes_every_line_in_order() -> None:
 
 def test_a_blocked_stderr_never_blocks_the_writer_and_drops_are_counted() -> None:
     stream = BlockedStream()
-    sink = StderrSink(stream, capacity=10)
-    for n in range(1_000):  # returns at once although nothing can be written
+    # Log lines fill half the bound: eleven lines of `line NNN\n` (9 bytes).
+    sink = StderrSink(stream, capacity_bytes=200)
+    for n in range(100, 1_100):  # returns at once although nothing can be written
         sink.write_line(f"line {n}")
     held = sink.statistics()
-    assert held.lines_dropped >= 1_000 - 10 - 10  # at most one batch in flight plus the buffer
-    assert held.lines_waiting <= 10
+    # The bound counts the batch in the writer's hands too: eleven lines in all, never more.
+    assert held.lines_dropped == 1_000 - 11
+    assert (held.lines_waiting, held.bytes_waiting) == (11, 99)
     stream.release.set()
     sink.close()
     lines = stream.getvalue().splitlines()
     notice = json.loads(lines[-1])
     assert notice["level"] == "warning"
     assert notice["msg"].endswith("log line(s) dropped")
-    assert len(lines) <= 10 + 10 + 1
+    assert len(lines) == 11 + 1
     done = sink.statistics()
     # Every line is written or counted as dropped (a notice is not one of them), none is left waiting.
     written = [line for line in lines if line.startswith("line ")]
     assert (done.lines_waiting, len(written) + done.lines_dropped) == (0, 1_000)
+
+
+def test_the_bound_is_in_bytes_so_one_long_line_cannot_hold_what_many_short_ones_would() -> None:
+    stream = BlockedStream()
+    sink = StderrSink(stream, capacity_bytes=1_000)
+    sink.write_line("x" * 15_000)  # a 15 kB line: over the bound on its own
+    sink.write_line("short")
+    held = sink.statistics()
+    assert (held.lines_dropped, held.lines_waiting, held.bytes_waiting) == (1, 1, 6)
+    stream.release.set()
+    sink.close()
+    assert stream.getvalue().splitlines()[0] == "short"
+
+
+def test_a_flood_of_log_lines_leaves_half_the_bound_to_audit_records() -> None:
+    stream = BlockedStream()
+    sink = StderrSink(stream, capacity_bytes=1_000)
+    for n in range(1_000):
+        sink.write_line(f"refusal {n:04d} " + "." * 30)
+    assert sink.statistics().bytes_waiting <= 500
+    assert sink.admit()  # the flood took its half: requests are still admitted
+    sink.write_line('{"record":1}', keep=True)
+    stream.release.set()
+    sink.close()
+    assert stream.getvalue().splitlines()[-2] == '{"record":1}'  # before the drop notice
+
+
+def test_an_audit_record_is_never_dropped_and_a_full_sink_admits_no_new_request() -> None:
+    stream = BlockedStream()
+    sink = StderrSink(stream, capacity_bytes=1_000)
+    assert sink.admit()
+    for n in range(100):  # the bound is passed: log lines go, records stay
+        sink.write_line(f"log {n:03d} " + "." * 50)
+        sink.write_line(f'{{"record":{n}}}', keep=True)
+    full = sink.statistics()
+    assert full.bytes_waiting > 1_000
+    assert full.lines_dropped > 0
+    assert not sink.has_room()
+    assert (sink.admit(), sink.admit()) == (False, False)
+    assert sink.statistics().requests_refused == 2
+    stream.release.set()
+    sink.close()
+    lines = stream.getvalue().splitlines()
+    assert [line for line in lines if line.startswith('{"record"')] == [
+        f'{{"record":{n}}}' for n in range(100)
+    ]
+    written_logs = [line for line in lines if line.startswith("log ")]
+    assert len(written_logs) + full.lines_dropped == 100
+    assert (sink.statistics().bytes_waiting, sink.has_room()) == (0, True)
+
+
+def test_a_tool_s_audit_event_is_kept_as_a_record_is_and_a_plain_log_line_is_not() -> None:
+    stream = BlockedStream()
+    sink = StderrSink(stream, capacity_bytes=400)
+    handler = JsonLineHandler(sink)
+    sink.write_line("z" * 195)  # the log lines' half of the bound is nearly full
+    plain = logging.LogRecord("mcp_suite", logging.INFO, "", 0, "a plain line", None, None)
+    event = logging.LogRecord("mcp_suite.audit", logging.INFO, "", 0, "statement", None, None)
+    event.json_line = '{"event":"statement"}'
+    handler.emit(plain)
+    handler.emit(event)
+    assert sink.statistics().lines_dropped == 1
+    stream.release.set()
+    sink.close()
+    assert stream.getvalue().splitlines()[1] == '{"event":"statement"}'
+
+
+async def test_a_stdio_reader_held_back_by_a_full_sink_goes_on_once_stderr_is_read() -> None:
+    stream = BlockedStream()
+    configure_logging("INFO", stream=stream, buffer_bytes=16_384)
+    try:
+        audit = AuditLog()
+        for n in range(1_000):
+            audit.request(request_id=n, method="tools/call", outcome="ok", started=time.perf_counter())
+        assert not audit.admit()
+        with trio.move_on_after(0.5) as waiting:
+            await audit.wait_room()
+        assert waiting.cancelled_caught  # stderr is not read: no room, the reader waits
+        stream.release.set()
+        with trio.fail_after(10):
+            await audit.wait_room()
+        assert audit.admit()
+        assert len(stream.getvalue().splitlines()) == 1_000
+    finally:
+        shutdown_logging()
 
 
 @pytest.mark.parametrize(
@@ -187,7 +275,7 @@ def test_a_line_written_before_logging_runs_is_one_json_object_with_its_fields(
 
 def test_a_waiter_is_called_back_once_its_line_and_every_earlier_one_are_written() -> None:
     stream = BlockedStream()
-    sink = StderrSink(stream, capacity=100)
+    sink = StderrSink(stream, capacity_bytes=1_000)
     tickets = [sink.write_line(f"line {n}") for n in range(3)]
     assert tickets == [1, 2, 3]
     called = threading.Event()
@@ -227,3 +315,28 @@ async def test_an_http_answer_waits_for_its_audit_record_but_not_for_a_stderr_no
         assert [json.loads(line)["id"] for line in stream.getvalue().splitlines()] == [1, 2]
     finally:
         shutdown_logging()
+
+
+@pytest.mark.parametrize(
+    ("request_id", "logged", "cut"),
+    [
+        ("x" * 100_000, "x" * 64, True),
+        (10**500, "1" + "0" * 63, True),
+        ("x" * 64, "x" * 64, False),
+        (7, 7, False),
+        (None, None, False),
+    ],
+)
+def test_a_request_s_id_is_the_client_s_choice_and_a_long_one_is_cut_in_its_record(
+    request_id: object, logged: object, cut: bool
+) -> None:
+    stream = io.StringIO()
+    configure_logging("INFO", stream=stream)
+    try:
+        AuditLog().request(request_id=request_id, method="ping", outcome="ok", started=time.perf_counter())
+    finally:
+        shutdown_logging()
+    (line,) = stream.getvalue().splitlines()
+    record = json.loads(line)
+    assert (record["id"], record.get("id_truncated", False)) == (logged, cut)
+    assert len(line) < 1_000

@@ -98,6 +98,10 @@ def test_the_source_argument_lists_only_the_sources_allowed() -> None:
         (ONE, "query", {"source": "product"}, None, None),
         (ONE, "query", {"source": "warehouse"}, None, "sql:read:warehouse"),
         (ONE, "query", {}, None, "sql:read:warehouse"),  # the first source, when none is named
+        # A source not served: the family's scope, never one made of the caller's value.
+        (ONE, "query", {"source": "日本"}, None, "sql:read"),
+        (ONE, "query", {"source": 7}, None, "sql:read"),
+        (ONE, "query", {"source": ["product"]}, None, "sql:read"),
         (NONE, "stats", {}, None, None),
         (NONE, "query", {"source": "product"}, None, "sql:read"),  # no SQL scope at all
         (NONE, None, None, "postgres://product/schema", "sql:read"),

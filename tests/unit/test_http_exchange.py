@@ -762,3 +762,78 @@ def test_without_a_resource_uri_no_metadata_path_is_served_or_logged() -> None:
     )
     assert reply.log is not None
     assert "an unknown path" in reply.log
+
+
+# -- issue 52: the method, headers sent twice, the audit's room ------------------------------------
+
+
+def test_an_unknown_method_is_405_before_anything_else_and_logged_by_its_length() -> None:
+    server = exchange()
+    for path, allow in (("/mcp", b"POST, DELETE"), ("/healthz", b"GET"), ("/x", b"POST, DELETE")):
+        refused = reply_of(server.head("X" * 15_000, path, raw({"origin": "https://evil.example"})))
+        assert refused.status == 405
+        assert (b"allow", allow) in refused.headers
+        assert refused.log is not None
+        assert "X" not in refused.log
+        assert refused.log.startswith("HTTP 405 for an unknown method (15000 characters) ")
+    put = request(server, method="PUT")  # a known method: named in a log, refused later
+    put_refused = reply_of(put.authenticated(ALICE, 100.0))
+    put.finished()
+    assert put_refused.status == 405
+    assert put_refused.log is not None
+    assert put_refused.log.startswith("HTTP 405 for PUT /mcp: ")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "host",
+        "content-length",
+        "content-type",
+        "accept",
+        "origin",
+        "mcp-protocol-version",
+        "mcp-method",
+        "mcp-name",
+        "mcp-session-id",
+        "traceparent",
+    ],
+)
+def test_a_header_read_as_one_value_sent_twice_is_400(name: str) -> None:
+    server = exchange()
+    headers = [(b"authorization", b"Bearer t"), (name.encode(), b"a"), (name.title().encode(), b"a")]
+    refused = reply_of(server.head("POST", "/mcp", headers))
+    assert refused.status == 400
+    assert (
+        json.loads(refused.body)["error"]["data"]["detail"]
+        == f"the request carries more than one {name} header"
+    )
+    # A list field may come twice (the server reads none as one value).
+    listed = [headers[0], (b"x-forwarded-for", b"a"), (b"x-forwarded-for", b"b")]
+    assert isinstance(server.head("POST", "/mcp", listed), HttpRequest)
+
+
+def test_a_post_is_refused_503_while_the_audit_has_no_room() -> None:
+    room = [False]
+    grants = grants_of([("echo", "test:call", {})], [])
+    server = HttpExchange(
+        SETTINGS,
+        new_core=lambda identity: make_core(),
+        grants=lambda: grants,
+        ready=lambda: True,
+        scopes=("test:call",),
+        authenticates=True,
+        audit_room=lambda: room[0],
+    )
+    req = request(server, LEGACY_HEAD)
+    refused = reply_of(req.authenticated(ALICE, 100.0))
+    req.finished()
+    assert refused.status == 503
+    assert (b"retry-after", b"1") in refused.headers
+    problem = json.loads(refused.body)["error"]["data"]
+    assert (problem["code"], problem["metadata"]) == ("MCP_AUDIT_BEHIND", {"retryable": True})
+    assert server.statistics().callers_in_progress == 0
+    room[0] = True
+    req = request(server, LEGACY_HEAD)
+    assert isinstance(req.authenticated(ALICE, 100.0), ReadBody)
+    req.finished()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 from types import ModuleType
 from typing import Any
@@ -364,6 +365,11 @@ def test_a_challenge_quotes_its_parameters() -> None:
     assert authz.challenge("m", description="a\\b\x7fc\x00") == (
         'Bearer resource_metadata="m", error_description="a\\\\bc"'
     )
+    # Beyond ASCII, each character is a `?`: a header value is bytes, and only ASCII reads the same
+    # to everyone (a `source` outside Latin-1 once failed to encode at all).
+    assert authz.challenge("m", scope="sql:read:日本", description="nörth\u2028") == (
+        'Bearer resource_metadata="m", scope="sql:read:??", error_description="n?rth?"'
+    )
 
 
 def test_the_metadata_is_served_at_the_path_suffixed_and_the_root_well_known_uri() -> None:
@@ -550,3 +556,10 @@ def test_sessions_idle_past_their_time_end_first_whoever_holds_them_unless_busy(
 def test_a_log_line_names_the_paths_served_and_only_the_start_of_any_other(path: str, logged: str) -> None:
     served = {"/mcp", "/.well-known/oauth-protected-resource"}
     assert path_for_log(path, served) == logged
+
+
+@pytest.mark.parametrize("name", ["exp", "nbf", "iat"])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, 10**400])
+def test_a_time_claim_that_is_not_a_finite_number_is_refused(name: str, value: float) -> None:
+    with pytest.raises(TokenRejectedError, match=f"the {name} claim is not a finite number"):
+        _check(_claims(**{name: value}))

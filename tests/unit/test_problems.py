@@ -48,6 +48,7 @@ SPEC_TABLE = {
     "request-too-large": ("MCP_REQUEST_TOO_LARGE", 413),
     "headers-too-large": ("MCP_HEADERS_TOO_LARGE", 431),
     "authorization-unavailable": ("MCP_AUTHORIZATION_UNAVAILABLE", 503),
+    "audit-behind": ("MCP_AUDIT_BEHIND", 503),
     "database-unavailable": ("MCP_DATABASE_UNAVAILABLE", 503),
     "role-refused": ("MCP_ROLE_REFUSED", 503),
     "role-unaudited": ("MCP_ROLE_UNAUDITED", 503),

@@ -11,8 +11,9 @@ and the pools are closed on exit.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Final
 
 from mcp_suite.settings import Settings
@@ -80,6 +81,7 @@ def open_sql(settings: Settings, *, guard_hidden_rows: bool = True) -> Iterator[
             ),
             warm_up=tuple(step for engine in engines.values() for step in engine.warm_up),
             guidance=_guidance(sources, named=named),
+            guidance_for=functools.partial(_guidance_for, sources) if named else None,
             background=tuple(engine.serve_reaudit for engine in engines.values()),
             states=router.states,
         )
@@ -97,6 +99,13 @@ def _open_source(source: Source, *, named: bool, refused: dict[str, str]) -> Sql
         log.critical("read_only_sql: the source %r is not served: %s", source.name, exc)
         refused[source.name] = "its start was refused (the server's log says why)"
         return None
+
+
+def _guidance_for(sources: tuple[Source, ...], allowed: Collection[str]) -> str:
+    """The guidance for a caller who may read only the `allowed` sources: it names no other (their
+    names and descriptions are the operator's, not every caller's to read); none, no sentence."""
+    mine = tuple(source for source in sources if source.name in allowed)
+    return _guidance(mine, named=True) if mine else ""
 
 
 def _guidance(sources: tuple[Source, ...], *, named: bool) -> str:

@@ -415,7 +415,7 @@ class Executor:
             # A cancel may have raced the end of the pipeline: make sure the reset really ran.
             self._connections.restore(conn)
         # After a cut the connection is closed: a type name not cached yet reads "oid <n>".
-        columns = tuple(Column(name=name, type=self._types.name(conn, oid)) for name, oid in names_and_oids)
+        columns = tuple(Column.named(name, self._types.name(conn, oid)) for name, oid in names_and_oids)
         oids = [oid for _, oid in names_and_oids]
         self._types.install_array_loaders(conn, oids)
         rows = load_rows(conn, row_results)

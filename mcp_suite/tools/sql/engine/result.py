@@ -41,8 +41,20 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Column:
+    """A result column: its name as the answer shows it, its type's name, and how many invisible
+    characters the name PostgreSQL gave held (`named` escapes them in `name`)."""
+
     name: str
     type: str
+    hidden: int = 0
+
+    @classmethod
+    def named(cls, name: str, type_name: str) -> Column:
+        """The column PostgreSQL names `name` (an alias is the caller's, or a stored value's: a
+        column of a table is whatever its owner wrote): shown escaped, its invisible characters
+        counted, as a value's are (`invisible_report`)."""
+        hidden = count_invisible(name)
+        return cls(escape_invisible(name) if hidden else name, type_name, hidden)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +70,9 @@ class QueryResult:
     # the executor, off `initialize`).
     def invisible(self) -> str | None:
         """`invisible_report` of the rows, looked for only when their JSON may hide a character."""
-        return invisible_report(self.rows, self.columns) if may_hide(self.rows_json) else None
+        if may_hide(self.rows_json) or any(column.hidden for column in self.columns):
+            return invisible_report(self.rows, self.columns)
+        return None
 
     def fits(self, max_bytes: int) -> bool:
         """`fits`: whether the rows, as written, fit the byte cap."""
@@ -131,6 +145,9 @@ def json_rows(
     if more:
         budget -= HINT_BYTES  # rows are left out whatever the cap does: the hint is sure to come
     reserved = False  # the invisible-characters report's room (taken once, when it may come)
+    if any(column.hidden for column in columns):  # a name hides some: the report is sure to come
+        reserved = True
+        budget -= report_bytes(columns, max_bytes)
     out: list[list[Any]] = []
     parts: list[bytes] = []  # the JSON of a batch of rows (without its brackets), or of one row
     counts: list[int] = []  # the rows in each part
@@ -187,14 +204,15 @@ def report_bytes(columns: tuple[Column, ...], max_bytes: int) -> int:
     ever larger)."""
     digits = len(str(max_bytes))
     part = len("; ") + len(" invisible characters in  rows of column  ()") + 3 * digits
-    return len(',"invisible":""') + sum(part + 12 * len(c.name) for c in columns)
+    named = len("; ") + len(" invisible characters in the name of column  ()") + 2 * digits
+    return len(',"invisible":""') + sum(part + named + 12 * len(c.name) * 2 for c in columns)
 
 
 def invisible_report(rows: list[list[Any]], columns: tuple[Column, ...]) -> str | None:
-    """What `rows`' values (strings, and the strings and keys of JSON and arrays) hide: for each
-    column holding invisible characters (`protocol.invisible`), how many in how many rows, or None.
-    The values are not changed: a read tool returns what is stored. The column's name is shown
-    with its own invisible characters escaped."""
+    """What `rows`' values (strings, and the strings and keys of JSON and arrays) and the columns'
+    names hide: for each column whose name held invisible characters (`protocol.invisible`), how
+    many; for each column holding some, how many in how many rows; or None. The values are not
+    changed: a read tool returns what is stored. A column's name is shown escaped (`Column.named`)."""
     rows_with = [0] * len(columns)
     characters = [0] * len(columns)
     for row in rows:
@@ -203,12 +221,18 @@ def invisible_report(rows: list[list[Any]], columns: tuple[Column, ...]) -> str 
             if found:
                 rows_with[index] += 1
                 characters[index] += found
-    parts = [
-        f"{counted(characters[index], 'invisible character')} in {counted(rows_with[index], 'row')}"
-        f" of column {index} ({escape_invisible(column.name)})"
-        for index, column in enumerate(columns)
-        if characters[index]
-    ]
+    parts: list[str] = []
+    for index, column in enumerate(columns):
+        if column.hidden:
+            parts.append(
+                f"{counted(column.hidden, 'invisible character')} in the name of column {index}"
+                f" ({escape_invisible(column.name)})"
+            )
+        if characters[index]:
+            parts.append(
+                f"{counted(characters[index], 'invisible character')} in {counted(rows_with[index], 'row')}"
+                f" of column {index} ({escape_invisible(column.name)})"
+            )
     return "; ".join(parts) or None
 
 

@@ -111,3 +111,22 @@ async def test_one_caller_s_slow_queries_leave_another_caller_a_database_thread(
             assert answer.json()["result"]["structuredContent"]["rows"] == [[3]], answer.content
     finally:
         lock.close()
+
+
+async def test_without_authorization_the_one_caller_holds_every_database_thread(demo_cluster: Cluster) -> None:
+    env = {"MCP_SQL_DSN": demo_cluster.reader_dsn, "MCP_SQL_POOL_MAX_SIZE": str(POOL)}
+    lock = psycopg.connect(demo_cluster.admin_dsn)
+    try:
+        lock.execute("LOCK TABLE reports.releases IN ACCESS EXCLUSIVE MODE")
+        with open_http_server(None, env) as server, trio.fail_after(60):
+            async with httpx2.AsyncClient(timeout=120) as http, trio.open_nursery() as nursery:
+                for n in range(1, POOL + 1):
+                    call = _call(LOCKED, "", n)
+                    del call["headers"]["Authorization"]
+                    nursery.start_soon(lambda call=call: http.post(server.url, **call))
+                # `anonymous` is everyone, as on stdio: no share to keep, every thread is its own.
+                while len(await trio.to_thread.run_sync(_waiting_on_the_lock, demo_cluster.admin_dsn)) < POOL:
+                    await trio.sleep(0.05)
+                lock.commit()
+    finally:
+        lock.close()

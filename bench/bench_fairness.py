@@ -14,6 +14,15 @@ after the other, and his p50 and p99 are taken:
 The target of each is the issue's: another caller's call delayed by at most about one call's time
 (Bob's p99 under load within the idle p99 plus `SLOW_S`). The client runs in the server's event loop,
 so both figures carry its cost alike.
+
+Then one SQL source, the demo database (issue 52: fairness down to the database threads): its pool
+has `POOL` threads; Alice keeps `ALICE_SQL_CLIENTS` (her share of the call slots) slow queries in
+flight, each waiting on a lock the bench holds until the statement timeout (`SQL_SLOW_MS`) ends it;
+Bob runs `SELECT 1` on the same source `SQL_CALLS` times:
+
+- idle: Alice sends nothing (the floor);
+- Alice at her share: Bob's p50 and p99 (before issue 52, one FIFO limiter of the pool's size for
+  everyone: Bob waited behind Alice's queued queries; now she holds at most `POOL` - 1 threads).
 """
 
 from __future__ import annotations
@@ -25,18 +34,24 @@ from collections.abc import AsyncIterator
 from typing import Any, Final
 
 import httpx2
+import psycopg
 import trio
 
 from bench.bench_peers import percentile
 from bench.common import Figure
 from mcp_suite.protocol.mcp import MODERN_VERSION
 from mcp_suite.runtime.http import serve_http
-from mcp_suite.settings import Settings
+from mcp_suite.settings import SecretStr, Settings
 from mcp_suite.tools.registry import open_registry
 from tests.support.harness import TEST_SCOPE, ToolLog, tool_opener
 from tests.support.issuer import TestIssuer, open_issuer
 
 SLOW_S: Final = 0.2  # one of Alice's calls
+POOL: Final = 4  # the SQL source's database threads (MCP_SQL_POOL_MAX_SIZE's default)
+SQL_SLOW_MS: Final = 200  # one of Alice's queries: a lock wait ended by the statement timeout
+SQL_CALLS: Final = 200
+ALICE_SQL_CLIENTS: Final = 8  # MCP_HTTP_MAX_CALLS_PER_IDENTITY's default
+LOCKED: Final = "SELECT count(*) FROM reports.releases"
 CALLS: Final = 300  # Bob's timed calls per series, after WARM_UP
 WARM_UP: Final = 20
 ALICE_CLIENTS: Final = 16  # MCP_HTTP_MAX_REQUESTS_PER_IDENTITY's default
@@ -48,6 +63,7 @@ META: Final = {
 
 
 def _call(tool: str, arguments: dict[str, Any], token: str) -> dict[str, Any]:
+    """The keyword arguments of one modern `tools/call` POST."""
     body = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -89,8 +105,10 @@ async def _alice(http: httpx2.AsyncClient, url: str, token: str) -> None:
         assert answer.status_code == 200, answer.content
 
 
-async def _bob(http: httpx2.AsyncClient, url: str, token: str, calls: int) -> list[float]:
-    request = _call("echo", {"text": "hello"}, token)
+async def _bob(
+    http: httpx2.AsyncClient, url: str, token: str, calls: int, request: dict[str, Any] | None = None
+) -> list[float]:
+    request = request or _call("echo", {"text": "hello"}, token)
     latencies: list[float] = []
     for _ in range(calls):
         started = time.perf_counter()
@@ -134,7 +152,99 @@ async def _measure() -> dict[str, tuple[float, float]]:
         }
 
 
+async def _alice_sql(http: httpx2.AsyncClient, url: str, token: str, timed_out: list[int]) -> None:
+    request = _call("read_only_sql", {"sql": LOCKED}, token)
+    while True:
+        answer = await http.post(url, **request)
+        assert answer.status_code == 200, answer.content
+        assert answer.json()["result"]["isError"] is True, answer.content  # the statement timeout
+        timed_out.append(1)
+
+
+async def _sql_series(
+    issuer: TestIssuer, dsn: str, admin_dsn: str, alice_busy: bool
+) -> tuple[float, float, int]:
+    """Bob's `SELECT 1` on the source, p50 and p99 (ms), with Alice's slow queries or not, and how
+    many of hers the statement timeout ended meanwhile."""
+    timed_out: list[int] = []
+    alice = issuer.token(RESOURCE, sub="alice", scope="sql:read", expires_in=3_600)
+    bob = issuer.token(RESOURCE, sub="bob", scope="sql:read", expires_in=3_600)
+    quick = _call("read_only_sql", {"sql": "SELECT 1"}, bob)
+    limits = httpx2.Limits(max_connections=ALICE_SQL_CLIENTS + 4)
+    lock = await trio.to_thread.run_sync(psycopg.connect, admin_dsn)
+    try:
+        overrides = {
+            "sql_dsn": SecretStr(dsn),
+            "sql_pool_max_size": POOL,
+            "sql_statement_timeout_ms": SQL_SLOW_MS,
+        }
+        async with (
+            _serving(issuer, **overrides) as (url, _log),
+            httpx2.AsyncClient(timeout=60, limits=limits) as alice_http,
+            httpx2.AsyncClient(timeout=60) as bob_http,
+            trio.open_nursery() as nursery,
+        ):
+            await _bob(bob_http, url, bob, WARM_UP, quick)  # the pool, the policy, the keys
+            if alice_busy:
+                # Held until the series ends: each of her queries waits on it, then times out.
+                await trio.to_thread.run_sync(
+                    lock.execute, "LOCK TABLE reports.releases IN ACCESS EXCLUSIVE MODE"
+                )
+                for _ in range(ALICE_SQL_CLIENTS):
+                    nursery.start_soon(_alice_sql, alice_http, url, alice, timed_out)
+                await trio.sleep(2 * SQL_SLOW_MS / 1000)  # her queries in flight
+            before = len(timed_out)
+            latencies = await _bob(bob_http, url, bob, SQL_CALLS, quick)
+            during = len(timed_out) - before
+            nursery.cancel_scope.cancel()
+    finally:
+        await trio.to_thread.run_sync(lock.close)
+    return percentile(latencies, 50), percentile(latencies, 99), during
+
+
+def _sql() -> list[Figure]:
+    from mcp_suite.demo.session import open_demo_cluster
+
+    cluster, started_here = open_demo_cluster()
+    try:
+        dsn = cluster.reader_dsn
+
+        async def measure() -> dict[str, tuple[float, float, int]]:
+            with open_issuer() as issuer:
+                return {
+                    "idle": await _sql_series(issuer, dsn, cluster.admin_dsn, alice_busy=False),
+                    "share": await _sql_series(issuer, dsn, cluster.admin_dsn, alice_busy=True),
+                }
+
+        measured = trio.run(measure)
+    finally:
+        if started_here:
+            cluster.stop()
+    idle_p50, idle_p99, _ = measured["idle"]
+    busy_p50, busy_p99, ended = measured["share"]
+    bound = idle_p99 + SQL_SLOW_MS
+    load = f"{ended} of Alice's queries ended by the statement timeout meanwhile"
+    name = f"Bob's SELECT 1, Alice's {ALICE_SQL_CLIENTS} slow queries on the source ({POOL} threads)"
+    return [
+        Figure("Bob's SELECT 1 on a source, the server idle: p50", idle_p50, "ms"),
+        Figure("Bob's SELECT 1 on a source, the server idle: p99", idle_p99, "ms"),
+        Figure(f"{name}: p50", busy_p50, "ms", floor=idle_p50, note=load),
+        Figure(
+            f"{name}: p99",
+            busy_p99,
+            "ms",
+            target=f"<= idle p99 + one of Alice's queries ({bound:,.1f} ms)",
+            ok=busy_p99 <= bound,
+            floor=idle_p99,
+        ),
+    ]
+
+
 def run() -> list[Figure]:
+    return _calls() + _sql()
+
+
+def _calls() -> list[Figure]:
     measured = trio.run(_measure)
     idle_p50, idle_p99 = measured["idle"]
     bound = idle_p99 + SLOW_S * 1000

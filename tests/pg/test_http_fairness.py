@@ -113,7 +113,9 @@ async def test_one_caller_s_slow_queries_leave_another_caller_a_database_thread(
         lock.close()
 
 
-async def test_without_authorization_the_one_caller_holds_every_database_thread(demo_cluster: Cluster) -> None:
+async def test_without_authorization_the_one_caller_holds_every_database_thread(
+    demo_cluster: Cluster,
+) -> None:
     env = {"MCP_SQL_DSN": demo_cluster.reader_dsn, "MCP_SQL_POOL_MAX_SIZE": str(POOL)}
     lock = psycopg.connect(demo_cluster.admin_dsn)
     try:

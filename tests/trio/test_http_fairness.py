@@ -4,7 +4,6 @@ filling it leave a newcomer a place. (The database threads' share: tests/pg/test
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Any
 
@@ -24,7 +23,7 @@ def _sleep(seconds: float, tag: int, token: str) -> dict[str, Any]:
 
 
 def _outcome(answer: httpx2.Response) -> str:
-    """"ok", or the slug of the problem the call's answer carries (a tool error or a refusal)."""
+    """ "ok", or the slug of the problem the call's answer carries (a tool error or a refusal)."""
     message = answer.json()
     if "error" in message:
         return slug_of(message["error"]["data"])

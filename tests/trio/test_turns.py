@@ -129,7 +129,8 @@ async def test_release_is_idempotent_for_a_holder_and_for_a_waiter() -> None:
         assert turns.waiting == 1
         turns.release(held)
         turns.release(held)
-        assert behind.granted and not first.granted
+        assert behind.granted
+        assert not first.granted
         assert (turns.running, turns.waiting) == (1, 0)
         turns.release(behind)
         assert (turns.running, turns.waiting, turns.held_by("a")) == (0, 0, 0)
@@ -157,7 +158,8 @@ async def test_the_longest_line_gives_its_last_place_to_a_shorter_one() -> None:
         out = turns.push_out("c")
         assert out is b[2]  # the longest line's last place, not the first line's
         assert (out.pushed_out, out.abandoned, out.granted) == (True, True, False)
-        assert out.event is not None and out.event.is_set()
+        assert out.event is not None
+        assert out.event.is_set()
         assert turns.waiting == 4
         turns.release(out)  # a no-op: it has already left
         assert turns.waiting == 4
@@ -207,7 +209,8 @@ async def test_wait_returns_when_granted_and_when_pushed_out(autojump_clock: tri
             assert turns.push_out("b") is pushed
             await trio.sleep(1)
             turns.release(held)
-        assert waiter.granted and not pushed.granted
+        assert waiter.granted
+        assert not pushed.granted
 
 
 async def test_waiting_for_a_granted_ticket_is_a_checkpoint() -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import time
 from collections.abc import AsyncIterator
 from typing import Any, Final
@@ -55,6 +56,7 @@ LOCKED: Final = "SELECT count(*) FROM reports.releases"
 CALLS: Final = 300  # Bob's timed calls per series, after WARM_UP
 WARM_UP: Final = 20
 ALICE_CLIENTS: Final = 16  # MCP_HTTP_MAX_REQUESTS_PER_IDENTITY's default
+CROWD: Final = 5  # callers at 16 requests each: the 16 slots and the waiting room's 64 places
 RESOURCE: Final = "http://127.0.0.1/mcp"
 META: Final = {
     "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
@@ -139,6 +141,42 @@ async def _series(issuer: TestIssuer, alice_saturating: bool, **overrides: Any) 
         latencies = await _bob(bob_http, url, bob, CALLS)
         nursery.cancel_scope.cancel()
     return percentile(latencies, 50), percentile(latencies, 99)
+
+
+async def _crowd_series(issuer: TestIssuer) -> tuple[float, float, int]:
+    """Bob's p50 and p99 (ms) of his calls served, and how many were refused, while `CROWD` callers
+    each keep 16 calls of `SLOW_S` in flight (issue 52: the slots and the waiting room taken)."""
+    crowd = [
+        issuer.token(RESOURCE, sub=f"crowd-{n}", scope=TEST_SCOPE, expires_in=3_600) for n in range(CROWD)
+    ]
+    bob = issuer.token(RESOURCE, sub="bob", scope=TEST_SCOPE, expires_in=3_600)
+    request = _call("echo", {"text": "hello"}, bob)
+    connections = CROWD * ALICE_CLIENTS + 4
+    limits = httpx2.Limits(max_connections=connections, max_keepalive_connections=connections)
+    served: list[float] = []
+    refused = 0
+    async with (
+        _serving(issuer) as (url, _log),
+        httpx2.AsyncClient(timeout=60, limits=limits) as crowd_http,
+        httpx2.AsyncClient(timeout=60) as bob_http,
+        trio.open_nursery() as nursery,
+    ):
+        await _bob(bob_http, url, bob, WARM_UP)
+        for token in crowd:
+            for _ in range(ALICE_CLIENTS):
+                nursery.start_soon(_alice, crowd_http, url, token)
+        await trio.sleep(5 * SLOW_S)  # every one of their calls in flight
+        for _ in range(CALLS):
+            started = time.perf_counter()
+            answer = await bob_http.post(url, **request)
+            if answer.json()["result"]["isError"]:  # concurrency-limit
+                refused += 1
+            else:
+                served.append((time.perf_counter() - started) * 1000)
+        nursery.cancel_scope.cancel()
+    if not served:
+        return math.nan, math.nan, refused
+    return percentile(served, 50), percentile(served, 99), refused
 
 
 async def _measure() -> dict[str, tuple[float, float]]:
@@ -246,6 +284,8 @@ def run() -> list[Figure]:
 
 def _calls() -> list[Figure]:
     measured = trio.run(_measure)
+    with open_issuer() as issuer:
+        crowd_p50, crowd_p99, refused = trio.run(_crowd_series, issuer)
     idle_p50, idle_p99 = measured["idle"]
     bound = idle_p99 + SLOW_S * 1000
     share_p50, share_p99 = measured["share"]
@@ -277,5 +317,26 @@ def _calls() -> list[Figure]:
             "ms",
             floor=idle_p99,
             note=one_call,
+        ),
+        Figure(
+            f"Bob's calls refused, {CROWD} callers filling the waiting room",
+            refused,
+            f"of {CALLS}",
+            target="0",
+            ok=refused == 0,
+        ),
+        Figure(
+            f"Bob's call served, {CROWD} callers filling the waiting room: p50",
+            crowd_p50,
+            "ms",
+            floor=idle_p50,
+        ),
+        Figure(
+            f"Bob's call served, {CROWD} callers filling the waiting room: p99",
+            crowd_p99,
+            "ms",
+            target=f"<= idle p99 + one of their calls ({bound:,.1f} ms)",
+            ok=crowd_p99 <= bound,
+            floor=idle_p99,
         ),
     ]

@@ -104,7 +104,7 @@ class SqlEngine:
         # Database worker threads: at most the pool size, shared by the callers in turn, each
         # verified caller holding at most its share (issue 52: one caller's slow queries must not
         # hold every thread another caller's quick one needs).
-        self.threads = Turns(settings.sql_pool_max_size, settings.sql_threads_per_caller)
+        self._threads = Turns(settings.sql_pool_max_size, settings.sql_threads_per_caller)
 
     @property
     def dsn(self) -> str:
@@ -119,7 +119,7 @@ class SqlEngine:
         return await run_in_db_thread(
             work,
             CallTicket(cancel_timeout_s=grace),
-            threads=self.threads,
+            threads=self._threads,
             caller=self._thread_caller(current_caller.get()),
             cancel_grace_s=grace,
         )

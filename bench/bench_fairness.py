@@ -210,7 +210,9 @@ async def _sql_series(
     bob = issuer.token(RESOURCE, sub="bob", scope="sql:read", expires_in=3_600)
     quick = _call("read_only_sql", {"sql": "SELECT 1"}, bob)
     limits = httpx2.Limits(max_connections=ALICE_SQL_CLIENTS + 4)
-    lock = await trio.to_thread.run_sync(psycopg.connect, admin_dsn)
+    lock: psycopg.Connection[Any] = await trio.to_thread.run_sync(
+        functools.partial(psycopg.connect, admin_dsn)
+    )
     try:
         overrides = {
             "sql_dsn": SecretStr(dsn),

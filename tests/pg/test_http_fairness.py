@@ -5,6 +5,7 @@ Bob's quick query on the same source is answered at once, not after hers."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -125,7 +126,7 @@ async def test_without_authorization_the_one_caller_holds_every_database_thread(
                 for n in range(1, POOL + 1):
                     call = _call(LOCKED, "", n)
                     del call["headers"]["Authorization"]
-                    nursery.start_soon(lambda call=call: http.post(server.url, **call))
+                    nursery.start_soon(functools.partial(http.post, server.url, **call))
                 # `anonymous` is everyone, as on stdio: no share to keep, every thread is its own.
                 while len(await trio.to_thread.run_sync(_waiting_on_the_lock, demo_cluster.admin_dsn)) < POOL:
                     await trio.sleep(0.05)

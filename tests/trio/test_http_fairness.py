@@ -46,10 +46,11 @@ async def _fill_the_room_then_call_as_a_newcomer(issuer: TestIssuer) -> None:
         answers[tag] = await http.post(url, **_sleep(seconds, tag, tokens[who]))
 
     # Two slots, one per caller; the waiting room holds 4 x 2 = 8 calls; five requests per caller.
-    limits = {"max_concurrency": 2, "http_max_calls_per_identity": 1, "http_max_requests_per_identity": 5}
     with trio.fail_after(60):
         async with (
-            serving(issuer, **limits) as server,
+            serving(
+                issuer, max_concurrency=2, http_max_calls_per_identity=1, http_max_requests_per_identity=5
+            ) as server,
             httpx2.AsyncClient(timeout=60) as busy_http,
             httpx2.AsyncClient(timeout=60) as carol_http,
             trio.open_nursery() as carols,

@@ -251,7 +251,7 @@ async def test_waiting_callers_are_served_in_turn_one_call_each() -> None:
         a = [limiter.reserve("a") for _ in range(3)]  # a queues three calls first
         b = [limiter.reserve("b") for _ in range(2)]
         c = limiter.reserve("c")
-        order: list[str] = []
+        order: list[str | None] = []
         running = held
         for _ in range(6):
             limiter.release(running)

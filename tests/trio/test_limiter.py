@@ -350,3 +350,16 @@ async def test_a_full_queue_refuses_the_caller_with_the_longest_line_at_once() -
         assert not any(t.pushed_out for t in queued)
         assert not limiter.reserve("c").granted  # c has no line: a's, first in turn, gives its place
         assert [t.pushed_out for t in queued] == [True, False]
+
+
+async def test_a_full_queue_refuses_a_caller_at_its_share_though_a_slot_is_free() -> None:
+    with trio.fail_after(5):
+        limiter = CallLimiter(slots=2, max_waiters=1, wait_s=5, per_caller=1)
+        limiter.reserve("a")
+        queued = limiter.reserve("a")  # the room's one place; the second slot stays free
+        assert limiter.statistics() == CallLimiterStatistics(running=1, waiting=1)
+        with pytest.raises(ConcurrencyLimitError):
+            limiter.reserve("a")  # the free slot is not a's to take, and a's line is the longest
+        assert limiter.statistics() == CallLimiterStatistics(running=1, waiting=1)
+        assert not queued.pushed_out
+        assert limiter.reserve("b").granted  # the free slot is another caller's at once

@@ -1,7 +1,8 @@
 """Fairness all the way down (issue 52): a source's database threads are shared per caller. Through
 `mcp-suite serve-http` with two verified callers and the demo database: while Alice runs her whole
 share of slow queries (each waits on a lock an administrator holds, so it runs until released),
-Bob's quick query on the same source is answered at once, not after hers."""
+Bob's quick query on the same source is answered at once, not after hers. Where there is one caller
+(MCP_HTTP_AUTH=none, stdio) it has no share to keep: every thread is its own."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ import trio
 
 from mcp_suite.demo.cluster import Cluster
 from mcp_suite.protocol.mcp import MODERN_VERSION
+from tests.support.harness import open_session
 from tests.support.http_server import HttpServer, open_http_server
 from tests.support.issuer import TestIssuer, open_issuer
+from tests.support.pg import sql_settings
 
 pytestmark = [pytest.mark.pg, pytest.mark.e2e]
 
@@ -131,5 +134,24 @@ async def test_without_authorization_the_one_caller_holds_every_database_thread(
                 while len(await trio.to_thread.run_sync(_waiting_on_the_lock, demo_cluster.admin_dsn)) < POOL:
                     await trio.sleep(0.05)
                 lock.commit()
+    finally:
+        lock.close()
+
+
+async def test_over_stdio_the_one_caller_holds_every_database_thread(demo_cluster: Cluster) -> None:
+    settings = sql_settings(demo_cluster.reader_dsn, sql_pool_max_size=POOL, sql_statement_timeout_ms=20_000)
+    lock = psycopg.connect(demo_cluster.admin_dsn)
+    try:
+        lock.execute("LOCK TABLE reports.releases IN ACCESS EXCLUSIVE MODE")
+        with trio.fail_after(60):
+            async with open_session(settings=settings, builtins=True, test_tools=False) as h:
+                await h.initialize()
+                calls = [await h.call("read_only_sql", {"sql": LOCKED}) for _ in range(POOL)]
+                while len(await trio.to_thread.run_sync(_waiting_on_the_lock, demo_cluster.admin_dsn)) < POOL:
+                    await trio.sleep(0.05)
+                lock.commit()
+                for call in calls:
+                    answer = await h.response(call)
+                    assert answer["result"]["structuredContent"]["rows"] == [[3]], answer
     finally:
         lock.close()

@@ -16,8 +16,9 @@ call) leaves at once and the call never runs; one whose call has ended but whose
 leaves at once too. A caller whose call is running waits for it to end and then raises `Cancelled`
 (as an unabandoned `trio.to_thread.run_sync` does), so no cancelled call leaves work behind.
 
-`run_in_db_thread` is the SQL tools' runner: one `trio.to_thread` call per call, under their
-limiter, that stops the call's query through its ticket when the caller is cancelled.
+`run_in_db_thread` is the SQL tools' runner: one `trio.to_thread` call per call, on a thread of the
+source's `Turns` (each caller at most its share of them, waiting callers served in turn), that stops
+the call's query through its ticket when the caller is cancelled.
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 import outcome
 import trio
+
+from mcp_suite.turns import Ticket, Turns
 
 __all__ = ["BatchedThreads", "BatchedThreadsStatistics", "Interruptible", "run_in_db_thread"]
 
@@ -280,17 +283,18 @@ async def run_in_db_thread(
     fn: Callable[[K], T],
     ticket: K,
     *,
-    limiter: trio.CapacityLimiter,
+    threads: Turns,
+    caller: str | None,
     cancel_grace_s: float,
 ) -> T:
-    """Run `fn(ticket)` in a worker thread; on cancellation, stop its query (`ticket.cancel`) and
-    wait for it.
+    """Run `fn(ticket)` in a worker thread, one of `threads` taken in `caller`'s turn; on
+    cancellation, stop its query (`ticket.cancel`) and wait for it.
 
     Cancellation: when the caller's scope is cancelled (client `notifications/cancelled` or the
     deadline), the ticket sends PostgreSQL a cancel request from another thread, then we wait,
     shielded and at most `cancel_grace_s`, for the worker to roll back and return its connection;
-    then `trio.Cancelled` propagates. A worker that outlives the grace keeps its limiter token
-    until it ends, so worker threads never exceed the pool size.
+    then `trio.Cancelled` propagates. A worker that outlives the grace keeps its thread of
+    `threads` until it ends, so worker threads never exceed the pool size.
     """
     token = trio.lowlevel.current_trio_token()
     finished = trio.Event()
@@ -311,6 +315,9 @@ async def run_in_db_thread(
                     token.run_sync_soon(finished.set)
 
     try:
+        # trio documents a "CapacityLimiter-like object" (acquire_on_behalf_of, release_on_behalf_of);
+        # its annotation names the class only. trio releases it when the thread has ended.
+        limiter = cast("trio.CapacityLimiter", _InTurn(threads, caller))
         return await trio.to_thread.run_sync(work, limiter=limiter, abandon_on_cancel=True)
     except trio.Cancelled:
         with trio.CancelScope(shield=True), trio.move_on_after(cancel_grace_s):
@@ -324,3 +331,26 @@ async def run_in_db_thread(
             else:
                 await trio.lowlevel.checkpoint()
         raise
+
+
+class _InTurn:
+    """One call's thread of a `Turns`, in the shape `trio.to_thread.run_sync` takes as a limiter."""
+
+    __slots__ = ("_caller", "_threads", "_ticket")
+
+    def __init__(self, threads: Turns, caller: str | None) -> None:
+        self._threads = threads
+        self._caller = caller
+        self._ticket: Ticket | None = None
+
+    async def acquire_on_behalf_of(self, borrower: object) -> None:
+        ticket = self._ticket = self._threads.reserve(self._caller)
+        try:
+            await self._threads.wait(ticket)
+        except BaseException:  # cancelled in line: trio will not release what it did not get
+            self._threads.release(ticket)
+            raise
+
+    def release_on_behalf_of(self, borrower: object) -> None:
+        assert self._ticket is not None  # acquired first
+        self._threads.release(self._ticket)

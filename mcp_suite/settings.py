@@ -522,6 +522,12 @@ class Settings:
         """Waiters beyond 4 x slots are refused at once (docs/wire.md)."""
         return 4 * self.max_concurrency
 
+    @property
+    def sql_threads_per_caller(self) -> int:
+        """The database threads of a source one verified caller may hold (issue 52): all but one,
+        so that another caller's query finds one free; the one thread of a pool of one."""
+        return max(1, self.sql_pool_max_size - 1)
+
 
 def _field_problem(spec: dataclasses.Field[Any], value: object) -> str | None:
     """What is wrong with `value` for field `spec`, named by its variable; None when it is valid.

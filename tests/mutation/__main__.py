@@ -48,6 +48,8 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/trio/test_limiter.py",
         "tests/regressions/test_limiter_queue_bounded.py",
     ),
+    # who gets the next call slot or database thread: shares, turns, the fewest first, push-out
+    "mcp_suite/turns.py": ("tests/trio/test_turns.py", "tests/trio/test_limiter.py"),
     "mcp_suite/tools/files/policy.py": ("tests/unit/test_fs_policy.py",),
     # the PostgreSQL tests of the guard (tests/pg/test_sql_definers.py) are too slow to run per mutant
     "mcp_suite/tools/sql/engine/definers.py": ("tests/unit/test_definers_unit.py",),

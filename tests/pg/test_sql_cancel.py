@@ -13,6 +13,7 @@ import trio
 from mcp_suite.demo.cluster import Cluster
 from mcp_suite.offload import run_in_db_thread
 from mcp_suite.tools.sql.engine.executor import CallTicket, Executor
+from mcp_suite.turns import Turns
 from tests.support.pg import open_executor
 
 pytestmark = pytest.mark.pg
@@ -38,14 +39,15 @@ async def test_a_cancelled_scope_stops_the_query_and_returns_the_connection(
         sql_pool_max_size=1,
         sql_statement_timeout_ms=20_000,
     )
-    limiter = trio.CapacityLimiter(1)
+    threads = Turns(1)
     try:
         with trio.fail_after(20):
             pid = (
                 await run_in_db_thread(
                     functools.partial(_run, executor, "SELECT pg_backend_pid()"),
                     CallTicket(cancel_timeout_s=5),
-                    limiter=limiter,
+                    threads=threads,
+                    caller=None,
                     cancel_grace_s=5,
                 )
             ).rows[0][0]
@@ -53,7 +55,8 @@ async def test_a_cancelled_scope_stops_the_query_and_returns_the_connection(
                 await run_in_db_thread(
                     functools.partial(_run, executor, "SELECT pg_sleep(15)"),
                     CallTicket(cancel_timeout_s=5),
-                    limiter=limiter,
+                    threads=threads,
+                    caller=None,
                     cancel_grace_s=5,
                 )
             assert scope.cancelled_caught
@@ -65,11 +68,12 @@ async def test_a_cancelled_scope_stops_the_query_and_returns_the_connection(
                     _run, executor, "SELECT pg_backend_pid(), current_setting('transaction_read_only')"
                 ),
                 CallTicket(cancel_timeout_s=5),
-                limiter=limiter,
+                threads=threads,
+                caller=None,
                 cancel_grace_s=5,
             )
             assert again.rows == [[pid, "on"]]
-            assert limiter.borrowed_tokens == 0
+            assert threads.running == 0
     finally:
         executor.close()
 
@@ -78,19 +82,25 @@ async def test_a_call_cancelled_while_waiting_for_a_thread_never_reaches_the_dat
     demo_cluster: Cluster,
 ) -> None:
     executor = open_executor(demo_cluster.reader_dsn)
-    limiter = trio.CapacityLimiter(1)
+    threads = Turns(1)
     try:
         with trio.fail_after(20):
-            async with limiter:  # every DB thread slot is taken
+            held = threads.reserve(None)  # every DB thread is taken
+            try:
                 before = executor.statistics().round_trips
                 with trio.move_on_after(0.2) as scope:
                     await run_in_db_thread(
                         functools.partial(_run, executor, "SELECT 1"),
                         CallTicket(cancel_timeout_s=5),
-                        limiter=limiter,
+                        threads=threads,
+                        caller=None,
                         cancel_grace_s=5,
                     )
                 assert scope.cancelled_caught
                 assert executor.statistics().round_trips == before
+                assert threads.waiting == 0  # the cancelled call left the line
+            finally:
+                threads.release(held)
+            assert threads.running == 0
     finally:
         executor.close()

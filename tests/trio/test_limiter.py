@@ -251,7 +251,7 @@ async def test_waiting_callers_are_served_in_turn_one_call_each() -> None:
         a = [limiter.reserve("a") for _ in range(3)]  # a queues three calls first
         b = [limiter.reserve("b") for _ in range(2)]
         c = limiter.reserve("c")
-        order: list[str] = []
+        order: list[str | None] = []
         running = held
         for _ in range(6):
             limiter.release(running)
@@ -303,3 +303,63 @@ async def test_without_a_share_every_caller_is_one_fifo_line() -> None:
         assert [t.granted for t in first] == [True, True, False, False]
         limiter.release(first[0])
         assert [t.granted for t in first[2:]] == [True, False]
+
+
+# --- the waiting room shared by caller (issue 52) ---------------------------------------------------
+
+
+async def test_a_newcomer_to_a_full_queue_takes_the_last_place_of_the_longest_line(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    with trio.fail_after(30):
+        limiter = CallLimiter(slots=2, max_waiters=5, wait_s=10, per_caller=1)
+        held = [limiter.reserve("a"), limiter.reserve("b")]
+        a = [limiter.reserve("a") for _ in range(3)]
+        b = [limiter.reserve("b") for _ in range(2)]
+        assert limiter.statistics() == CallLimiterStatistics(running=2, waiting=5)
+        newcomer = limiter.reserve("c")  # the room is full: a's last place is given to c
+        assert limiter.statistics() == CallLimiterStatistics(running=2, waiting=5)
+        with pytest.raises(ConcurrencyLimitError) as caught:
+            await limiter.wait(a[2])
+        assert trio.current_time() == 0  # at once, not after the wait
+        assert caught.value.detail == (
+            "The server is busy: this call gave its place in the queue to another caller's (its "
+            "caller had the most calls waiting). Retry later."
+        )
+        assert caught.value.metadata == {"slots": 2}
+        limiter.release(a[2])
+        assert limiter.statistics().waiting == 5
+        limiter.release(held[0])  # a and c hold none: a's line is first in turn
+        limiter.release(held[1])  # b's line came before c's
+        assert [t.granted for t in (a[0], b[0], newcomer)] == [True, True, False]
+        limiter.release(a[0])  # c's line is next in turn now, and c holds none
+        assert newcomer.granted
+        await limiter.wait(newcomer)
+        assert [t.pushed_out for t in (a[1], b[1])] == [False, False]
+
+
+async def test_a_full_queue_refuses_the_caller_with_the_longest_line_at_once() -> None:
+    with trio.fail_after(5):
+        limiter = CallLimiter(slots=1, max_waiters=2, wait_s=5, per_caller=1)
+        limiter.reserve("a")
+        queued = [limiter.reserve("a"), limiter.reserve("b")]
+        with pytest.raises(ConcurrencyLimitError):
+            limiter.reserve("a")  # a's line is as long as any: its own call is refused
+        with pytest.raises(ConcurrencyLimitError):
+            limiter.reserve("b")
+        assert not any(t.pushed_out for t in queued)
+        assert not limiter.reserve("c").granted  # c has no line: a's, first in turn, gives its place
+        assert [t.pushed_out for t in queued] == [True, False]
+
+
+async def test_a_full_queue_refuses_a_caller_at_its_share_though_a_slot_is_free() -> None:
+    with trio.fail_after(5):
+        limiter = CallLimiter(slots=2, max_waiters=1, wait_s=5, per_caller=1)
+        limiter.reserve("a")
+        queued = limiter.reserve("a")  # the room's one place; the second slot stays free
+        assert limiter.statistics() == CallLimiterStatistics(running=1, waiting=1)
+        with pytest.raises(ConcurrencyLimitError):
+            limiter.reserve("a")  # the free slot is not a's to take, and a's line is the longest
+        assert limiter.statistics() == CallLimiterStatistics(running=1, waiting=1)
+        assert not queued.pushed_out
+        assert limiter.reserve("b").granted  # the free slot is another caller's at once

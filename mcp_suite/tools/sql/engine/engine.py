@@ -18,10 +18,9 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import psycopg
-import trio
 
 from mcp_suite import observe
-from mcp_suite.caller import Caller
+from mcp_suite.caller import Caller, current_caller
 from mcp_suite.lazy import Lazy
 from mcp_suite.offload import run_in_db_thread
 from mcp_suite.problems import AccessDeniedError
@@ -41,6 +40,7 @@ from mcp_suite.tools.sql.engine.role_audit.finding import format_findings, refus
 from mcp_suite.tools.sql.engine.role_audit.link import AuditDsnError, AuditLink, NoVerdict
 from mcp_suite.tools.sql.engine.role_audit.reaudit import AuditGate, audit_once, serve_reaudit, wait_notified
 from mcp_suite.tools.sql.engine.ticket import CallTicket
+from mcp_suite.turns import Turns
 
 if TYPE_CHECKING:
     from mcp_suite.tools.sql.engine.executor import Executor, ExplainMode, QueryResult
@@ -106,8 +106,10 @@ class SqlEngine:
                 allow_xml=settings.sql_allow_xml,
             )
         )
-        # Database worker threads: at most the pool size.
-        self._limiter = trio.CapacityLimiter(settings.sql_pool_max_size)
+        # Database worker threads: at most the pool size, shared by the callers in turn, each
+        # verified caller holding at most its share (issue 52: one caller's slow queries must not
+        # hold every thread another caller's quick one needs).
+        self._threads = Turns(settings.sql_pool_max_size, settings.sql_threads_per_caller)
 
     @property
     def dsn(self) -> str:
@@ -115,12 +117,24 @@ class SqlEngine:
         return self._dsn
 
     async def run_blocking(self, work: Callable[[CallTicket], T]) -> T:
-        """`work(ticket)` in a database worker thread; a cancelled caller cancels its query inside
-        PostgreSQL and waits (shielded, bounded) for the connection to come back clean."""
+        """`work(ticket)` in a database worker thread, taken in the current caller's turn; a
+        cancelled caller cancels its query inside PostgreSQL and waits (shielded, bounded) for the
+        connection to come back clean."""
         grace = self.settings.sql_cancel_grace_s
         return await run_in_db_thread(
-            work, CallTicket(cancel_timeout_s=grace), limiter=self._limiter, cancel_grace_s=grace
+            work,
+            CallTicket(cancel_timeout_s=grace),
+            threads=self._threads,
+            caller=self._thread_caller(current_caller.get()),
+            cancel_grace_s=grace,
         )
+
+    def _thread_caller(self, caller: Caller | None) -> str | None:
+        """Whose turn a call takes at the threads: the verified subject; None (no share, the one
+        caller) over stdio and under MCP_HTTP_AUTH=none, where everyone is the same caller."""
+        if caller is None or self.settings.http_auth == "none":
+            return None
+        return caller.subject
 
     def role_for(self, caller: Caller | None) -> CallRole | None:
         """What a call by `caller` runs as: None without an identity map, or without a verified

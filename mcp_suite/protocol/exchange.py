@@ -214,8 +214,9 @@ class HttpExchange:
 
     `new_core(identity)`: a session core showing what `identity` may see; `grants()`: each tool's
     and resource's grant (built from the tools' own declarations); `ready()`: the readiness probe's
-    verdict; `scopes`: the scopes of what is served, in order; `authenticates`: tokens are required
-    (MCP_HTTP_AUTH=jwt). Not thread-safe; the runtime calls it from the event loop only."""
+    verdict; `sources()`: each data source's name and condition (`serving`, `refused`...), the
+    probe's detail; `scopes`: the scopes of what is served, in order; `authenticates`: tokens are
+    required (MCP_HTTP_AUTH=jwt). Not thread-safe; the runtime calls it from the event loop only."""
 
     __slots__ = (
         "_grants",
@@ -227,6 +228,7 @@ class HttpExchange:
         "_new_core",
         "_ready",
         "_scopes_served",
+        "_source_conditions",
         "_sessions",
         "authenticates",
         "settings",
@@ -241,12 +243,14 @@ class HttpExchange:
         ready: Callable[[], bool],
         scopes: Sequence[str],
         authenticates: bool,
+        sources: Callable[[], Sequence[tuple[str, str]]] = tuple,
     ) -> None:
         self.settings = settings
         self.authenticates = authenticates
         self._new_core = new_core
         self._grants = grants
         self._ready = ready
+        self._source_conditions = sources
         self._sessions: dict[str, _Session] = {}
         self._in_progress: dict[str, int] = {}
         resource = settings.http_resource_uri
@@ -317,15 +321,21 @@ class HttpExchange:
         return HttpRequest(self, method, headers, token, where)
 
     def _probe(self, path: str, method: str, where: str) -> Reply:
-        """`/healthz`: the process serves. `/readyz`: every data source answered its last audit
-        connection and its role passes the audit. 200 or 503, no detail."""
+        """`/healthz`: the process serves. `/readyz`: the replica can serve what it is configured to
+        serve (no data source, or at least one that serves: `ready()`), 200 or 503, then one line
+        per source with its condition (`source shop: serving`), for a scraper; never a finding,
+        a role or a reason (those are in the server's log)."""
         if method not in ("GET", "HEAD"):
             return _refusal(
                 HttpMethodNotAllowedError, "a probe is read with GET", [(b"allow", b"GET")], log=where
             )
-        ready = path == "/healthz" or self._ready()
         headers = ((b"content-type", b"text/plain"), (b"cache-control", b"no-store"))
-        return Reply(200 if ready else 503, headers, b"ok\n" if ready else b"not ready\n")
+        if path == "/healthz":
+            return Reply(200, headers, b"ok\n")
+        ready = self._ready()
+        lines = ["ok" if ready else "not ready"]
+        lines.extend(f"source {name}: {condition}" for name, condition in self._source_conditions())
+        return Reply(200 if ready else 503, headers, "".join(f"{line}\n" for line in lines).encode())
 
     # -- legacy sessions -------------------------------------------------------------------------
 

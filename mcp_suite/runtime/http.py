@@ -97,6 +97,7 @@ class HttpApp:
             ready=registry.ready,
             scopes=scopes,
             authenticates=verifier is not None,
+            sources=lambda: [(state.name, state.condition) for state in registry.source_states()],
         )
         # The cancel scopes of legacy sessions' calls in flight, by the exchange's name for each.
         self._calls: dict[CallRef, trio.CancelScope] = {}

@@ -187,6 +187,11 @@ class Telemetry:
             [self._observe_sources("reachable")],
             description="1 while the source answered its last audit connection, else 0",
         )
+        meter.create_observable_gauge(
+            "mcp_suite.sql.serving",
+            [self._observe_sources("serving")],
+            description="1 while the source serves (reachable and its role passes the audit), else 0",
+        )
         self._meter = meter
         self._stages = _Stages(self.tracer)
         observe.install(self._stages)

@@ -75,8 +75,12 @@ class Registry:
         return [state for states in self.states for state in states()]
 
     def ready(self) -> bool:
-        """Every data source answered its last audit connection and its role passes the audit."""
-        return all(state.reachable and state.audited for state in self.source_states())
+        """This replica can serve what it is configured to serve: it has no data source, or at
+        least one of them serves (answered its last audit connection, its role passes the audit).
+        A fault of one database, which every replica sharing it sees alike, is that source's own
+        (its calls get a problem naming it) and takes no replica out of a load balancer's rotation."""
+        states = self.source_states()
+        return not states or any(state.serving for state in states)
 
 
 def builtin_openers(settings: Settings) -> list[ToolOpener]:

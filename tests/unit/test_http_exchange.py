@@ -187,6 +187,22 @@ def test_the_probes_say_yes_or_no_before_anything_else_is_looked_at(
     assert header(posted, b"allow") == "GET"
 
 
+def test_the_readiness_probe_names_each_source_s_condition_and_nothing_more() -> None:
+    conditions = [("shop", "serving"), ("hr", "refused")]
+    grants = grants_of([("echo", "test:call", {})], [])
+    server = HttpExchange(
+        SETTINGS,
+        new_core=lambda identity: make_core(),
+        grants=lambda: grants,
+        ready=lambda: True,
+        scopes=("test:call",),
+        authenticates=True,
+        sources=lambda: conditions,
+    )
+    assert reply_of(server.head("GET", "/readyz", [])).body == b"ok\nsource shop: serving\nsource hr: refused\n"
+    assert reply_of(server.head("GET", "/healthz", [])).body == b"ok\n"
+
+
 def test_headers_longer_than_the_limit_are_431() -> None:
     headers = raw({"authorization": "Bearer t", "x": "y" * 2_048})
     reply = refused(exchange().head("POST", "/mcp", headers), 431, "headers-too-large")

@@ -17,7 +17,7 @@ from typing import Final
 
 from mcp_suite.settings import Settings
 from mcp_suite.sources import Source, load_sources
-from mcp_suite.tools.base import StartupRefusedError, StartupUnavailableError, Toolset
+from mcp_suite.tools.base import SourceState, StartupRefusedError, StartupUnavailableError, Toolset
 from mcp_suite.tools.sql.engine.engine import SqlEngine, open_engine
 from mcp_suite.tools.sql.engine.naming import schema_uri
 from mcp_suite.tools.sql.engine.router import SqlSources
@@ -60,13 +60,9 @@ def open_sql(settings: Settings, *, guard_hidden_rows: bool = True) -> Iterator[
             if engine is not None:
                 stack.callback(engine.close)
                 engines[source.name] = engine
-        if named:
-            log.info(
-                "read_only_sql: sources served: %s; not served: %s",
-                ", ".join(engines) or "(none)",
-                ", ".join(refused) or "(none)",
-            )
         router = SqlSources(engines, refused, named=named, order=tuple(s.name for s in sources))
+        if named:
+            log.info("read_only_sql: sources at start-up: %s", summary(router.states()))
         yield Toolset(
             tools=(
                 schema_tool.spec(router),
@@ -90,13 +86,36 @@ def _open_source(source: Source, *, named: bool, refused: dict[str, str]) -> Sql
     whose start is refused for a reason no re-audit lifts, while the others serve."""
     try:
         dsn = source.dsn.get_secret_value()
-        return open_engine(source.settings, dsn, refuse_at_start=not named, identity=source.identity)
+        return open_engine(
+            source.settings,
+            dsn,
+            refuse_at_start=not named,
+            identity=source.identity,
+            source=source.name if named else None,
+        )
     except (StartupRefusedError, StartupUnavailableError) as exc:
         if not named:
             raise
         log.critical("read_only_sql: the source %r is not served: %s", source.name, exc)
         refused[source.name] = "its start was refused (the server's log says why)"
         return None
+
+
+# What each condition of a source means at start-up, for the summary line.
+_AT_START: Final = {
+    "serving": "serving",
+    "unreachable": "not reachable (its calls get database-unavailable until it answers)",
+    "login-refused": "refusing the server's login (its role, password or database: the line above says which)",
+    "refused": "refused by the role audit (its calls are refused until a re-audit passes)",
+    "unaudited": "not audited yet (its calls wait for an audit to pass)",
+    "not-served": "not served (its start was refused; a restart after the fix serves it)",
+}
+
+
+def summary(states: list[SourceState]) -> str:
+    """The start-up line's list: each source and what it does now, as the probe and the metrics
+    see it (a source whose role is refused or whose database is down is not called served)."""
+    return "; ".join(f"{state.name} {_AT_START.get(state.condition, state.condition)}" for state in states)
 
 
 def _guidance(sources: tuple[Source, ...], *, named: bool) -> str:

@@ -76,7 +76,7 @@ class SqlSources:
         return [
             self._engines[name].state(name)
             if name in self._engines
-            else SourceState(name, reachable=False, audited=False)
+            else SourceState(name, reachable=False, audited=False, status="not-served")
             for name in self.names
         ]
 

@@ -8,6 +8,7 @@ name each source, and the start-up summary says what each one does."""
 from __future__ import annotations
 
 import json
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -188,3 +189,40 @@ def test_the_logs_of_a_two_source_start_name_each_source_and_the_summary_is_true
         "read_only_sql: sources at start-up: shop serving; hr refused by the role audit"
     )
     assert "; pay refusing the server's login" in summary[0]
+
+
+# -- failures the model can act on ------------------------------------------------------------------
+
+
+def _sdk_parameters(config: Path) -> Any:
+    from mcp.client.stdio import StdioServerParameters
+
+    from tests.support.client import REPO
+
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-X", "dev", "-m", "mcp_suite", "--config", str(config)],
+        env={"MCP_METRICS_ENABLED": "false", "PYTHONPATH": "."},
+        cwd=REPO,
+    )
+
+
+async def test_an_outage_reaches_the_sdk_client_as_a_tool_result_naming_its_source(
+    demo_cluster: Cluster, tmp_path: Path
+) -> None:
+    from mcp import Client
+
+    gone = "host=127.0.0.1 port=1 dbname=x user=x password=x"
+    config = write_config(tmp_path, {"shop": demo_cluster.reader_dsn, "gone": gone})
+    with trio.fail_after(60):
+        async with Client(_sdk_parameters(config)) as client:
+            # The SDK raises on a JSON-RPC error; a tool result with isError reaches the model.
+            down = await client.call_tool("read_only_sql", {"sql": "SELECT 1 AS one", "source": "gone"})
+            served = await client.call_tool("read_only_sql", {"sql": "SELECT 1 AS one", "source": "shop"})
+    assert down.is_error is True
+    problem = json.loads(down.content[0].text)
+    assert problem["type"] == "urn:mcp-suite:problem:database-unavailable"
+    assert problem["metadata"]["source"] == "gone"
+    assert problem["metadata"]["retryable"] is True
+    assert "retry_after_s" in problem["metadata"]
+    assert served.is_error is False

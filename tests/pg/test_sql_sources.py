@@ -157,8 +157,10 @@ async def test_a_source_made_unsafe_after_start_up_is_refused_alone_and_a_source
                 await _until(h, "legacy", lambda r: r["result"]["isError"] is False)
                 legacy_cluster.stop()
                 try:
-                    down = await _until(h, "legacy", lambda r: "error" in r)
-                    assert down["error"]["data"]["type"] == "urn:mcp-suite:problem:database-unavailable"
+                    down = await _until(h, "legacy", lambda r: r["result"]["isError"] is True)
+                    outage = json.loads(down["result"]["content"][0]["text"])
+                    assert outage["type"] == "urn:mcp-suite:problem:database-unavailable"
+                    assert outage["metadata"]["source"] == "legacy"
                     assert (await _sql(h, "SELECT 1 AS one", "demo"))["result"]["isError"] is False
                 finally:
                     legacy_cluster.start()

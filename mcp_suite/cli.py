@@ -291,7 +291,7 @@ def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
     try:
         try:
             with (
-                open_registry(settings, extra=extra_tools) as registry,
+                open_registry(settings, extra=extra_tools, stdio=True) as registry,
                 open_telemetry(settings, registry) as telemetry,
             ):
                 logger.info(

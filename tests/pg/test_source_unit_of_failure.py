@@ -8,6 +8,8 @@ name each source, and the start-up summary says what each one does."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import time
 import urllib.error
@@ -226,3 +228,41 @@ async def test_an_outage_reaches_the_sdk_client_as_a_tool_result_naming_its_sour
     assert problem["metadata"]["retryable"] is True
     assert "retry_after_s" in problem["metadata"]
     assert served.is_error is False
+
+
+async def test_a_source_that_reads_only_through_an_identity_map_is_not_offered_over_stdio(
+    demo_cluster: Cluster, tmp_path: Path
+) -> None:
+    from mcp import Client
+
+    config = write_config(tmp_path, {"shop": demo_cluster.reader_dsn, "crm": demo_cluster.reader_dsn})
+    config.write_text(
+        config.read_text() + '\n[sources.identity]\n\n[[sources.identity.rules]]\ngroup = "sales"\nrole = "mcp_sales"\n'
+    )
+    with trio.fail_after(60):
+        async with Client(_sdk_parameters(config)) as client:
+            tools = (await client.list_tools()).tools
+            resources = (await client.list_resources()).resources
+            refused = await client.call_tool("read_only_sql", {"sql": "SELECT 1 AS one", "source": "crm"})
+            served = await client.call_tool("read_only_sql", {"sql": "SELECT 1 AS one", "source": "shop"})
+    for tool in tools:
+        assert tool.input_schema["properties"]["source"]["enum"] == ["shop"], tool.name
+    assert [str(r.uri) for r in resources] == ["postgres://shop/schema"]
+    assert refused.is_error is True
+    assert json.loads(refused.content[0].text)["invalid_params"] == ["source"]
+    assert served.is_error is False
+    # The log says so (a start that ends at once, at EOF).
+    parameters = _sdk_parameters(config)
+    done = subprocess.run(
+        [parameters.command, *parameters.args],
+        input=b"",
+        capture_output=True,
+        env={**os.environ, **parameters.env},
+        cwd=parameters.cwd,
+        timeout=60,
+        check=False,
+    )
+    said = done.stderr.decode()
+    assert done.returncode == 0, said
+    assert "source 'crm': not offered over stdio" in said
+    assert 'sources at start-up: shop serving"' in said  # crm is not opened at all

@@ -19,7 +19,7 @@ from mcp_suite.settings import Settings
 from mcp_suite.sources import Source, load_sources
 from mcp_suite.tools.base import SourceState, StartupRefusedError, StartupUnavailableError, Toolset
 from mcp_suite.tools.sql.engine.engine import SqlEngine, open_engine
-from mcp_suite.tools.sql.engine.naming import schema_uri
+from mcp_suite.tools.sql.engine.naming import log_prefix, schema_uri
 from mcp_suite.tools.sql.engine.router import SqlSources
 from mcp_suite.tools.sql.explain_sql import tool as explain_tool
 from mcp_suite.tools.sql.read_only_sql import tool as read_tool
@@ -36,18 +36,34 @@ GUIDANCE: Final = (
 
 
 @contextlib.contextmanager
-def open_sql(settings: Settings, *, guard_hidden_rows: bool = True) -> Iterator[Toolset | None]:
+def open_sql(
+    settings: Settings, *, guard_hidden_rows: bool = True, stdio: bool = False
+) -> Iterator[Toolset | None]:
     """Open an engine per source, yield the SQL tools and a schema resource per source; close the
     pools on exit.
 
     `guard_hidden_rows=False` serves `explain_sql` without its hidden-rows check: only the test that
     proves the check's worth (the oracle it closes) passes it; the registry never does.
 
+    `stdio`: served over stdio, where no caller is verified. A source with an identity map reads
+    only as the role each verified caller maps to (its login role reads nothing itself), so it is
+    not offered there: not opened, not in the tools' `source`, the instructions or the resources;
+    one log line says so (serve-http serves it).
+
     Raises `SettingsError` for an invalid configuration file, and, for the one source of
     `MCP_SQL_DSN`, StartupRefusedError (exit 78) when the role could do more than read
     (`open_engine`). With a file, a source whose start is refused refuses only its own calls.
     """
     sources = load_sources(settings)
+    if stdio:
+        for source in sources:
+            if source.identity is not None:
+                log.warning(
+                    "%snot offered over stdio: it reads only as the role each verified caller maps to "
+                    "(its identity map), and stdio has no verified caller; serve-http serves it",
+                    log_prefix(source.name),
+                )
+        sources = tuple(source for source in sources if source.identity is None)
     if not sources:
         yield None
         return

@@ -77,6 +77,7 @@ def open_sql(
                 stack.callback(engine.close)
                 engines[source.name] = engine
         router = SqlSources(engines, refused, named=named, order=tuple(s.name for s in sources))
+        described = {source.name: source.description for source in sources}
         if named:
             log.info("read_only_sql: sources at start-up: %s", summary(router.states()))
         yield Toolset(
@@ -86,9 +87,13 @@ def open_sql(
                 explain_tool.spec(router, guard_hidden_rows=guard_hidden_rows),
             ),
             resources=tuple(
-                schema_tool.resource(engine, f"postgres://{name}/schema" if named else schema_uri(dsn), name)
+                schema_tool.resource(
+                    engine,
+                    f"postgres://{name}/schema" if named else schema_uri(engine.dsn),
+                    name,
+                    about=described[name] if named else None,
+                )
                 for name, engine in engines.items()
-                for dsn in (engine.dsn,)
             ),
             warm_up=tuple(step for engine in engines.values() for step in engine.warm_up),
             guidance=_guidance(sources, named=named),

@@ -11,6 +11,7 @@ them. Must not import trio, a tool, hypercorn or joserfc; names no tool.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -93,6 +94,10 @@ _SESSION_HEADER: Final = "mcp-session-id"
 # Liveness and readiness (docs/operations/watching.md): unauthenticated, answered before anything
 # else is looked at, and saying nothing but yes or no.
 _PROBES: Final = frozenset({"/healthz", "/readyz"})
+# The form of the ids this server gives (`secrets.token_urlsafe(32)`): the only ones it resumes.
+_SESSION_ID: Final = re.compile(r"[A-Za-z0-9_-]{43}")
+# The version of a legacy request without MCP-Protocol-Version (2025-06-18 and 2025-11-25 agree).
+_UNNAMED_VERSION: Final = "2025-03-26"
 _CLOSE: Final = (b"connection", b"close")
 # The head of a body whose version is not served, searched for its id (a JSON-RPC id comes early).
 _SNIFFED_BYTES: Final = 4096
@@ -345,10 +350,11 @@ class HttpExchange:
         return tuple((session_id, key) for key in session.in_flight)
 
     def _open_session(
-        self, core: SessionCore, subject: str, now: float
+        self, core: SessionCore, subject: str, now: float, session_id: str | None = None
     ) -> tuple[str | None, str, tuple[CallRef, ...]]:
         """A new session's id (None: refused, with the reason), after the sessions `admit_session`
-        ends (whose calls to cancel come last)."""
+        ends (whose calls to cancel come last). `session_id`: the id of a session resumed (see
+        `HttpRequest._resume`), else a new random one."""
         admission = admit_session(
             (SessionSeen(i, s.subject, s.last_used, bool(s.in_flight)) for i, s in self._sessions.items()),
             subject,
@@ -360,7 +366,7 @@ class HttpExchange:
         cancel = tuple(ref for session_id in admission.end for ref in self._end_session(session_id))
         if admission.refusal is not None:
             return None, admission.refusal, cancel
-        session_id = secrets.token_urlsafe(32)
+        session_id = session_id or secrets.token_urlsafe(32)
         self._sessions[session_id] = _Session(core, subject, now)
         return session_id, "", cancel
 
@@ -542,14 +548,16 @@ class HttpRequest:
         return Reply(202, cancel=withdrawn)  # a notification (or a client's response): accepted
 
     def _named_session(self, session_id: str, identity: Identity, now: float) -> _Session | Reply:
-        """The session a legacy request names. An unknown or expired id, or another caller's, is 404
-        (the client then opens a new session); a version header not the session's, 400."""
+        """The session a legacy request names: another caller's is 404; an unknown or expired one is
+        resumed for this caller (`_resume`); a version header not the session's, 400."""
         exchange = self._exchange
         session = exchange._sessions.get(session_id)
         cancel: tuple[CallRef, ...] = ()
         if session is not None and now - session.last_used > exchange.settings.http_session_idle_s:
             cancel = exchange._end_session(session_id)
             session = None
+        if session is None and not cancel:
+            return self._resume(session_id, identity, now)
         if session is None or session.subject != identity.subject:
             return _refusal(
                 HttpNotFoundError,
@@ -566,6 +574,29 @@ class HttpRequest:
             )
         session.last_used = now
         return session
+
+    def _resume(self, session_id: str, identity: Identity, now: float) -> _Session | Reply:
+        """A session this server does not hold (it expired, made room for its caller's newer one,
+        or another replica or an earlier process opened it): opened again under the same id for
+        this caller, at the version its header names (absent: 2025-03-26, as both revisions have
+        it), with nothing of the old one (no call of it is in flight here). None of the official
+        SDKs opens a new session on a 404 (every later call of theirs would fail until the host
+        restarts), and a legacy session holds nothing a request needs besides its version and its
+        owner. Quotas apply as to `initialize` (429); an id not of the server's form is 404.
+        Security: the id is the client's own secret; it is resumed for the caller who sends it,
+        and a session another caller holds here is still 404 to it."""
+        exchange = self._exchange
+        if not _SESSION_ID.fullmatch(session_id):
+            return _refusal(
+                HttpNotFoundError, "no such session; send initialize to open a new one", log=self._where
+            )
+        core = exchange._new_core(identity)
+        core.legacy_version = self.headers.get("mcp-protocol-version") or _UNNAMED_VERSION
+        # `admit_session` ends only sessions without a call in flight: nothing of theirs to cancel.
+        opened, refusal, _ = exchange._open_session(core, identity.subject, now, session_id)
+        if opened is None:
+            return _refusal(TooManyRequestsError, refusal, [(b"retry-after", b"5")], log=self._where)
+        return exchange._sessions[session_id]
 
     # -- the call --------------------------------------------------------------------------------
 

@@ -228,7 +228,8 @@ def _check_sources(settings: Settings, *, out: TextIO | None = None) -> int:
     # operator reads each source's verdict without reading the findings above.
     stream.write("== summary\n")
     stream.writelines(
-        f"source {source.name}: {_VERDICTS.get(status, 'refused')}\n" for source, status in zip(sources, statuses)
+        f"source {source.name}: {_VERDICTS.get(status, 'refused')}\n"
+        for source, status in zip(sources, statuses, strict=True)
     )
     stream.flush()
     for status in (os.EX_CONFIG, os.EX_UNAVAILABLE):

@@ -233,8 +233,8 @@ class HttpExchange:
         "_new_core",
         "_ready",
         "_scopes_served",
-        "_source_conditions",
         "_sessions",
+        "_source_conditions",
         "authenticates",
         "settings",
     )

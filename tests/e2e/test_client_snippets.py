@@ -112,7 +112,7 @@ def _config_file(tmp_path: Path, dsn: str) -> Path:
 
     options = conninfo_to_dict(dsn)
     password = options.pop("password", None)
-    lines = [f'[[sources]]\nname = "app"\ndescription = "The app database"\n']
+    lines = ['[[sources]]\nname = "app"\ndescription = "The app database"\n']
     if password is not None:
         secret = tmp_path / "app.password"
         secret.write_text(f"{password}\n")

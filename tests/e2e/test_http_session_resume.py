@@ -32,14 +32,17 @@ NAMES = ("mcp1", "mcp2")
 
 
 class Fleet:
-    def __init__(self, stack: ExitStack, issuer: TestIssuer, proxy: HaProxy, ports: list[int], env: dict[str, str]):
+    def __init__(
+        self, stack: ExitStack, issuer: TestIssuer, proxy: HaProxy, ports: list[int], env: dict[str, str]
+    ):
         self.stack, self.issuer, self.proxy, self.ports, self.env = stack, issuer, proxy, ports, env
         self.lives: list[HttpServer] = []
         self.running: list[HttpServer] = []
 
     def start(self) -> None:
         self.running = [
-            self.stack.enter_context(open_http_server(self.issuer, self.env, port=port)) for port in self.ports[:2]
+            self.stack.enter_context(open_http_server(self.issuer, self.env, port=port))
+            for port in self.ports[:2]
         ]
         self.lives.extend(self.running)
         self.proxy.wait_states(dict.fromkeys(NAMES, "UP"))
@@ -98,7 +101,9 @@ async def test_the_python_sdk_s_legacy_session_survives_a_restart_of_every_repli
 
 
 @pytest.mark.parametrize("sdk", ["v1", "v2"])
-def test_the_typescript_sdk_s_legacy_session_survives_a_restart_of_every_replica(fleet: Fleet, sdk: str) -> None:
+def test_the_typescript_sdk_s_legacy_session_survives_a_restart_of_every_replica(
+    fleet: Fleet, sdk: str
+) -> None:
     token = fleet.issuer.token(fleet.proxy.url, sub="finn")
     script = ts_sdk_resume()
     env = {**server_env({}), "MCP_TEST_TOKEN": token}
@@ -111,7 +116,8 @@ def test_the_typescript_sdk_s_legacy_session_survives_a_restart_of_every_replica
         cwd=script.parent,
         text=True,
     ) as node:
-        assert node.stdout is not None and node.stdin is not None
+        assert node.stdout is not None
+        assert node.stdin is not None
         assert node.stdout.readline() == "called\n", node.stderr.read() if node.stderr else ""
         fleet.restart()
         out, err = node.communicate("go\n", timeout=120)

@@ -45,7 +45,9 @@ os.execve(sys.executable, [sys.executable, "-m", "mcp_suite", *command], env)
 """
 
 
-def _run(tmp_path: Path, env: dict[str, str], lines: list[dict[str, Any]]) -> subprocess.CompletedProcess[bytes]:
+def _run(
+    tmp_path: Path, env: dict[str, str], lines: list[dict[str, Any]]
+) -> subprocess.CompletedProcess[bytes]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     podman = bin_dir / "podman"
@@ -78,7 +80,11 @@ INIT: Any = {
     "jsonrpc": "2.0",
     "id": 0,
     "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
 }
 
 

@@ -35,7 +35,9 @@ def _run_guide(dsn: str, **variables: str) -> subprocess.CompletedProcess[str]:
     argv = [str(find_pg_bin() / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-f", str(GUIDE)]
     for name, value in {"password": PASSWORD, **variables}.items():
         argv[1:1] = ["-v", f"{name}={value}"]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=120, check=False, stdin=subprocess.DEVNULL
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return done
 
@@ -50,7 +52,9 @@ def _restore_default_privileges(admin: psycopg.Connection[Any], before: set[str]
     the cluster did not have before (the other tests share it), as PostgreSQL's built-in default."""
     for (role,) in admin.execute(_GLOBAL_FUNCTION_DEFAULTS).fetchall():
         if role not in before:
-            admin.execute(f"ALTER DEFAULT PRIVILEGES FOR ROLE {role} GRANT EXECUTE ON FUNCTIONS TO PUBLIC".encode())
+            admin.execute(
+                f"ALTER DEFAULT PRIVILEGES FOR ROLE {role} GRANT EXECUTE ON FUNCTIONS TO PUBLIC".encode()
+            )
 
 
 def _dsn_in(dsn: str, database: str) -> str:

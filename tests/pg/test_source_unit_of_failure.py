@@ -152,14 +152,14 @@ async def test_one_refused_source_takes_no_replica_out_of_the_rotation_and_the_o
     for replica in replicas:
         lines = [str(r.get("msg", "")) for r in replica.records()]
         stopped = [line for line in lines if "the SQL tools stop serving" in line]
-        assert stopped and all(line.startswith("read_only_sql: source 'hr': ") for line in stopped), stopped
+        assert stopped, lines
+        assert all(line.startswith("read_only_sql: source 'hr': ") for line in stopped), stopped
         again = [line for line in lines if "passes the audit again" in line]
-        assert again and all(line.startswith("read_only_sql: source 'hr': ") for line in again), again
+        assert again, lines
+        assert all(line.startswith("read_only_sql: source 'hr': ") for line in again), again
 
 
-def test_a_replica_none_of_whose_sources_serves_is_not_ready(
-    demo_cluster: Cluster, tmp_path: Path
-) -> None:
+def test_a_replica_none_of_whose_sources_serves_is_not_ready(demo_cluster: Cluster, tmp_path: Path) -> None:
     config = write_config(tmp_path, {"gone": "host=127.0.0.1 port=1 dbname=x user=x password=x"})
     with open_http_server(None, {"MCP_CONFIG": str(config)}) as server:
         status, body = probe_of(server)
@@ -182,9 +182,11 @@ def test_the_logs_of_a_two_source_start_name_each_source_and_the_summary_is_true
     lines = [str(r.get("msg", "")) for r in records]
     assert not [line for line in lines if "MCP_SQL_DSN" in line], lines
     login = [line for line in lines if "refusing the login" in line]
-    assert login and all(line.startswith("read_only_sql: source 'pay': the database is ") for line in login)
+    assert login, lines
+    assert all(line.startswith("read_only_sql: source 'pay': the database is ") for line in login)
     stopped = [line for line in lines if "the SQL tools stop serving" in line]
-    assert stopped and all(line.startswith("read_only_sql: source 'hr': ") for line in stopped), stopped
+    assert stopped, lines
+    assert all(line.startswith("read_only_sql: source 'hr': ") for line in stopped), stopped
     summary = [line for line in lines if line.startswith("read_only_sql: sources at start-up: ")]
     assert len(summary) == 1
     assert summary[0].startswith(
@@ -209,6 +211,12 @@ def _sdk_parameters(config: Path) -> Any:
     )
 
 
+def _document(result: Any) -> dict[str, Any]:
+    """The problem document of an SDK `CallToolResult` with isError (its one text block)."""
+    document: dict[str, Any] = json.loads(result.content[0].text)
+    return document
+
+
 async def test_an_outage_reaches_the_sdk_client_as_a_tool_result_naming_its_source(
     demo_cluster: Cluster, tmp_path: Path
 ) -> None:
@@ -222,7 +230,7 @@ async def test_an_outage_reaches_the_sdk_client_as_a_tool_result_naming_its_sour
             down = await client.call_tool("read_only_sql", {"sql": "SELECT 1 AS one", "source": "gone"})
             served = await client.call_tool("read_only_sql", {"sql": "SELECT 1 AS one", "source": "shop"})
     assert down.is_error is True
-    problem = json.loads(down.content[0].text)
+    problem = _document(down)
     assert problem["type"] == "urn:mcp-suite:problem:database-unavailable"
     assert problem["metadata"]["source"] == "gone"
     assert problem["metadata"]["retryable"] is True
@@ -237,7 +245,8 @@ async def test_a_source_that_reads_only_through_an_identity_map_is_not_offered_o
 
     config = write_config(tmp_path, {"shop": demo_cluster.reader_dsn, "crm": demo_cluster.reader_dsn})
     config.write_text(
-        config.read_text() + '\n[sources.identity]\n\n[[sources.identity.rules]]\ngroup = "sales"\nrole = "mcp_sales"\n'
+        config.read_text()
+        + '\n[sources.identity]\n\n[[sources.identity.rules]]\ngroup = "sales"\nrole = "mcp_sales"\n'
     )
     with trio.fail_after(60):
         async with Client(_sdk_parameters(config)) as client:
@@ -249,7 +258,7 @@ async def test_a_source_that_reads_only_through_an_identity_map_is_not_offered_o
         assert tool.input_schema["properties"]["source"]["enum"] == ["shop"], tool.name
     assert [str(r.uri) for r in resources] == ["postgres://shop/schema"]
     assert refused.is_error is True
-    assert json.loads(refused.content[0].text)["invalid_params"] == ["source"]
+    assert _document(refused)["invalid_params"] == ["source"]
     assert served.is_error is False
     # The log says so (a start that ends at once, at EOF).
     parameters = _sdk_parameters(config)

@@ -246,7 +246,9 @@ def refused_resource_opener() -> ToolOpener:
 
     async def read_down() -> str:
         await trio.lowlevel.checkpoint()
-        raise DatabaseUnavailableError("This test resource's database is never there.", metadata={"retryable": True})
+        raise DatabaseUnavailableError(
+            "This test resource's database is never there.", metadata={"retryable": True}
+        )
 
     @contextlib.contextmanager
     def open_refused(settings: Settings) -> Iterator[Toolset | None]:

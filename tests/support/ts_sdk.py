@@ -3,8 +3,9 @@
 `tests/support/ts_sdk/` pins both lines of the SDK with every dependency (a package-lock.json with
 integrity hashes, no download addresses): v1 (`@modelcontextprotocol/sdk`, the 2025 era only) and
 v2 (`@modelcontextprotocol/client`, which negotiates 2026-07-28 or stays legacy), and holds
-`client.mjs`, `cancel.mjs` and `resume.mjs`, the scripts the tests run. `ts_sdk_client()` runs `npm ci` once per lock into
-`.venv/npm/` and returns the script's installed path; it runs on the machine's Node (20 or later).
+`client.mjs`, `cancel.mjs` and `resume.mjs`, the scripts the tests run. `ts_sdk_client()` runs
+`npm ci` once per lock into `.venv/npm/` and returns the script's installed path; it runs on the
+machine's Node (20 or later).
 """
 
 from __future__ import annotations

@@ -160,7 +160,9 @@ def test_an_unknown_mode_is_refused() -> None:
 # -- the container runs what the server runs (issue 53) ---------------------------------------------
 
 
-def _run_stdio(tmp_path: Path, engine: str = RECORDER, **env: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+def _run_stdio(
+    tmp_path: Path, engine: str = RECORDER, **env: str
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     podman = bin_dir / "podman"
@@ -248,6 +250,8 @@ def test_a_build_without_root_or_debootstrap_and_without_a_base_says_in_one_line
     proc, argv = _run_stdio(tmp_path, engine=NO_IMAGES)
     assert proc.returncode == 69
     (line,) = proc.stderr.splitlines()
-    assert line.startswith("run-container: no base image: build localhost/mcp-suite-base:bookworm once as root")
+    assert line.startswith(
+        "run-container: no base image: build localhost/mcp-suite-base:bookworm once as root"
+    )
     assert "MCP_BASE_IMAGE=default" in line
     assert argv == []  # no build was started

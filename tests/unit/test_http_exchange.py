@@ -199,7 +199,9 @@ def test_the_readiness_probe_names_each_source_s_condition_and_nothing_more() ->
         authenticates=True,
         sources=lambda: conditions,
     )
-    assert reply_of(server.head("GET", "/readyz", [])).body == b"ok\nsource shop: serving\nsource hr: refused\n"
+    assert (
+        reply_of(server.head("GET", "/readyz", [])).body == b"ok\nsource shop: serving\nsource hr: refused\n"
+    )
     assert reply_of(server.head("GET", "/healthz", [])).body == b"ok\n"
 
 
@@ -592,7 +594,11 @@ def test_a_session_another_replica_opened_is_resumed_for_its_caller_at_the_versi
     # Without the header, a resumed session is 2025-03-26 (as both revisions have it).
     bare = "B" * 43
     assert reply_of(post(server, frame("tools/list"), in_session(bare), ALICE, 102)).status == 200
-    refused(post(server, frame("tools/list"), versioned | {"mcp-session-id": bare}, ALICE, 103), 400, "invalid-request")
+    refused(
+        post(server, frame("tools/list"), versioned | {"mcp-session-id": bare}, ALICE, 103),
+        400,
+        "invalid-request",
+    )
     # A second initialize inside a resumed session is refused as in any session.
     body = frame("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
     second = reply_of(post(server, body, in_session(bare), ALICE, 104))
@@ -688,7 +694,9 @@ def test_a_caller_at_its_quota_ends_its_own_oldest_idle_session_and_is_refused_w
     assert problem_of(busy)["detail"] == "this caller's 2 sessions all have calls in progress"
     assert header(busy, b"retry-after") == "5"
     # Resuming `second` is refused the same way, and ends nothing.
-    again = refused(post(server, frame("tools/list"), in_session(second), ALICE, 105), 429, "concurrency-limit")
+    again = refused(
+        post(server, frame("tools/list"), in_session(second), ALICE, 105), 429, "concurrency-limit"
+    )
     assert problem_of(again)["detail"] == "this caller's 2 sessions all have calls in progress"
     assert server.statistics().sessions == 3
 

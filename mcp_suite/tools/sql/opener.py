@@ -126,7 +126,7 @@ def _open_source(source: Source, *, named: bool, refused: dict[str, str]) -> Sql
 _AT_START: Final = {
     "serving": "serving",
     "unreachable": "not reachable (its calls get database-unavailable until it answers)",
-    "login-refused": "refusing the server's login (its role, password or database: the line above says which)",
+    "login-refused": "refusing the server's login (its role, password or database: a line above says which)",
     "refused": "refused by the role audit (its calls are refused until a re-audit passes)",
     "unaudited": "not audited yet (its calls wait for an audit to pass)",
     "not-served": "not served (its start was refused; a restart after the fix serves it)",

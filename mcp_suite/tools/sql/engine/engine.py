@@ -318,7 +318,9 @@ def open_engine(
     availability = Availability(max_backoff_s=settings.sql_reconnect_max_s, source=source)
     roles = identity.roles if identity is not None else ()
     prefix = log_prefix(source)
-    findings = _audit_at_start(dsn, settings, availability, refuse=refuse_at_start, roles=roles, source=source)
+    findings = _audit_at_start(
+        dsn, settings, availability, refuse=refuse_at_start, roles=roles, source=source
+    )
     engine = SqlEngine(
         settings,
         dsn,

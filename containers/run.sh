@@ -97,8 +97,18 @@ PY
         printf 'run-container: MCP_CONFIG=%s: %s\n' "$MCP_CONFIG" "${named##*$'\n'}" >&2
         exit 78
     fi
+    # The server runs as 10001:10001 inside: a file it cannot read stops it there, so say so here.
+    # (Rootful engine: host ids are the container's. Rootless podman maps them: `podman unshare
+    # chown 10001:10001 FILE` gives it to the container's user.)
+    readable_inside() {
+        local uid gid mode
+        read -r uid gid mode < <(stat -L -c '%u %g %a' "$1")
+        mode=$((8#$mode))
+        (( (uid == 10001 && mode & 0400) || (gid == 10001 && mode & 0040) || mode & 0004 ))
+    }
     config_mounts+=(-v "$MCP_CONFIG:$MCP_CONFIG:ro")
     config_env+=(MCP_CONFIG)
+    mounted=("$MCP_CONFIG")
     while read -r kind value; do
         case "$kind" in
             file)
@@ -108,10 +118,20 @@ PY
                     exit 78
                 fi
                 config_mounts+=(-v "$value:$value:ro")
+                mounted+=("$value")
                 ;;
             env) config_env+=("$value") ;;
         esac
     done <<<"$named"
+    if [[ $(id -u) -eq 0 || "$engine" == docker ]]; then
+        for file in "${mounted[@]}"; do
+            if ! readable_inside "$file"; then
+                printf '%s\n' >&2 \
+                    "run-container: $file cannot be read by the container's user 10001: chgrp 10001 it and chmod g+r (mode 0640), or chown 10001 it"
+                exit 78
+            fi
+        done
+    fi
 fi
 
 if [[ "${MCP_SKIP_BUILD:-0}" == 1 ]]; then

@@ -8,6 +8,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 RUN_SCRIPT = Path(__file__).resolve().parents[2] / "containers" / "run.sh"
 
 # A stand-in `docker` whose daemon is down: `info` fails with Docker's own banner, and any other
@@ -255,3 +257,23 @@ def test_a_build_without_root_or_debootstrap_and_without_a_base_says_in_one_line
     )
     assert "MCP_BASE_IMAGE=default" in line
     assert argv == []  # no build was started
+
+
+def test_a_configuration_file_the_container_s_user_cannot_read_is_refused_in_one_line(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the check compares the files' owner with the container's user as a rootful engine does")
+    secret = tmp_path / "shop.password"
+    secret.write_text("x\n")
+    config = _config(tmp_path, str(secret))
+    secret.chmod(0o600)  # the host's root alone: the container's user 10001 could not read it
+    proc, argv = _run_stdio(tmp_path, MCP_SKIP_BUILD="1", MCP_CONFIG=str(config))
+    assert proc.returncode == 78
+    assert proc.stderr.splitlines() == [
+        f"run-container: {secret} cannot be read by the container's user 10001: chgrp 10001 it and chmod g+r"
+        " (mode 0640), or chown 10001 it"
+    ]
+    assert argv == []
+    os.chown(secret, 0, 10001)
+    secret.chmod(0o640)
+    proc, argv = _run_stdio(tmp_path, MCP_SKIP_BUILD="1", MCP_CONFIG=str(config))
+    assert proc.returncode == 0, proc.stderr

@@ -628,7 +628,7 @@ def check_http_compose(text: str, report: Report) -> None:
     template = (HERE / "haproxy" / "haproxy.cfg").read_text(encoding="utf-8")
     report.check(
         "http-check send meth GET uri /readyz " in template,
-        f"{label}: HAProxy's health check asks /readyz (a replica whose audit refuses leaves the rotation)",
+        f"{label}: HAProxy's health check asks /readyz (a replica none of whose sources serves leaves)",
     )
     report.check(
         any(v.get("target") == "/safe_data_dir" for v in _binds(first)),

@@ -13,13 +13,20 @@
 #                               MCP_HTTP_ISSUER and MCP_HTTP_JWKS_URL (docs/operations/remote.md).
 #
 # Environment (all optional):
+#   MCP_*                   every setting of the server that is set (docs/configuration.md) is passed
+#                           on by name (`-e NAME`: no value on a command line), so the container runs
+#                           what the server runs; a misspelt one is refused by the server inside as
+#                           it is outside (exit 78). Not passed: this script's own variables below,
+#                           MCP_SAFE_DATA_DIR (the image's /safe_data_dir: use MCP_SAFE_DATA_HOST_DIR)
+#                           and, in the HTTP mode, MCP_HTTP_HOST and MCP_HTTP_PORT (inside the
+#                           container it listens on 0.0.0.0:8000).
+#   MCP_CONFIG              the configuration file (several databases, identity maps): mounted
+#                           read-only at the same path, with each source's password_file; each
+#                           password_env variable it names is passed on by name. Paths absolute.
 #   MCP_SAFE_DATA_HOST_DIR  folder served read-only as /safe_data_dir (default: examples/safe_data
 #                           when it exists; otherwise the tool serves an empty folder)
-#   MCP_SQL_DSN             passed to the server; with --network none only a Unix-socket DSN works,
+#   MCP_SQL_DSN             with --network none only a Unix-socket DSN works,
 #   MCP_PG_SOCKET_DIR       ...from this host directory, mounted read-only at the same path
-#   MCP_SQL_POOLER          passed to the server: `transaction` behind PgBouncer (docs/configuration.md)
-#   MCP_HTTP_*              (http) every one that is set is passed to the server, except MCP_HTTP_HOST
-#                           and MCP_HTTP_PORT: inside the container it listens on 0.0.0.0:8000
 #   MCP_CONTAINER_PUBLISH   (http) the host address and port to publish, default 127.0.0.1:8000
 #   MCP_CONTAINER_NETWORK   (http) the network to join, default the engine's bridge; one where the
 #                           issuer's key set and the database are reachable
@@ -59,25 +66,111 @@ if [[ "$engine" == docker ]] && ! docker info --format '{{.ServerVersion}}' >/de
     exit 69
 fi
 
+# The configuration file and what it names, read as the server reads it (TOML): its password files
+# (mounted read-only at the same paths) and its password variables (passed on by name).
+config_mounts=()
+config_env=()
+if [[ -n "${MCP_CONFIG:-}" ]]; then
+    if [[ "$MCP_CONFIG" != /* || ! -r "$MCP_CONFIG" || ! -f "$MCP_CONFIG" ]]; then
+        printf 'run-container: MCP_CONFIG=%s: an absolute path to a file this user can read\n' "$MCP_CONFIG" >&2
+        exit 78
+    fi
+    if ! named="$(python3 - "$MCP_CONFIG" 2>&1 <<'PY'
+import sys, tomllib
+try:
+    with open(sys.argv[1], "rb") as f:
+        document = tomllib.load(f)
+except (OSError, tomllib.TOMLDecodeError) as exc:
+    sys.exit(f"not TOML ({exc})")
+for table in document.get("sources", []) if isinstance(document.get("sources"), list) else []:
+    if not isinstance(table, dict):
+        continue
+    path, variable = table.get("password_file"), table.get("password_env")
+    if isinstance(path, str):
+        if not path.startswith("/") or "\n" in path or ":" in path:
+            sys.exit(f"password_file {path!r}: an absolute path without ':' (it is mounted at the same path)")
+        print("file", path)
+    if isinstance(variable, str) and variable.isidentifier():
+        print("env", variable)
+PY
+)"; then
+        printf 'run-container: MCP_CONFIG=%s: %s\n' "$MCP_CONFIG" "${named##*$'\n'}" >&2
+        exit 78
+    fi
+    # The server runs as 10001:10001 inside: a file it cannot read stops it there, so say so here.
+    # (Rootful engine: host ids are the container's. Rootless podman maps them: `podman unshare
+    # chown 10001:10001 FILE` gives it to the container's user.)
+    readable_inside() {
+        local uid gid mode
+        read -r uid gid mode < <(stat -L -c '%u %g %a' "$1")
+        mode=$((8#$mode))
+        (( (uid == 10001 && mode & 0400) || (gid == 10001 && mode & 0040) || mode & 0004 ))
+    }
+    config_mounts+=(-v "$MCP_CONFIG:$MCP_CONFIG:ro")
+    config_env+=(MCP_CONFIG)
+    mounted=("$MCP_CONFIG")
+    while read -r kind value; do
+        case "$kind" in
+            file)
+                if [[ ! -r "$value" ]]; then
+                    printf 'run-container: MCP_CONFIG=%s: password_file %s cannot be read by this user\n' \
+                        "$MCP_CONFIG" "$value" >&2
+                    exit 78
+                fi
+                config_mounts+=(-v "$value:$value:ro")
+                mounted+=("$value")
+                ;;
+            env) config_env+=("$value") ;;
+        esac
+    done <<<"$named"
+    if [[ $(id -u) -eq 0 || "$engine" == docker ]]; then
+        for file in "${mounted[@]}"; do
+            if ! readable_inside "$file"; then
+                printf '%s\n' >&2 \
+                    "run-container: $file cannot be read by the container's user 10001: chgrp 10001 it and chmod g+r (mode 0640), or chown 10001 it"
+                exit 78
+            fi
+        done
+    fi
+fi
+
 if [[ "${MCP_SKIP_BUILD:-0}" == 1 ]]; then
     : # the caller built (and tests) exactly this image: containers/smoke.sh
 elif [[ "${MCP_REBUILD:-0}" == 1 ]] || ! mcp_image_current "$root"; then
+    base="$(mcp_base_image "$root")"
+    # Without root (debootstrap) and without MCP_BASE_IMAGE, the local base must exist already, or
+    # the build would end in the engine's raw registry error for the Containerfile's default.
+    if [[ -z "$base" && -z "${MCP_BASE_IMAGE:-}" ]]; then
+        if "$engine" image inspect "$MCP_LOCAL_BASE_IMAGE" >/dev/null 2>&1; then
+            base="$MCP_LOCAL_BASE_IMAGE"
+        else
+            printf '%s\n' >&2 \
+                "run-container: no base image: build $MCP_LOCAL_BASE_IMAGE once as root (sudo ENGINE=$engine containers/build-base.sh, needs debootstrap; rootless podman then: sudo podman save $MCP_LOCAL_BASE_IMAGE | podman load), or set MCP_BASE_IMAGE=default to pull the Containerfile's pinned image from its registry (docs/operations/container.md#the-base-image)"
+            exit 69
+        fi
+    fi
     printf 'run-container: building %s\n' "$MCP_SUITE_IMAGE" >&2
-    mcp_build_image "$root" "$(mcp_base_image "$root")"
+    mcp_build_image "$root" "$base"
 fi
 
 if [[ "$mode" == http ]]; then
     # Inside its own network namespace the server must listen on the container's interface for the
     # published port to reach it; the host side of that port is MCP_CONTAINER_PUBLISH (loopback).
     args=(run --rm --log-driver none "${MCP_PROFILE_HTTP[@]}" -e MCP_HTTP_HOST=0.0.0.0 -e MCP_HTTP_PORT=8000)
-    passed=(MCP_SQL_DSN MCP_SQL_POOLER MCP_METRICS_ENABLED MCP_LOG_LEVEL MCP_CALL_DEADLINE_S MCP_DRAIN_GRACE_S)
-    for name in $(compgen -e MCP_HTTP_); do
-        [[ "$name" == MCP_HTTP_HOST || "$name" == MCP_HTTP_PORT ]] || passed+=("$name")
-    done
+    own=(MCP_HTTP_HOST MCP_HTTP_PORT)
 else
     args=(run --rm -i --log-driver none "${MCP_PROFILE[@]}")
-    passed=(MCP_SQL_DSN MCP_SQL_POOLER MCP_METRICS_ENABLED MCP_LOG_LEVEL MCP_CALL_DEADLINE_S MCP_DRAIN_GRACE_S)
+    own=()
 fi
+# This script's own variables (and the image's data folder) stay here; every other MCP_* goes in.
+own+=(MCP_CONFIG MCP_SAFE_DATA_DIR MCP_SAFE_DATA_HOST_DIR MCP_PG_SOCKET_DIR MCP_CONTAINER_PUBLISH
+    MCP_CONTAINER_NETWORK MCP_CONTAINER_NAME MCP_BASE_IMAGE MCP_LOCAL_BASE_IMAGE MCP_SUITE_IMAGE
+    MCP_REBUILD MCP_SKIP_BUILD MCP_STOP_TIMEOUT_S MCP_BUILD_CA_BUNDLE)
+passed=("${config_env[@]}")
+for name in $(compgen -e MCP_); do
+    [[ " ${own[*]} " == *" $name "* ]] || passed+=("$name")
+done
+args+=("${config_mounts[@]}")
 [[ -n "${MCP_CONTAINER_NAME:-}" ]] && args+=(--name "$MCP_CONTAINER_NAME")
 [[ -n "$data" ]] && args+=(-v "$data:/safe_data_dir:ro")
 for name in "${passed[@]}"; do

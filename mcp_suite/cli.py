@@ -204,6 +204,10 @@ def _check_role(settings: Settings) -> int:
     return check_role(settings)
 
 
+# check-role's exit status of one source, as its summary line says it.
+_VERDICTS: Final = {os.EX_OK: "passes", os.EX_UNAVAILABLE: "unavailable", os.EX_CONFIG: "refused"}
+
+
 def _check_sources(settings: Settings, *, out: TextIO | None = None) -> int:
     """`check-role` with a configuration file: each source's role, under a heading of its name;
     the worst exit status of them (EX_CONFIG over EX_UNAVAILABLE over EX_OK)."""
@@ -220,6 +224,14 @@ def _check_sources(settings: Settings, *, out: TextIO | None = None) -> int:
         stream.flush()
         roles = source.identity.roles if source.identity is not None else ()
         statuses.append(check_role(source.settings, out=stream, roles=roles))
+    # One line per source at the end, as the server's readiness probe names them: a scraper or an
+    # operator reads each source's verdict without reading the findings above.
+    stream.write("== summary\n")
+    stream.writelines(
+        f"source {source.name}: {_VERDICTS.get(status, 'refused')}\n"
+        for source, status in zip(sources, statuses, strict=True)
+    )
+    stream.flush()
     for status in (os.EX_CONFIG, os.EX_UNAVAILABLE):
         if status in statuses:
             return status
@@ -280,7 +292,7 @@ def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
     try:
         try:
             with (
-                open_registry(settings, extra=extra_tools) as registry,
+                open_registry(settings, extra=extra_tools, stdio=True) as registry,
                 open_telemetry(settings, registry) as telemetry,
             ):
                 logger.info(

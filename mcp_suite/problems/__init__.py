@@ -454,15 +454,17 @@ class AuditBehindError(ProblemError):
 class DatabaseUnavailableError(ProblemError):
     """The database cannot be reached or refuses the server's login: a fault of the infrastructure.
 
-    It travels on the channel of infrastructure faults (-32603), but says what happened: no incident
-    id, no traceback. `metadata.retryable` says whether trying again later may help.
+    In-band, like a refused role (issue 53): a tool result with `isError: true` the model reads and
+    can act on (try again later, use another source or tool), where a JSON-RPC error makes the SDK
+    clients raise and hides `metadata` from the model. `metadata.retryable` says whether trying
+    again may help, `retry_after_s` when, `source` which database. A resource read has no in-band
+    channel: there it is -32603.
     """
 
     slug = "database-unavailable"
     title = "The database is unavailable"
     status = 503
     code = "MCP_DATABASE_UNAVAILABLE"
-    channel = Channel.ERROR
     jsonrpc_code = INTERNAL_ERROR
 
 

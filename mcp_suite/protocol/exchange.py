@@ -11,6 +11,7 @@ them. Must not import trio, a tool, hypercorn or joserfc; names no tool.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -97,6 +98,10 @@ _SESSION_HEADER: Final = "mcp-session-id"
 # Liveness and readiness (docs/operations/watching.md): unauthenticated, answered before anything
 # else is looked at, and saying nothing but yes or no.
 _PROBES: Final = frozenset({"/healthz", "/readyz"})
+# The form of the ids this server gives (`secrets.token_urlsafe(32)`): the only ones it resumes.
+_SESSION_ID: Final = re.compile(r"[A-Za-z0-9_-]{43}")
+# The version of a legacy request without MCP-Protocol-Version (2025-06-18 and 2025-11-25 agree).
+_UNNAMED_VERSION: Final = "2025-03-26"
 _CLOSE: Final = (b"connection", b"close")
 # The head of a body whose version is not served, searched for its id (a JSON-RPC id comes early).
 _SNIFFED_BYTES: Final = 4096
@@ -218,8 +223,9 @@ class HttpExchange:
 
     `new_core(identity)`: a session core showing what `identity` may see; `grants()`: each tool's
     and resource's grant (built from the tools' own declarations); `ready()`: the readiness probe's
-    verdict; `scopes`: the scopes of what is served, in order; `authenticates`: tokens are required
-    (MCP_HTTP_AUTH=jwt). Not thread-safe; the runtime calls it from the event loop only."""
+    verdict; `sources()`: each data source's name and condition (`serving`, `refused`...), the
+    probe's detail; `scopes`: the scopes of what is served, in order; `authenticates`: tokens are
+    required (MCP_HTTP_AUTH=jwt). Not thread-safe; the runtime calls it from the event loop only."""
 
     __slots__ = (
         "_audit_room",
@@ -233,6 +239,7 @@ class HttpExchange:
         "_ready",
         "_scopes_served",
         "_sessions",
+        "_source_conditions",
         "authenticates",
         "settings",
     )
@@ -247,6 +254,7 @@ class HttpExchange:
         scopes: Sequence[str],
         authenticates: bool,
         audit_room: Callable[[], bool] = lambda: True,
+        sources: Callable[[], Sequence[tuple[str, str]]] = tuple,
     ) -> None:
         self.settings = settings
         self.authenticates = authenticates
@@ -255,6 +263,7 @@ class HttpExchange:
         self._ready = ready
         # Whether the log sink has room for another request's audit record (`StderrSink.admit`).
         self._audit_room = audit_room
+        self._source_conditions = sources
         self._sessions: dict[str, _Session] = {}
         self._in_progress: dict[str, int] = {}
         resource = settings.http_resource_uri
@@ -339,15 +348,21 @@ class HttpExchange:
         return HttpRequest(self, method, headers, token, where)
 
     def _probe(self, path: str, method: str, where: str) -> Reply:
-        """`/healthz`: the process serves. `/readyz`: every data source answered its last audit
-        connection and its role passes the audit. 200 or 503, no detail."""
+        """`/healthz`: the process serves. `/readyz`: the replica can serve what it is configured to
+        serve (no data source, or at least one that serves: `ready()`), 200 or 503, then one line
+        per source with its condition (`source shop: serving`), for a scraper; never a finding,
+        a role or a reason (those are in the server's log)."""
         if method not in ("GET", "HEAD"):
             return _refusal(
                 HttpMethodNotAllowedError, "a probe is read with GET", [(b"allow", b"GET")], log=where
             )
-        ready = path == "/healthz" or self._ready()
         headers = ((b"content-type", b"text/plain"), (b"cache-control", b"no-store"))
-        return Reply(200 if ready else 503, headers, b"ok\n" if ready else b"not ready\n")
+        if path == "/healthz":
+            return Reply(200, headers, b"ok\n")
+        ready = self._ready()
+        lines = ["ok" if ready else "not ready"]
+        lines.extend(f"source {name}: {condition}" for name, condition in self._source_conditions())
+        return Reply(200 if ready else 503, headers, "".join(f"{line}\n" for line in lines).encode())
 
     # -- legacy sessions -------------------------------------------------------------------------
 
@@ -357,10 +372,11 @@ class HttpExchange:
         return tuple((session_id, key) for key in session.in_flight)
 
     def _open_session(
-        self, core: SessionCore, subject: str, now: float
+        self, core: SessionCore, subject: str, now: float, session_id: str | None = None
     ) -> tuple[str | None, str, tuple[CallRef, ...]]:
         """A new session's id (None: refused, with the reason), after the sessions `admit_session`
-        ends (whose calls to cancel come last)."""
+        ends (whose calls to cancel come last). `session_id`: the id of a session resumed (see
+        `HttpRequest._resume`), else a new random one."""
         admission = admit_session(
             (SessionSeen(i, s.subject, s.last_used, bool(s.in_flight)) for i, s in self._sessions.items()),
             subject,
@@ -372,7 +388,7 @@ class HttpExchange:
         cancel = tuple(ref for session_id in admission.end for ref in self._end_session(session_id))
         if admission.refusal is not None:
             return None, admission.refusal, cancel
-        session_id = secrets.token_urlsafe(32)
+        session_id = session_id or secrets.token_urlsafe(32)
         self._sessions[session_id] = _Session(core, subject, now)
         return session_id, "", cancel
 
@@ -564,14 +580,16 @@ class HttpRequest:
         return Reply(202, cancel=withdrawn)  # a notification (or a client's response): accepted
 
     def _named_session(self, session_id: str, identity: Identity, now: float) -> _Session | Reply:
-        """The session a legacy request names. An unknown or expired id, or another caller's, is 404
-        (the client then opens a new session); a version header not the session's, 400."""
+        """The session a legacy request names: another caller's is 404; an unknown or expired one is
+        resumed for this caller (`_resume`); a version header not the session's, 400."""
         exchange = self._exchange
         session = exchange._sessions.get(session_id)
         cancel: tuple[CallRef, ...] = ()
         if session is not None and now - session.last_used > exchange.settings.http_session_idle_s:
             cancel = exchange._end_session(session_id)
             session = None
+        if session is None and not cancel:
+            return self._resume(session_id, identity, now)
         if session is None or session.subject != identity.subject:
             return _refusal(
                 HttpNotFoundError,
@@ -588,6 +606,29 @@ class HttpRequest:
             )
         session.last_used = now
         return session
+
+    def _resume(self, session_id: str, identity: Identity, now: float) -> _Session | Reply:
+        """A session this server does not hold (it expired, made room for its caller's newer one,
+        or another replica or an earlier process opened it): opened again under the same id for
+        this caller, at the version its header names (absent: 2025-03-26, as both revisions have
+        it), with nothing of the old one (no call of it is in flight here). None of the official
+        SDKs opens a new session on a 404 (every later call of theirs would fail until the host
+        restarts), and a legacy session holds nothing a request needs besides its version and its
+        owner. Quotas apply as to `initialize` (429); an id not of the server's form is 404.
+        Security: the id is the client's own secret; it is resumed for the caller who sends it,
+        and a session another caller holds here is still 404 to it."""
+        exchange = self._exchange
+        if not _SESSION_ID.fullmatch(session_id):
+            return _refusal(
+                HttpNotFoundError, "no such session; send initialize to open a new one", log=self._where
+            )
+        core = exchange._new_core(identity)
+        core.legacy_version = self.headers.get("mcp-protocol-version") or _UNNAMED_VERSION
+        # `admit_session` ends only sessions without a call in flight: nothing of theirs to cancel.
+        opened, refusal, _ = exchange._open_session(core, identity.subject, now, session_id)
+        if opened is None:
+            return _refusal(TooManyRequestsError, refusal, [(b"retry-after", b"5")], log=self._where)
+        return exchange._sessions[session_id]
 
     # -- the call --------------------------------------------------------------------------------
 

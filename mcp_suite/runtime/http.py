@@ -99,6 +99,7 @@ class HttpApp:
             scopes=scopes,
             authenticates=verifier is not None,
             audit_room=self.audit.admit,
+            sources=lambda: [(state.name, state.condition) for state in registry.source_states()],
         )
         # The cancel scopes of legacy sessions' calls in flight, by the exchange's name for each.
         self._calls: dict[CallRef, trio.CancelScope] = {}

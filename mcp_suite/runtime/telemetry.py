@@ -221,6 +221,11 @@ class Telemetry:
             unit="By",
             description="Bytes of stderr lines not yet written",
         )
+        meter.create_observable_gauge(
+            "mcp_suite.sql.serving",
+            [self._observe_sources("serving")],
+            description="1 while the source serves (reachable and its role passes the audit), else 0",
+        )
         self._meter = meter
         self._stages = _Stages(self.tracer)
         observe.install(self._stages)

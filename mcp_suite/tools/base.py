@@ -123,8 +123,9 @@ class ResourceSpec:
 @dataclass(frozen=True, slots=True)
 class SourceState:
     """What an operator may watch of one data source (a database): whether it answered its last
-    audit connection, whether its role passes the audit, and its pool. Readiness (`/readyz`) is
-    every source `reachable` and `audited`; the rest are metrics."""
+    audit connection, whether its role passes the audit, and its pool. A source `serving` is both
+    `reachable` and `audited`; readiness (`/readyz`) asks that of at least one source (the registry's
+    `readiness`), and names each source's `condition`; the rest are metrics."""
 
     name: str
     reachable: bool
@@ -132,6 +133,22 @@ class SourceState:
     pool_in_use: int = 0
     pool_waiting: int = 0
     role: str = ""  # the database role it connects as ("" when the DSN names none)
+    # One word for the probe's detail: serving, unreachable, login-refused (the database refuses the
+    # server's login), refused (by the role audit), unaudited (no re-audit completes), not-served
+    # (its start was refused); "" derives it from the flags.
+    status: str = ""
+
+    @property
+    def serving(self) -> bool:
+        return self.reachable and self.audited
+
+    @property
+    def condition(self) -> str:
+        if self.status:
+            return self.status
+        if self.serving:
+            return "serving"
+        return "refused" if self.reachable else "unreachable"
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,12 +26,16 @@ __all__ = ["Registry", "ToolOpener", "instructions", "open_registry"]
 ToolOpener = Callable[[Settings], AbstractContextManager[Toolset | None]]
 
 
-def _open_sql(settings: Settings) -> AbstractContextManager[Toolset | None]:
+def _open_sql(settings: Settings, *, stdio: bool = False) -> AbstractContextManager[Toolset | None]:
     # Deferred: psycopg with its bundled libpq is most of a cold start that has no SQL tool, so the
     # whole SQL family loads only when it is enabled.
     from mcp_suite.tools.sql.opener import open_sql
 
-    return open_sql(settings)
+    return open_sql(settings, stdio=stdio)
+
+
+def _open_sql_over_stdio(settings: Settings) -> AbstractContextManager[Toolset | None]:
+    return _open_sql(settings, stdio=True)
 
 
 # (opener, enabled?) — order is the order of tools/list.
@@ -92,23 +96,34 @@ class Registry:
         return [state for states in self.states for state in states()]
 
     def ready(self) -> bool:
-        """Every data source answered its last audit connection and its role passes the audit."""
-        return all(state.reachable and state.audited for state in self.source_states())
+        """This replica can serve what it is configured to serve: it has no data source, or at
+        least one of them serves (answered its last audit connection, its role passes the audit).
+        A fault of one database, which every replica sharing it sees alike, is that source's own
+        (its calls get a problem naming it) and takes no replica out of a load balancer's rotation."""
+        states = self.source_states()
+        return not states or any(state.serving for state in states)
 
 
-def builtin_openers(settings: Settings) -> list[ToolOpener]:
-    return [opener for opener, enabled in _BUILTIN if enabled(settings)]
+def builtin_openers(settings: Settings, *, stdio: bool = False) -> list[ToolOpener]:
+    """The enabled families' openers; `stdio`: for a transport without verified callers, where a
+    source that reads only as each caller's mapped role is not offered (the SQL opener's `stdio`)."""
+    return [
+        _open_sql_over_stdio if stdio and opener is _open_sql else opener
+        for opener, enabled in _BUILTIN
+        if enabled(settings)
+    ]
 
 
 @contextlib.contextmanager
 def open_registry(
-    settings: Settings, *, extra: Iterable[ToolOpener] = (), builtins: bool = True
+    settings: Settings, *, extra: Iterable[ToolOpener] = (), builtins: bool = True, stdio: bool = False
 ) -> Iterator[Registry]:
-    """Open every enabled tool; close them all (in reverse) when the block ends.
+    """Open every enabled tool; close them all (in reverse) when the block ends. `stdio`: served over
+    stdio, where no caller is verified (see `builtin_openers`).
 
     Raises `StartupRefusedError` or `SettingsError` from a tool that must not serve.
     """
-    openers = [*(builtin_openers(settings) if builtins else []), *extra]
+    openers = [*(builtin_openers(settings, stdio=stdio) if builtins else []), *extra]
     with contextlib.ExitStack() as stack:
         tools: dict[str, ToolSpec] = {}
         resources: dict[str, ResourceSpec] = {}

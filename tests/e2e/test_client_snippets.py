@@ -95,13 +95,33 @@ def _params(snippets_: list[Snippet]) -> list[Any]:
     return [pytest.param(s, id=s.id, marks=[pytest.mark.container] if s.container else []) for s in snippets_]
 
 
-def fill(text: str, *, data: Path, dsn: str) -> str:
-    """The user's edit: the placeholders of the page's table, nothing else."""
+def fill(text: str, *, data: Path, dsn: str, config: Path | None = None) -> str:
+    """The user's edit: the placeholders of the page's table, nothing else (`config`: the
+    configuration file written for `/path/to/sources.toml`)."""
     return (
         text.replace("/path/to/mcp-suite", str(REPO))
         .replace("/path/to/data", str(data))
+        .replace("/path/to/sources.toml", str(config or "/nonexistent/sources.toml"))
         .replace("<dsn>", dsn)
     )
+
+
+def _config_file(tmp_path: Path, dsn: str) -> Path:
+    """A configuration file naming one source, `<dsn>` without its password (in a file of its own)."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    options = conninfo_to_dict(dsn)
+    password = options.pop("password", None)
+    lines = ['[[sources]]\nname = "app"\ndescription = "The app database"\n']
+    if password is not None:
+        secret = tmp_path / "app.password"
+        secret.write_text(f"{password}\n")
+        secret.chmod(0o600)
+        lines.append(f'password_file = "{secret}"\n')
+    lines.append(f'dsn = "{make_conninfo(**{k: str(v) for k, v in options.items()})}"\n')
+    path = tmp_path / "sources.toml"
+    path.write_text("".join(lines))
+    return path
 
 
 @dataclass(frozen=True)
@@ -214,14 +234,14 @@ def _data_folder(tmp_path: Path) -> Path:
 
 async def _run(snippet: Snippet, tmp_path: Path, record: Path, dsn: str) -> None:
     data = _data_folder(tmp_path)
-    text = fill(snippet.text, data=data, dsn=dsn)
+    text = fill(snippet.text, data=data, dsn=dsn, config=_config_file(tmp_path, dsn))
     if snippet.language == "json":
         workspace = tmp_path / "workspace"
         workspace.mkdir()
         shutil.copytree(data, workspace / "docs")  # VS Code's example exposes ${workspaceFolder}/docs
         (workspace / "docs").chmod(0o755)
         for entry in entries_of(json.loads(text), workspace=workspace, dsn=dsn):
-            await _session(entry, sql="MCP_SQL_DSN" in entry.env)
+            await _session(entry, sql="MCP_SQL_DSN" in entry.env or "--config" in entry.args)
     elif "claude mcp add" in text:
         await trio.to_thread.run_sync(lambda: subprocess.run(["bash", "-c", text], check=True, timeout=60))
         recorded = json.loads(record.read_text())
@@ -248,7 +268,7 @@ def test_the_page_has_the_snippets_this_test_knows() -> None:
     found = snippets()
     languages = [s.language for s in found]
     assert languages.count("sh") == 3  # Claude Code local and container, by hand
-    assert languages.count("json") == 9
+    assert languages.count("json") == 10
     assert sum(s.container for s in found) == 7
     assert {s.section for s in found} >= {
         "Claude Desktop",

@@ -460,7 +460,15 @@ def test_both_demo_roles_pass_the_servers_role_audit_through_the_file_serve_writ
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         verdict = "check-role: the role can only read; read_only_sql will serve."
-        assert proc.stdout.splitlines() == ["== source docs", verdict, "== source ops", verdict]
+        assert proc.stdout.splitlines() == [
+            "== source docs",
+            verdict,
+            "== source ops",
+            verdict,
+            "== summary",
+            "source docs: passes",
+            "source ops: passes",
+        ]
     finally:
         if base.exists():
             Cluster.open_existing(base).destroy()

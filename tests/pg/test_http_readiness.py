@@ -1,7 +1,8 @@
 """`/healthz` and `/readyz` of `mcp-suite serve-http`, seen directly and by HAProxy (the shipped
 template, started through the harness): a replica whose role the re-audit refuses answers 503 and
 leaves the rotation, the other replica keeps serving, and once the grant is revoked the replica is
-ready and back. The probes need no token and say nothing beyond ready or not."""
+ready and back (with one source, it is the whole of what the replica serves). The probes need no
+token and say nothing beyond ready or not and each source's condition."""
 
 from __future__ import annotations
 
@@ -73,19 +74,19 @@ def test_a_replica_whose_audit_refuses_leaves_the_rotation_until_it_passes_again
 ) -> None:
     proxy, first, second, _issuer = replicas
     proxy.wait_states({"mcp1": "UP", "mcp2": "UP", "mcp3": "DOWN"})
-    assert probe_status(first) == (200, b"ok\n")
+    assert probe_status(first) == (200, b"ok\nsource default: serving\n")
     assert ask(first, "/healthz")[:2] == (200, b"ok\n")
 
     probe.execute(HAZARD)
     status, body, content_type = wait_probe(first, "/readyz", 503)
-    # Nothing but "not ready": no finding, no source name, no role.
-    assert (status, body, content_type) == (503, b"not ready\n", "text/plain")
+    # "not ready" and the source's condition: no finding, no role.
+    assert (status, body, content_type) == (503, b"not ready\nsource default: refused\n", "text/plain")
     proxy.wait_states({"mcp1": "DOWN", "mcp2": "UP"})
     assert ask(first, "/healthz")[:2] == (200, b"ok\n")  # it still serves: alive, not ready
-    assert probe_status(second) == (200, b"ok\n")
+    assert probe_status(second) == (200, b"ok\nsource default: serving\n")
 
     probe.execute(FIX)
-    assert wait_probe(first, "/readyz", 200)[:2] == (200, b"ok\n")
+    assert wait_probe(first, "/readyz", 200)[:2] == (200, b"ok\nsource default: serving\n")
     proxy.wait_states({"mcp1": "UP", "mcp2": "UP"})
     # The probes were never logged as requests (no audit record, no refusal line).
     assert not [

@@ -257,7 +257,8 @@ def test_a_legacy_session_keeps_reaching_the_replica_that_opened_it(fleet: Fleet
         ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         assert http.post(fleet.proxy.url, json=ready, headers=session).status_code == 202
         # Round-robin alone would send two calls in three to a replica that never heard of the
-        # session (404): twelve answers in a row are the stick table's doing.
+        # session (which would resume it there): the audit records below, all on one replica, are
+        # the stick table's doing.
         for n in range(12):
             tag = f"lb-legacy-{n}"
             call = {

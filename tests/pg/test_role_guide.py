@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -22,25 +23,44 @@ GUIDE = Path(__file__).resolve().parents[2] / "docs" / "tools" / "postgres-role-
 PASSWORD = "guide-test-password"
 
 
-PART_2 = "-- Part 2. Each person reads as themselves"
+# The names of part 1 this module gives the guide (psql variables: the file itself is not edited).
+NAMES = {"reader": "mcp_guide_reader", "views": "mcp_guide_views", "views_owner": "mcp_guide_views_owner"}
+SECOND_DB = "mcp_guide_second"
 
 
-def _guide_sql(part: int = 1) -> str:
-    """Part 1 (one reader role) or part 2 (an identity map's roles) of the guide, names filled in."""
-    whole = GUIDE.read_text()
-    cut = whole.index(PART_2)
-    text = whole[:cut] if part == 1 else whole[cut:]
-    for old, new in (
-        ("<database>", "mcp_demo"),
-        ("<superuser>", "devdb_admin"),
-        ("<database owner>", "docs_owner"),
-        ("<a long random password>", PASSWORD),
-        ("mcp_views_owner", "mcp_guide_views_owner"),
-        ("mcp_views", "mcp_guide_views"),
-        ("mcp_reader", "mcp_guide_reader"),
-    ):
-        text = text.replace(old, new)
-    return text
+def _run_guide(dsn: str, **variables: str) -> subprocess.CompletedProcess[str]:
+    """The guide as its header says to run it: psql, ON_ERROR_STOP, the names as `-v` variables."""
+    from mcp_suite.demo.binaries import find_pg_bin
+
+    argv = [str(find_pg_bin() / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-f", str(GUIDE)]
+    for name, value in {"password": PASSWORD, **variables}.items():
+        argv[1:1] = ["-v", f"{name}={value}"]
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=120, check=False, stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+_GLOBAL_FUNCTION_DEFAULTS = (
+    "SELECT defaclrole::regrole::text FROM pg_default_acl WHERE defaclnamespace = 0 AND defaclobjtype = 'f'"
+)
+
+
+def _restore_default_privileges(admin: psycopg.Connection[Any], before: set[str]) -> None:
+    """The guide gives every role that can create functions a default privilege: take back those
+    the cluster did not have before (the other tests share it), as PostgreSQL's built-in default."""
+    for (role,) in admin.execute(_GLOBAL_FUNCTION_DEFAULTS).fetchall():
+        if role not in before:
+            admin.execute(
+                f"ALTER DEFAULT PRIVILEGES FOR ROLE {role} GRANT EXECUTE ON FUNCTIONS TO PUBLIC".encode()
+            )
+
+
+def _dsn_in(dsn: str, database: str) -> str:
+    from psycopg.conninfo import make_conninfo
+
+    return make_conninfo(dsn, dbname=database)
 
 
 def _check_role(dsn: str) -> subprocess.CompletedProcess[str]:
@@ -58,6 +78,7 @@ def _check_role(dsn: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_role_guide_produces_a_role_the_audit_accepts(demo_cluster: Cluster) -> None:
     with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
+        before = {str(role) for (role,) in admin.execute(_GLOBAL_FUNCTION_DEFAULTS).fetchall()}
         try:
             # As on a cluster nobody hardened yet: new functions of the superuser and of the database
             # owner are PUBLIC's to execute (the demo's seed had revoked that); the guide revokes it.
@@ -65,7 +86,9 @@ def test_the_role_guide_produces_a_role_the_audit_accepts(demo_cluster: Cluster)
                 admin.execute(
                     f"ALTER DEFAULT PRIVILEGES FOR ROLE {role} GRANT EXECUTE ON FUNCTIONS TO PUBLIC".encode()
                 )
-            admin.execute(_guide_sql(1).encode())
+            _run_guide(demo_cluster.admin_dsn, **NAMES)
+            # Run again, unchanged: every step is idempotent (nothing fails, nothing is granted twice).
+            _run_guide(demo_cluster.admin_dsn, **NAMES)
             # A curated view made as the owner, so the guide's default privileges apply to it.
             admin.execute("GRANT USAGE ON SCHEMA docs TO mcp_guide_views_owner")
             admin.execute("GRANT SELECT ON docs.pages TO mcp_guide_views_owner")
@@ -131,6 +154,7 @@ def test_the_role_guide_produces_a_role_the_audit_accepts(demo_cluster: Cluster)
                 in refused.stdout
             )
         finally:
+            _restore_default_privileges(admin, before)
             for role in ("devdb_admin", "docs_owner"):  # as the demo's seed leaves them
                 revoke = f"ALTER DEFAULT PRIVILEGES FOR ROLE {role} REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC"
                 admin.execute(revoke.encode())
@@ -155,8 +179,10 @@ def test_the_role_guides_part_2_gives_two_people_their_own_rows_through_the_iden
 
     roles = ("mcp_sales", "mcp_support")
     with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
+        before = {str(role) for (role,) in admin.execute(_GLOBAL_FUNCTION_DEFAULTS).fetchall()}
         try:
-            admin.execute(_guide_sql(2).encode())
+            _run_guide(demo_cluster.admin_dsn, part1="off", part2="on")
+            _run_guide(demo_cluster.admin_dsn, part1="off", part2="on")  # again: idempotent
             dsn = demo_cluster.dsn("mcp_login", PASSWORD)
             assert audit_dsn(dsn, connect_timeout_s=5, roles=roles) == []
             executor = Executor(sql_settings(dsn), dsn, roles=roles)
@@ -183,8 +209,56 @@ def test_the_role_guides_part_2_gives_two_people_their_own_rows_through_the_iden
             assert "membership" in {f.capability for f in refused}
             assert {f.role for f in refused} == {""}  # the login role's: every call stops
         finally:
+            _restore_default_privileges(admin, before)
             admin.execute("DROP SCHEMA IF EXISTS mcp_notes CASCADE")
             for role in ("mcp_login", *roles, "mcp_notes_owner"):
+                if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
+                    admin.execute(f"DROP OWNED BY {role}".encode())
+                    admin.execute(f"DROP ROLE {role}".encode())
+
+
+def test_the_role_guide_runs_again_for_a_second_database_and_another_reader_without_editing(
+    demo_cluster: Cluster,
+) -> None:
+    """Issue 53: a second database of the same cluster used to stop at `role "mcp_reader" already
+    exists`, and four kinds of placeholders were edited by hand."""
+    other = {"reader": "mcp_guide_other", "views": "mcp_guide_views", "views_owner": "mcp_guide_views_owner"}
+    with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
+        before = {str(role) for (role,) in admin.execute(_GLOBAL_FUNCTION_DEFAULTS).fetchall()}
+        admin.execute(f"DROP DATABASE IF EXISTS {SECOND_DB}".encode())
+        admin.execute(f"CREATE DATABASE {SECOND_DB}".encode())
+        try:
+            _run_guide(demo_cluster.admin_dsn, **NAMES)
+            second = _dsn_in(demo_cluster.admin_dsn, SECOND_DB)
+            _run_guide(second, **NAMES)  # the same reader, the roles already there
+            _run_guide(second, **other)  # another reader in it
+            for reader, database in (
+                (NAMES["reader"], "mcp_demo"),
+                (NAMES["reader"], SECOND_DB),
+                (other["reader"], SECOND_DB),
+            ):
+                dsn = _dsn_in(demo_cluster.dsn(reader, PASSWORD), database)
+                assert audit_dsn(dsn, connect_timeout_s=5) == [], (reader, database)
+            # A creator that appears later: the audit's fix names the database to run it in.
+            admin.execute("CREATE ROLE mcp_guide_late_creator NOLOGIN")
+            with psycopg.connect(second, autocommit=True) as there:
+                there.execute(f"GRANT CREATE ON SCHEMA {NAMES['views']} TO mcp_guide_late_creator".encode())
+            refused = _check_role(_dsn_in(demo_cluster.dsn(NAMES["reader"], PASSWORD), SECOND_DB))
+            assert refused.returncode == 78, refused.stdout + refused.stderr
+            assert f'connected to the database "{SECOND_DB}" (psql -d "{SECOND_DB}")' in refused.stdout
+            # Running the guide again in that database gives the new creator its default privilege.
+            _run_guide(second, **NAMES)
+            passed = _check_role(_dsn_in(demo_cluster.dsn(NAMES["reader"], PASSWORD), SECOND_DB))
+            assert passed.returncode == 0, passed.stdout + passed.stderr
+        finally:
+            _restore_default_privileges(admin, before)
+            admin.execute(f"DROP DATABASE IF EXISTS {SECOND_DB} WITH (FORCE)".encode())
+            admin.execute("DROP SCHEMA IF EXISTS mcp_guide_views CASCADE")
+            drop_event_trigger(admin)
+            for role in ("devdb_admin", "docs_owner"):  # as the demo's seed leaves them
+                revoke = f"ALTER DEFAULT PRIVILEGES FOR ROLE {role} REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC"
+                admin.execute(revoke.encode())
+            for role in (NAMES["reader"], other["reader"], NAMES["views_owner"], "mcp_guide_late_creator"):
                 if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
                     admin.execute(f"DROP OWNED BY {role}".encode())
                     admin.execute(f"DROP ROLE {role}".encode())

@@ -182,7 +182,12 @@ def test_a_role_that_can_create_functions_the_reader_could_run_is_refused_with_t
         findings = audit_dsn(probe_dsn(demo_cluster), connect_timeout_s=5)
         assert [(f.capability, f.warning) for f in findings] == [("function-creator", False)]
         assert "mcp_reach_creator" in findings[0].problem
-        assert findings[0].fix.startswith(fix)
+        # Default privileges are per database: the fix names the one to run it in.
+        where = (
+            'connected to the database "mcp_demo" (psql -d "mcp_demo") as a superuser or'
+            ' "mcp_reach_creator", run: '
+        )
+        assert findings[0].fix.startswith(where + fix)
         assert "MCP_SQL_ACCEPT_FUNCTION_CREATORS" in findings[0].fix
         # The printed fix is the whole fix.
         admin.execute(fix.encode())

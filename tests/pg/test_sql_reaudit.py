@@ -264,7 +264,8 @@ def test_an_audit_connection_lost_that_cannot_be_reopened_stops_the_sql_tools_un
         first = until(server, unaudited)
         problem = problem_of(first)
         assert unaudited(first), first
-        assert problem["metadata"] == {"retryable": True}
+        # Which source it is, even the one of MCP_SQL_DSN (issue 53: the same document everywhere).
+        assert problem["metadata"] == {"retryable": True, "source": "default"}
         for name, refusal in sql_surfaces(server, COUNT["sql"]):
             assert refusal.get("type", "").endswith(":role-unaudited"), (name, refusal)
         assert served(server.call_tool("system_metrics"))  # the other tools keep serving

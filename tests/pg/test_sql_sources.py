@@ -122,6 +122,13 @@ async def test_one_server_reads_two_databases_by_one_set_of_tools(config: Path) 
     assert "demo: The demo docs on PostgreSQL 18" in instructions
     assert "legacy: The same docs on PostgreSQL 15" in instructions
     assert {r["uri"] for r in resources} == {"postgres://demo/schema", "postgres://legacy/schema"}
+    # Each schema resource says which source it is: no two look alike.
+    by_uri = {r["uri"]: r for r in resources}
+    demo, legacy = by_uri["postgres://demo/schema"], by_uri["postgres://legacy/schema"]
+    assert (demo["name"], legacy["name"]) == ("schema-demo", "schema-legacy")
+    assert (demo["title"], legacy["title"]) == ("Database schema of demo", "Database schema of legacy")
+    assert "of the source demo (The demo docs on PostgreSQL 18)" in demo["description"]
+    assert "of the source legacy (The same docs on PostgreSQL 15)" in legacy["description"]
     assert ("docs", "pages") in {
         (o["schema"], o["name"]) for o in schema["result"]["structuredContent"]["objects"]
     }
@@ -157,8 +164,10 @@ async def test_a_source_made_unsafe_after_start_up_is_refused_alone_and_a_source
                 await _until(h, "legacy", lambda r: r["result"]["isError"] is False)
                 legacy_cluster.stop()
                 try:
-                    down = await _until(h, "legacy", lambda r: "error" in r)
-                    assert down["error"]["data"]["type"] == "urn:mcp-suite:problem:database-unavailable"
+                    down = await _until(h, "legacy", lambda r: r["result"]["isError"] is True)
+                    outage = json.loads(down["result"]["content"][0]["text"])
+                    assert outage["type"] == "urn:mcp-suite:problem:database-unavailable"
+                    assert outage["metadata"]["source"] == "legacy"
                     assert (await _sql(h, "SELECT 1 AS one", "demo"))["result"]["isError"] is False
                 finally:
                     legacy_cluster.start()

@@ -142,9 +142,12 @@ async def test_a_database_restart_gives_internal_errors_then_recovers(
             finally:
                 with trio.CancelScope(shield=True):  # bounded: start() waits at most 30 s
                     await trio.to_thread.run_sync(demo_cluster.start)
-            assert down["error"]["code"] == -32603
-            assert down["error"]["data"]["type"] == "urn:mcp-suite:problem:database-unavailable"
-            assert down["error"]["data"]["metadata"]["retryable"] is True
+            # In-band: a tool result the model reads and can act on (issue 53).
+            assert down["result"]["isError"] is True
+            outage = json.loads(down["result"]["content"][0]["text"])
+            assert outage["type"] == "urn:mcp-suite:problem:database-unavailable"
+            assert outage["metadata"]["retryable"] is True
+            assert outage["metadata"]["source"] == "default"
             assert "password" not in json.dumps(down)
             back = await h.response(await h.call("read_only_sql", query))
             assert back["result"]["structuredContent"]["rows"] == [[30]]
@@ -176,7 +179,8 @@ async def test_a_database_down_at_start_up_is_served_and_audited_when_it_is_back
             ) as h:
                 await h.initialize()
                 down = await h.response(await h.call("read_only_sql", query))
-                assert down["error"]["code"] == -32603
+                assert down["result"]["isError"] is True
+                assert "database-unavailable" in down["result"]["content"][0]["text"]
                 with trio.CancelScope(shield=True):
                     await trio.to_thread.run_sync(demo_cluster.start)
                 back = await h.response(await h.call("read_only_sql", query))
@@ -201,8 +205,8 @@ async def test_a_role_the_database_refuses_is_logged_with_its_reason_and_never_i
             refused = await h.response(await h.call("read_only_sql", {"sql": "SELECT 1"}))
             again = await h.response(await h.call("read_only_sql", {"sql": "SELECT 1"}))
     for response in (refused, again):
-        assert response["error"]["code"] == -32603
-        problem = response["error"]["data"]
+        assert response["result"]["isError"] is True
+        problem = json.loads(response["result"]["content"][0]["text"])
         assert problem["type"] == "urn:mcp-suite:problem:database-unavailable"
         assert problem["metadata"]["retryable"] is False
         assert "incident" not in json.dumps(response)

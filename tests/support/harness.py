@@ -225,12 +225,14 @@ def resource_opener() -> ToolOpener:
 
 REFUSED_URI = "test://refused"
 UNAUDITED_URI = "test://unaudited"
+DOWN_URI = "test://down"
 
 
 def refused_resource_opener() -> ToolOpener:
     """A ToolOpener serving two resources whose every read is refused as the SQL schema
-    resource's is while a re-audit refuses the role (`REFUSED_URI`: `role-refused`, -32603) and
-    while no re-audit completes (`UNAUDITED_URI`: `role-unaudited`, -32603)."""
+    resource's is while a re-audit refuses the role (`REFUSED_URI`: `role-refused`, -32603),
+    while no re-audit completes (`UNAUDITED_URI`: `role-unaudited`, -32603) and while the
+    database is down (`DOWN_URI`: `database-unavailable`, -32603: a read has no in-band channel)."""
 
     async def read() -> str:
         await trio.lowlevel.checkpoint()
@@ -241,6 +243,12 @@ def refused_resource_opener() -> ToolOpener:
     async def read_unaudited() -> str:
         await trio.lowlevel.checkpoint()
         raise RoleUnauditedError("This test resource's role is never audited.", metadata={"retryable": True})
+
+    async def read_down() -> str:
+        await trio.lowlevel.checkpoint()
+        raise DatabaseUnavailableError(
+            "This test resource's database is never there.", metadata={"retryable": True}
+        )
 
     @contextlib.contextmanager
     def open_refused(settings: Settings) -> Iterator[Toolset | None]:
@@ -262,7 +270,16 @@ def refused_resource_opener() -> ToolOpener:
             read=read_unaudited,
             scope=TEST_SCOPE,
         )
-        yield Toolset(tools=(), resources=(resource, unaudited))
+        down = ResourceSpec(
+            uri=DOWN_URI,
+            name="down",
+            title="Down",
+            description="A test resource whose database is never there.",
+            mime_type="application/json",
+            read=read_down,
+            scope=TEST_SCOPE,
+        )
+        yield Toolset(tools=(), resources=(resource, unaudited, down))
 
     return open_refused
 

@@ -3,8 +3,9 @@
 `tests/support/ts_sdk/` pins both lines of the SDK with every dependency (a package-lock.json with
 integrity hashes, no download addresses): v1 (`@modelcontextprotocol/sdk`, the 2025 era only) and
 v2 (`@modelcontextprotocol/client`, which negotiates 2026-07-28 or stays legacy), and holds
-`client.mjs` and `cancel.mjs`, the scripts the tests run. `ts_sdk_client()` runs `npm ci` once per lock into
-`.venv/npm/` and returns the script's installed path; it runs on the machine's Node (20 or later).
+`client.mjs`, `cancel.mjs` and `resume.mjs`, the scripts the tests run. `ts_sdk_client()` runs
+`npm ci` once per lock into `.venv/npm/` and returns the script's installed path; it runs on the
+machine's Node (20 or later).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from typing import Final
 
 from bench.common import npm_ci_once
 
-__all__ = ["ts_sdk_cancel", "ts_sdk_client"]
+__all__ = ["ts_sdk_cancel", "ts_sdk_client", "ts_sdk_resume"]
 
 _SOURCE: Final = Path(__file__).with_name("ts_sdk")
-_FILES: Final = ("package.json", "package-lock.json", "client.mjs", "cancel.mjs")
+_FILES: Final = ("package.json", "package-lock.json", "client.mjs", "cancel.mjs", "resume.mjs")
 
 
 def ts_sdk_client() -> Path:
@@ -28,3 +29,8 @@ def ts_sdk_client() -> Path:
 def ts_sdk_cancel() -> Path:
     """`cancel.mjs` (a legacy call the SDK's client cancels) beside its installed `node_modules`."""
     return npm_ci_once(_SOURCE, "ts-sdk", _FILES) / "cancel.mjs"
+
+
+def ts_sdk_resume() -> Path:
+    """`resume.mjs` (a legacy session that outlives its replicas) beside its installed `node_modules`."""
+    return npm_ci_once(_SOURCE, "ts-sdk", _FILES) / "resume.mjs"

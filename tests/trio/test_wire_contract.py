@@ -210,7 +210,8 @@ async def _provoke_every_error(h: Harness) -> list[dict[str, Any]]:
         b'{"jsonrpc":"2.0","id":"v","method":"tools/list","params":{"_meta":{'
         b'"io.modelcontextprotocol/protocolVersion":"1900-01-01",'
         b'"io.modelcontextprotocol/clientCapabilities":{}}}}',
-        b'{"jsonrpc":"2.0","id":"down","method":"tools/call","params":{"name":"down"}}',  # -32603 too
+        # -32603 database-unavailable: a resource read (a tool's call is answered in-band)
+        b'{"jsonrpc":"2.0","id":"down","method":"resources/read","params":{"uri":"test://down"}}',
         # -32603 role-refused: a resource read has no in-band channel
         b'{"jsonrpc":"2.0","id":"refused","method":"resources/read","params":{"uri":"test://refused"}}',
         # -32603 role-unaudited: the same, while no re-audit completes

@@ -8,6 +8,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 RUN_SCRIPT = Path(__file__).resolve().parents[2] / "containers" / "run.sh"
 
 # A stand-in `docker` whose daemon is down: `info` fails with Docker's own banner, and any other
@@ -155,3 +157,123 @@ def test_an_unknown_mode_is_refused() -> None:
     )
     assert proc.returncode == 64
     assert proc.stderr == "run-container: usage: containers/run.sh [stdio|http]\n"
+
+
+# -- the container runs what the server runs (issue 53) ---------------------------------------------
+
+
+def _run_stdio(
+    tmp_path: Path, engine: str = RECORDER, **env: str
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    podman = bin_dir / "podman"
+    calls = tmp_path / "calls"
+    podman.write_text(engine.format(calls=calls))
+    podman.chmod(0o755)
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_", "ENGINE", "CONTAINERS_CONF"))}
+    proc = subprocess.run(
+        [str(RUN_SCRIPT)],
+        env={**base, "PATH": f"{bin_dir}:/usr/bin:/bin", "ENGINE": "podman", **env},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    argv = calls.read_text().splitlines() if calls.exists() else []
+    return proc, argv
+
+
+def _config(tmp_path: Path, password_file: str) -> Path:
+    path = tmp_path / "sources.toml"
+    path.write_text(
+        '[[sources]]\nname = "shop"\ndescription = "d"\ndsn = "host=/run/pg dbname=shop user=r"\n'
+        f'password_file = "{password_file}"\n\n'
+        '[[sources]]\nname = "hr"\ndescription = "e"\ndsn = "host=/run/pg dbname=hr user=r"\n'
+        'password_env = "HR_PASSWORD"\n'
+    )
+    return path
+
+
+def test_every_setting_and_the_configuration_file_with_its_password_files_go_into_the_container(
+    tmp_path: Path,
+) -> None:
+    secret = tmp_path / "shop.password"
+    secret.write_text("not-on-a-command-line\n")
+    config = _config(tmp_path, str(secret))
+    proc, argv = _run_stdio(
+        tmp_path,
+        MCP_SKIP_BUILD="1",
+        MCP_CONFIG=str(config),
+        MCP_SQL_MAX_ROWS="10",
+        MCP_SQL_MAX_ROWZ="3",  # misspelt: passed on, so the server inside refuses it as outside
+        MCP_OTEL_ENDPOINT="http://collector:4318",
+        HR_PASSWORD="not-on-a-command-line-either",
+        MCP_CONTAINER_NAME="mcp",
+        MCP_SAFE_DATA_DIR="/host/path",
+    )
+    assert proc.returncode == 0, proc.stderr
+    pairs = set(itertools.pairwise(argv))
+    assert ("-v", f"{config}:{config}:ro") in pairs
+    assert ("-v", f"{secret}:{secret}:ro") in pairs
+    for name in ("MCP_CONFIG", "MCP_SQL_MAX_ROWS", "MCP_SQL_MAX_ROWZ", "MCP_OTEL_ENDPOINT", "HR_PASSWORD"):
+        assert ("-e", name) in pairs, name
+    # The script's own variables, and a host path for the image's data folder, stay outside.
+    for name in ("MCP_CONTAINER_NAME", "MCP_SKIP_BUILD", "MCP_SAFE_DATA_DIR"):
+        assert ("-e", name) not in pairs, name
+    assert not any("not-on-a-command-line" in a for a in argv)
+    assert argv[-1] == "localhost/mcp-suite:latest"
+
+
+def test_a_configuration_file_whose_password_file_is_relative_is_refused_in_one_line(tmp_path: Path) -> None:
+    config = _config(tmp_path, "shop.password")
+    proc, argv = _run_stdio(tmp_path, MCP_SKIP_BUILD="1", MCP_CONFIG=str(config))
+    assert proc.returncode == 78
+    assert proc.stderr.splitlines() == [
+        f"run-container: MCP_CONFIG={config}: password_file 'shop.password': an absolute path without "
+        "':' (it is mounted at the same path)"
+    ]
+    assert argv == []
+
+
+# A stand-in `podman` without any image: `image inspect` fails, anything else is recorded.
+NO_IMAGES = """#!/bin/sh
+if [ "$1" = image ]; then exit 125; fi
+echo "$@" >> "{calls}"
+exit 0
+"""
+
+
+def test_a_build_without_root_or_debootstrap_and_without_a_base_says_in_one_line_how_to_get_one(
+    tmp_path: Path,
+) -> None:
+    # PATH without /usr/sbin: no debootstrap, as for most users.
+    proc, argv = _run_stdio(tmp_path, engine=NO_IMAGES)
+    assert proc.returncode == 69
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(
+        "run-container: no base image: build localhost/mcp-suite-base:bookworm once as root"
+    )
+    assert "MCP_BASE_IMAGE=default" in line
+    assert argv == []  # no build was started
+
+
+def test_a_configuration_file_the_container_s_user_cannot_read_is_refused_in_one_line(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the check compares the files' owner with the container's user as a rootful engine does")
+    secret = tmp_path / "shop.password"
+    secret.write_text("x\n")
+    config = _config(tmp_path, str(secret))
+    secret.chmod(0o600)  # the host's root alone: the container's user 10001 could not read it
+    proc, argv = _run_stdio(tmp_path, MCP_SKIP_BUILD="1", MCP_CONFIG=str(config))
+    assert proc.returncode == 78
+    assert proc.stderr.splitlines() == [
+        f"run-container: {secret} cannot be read by the container's user 10001: chgrp 10001 it and chmod g+r"
+        " (mode 0640), or chown 10001 it"
+    ]
+    assert argv == []
+    os.chown(secret, 0, 10001)
+    secret.chmod(0o640)
+    proc, argv = _run_stdio(tmp_path, MCP_SKIP_BUILD="1", MCP_CONFIG=str(config))
+    assert proc.returncode == 0, proc.stderr

@@ -187,6 +187,24 @@ def test_the_probes_say_yes_or_no_before_anything_else_is_looked_at(
     assert header(posted, b"allow") == "GET"
 
 
+def test_the_readiness_probe_names_each_source_s_condition_and_nothing_more() -> None:
+    conditions = [("shop", "serving"), ("hr", "refused")]
+    grants = grants_of([("echo", "test:call", {})], [])
+    server = HttpExchange(
+        SETTINGS,
+        new_core=lambda identity: make_core(),
+        grants=lambda: grants,
+        ready=lambda: True,
+        scopes=("test:call",),
+        authenticates=True,
+        sources=lambda: conditions,
+    )
+    assert (
+        reply_of(server.head("GET", "/readyz", [])).body == b"ok\nsource shop: serving\nsource hr: refused\n"
+    )
+    assert reply_of(server.head("GET", "/healthz", [])).body == b"ok\n"
+
+
 def test_headers_longer_than_the_limit_are_431() -> None:
     headers = raw({"authorization": "Bearer t", "x": "y" * 2_048})
     reply = refused(exchange().head("POST", "/mcp", headers), 431, "headers-too-large")
@@ -529,7 +547,7 @@ def test_the_anonymous_caller_holds_every_scope() -> None:
 # -- legacy sessions -------------------------------------------------------------------------------
 
 
-def test_initialize_opens_a_session_that_later_requests_name() -> None:
+def test_initialize_opens_a_session_that_later_requests_name_and_an_expired_one_is_resumed() -> None:
     server = exchange()
     session_id = open_session(server, ALICE, 100)
     assert server.statistics().sessions == 1
@@ -542,11 +560,12 @@ def test_initialize_opens_a_session_that_later_requests_name() -> None:
     assert (
         reply_of(post(server, frame("tools/list", {}, 4), in_session(session_id), ALICE, 210)).status == 200
     )
-    expired = refused(
-        post(server, frame("tools/list", {}, 5), in_session(session_id), ALICE, 261), 404, "not-found"
-    )
-    assert problem_of(expired)["detail"] == "no such session; send initialize to open a new one"
-    assert server.statistics().sessions == 0
+    # Idle past its time at 261: ended, then opened again under its id for its caller (issue 53:
+    # no official SDK opens a new session on a 404).
+    resumed = reply_of(post(server, frame("tools/list", {}, 5), in_session(session_id), ALICE, 261))
+    assert resumed.status == 200
+    assert check_line(resumed.body + b"\n")["result"]["tools"]
+    assert server.statistics().sessions == 1
 
 
 def test_a_session_is_404_to_another_caller_and_400_under_another_version() -> None:
@@ -559,6 +578,31 @@ def test_a_session_is_404_to_another_caller_and_400_under_another_version() -> N
     reply = refused(post(server, frame("tools/list"), other, ALICE), 400, "invalid-request")
     assert problem_of(reply)["detail"] == "MCP-Protocol-Version is not the version this session negotiated"
     assert server.statistics().sessions == 1
+
+
+def test_a_session_another_replica_opened_is_resumed_for_its_caller_at_the_version_it_names() -> None:
+    server = exchange()
+    elsewhere = "A" * 43  # the form of the ids this server gives (secrets.token_urlsafe(32))
+    versioned = in_session(elsewhere, **{"mcp-protocol-version": "2025-06-18"})
+    listed = reply_of(post(server, frame("tools/list", {}, 2), versioned, ALICE, 100))
+    assert listed.status == 200
+    assert server.statistics().sessions == 1
+    # It is Alice's now: Bob gets 404, another version 400, and Alice's DELETE ends it.
+    refused(post(server, frame("tools/list"), versioned, BOB, 101), 404, "not-found")
+    other = in_session(elsewhere, **{"mcp-protocol-version": "2025-11-25"})
+    refused(post(server, frame("tools/list"), other, ALICE, 101), 400, "invalid-request")
+    # Without the header, a resumed session is 2025-03-26 (as both revisions have it).
+    bare = "B" * 43
+    assert reply_of(post(server, frame("tools/list"), in_session(bare), ALICE, 102)).status == 200
+    refused(
+        post(server, frame("tools/list"), versioned | {"mcp-session-id": bare}, ALICE, 103),
+        400,
+        "invalid-request",
+    )
+    # A second initialize inside a resumed session is refused as in any session.
+    body = frame("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
+    second = reply_of(post(server, body, in_session(bare), ALICE, 104))
+    assert check_line(second.body + b"\n")["error"]["code"] == -32600
 
 
 def test_a_legacy_request_needing_a_session_without_one_is_400() -> None:
@@ -634,10 +678,11 @@ def test_a_caller_at_its_quota_ends_its_own_oldest_idle_session_and_is_refused_w
     second = open_session(server, ALICE, 101)
     bob = open_session(server, BOB, 99)
     third = open_session(server, ALICE, 102)  # ends `first`, never Bob's older one
-    refused(post(server, frame("tools/list"), in_session(first), ALICE, 103), 404, "not-found")
-    for session_id, who in ((second, ALICE), (third, ALICE), (bob, BOB)):
+    # `first` comes back under its id: that ends Alice's least recently used one, `second`.
+    for session_id, who in ((first, ALICE), (third, ALICE), (bob, BOB)):
         assert reply_of(post(server, frame("tools/list"), in_session(session_id), who, 103)).status == 200
-    for session_id, request_id in ((second, 1), (third, 2)):
+    assert server.statistics().sessions == 3
+    for session_id, request_id in ((first, 1), (third, 2)):
         req = request(server, in_session(session_id))
         req.authenticated(ALICE, 104)
         assert isinstance(
@@ -648,6 +693,11 @@ def test_a_caller_at_its_quota_ends_its_own_oldest_idle_session_and_is_refused_w
     busy = refused(post(server, body, LEGACY_HEAD, ALICE, 105), 429, "concurrency-limit")
     assert problem_of(busy)["detail"] == "this caller's 2 sessions all have calls in progress"
     assert header(busy, b"retry-after") == "5"
+    # Resuming `second` is refused the same way, and ends nothing.
+    again = refused(
+        post(server, frame("tools/list"), in_session(second), ALICE, 105), 429, "concurrency-limit"
+    )
+    assert problem_of(again)["detail"] == "this caller's 2 sessions all have calls in progress"
     assert server.statistics().sessions == 3
 
 
@@ -668,7 +718,9 @@ def test_the_server_s_bound_refuses_a_new_session_and_ends_only_expired_ones() -
     # Bob's session, idle past its time with no call in progress, makes room.
     assert open_session(server, dan, 111)
     assert server.statistics().sessions == 4
-    refused(post(server, frame("tools/list"), in_session(old), BOB, 112), 404, "not-found")
+    # Bob's ended session is resumed only where there is room: none now.
+    full = refused(post(server, frame("tools/list"), in_session(old), BOB, 112), 429, "concurrency-limit")
+    assert problem_of(full)["detail"] == "the server holds its maximum of 4 sessions; retry later"
 
 
 def test_delete_ends_the_caller_s_own_session_and_cancels_its_calls() -> None:

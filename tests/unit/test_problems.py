@@ -106,6 +106,7 @@ def test_a_problem_class_that_travels_as_an_error_has_a_code_its_type_allows(cls
             "validation-error",
             "role-refused",
             "role-unaudited",
+            "database-unavailable",
             "not-found",
             "unsupported-content",
             "concurrency-limit",

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 
 from mcp_suite.settings import Settings
-from mcp_suite.tools.base import Toolset
+from mcp_suite.tools.base import SourceState, Toolset
 from mcp_suite.tools.files.opener import open_files
-from mcp_suite.tools.registry import open_registry
+from mcp_suite.tools.registry import Registry, open_registry
 from tests.support.harness import NOTES_URI, ToolLog, resource_opener, tool_opener
 
 # Nothing built in: no database, no folder, no metrics.
@@ -55,3 +55,16 @@ def test_a_tool_spec_shows_only_its_name() -> None:
 def test_the_file_tool_serves_nothing_without_a_folder() -> None:
     with open_files(BARE) as toolset:
         assert toolset is None
+
+
+def test_a_registry_is_ready_while_at_least_one_of_its_sources_serves() -> None:
+    def registry(*states: SourceState) -> Registry:
+        return Registry(tools={}, resources={}, states=(lambda: list(states),))
+
+    serving = SourceState("shop", reachable=True, audited=True)
+    refused = SourceState("hr", reachable=True, audited=False)
+    down = SourceState("pay", reachable=False, audited=False)
+    assert registry().ready()  # nothing to serve but the other tools: ready
+    assert registry(serving, refused, down).ready()
+    assert not registry(refused, down).ready()
+    assert [s.condition for s in (serving, refused, down)] == ["serving", "refused", "unreachable"]

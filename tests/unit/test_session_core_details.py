@@ -21,6 +21,7 @@ from mcp_suite.problems import (
     InternalServerError,
     InvalidParamsError,
     ProblemError,
+    ShuttingDownError,
 )
 from mcp_suite.protocol import core
 from mcp_suite.protocol.framing import OversizedFrame
@@ -526,7 +527,7 @@ def test_arguments_the_sanitizer_refuses_are_answered_in_the_era_and_audited_wit
             core.CallRaised(InvalidParamsError("Asked wrongly.")),
             INVALID_PARAMS,
         ),
-        (core.CallRaised(DatabaseUnavailableError("The database is down.")), INTERNAL_ERROR),
+        (core.CallRaised(ShuttingDownError("The server is stopping.")), INTERNAL_ERROR),
     ],
 )
 def test_a_call_that_fails_travels_with_its_problem_s_own_json_rpc_code(
@@ -548,7 +549,8 @@ def test_a_call_that_fails_travels_with_its_problem_s_own_json_rpc_code(
     [
         ("tools/call", AccessDeniedError("Refused."), "isError"),
         ("tools/call", InvalidParamsError("Asked wrongly."), INVALID_PARAMS),
-        ("tools/call", DatabaseUnavailableError("The database is down."), INTERNAL_ERROR),
+        # In-band, so that the model reads it (issue 53): an outage is a tool result it can act on.
+        ("tools/call", DatabaseUnavailableError("The database is down."), "isError"),
         ("resources/read", DatabaseUnavailableError("The database is down."), INTERNAL_ERROR),
         ("resources/read", InvalidParamsError("Asked wrongly."), INVALID_PARAMS),
     ],

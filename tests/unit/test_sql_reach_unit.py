@@ -112,12 +112,14 @@ def test_paths_beyond_the_listed_ones_are_counted_in_one_more_refusal() -> None:
 
 def test_a_function_creator_gets_one_default_privilege_fix_per_grant() -> None:
     creator = Creator("dba", False, ("docs",), (("", ""), ("docs", "mcp reader")))
-    (finding,) = creator_findings([creator], accepted=frozenset())
+    (finding,) = creator_findings([creator], accepted=frozenset(), db='"shop"')
     assert (finding.capability, finding.warning) == ("function-creator", False)
     assert "may create in the schemas docs" in finding.problem
     assert "PUBLIC and mcp reader may execute" in finding.problem
+    # Default privileges belong to one database: the fix says which one to run it in.
     assert finding.fix.startswith(
-        'ALTER DEFAULT PRIVILEGES FOR ROLE "dba" REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;'
+        'connected to the database "shop" (psql -d "shop") as a superuser or "dba", run:'
+        ' ALTER DEFAULT PRIVILEGES FOR ROLE "dba" REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;'
         ' ALTER DEFAULT PRIVILEGES FOR ROLE "dba" IN SCHEMA "docs" REVOKE EXECUTE ON FUNCTIONS'
         ' FROM "mcp reader";'
     )

@@ -18,9 +18,9 @@ from typing import Final
 
 from mcp_suite.settings import Settings
 from mcp_suite.sources import Source, load_sources
-from mcp_suite.tools.base import StartupRefusedError, StartupUnavailableError, Toolset
+from mcp_suite.tools.base import SourceState, StartupRefusedError, StartupUnavailableError, Toolset
 from mcp_suite.tools.sql.engine.engine import SqlEngine, open_engine
-from mcp_suite.tools.sql.engine.naming import schema_uri
+from mcp_suite.tools.sql.engine.naming import log_prefix, schema_uri
 from mcp_suite.tools.sql.engine.router import SqlSources
 from mcp_suite.tools.sql.explain_sql import tool as explain_tool
 from mcp_suite.tools.sql.read_only_sql import tool as read_tool
@@ -37,18 +37,34 @@ GUIDANCE: Final = (
 
 
 @contextlib.contextmanager
-def open_sql(settings: Settings, *, guard_hidden_rows: bool = True) -> Iterator[Toolset | None]:
+def open_sql(
+    settings: Settings, *, guard_hidden_rows: bool = True, stdio: bool = False
+) -> Iterator[Toolset | None]:
     """Open an engine per source, yield the SQL tools and a schema resource per source; close the
     pools on exit.
 
     `guard_hidden_rows=False` serves `explain_sql` without its hidden-rows check: only the test that
     proves the check's worth (the oracle it closes) passes it; the registry never does.
 
+    `stdio`: served over stdio, where no caller is verified. A source with an identity map reads
+    only as the role each verified caller maps to (its login role reads nothing itself), so it is
+    not offered there: not opened, not in the tools' `source`, the instructions or the resources;
+    one log line says so (serve-http serves it).
+
     Raises `SettingsError` for an invalid configuration file, and, for the one source of
     `MCP_SQL_DSN`, StartupRefusedError (exit 78) when the role could do more than read
     (`open_engine`). With a file, a source whose start is refused refuses only its own calls.
     """
     sources = load_sources(settings)
+    if stdio:
+        for source in sources:
+            if source.identity is not None:
+                log.warning(
+                    "%snot offered over stdio: it reads only as the role each verified caller maps to "
+                    "(its identity map), and stdio has no verified caller; serve-http serves it",
+                    log_prefix(source.name),
+                )
+        sources = tuple(source for source in sources if source.identity is None)
     if not sources:
         yield None
         return
@@ -61,13 +77,10 @@ def open_sql(settings: Settings, *, guard_hidden_rows: bool = True) -> Iterator[
             if engine is not None:
                 stack.callback(engine.close)
                 engines[source.name] = engine
-        if named:
-            log.info(
-                "read_only_sql: sources served: %s; not served: %s",
-                ", ".join(engines) or "(none)",
-                ", ".join(refused) or "(none)",
-            )
         router = SqlSources(engines, refused, named=named, order=tuple(s.name for s in sources))
+        described = {source.name: source.description for source in sources}
+        if named:
+            log.info("read_only_sql: sources at start-up: %s", summary(router.states()))
         yield Toolset(
             tools=(
                 schema_tool.spec(router),
@@ -75,9 +88,13 @@ def open_sql(settings: Settings, *, guard_hidden_rows: bool = True) -> Iterator[
                 explain_tool.spec(router, guard_hidden_rows=guard_hidden_rows),
             ),
             resources=tuple(
-                schema_tool.resource(engine, f"postgres://{name}/schema" if named else schema_uri(dsn), name)
+                schema_tool.resource(
+                    engine,
+                    f"postgres://{name}/schema" if named else schema_uri(engine.dsn),
+                    name,
+                    about=described[name] if named else None,
+                )
                 for name, engine in engines.items()
-                for dsn in (engine.dsn,)
             ),
             warm_up=tuple(step for engine in engines.values() for step in engine.warm_up),
             guidance=_guidance(sources, named=named),
@@ -92,7 +109,13 @@ def _open_source(source: Source, *, named: bool, refused: dict[str, str]) -> Sql
     whose start is refused for a reason no re-audit lifts, while the others serve."""
     try:
         dsn = source.dsn.get_secret_value()
-        return open_engine(source.settings, dsn, refuse_at_start=not named, identity=source.identity)
+        return open_engine(
+            source.settings,
+            dsn,
+            refuse_at_start=not named,
+            identity=source.identity,
+            source=source.name if named else None,
+        )
     except (StartupRefusedError, StartupUnavailableError) as exc:
         if not named:
             raise
@@ -106,6 +129,23 @@ def _guidance_for(sources: tuple[Source, ...], allowed: Collection[str]) -> str:
     names and descriptions are the operator's, not every caller's to read); none, no sentence."""
     mine = tuple(source for source in sources if source.name in allowed)
     return _guidance(mine, named=True) if mine else ""
+
+
+# What each condition of a source means at start-up, for the summary line.
+_AT_START: Final = {
+    "serving": "serving",
+    "unreachable": "not reachable (its calls get database-unavailable until it answers)",
+    "login-refused": "refusing the server's login (its role, password or database: a line above says which)",
+    "refused": "refused by the role audit (its calls are refused until a re-audit passes)",
+    "unaudited": "not audited yet (its calls wait for an audit to pass)",
+    "not-served": "not served (its start was refused; a restart after the fix serves it)",
+}
+
+
+def summary(states: list[SourceState]) -> str:
+    """The start-up line's list: each source and what it does now, as the probe and the metrics
+    see it (a source whose role is refused or whose database is down is not called served)."""
+    return "; ".join(f"{state.name} {_AT_START.get(state.condition, state.condition)}" for state in states)
 
 
 def _guidance(sources: tuple[Source, ...], *, named: bool) -> str:

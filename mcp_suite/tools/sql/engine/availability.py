@@ -18,6 +18,7 @@ from typing import Final
 import psycopg
 
 from mcp_suite.problems import DatabaseUnavailableError
+from mcp_suite.tools.sql.engine.naming import log_prefix, the_database
 from mcp_suite.tools.sql.engine.role_audit.connect import connection_failure
 
 __all__ = ["Availability", "State", "login_refused"]
@@ -46,11 +47,20 @@ class State(enum.Enum):
 class Availability:
     """The database's state and the back-off between connection attempts after failures.
 
-    Limits: the back-off is at most `max_backoff_s`. `clock` is injectable for tests.
+    Limits: the back-off is at most `max_backoff_s`. `clock` is injectable for tests. `source`: the
+    configuration file's name of the source, which its log lines and problems carry (None: the one
+    source of `MCP_SQL_DSN`).
     """
 
-    def __init__(self, *, max_backoff_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        *,
+        max_backoff_s: float,
+        clock: Callable[[], float] = time.monotonic,
+        source: str | None = None,
+    ) -> None:
         self._max_backoff_s = max_backoff_s
+        self._source = source
         self._clock = clock
         self._lock = threading.Lock()
         self._state = State.AVAILABLE
@@ -86,8 +96,10 @@ class Availability:
         if changed:
             when = " at start-up" if at_start else ""
             log.warning(
-                "read_only_sql: the database of MCP_SQL_DSN is %s%s (%s); calls get "
-                "database-unavailable until a connection succeeds (attempts back off up to %g s)",
+                "%s%s is %s%s (%s); calls get database-unavailable until a connection succeeds "
+                "(attempts back off up to %g s)",
+                log_prefix(self._source),
+                the_database(self._source),
                 state.value,
                 when,
                 connection_failure(exc),
@@ -105,7 +117,7 @@ class Availability:
             self._failures = 0
             self._retry_at = 0.0
         if changed:
-            log.warning("read_only_sql: the database is available again")
+            log.warning("%sthe database is available again", log_prefix(self._source))
 
     def _problem(self, wait_s: float) -> DatabaseUnavailableError:
         if self._state is State.REFUSED:

@@ -27,9 +27,10 @@ from mcp_suite.problems import AccessDeniedError
 from mcp_suite.protocol.identity import CallRole, IdentityMap, call_role
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import SourceState, StartupRefusedError, StartupUnavailableError
-from mcp_suite.tools.sql.engine.availability import Availability
+from mcp_suite.tools.sql.engine.availability import Availability, State
 from mcp_suite.tools.sql.engine.introspect import visibility
 from mcp_suite.tools.sql.engine.introspect.lookup import decode_cursor, lookup
+from mcp_suite.tools.sql.engine.naming import log_prefix, the_database
 from mcp_suite.tools.sql.engine.role_audit.connect import (
     PoolerInFrontError,
     TlsRefusedError,
@@ -66,11 +67,13 @@ class SqlEngine:
         audited: bool,
         availability: Availability,
         identity: IdentityMap | None = None,
+        source: str | None = None,
     ) -> None:
         self.settings = settings
         self.identity = identity
+        self.source = source  # the configuration file's name, which its log lines carry
         self.roles: tuple[str, ...] = identity.roles if identity is not None else ()
-        self.gate = AuditGate()
+        self.gate = AuditGate(source=source)
         self._dsn = dsn
         # The re-audit's own connection. It LISTENs for the role guide's event trigger unless it
         # goes through a transaction pooler (MCP_SQL_POOLER=transaction without MCP_SQL_AUDIT_DSN).
@@ -80,8 +83,10 @@ class SqlEngine:
             connect_timeout_s=settings.sql_connect_timeout_s,
             listen=audit_dsn is not None or settings.sql_pooler == "none",
             reference_dsn=dsn if audit_dsn else None,
+            source=source,
         )
         self._audited = audited
+        self._availability = availability
         # What the last audit connection found (the start-up audit's, then each re-audit's): the
         # readiness probe and the metrics read it; no probe of its own reaches the database.
         self._reachable = audited
@@ -190,16 +195,22 @@ class SqlEngine:
                 stats = None
             if stats is not None:
                 in_use, waiting = stats.pool_in_use, stats.pool_waiting
+        # A mapped role's refusal stops its own calls only: the source still serves the others.
+        refused = any(not f.role for f in self.gate.refused)
+        if not self._reachable:
+            status = "login-refused" if self._availability.state is State.REFUSED else "unreachable"
+        elif self.gate.unaudited or not self._verified:
+            status = "unaudited"
+        else:
+            status = "refused" if refused else "serving"
         return SourceState(
             name,
             reachable=self._reachable,
-            # A mapped role's refusal stops its own calls only: the source still serves the others.
-            audited=self._verified
-            and not any(not f.role for f in self.gate.refused)
-            and not self.gate.unaudited,
+            audited=self._verified and not refused and not self.gate.unaudited,
             pool_in_use=in_use,
             pool_waiting=waiting,
             role=self._role,
+            status=status,
         )
 
     def schema_page(
@@ -296,11 +307,16 @@ class SqlEngine:
             self._database.get().preload_type_names()
         except psycopg.Error:
             # Not fatal: a call looks up the names it meets (the database may be back by then).
-            log.info("read_only_sql: type names not preloaded (the database did not answer)")
+            log.info("%stype names not preloaded (the database did not answer)", log_prefix(self.source))
 
 
 def open_engine(
-    settings: Settings, dsn: str, *, refuse_at_start: bool = True, identity: IdentityMap | None = None
+    settings: Settings,
+    dsn: str,
+    *,
+    refuse_at_start: bool = True,
+    identity: IdentityMap | None = None,
+    source: str | None = None,
 ) -> SqlEngine:
     """Audit the role at start-up (blocking, bounded by the connect timeout) and make the engine.
 
@@ -315,27 +331,39 @@ def open_engine(
     audit then runs before the first query.
     `identity`: the source's identity map; the login role and every role it maps to are audited
     (a finding about one mapped role stops that role's calls only, at start-up too).
+    `source`: the configuration file's name of the source, which every log line about it names
+    (None: `MCP_SQL_DSN`'s one source).
     """
-    availability = Availability(max_backoff_s=settings.sql_reconnect_max_s)
+    availability = Availability(max_backoff_s=settings.sql_reconnect_max_s, source=source)
     roles = identity.roles if identity is not None else ()
-    findings = _audit_at_start(dsn, settings, availability, refuse=refuse_at_start, roles=roles)
+    prefix = log_prefix(source)
+    findings = _audit_at_start(
+        dsn, settings, availability, refuse=refuse_at_start, roles=roles, source=source
+    )
     engine = SqlEngine(
-        settings, dsn, audited=findings is not None, availability=availability, identity=identity
+        settings,
+        dsn,
+        audited=findings is not None,
+        availability=availability,
+        identity=identity,
+        source=source,
     )
     if findings is not None:
         engine.gate.record(findings)  # logs the warnings: the risks the operator accepted, and the others
-        _open_audit_link(engine.audit_link)
+        _open_audit_link(engine.audit_link, prefix)
     if identity is not None:
         log.info(
-            "read_only_sql: identity map: over HTTP each call reads as the role its caller maps to "
-            "(%s); over stdio as the DSN's login role, which reads nothing itself",
+            "%sidentity map: over HTTP each call reads as the role its caller maps to (%s); over "
+            "stdio as the DSN's login role, which reads nothing itself",
+            prefix,
             ", ".join(roles),
         )
     if settings.sql_allow_catalogue:
         log.warning(
-            "read_only_sql: MCP_SQL_ALLOW_CATALOGUE is true: queries read pg_catalog unfiltered "
+            "%sMCP_SQL_ALLOW_CATALOGUE is true: queries read pg_catalog unfiltered "
             "(other objects' names, definitions and comments, role names, other sessions' queries, "
-            "the server's address)"
+            "the server's address)",
+            prefix,
         )
     if settings.sql_allow_xml:
         log.warning(
@@ -345,8 +373,9 @@ def open_engine(
         )
     if settings.sql_allow_extensions:
         log.warning(
-            "read_only_sql: MCP_SQL_ALLOW_EXTENSIONS lets queries call every function of these "
-            "extensions, which are not on the reviewed list: %s",
+            "%sMCP_SQL_ALLOW_EXTENSIONS lets queries call every function of these extensions, which "
+            "are not on the reviewed list: %s",
+            prefix,
             ", ".join(settings.sql_allow_extensions),
         )
     return engine
@@ -359,6 +388,7 @@ def _audit_at_start(
     *,
     refuse: bool = True,
     roles: tuple[str, ...] = (),
+    source: str | None = None,
 ) -> list[Finding] | None:
     """The start-up role audit: the findings when the role passed; None when no connection could be
     made (the executor then audits before the first query)."""
@@ -369,7 +399,7 @@ def _audit_at_start(
     except psycopg.OperationalError as exc:
         if settings.sql_require_database:
             raise StartupUnavailableError(
-                f"no connection to the database of MCP_SQL_DSN ({connection_failure(exc)}) and "
+                f"no connection to {the_database(source)} ({connection_failure(exc)}) and "
                 "MCP_SQL_REQUIRE_DATABASE is true"
             ) from None
         # Down, or up but refusing this role (a wrong password, a missing database): the log says
@@ -383,7 +413,7 @@ def _audit_at_start(
     return findings
 
 
-def _open_audit_link(link: AuditLink) -> None:
+def _open_audit_link(link: AuditLink, prefix: str) -> None:
     """The re-audit's own connection, opened at start-up (blocking, bounded by the connect timeout).
 
     Raises StartupRefusedError when MCP_SQL_AUDIT_DSN cannot serve the audit. No connection is not
@@ -395,8 +425,8 @@ def _open_audit_link(link: AuditLink) -> None:
         raise StartupRefusedError(str(exc)) from None
     except psycopg.Error as exc:
         log.warning(
-            "read_only_sql: the role audit's own connection could not be opened (%s); the re-audit "
-            "tries again",
+            "%sthe role audit's own connection could not be opened (%s); the re-audit tries again",
+            prefix,
             connection_failure(exc),
         )
 

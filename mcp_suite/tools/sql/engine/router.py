@@ -14,7 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from mcp_suite.problems import InvalidArgumentsError, ProblemError, RoleRefusedError
+from mcp_suite.problems import (
+    DatabaseUnavailableError,
+    InvalidArgumentsError,
+    ProblemError,
+    RoleRefusedError,
+    RoleUnauditedError,
+)
 from mcp_suite.tools.base import SourceState
 
 if TYPE_CHECKING:
@@ -23,6 +29,9 @@ if TYPE_CHECKING:
     from mcp_suite.tools.sql.engine.engine import SqlEngine
 
 __all__ = ["SqlSources"]
+
+# A source's own faults: which source it is, the model is always told.
+_SOURCE_FAULTS = (DatabaseUnavailableError, RoleRefusedError, RoleUnauditedError)
 
 
 class SqlSources:
@@ -76,7 +85,7 @@ class SqlSources:
         return [
             self._engines[name].state(name)
             if name in self._engines
-            else SourceState(name, reachable=False, audited=False)
+            else SourceState(name, reachable=False, audited=False, status="not-served")
             for name in self.names
         ]
 
@@ -96,6 +105,8 @@ class SqlSources:
         )
 
     def name_problem(self, name: str, problem: ProblemError) -> None:
-        """Put the source a problem came from in its metadata (several sources only)."""
-        if self.named:
+        """Put the source a problem came from in its metadata: with several sources, every problem;
+        with `MCP_SQL_DSN`'s one (`default`), the source's outages and refusals, so that the model
+        reads the same document (retryable, retry after, source) whichever way it is configured."""
+        if self.named or isinstance(problem, _SOURCE_FAULTS):
             problem.metadata.setdefault("source", name)

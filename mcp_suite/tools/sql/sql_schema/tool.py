@@ -83,11 +83,13 @@ def spec(sources: SqlSources) -> ToolSpec:
     )
 
 
-def resource(engine: SqlEngine, uri: str, source: str) -> ResourceSpec:
+def resource(engine: SqlEngine, uri: str, source: str, *, about: str | None = None) -> ResourceSpec:
     """A source's schema resource (`postgres://<db>/schema` for the one source of `MCP_SQL_DSN`,
     `postgres://<source>/schema` for each of a configuration file): the first page of the unfiltered listing;
     `next_cursor` continues it through `sql_schema` (a resource read takes no cursor:
-    docs/tools/sql_schema.md, "The schema resource")."""
+    docs/tools/sql_schema.md, "The schema resource"). `about`: a configuration file's description
+    of the source, whose name, title and description then say which source it is (several schema
+    resources side by side must not look alike)."""
     settings = engine.settings
 
     async def read() -> str:
@@ -105,13 +107,17 @@ def resource(engine: SqlEngine, uri: str, source: str) -> ResourceSpec:
             ) from None
         return json.dumps(schema, ensure_ascii=True, separators=(",", ":"))
 
+    name, title, whose = "schema", "Database schema", ""
+    if about is not None:
+        name, title = f"schema-{source}", f"Database schema of {source}"
+        whose = f" of the source {source} ({about}); sql_schema takes source={source}"
     return ResourceSpec(
         uri=uri,
-        name="schema",
-        title="Database schema",
+        name=name,
+        title=title,
         description=(
             "The tables and columns the read_only_sql role can query (JSON, as sql_schema): the first"
-            " page; pass its next_cursor to sql_schema as cursor for the rest."
+            f" page{whose}; pass its next_cursor to sql_schema as cursor for the rest."
         ),
         mime_type="application/json",
         read=read,

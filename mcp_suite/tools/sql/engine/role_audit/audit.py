@@ -65,7 +65,7 @@ def _search_path(conn: psycopg.Connection[Any], subject: Subject) -> list[Findin
 
 def _creators(conn: psycopg.Connection[Any], subject: Subject) -> list[Finding]:
     """What PostgreSQL will let the role run tomorrow."""
-    return creator_findings(read_creators(conn), accepted=subject.accepted_creators)
+    return creator_findings(read_creators(conn), accepted=subject.accepted_creators, db=subject.db)
 
 
 # Every check after the role's attributes, in the order its findings are reported.

@@ -173,9 +173,12 @@ def read_creators(conn: psycopg.Connection[Any]) -> list[Creator]:
     return creators
 
 
-def _fix(creator: Creator) -> str:
+def _fix(creator: Creator, db: str) -> str:
+    """The statements that close `creator`'s default privileges, and where to run them: default
+    privileges belong to one database, so the fix is run connected to the one audited (`db`, a
+    quoted identifier), as a superuser or `creator` itself."""
     role = _quoted(creator.name)
-    fixes = []
+    fixes = [f"connected to the database {db} (psql -d {db}) as a superuser or {role}, run:"]
     for schema, grantee in creator.grants:
         where = f" IN SCHEMA {_quoted(schema)}" if schema else ""
         whom = _quoted(grantee) if grantee else "PUBLIC"
@@ -185,8 +188,11 @@ def _fix(creator: Creator) -> str:
     return " ".join(fixes)
 
 
-def creator_findings(creators: Iterable[Creator], *, accepted: frozenset[str]) -> list[Finding]:
-    """A refusal per creator (a logged warning for those the operator named in CREATOR_SETTING)."""
+def creator_findings(
+    creators: Iterable[Creator], *, accepted: frozenset[str], db: str = '""'
+) -> list[Finding]:
+    """A refusal per creator (a logged warning for those the operator named in CREATOR_SETTING);
+    each fix names the database it is run in (`db`, the audited one, quoted)."""
     findings: list[Finding] = []
     for creator in creators:
         why = (
@@ -203,7 +209,7 @@ def creator_findings(creators: Iterable[Creator], *, accepted: frozenset[str]) -
                 Finding(
                     "function-creator-accepted",
                     f"{problem}: accepted as a known risk by {CREATOR_SETTING}",
-                    _fix(creator) + f" and remove {creator.name} from {CREATOR_SETTING}",
+                    _fix(creator, db) + f" and remove {creator.name} from {CREATOR_SETTING}",
                     warning=True,
                 )
             )
@@ -212,7 +218,7 @@ def creator_findings(creators: Iterable[Creator], *, accepted: frozenset[str]) -
                 Finding(
                     "function-creator",
                     problem,
-                    _fix(creator) + f" (or, knowing the risk, name {creator.name} in {CREATOR_SETTING})",
+                    _fix(creator, db) + f" (or, knowing the risk, name {creator.name} in {CREATOR_SETTING})",
                 )
             )
     return findings

@@ -19,7 +19,7 @@ from typing import Any, Final, TypeVar
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from mcp_suite.tools.sql.engine.naming import APPLICATION_NAME
+from mcp_suite.tools.sql.engine.naming import APPLICATION_NAME, log_prefix
 from mcp_suite.tools.sql.engine.role_audit.connect import connect_timeout, connection_failure, pooler_in_front
 
 __all__ = [
@@ -77,9 +77,16 @@ class AuditLink:
     """
 
     def __init__(
-        self, dsn: str, *, connect_timeout_s: float, listen: bool, reference_dsn: str | None = None
+        self,
+        dsn: str,
+        *,
+        connect_timeout_s: float,
+        listen: bool,
+        reference_dsn: str | None = None,
+        source: str | None = None,
     ) -> None:
         self._dsn = dsn
+        self._source = source  # the source its log line names (None: MCP_SQL_DSN's one)
         self._reference_dsn = reference_dsn
         self._timeout_s = connect_timeout_s
         self.listening = listen
@@ -164,7 +171,7 @@ class AuditLink:
         )
         try:
             self._check_identity(conn)
-            self._listens = self.listening and _listen(conn)
+            self._listens = self.listening and _listen(conn, self._source)
         except BaseException:
             conn.close()
             raise
@@ -207,13 +214,15 @@ class AuditLink:
             conn.close()
 
 
-def _listen(conn: psycopg.Connection[Any]) -> bool:
+def _listen(conn: psycopg.Connection[Any], source: str | None = None) -> bool:
     """LISTEN on `CHANNEL`; False on a hot standby, which cannot (nor would it hear anything: DDL
     runs on the primary, whose notifications are not replicated), so the interval alone serves."""
     try:
         conn.execute(_LISTEN)
     except psycopg.errors.ReadOnlySqlTransaction:  # "cannot execute LISTEN during recovery"
-        log.info("read_only_sql: the database is a standby: the role audit runs every interval, unnotified")
+        log.info(
+            "%sthe database is a standby: the role audit runs every interval, unnotified", log_prefix(source)
+        )
         return False
     return True
 

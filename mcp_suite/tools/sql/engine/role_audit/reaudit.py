@@ -24,6 +24,7 @@ import trio
 
 from mcp_suite.problems import RoleRefusedError, RoleUnauditedError, echo
 from mcp_suite.settings import Settings
+from mcp_suite.tools.sql.engine.naming import log_prefix
 from mcp_suite.tools.sql.engine.role_audit.audit import audit_with_settings
 from mcp_suite.tools.sql.engine.role_audit.finding import (
     Finding,
@@ -61,9 +62,11 @@ STALE_INTERVALS: Final = 2
 
 class AuditGate:
     """The latest re-audit's verdict, and whether re-audits stopped completing. Thread-safe: each
-    is one value swapped whole."""
+    is one value swapped whole. `source`: the configuration file's name of the source, which each
+    of its log lines names (None: `MCP_SQL_DSN`'s one source)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, source: str | None = None) -> None:
+        self._prefix = log_prefix(source)
         self._lock = threading.Lock()
         self._refused: tuple[Finding, ...] = ()
         self._warned: frozenset[Finding] = frozenset()
@@ -86,7 +89,7 @@ class AuditGate:
         with self._lock:
             for finding in current:
                 if finding not in self._warned:
-                    log.warning("%s", format_warning(finding))
+                    log.warning("%s", self._named(format_warning(finding)))
             self._warned = frozenset(current)
             was_unaudited = self._unaudited_s is not None
             if refused == self._refused and not was_unaudited:
@@ -94,19 +97,21 @@ class AuditGate:
             # Logged before the verdict takes effect: no call is served (or refused) under a new
             # verdict before the log has said so.
             if not refused:
-                log.warning("read_only_sql: the role passes the audit again; the SQL tools serve again")
+                log.warning("%sthe role passes the audit again; the SQL tools serve again", self._prefix)
             elif all(f.role for f in refused):  # mapped roles only: the others serve on
                 log.critical(
-                    "read_only_sql: the SQL tools stop serving the mapped role(s) %s: the role audit "
-                    "refused them (the other roles serve). %s",
+                    "%sthe SQL tools stop serving the mapped role(s) %s: the role audit refused them "
+                    "(the other roles serve). %s",
+                    self._prefix,
                     ", ".join(sorted({f.role for f in refused})),
-                    format_findings(list(findings)),
+                    self._named(format_findings(list(findings))),
                 )
             else:
                 # One record (its lines are the findings and fixes, as at start-up).
                 log.critical(
-                    "read_only_sql: the SQL tools stop serving: the role audit refused the role. %s",
-                    format_findings(list(findings)),
+                    "%sthe SQL tools stop serving: the role audit refused the role. %s",
+                    self._prefix,
+                    self._named(format_findings(list(findings))),
                 )
             self._refused = refused
             self._unaudited_s = None
@@ -118,14 +123,19 @@ class AuditGate:
             if self._unaudited_s is not None:
                 return
             log.warning(
-                "read_only_sql: the SQL tools stop serving: no role audit has completed for %.1f s "
+                "%sthe SQL tools stop serving: no role audit has completed for %.1f s "
                 "(two intervals of MCP_SQL_REAUDIT_INTERVAL_S); the last: %s. They serve again when a "
                 "re-audit completes and passes (the role's CONNECTION LIMIT must leave one connection "
                 "for the audit: docs/tools/postgres-role-guide.sql)",
+                self._prefix,
                 since_s,
                 reason,
             )
             self._unaudited_s = since_s
+
+    def _named(self, text: str) -> str:
+        """`text` (a finding's lines, written for `MCP_SQL_DSN`'s one source) naming the source."""
+        return self._prefix + text.removeprefix("read_only_sql: ")
 
     def check(self, role: str | None = None) -> None:
         """Raise `RoleUnauditedError` while no re-audit completes, else `RoleRefusedError` naming

@@ -105,7 +105,8 @@ def load_sources(settings: Settings, environ: Mapping[str, str] | None = None) -
     sources: list[Source] = []
     seen: set[str] = set()
     for index, table in enumerate(tables):
-        where = f"{path}: sources[{index}]" + (
+        # Counted from 1, as a reader counts the file's [[sources]] tables.
+        where = f"{path}: source {index + 1}" + (
             f" ({table['name']})" if isinstance(table.get("name"), str) else ""
         )
         source = _source(table, settings, env, where, problems)
@@ -192,14 +193,42 @@ def _dsn(table: dict[str, Any], env: Mapping[str, str], where: str, problems: li
         if not isinstance(file, str):
             problems.append(f"{where}: password_file: a path")
             return None
-        try:
-            password = Path(file).read_text(encoding="utf-8").rstrip("\r\n")
-        except OSError as exc:
-            problems.append(f"{where}: password_file: cannot be read ({exc.strerror})")
+        password = _read_password_file(Path(file), where, problems)
+        if password is None:
             return None
     elif variable is not None:
-        if not isinstance(variable, str) or not env.get(variable):
-            problems.append(f"{where}: password_env: the environment variable it names is not set")
+        if not isinstance(variable, str):
+            problems.append(f"{where}: password_env: the name of an environment variable")
+            return None
+        if not env.get(variable):
+            problems.append(f"{where}: password_env: the environment variable {variable} is not set")
             return None
         password = env[variable]
     return SecretStr(make_conninfo(raw, password=password) if password is not None else raw)
+
+
+def _read_password_file(path: Path, where: str, problems: list[str]) -> str | None:
+    """The password a file holds (one trailing newline dropped), or None with the problem noted.
+
+    Security: refused, as libpq refuses such a `.pgpass`, when its group or others may read or
+    write it: a password others can read is no longer a secret. The mode is checked on the file
+    that is read (one descriptor), not on a name that could be swapped in between.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        problems.append(f"{where}: password_file: cannot be read ({exc.strerror})")
+        return None
+    with open(fd, encoding="utf-8") as handle:
+        mode = os.fstat(handle.fileno()).st_mode
+        if mode & 0o077:
+            problems.append(
+                f"{where}: password_file: its group or others have access (mode {mode & 0o777:04o}); "
+                "it should be readable by its owner alone: chmod 600"
+            )
+            return None
+        try:
+            return handle.read().rstrip("\r\n")
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(f"{where}: password_file: cannot be read ({exc})")
+            return None

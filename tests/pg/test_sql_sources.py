@@ -59,6 +59,7 @@ def config(
     legacy_dsn, legacy_password = _without_password(legacy_cluster.reader_dsn)
     secret = tmp_path / "demo-password"
     secret.write_text(demo_password + "\n")
+    secret.chmod(0o600)
     monkeypatch.setenv("MCP_TEST_LEGACY_PASSWORD", legacy_password)
     path = tmp_path / "sources.toml"
     path.write_text(
@@ -283,6 +284,7 @@ async def test_with_one_source_in_the_file_the_source_argument_may_be_left_out(
     dsn, password = _without_password(demo_cluster.reader_dsn)
     secret = tmp_path / "pw"
     secret.write_text(password)
+    secret.chmod(0o600)
     path = tmp_path / "one.toml"
     path.write_text(
         f'[[sources]]\nname = "only"\ndescription = "The demo"\ndsn = "{dsn}"\npassword_file = "{secret}"\n'

@@ -155,7 +155,7 @@ def test_a_bad_identity_map_stops_the_start_naming_the_file_source_and_key(tmp_p
     )
     with pytest.raises(SettingsError) as caught:
         load_sources(Settings(config_file=path), {})
-    assert f"{path}: sources[0] (a): identity: rules[0]: subject_pattern: not a regular expression" in str(
+    assert f"{path}: source 1 (a): identity: rules[0]: subject_pattern: not a regular expression" in str(
         caught.value
     )
     assert "[z" not in str(caught.value)

@@ -17,7 +17,7 @@ import gc
 import logging
 import os
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Final, TextIO
 
 if TYPE_CHECKING:
@@ -166,6 +166,7 @@ def _serve_http(settings: Settings, extra_tools: list[ToolOpener]) -> int:
         logger.warning("%s is not a setting of mcp-suite (another program's?): ignored", name)
     try:
         try:
+            require_telemetry_extra(settings)  # before any database is opened and audited
             with (
                 open_registry(settings, extra=extra_tools) as registry,
                 open_telemetry(settings, registry) as telemetry,
@@ -174,7 +175,7 @@ def _serve_http(settings: Settings, extra_tools: list[ToolOpener]) -> int:
                 for step in registry.warm_up:
                     step()
                 gc.freeze()
-                trio.run(functools.partial(serve_http, settings, registry, telemetry=telemetry))
+                _run_unwrapped(functools.partial(serve_http, settings, registry, telemetry=telemetry))
         except (StartupRefusedError, SettingsError) as exc:
             shutdown_logging()
             return _refuse(f"refusing to start: {exc}", os.EX_CONFIG)
@@ -194,6 +195,27 @@ def _serve_http(settings: Settings, extra_tools: list[ToolOpener]) -> int:
     finally:
         shutdown_logging()
         logging.shutdown()
+
+
+def _run_unwrapped(serve: Callable[[], Awaitable[object]]) -> None:
+    """`trio.run(serve)`, with a failure that is alone in its exception group (a nursery wraps what
+    a child raises: hypercorn's bind fails in one) raised as itself, so that the start-up's refusals
+    catch it by class and say it in one line."""
+    try:
+        trio.run(serve)
+    except BaseExceptionGroup as group:
+        leaves = list(_leaves(group))
+        if len(leaves) == 1 and isinstance(leaves[0], Exception):
+            raise leaves[0] from None
+        raise
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            yield from _leaves(exc)
+        else:
+            yield exc
 
 
 def _check_role(settings: Settings) -> int:
@@ -279,6 +301,7 @@ def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
         logger.debug("pinned to CPU %d", cpu)
     try:
         try:
+            require_telemetry_extra(settings)  # before any database is opened and audited
             with (
                 open_registry(settings, extra=extra_tools) as registry,
                 open_telemetry(settings, registry) as telemetry,
@@ -318,6 +341,20 @@ def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
         logging.shutdown()
 
 
+def require_telemetry_extra(settings: Settings) -> None:
+    """Raises `SettingsError` when traces or metrics are configured but the `otel` extra is not
+    installed: said at once, before the start-up opens any database."""
+    if not settings.telemetry_configured:
+        return
+    try:
+        import mcp_suite.runtime.telemetry  # noqa: F401  # loaded here, used by open_telemetry
+    except ImportError:
+        raise SettingsError(
+            "MCP_OTEL_ENDPOINT or MCP_PROMETHEUS_PORT is set, but OpenTelemetry is not installed "
+            "(install mcp-suite[otel])"
+        ) from None
+
+
 @contextlib.contextmanager
 def open_telemetry(settings: Settings, registry: Registry) -> Iterator[Telemetry | None]:
     """Traces and metrics when configured (MCP_OTEL_ENDPOINT, MCP_PROMETHEUS_PORT), else None and no
@@ -328,13 +365,9 @@ def open_telemetry(settings: Settings, registry: Registry) -> Iterator[Telemetry
     if not settings.telemetry_configured:
         yield None
         return
-    try:
-        from mcp_suite.runtime.telemetry import open_telemetry as open_otel
-    except ImportError:
-        raise SettingsError(
-            "MCP_OTEL_ENDPOINT or MCP_PROMETHEUS_PORT is set, but OpenTelemetry is not installed "
-            "(install mcp-suite[otel])"
-        ) from None
+    require_telemetry_extra(settings)
+    from mcp_suite.runtime.telemetry import open_telemetry as open_otel
+
     try:
         telemetry = open_otel(settings, registry)
     except OSError as exc:  # the Prometheus address is taken, or not ours to bind

@@ -75,7 +75,7 @@ def test_the_root_is_listed_with_kinds_and_sizes(root_dir: fdwalk.RootDir, tree:
     assert (by_name["hello.txt"].kind, by_name["hello.txt"].size) == ("file", 30)
     assert (by_name["sub"].kind, by_name["sub"].size) == ("directory", None)
     assert (by_name["out-abs-dir"].kind, by_name["out-abs-dir"].size) == ("symlink", None)
-    for special in ("fifo", "unix.sock", "zero-device"):
+    for special in ("fifo", "unix.sock"):
         assert (by_name[special].kind, by_name[special].size) == ("other", None)
     assert names(got) == sorted(names(got))
     assert got.truncated is False
@@ -281,3 +281,12 @@ async def test_both_tools_are_served_from_one_root(tree: AttackTree) -> None:
         with pytest.raises(ProblemError) as info:
             await read.call(read.args_model.model_validate({"relative_path": "sub"}))
         assert "sandbox_fs_list" in info.value.detail
+
+
+def test_a_character_device_is_listed_as_other_without_a_size(tree: AttackTree) -> None:
+    # /dev as the sandbox root: a real character device for every user (only root can make one).
+    with fdwalk.open_root(Path("/dev")) as dev:
+        got = listing(dev, tree, "")
+    assert isinstance(got, SandboxFsListResult)
+    by_name = {entry.name: entry for entry in got.entries}
+    assert (by_name["null"].kind, by_name["null"].size) == ("other", None)

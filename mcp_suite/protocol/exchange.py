@@ -241,6 +241,7 @@ class HttpExchange:
         ready: Callable[[], bool],
         scopes: Sequence[str],
         authenticates: bool,
+        scopes_supported: Sequence[str] | None = None,
     ) -> None:
         self.settings = settings
         self.authenticates = authenticates
@@ -254,7 +255,8 @@ class HttpExchange:
             origin = urlsplit(resource)
             self._metadata_paths = metadata_paths(resource)
             self._metadata_url = f"{origin.scheme}://{origin.netloc}{self._metadata_paths[0]}"
-            document = protected_resource_metadata(resource, [settings.http_issuer or ""], scopes)
+            supported = scopes if scopes_supported is None else scopes_supported
+            document = protected_resource_metadata(resource, [settings.http_issuer or ""], supported)
             self._metadata = json.dumps(document, separators=(",", ":")).encode()
         else:
             self._metadata_paths = ()

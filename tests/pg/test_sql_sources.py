@@ -264,6 +264,13 @@ async def test_over_http_a_scope_per_source_lists_and_serves_that_source_alone(c
                 read = _modern("resources/read", {"uri": uri})
                 denied = await _post(raw, server, one, read, uri)
                 allowed = await _post(raw, server, every, read, uri)
+                metadata = await raw.get(
+                    f"http://127.0.0.1:{server.port}/.well-known/oauth-protected-resource/mcp"
+                )
+    # The metadata names the per-source scopes too: an operator or a client learns what it may ask.
+    supported = metadata.json()["scopes_supported"]
+    assert supported[-2:] == ["sql:read:demo", "sql:read:legacy"], supported
+    assert "sql:read" in supported
     assert [t["name"] for t in listed] == ["sql_schema", "read_only_sql", "explain_sql"]
     assert {t["inputSchema"]["properties"]["source"]["enum"][0] for t in listed} == {"legacy"}
     assert all(len(t["inputSchema"]["properties"]["source"]["enum"]) == 1 for t in listed)

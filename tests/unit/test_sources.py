@@ -168,3 +168,42 @@ def test_a_password_file_that_is_not_text_is_named(tmp_path: Path) -> None:
     secret.write_bytes(b"\xff\xfe")
     secret.chmod(0o600)
     assert "source 1 (a): password_file: cannot be read" in _problem(_file(tmp_path, A + f"password_file='{secret}'\n"))
+
+
+def _identity_file(tmp_path: Path, key_file: Path) -> Settings:
+    return _file(
+        tmp_path,
+        A + f"[sources.identity]\ndefault_role='r'\npersonal_subject=true\nsubject_key_file='{key_file}'\n",
+    )
+
+
+def test_the_subject_key_file_keys_the_hash_of_personal_subjects(tmp_path: Path) -> None:
+    key = tmp_path / "subject-key"
+    key.write_bytes(b"0123456789abcdef0123456789abcdef\n")
+    key.chmod(0o600)
+    (source,) = load_sources(_identity_file(tmp_path, key), {})
+    assert source.identity is not None
+    assert source.identity.subject_key == b"0123456789abcdef0123456789abcdef\n"
+    assert "0123456789abcdef" not in repr(source)  # the key is never shown
+
+
+@pytest.mark.parametrize(
+    ("content", "mode", "expected"),
+    [
+        (b"short", 0o600, "identity: subject_key_file: at least 32 bytes"),
+        (b"k" * 32, 0o644, "identity: subject_key_file: its group or others have access (mode 0644)"),
+    ],
+)
+def test_a_subject_key_file_too_short_or_readable_by_others_is_refused(
+    tmp_path: Path, content: bytes, mode: int, expected: str
+) -> None:
+    key = tmp_path / "subject-key"
+    key.write_bytes(content)
+    key.chmod(mode)
+    problem = _problem(_identity_file(tmp_path, key))
+    assert f"source 1 (a): {expected}" in problem
+    assert "k" * 32 not in problem
+
+
+def test_a_missing_subject_key_file_is_named(tmp_path: Path) -> None:
+    assert "identity: subject_key_file: cannot be read" in _problem(_identity_file(tmp_path, tmp_path / "nope"))

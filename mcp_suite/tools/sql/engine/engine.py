@@ -25,7 +25,7 @@ from mcp_suite.caller import Caller
 from mcp_suite.lazy import Lazy
 from mcp_suite.offload import run_in_db_thread
 from mcp_suite.problems import AccessDeniedError
-from mcp_suite.protocol.identity import CallRole, IdentityMap, call_role
+from mcp_suite.protocol.identity import CallRole, IdentityMap, UnsafeClaimError, call_role
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import SourceState, StartupRefusedError, StartupUnavailableError
 from mcp_suite.tools.sql.engine.availability import Availability
@@ -124,7 +124,16 @@ class SqlEngine:
         never reads with the login role's privileges."""
         if self.identity is None or caller is None:
             return None
-        role = call_role(self.identity, caller.subject, caller.claims)
+        try:
+            role = call_role(self.identity, caller.subject, caller.claims)
+        except UnsafeClaimError as exc:
+            raise AccessDeniedError(
+                f"The token's claim {exc.args[0]!r}, which this database's identity map passes on to "
+                "PostgreSQL (request.jwt.claims), holds a control character (such as NUL or a "
+                "newline), which the database's policies could not read; the call was refused. The "
+                "token's issuer must not put control characters in that claim.",
+                metadata={"claim": exc.args[0], "retryable": False},
+            ) from None
         if role is None:
             raise AccessDeniedError(
                 "No rule of this database's identity map maps the caller (neither its subject nor a "

@@ -168,6 +168,48 @@ async def test_a_source_made_unsafe_after_start_up_is_refused_alone_and_a_source
             admin.execute(f"DROP FUNCTION IF EXISTS {DEFINER}()".encode())
 
 
+async def test_two_sources_on_one_login_role_share_its_audit_verdict(
+    legacy_cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same role read through two sources (other limits), one re-audited every 0.5 s, the other
+    every 60 s: when the first finds the role unsafe, the second refuses at once too, and both
+    serve again together."""
+    dsn, password = _without_password(legacy_cluster.reader_dsn)
+    monkeypatch.setenv("MCP_TEST_LEGACY_PASSWORD", password)
+    config = tmp_path / "sources.toml"
+    config.write_text(
+        "".join(
+            f'[[sources]]\nname = "{name}"\ndescription = "The legacy docs"\ndsn = "{dsn}"\n'
+            f'password_env = "MCP_TEST_LEGACY_PASSWORD"\nreaudit_interval_s = {interval}\nmax_rows = {rows}\n'
+            for name, interval, rows in (("fast", 0.5, 10), ("slow", 60, 20))
+        )
+    )
+    with psycopg.connect(legacy_cluster.admin_dsn, autocommit=True) as admin:
+        admin.execute(f"DROP FUNCTION IF EXISTS {DEFINER}()".encode())
+    try:
+        with trio.fail_after(90):
+            async with open_session(settings=_settings(config), builtins=True, test_tools=False) as h:
+                await h.initialize()
+                assert (await _sql(h, "SELECT 1 AS one", "slow"))["result"]["isError"] is False
+                with psycopg.connect(legacy_cluster.admin_dsn, autocommit=True) as admin:
+                    admin.execute(
+                        f"CREATE FUNCTION {DEFINER}() RETURNS int LANGUAGE sql SECURITY DEFINER "
+                        f"AS 'SELECT 1'; GRANT EXECUTE ON FUNCTION {DEFINER}() TO PUBLIC".encode()
+                    )
+                await _until(h, "fast", lambda r: r["result"]["isError"] is True)
+                slow = await _sql(h, "SELECT 1 AS one", "slow")  # once: no wait for its own re-audit
+                assert slow["result"]["isError"] is True, slow
+                problem = json.loads(slow["result"]["content"][0]["text"])
+                assert problem["type"] == "urn:mcp-suite:problem:role-refused"
+                with psycopg.connect(legacy_cluster.admin_dsn, autocommit=True) as admin:
+                    admin.execute(f"DROP FUNCTION {DEFINER}()".encode())
+                await _until(h, "fast", lambda r: r["result"]["isError"] is False)
+                assert (await _sql(h, "SELECT 1 AS one", "slow"))["result"]["isError"] is False
+    finally:
+        with psycopg.connect(legacy_cluster.admin_dsn, autocommit=True) as admin:
+            admin.execute(f"DROP FUNCTION IF EXISTS {DEFINER}()".encode())
+
+
 async def _until(h: Harness, source: str, done: Any) -> dict[str, Any]:
     """The first answer to a query of `source` for which `done(answer)` holds (polled)."""
     while True:

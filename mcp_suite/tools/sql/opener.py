@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from typing import Final
+
+from psycopg.conninfo import conninfo_to_dict
 
 from mcp_suite.settings import Settings
 from mcp_suite.sources import Source, load_sources
 from mcp_suite.tools.base import StartupRefusedError, StartupUnavailableError, Toolset
 from mcp_suite.tools.sql.engine.engine import SqlEngine, open_engine
 from mcp_suite.tools.sql.engine.naming import schema_uri
+from mcp_suite.tools.sql.engine.role_audit.reaudit import AuditGate
 from mcp_suite.tools.sql.engine.router import SqlSources
 from mcp_suite.tools.sql.explain_sql import tool as explain_tool
 from mcp_suite.tools.sql.read_only_sql import tool as read_tool
@@ -55,8 +58,12 @@ def open_sql(settings: Settings, *, guard_hidden_rows: bool = True) -> Iterator[
     with contextlib.ExitStack() as stack:
         engines: dict[str, SqlEngine] = {}
         refused: dict[str, str] = {}
+        gates: dict[Hashable, AuditGate] = {}
         for source in sources:
-            engine = _open_source(source, named=named, refused=refused)
+            # Sources that audit one role the same way share its verdict: a re-audit of either
+            # refuses (or serves) both at once, never one for an interval while the other serves.
+            gate = gates.setdefault(_audit_key(source), AuditGate())
+            engine = _open_source(source, named=named, refused=refused, gate=gate)
             if engine is not None:
                 stack.callback(engine.close)
                 engines[source.name] = engine
@@ -85,12 +92,33 @@ def open_sql(settings: Settings, *, guard_hidden_rows: bool = True) -> Iterator[
         )
 
 
-def _open_source(source: Source, *, named: bool, refused: dict[str, str]) -> SqlEngine | None:
+def _audit_key(source: Source) -> Hashable:
+    """What a source's role audit depends on: the connection (server, database, login role: the
+    password and the name shown aside), the mapped roles, and the settings the audit reads."""
+    parts = conninfo_to_dict(source.dsn.get_secret_value())
+    for secondary in ("password", "passfile", "application_name", "connect_timeout"):
+        parts.pop(secondary, None)
+    settings = source.settings
+    return (
+        tuple(sorted((key, str(value)) for key, value in parts.items())),
+        source.identity.roles if source.identity is not None else (),
+        settings.sql_accept_definer_functions,
+        settings.sql_accept_function_creators,
+        settings.sql_pooler,
+        settings.sql_audit_dsn.get_secret_value() if settings.sql_audit_dsn is not None else None,
+    )
+
+
+def _open_source(
+    source: Source, *, named: bool, refused: dict[str, str], gate: AuditGate | None = None
+) -> SqlEngine | None:
     """The source's engine; with a configuration file, None (and why, in `refused`) for a source
     whose start is refused for a reason no re-audit lifts, while the others serve."""
     try:
         dsn = source.dsn.get_secret_value()
-        return open_engine(source.settings, dsn, refuse_at_start=not named, identity=source.identity)
+        return open_engine(
+            source.settings, dsn, refuse_at_start=not named, identity=source.identity, gate=gate
+        )
     except (StartupRefusedError, StartupUnavailableError) as exc:
         if not named:
             raise

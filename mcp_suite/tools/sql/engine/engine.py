@@ -66,11 +66,13 @@ class SqlEngine:
         audited: bool,
         availability: Availability,
         identity: IdentityMap | None = None,
+        gate: AuditGate | None = None,
     ) -> None:
         self.settings = settings
         self.identity = identity
         self.roles: tuple[str, ...] = identity.roles if identity is not None else ()
-        self.gate = AuditGate()
+        # Shared by the sources that audit one role the same way (`open_sql`): one verdict for all.
+        self.gate = gate if gate is not None else AuditGate()
         self._dsn = dsn
         # The re-audit's own connection. It LISTENs for the role guide's event trigger unless it
         # goes through a transaction pooler (MCP_SQL_POOLER=transaction without MCP_SQL_AUDIT_DSN).
@@ -290,7 +292,12 @@ class SqlEngine:
 
 
 def open_engine(
-    settings: Settings, dsn: str, *, refuse_at_start: bool = True, identity: IdentityMap | None = None
+    settings: Settings,
+    dsn: str,
+    *,
+    refuse_at_start: bool = True,
+    identity: IdentityMap | None = None,
+    gate: AuditGate | None = None,
 ) -> SqlEngine:
     """Audit the role at start-up (blocking, bounded by the connect timeout) and make the engine.
 
@@ -305,12 +312,13 @@ def open_engine(
     audit then runs before the first query.
     `identity`: the source's identity map; the login role and every role it maps to are audited
     (a finding about one mapped role stops that role's calls only, at start-up too).
+    `gate`: the verdict this engine shares with other sources' engines on the same role (`open_sql`).
     """
     availability = Availability(max_backoff_s=settings.sql_reconnect_max_s)
     roles = identity.roles if identity is not None else ()
     findings = _audit_at_start(dsn, settings, availability, refuse=refuse_at_start, roles=roles)
     engine = SqlEngine(
-        settings, dsn, audited=findings is not None, availability=availability, identity=identity
+        settings, dsn, audited=findings is not None, availability=availability, identity=identity, gate=gate
     )
     if findings is not None:
         engine.gate.record(findings)  # logs the warnings: the risks the operator accepted, and the others

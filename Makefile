@@ -27,11 +27,13 @@ MAKEFLAGS += --no-print-directory
 # The Debian packages the tests start: one list (.ci/test-packages), shown by `make help`.
 TEST_PACKAGES = $(shell sed -n 's/^[^\#].*=//p' .ci/test-packages)
 
-.PHONY: help venv run demo test lint types pytest bench lock run-container run-container-http smoke clean system-packages mutate mutate-sample mcpb
+.PHONY: help venv run try-http demo test lint types pytest bench lock run-container run-container-http smoke clean system-packages mutate mutate-sample mcpb
 
 help:
 	@echo "make run            serve MCP on stdio (demo PostgreSQL + examples folder + metrics);"
 	@echo "                    from another directory: make -s -C DIR run"
+	@echo "make try-http       serve MCP over HTTP on 127.0.0.1:8000 (the demo's data) with an issuer made"
+	@echo "                    for this run; prints a token (then: examples/sdk_client.py http URL)"
 	@echo "make demo           drive every tool through the official MCP SDK client; refusals are intended"
 	@echo "make test           lint, types, the whole test suite and the mutation hand checks"
 	@echo "make lint           ruff, flake8-async, the architecture contracts, the offline container checks"
@@ -82,6 +84,12 @@ venv: $(STAMP)
 # The shell execs the server's parent, so make's SIGTERM still reaches it directly.
 run: $(RUN_STAMP)
 	@$(BIN)/python -m mcp_suite.make_relay $$PPID $$$$ >/dev/null & exec $(BIN)/python -m mcp_suite.demo serve -- $(BIN)/python -m mcp_suite
+
+# The team endpoint on this machine (docs/operations/remote.md, "Trying it"): serve-http with the
+# demo's databases and folder, on loopback only, with an issuer made for this run; the token it
+# signs is the one line on stdout. The full environment: the example client needs the MCP SDK.
+try-http: $(STAMP)
+	@exec $(BIN)/python -m mcp_suite.demo serve -- $(BIN)/python -m mcp_suite try-http
 
 # The SDK tour lives in the test harness (it needs the MCP SDK, a dev dependency): not in the wheel.
 demo: $(STAMP)

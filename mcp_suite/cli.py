@@ -2,6 +2,7 @@
 
     mcp-suite [serve]      serve MCP on stdio (the default)
     mcp-suite serve-http   serve MCP over Streamable HTTP (docs/operations/remote.md)
+    mcp-suite try-http     serve-http on loopback with an issuer of its own; prints a token
     mcp-suite check-role   run the PostgreSQL role audit alone and print the findings
     mcp-suite role-guide   print the least-privilege role guide (SQL) the audit points to
     mcp-suite --version | --help
@@ -87,9 +88,10 @@ def _parser() -> argparse.ArgumentParser:
         "command",
         nargs="?",
         default="serve",
-        choices=("serve", "serve-http", "check-role", "role-guide", "demo"),
+        choices=("serve", "serve-http", "try-http", "check-role", "role-guide", "demo"),
         help=(
             "serve (default): MCP on stdio; serve-http: MCP over Streamable HTTP (MCP_HTTP_*); "
+            "try-http: serve-http on loopback with a key made for this run, printing a token on stdout; "
             "check-role: audit the MCP_SQL_DSN role and exit; "
             "role-guide: print the SQL of a least-privilege role on stdout; "
             "demo: MCP on stdio with a throwaway PostgreSQL and the example folder (the [demo] extra)"
@@ -137,8 +139,8 @@ def main(argv: Sequence[str] | None = None, *, extra_tools: Iterable[ToolOpener]
         if demo_action == "destroy":
             return demo_main(["destroy"])
         return demo_main(["serve", "--", sys.executable, "-m", "mcp_suite"])
-    if command == "serve-http":
-        return _serve_http(settings, list(extra_tools))
+    if command in ("serve-http", "try-http"):
+        return _serve_http(settings, list(extra_tools), trial=command == "try-http")
     return _serve(settings, list(extra_tools))
 
 
@@ -154,12 +156,25 @@ def _print_role_guide() -> int:
     return os.EX_OK
 
 
-def _serve_http(settings: Settings, extra_tools: list[ToolOpener]) -> int:
-    """`mcp-suite serve-http`: the tools over Streamable HTTP until SIGINT/SIGTERM."""
+def _serve_http(settings: Settings, extra_tools: list[ToolOpener], *, trial: bool = False) -> int:
+    """`mcp-suite serve-http`: the tools over Streamable HTTP until SIGINT/SIGTERM. `trial`
+    (`try-http`): on loopback only, with an issuer made for this run, its token on stdout."""
+    from mcp_suite.runtime.http_auth import fetch_jwks  # joserfc: only for HTTP
+    from mcp_suite.trial import Trial, open_trial
+
+    made: Trial | None = None
+    if trial:
+        try:
+            made = open_trial(settings)
+        except SettingsError as exc:
+            return _refuse(f"invalid configuration: {exc}", os.EX_CONFIG)
+        settings = made.settings
     problems = settings.http_problems()
     if problems:
         return _refuse(f"invalid configuration: {'; '.join(problems)}", os.EX_CONFIG)
-    from mcp_suite.runtime.http import serve_http  # hypercorn and joserfc: only for HTTP
+    from mcp_suite.runtime.http import serve_http  # hypercorn: only for HTTP
+
+    fetch = made.fetch if made is not None else fetch_jwks
 
     configure_logging(settings.log_level)
     for name in foreign_variables():
@@ -175,7 +190,14 @@ def _serve_http(settings: Settings, extra_tools: list[ToolOpener]) -> int:
                 for step in registry.warm_up:
                     step()
                 gc.freeze()
-                _run_unwrapped(functools.partial(serve_http, settings, registry, telemetry=telemetry))
+                if made is not None:  # every tool and resource served: the token may use them all
+                    scopes = [t.scope for t in registry.tools.values()]
+                    _announce_trial(
+                        settings, made.mint([*scopes, *(r.scope for r in registry.resources.values())])
+                    )
+                _run_unwrapped(
+                    functools.partial(serve_http, settings, registry, fetch=fetch, telemetry=telemetry)
+                )
         except (StartupRefusedError, SettingsError) as exc:
             shutdown_logging()
             return _refuse(f"refusing to start: {exc}", os.EX_CONFIG)
@@ -195,6 +217,22 @@ def _serve_http(settings: Settings, extra_tools: list[ToolOpener]) -> int:
     finally:
         shutdown_logging()
         logging.shutdown()
+
+
+def _announce_trial(settings: Settings, token: str) -> None:
+    """The trial's token alone on stdout (`TOKEN=$(mcp-suite try-http)` takes it), and on stderr how
+    to use it."""
+    url = settings.http_resource_uri
+    logger.warning(
+        "try-http: a trial on this machine only: the token on stdout may call every tool at %s for 8 "
+        "hours (subject %r; this run's key signs it, so it is void when the server stops). Try: "
+        "MCP_TOKEN=<the token> python examples/sdk_client.py http %s",
+        url,
+        "trial",
+        url,
+    )
+    sys.stdout.write(token + "\n")
+    sys.stdout.flush()
 
 
 def _run_unwrapped(serve: Callable[[], Awaitable[object]]) -> None:

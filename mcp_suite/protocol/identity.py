@@ -94,7 +94,9 @@ class IdentityMap:
     # The hash's key (`subject_key_file`'s content, read by `sources`); without one, random for the
     # process: the same person has the same hash for as long as the process runs, and a list of
     # staff hashed by anyone without the key matches nothing.
-    subject_key: bytes = field(default_factory=lambda: secrets.token_bytes(SUBJECT_KEY_BYTES), repr=False, compare=False)
+    subject_key: bytes = field(
+        default_factory=lambda: secrets.token_bytes(SUBJECT_KEY_BYTES), repr=False, compare=False
+    )
     subject_key_file: str | None = None  # the path, read by `sources` (this module does no I/O)
 
     @property

@@ -151,7 +151,7 @@ def test_a_missing_otel_extra_is_refused_before_any_database_is_reached(tmp_path
         env = {
             "PYTHONPATH": f"{tmp_path}:{REPO}",
             "MCP_PROMETHEUS_PORT": str(free_port()),
-            "MCP_SQL_DSN": f"host=127.0.0.1 port={database.getsockname()[1]} dbname=x user=x connect_timeout=2",
+            "MCP_SQL_DSN": f"host=127.0.0.1 port={database.getsockname()[1]} dbname=x connect_timeout=2",
         }
         with ServerProcess(env=env) as server:
             assert server.wait(30) == 78

@@ -351,7 +351,9 @@ async def test_a_notification_re_audits_after_coalesce_s_and_a_burst_is_one_re_a
     with trio.fail_after(1_000):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
-                lambda: serve_reaudit(gate, audit, interval_s=30, notified=notifications.notified, run=audit.run)
+                lambda: serve_reaudit(
+                    gate, audit, interval_s=30, notified=notifications.notified, run=audit.run
+                )
             )
             start = trio.current_time()
             await _step_until(mock_clock, lambda: trio.current_time() - start >= 5, 1, audit)

@@ -167,7 +167,9 @@ def test_a_password_file_that_is_not_text_is_named(tmp_path: Path) -> None:
     secret = tmp_path / "pw"
     secret.write_bytes(b"\xff\xfe")
     secret.chmod(0o600)
-    assert "source 1 (a): password_file: cannot be read" in _problem(_file(tmp_path, A + f"password_file='{secret}'\n"))
+    assert "source 1 (a): password_file: cannot be read" in _problem(
+        _file(tmp_path, A + f"password_file='{secret}'\n")
+    )
 
 
 def _identity_file(tmp_path: Path, key_file: Path) -> Settings:
@@ -206,4 +208,6 @@ def test_a_subject_key_file_too_short_or_readable_by_others_is_refused(
 
 
 def test_a_missing_subject_key_file_is_named(tmp_path: Path) -> None:
-    assert "identity: subject_key_file: cannot be read" in _problem(_identity_file(tmp_path, tmp_path / "nope"))
+    assert "identity: subject_key_file: cannot be read" in _problem(
+        _identity_file(tmp_path, tmp_path / "nope")
+    )

@@ -90,7 +90,9 @@ def test_the_tests_packages_are_one_list_that_make_help_and_every_installer_read
     expected = []
     for pair in pairs:
         program, package = pair.split("=", 1)
-        present = glob.glob(program) if "/" in program else shutil.which(program, path=path + ":/usr/sbin:/sbin")
+        present = (
+            glob.glob(program) if "/" in program else shutil.which(program, path=path + ":/usr/sbin:/sbin")
+        )
         expected += [] if present else [package]
     proc = _run(tmp_path, "--tests", "mcp-suite-absent-a=pkg-a", uid=1000)
     assert proc.returncode == 1

@@ -62,7 +62,7 @@ def test_the_otel_extra_declares_what_the_telemetry_module_imports_pinned_to_the
 
 def _requires(name: str) -> list[str]:
     """The distributions `name` (installed) requires, extras and other platforms left out."""
-    names = []
+    names: list[str] = []
     for text in distribution(name).requires or []:
         requirement = Requirement(text)
         if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
@@ -71,8 +71,9 @@ def _requires(name: str) -> list[str]:
 
 
 def test_every_opentelemetry_distribution_the_extra_brings_is_pinned_in_it() -> None:
-    declared = {canonicalize_name(r.name) for r in _extra()}
-    brought, todo = set(), list(declared)
+    declared: set[str] = {canonicalize_name(r.name) for r in _extra()}
+    brought: set[str] = set()
+    todo = list(declared)
     while todo:
         name = todo.pop()
         if name not in brought:

@@ -103,6 +103,23 @@ def build_attack_tree(base: Path) -> AttackTree:
     return AttackTree(base=base, root=root, canary=canary, sockets=(listener,))
 
 
+def descriptors_in(base: Path, pid: int | str = "self") -> set[tuple[str, str]]:
+    """The open descriptors of process `pid` that name a file or directory in `base` (the attack
+    tree), as (number, target). What the walk opens is there; a count of every descriptor would
+    also count the sockets, pipes and pollers other threads open and close meanwhile (a loaded
+    machine shifts when), and tell a leak from them by luck."""
+    found: set[tuple[str, str]] = set()
+    folder = f"/proc/{pid}/fd"
+    for name in os.listdir(folder):
+        try:
+            target = os.readlink(f"{folder}/{name}")
+        except OSError:  # closed since the listing
+            continue
+        if target == str(base) or target.startswith(str(base) + "/"):
+            found.add((name, target))
+    return found
+
+
 @contextlib.contextmanager
 def attack_tree(base: Path) -> Iterator[AttackTree]:
     tree = build_attack_tree(base)

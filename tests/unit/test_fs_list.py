@@ -21,7 +21,15 @@ from mcp_suite.tools.files import fdwalk
 from mcp_suite.tools.files.models import SandboxFsListArgs, SandboxFsListResult
 from mcp_suite.tools.files.opener import open_files
 from mcp_suite.tools.files.sandbox_fs_list.tool import list_sync
-from tests.support.fs_attacks import CANARY, CASES, AttackTree, checked_problem, root_dir, tree
+from tests.support.fs_attacks import (
+    CANARY,
+    CASES,
+    AttackTree,
+    checked_problem,
+    descriptors_in,
+    root_dir,
+    tree,
+)
 
 __all__ = ["root_dir", "tree"]  # the fixtures this module's tests take
 
@@ -239,18 +247,18 @@ def test_an_unexpected_os_error_propagates_and_leaves_no_descriptor(
         raise OSError(errno.EIO, "Input/output error")
 
     monkeypatch.setattr(os, "scandir", broken)
-    before = len(os.listdir("/proc/self/fd"))
+    before = descriptors_in(tree.base)
     with pytest.raises(OSError) as info:
         list_sync(root_dir, SandboxFsListArgs(relative_path="sub"), allow_hard_links=False, max_bytes=20_000)
     assert info.value.errno == errno.EIO
-    assert len(os.listdir("/proc/self/fd")) == before
+    assert descriptors_in(tree.base) == before
 
 
 def test_no_descriptor_is_left_open(root_dir: fdwalk.RootDir, tree: AttackTree) -> None:
-    before = len(os.listdir("/proc/self/fd"))
+    before = descriptors_in(tree.base)
     for path, _ in CASES:
         listing(root_dir, tree, path, recursive=True)
-    assert len(os.listdir("/proc/self/fd")) == before
+    assert descriptors_in(tree.base) == before
 
 
 def test_arguments_are_strict_and_bounded() -> None:

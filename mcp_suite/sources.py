@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from mcp_suite.dsn import dsn_problem
-from mcp_suite.protocol.identity import IdentityMap, parse_identity
+from mcp_suite.protocol.identity import SUBJECT_KEY_BYTES, IdentityMap, parse_identity
 from mcp_suite.settings import ENV_PREFIX, SecretStr, Settings, SettingsError, variable_of
 
 __all__ = ["DEFAULT_SOURCE", "PER_SOURCE", "Source", "load_sources"]
@@ -106,7 +106,8 @@ def load_sources(settings: Settings, environ: Mapping[str, str] | None = None) -
     sources: list[Source] = []
     seen: set[str] = set()
     for index, table in enumerate(tables):
-        where = f"{path}: sources[{index}]" + (
+        # Counted from 1, as a reader counts the file's [[sources]] tables.
+        where = f"{path}: source {index + 1}" + (
             f" ({table['name']})" if isinstance(table.get("name"), str) else ""
         )
         source = _source(table, settings, env, where, problems)
@@ -146,6 +147,8 @@ def _source(
     identity = None
     if "identity" in table:
         identity = parse_identity(table["identity"], f"{where}: identity", problems)
+        if identity is not None:
+            identity = _with_subject_key(identity, f"{where}: identity", problems)
     overrides: dict[str, Any] = {}
     for key, field_name in PER_SOURCE.items():
         if key not in table:
@@ -193,14 +196,71 @@ def _dsn(table: dict[str, Any], env: Mapping[str, str], where: str, problems: li
         if not isinstance(file, str):
             problems.append(f"{where}: password_file: a path")
             return None
-        try:
-            password = Path(file).read_text(encoding="utf-8").rstrip("\r\n")
-        except OSError as exc:
-            problems.append(f"{where}: password_file: cannot be read ({exc.strerror})")
+        password = _read_password_file(Path(file), where, problems)
+        if password is None:
             return None
     elif variable is not None:
-        if not isinstance(variable, str) or not env.get(variable):
-            problems.append(f"{where}: password_env: the environment variable it names is not set")
+        if not isinstance(variable, str):
+            problems.append(f"{where}: password_env: the name of an environment variable")
+            return None
+        if not env.get(variable):
+            problems.append(f"{where}: password_env: the environment variable {variable} is not set")
             return None
         password = env[variable]
     return SecretStr(make_conninfo(raw, password=password) if password is not None else raw)
+
+
+def _read_password_file(path: Path, where: str, problems: list[str]) -> str | None:
+    """The password a file holds (one trailing newline dropped), or None with the problem noted."""
+    content = _read_private_file(path, f"{where}: password_file", problems)
+    if content is None:
+        return None
+    try:
+        return content.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError as exc:
+        problems.append(f"{where}: password_file: cannot be read ({exc.reason})")
+        return None
+
+
+def _read_private_file(path: Path, where: str, problems: list[str]) -> bytes | None:
+    """A secret file's bytes, or None with the problem noted (`where` names the file's key).
+
+    Security: refused, as libpq refuses such a `.pgpass`, when its group or others may read or
+    write it: a secret others can read is no longer a secret. The mode is checked on the file
+    that is read (one descriptor), not on a name that could be swapped in between.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        problems.append(f"{where}: cannot be read ({exc.strerror})")
+        return None
+    with open(fd, "rb") as handle:
+        mode = os.fstat(handle.fileno()).st_mode
+        if mode & 0o077:
+            problems.append(
+                f"{where}: its group or others have access (mode {mode & 0o777:04o}); "
+                "it should be readable by its owner alone: chmod 600"
+            )
+            return None
+        try:
+            return handle.read()
+        except OSError as exc:
+            problems.append(f"{where}: cannot be read ({exc.strerror})")
+            return None
+
+
+def _with_subject_key(identity: IdentityMap, where: str, problems: list[str]) -> IdentityMap:
+    """`identity` with its `subject_key_file`'s key (at least SUBJECT_KEY_BYTES bytes, a trailing
+    newline kept: it is bytes), or as it is (its key random for the process) without one."""
+    if identity.subject_key_file is None:
+        return identity
+    key = _read_private_file(Path(identity.subject_key_file), f"{where}: subject_key_file", problems)
+    if key is None:
+        return identity
+    if len(key) < SUBJECT_KEY_BYTES:
+        problems.append(
+            f"{where}: subject_key_file: at least {SUBJECT_KEY_BYTES} bytes "
+            f"(head -c {SUBJECT_KEY_BYTES} /dev/urandom > FILE)"
+        )
+        return identity
+    return dataclasses.replace(identity, subject_key=key)

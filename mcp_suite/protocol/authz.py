@@ -141,6 +141,14 @@ class Grants:
         served = (grant.scope for grant in (*self.tools.values(), *self.resources.values()))
         return tuple(dict.fromkeys(served))
 
+    def scopes_supported(self) -> tuple[str, ...]:
+        """Every scope that grants something, each once: those of `scopes`, then each source's
+        (`sql:read:<source>`), in the order served: the metadata's `scopes_supported`, so an
+        operator or a client learns the per-source scopes it may ask for."""
+        grants = (*self.tools.values(), *self.resources.values())
+        per_source = (source_scope(grant.scope, source) for grant in grants for source in grant.sources)
+        return tuple(dict.fromkeys((*self.scopes(), *per_source)))
+
 
 def _source_enum(schema: Mapping[str, Any]) -> tuple[str, ...]:
     names = schema.get("properties", {}).get("source", {}).get("enum")

@@ -255,6 +255,7 @@ class HttpExchange:
         authenticates: bool,
         audit_room: Callable[[], bool] = lambda: True,
         sources: Callable[[], Sequence[tuple[str, str]]] = tuple,
+        scopes_supported: Sequence[str] | None = None,
     ) -> None:
         self.settings = settings
         self.authenticates = authenticates
@@ -271,7 +272,8 @@ class HttpExchange:
             origin = urlsplit(resource)
             self._metadata_paths = metadata_paths(resource)
             self._metadata_url = f"{origin.scheme}://{origin.netloc}{self._metadata_paths[0]}"
-            document = protected_resource_metadata(resource, [settings.http_issuer or ""], scopes)
+            supported = scopes if scopes_supported is None else scopes_supported
+            document = protected_resource_metadata(resource, [settings.http_issuer or ""], supported)
             self._metadata = json.dumps(document, separators=(",", ":")).encode()
         else:
             self._metadata_paths = ()

@@ -11,12 +11,14 @@ sends what this module decides.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import re
 import re._constants as sre  # type: ignore[import-not-found]  # CPython's own regex parser, no stub
 import re._parser as sre_parse  # type: ignore[import-not-found]  # (the compiled pattern's source)
+import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "CallRole",
     "IdentityMap",
     "Rule",
+    "UnsafeClaimError",
     "application_name",
     "call_role",
     "claims_json",
@@ -42,10 +45,22 @@ CLAIMS_SETTING: Final = "request.jwt.claims"
 APPLICATION_PREFIX: Final = "mcp-suite/"
 # PostgreSQL keeps at most NAMEDATALEN - 1 bytes of a role name and of application_name.
 ROLE_NAME_BYTES: Final = 63
-_HASH_CHARS: Final = 16  # of the subject's SHA-256, hex: 64 bits, enough to tell people apart
-_KEYS: Final = frozenset({"rules", "default_role", "claims", "personal_subject"})
+_HASH_CHARS: Final = 16  # of the subject's keyed SHA-256, hex: 64 bits, enough to tell people apart
+# The key of that hash: at least this many bytes (a file's, `subject_key_file`), else a random one.
+SUBJECT_KEY_BYTES: Final = 32
+_KEYS: Final = frozenset(
+    {"rules", "default_role", "claims", "personal_subject", "group_claims", "subject_key_file"}
+)
 _RULE_KINDS: Final = ("group", "subject", "subject_pattern")
-_GROUP_CLAIMS: Final = ("groups", "roles")
+# Where a caller's groups are read: claim paths, each a tuple of names from the token's top level
+# down (Keycloak's `realm_access.roles`, Cognito's `cognito:groups`, Entra's `groups`).
+_GROUP_CLAIMS: Final = (("groups",), ("roles",))
+_GROUP_PATHS: Final = 8
+_PATH_SEGMENTS: Final = 4
+_SEGMENT_CHARS: Final = 128
+# C0 controls (NUL included), DEL and the C1 controls: PostgreSQL's json cannot give a NUL back as
+# text (`->>` fails on "\u0000"), and none of them belongs in a name a policy compares.
+_CONTROL: Final = re.compile("[\x00-\x1f\x7f-\x9f]")
 # `sub` always goes; these are the token's own, not the person's (and `scope` is the server's).
 _RESERVED_CLAIMS: Final = frozenset({"sub", "iss", "aud", "exp", "nbf", "iat", "jti", "scope", "scp"})
 _CLAIM_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}")
@@ -94,6 +109,14 @@ class IdentityMap:
     default_role: str | None = None
     claims: tuple[str, ...] = ()
     personal_subject: bool = False
+    group_claims: tuple[tuple[str, ...], ...] = _GROUP_CLAIMS
+    # The hash's key (`subject_key_file`'s content, read by `sources`); without one, random for the
+    # process: the same person has the same hash for as long as the process runs, and a list of
+    # staff hashed by anyone without the key matches nothing.
+    subject_key: bytes = field(
+        default_factory=lambda: secrets.token_bytes(SUBJECT_KEY_BYTES), repr=False, compare=False
+    )
+    subject_key_file: str | None = None  # the path, read by `sources` (this module does no I/O)
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -147,6 +170,10 @@ def parse_identity(table: object, where: str, problems: list[str]) -> IdentityMa
     personal = table.get("personal_subject", False)
     if not isinstance(personal, bool):
         problems.append(f"{where}: personal_subject: true or false")
+    group_claims = _group_claims(table.get("group_claims"), f"{where}: group_claims", problems)
+    key_file = table.get("subject_key_file")
+    if key_file is not None and (not isinstance(key_file, str) or not key_file or "\x00" in key_file):
+        problems.append(f"{where}: subject_key_file: a path")
     if len(problems) > before:
         return None
     return IdentityMap(
@@ -154,7 +181,39 @@ def parse_identity(table: object, where: str, problems: list[str]) -> IdentityMa
         default_role=default_role,
         claims=tuple(dict.fromkeys(claims)),
         personal_subject=personal,
+        group_claims=group_claims,
+        subject_key_file=key_file,
     )
+
+
+def _group_claims(raw: object, where: str, problems: list[str]) -> tuple[tuple[str, ...], ...]:
+    """The claim paths `group_claims` names: each a string whose dots separate the names of nested
+    claims (`realm_access.roles`; a `:` is part of a name, as in `cognito:groups`), or an array of
+    names for a name that holds a dot (`["https://example.com/groups"]`)."""
+    if raw is None:
+        return _GROUP_CLAIMS
+    paths: list[tuple[str, ...]] = []
+    if isinstance(raw, list) and 0 < len(raw) <= _GROUP_PATHS:
+        for item in raw:
+            segments = item.split(".") if isinstance(item, str) else item
+            if (
+                isinstance(segments, list)
+                and 0 < len(segments) <= _PATH_SEGMENTS
+                and all(
+                    isinstance(s, str) and 0 < len(s) <= _SEGMENT_CHARS and not _CONTROL.search(s)
+                    for s in segments
+                )
+            ):
+                paths.append(tuple(segments))
+            else:
+                break
+        else:
+            return tuple(dict.fromkeys(paths))
+    problems.append(
+        f"{where}: a list of 1 to {_GROUP_PATHS} claim paths, each a name or dotted names "
+        f"(realm_access.roles), or an array of 1 to {_PATH_SEGMENTS} names"
+    )
+    return _GROUP_CLAIMS
 
 
 def _role_name(value: object) -> bool:
@@ -248,11 +307,13 @@ def _choices(items: Any, *, quantified: bool) -> int:
     return total
 
 
-def _groups(claims: Mapping[str, Any]) -> frozenset[str]:
-    """The values of the `groups` and `roles` claims that are lists of strings (others count as none)."""
+def _groups(claims: Mapping[str, Any], paths: tuple[tuple[str, ...], ...]) -> frozenset[str]:
+    """The strings of the lists at `paths` in the claims (others count as none)."""
     found: set[str] = set()
-    for name in _GROUP_CLAIMS:
-        value = claims.get(name)
+    for path in paths:
+        value: Any = claims
+        for name in path:
+            value = value.get(name) if isinstance(value, Mapping) else None
         if isinstance(value, list):
             found.update(item for item in value if isinstance(item, str))
     return frozenset(found)
@@ -260,7 +321,7 @@ def _groups(claims: Mapping[str, Any]) -> frozenset[str]:
 
 def mapped_role(identity: IdentityMap, subject: str, claims: Mapping[str, Any]) -> str | None:
     """The role the first matching rule names, else the default role, else None (refused)."""
-    groups = _groups(claims)
+    groups = _groups(claims, identity.group_claims)
     for rule in identity.rules:
         if rule.matches(subject, groups):
             return rule.role
@@ -276,18 +337,42 @@ def claims_json(identity: IdentityMap, subject: str, claims: Mapping[str, Any]) 
 
 
 def application_name(identity: IdentityMap, subject: str) -> str:
-    """`mcp-suite/<subject>`, or `mcp-suite/~<hash>` when the subject is personal data or cannot be
-    shown whole: printable ASCII only, at most 63 bytes (PostgreSQL keeps no more)."""
-    shown = subject
-    # A subject of its own starting with "~" would read as a hash: it is hashed too.
-    plain = all(" " <= c <= "~" for c in subject) and not subject.startswith("~")
-    if identity.personal_subject or not plain or len(APPLICATION_PREFIX) + len(subject) > ROLE_NAME_BYTES:
-        shown = "~" + hashlib.sha256(subject.encode()).hexdigest()[:_HASH_CHARS]
+    """`mcp-suite/<subject>`; `mcp-suite/"<subject>"` (JSON-quoted, escapes and all) when it could be
+    misread shown raw (spaces at an end, a leading `"` or `~`, a character that is not printable
+    ASCII); `mcp-suite/~<keyed hash>` when the subject is personal data or too long to show: always
+    printable ASCII, at most 63 bytes (PostgreSQL keeps no more), one reading per subject."""
+    raw = all(" " <= c <= "~" for c in subject) and subject == subject.strip(" ")
+    shown = subject if raw and not subject.startswith(("~", '"')) else json.dumps(subject, ensure_ascii=True)
+    if identity.personal_subject or len(APPLICATION_PREFIX) + len(shown) > ROLE_NAME_BYTES:
+        keyed = hmac.new(identity.subject_key, subject.encode(), hashlib.sha256)
+        shown = "~" + keyed.hexdigest()[:_HASH_CHARS]
     return APPLICATION_PREFIX + shown
 
 
+class UnsafeClaimError(ValueError):
+    """A claim passed on to PostgreSQL (or the subject) holds a control character; `args[0]` names it."""
+
+
+def _control_in(value: object) -> bool:
+    if isinstance(value, str):
+        return _CONTROL.search(value) is not None
+    if isinstance(value, list):
+        return any(_control_in(item) for item in value)
+    if isinstance(value, Mapping):
+        return any(_control_in(key) or _control_in(item) for key, item in value.items())
+    return False
+
+
 def call_role(identity: IdentityMap, subject: str, claims: Mapping[str, Any]) -> CallRole | None:
-    """What a call by `subject` with `claims` runs as; None when no rule maps it (the call is refused)."""
+    """What a call by `subject` with `claims` runs as; None when no rule maps it (the call is refused).
+
+    Raises `UnsafeClaimError` when the subject or a claim passed on holds a control character (a
+    NUL, a newline, an escape...): PostgreSQL's json cannot give every one back as text, so every
+    policy reading it would fail with an error of its own; the call is refused with a clear one."""
+    passed = {name: claims[name] for name in identity.claims if name in claims}
+    for name, value in (("sub", subject), *passed.items()):
+        if _control_in(value):
+            raise UnsafeClaimError(name)
     role = mapped_role(identity, subject, claims)
     if role is None:
         return None

@@ -87,19 +87,19 @@ class HttpApp:
         self._grants_built: Grants | None = None
         self.audit = AuditLog()
         self.telemetry = telemetry
-        # The scopes of what is served (what a 401 asks for, the metadata's list) need no arguments.
-        scopes = grants_of(
-            ((t.name, t.scope, {}) for t in registry.tools.values()), self._resources()
-        ).scopes()
+        # The scopes of what is served (what a 401 asks for, the metadata's list) need no arguments:
+        # the sources come with the resources that describe them.
+        served = grants_of(((t.name, t.scope, {}) for t in registry.tools.values()), self._resources())
         self.exchange = HttpExchange(
             settings,
             new_core=self._new_core,
             grants=self._grants,
             ready=registry.ready,
-            scopes=scopes,
+            scopes=served.scopes(),
             authenticates=verifier is not None,
             audit_room=self.audit.admit,
             sources=lambda: [(state.name, state.condition) for state in registry.source_states()],
+            scopes_supported=served.scopes_supported(),
         )
         # The cancel scopes of legacy sessions' calls in flight, by the exchange's name for each.
         self._calls: dict[CallRef, trio.CancelScope] = {}

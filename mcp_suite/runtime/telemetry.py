@@ -514,6 +514,11 @@ def _signal_url(endpoint: str, signal: str) -> str:
 def open_telemetry(settings: Settings, registry: Registry) -> Telemetry:
     """The process's telemetry, as configured (the tracer installed in `observe`)."""
     telemetry = Telemetry(settings, registry)
-    where = settings.otel_endpoint or "(no OTLP endpoint)"
-    logger.warning("traces and metrics are on: exported over OTLP/HTTP to %s (an outbound connection)", where)
+    if settings.otel_endpoint is not None:
+        logger.warning(
+            "traces and metrics are on: exported over OTLP/HTTP to %s (an outbound connection)",
+            settings.otel_endpoint,
+        )
+    else:  # the Prometheus listener alone: scraped, nothing leaves the process on its own
+        logger.info("metrics are on: served for Prometheus to scrape; no outbound connection")
     return telemetry

@@ -5,14 +5,16 @@ as Prometheus text by Debian's Prometheus, whose HTTP API then answers a query f
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 import urllib.request
+from pathlib import Path
 from typing import Final
 
 import pytest
 
-from tests.support.client import ServerProcess
+from tests.support.client import REPO, ServerProcess
 from tests.support.issuer import free_port
 from tests.support.telemetry import open_otlp_receiver, open_prometheus
 
@@ -137,6 +139,30 @@ def test_the_metrics_listener_serves_prometheus_text_on_loopback() -> None:
         text = scrape(port)
         assert "# TYPE mcp_server_operation_duration_seconds histogram" in text
         assert server.stop() == 0
+    # Scraped, not pushed: no warning of an OTLP export the server does not make.
+    records = [json.loads(line) for line in server.stderr_lines if line.startswith("{")]
+    assert not [r for r in records if "OTLP" in r.get("msg", "")], records
+    assert any("no outbound connection" in r.get("msg", "") for r in records)
+
+
+def test_a_missing_otel_extra_is_refused_before_any_database_is_reached(tmp_path: Path) -> None:
+    """OpenTelemetry made unimportable (as without the extra): exit 78 naming the extra, and the
+    database's address never saw a connection."""
+    (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['opentelemetry'] = None\n")
+    with socket.socket() as database:
+        database.bind(("127.0.0.1", 0))
+        database.listen()
+        database.setblocking(False)
+        env = {
+            "PYTHONPATH": f"{tmp_path}:{REPO}",
+            "MCP_PROMETHEUS_PORT": str(free_port()),
+            "MCP_SQL_DSN": f"host=127.0.0.1 port={database.getsockname()[1]} dbname=x connect_timeout=2",
+        }
+        with ServerProcess(env=env) as server:
+            assert server.wait(30) == 78
+        assert "install mcp-suite[otel]" in server.stderr_text()
+        with pytest.raises(BlockingIOError):
+            database.accept()  # nothing connected
 
 
 def test_a_metrics_port_that_is_taken_refuses_the_start_with_exit_78() -> None:

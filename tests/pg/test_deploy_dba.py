@@ -16,11 +16,10 @@ from mcp_suite.problems import DatabaseUnavailableError, ExecutionTimeoutError
 from mcp_suite.tools.sql.engine.executor import Executor
 from mcp_suite.tools.sql.engine.ticket import CallTicket
 from tests.support.deploy import query_once, with_params
-from tests.support.pg import open_executor
+from tests.support.pg import LONG_QUERY, open_executor
 
 pytestmark = pytest.mark.pg
 
-LONG_QUERY = "SELECT count(*) FROM generate_series(1, 2000000000)"
 
 # The documented queries, verbatim.
 WATCH = (

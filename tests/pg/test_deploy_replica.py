@@ -26,7 +26,8 @@ from tests.support.pg import open_executor
 
 pytestmark = pytest.mark.pg
 
-LONG_QUERY = "SELECT count(*) FROM docs.pages p, generate_series(1, 2000000000) g"
+# Holds docs.pages (its lock is what the replay waits for) and streams: only a cancel ends it.
+LONG_QUERY = "SELECT count(*) FROM (SELECT generate_series(1, 9223372036854775807) AS n FROM docs.pages) AS g"
 
 
 @dataclass(frozen=True)
@@ -167,14 +168,17 @@ def test_on_a_standby_the_audit_runs_every_interval_without_listen_and_the_tools
 ) -> None:
     # A standby cannot LISTEN (nor would it hear the primary's notifications): the audit's own
     # connection goes without, and re-audits keep completing, so the gate never shuts (issue 40).
+    # Every 1.5 s, not 0.3 s: on a loaded machine an audit may outlast two short intervals, and the
+    # gate then rightly answers role-unaudited, which is not what this test is about.
+    interval_s = 1.5
     env = {
         "MCP_SQL_DSN": replication.reader_dsn,
         "MCP_METRICS_ENABLED": "false",
-        "MCP_SQL_REAUDIT_INTERVAL_S": "0.3",
+        "MCP_SQL_REAUDIT_INTERVAL_S": str(interval_s),
     }
     with ServerProcess(env=env) as server:
         server.initialize()
-        deadline = time.monotonic() + 3  # ten intervals
+        deadline = time.monotonic() + 3 * interval_s  # three intervals: past the gate's two
         while time.monotonic() < deadline:
             result = server.call_tool("read_only_sql", {"sql": "SELECT count(*) FROM docs.pages"})
             assert result["structuredContent"]["rows"] == [[30]], result

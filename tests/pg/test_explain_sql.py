@@ -232,10 +232,14 @@ async def test_arguments_are_read_only_sql_s_plus_analyze(demo_cluster: Cluster)
             over = await result(h, "explain_sql", {"sql": "SELECT 1", "max_rows": 121})
     explain = tools["explain_sql"]
     assert set(explain["inputSchema"]["properties"]) == {"sql", "max_rows", "analyze"}
-    assert explain["inputSchema"]["properties"]["max_rows"] == {"default": 50, "type": "integer"}
+    assert explain["inputSchema"]["properties"]["max_rows"] == {
+        "default": 50,
+        "type": "integer",
+        "maximum": 120,
+    }
     assert explain["annotations"]["readOnlyHint"] is True
     assert problem(wrong)["invalid_params"] == ["analyze"]
-    # The bound is not advertised (issue 46), but enforced, and the refusal says it.
+    # The bound is advertised (issue 53), enforced, and the refusal says it.
     assert "less than or equal to 120" in problem(over)["detail"]
 
 

@@ -9,6 +9,8 @@ audit record names the subject and the role."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import json
 import os
 from collections.abc import AsyncIterator, Iterator
@@ -176,6 +178,60 @@ async def test_pg_stat_activity_names_the_caller_during_a_slow_call(
                 await trio.sleep(0.05)
             nursery.cancel_scope.cancel()
     assert seen == [("mcp-suite/ann", LOGIN)]
+
+
+async def test_groups_are_read_where_the_map_says_keycloak_and_cognito_alike(
+    tmp_path: Path, issuer: TestIssuer, demo_cluster: Cluster, admin: psycopg.Connection[Any]
+) -> None:
+    config = sources_file(
+        tmp_path / "sources.toml",
+        login_dsn(demo_cluster),
+        identity_extra="group_claims = ['realm_access.roles', 'cognito:groups']",
+    )
+    keycloak = {"sub": "ann", "realm_access": {"roles": ["red"]}}
+    cognito = {"sub": "bo", "cognito:groups": ["blue"]}
+    with open_http_server(issuer, _env(config)) as server, trio.fail_after(60):
+        async with _client(server, issuer, keycloak) as ann, _client(server, issuer, cognito) as bo:
+            assert await _rows(ann, NOTES_SQL) == [["ann", "ann: first"], ["ann", "ann: second"]]
+            assert await _rows(bo, "SELECT current_user") == [[BLUE]]
+        # The default claims are no longer read: only the paths the map names.
+        async with _client(server, issuer, ANN) as plain:
+            problem = await _problem(plain, "read_only_sql", {"sql": "SELECT 1"})
+            assert problem["metadata"]["mapping"] == "missing"
+
+
+async def test_a_claim_passed_on_with_a_nul_is_refused_naming_the_claim_and_the_session_goes_on(
+    tmp_path: Path, issuer: TestIssuer, demo_cluster: Cluster, admin: psycopg.Connection[Any]
+) -> None:
+    config = sources_file(tmp_path / "sources.toml", login_dsn(demo_cluster))
+    with open_http_server(issuer, _env(config)) as server, trio.fail_after(60):
+        async with _client(server, issuer, {**ANN, "team": "north\u0000"}) as ann:
+            problem = await _problem(ann, "read_only_sql", {"sql": NOTES_SQL})
+            assert problem["type"] == "urn:mcp-suite:problem:access-denied", problem
+            assert problem["metadata"]["claim"] == "team"
+            assert "control character" in problem["detail"]
+            listed = await ann.list_tools()  # the session goes on
+            assert "read_only_sql" in [tool.name for tool in listed.tools]
+        async with _client(server, issuer, ANN) as clean:  # the same person with a clean token reads
+            assert len(await _rows(clean, NOTES_SQL)) == 2
+
+
+async def test_a_personal_subject_is_named_by_its_keyed_hash_in_pg_stat_activity(
+    tmp_path: Path, issuer: TestIssuer, demo_cluster: Cluster, admin: psycopg.Connection[Any]
+) -> None:
+    key = tmp_path / "subject-key"
+    key.write_bytes(b"s" * 32)
+    key.chmod(0o600)
+    config = sources_file(
+        tmp_path / "sources.toml",
+        login_dsn(demo_cluster),
+        identity_extra=f"personal_subject = true\nsubject_key_file = '{key}'",
+    )
+    with open_http_server(issuer, _env(config)) as server, trio.fail_after(60):
+        async with _client(server, issuer, ANN) as ann:
+            assert await _rows(ann, "SELECT current_setting('application_name')") == [
+                ["mcp-suite/~" + hmac.new(b"s" * 32, b"ann", hashlib.sha256).hexdigest()[:16]]
+            ]
 
 
 async def test_a_mapped_role_given_a_definer_function_is_refused_while_the_other_serves(

@@ -59,6 +59,7 @@ def config(
     legacy_dsn, legacy_password = _without_password(legacy_cluster.reader_dsn)
     secret = tmp_path / "demo-password"
     secret.write_text(demo_password + "\n")
+    secret.chmod(0o600)
     monkeypatch.setenv("MCP_TEST_LEGACY_PASSWORD", legacy_password)
     path = tmp_path / "sources.toml"
     path.write_text(
@@ -176,6 +177,48 @@ async def test_a_source_made_unsafe_after_start_up_is_refused_alone_and_a_source
             admin.execute(f"DROP FUNCTION IF EXISTS {DEFINER}()".encode())
 
 
+async def test_two_sources_on_one_login_role_share_its_audit_verdict(
+    legacy_cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same role read through two sources (other limits), one re-audited every 0.5 s, the other
+    every 60 s: when the first finds the role unsafe, the second refuses at once too, and both
+    serve again together."""
+    dsn, password = _without_password(legacy_cluster.reader_dsn)
+    monkeypatch.setenv("MCP_TEST_LEGACY_PASSWORD", password)
+    config = tmp_path / "sources.toml"
+    config.write_text(
+        "".join(
+            f'[[sources]]\nname = "{name}"\ndescription = "The legacy docs"\ndsn = "{dsn}"\n'
+            f'password_env = "MCP_TEST_LEGACY_PASSWORD"\nreaudit_interval_s = {interval}\nmax_rows = {rows}\n'
+            for name, interval, rows in (("fast", 0.5, 10), ("slow", 60, 20))
+        )
+    )
+    with psycopg.connect(legacy_cluster.admin_dsn, autocommit=True) as admin:
+        admin.execute(f"DROP FUNCTION IF EXISTS {DEFINER}()".encode())
+    try:
+        with trio.fail_after(90):
+            async with open_session(settings=_settings(config), builtins=True, test_tools=False) as h:
+                await h.initialize()
+                assert (await _sql(h, "SELECT 1 AS one", "slow"))["result"]["isError"] is False
+                with psycopg.connect(legacy_cluster.admin_dsn, autocommit=True) as admin:
+                    admin.execute(
+                        f"CREATE FUNCTION {DEFINER}() RETURNS int LANGUAGE sql SECURITY DEFINER "
+                        f"AS 'SELECT 1'; GRANT EXECUTE ON FUNCTION {DEFINER}() TO PUBLIC".encode()
+                    )
+                await _until(h, "fast", lambda r: r["result"]["isError"] is True)
+                slow = await _sql(h, "SELECT 1 AS one", "slow")  # once: no wait for its own re-audit
+                assert slow["result"]["isError"] is True, slow
+                problem = json.loads(slow["result"]["content"][0]["text"])
+                assert problem["type"] == "urn:mcp-suite:problem:role-refused"
+                with psycopg.connect(legacy_cluster.admin_dsn, autocommit=True) as admin:
+                    admin.execute(f"DROP FUNCTION {DEFINER}()".encode())
+                await _until(h, "fast", lambda r: r["result"]["isError"] is False)
+                assert (await _sql(h, "SELECT 1 AS one", "slow"))["result"]["isError"] is False
+    finally:
+        with psycopg.connect(legacy_cluster.admin_dsn, autocommit=True) as admin:
+            admin.execute(f"DROP FUNCTION IF EXISTS {DEFINER}()".encode())
+
+
 async def _until(h: Harness, source: str, done: Any) -> dict[str, Any]:
     """The first answer to a query of `source` for which `done(answer)` holds (polled)."""
     while True:
@@ -272,6 +315,13 @@ async def test_over_http_a_scope_per_source_lists_and_serves_that_source_alone(c
                 read = _modern("resources/read", {"uri": uri})
                 denied = await _post(raw, server, one, read, uri)
                 allowed = await _post(raw, server, every, read, uri)
+                metadata = await raw.get(
+                    f"http://127.0.0.1:{server.port}/.well-known/oauth-protected-resource/mcp"
+                )
+    # The metadata names the per-source scopes too: an operator or a client learns what it may ask.
+    supported = metadata.json()["scopes_supported"]
+    assert supported[-2:] == ["sql:read:demo", "sql:read:legacy"], supported
+    assert "sql:read" in supported
     assert [t["name"] for t in listed] == ["sql_schema", "read_only_sql", "explain_sql"]
     assert {t["inputSchema"]["properties"]["source"]["enum"][0] for t in listed} == {"legacy"}
     assert all(len(t["inputSchema"]["properties"]["source"]["enum"]) == 1 for t in listed)
@@ -316,6 +366,7 @@ async def test_with_one_source_in_the_file_the_source_argument_may_be_left_out(
     dsn, password = _without_password(demo_cluster.reader_dsn)
     secret = tmp_path / "pw"
     secret.write_text(password)
+    secret.chmod(0o600)
     path = tmp_path / "one.toml"
     path.write_text(
         f'[[sources]]\nname = "only"\ndescription = "The demo"\ndsn = "{dsn}"\npassword_file = "{secret}"\n'

@@ -24,7 +24,7 @@ def settings_for(cluster: Cluster, **overrides: Any) -> Settings:
     return sql_settings(cluster.reader_dsn, **overrides)
 
 
-async def test_max_rows_is_bound_to_the_settings_and_told_by_the_refusal_not_the_schema(
+async def test_max_rows_is_bound_to_the_settings_shown_as_its_maximum_and_told_by_the_refusal(
     demo_cluster: Cluster,
 ) -> None:
     settings = settings_for(demo_cluster, sql_max_rows=120)
@@ -35,10 +35,11 @@ async def test_max_rows_is_bound_to_the_settings_and_told_by_the_refusal_not_the
             over = await h.response(await h.call("read_only_sql", {"sql": "SELECT 1", "max_rows": 121}))
             empty = await h.response(await h.call("read_only_sql", {"sql": ""}))
     (tool,) = [t for t in listed["result"]["tools"] if t["name"] == "read_only_sql"]
-    # What a model is shown (issue 46): the types and the default, no bounds.
+    # What a model is shown (issue 46): the types and the default, no bounds but max_rows's maximum,
+    # the setting's (issue 53), and what sql is.
     assert tool["inputSchema"]["properties"] == {
-        "sql": {"type": "string"},
-        "max_rows": {"default": 50, "type": "integer"},
+        "sql": {"type": "string", "description": "One PostgreSQL query"},
+        "max_rows": {"default": 50, "type": "integer", "maximum": 120},
     }
     assert set(tool["outputSchema"]["properties"]) == {
         "columns",

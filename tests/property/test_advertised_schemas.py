@@ -149,18 +149,8 @@ LIMITS = [
     ("read_only_sql", {"sql": "x" * 10_001}, "sql: String should have at most 10000 characters"),
     (
         "read_only_sql",
-        {"sql": "SELECT 1", "max_rows": 201},
-        "max_rows: Input should be less than or equal to 200",
-    ),
-    (
-        "read_only_sql",
         {"sql": "SELECT 1", "max_rows": 0},
         "max_rows: Input should be greater than or equal to 1",
-    ),
-    (
-        "explain_sql",
-        {"sql": "SELECT 1", "max_rows": 201},
-        "max_rows: Input should be less than or equal to 200",
     ),
     ("sql_schema", {"schema": ""}, "schema: String should have at least 1 character"),
     ("sql_schema", {"name_like": "x" * 301}, "name_like: String should have at most 300 characters"),
@@ -213,4 +203,18 @@ def test_the_advertised_schema_has_no_null_branch_no_bound_and_no_model_descript
         for argument, prop in judged.advertised["properties"].items():
             assert "anyOf" not in prop, (name, argument)
             assert prop.get("default", "") is not None, (name, argument)
-            assert not bounds & prop.keys(), (name, argument)
+            if argument == "max_rows":  # the one bound shown: how many rows a model may ask for
+                assert prop["maximum"] == judged.complete["properties"][argument]["maximum"], name
+                assert not bounds - {"maximum"} & prop.keys(), (name, argument)
+            else:
+                assert not bounds & prop.keys(), (name, argument)
+
+
+@pytest.mark.parametrize("name", ["read_only_sql", "explain_sql"])
+def test_max_rows_shows_its_maximum_and_sql_is_described(tools: dict[str, Judged], name: str) -> None:
+    judged = tools[name]
+    properties = judged.advertised["properties"]
+    assert properties["max_rows"]["maximum"] == 200  # MCP_SQL_MAX_ROWS's default
+    assert not judged.advertised_accepts({"sql": "SELECT 1", "max_rows": 201})
+    assert judged.advertised_accepts({"sql": "SELECT 1", "max_rows": 200})
+    assert properties["sql"]["description"] == "One PostgreSQL query"

@@ -24,8 +24,11 @@ DOMAIN_TYPE = "public.mcp_test_positive"
 PROBE_ROLE = "mcp_audit_probe"
 PROBE_PASSWORD = "probe-password-not-secret"
 
-# A query that runs until it is cancelled (minutes).
-LONG_QUERY = "SELECT count(*) FROM generate_series(1, 2000000000)"
+# A query that runs until it is cancelled: only the statement timeout (or a cancel) ends it, never
+# the disk or the CPU. The set-returning function in the select list streams its rows into the
+# count (in FROM, it would write them to a temporary file first, and meet temp_file_limit), and
+# it has more rows than any machine counts in a century.
+LONG_QUERY = "SELECT count(*) FROM (SELECT generate_series(1, 9223372036854775807) AS n) AS g"
 
 
 def sql_settings(dsn: str, **overrides: Any) -> Settings:

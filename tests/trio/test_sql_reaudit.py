@@ -29,6 +29,7 @@ from mcp_suite.tools.sql.engine.role_audit.reaudit import (
     RETRY_S,
     AuditGate,
     NoVerdict,
+    in_worker_thread,
     serve_reaudit,
 )
 from tests.support.harness import open_session
@@ -130,19 +131,22 @@ class _ScriptedAudit:
     def __init__(self, answers: Sequence[Sequence[Finding] | NoVerdict]) -> None:
         self.answers = list(answers)
         self.threads: list[threading.Thread] = []
+        self.started = self.taken = 0
 
     def __call__(self) -> Sequence[Finding] | NoVerdict:
         self.threads.append(threading.current_thread())
-        try:
-            return self.answers.pop(0) if self.answers else []
-        finally:
-            self.finished += 1
+        return self.answers.pop(0) if self.answers else []
 
-    finished = 0
+    async def run(self, audit: Callable[[], Sequence[Finding] | NoVerdict]) -> Sequence[Finding] | NoVerdict:
+        """The loop's `run`: the audit in a worker thread, counted when the loop has its answer."""
+        self.started += 1
+        answer = await in_worker_thread(audit)
+        self.taken += 1
+        return answer
 
     def settled(self) -> bool:
-        """Every audit started has returned (its answer is on its way to the loop)."""
-        return len(self.threads) == self.finished
+        """Every audit started has answered, and the loop holds the answer."""
+        return self.started == self.taken
 
 
 class _CountingGate(AuditGate):
@@ -171,7 +175,7 @@ async def test_the_loop_audits_every_interval_in_a_worker_thread(mock_clock: tri
     audit = _ScriptedAudit([[], [DEFINER], [DEFINER], []])
     verdicts: list[bool] = []
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(lambda: serve_reaudit(gate, audit, interval_s=30))
+        nursery.start_soon(lambda: serve_reaudit(gate, audit, interval_s=30, run=audit.run))
         start = trio.current_time()
         await trio.testing.wait_all_tasks_blocked()
         mock_clock.jump(29)
@@ -194,7 +198,7 @@ async def test_a_re_audit_that_cannot_connect_changes_no_verdict_and_is_tried_ag
     gate.record([DEFINER])
     audit = _ScriptedAudit([NO_CONNECTION, []])  # no connection at 30 s, a passing audit just after
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(lambda: serve_reaudit(gate, audit, interval_s=30))
+        nursery.start_soon(lambda: serve_reaudit(gate, audit, interval_s=30, run=audit.run))
         start = trio.current_time()
         # step the clock until the loop records its first verdict
         await _step_until(mock_clock, lambda: len(gate.times) == 2, 0.5, audit)
@@ -219,11 +223,11 @@ async def _step_until(
     limit = time.monotonic() + 10
 
     async def settle() -> None:
-        while audit is not None and not audit.settled():
-            assert time.monotonic() < limit
-            time.sleep(0.001)  # a worker thread is returning: give it the CPU
-        time.sleep(0.001)  # its answer's wake-up reaches the loop before the loop is called idle
         await trio.testing.wait_all_tasks_blocked()
+        while audit is not None and not audit.settled():  # the loop waits for a worker's answer
+            assert time.monotonic() < limit
+            await trio.sleep(0)
+            await trio.testing.wait_all_tasks_blocked()
 
     await settle()
     while not condition():
@@ -247,7 +251,7 @@ async def test_no_re_audit_completed_for_two_intervals_shuts_the_gate_until_one_
     audit = _ScriptedAudit(failing)
     with caplog.at_level(logging.WARNING), trio.fail_after(1_000):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(lambda: serve_reaudit(gate, audit, interval_s=30))
+            nursery.start_soon(lambda: serve_reaudit(gate, audit, interval_s=30, run=audit.run))
             start = trio.current_time()
             await _step_until(mock_clock, lambda: trio.current_time() - start >= 59, 1, audit)
             assert not _is_unaudited(gate)  # still within two intervals: served
@@ -285,7 +289,7 @@ async def test_starving_the_audit_does_not_keep_a_refusal_either_and_a_completed
     audit = _ScriptedAudit([NO_CONNECTION] * 200)
     with trio.fail_after(1_000):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(lambda: serve_reaudit(gate, audit, interval_s=30))
+            nursery.start_soon(lambda: serve_reaudit(gate, audit, interval_s=30, run=audit.run))
             await _step_until(mock_clock, lambda: gate.unaudited, 1, audit)
             with pytest.raises(RoleUnauditedError):
                 gate.check()
@@ -347,7 +351,9 @@ async def test_a_notification_re_audits_after_coalesce_s_and_a_burst_is_one_re_a
     with trio.fail_after(1_000):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
-                lambda: serve_reaudit(gate, audit, interval_s=30, notified=notifications.notified)
+                lambda: serve_reaudit(
+                    gate, audit, interval_s=30, notified=notifications.notified, run=audit.run
+                )
             )
             start = trio.current_time()
             await _step_until(mock_clock, lambda: trio.current_time() - start >= 5, 1, audit)

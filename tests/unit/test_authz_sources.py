@@ -131,3 +131,17 @@ def test_with_the_one_source_of_mcp_sql_dsn_its_resource_is_the_default_source_s
     assert grants.resource("postgres://mcp_demo/schema").lacking(default) is None
     assert grants.tool("schema").lacking(default, {}) is None
     assert grants.resource("postgres://mcp_demo/schema").lacking(ONE) == "sql:read:default"
+
+
+def test_the_metadata_lists_every_source_scope_after_the_family_scopes_and_a_401_asks_for_the_family() -> (
+    None
+):
+    served = _served(*SOURCES)
+    assert served.scopes() == ("sql:read", "metrics:read")  # what a 401 asks a client to get
+    assert served.scopes_supported() == (
+        "sql:read",
+        "metrics:read",
+        source_scope("sql:read", "warehouse"),
+        source_scope("sql:read", "product"),
+    )
+    assert _served(tool_schema=PLAIN).scopes_supported() == ("sql:read", "metrics:read")

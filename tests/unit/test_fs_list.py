@@ -21,7 +21,15 @@ from mcp_suite.tools.files import fdwalk
 from mcp_suite.tools.files.models import SandboxFsListArgs, SandboxFsListResult
 from mcp_suite.tools.files.opener import open_files
 from mcp_suite.tools.files.sandbox_fs_list.tool import list_sync
-from tests.support.fs_attacks import CANARY, CASES, AttackTree, checked_problem, root_dir, tree
+from tests.support.fs_attacks import (
+    CANARY,
+    CASES,
+    AttackTree,
+    checked_problem,
+    descriptors_in,
+    root_dir,
+    tree,
+)
 
 __all__ = ["root_dir", "tree"]  # the fixtures this module's tests take
 
@@ -75,7 +83,7 @@ def test_the_root_is_listed_with_kinds_and_sizes(root_dir: fdwalk.RootDir, tree:
     assert (by_name["hello.txt"].kind, by_name["hello.txt"].size) == ("file", 30)
     assert (by_name["sub"].kind, by_name["sub"].size) == ("directory", None)
     assert (by_name["out-abs-dir"].kind, by_name["out-abs-dir"].size) == ("symlink", None)
-    for special in ("fifo", "unix.sock", "zero-device"):
+    for special in ("fifo", "unix.sock"):
         assert (by_name[special].kind, by_name[special].size) == ("other", None)
     assert names(got) == sorted(names(got))
     assert got.truncated is False
@@ -239,18 +247,18 @@ def test_an_unexpected_os_error_propagates_and_leaves_no_descriptor(
         raise OSError(errno.EIO, "Input/output error")
 
     monkeypatch.setattr(os, "scandir", broken)
-    before = len(os.listdir("/proc/self/fd"))
+    before = descriptors_in(tree.base)
     with pytest.raises(OSError) as info:
         list_sync(root_dir, SandboxFsListArgs(relative_path="sub"), allow_hard_links=False, max_bytes=20_000)
     assert info.value.errno == errno.EIO
-    assert len(os.listdir("/proc/self/fd")) == before
+    assert descriptors_in(tree.base) == before
 
 
 def test_no_descriptor_is_left_open(root_dir: fdwalk.RootDir, tree: AttackTree) -> None:
-    before = len(os.listdir("/proc/self/fd"))
+    before = descriptors_in(tree.base)
     for path, _ in CASES:
         listing(root_dir, tree, path, recursive=True)
-    assert len(os.listdir("/proc/self/fd")) == before
+    assert descriptors_in(tree.base) == before
 
 
 def test_arguments_are_strict_and_bounded() -> None:
@@ -281,3 +289,12 @@ async def test_both_tools_are_served_from_one_root(tree: AttackTree) -> None:
         with pytest.raises(ProblemError) as info:
             await read.call(read.args_model.model_validate({"relative_path": "sub"}))
         assert "sandbox_fs_list" in info.value.detail
+
+
+def test_a_character_device_is_listed_as_other_without_a_size(tree: AttackTree) -> None:
+    # /dev as the sandbox root: a real character device for every user (only root can make one).
+    with fdwalk.open_root(Path("/dev")) as dev:
+        got = listing(dev, tree, "")
+    assert isinstance(got, SandboxFsListResult)
+    by_name = {entry.name: entry for entry in got.entries}
+    assert (by_name["null"].kind, by_name["null"].size) == ("other", None)

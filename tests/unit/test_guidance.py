@@ -32,20 +32,21 @@ _NAMES = re.compile(r"\b(" + "|".join(ALL_TOOLS) + r")\b")
 _NO_DATABASE = "postgresql://reader:secret@127.0.0.1:1/mcp_demo"
 # The budget of the whole tools/list result with every tool (output schemas, titles and annotations
 # included), in bytes of compact JSON.
-TOOLS_LIST_BUDGET_BYTES = 12_000
+TOOLS_LIST_BUDGET_BYTES = 12_100  # 12,000 before issue 53: max_rows's maximum and sql's description
 # What a model is shown of tools/list (issue 46; bench/bench_tokens.py counts it in o200k tokens):
 # the compact JSON of each tool's name, description and inputSchema, and of each default
 # configuration's whole list, in bytes. A change that grows one fails here and says by how much:
 # make it smaller, or raise the budget in the same commit and say why in its message.
 VISIBLE_BUDGET_BYTES = {
     "sql_schema": 687,
-    "read_only_sql": 444,
-    "explain_sql": 472,
+    # issue 53: +51 bytes each, `max_rows`'s maximum and a description of `sql`
+    "read_only_sql": 495,
+    "explain_sql": 523,
     "sandbox_fs_list": 536,
     "sandbox_fs_read": 462,
     "system_metrics": 286,
 }
-VISIBLE_TOTAL_BUDGET_BYTES = {"all six tools": 2_894, "SQL tools only": 1_607}
+VISIBLE_TOTAL_BUDGET_BYTES = {"all six tools": 2_996, "SQL tools only": 1_709}
 
 
 def settings(*, sql: bool, fs: bool, metrics: bool, root: Path) -> Settings:
@@ -151,10 +152,10 @@ def test_what_a_model_is_shown_of_tools_list_stays_within_its_budgets(configurat
 
 
 def test_a_budget_overrun_is_told_with_by_how_much() -> None:
-    grown = Measure({"sql_schema": (700, 150), "read_only_sql": (444, 101)}, 1_620, 366)
+    grown = Measure({"sql_schema": (700, 150), "read_only_sql": (495, 101)}, 1_722, 366)
     assert over_budget(grown, "SQL tools only") == [
         "sql_schema entry: 700 bytes, 13 over its budget of 687",
-        "whole list (SQL tools only): 1,620 bytes, 13 over its budget of 1,607",
+        "whole list (SQL tools only): 1,722 bytes, 13 over its budget of 1,709",
     ]
 
 

@@ -5,7 +5,9 @@ caller."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import hmac
 import json
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from mcp_suite.protocol.identity import (
     PATTERN_CHOICES_MAX,
     SUBJECT_PATTERN_MAX_CHARS,
     IdentityMap,
+    UnsafeClaimError,
     application_name,
     call_role,
     claims_json,
@@ -80,19 +83,102 @@ def test_the_claims_passed_on_are_the_subject_and_those_the_map_names() -> None:
     assert claims_json(identity, "é", {}).isascii()
 
 
-def test_application_name_carries_the_subject_or_its_hash() -> None:
+def test_application_name_carries_the_subject_or_its_keyed_hash() -> None:
     plain = _map(default_role="r")
     assert application_name(plain, "erin@example.com") == "mcp-suite/erin@example.com"
-    digest = "~" + hashlib.sha256(b"erin@example.com").hexdigest()[:16]
     personal = _map(default_role="r", personal_subject=True)
-    assert application_name(personal, "erin@example.com") == APPLICATION_PREFIX + digest
-    # Not printable ASCII, too long for PostgreSQL's 63 bytes, or shaped like a hash: hashed.
-    for subject in ("érin", "a\nb", "x" * 60, "~abc"):
+    key = b"k" * 32
+    keyed = dataclasses.replace(personal, subject_key=key)
+    digest = "~" + hmac.new(key, b"erin@example.com", hashlib.sha256).hexdigest()[:16]
+    assert application_name(keyed, "erin@example.com") == APPLICATION_PREFIX + digest
+    # Not the plain SHA-256 a list of staff addresses would reverse, and without a key file each
+    # map's key is random: the hash tells callers apart, it names no one.
+    unkeyed = "~" + hashlib.sha256(b"erin@example.com").hexdigest()[:16]
+    assert application_name(personal, "erin@example.com") != APPLICATION_PREFIX + unkeyed
+    other = _map(default_role="r", personal_subject=True)
+    assert application_name(other, "erin@example.com") != application_name(personal, "erin@example.com")
+    assert application_name(personal, "erin@example.com") == application_name(personal, "erin@example.com")
+    # Too long for PostgreSQL's 63 bytes: hashed.
+    for subject in ("x" * 60, "é" * 30):
         name = application_name(plain, subject)
         assert name.startswith("mcp-suite/~")
         assert len(name.encode()) <= 63
-        assert name.isascii()
     assert len(application_name(plain, "x" * 53)) == 63  # the longest shown whole
+
+
+@pytest.mark.parametrize(
+    ("subject", "shown"),
+    [
+        ("erin ", '"erin "'),  # spaces at an end: quoted, never shown as "erin"
+        (" erin", '" erin"'),
+        ("a\nb", '"a\\nb"'),
+        ("a\x00b", '"a\\u0000b"'),
+        ("\u00e9rin", '"\\u00e9rin"'),
+        ("~abc", '"~abc"'),  # would read as a hash
+        ('"erin"', '"\\"erin\\""'),  # would read as quoted
+        ("e r i n", "e r i n"),  # spaces inside are plain
+    ],
+)
+def test_application_name_is_printable_and_reads_one_way(subject: str, shown: str) -> None:
+    name = application_name(_map(default_role="r"), subject)
+    assert name == APPLICATION_PREFIX + shown
+    assert all(" " <= c <= "~" for c in name)
+    assert json.loads(shown) == subject if shown.startswith('"') else shown == subject
+
+
+def test_the_group_claims_can_be_nested_or_named_with_a_colon() -> None:
+    keycloak = _map(rules=[{"group": "analysts", "role": "r"}], group_claims=["realm_access.roles"])
+    assert keycloak.group_claims == (("realm_access", "roles"),)
+    assert mapped_role(keycloak, "ann", {"realm_access": {"roles": ["analysts"]}}) == "r"
+    assert mapped_role(keycloak, "ann", {"groups": ["analysts"]}) is None  # the default paths replaced
+    assert mapped_role(keycloak, "ann", {"realm_access": ["analysts"]}) is None
+    assert mapped_role(keycloak, "ann", {"realm_access": {"roles": "analysts"}}) is None
+    cognito = _map(rules=[{"group": "analysts", "role": "r"}], group_claims=["cognito:groups", "groups"])
+    assert mapped_role(cognito, "ann", {"cognito:groups": ["analysts"]}) == "r"
+    assert mapped_role(cognito, "ann", {"groups": ["analysts"]}) == "r"
+    dotted = _map(rules=[{"group": "a", "role": "r"}], group_claims=[["https://example.com/groups"]])
+    assert mapped_role(dotted, "ann", {"https://example.com/groups": ["a"]}) == "r"
+    assert _map(default_role="r").group_claims == (("groups",), ("roles",))
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["groups", [], ["a"] * 9, [""], ["a..b"], [["a", 1]], ["a.b.c.d.e"], ["x" * 129], ["a\x00"], [3]],
+)
+def test_group_claims_that_are_not_claim_paths_are_named(value: object) -> None:
+    identity, problems = _parse({"default_role": "r", "group_claims": value})
+    assert identity is None
+    assert problems == [
+        "f: sources[0] (a): identity: group_claims: a list of 1 to 8 claim paths, each a name or dotted "
+        "names (realm_access.roles), or an array of 1 to 4 names"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("subject", "claims", "named"),
+    [
+        ("a\x00b", {}, "sub"),
+        ("ann\n", {}, "sub"),
+        ("ann", {"team": "north\x00"}, "team"),
+        ("ann", {"team": ["ok", "b\x1b[2J"]}, "team"),
+        ("ann", {"team": {"k\x7f": "v"}}, "team"),
+        ("ann", {"team": {"k": "\x85"}}, "team"),
+    ],
+)
+def test_a_control_character_in_a_claim_passed_on_refuses_the_call_naming_the_claim(
+    subject: str, claims: dict[str, Any], named: str
+) -> None:
+    identity = _map(default_role="r", claims=["team"])
+    with pytest.raises(UnsafeClaimError) as caught:
+        call_role(identity, subject, claims)
+    assert caught.value.args == (named,)
+
+
+def test_a_control_character_in_a_claim_not_passed_on_is_left_alone() -> None:
+    identity = _map(default_role="r", claims=["team"])
+    role = call_role(identity, "ann", {"other": "x\x00", "team": "t\u00e9am"})
+    assert role is not None
+    assert json.loads(role.claims) == {"sub": "ann", "team": "t\u00e9am"}
 
 
 def test_call_role_is_the_role_the_claims_and_the_application_name() -> None:
@@ -157,7 +243,7 @@ def test_a_bad_identity_map_stops_the_start_naming_the_file_source_and_key(tmp_p
     )
     with pytest.raises(SettingsError) as caught:
         load_sources(Settings(config_file=path), {})
-    assert f"{path}: sources[0] (a): identity: rules[0]: subject_pattern: not a regular expression" in str(
+    assert f"{path}: source 1 (a): identity: rules[0]: subject_pattern: not a regular expression" in str(
         caught.value
     )
     assert "[z" not in str(caught.value)

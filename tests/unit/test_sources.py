@@ -55,6 +55,7 @@ def test_without_a_file_the_dsn_is_the_one_source_default() -> None:
 def test_a_file_gives_each_source_its_settings_and_its_password(tmp_path: Path) -> None:
     secret = tmp_path / "pw"
     secret.write_text("s3cret word\n")
+    secret.chmod(0o600)
     settings = _file(tmp_path, GOOD.format(secret=secret))
     warehouse, product = load_sources(settings, {"PRODUCT_PW": "other'pw"})
     assert (warehouse.name, warehouse.description) == ("warehouse", "Sales warehouse")
@@ -106,12 +107,13 @@ def test_the_file_beside_mcp_sql_dsn_or_a_per_source_variable_is_refused(tmp_pat
             A + "password_file='/nonexistent/pw'\n",
             "cannot be read",
         ),
-        (A + "password_env='UNSET_PW'\n", "is not set"),
+        (A + "password_env='UNSET_PW'\n", "password_env: the environment variable UNSET_PW is not set"),
+        (A + "password_env=3\n", "password_env: the name of an environment variable"),
         (
             A + "allow_extensions='ltree'\n",
             "a list of strings",
         ),
-        (A + "max_rows=0\n", "sources[0] (a): max_rows"),
+        (A + "max_rows=0\n", "source 1 (a): max_rows"),
         (A + "max_rows='many'\n", "(a): max_rows: expected an integer"),
         (
             A + "[[sources]]\nname='a'\ndescription='e'\ndsn='dbname=b'\n",
@@ -131,10 +133,81 @@ def test_every_problem_of_the_file_is_reported_at_once_and_no_value(tmp_path: Pa
         "[[sources]]\nname='b'\ndsn='dbname=b'\nmax_rows=-1\n"
     )
     problem = _problem(_file(tmp_path, text))
-    assert "sources[0] (a): dsn: holds a password" in problem
-    assert "sources[1] (b): description: required" in problem
+    assert "source 1 (a): dsn: holds a password" in problem
+    assert "source 2 (b): description: required" in problem
     assert "hunter2" not in problem
 
 
 def test_an_unreadable_file_is_named(tmp_path: Path) -> None:
     assert "cannot be read" in _problem(Settings(config_file=tmp_path / "missing.toml"))
+
+
+@pytest.mark.parametrize("mode", [0o640, 0o604, 0o620, 0o644])
+def test_a_password_file_its_group_or_others_can_reach_is_refused_as_libpq_refuses_such_a_pgpass(
+    tmp_path: Path, mode: int
+) -> None:
+    secret = tmp_path / "pw"
+    secret.write_text("hunter2\n")
+    secret.chmod(mode)
+    problem = _problem(_file(tmp_path, A + f"password_file='{secret}'\n"))
+    assert f"source 1 (a): password_file: its group or others have access (mode {mode:04o})" in problem
+    assert "chmod 600" in problem
+    assert "hunter2" not in problem
+
+
+def test_a_password_file_its_owner_alone_can_read_is_accepted(tmp_path: Path) -> None:
+    secret = tmp_path / "pw"
+    secret.write_text("hunter2\n")
+    secret.chmod(0o400)
+    (source,) = load_sources(_file(tmp_path, A + f"password_file='{secret}'\n"), {})
+    assert "password=hunter2" in source.dsn.get_secret_value()
+
+
+def test_a_password_file_that_is_not_text_is_named(tmp_path: Path) -> None:
+    secret = tmp_path / "pw"
+    secret.write_bytes(b"\xff\xfe")
+    secret.chmod(0o600)
+    assert "source 1 (a): password_file: cannot be read" in _problem(
+        _file(tmp_path, A + f"password_file='{secret}'\n")
+    )
+
+
+def _identity_file(tmp_path: Path, key_file: Path) -> Settings:
+    return _file(
+        tmp_path,
+        A + f"[sources.identity]\ndefault_role='r'\npersonal_subject=true\nsubject_key_file='{key_file}'\n",
+    )
+
+
+def test_the_subject_key_file_keys_the_hash_of_personal_subjects(tmp_path: Path) -> None:
+    key = tmp_path / "subject-key"
+    key.write_bytes(b"0123456789abcdef0123456789abcdef\n")
+    key.chmod(0o600)
+    (source,) = load_sources(_identity_file(tmp_path, key), {})
+    assert source.identity is not None
+    assert source.identity.subject_key == b"0123456789abcdef0123456789abcdef\n"
+    assert "0123456789abcdef" not in repr(source)  # the key is never shown
+
+
+@pytest.mark.parametrize(
+    ("content", "mode", "expected"),
+    [
+        (b"short", 0o600, "identity: subject_key_file: at least 32 bytes"),
+        (b"k" * 32, 0o644, "identity: subject_key_file: its group or others have access (mode 0644)"),
+    ],
+)
+def test_a_subject_key_file_too_short_or_readable_by_others_is_refused(
+    tmp_path: Path, content: bytes, mode: int, expected: str
+) -> None:
+    key = tmp_path / "subject-key"
+    key.write_bytes(content)
+    key.chmod(mode)
+    problem = _problem(_identity_file(tmp_path, key))
+    assert f"source 1 (a): {expected}" in problem
+    assert "k" * 32 not in problem
+
+
+def test_a_missing_subject_key_file_is_named(tmp_path: Path) -> None:
+    assert "identity: subject_key_file: cannot be read" in _problem(
+        _identity_file(tmp_path, tmp_path / "nope")
+    )

@@ -50,8 +50,8 @@ DEFAULT_MAX_ROWS: Final = 50
 class ReadOnlySqlArgs(StrictModel):
     """Arguments of `read_only_sql`; `make_args_model` binds `max_rows`'s maximum to settings."""
 
-    # The tool's description says what the query may be; the names say the rest.
-    sql: Annotated[str, Field(min_length=1, max_length=SQL_MAX_CHARS)]
+    # The tool's description says what the query may be; this names the argument's dialect.
+    sql: Annotated[str, Field(min_length=1, max_length=SQL_MAX_CHARS, description="One PostgreSQL query")]
     max_rows: Annotated[int, Field(ge=1)] = DEFAULT_MAX_ROWS
 
 
@@ -90,8 +90,10 @@ def make_args_model(
         __doc__=doc,
         max_rows=(
             int,
-            # The limit is enforced here and told by the refusal and the truncation hint.
-            Field(default=default, ge=1, le=max_rows_limit),
+            # The limit is enforced here and told by the refusal and the truncation hint; the
+            # advertised schema keeps the maximum too (its other bounds are left out), so a model
+            # asks for no more rows than it may have.
+            Field(default=default, ge=1, le=max_rows_limit, json_schema_extra={"maximum": max_rows_limit}),
         ),
     )
     return model

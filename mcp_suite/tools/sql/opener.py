@@ -13,14 +13,17 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Hashable, Iterator
 from typing import Final
+
+from psycopg.conninfo import conninfo_to_dict
 
 from mcp_suite.settings import Settings
 from mcp_suite.sources import Source, load_sources
 from mcp_suite.tools.base import SourceState, StartupRefusedError, StartupUnavailableError, Toolset
 from mcp_suite.tools.sql.engine.engine import SqlEngine, open_engine
 from mcp_suite.tools.sql.engine.naming import log_prefix, schema_uri
+from mcp_suite.tools.sql.engine.role_audit.reaudit import AuditGate
 from mcp_suite.tools.sql.engine.router import SqlSources
 from mcp_suite.tools.sql.explain_sql import tool as explain_tool
 from mcp_suite.tools.sql.read_only_sql import tool as read_tool
@@ -72,8 +75,16 @@ def open_sql(
     with contextlib.ExitStack() as stack:
         engines: dict[str, SqlEngine] = {}
         refused: dict[str, str] = {}
+        # Sources that audit one role the same way share its verdict: a re-audit of either
+        # refuses (or serves) both at once, never one for an interval while the other serves. The
+        # shared gate's log lines name every source it decides for.
+        sharing: dict[Hashable, list[str]] = {}
         for source in sources:
-            engine = _open_source(source, named=named, refused=refused)
+            sharing.setdefault(_audit_key(source), []).append(source.name)
+        gates = {key: AuditGate(source=", ".join(names) if named else None) for key, names in sharing.items()}
+        for source in sources:
+            gate = gates[_audit_key(source)]
+            engine = _open_source(source, named=named, refused=refused, gate=gate)
             if engine is not None:
                 stack.callback(engine.close)
                 engines[source.name] = engine
@@ -104,7 +115,26 @@ def open_sql(
         )
 
 
-def _open_source(source: Source, *, named: bool, refused: dict[str, str]) -> SqlEngine | None:
+def _audit_key(source: Source) -> Hashable:
+    """What a source's role audit depends on: the connection (server, database, login role: the
+    password and the name shown aside), the mapped roles, and the settings the audit reads."""
+    parts = conninfo_to_dict(source.dsn.get_secret_value())
+    for secondary in ("password", "passfile", "application_name", "connect_timeout"):
+        parts.pop(secondary, None)
+    settings = source.settings
+    return (
+        tuple(sorted((key, str(value)) for key, value in parts.items())),
+        source.identity.roles if source.identity is not None else (),
+        settings.sql_accept_definer_functions,
+        settings.sql_accept_function_creators,
+        settings.sql_pooler,
+        settings.sql_audit_dsn.get_secret_value() if settings.sql_audit_dsn is not None else None,
+    )
+
+
+def _open_source(
+    source: Source, *, named: bool, refused: dict[str, str], gate: AuditGate | None = None
+) -> SqlEngine | None:
     """The source's engine; with a configuration file, None (and why, in `refused`) for a source
     whose start is refused for a reason no re-audit lifts, while the others serve."""
     try:
@@ -115,6 +145,7 @@ def _open_source(source: Source, *, named: bool, refused: dict[str, str]) -> Sql
             refuse_at_start=not named,
             identity=source.identity,
             source=source.name if named else None,
+            gate=gate,
         )
     except (StartupRefusedError, StartupUnavailableError) as exc:
         if not named:

@@ -24,7 +24,7 @@ from mcp_suite.caller import Caller, current_caller
 from mcp_suite.lazy import Lazy
 from mcp_suite.offload import run_in_db_thread
 from mcp_suite.problems import AccessDeniedError
-from mcp_suite.protocol.identity import CallRole, IdentityMap, call_role
+from mcp_suite.protocol.identity import CallRole, IdentityMap, UnsafeClaimError, call_role
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import SourceState, StartupRefusedError, StartupUnavailableError
 from mcp_suite.tools.sql.engine.availability import Availability, State
@@ -68,12 +68,14 @@ class SqlEngine:
         availability: Availability,
         identity: IdentityMap | None = None,
         source: str | None = None,
+        gate: AuditGate | None = None,
     ) -> None:
         self.settings = settings
         self.identity = identity
         self.source = source  # the configuration file's name, which its log lines carry
         self.roles: tuple[str, ...] = identity.roles if identity is not None else ()
-        self.gate = AuditGate(source=source)
+        # Shared by the sources that audit one role the same way (`open_sql`): one verdict for all.
+        self.gate = gate if gate is not None else AuditGate(source=source)
         self._dsn = dsn
         # The re-audit's own connection. It LISTENs for the role guide's event trigger unless it
         # goes through a transaction pooler (MCP_SQL_POOLER=transaction without MCP_SQL_AUDIT_DSN).
@@ -148,7 +150,16 @@ class SqlEngine:
         never reads with the login role's privileges."""
         if self.identity is None or caller is None:
             return None
-        role = call_role(self.identity, caller.subject, caller.claims)
+        try:
+            role = call_role(self.identity, caller.subject, caller.claims)
+        except UnsafeClaimError as exc:
+            raise AccessDeniedError(
+                f"The token's claim {exc.args[0]!r}, which this database's identity map passes on to "
+                "PostgreSQL (request.jwt.claims), holds a control character (such as NUL or a "
+                "newline), which the database's policies could not read; the call was refused. The "
+                "token's issuer must not put control characters in that claim.",
+                metadata={"claim": exc.args[0], "retryable": False},
+            ) from None
         if role is None:
             raise AccessDeniedError(
                 "No rule of this database's identity map maps the caller (neither its subject nor a "
@@ -317,6 +328,7 @@ def open_engine(
     refuse_at_start: bool = True,
     identity: IdentityMap | None = None,
     source: str | None = None,
+    gate: AuditGate | None = None,
 ) -> SqlEngine:
     """Audit the role at start-up (blocking, bounded by the connect timeout) and make the engine.
 
@@ -333,6 +345,7 @@ def open_engine(
     (a finding about one mapped role stops that role's calls only, at start-up too).
     `source`: the configuration file's name of the source, which every log line about it names
     (None: `MCP_SQL_DSN`'s one source).
+    `gate`: the verdict this engine shares with other sources' engines on the same role (`open_sql`).
     """
     availability = Availability(max_backoff_s=settings.sql_reconnect_max_s, source=source)
     roles = identity.roles if identity is not None else ()
@@ -347,6 +360,7 @@ def open_engine(
         availability=availability,
         identity=identity,
         source=source,
+        gate=gate,
     )
     if findings is not None:
         engine.gate.record(findings)  # logs the warnings: the risks the operator accepted, and the others

@@ -210,12 +210,21 @@ async def wait_notified(link: AuditLink) -> None:
             await trio.lowlevel.wait_readable(fd)
 
 
+Audit = Callable[[], Sequence[Finding] | NoVerdict]
+
+
+async def in_worker_thread(audit: Audit) -> Sequence[Finding] | NoVerdict:
+    """`audit()` in a worker thread, abandoned (not waited for) when cancelled."""
+    return await trio.to_thread.run_sync(audit, abandon_on_cancel=True)
+
+
 async def serve_reaudit(
     gate: AuditGate,
-    audit: Callable[[], Sequence[Finding] | NoVerdict],
+    audit: Audit,
     *,
     interval_s: float,
     notified: Callable[[], Awaitable[None]] | None = None,
+    run: Callable[[Audit], Awaitable[Sequence[Finding] | NoVerdict]] = in_worker_thread,
 ) -> NoReturn:
     """Run `audit()` in a worker thread every `interval_s`, and `COALESCE_S` after `notified()`
     returns (the event trigger's notification), and record its findings in `gate`; when none has
@@ -228,6 +237,7 @@ async def serve_reaudit(
     Cancellation: cancelled with the session's nursery at shutdown; a re-audit under way is
     abandoned then, not waited for.
     Limits: one re-audit at a time, on one connection of its own, outside the pool.
+    `run` runs one audit (a worker thread; a test's wrapper notes when the loop has its answer).
     """
     stale_after = STALE_INTERVALS * interval_s
     completed = trio.current_time()
@@ -241,7 +251,7 @@ async def serve_reaudit(
             if await _wait_turn(due, notified):
                 await trio.sleep(COALESCE_S)
             outcome = NoVerdict(unfinished)
-            outcome = await trio.to_thread.run_sync(audit, abandon_on_cancel=True)
+            outcome = await run(audit)
         now = trio.current_time()
         if isinstance(outcome, NoVerdict):
             if outcome.reason != unfinished:

@@ -406,10 +406,10 @@ class Settings:
     # replica); one more is answered 429 and closed. Below the container profile's 1,024 descriptors.
     http_max_connections: int = field(default=512, metadata=_int(1, 65_536))
     http_max_connections_per_peer: int = field(default=64, metadata=_int(1, 65_536))
-    # Answer bytes written to clients that have not taken them yet: at most this many of one
-    # identity's (its first answer always goes) and at most MCP_HTTP_MAX_UNREAD_BYTES in all; an
-    # answer beyond either is withheld and answered 429 instead, and a caller at its share gets 429
-    # for new requests until its clients read (or their writes time out).
+    # Answer bytes being written to clients that have not taken them yet, of one identity and in
+    # all: an answer goes while both are below these (so at most one answer beyond each); past
+    # either it is withheld and answered 429, and a caller at its share gets 429 for new requests
+    # until its clients read (or their writes time out).
     http_max_unread_bytes_per_identity: int = field(default=4_194_304, metadata=_int(65_536, 1 << 30))
     http_max_unread_bytes: int = field(default=16_777_216, metadata=_int(65_536, 1 << 30))
     # Requests one identity (a token's subject; the anonymous caller of MCP_HTTP_AUTH=none) may

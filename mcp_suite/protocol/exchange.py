@@ -486,10 +486,11 @@ class HttpRequest:
         return ReadBody(cap)
 
     def sending(self, reply: Reply) -> Reply:
-        """`reply` is about to be written: its body counted against its caller's unread share and
-        the server's (`finished` gives them back), or, past either, a 429 in its place. The
-        withheld answer is still audited (`answer`); a caller's first answer, and the server's,
-        always goes, so a bound below one answer delays nothing but the next."""
+        """`reply` is about to be written: its body counted against its caller's unread answer bytes
+        and the server's (`finished` gives them back), or, when either is already at its bound, a
+        429 in its place. An answer goes whatever its size while there is room, so one caller holds
+        at most its share and one answer, and the server its bound and one answer. The withheld
+        answer is still audited (`answer`)."""
         exchange = self._exchange
         settings = exchange.settings
         assert self.identity is not None  # only an authenticated request's reply is counted
@@ -497,9 +498,9 @@ class HttpRequest:
         size = len(reply.body)
         mine = exchange._unread.get(subject, 0)
         total = exchange._unread_total
-        if mine and mine + size > settings.http_max_unread_bytes_per_identity:
+        if mine >= settings.http_max_unread_bytes_per_identity:
             detail = f"this caller's earlier answers ({mine} bytes) are not read yet"
-        elif total and total + size > settings.http_max_unread_bytes:
+        elif total >= settings.http_max_unread_bytes:
             detail = "the server's answers being written are at their bound"
         else:
             exchange._unread[subject] = mine + size

@@ -48,14 +48,27 @@ class _GuardedStream(trio.abc.HalfCloseableStream):
     even inside hypercorn's shielded scope."""
 
     def __init__(self, stream: trio.SocketStream, peer: str, write_timeout: float) -> None:
+        from hypercorn.trio.worker_context import WorkerContext
+
         self._stream = stream
         self.socket = stream.socket
         self._peer = peer
         self._write_timeout = write_timeout
         self._head: bytes | None = b""  # the first bytes, until they show the protocol
+        # hypercorn's worker state, one per connection: `terminated` set ends its wait for the next
+        # request at once and keeps it from taking another, which the drain wants for every
+        # connection and a peer's close for its own (else the closed connection is counted until
+        # MCP_HTTP_IDLE_TIMEOUT_S has passed).
+        self.context = WorkerContext(None)
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
-        data = await self._stream.receive_some(max_bytes)
+        try:
+            data = await self._stream.receive_some(max_bytes)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            await self.context.terminated.set()  # reset by the peer, or closed here
+            raise
+        if not data:
+            await self.context.terminated.set()
         if self._head is not None:
             head = self._head + data
             opening = opening_of(head) if data else Opening.HTTP1
@@ -108,8 +121,7 @@ async def _write_and_close(stream: trio.SocketStream, answer: bytes) -> None:
             await stream.send_eof()
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the peer is gone: nothing to tell it
-    stream.socket.close()
-    await trio.lowlevel.checkpoint()
+    await trio.aclose_forcefully(stream)
 
 
 def _peer_of(stream: trio.SocketStream) -> str | None:
@@ -127,13 +139,10 @@ class _Connections:
 
     def __init__(self, app: ASGIFramework, config: Config, settings: Settings) -> None:
         from hypercorn.app_wrappers import ASGIWrapper
-        from hypercorn.trio.worker_context import WorkerContext
 
         self._asgi = ASGIWrapper(app)
         self._config = config
         self._settings = settings
-        # hypercorn's per-worker state: `terminated` set tells its connections to close when idle.
-        self.context = WorkerContext(None)
         self.table = ConnectionTable(
             per_peer=settings.http_max_connections_per_peer, total=settings.http_max_connections
         )
@@ -161,7 +170,9 @@ class _Connections:
         guarded = _GuardedStream(stream, peer, self._settings.http_write_timeout_s)
         self._open.add(guarded)
         try:
-            await TCPServer(self._asgi, self._config, self.context, ConnectionState({}), guarded).run()  # type: ignore[arg-type]  # hypercorn types its stream as an SSLStream and reads only what a stream has
+            if self._draining:  # accepted just before the drain began
+                await guarded.context.terminated.set()
+            await TCPServer(self._asgi, self._config, guarded.context, ConnectionState({}), guarded).run()  # type: ignore[arg-type]  # hypercorn types its stream as an SSLStream and reads only what a stream has
         finally:
             guarded.abort()  # hypercorn's own close may have been cancelled before it closed
             self._open.discard(guarded)
@@ -173,7 +184,8 @@ class _Connections:
         """Stop: idle connections close at once, the others may finish for MCP_DRAIN_GRACE_S; then
         every connection still open is closed, whatever its client does, and `connections` cancelled."""
         self._draining = True
-        await self.context.terminated.set()
+        for guarded in list(self._open):
+            await guarded.context.terminated.set()
         with trio.move_on_after(self._settings.drain_grace_s):
             if self._open:
                 await self._all_closed.wait()

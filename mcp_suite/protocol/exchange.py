@@ -392,8 +392,8 @@ class HttpRequest:
     __slots__ = (
         "_counted",
         "_era",
-        "_sending",
         "_exchange",
+        "_sending",
         "_session",
         "_session_id",
         "_start",

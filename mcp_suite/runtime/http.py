@@ -46,8 +46,8 @@ from mcp_suite.protocol.exchange import (
 from mcp_suite.runtime import early_signals
 from mcp_suite.runtime.audit_trail import AuditLog, audit_subject
 from mcp_suite.runtime.calls import CallRunner, ToolCatalogue, incident, new_core
-from mcp_suite.runtime.http_conn import serve_connections
 from mcp_suite.runtime.http_auth import JwksFetcher, KeysUnavailableError, TokenVerifier, fetch_jwks
+from mcp_suite.runtime.http_conn import serve_connections
 from mcp_suite.runtime.log_sink import logger
 from mcp_suite.settings import Settings
 from mcp_suite.tools.registry import Registry

@@ -68,7 +68,11 @@ async def read_to_eof(stream: trio.SocketStream) -> bytes:
 
 def call_read(path: str, request_id: int = 1) -> bytes:
     return json.dumps(
-        modern("tools/call", {"name": "sandbox_fs_read", "arguments": {"relative_path": path, "max_bytes": 8_000_000}}, request_id)
+        modern(
+            "tools/call",
+            {"name": "sandbox_fs_read", "arguments": {"relative_path": path, "max_bytes": 8_000_000}},
+            request_id,
+        )
     ).encode()
 
 
@@ -152,7 +156,9 @@ async def test_connections_over_the_per_peer_cap_are_refused_429_while_another_p
                     with trio.fail_after(10):
                         status_line, body = await raw_answer(extra)
                 assert status_line.startswith(b"HTTP/1.1 429"), status_line
-                assert "one address" in refusal_body(body, 429, "concurrency-limit")["error"]["data"]["detail"]
+                assert (
+                    "one address" in refusal_body(body, 429, "concurrency-limit")["error"]["data"]["detail"]
+                )
                 transport = httpx2.AsyncHTTPTransport(local_address="127.0.0.2")
                 async with httpx2.AsyncClient(transport=transport) as other:
                     ok = await other.post(
@@ -180,11 +186,15 @@ async def test_connections_over_the_server_cap_are_refused_429_and_a_closed_one_
                     with trio.fail_after(10):
                         status_line, body = await raw_answer(extra)
                 assert status_line.startswith(b"HTTP/1.1 429"), status_line
-                assert "maximum of 6" in refusal_body(body, 429, "concurrency-limit")["error"]["data"]["detail"]
+                assert (
+                    "maximum of 6" in refusal_body(body, 429, "concurrency-limit")["error"]["data"]["detail"]
+                )
                 await held.pop().aclose()
                 with trio.fail_after(10):
                     while True:  # the server sees the close a moment later
-                        stream = await trio.open_tcp_stream(server.host, server.port, local_address="127.0.0.4")
+                        stream = await trio.open_tcp_stream(
+                            server.host, server.port, local_address="127.0.0.4"
+                        )
                         answer = await healthz(stream)
                         if answer.startswith(b"HTTP/1.1 200"):
                             held.append(stream)
@@ -216,7 +226,9 @@ async def test_a_write_its_client_does_not_take_closes_the_connection_and_the_se
             # The answer was cut off: its head and part of its body, then the close.
             head, _, body = received.partition(b"\r\n\r\n")
             assert head.startswith(b"HTTP/1.1 200"), head
-            length = next(int(line[15:]) for line in head.split(b"\r\n") if line.startswith(b"content-length: "))
+            length = next(
+                int(line[15:]) for line in head.split(b"\r\n") if line.startswith(b"content-length: ")
+            )
             assert len(body) < length
             ok = await http.post(server.url, json=modern("tools/list"), headers=modern_headers("tools/list"))
             assert ok.status_code == 200
@@ -229,7 +241,9 @@ async def test_a_caller_whose_answer_is_unread_gets_429_for_new_requests_and_ano
     bob = issuer.token("http://127.0.0.1/mcp", sub="bob", scope=SCOPES)
     with trio.fail_after(60):
         async with (
-            serving(issuer, safe_data_dir=data_dir, fs_max_bytes=8_000_000, http_write_timeout_s=60) as server,
+            serving(
+                issuer, safe_data_dir=data_dir, fs_max_bytes=8_000_000, http_write_timeout_s=60
+            ) as server,
             httpx2.AsyncClient() as http,
         ):
             stuck = await open_never_reading(server.host, server.port)
@@ -237,7 +251,9 @@ async def test_a_caller_whose_answer_is_unread_gets_429_for_new_requests_and_ano
                 await stuck.send_all(raw_post(call_read(BIG_FILE), alice))
                 while True:  # until the answer is being written and not taken
                     busy = await http.post(
-                        server.url, json=modern("tools/list"), headers=modern_headers("tools/list", token=alice)
+                        server.url,
+                        json=modern("tools/list"),
+                        headers=modern_headers("tools/list", token=alice),
                     )
                     if busy.status_code != 200:
                         break
@@ -265,14 +281,18 @@ async def test_an_answer_past_the_server_s_unread_bound_is_withheld_with_429_unt
     }
     with trio.fail_after(60):
         async with serving(issuer, **settings) as server, httpx2.AsyncClient() as http:
-            small = modern("tools/call", {"name": "sandbox_fs_read", "arguments": {"relative_path": SMALL_FILE}})
+            small = modern(
+                "tools/call", {"name": "sandbox_fs_read", "arguments": {"relative_path": SMALL_FILE}}
+            )
             headers = modern_headers("tools/call", "sandbox_fs_read", token=bob)
             stuck = await open_never_reading(server.host, server.port)
             async with stuck:
                 await stuck.send_all(raw_post(call_read(BIG_FILE), alice))
                 while True:  # alice's answer goes (the server had none in flight), and is not taken
                     busy = await http.post(
-                        server.url, json=modern("tools/list"), headers=modern_headers("tools/list", token=alice)
+                        server.url,
+                        json=modern("tools/list"),
+                        headers=modern_headers("tools/list", token=alice),
                     )
                     if busy.status_code != 200:
                         break

@@ -848,7 +848,12 @@ def test_an_answer_is_withheld_when_the_server_s_unread_bytes_are_at_their_bound
 
 
 def test_a_connection_over_a_cap_and_an_h2c_upgrade_are_refused_and_closed() -> None:
-    over = refused(connection_refused("at most 2", "127.0.0.9"), 429, "concurrency-limit", where="a connection from 127.0.0.9")
+    over = refused(
+        connection_refused("at most 2", "127.0.0.9"),
+        429,
+        "concurrency-limit",
+        where="a connection from 127.0.0.9",
+    )
     assert (header(over, b"retry-after"), header(over, b"connection")) == ("1", "close")
     upgrade = refused(upgrade_refused(), 400, "invalid-request", where="an Upgrade: h2c request")
     assert header(upgrade, b"connection") == "close"

@@ -98,6 +98,10 @@ _PROBES: Final = frozenset({"/healthz", "/readyz"})
 _CLOSE: Final = (b"connection", b"close")
 # The head of a body whose version is not served, searched for its id (a JSON-RPC id comes early).
 _SNIFFED_BYTES: Final = 4096
+# An answer this small is never withheld for unread bytes (a listing, a SQL result under the default
+# cap, a refusal): counted, but sent, so a flood of unread answers leaves every other caller served.
+# How many there can be is bounded by the connections (MCP_HTTP_MAX_CONNECTIONS x this).
+_ALWAYS_SENT_BYTES: Final = 65_536
 
 
 @dataclass(frozen=True, slots=True)
@@ -489,8 +493,8 @@ class HttpRequest:
         """`reply` is about to be written: its body counted against its caller's unread answer bytes
         and the server's (`finished` gives them back), or, when either is already at its bound, a
         429 in its place. An answer goes whatever its size while there is room, so one caller holds
-        at most its share and one answer, and the server its bound and one answer. The withheld
-        answer is still audited (`answer`)."""
+        at most its share and one answer, and the server its bound and one answer; one of at most
+        `_ALWAYS_SENT_BYTES` always goes. The withheld answer is still audited (`answer`)."""
         exchange = self._exchange
         settings = exchange.settings
         assert self.identity is not None  # only an authenticated request's reply is counted
@@ -498,11 +502,15 @@ class HttpRequest:
         size = len(reply.body)
         mine = exchange._unread.get(subject, 0)
         total = exchange._unread_total
-        if mine >= settings.http_max_unread_bytes_per_identity:
+        if size <= _ALWAYS_SENT_BYTES:
+            detail = ""
+        elif mine >= settings.http_max_unread_bytes_per_identity:
             detail = f"this caller's earlier answers ({mine} bytes) are not read yet"
         elif total >= settings.http_max_unread_bytes:
             detail = "the server's answers being written are at their bound"
         else:
+            detail = ""
+        if not detail:
             exchange._unread[subject] = mine + size
             exchange._unread_total = total + size
             self._sending += size

@@ -33,7 +33,9 @@ from mcp_suite.settings import Settings
 
 if TYPE_CHECKING:
     from hypercorn.config import Config
-    from hypercorn.typing import ASGIFramework
+
+# An ASGI application, as `HttpApp` is one (hypercorn's own type is a union of its scopes' types).
+AsgiApp = Callable[[Any, Any, Any], Awaitable[None]]
 
 __all__ = ["serve_connections"]
 
@@ -64,8 +66,8 @@ class _GuardedStream(trio.abc.HalfCloseableStream):
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
         try:
             data = await self._stream.receive_some(max_bytes)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            await self.context.terminated.set()  # reset by the peer, or closed here
+        except (trio.BrokenResourceError, trio.ClosedResourceError):  # reset by the peer, or closed here
+            await self.context.terminated.set()  # noqa: ASYNC120  # hypercorn's Event.set awaits nothing: no checkpoint can drop the exception
             raise
         if not data:
             await self.context.terminated.set()
@@ -115,12 +117,12 @@ class _GuardedStream(trio.abc.HalfCloseableStream):
 
 async def _write_and_close(stream: trio.SocketStream, answer: bytes) -> None:
     """Write a refusal (within `_REFUSAL_WRITE_S`), end the sending side, close."""
-    with trio.move_on_after(_REFUSAL_WRITE_S):
-        try:
+    try:
+        with trio.move_on_after(_REFUSAL_WRITE_S):
             await stream.send_all(answer)
             await stream.send_eof()
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass  # the peer is gone: nothing to tell it
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass  # the peer is gone: nothing to tell it
     await trio.aclose_forcefully(stream)
 
 
@@ -137,7 +139,7 @@ class _Connections:
     """The server's open connections: counted (`ConnectionTable`), each served by hypercorn over a
     `_GuardedStream`, and all closed when the drain's grace is over."""
 
-    def __init__(self, app: ASGIFramework, config: Config, settings: Settings) -> None:
+    def __init__(self, app: AsgiApp, config: Config, settings: Settings) -> None:
         from hypercorn.app_wrappers import ASGIWrapper
 
         self._asgi = ASGIWrapper(app)
@@ -184,11 +186,12 @@ class _Connections:
         """Stop: idle connections close at once, the others may finish for MCP_DRAIN_GRACE_S; then
         every connection still open is closed, whatever its client does, and `connections` cancelled."""
         self._draining = True
+        if not self._open:
+            self._all_closed.set()
         for guarded in list(self._open):
             await guarded.context.terminated.set()
         with trio.move_on_after(self._settings.drain_grace_s):
-            if self._open:
-                await self._all_closed.wait()
+            await self._all_closed.wait()
         if self._open:
             logger.info("HTTP: closing %d connection(s) still open after the drain's grace", len(self._open))
         for guarded in list(self._open):
@@ -197,7 +200,7 @@ class _Connections:
 
 
 async def serve_connections(
-    app: ASGIFramework,
+    app: AsgiApp,
     config: Config,
     settings: Settings,
     *,

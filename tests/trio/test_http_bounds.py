@@ -41,7 +41,7 @@ def issuer() -> Iterator[TestIssuer]:
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     (tmp_path / BIG_FILE).write_text("a" * BIG_FILE_BYTES)
-    (tmp_path / SMALL_FILE).write_text("b" * 10_000)
+    (tmp_path / SMALL_FILE).write_text("b" * 100_000)  # an answer over the 64 KiB that always go
     return tmp_path
 
 
@@ -281,9 +281,8 @@ async def test_an_answer_past_the_server_s_unread_bound_is_withheld_with_429_unt
     }
     with trio.fail_after(60):
         async with serving(issuer, **settings) as server, httpx2.AsyncClient() as http:
-            small = modern(
-                "tools/call", {"name": "sandbox_fs_read", "arguments": {"relative_path": SMALL_FILE}}
-            )
+            arguments = {"relative_path": SMALL_FILE, "max_bytes": 200_000}
+            small = modern("tools/call", {"name": "sandbox_fs_read", "arguments": arguments})
             headers = modern_headers("tools/call", "sandbox_fs_read", token=bob)
             stuck = await open_never_reading(server.host, server.port)
             async with stuck:
@@ -302,6 +301,11 @@ async def test_an_answer_past_the_server_s_unread_bound_is_withheld_with_429_unt
                 detail = assert_refused(withheld, 429, "concurrency-limit")["error"]["data"]["detail"]
                 assert "the server's answers being written are at their bound" in detail
                 assert "withheld" in detail
+                # A small answer always goes: bob is still served his tools/list.
+                listed = await http.post(
+                    server.url, json=modern("tools/list"), headers=modern_headers("tools/list", token=bob)
+                )
+                assert listed.status_code == 200
                 await trio.sleep(6)  # never reading, past the write timeout
                 with trio.fail_after(20):
                     await read_to_eof(stuck)  # cut off: it ends
@@ -311,4 +315,4 @@ async def test_an_answer_past_the_server_s_unread_bound_is_withheld_with_429_unt
                     if again.status_code == 200:
                         break
                     await trio.sleep(0.05)
-            assert again.json()["result"]["structuredContent"]["content"] == "b" * 10_000
+            assert again.json()["result"]["structuredContent"]["content"] == "b" * 100_000

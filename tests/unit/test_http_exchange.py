@@ -816,10 +816,10 @@ def test_a_caller_at_its_share_of_unread_bytes_is_429_for_new_requests_and_its_a
     assert withheld.status == 200  # 60,000 < 100,000: room
     late.finished()
     again, _ = answered(server, ALICE, 50_000)
-    refusal = again.sending(Reply(200, body=b"z" * 10, answer=answer, cancel=(("s", 1),)))
+    refusal = again.sending(Reply(200, body=b"z" * 70_000, answer=answer, cancel=(("s", 1),)))
     assert refusal.status == 429
     assert problem_of(refusal)["detail"] == (
-        "this caller's earlier answers (110000 bytes) are not read yet: an answer of 10 bytes was"
+        "this caller's earlier answers (110000 bytes) are not read yet: an answer of 70000 bytes was"
         " withheld; read the others, then try again"
     )
     assert (refusal.answer, refusal.cancel) == (answer, (("s", 1),))  # audited, and its sessions ended
@@ -838,13 +838,17 @@ def test_an_answer_is_withheld_when_the_server_s_unread_bytes_are_at_their_bound
     server = exchange(settings=UNREAD)
     answered(server, ALICE, 90_000)
     answered(server, BOB, 60_000)  # 90,000 < 150,000: it goes, and the server is at its bound
-    _, withheld = answered(server, NOBODY, 10)
+    _, withheld = answered(server, NOBODY, 65_537)
     assert withheld.status == 429
     assert problem_of(withheld)["detail"] == (
-        "the server's answers being written are at their bound: an answer of 10 bytes was withheld;"
+        "the server's answers being written are at their bound: an answer of 65537 bytes was withheld;"
         " read the others, then try again"
     )
     assert server.statistics().unread_bytes == 150_000
+    # A small answer (a listing, a refusal) always goes, counted: a flood leaves the others served.
+    _, small = answered(server, NOBODY, 65_536)
+    assert small.status == 200
+    assert server.statistics().unread_bytes == 150_000 + 65_536
 
 
 def test_a_connection_over_a_cap_and_an_h2c_upgrade_are_refused_and_closed() -> None:

@@ -353,7 +353,7 @@ def descriptors_for_idle_connections() -> Iterator[None]:
 @pytest.mark.usefixtures("descriptors_for_idle_connections")
 async def test_idle_connections_are_closed_and_do_not_stop_the_server() -> None:
     # Caps above the connections opened: this is about the idle bound (the caps: test_http_bounds.py).
-    caps = {
+    caps: dict[str, Any] = {
         "http_max_connections": 2 * IDLE_CONNECTIONS,
         "http_max_connections_per_peer": 2 * IDLE_CONNECTIONS,
     }

@@ -20,6 +20,7 @@ from mcp_suite.problems import (
 from mcp_suite.protocol import core, mcp
 from mcp_suite.protocol.authz import ANONYMOUS, Identity, grants_of
 from mcp_suite.protocol.exchange import (
+    CallRef,
     HttpExchange,
     HttpRequest,
     ReadBody,
@@ -781,6 +782,9 @@ UNREAD: Final = dataclasses.replace(
 )
 
 
+REF: Final[tuple[CallRef, ...]] = (("session", ("n", 1)),)
+
+
 def answered(server: HttpExchange, identity: Identity, size: int) -> tuple[HttpRequest, Reply]:
     """A request of `identity` whose reply of `size` bytes is about to be written (`sending`)."""
     req = request(server, LEGACY_HEAD)
@@ -812,17 +816,17 @@ def test_a_caller_at_its_share_of_unread_bytes_is_429_for_new_requests_and_its_a
     more.finished()
     assert isinstance(late.authenticated(ALICE, 0), ReadBody)
     answer = core.Answer(b'{"jsonrpc":"2.0","id":1,"result":{}}\n', 1, "tools/call", "ok")
-    withheld = late.sending(Reply(200, body=b"y" * 50_000, answer=answer, cancel=(("s", 1),)))
+    withheld = late.sending(Reply(200, body=b"y" * 50_000, answer=answer, cancel=REF))
     assert withheld.status == 200  # 60,000 < 100,000: room
     late.finished()
     again, _ = answered(server, ALICE, 50_000)
-    refusal = again.sending(Reply(200, body=b"z" * 70_000, answer=answer, cancel=(("s", 1),)))
+    refusal = again.sending(Reply(200, body=b"z" * 70_000, answer=answer, cancel=REF))
     assert refusal.status == 429
     assert problem_of(refusal)["detail"] == (
         "this caller's earlier answers (110000 bytes) are not read yet: an answer of 70000 bytes was"
         " withheld; read the others, then try again"
     )
-    assert (refusal.answer, refusal.cancel) == (answer, (("s", 1),))  # audited, and its sessions ended
+    assert (refusal.answer, refusal.cancel) == (answer, REF)  # audited, and its sessions ended
     assert refusal.log == f"HTTP 429 for POST /mcp: {problem_of(refusal)['detail']}"
     assert header(refusal, b"retry-after") == "1"
     assert server.statistics().unread_bytes == 110_000  # nothing counted for it

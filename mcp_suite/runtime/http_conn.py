@@ -44,14 +44,31 @@ __all__ = ["serve_connections"]
 _REFUSAL_WRITE_S: Final = 1.0
 
 
+class _Refusals:
+    """What the connections refused or cut off, counted by kind: the 1st, 2nd, 4th, 8th... of each is
+    logged with the count so far, so a flood is a few lines, not one per connection."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+
+    def note(self, what: str, peer: str) -> None:
+        count = self._counts.get(what, 0) + 1
+        self._counts[what] = count
+        if count & (count - 1) == 0:
+            logger.info("HTTP: %s (%s; %d so far)", what, peer, count)
+
+
 class _GuardedStream(trio.abc.HalfCloseableStream):
     """A connection's socket stream as hypercorn's TCPServer uses it (it reads `socket`), with HTTP/2
     refused and every write bounded in time. `abort()` closes it at once, waking a write in progress
     even inside hypercorn's shielded scope."""
 
-    def __init__(self, stream: trio.SocketStream, peer: str, write_timeout: float) -> None:
+    def __init__(
+        self, stream: trio.SocketStream, peer: str, write_timeout: float, refusals: _Refusals
+    ) -> None:
         from hypercorn.trio.worker_context import WorkerContext
 
+        self._refusals = refusals
         self._stream = stream
         self.socket = stream.socket
         self._peer = peer
@@ -75,29 +92,25 @@ class _GuardedStream(trio.abc.HalfCloseableStream):
             head = self._head + data
             opening = opening_of(head) if data else Opening.HTTP1
             if opening is Opening.HTTP2:
-                await self._refuse(H2_REFUSAL, "an HTTP/2 preface")
+                await self._refuse(H2_REFUSAL, "refused an HTTP/2 preface (HTTP/1.1 only)")
                 raise trio.BrokenResourceError("HTTP/2 is not served")
             self._head = head if opening is Opening.UNDECIDED else None
         return data
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         if switches_protocol(bytes(data[:16])):
-            await self._refuse(response_bytes(upgrade_refused()), "an Upgrade: h2c request")
+            await self._refuse(response_bytes(upgrade_refused()), "refused an Upgrade: h2c (HTTP/1.1 only)")
             raise trio.BrokenResourceError("HTTP/2 is not served")
         with trio.move_on_after(self._write_timeout) as timer:
             await self._stream.send_all(data)
         if timer.cancelled_caught:
-            logger.info(
-                "HTTP: the client at %s did not take a write of %d bytes within %s s: connection closed",
-                self._peer,
-                len(data),
-                self._write_timeout,
-            )
+            what = f"a client did not take a write within {self._write_timeout} s: connection closed"
+            self._refusals.note(what, self._peer)
             self.abort()
             raise trio.BrokenResourceError("the client did not read in time")
 
     async def _refuse(self, answer: bytes, what: str) -> None:
-        logger.info("HTTP: refused %s from %s (HTTP/1.1 only)", what, self._peer)
+        self._refusals.note(what, self._peer)
         await _write_and_close(self._stream, answer)
 
     async def wait_send_all_might_not_block(self) -> None:
@@ -149,7 +162,7 @@ class _Connections:
             per_peer=settings.http_max_connections_per_peer, total=settings.http_max_connections
         )
         self._open: set[_GuardedStream] = set()
-        self._refused = 0
+        self._refusals = _Refusals()
         self._all_closed = trio.Event()
         self._draining = False
 
@@ -164,12 +177,10 @@ class _Connections:
             return
         refusal = self.table.admit(peer)
         if refusal is not None:
-            self._refused += 1
-            if self._refused & (self._refused - 1) == 0:  # 1, 2, 4, 8...: a flood is a few lines
-                logger.info("HTTP: %s (%d connections refused so far)", refusal, self._refused)
+            self._refusals.note(f"refused a connection: {refusal}", peer)
             await _write_and_close(stream, response_bytes(connection_refused(refusal, peer)))
             return
-        guarded = _GuardedStream(stream, peer, self._settings.http_write_timeout_s)
+        guarded = _GuardedStream(stream, peer, self._settings.http_write_timeout_s, self._refusals)
         self._open.add(guarded)
         try:
             if self._draining:  # accepted just before the drain began

@@ -768,6 +768,8 @@ def run_sh_http(
             f"password={database.password}"
         ),
     )
+    (data / BIG_FILE).write_text("a" * BIG_FILE_BYTES, encoding="utf-8")
+    (data / BIG_FILE).chmod(0o644)
     errlog = (work / "run-http.stderr").open("w+", encoding="utf-8")
     proc = subprocess.Popen(
         [str(HERE / "run.sh"), "http"],
@@ -805,9 +807,21 @@ def run_sh_http(
             "run.sh http: one port published, on 127.0.0.1",
             published,
         )
-        stop = engine_out(engine, "stop", "--time", "10", name)
-        code = proc.wait(timeout=30)
-        report.check(stop.returncode == 0 and code == 0, "run.sh http: SIGTERM: exit 0", (stop.stderr, code))
+        good = GoodClient(engine, project_containers(engine, project).get("issuer", ""), name, token)
+        with contextlib.ExitStack() as held:
+            _floods(engine, name, port, url, issuer, good, held, report)
+            # SIGTERM while the answer flood's clients still hold their connections, reading nothing.
+            stopping = time.monotonic()
+            stop = engine_out(engine, "stop", "--time", "10", name)
+            code = proc.wait(timeout=30)
+            report.figure(
+                f"run.sh http: stopped in {time.monotonic() - stopping:.1f} s with never-reading clients"
+            )
+        report.check(
+            stop.returncode == 0 and code == 0,
+            "run.sh http: SIGTERM with clients that never read: exit 0 within the stop timeout",
+            (stop.stderr, code),
+        )
         errlog.seek(0)
         text = errlog.read()
         report.check(
@@ -827,6 +841,194 @@ def run_sh_http(
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=30)
         errlog.close()
+        (data / BIG_FILE).unlink(missing_ok=True)
+
+
+# --- floods against the shipped profile (issue 52) ------------------------------------------------
+
+FLOOD_CONNECTIONS = 1_100  # more than the profile's 1,024 descriptors
+FLOOD_SUBJECTS = 4
+FLOOD_READS = 16  # per subject, each an answer of about 2 MB its client never reads
+BIG_FILE = "flood-big.txt"
+BIG_FILE_BYTES = 1_000_000
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+# The good client runs in the issuer's container: another peer address than the floods' (the host's),
+# so the per-address cap that stops the floods does not stop it.
+_GOOD_CLIENT = """
+import json, os, sys, time, urllib.request
+body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}}).encode()
+request = urllib.request.Request(sys.argv[1], data=body, method="POST")
+for name, value in {"Content-Type": "application/json", "Accept": "application/json",
+                    "MCP-Protocol-Version": VERSION, "Mcp-Method": "tools/list",
+                    "Authorization": "Bearer " + os.environ["TOKEN"]}.items():
+    request.add_header(name, value)
+started = time.monotonic()
+with urllib.request.urlopen(request, timeout=10) as reply:
+    status = reply.status
+    reply.read()
+print(json.dumps({"status": status, "seconds": time.monotonic() - started}))
+""".replace("META", json.dumps(META)).replace("VERSION", repr(MODERN))
+
+
+@dataclass(frozen=True)
+class GoodClient:
+    """A tools/list from inside `container` (on the server's network) to the server `server`."""
+
+    engine: str
+    container: str
+    server: str
+    token: str
+
+    def ask(self) -> dict[str, Any]:
+        env = {**os.environ, "TOKEN": self.token}
+        done = subprocess.run(
+            [
+                self.engine,
+                "exec",
+                "-e",
+                "TOKEN",
+                self.container,
+                "/opt/mcp-suite/bin/python",
+                "-c",
+                _GOOD_CLIENT,
+                f"http://{self.server}:8000/mcp",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env=env,
+        )
+        try:
+            answer: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            return {"status": None, "seconds": None, "stderr": done.stderr[-500:]}
+        return answer
+
+
+def _answered_in_time(good: GoodClient, what: str, report: Checks) -> None:
+    answer = good.ask()
+    report.check(
+        answer.get("status") == 200 and (answer.get("seconds") or 99) < 1.0,
+        f"run.sh http: {what}: a good client is answered within a second",
+        answer,
+    )
+
+
+def _memory(engine: str, name: str) -> str:
+    read = engine_out(engine, "stats", "--no-stream", "--format", "{{.MemUsage}}", name)
+    return read.stdout.strip() or read.stderr.strip()[-200:]
+
+
+def _connect(port: int) -> socket.socket | None:
+    try:
+        return socket.create_connection(("127.0.0.1", port), timeout=10)
+    except OSError:
+        return None
+
+
+def _floods(
+    engine: str,
+    name: str,
+    port: int,
+    url: str,
+    issuer: Any,
+    good: GoodClient,
+    held: contextlib.ExitStack,
+    report: Checks,
+) -> None:
+    """The connection and answer floods of issue 52 against the shipped profile: 1,100 HTTP/2 prefaces,
+    1,100 idle connections, then 64 answers of about 2 MB their clients never read (4 subjects x 16);
+    after each, a good client is answered within a second and the container still runs. The answer
+    flood's connections stay open in `held` for the SIGTERM that follows."""
+    import resource  # the host's side holds 1,100 sockets at once
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4_096)), hard))
+    held.callback(resource.setrlimit, resource.RLIMIT_NOFILE, (soft, hard))
+    # 1. HTTP/2 with prior knowledge: each answered GOAWAY and closed, at once.
+    started = time.monotonic()
+    prefaces = []
+    for _ in range(FLOOD_CONNECTIONS):
+        sock = _connect(port)
+        if sock is not None:
+            prefaces.append(sock)
+            with contextlib.suppress(OSError):
+                sock.sendall(H2_PREFACE)
+    refused = 0
+    deadline = time.monotonic() + 20  # for them all: a server that holds them must not hold the test
+    for sock in prefaces:
+        with contextlib.suppress(OSError):
+            sock.settimeout(max(0.05, deadline - time.monotonic()))
+            received = b""
+            while chunk := sock.recv(4096):
+                received += chunk
+            refused += b"\x00\x00\x08\x07" in received or received.startswith(b"HTTP/1.1 429")
+        sock.close()
+    report.check(
+        refused == FLOOD_CONNECTIONS,
+        "run.sh http: 1,100 HTTP/2 prefaces: each refused (GOAWAY, or 429 over the cap) and closed",
+        (refused, len(prefaces)),
+    )
+    report.figure(f"run.sh http: HTTP/2 preface flood: {time.monotonic() - started:.1f} s")
+    _answered_in_time(good, "after the HTTP/2 flood", report)
+    # 2. Idle connections from one address: 64 held (the per-peer cap), the rest 429 and closed.
+    idle = [sock for _ in range(FLOOD_CONNECTIONS) if (sock := _connect(port)) is not None]
+    try:
+        _answered_in_time(good, "1,100 idle connections from one address", report)
+        closed = 0
+        deadline = time.monotonic() + 30  # the idle timeout (5 s) and a margin, for them all
+        for sock in idle:
+            sock.settimeout(max(0.05, deadline - time.monotonic()))
+            with contextlib.suppress(OSError):
+                while sock.recv(4096):
+                    pass
+                closed += 1
+        report.check(
+            closed == len(idle) == FLOOD_CONNECTIONS,
+            "run.sh http: 1,100 idle connections: all closed by the server (cap, then idle timeout)",
+            (closed, len(idle)),
+        )
+    finally:
+        for sock in idle:
+            sock.close()
+    # 3. Answers never read: 4 subjects x 16 reads of a 1 MB file.
+    report.check(_alive(engine, name), "run.sh http: the server survived the connection floods")
+    for subject in range(FLOOD_SUBJECTS):
+        token = issuer.token(url, sub=f"flood-{subject}", scope=ALL_SCOPES, expires_in=600)
+        for _ in range(FLOOD_READS):
+            sock = _connect(port)
+            if sock is None:
+                continue
+            held.callback(sock.close)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4_096)
+            arguments = {"relative_path": BIG_FILE, "max_bytes": 1_048_576}
+            body = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": "sandbox_fs_read", "arguments": arguments, "_meta": META},
+                }
+            ).encode()
+            head = (
+                f"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                f"Accept: application/json\r\nMCP-Protocol-Version: {MODERN}\r\nMcp-Method: tools/call\r\n"
+                f"Mcp-Name: sandbox_fs_read\r\nAuthorization: Bearer {token}\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n"
+            ).encode()
+            with contextlib.suppress(OSError):
+                sock.sendall(head + body)
+    time.sleep(3)  # the reads run, and their answers wait for clients that never read
+    memory = _memory(engine, name)
+    report.figure(f"run.sh http: memory under the answer flood: {memory}")
+    report.check(_alive(engine, name), "run.sh http: the server survived 64 answers nobody reads")
+    _answered_in_time(good, "64 answers nobody reads", report)
+
+
+def _alive(engine: str, name: str) -> bool:
+    state = engine_out(engine, "inspect", "--format", "{{.State.Running}} {{.State.OOMKilled}}", name)
+    return state.stdout.strip() == "true false"
 
 
 def database_of(dsn: str, socket_dir: Path) -> Database:

@@ -411,6 +411,21 @@ class Settings:
     http_idle_timeout_s: float = field(default=5.0, metadata=_float(0, 300, low_open=True))
     # The whole body must arrive within this, counted from the end of the headers (408 then).
     http_body_timeout_s: float = field(default=10.0, metadata=_float(0, 300, low_open=True))
+    # Each write of an answer (its head, its body) must be taken by the client within this, or the
+    # connection is closed (the call's audit record stays); a client that never reads holds nothing
+    # longer.
+    http_write_timeout_s: float = field(default=10.0, metadata=_float(0, 300, low_open=True))
+    # Open connections: at most this many in all, and at most MCP_HTTP_MAX_CONNECTIONS_PER_PEER from
+    # one peer address (behind a proxy, the proxy's: the shipped HAProxy opens at most 64 per
+    # replica); one more is answered 429 and closed. Below the container profile's 1,024 descriptors.
+    http_max_connections: int = field(default=512, metadata=_int(1, 65_536))
+    http_max_connections_per_peer: int = field(default=64, metadata=_int(1, 65_536))
+    # Answer bytes being written to clients that have not taken them yet, of one identity and in
+    # all: an answer goes while both are below these (so at most one answer beyond each); past
+    # either it is withheld and answered 429, and a caller at its share gets 429 for new requests
+    # until its clients read (or their writes time out).
+    http_max_unread_bytes_per_identity: int = field(default=4_194_304, metadata=_int(65_536, 1 << 30))
+    http_max_unread_bytes: int = field(default=16_777_216, metadata=_int(65_536, 1 << 30))
     # Requests one identity (a token's subject; the anonymous caller of MCP_HTTP_AUTH=none) may
     # have in progress at once; one more is refused with 429.
     http_max_requests_per_identity: int = field(default=16, metadata=_int(1, 1_024))
@@ -482,6 +497,12 @@ class Settings:
         if self.http_auth == "none" and self.http_host not in LOOPBACK_HOSTS:
             raise SettingsError(
                 "MCP_HTTP_AUTH=none is allowed only on a loopback MCP_HTTP_HOST (127.0.0.1, ::1, localhost)"
+            )
+        if self.http_max_connections_per_peer > self.http_max_connections:
+            raise SettingsError("MCP_HTTP_MAX_CONNECTIONS_PER_PEER must not exceed MCP_HTTP_MAX_CONNECTIONS")
+        if self.http_max_unread_bytes_per_identity > self.http_max_unread_bytes:
+            raise SettingsError(
+                "MCP_HTTP_MAX_UNREAD_BYTES_PER_IDENTITY must not exceed MCP_HTTP_MAX_UNREAD_BYTES"
             )
         if self.prometheus_port is not None and not 0 <= self.prometheus_port <= 65_535:
             raise SettingsError("MCP_PROMETHEUS_PORT: must be at least 0 and at most 65535")

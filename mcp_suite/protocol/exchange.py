@@ -86,7 +86,9 @@ __all__ = [
     "ReadBody",
     "Reply",
     "RunCall",
+    "connection_refused",
     "internal_error_reply",
+    "upgrade_refused",
 ]
 
 Header = tuple[bytes, bytes]
@@ -105,6 +107,10 @@ _UNNAMED_VERSION: Final = "2025-03-26"
 _CLOSE: Final = (b"connection", b"close")
 # The head of a body whose version is not served, searched for its id (a JSON-RPC id comes early).
 _SNIFFED_BYTES: Final = 4096
+# An answer this small is never withheld for unread bytes (a listing, a SQL result under the default
+# cap, a refusal): counted, but sent, so a flood of unread answers leaves every other caller served.
+# How many there can be is bounded by the connections (MCP_HTTP_MAX_CONNECTIONS x this).
+_ALWAYS_SENT_BYTES: Final = 65_536
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +149,11 @@ class RunCall:
 @dataclass(frozen=True, slots=True)
 class ExchangeStatistics:
     """What `HttpExchange.statistics()` returns: legacy sessions open, callers with a request in
-    progress."""
+    progress, answer bytes being written that their clients have not taken yet."""
 
     sessions: int
     callers_in_progress: int
+    unread_bytes: int = 0
 
 
 @dataclass(slots=True)
@@ -199,6 +206,25 @@ def _problem_reply(
     return Reply(status, (_JSON,), frame.rstrip(b"\n"), log=f"HTTP {status}: {problem.slug}")
 
 
+def connection_refused(detail: str, peer: str) -> Reply:
+    """The answer to a connection over a cap (`protocol.connection`), before any request is read:
+    429, and the connection closed."""
+    return _refusal(
+        TooManyRequestsError, detail, [(b"retry-after", b"1"), _CLOSE], log=f"a connection from {peer}"
+    )
+
+
+def upgrade_refused() -> Reply:
+    """The answer to a request asking to switch to HTTP/2 (`Upgrade: h2c`), instead of hypercorn's
+    `101`: HTTP/2 is not served (docs/operations/remote.md)."""
+    return _refusal(
+        InvalidRequestError,
+        "this server speaks HTTP/1.1 only: send the request without Upgrade: h2c",
+        [_CLOSE],
+        log="an Upgrade: h2c request",
+    )
+
+
 def internal_error_reply(problem: InternalServerError) -> Reply:
     """The answer to a request that failed outside any call (the runtime logged the incident)."""
     frame = encode_error(None, problem, omit_unknown_id=True)
@@ -240,6 +266,8 @@ class HttpExchange:
         "_scopes_served",
         "_sessions",
         "_source_conditions",
+        "_unread",
+        "_unread_total",
         "authenticates",
         "settings",
     )
@@ -267,6 +295,9 @@ class HttpExchange:
         self._source_conditions = sources
         self._sessions: dict[str, _Session] = {}
         self._in_progress: dict[str, int] = {}
+        # Answer bytes being written, by caller and in all (`HttpRequest.sending`).
+        self._unread: dict[str, int] = {}
+        self._unread_total = 0
         resource = settings.http_resource_uri
         if resource is not None:
             origin = urlsplit(resource)
@@ -284,7 +315,11 @@ class HttpExchange:
         self._logged_paths = frozenset((settings.http_path, *self._metadata_paths))
 
     def statistics(self) -> ExchangeStatistics:
-        return ExchangeStatistics(sessions=len(self._sessions), callers_in_progress=len(self._in_progress))
+        return ExchangeStatistics(
+            sessions=len(self._sessions),
+            callers_in_progress=len(self._in_progress),
+            unread_bytes=self._unread_total,
+        )
 
     def challenge(self, **params: str) -> bytes:
         """A `WWW-Authenticate: Bearer` value pointing at this server's metadata."""
@@ -402,6 +437,7 @@ class HttpRequest:
         "_counted",
         "_era",
         "_exchange",
+        "_sending",
         "_session",
         "_session_id",
         "_start",
@@ -422,6 +458,7 @@ class HttpRequest:
         self.token = token
         self._where = where
         self._counted = False
+        self._sending = 0
         self._era: HttpEra | ProblemError = HttpEra.LEGACY
         self._session: _Session | None = None
         self._session_id = ""
@@ -460,6 +497,14 @@ class HttpRequest:
                 [(b"retry-after", b"1")],
                 log=self._where,
             )
+        unread = exchange._unread.get(identity.subject, 0)
+        if unread >= settings.http_max_unread_bytes_per_identity:
+            return _refusal(
+                TooManyRequestsError,
+                f"this caller's earlier answers ({unread} bytes) are not read yet",
+                [(b"retry-after", b"1")],
+                log=self._where,
+            )
         exchange._in_progress[identity.subject] = count + 1
         self._counted = True
         if self.method == "DELETE":
@@ -494,8 +539,54 @@ class HttpRequest:
             return self.too_large()
         return ReadBody(cap)
 
+    def sending(self, reply: Reply) -> Reply:
+        """`reply` is about to be written: its body counted against its caller's unread answer bytes
+        and the server's (`finished` gives them back), or, when either is already at its bound, a
+        429 in its place. An answer goes whatever its size while there is room, so one caller holds
+        at most its share and one answer, and the server its bound and one answer; one of at most
+        `_ALWAYS_SENT_BYTES` always goes. The withheld answer is still audited (`answer`)."""
+        exchange = self._exchange
+        settings = exchange.settings
+        assert self.identity is not None  # only an authenticated request's reply is counted
+        subject = self.identity.subject
+        size = len(reply.body)
+        mine = exchange._unread.get(subject, 0)
+        total = exchange._unread_total
+        if size <= _ALWAYS_SENT_BYTES:
+            detail = ""
+        elif mine >= settings.http_max_unread_bytes_per_identity:
+            detail = f"this caller's earlier answers ({mine} bytes) are not read yet"
+        elif total >= settings.http_max_unread_bytes:
+            detail = "the server's answers being written are at their bound"
+        else:
+            detail = ""
+        if not detail:
+            exchange._unread[subject] = mine + size
+            exchange._unread_total = total + size
+            self._sending += size
+            return reply
+        refusal = _refusal(
+            TooManyRequestsError,
+            f"{detail}: an answer of {size} bytes was withheld; read the others, then try again",
+            [(b"retry-after", b"1")],
+            log=self._where,
+        )
+        return Reply(refusal.status, refusal.headers, refusal.body, reply.answer, refusal.log, reply.cancel)
+
     def finished(self) -> None:
-        """The request is answered (or abandoned): its place in its caller's share is free."""
+        """The request is answered (or abandoned): its place in its caller's share is free, and
+        so are the bytes of its answer (written, or its connection closed)."""
+        if self._sending:
+            assert self.identity is not None
+            exchange = self._exchange
+            subject = self.identity.subject
+            left = exchange._unread[subject] - self._sending
+            if left:
+                exchange._unread[subject] = left
+            else:
+                del exchange._unread[subject]
+            exchange._unread_total -= self._sending
+            self._sending = 0
         if not self._counted:
             return
         self._counted = False

@@ -48,6 +48,7 @@ from mcp_suite.runtime import early_signals
 from mcp_suite.runtime.audit_trail import AuditLog, audit_subject
 from mcp_suite.runtime.calls import CallRunner, ToolCatalogue, incident, new_core
 from mcp_suite.runtime.http_auth import JwksFetcher, KeysUnavailableError, TokenVerifier, fetch_jwks
+from mcp_suite.runtime.http_conn import serve_connections
 from mcp_suite.runtime.log_sink import logger
 from mcp_suite.settings import Settings
 from mcp_suite.tools.registry import Registry
@@ -112,9 +113,6 @@ class HttpApp:
     # -- ASGI ------------------------------------------------------------------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # noqa: ASYNC910  # a failure begun after the answer's start is only logged: that start was the checkpoint
-        if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
-            return
         if scope["type"] != "http":  # websocket: not served
             await trio.lowlevel.checkpoint()
             return
@@ -131,15 +129,6 @@ class HttpApp:
             problem = incident(exc, f"HTTP {method_for_log(scope['method'])}")
             if not started:  # an answer begun cannot be taken back; the log has the incident
                 await self._reply(send, internal_error_reply(problem))
-
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = self.exchange.head(scope["method"], scope["path"], scope["headers"])
@@ -168,9 +157,9 @@ class HttpApp:
                 if isinstance(after, RunCall):
                     await self._call(request, identity, after, started, receive, send)
                     return
-                await self._reply(send, after, started, identity)
+                await self._reply(send, request.sending(after), started, identity)
                 return
-            await self._reply(send, step)
+            await self._reply(send, request.sending(step))
         finally:
             request.finished()
 
@@ -303,7 +292,8 @@ class HttpApp:
         if isinstance(reply, Answer):  # withdrawn by a closed connection: audited, nothing sent
             await self._audited(reply, started, identity, span)
             return
-        await self._reply(send, reply, started, identity, span)
+        # Counted against the caller's unread answer bytes until written (`request.finished`).
+        await self._reply(send, request.sending(reply), started, identity, span)
 
     async def _watch_disconnect(
         self, receive: Receive, request: HttpRequest, call_scope: trio.CancelScope
@@ -432,18 +422,16 @@ async def serve_http(
     MCP_DRAIN_GRACE_S. `task_status` gets the bound addresses.
 
     Limits: headers at most MCP_HTTP_MAX_HEADER_BYTES and complete within MCP_HTTP_IDLE_TIMEOUT_S
-    of the connection (or of the previous answer); the body as `HttpApp` reads it.
+    of the connection (or of the previous answer); the body as `HttpApp` reads it; connections,
+    HTTP/2 and writes as `serve_connections` bounds them.
     """
     from hypercorn.config import Config
-    from hypercorn.trio import serve
 
     config = Config()
     host = f"[{settings.http_host}]" if ":" in settings.http_host else settings.http_host
     config.bind = [f"{host}:{settings.http_port}"]
     config.h11_max_incomplete_size = settings.http_max_header_bytes
-    config.h2_max_header_list_size = settings.http_max_header_bytes
     config.keep_alive_timeout = settings.http_idle_timeout_s
-    config.graceful_timeout = settings.drain_grace_s
     config.include_server_header = False
     config.accesslog = None
     config.errorlog = logging.getLogger("mcp_suite.http")
@@ -454,7 +442,7 @@ async def serve_http(
         binds: list[str] = await nursery.start(
             _serving_with,
             registry.background,
-            functools.partial(serve, app, config, shutdown_trigger=shutdown, mode="asgi"),  # type: ignore[arg-type]  # hypercorn's Framework union
+            functools.partial(serve_connections, app, config, settings, shutdown=shutdown),
         )
         auth = (
             f"bearer tokens of {settings.http_issuer}"

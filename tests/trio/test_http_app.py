@@ -352,8 +352,13 @@ def descriptors_for_idle_connections() -> Iterator[None]:
 
 @pytest.mark.usefixtures("descriptors_for_idle_connections")
 async def test_idle_connections_are_closed_and_do_not_stop_the_server() -> None:
+    # Caps above the connections opened: this is about the idle bound (the caps: test_http_bounds.py).
+    caps: dict[str, Any] = {
+        "http_max_connections": 2 * IDLE_CONNECTIONS,
+        "http_max_connections_per_peer": 2 * IDLE_CONNECTIONS,
+    }
     with trio.fail_after(30):
-        async with serving(http_idle_timeout_s=1) as server, httpx2.AsyncClient() as http:
+        async with serving(http_idle_timeout_s=1, **caps) as server, httpx2.AsyncClient() as http:
             streams = [await trio.open_tcp_stream(server.host, server.port) for _ in range(IDLE_CONNECTIONS)]
             try:
                 ok = await http.post(

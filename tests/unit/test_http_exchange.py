@@ -4,6 +4,7 @@ open, end, expire and are refused by the `now` passed in."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, Final
 
@@ -19,13 +20,16 @@ from mcp_suite.problems import (
 from mcp_suite.protocol import core, mcp
 from mcp_suite.protocol.authz import ANONYMOUS, Identity, grants_of
 from mcp_suite.protocol.exchange import (
+    CallRef,
     HttpExchange,
     HttpRequest,
     ReadBody,
     Reply,
     RunCall,
     answer_reply,
+    connection_refused,
     internal_error_reply,
+    upgrade_refused,
 )
 from mcp_suite.protocol.http import HttpEra
 from mcp_suite.settings import Settings
@@ -52,13 +56,17 @@ LEGACY_HEAD: Final = {"accept": "application/json, text/event-stream", "content-
 
 
 def exchange(
-    *, authenticates: bool = True, ready: bool = True, scopes: tuple[str, ...] = ("test:call",)
+    *,
+    authenticates: bool = True,
+    ready: bool = True,
+    scopes: tuple[str, ...] = ("test:call",),
+    settings: Settings = SETTINGS,
 ) -> HttpExchange:
     grants = grants_of(
         [("echo", "test:call", {}), ("sleep", "test:call", {})], [(SCHEMA_URI, "sql:read", "db")]
     )
     return HttpExchange(
-        SETTINGS,
+        settings,
         new_core=lambda identity: make_core(per_caller_lists=not identity.unrestricted),
         grants=lambda: grants,
         ready=lambda: ready,
@@ -889,3 +897,99 @@ def test_a_post_is_refused_503_while_the_audit_has_no_room() -> None:
     req = request(server, LEGACY_HEAD)
     assert isinstance(req.authenticated(ALICE, 100.0), ReadBody)
     req.finished()
+
+
+# -- answers being written: unread bytes per caller and in all ---------------------------------------
+
+UNREAD: Final = dataclasses.replace(
+    SETTINGS,
+    http_max_requests_per_identity=16,
+    http_max_unread_bytes_per_identity=100_000,
+    http_max_unread_bytes=150_000,
+)
+
+
+REF: Final[tuple[CallRef, ...]] = (("session", ("n", 1)),)
+
+
+def answered(server: HttpExchange, identity: Identity, size: int) -> tuple[HttpRequest, Reply]:
+    """A request of `identity` whose reply of `size` bytes is about to be written (`sending`)."""
+    req = request(server, LEGACY_HEAD)
+    assert isinstance(req.authenticated(identity, 0), ReadBody)
+    return req, req.sending(Reply(200, body=b"x" * size))
+
+
+def test_an_answer_goes_while_its_caller_and_the_server_have_room_whatever_its_size() -> None:
+    server = exchange(settings=UNREAD)
+    first, reply = answered(server, ALICE, 120_000)  # over the share, but alice had nothing unread
+    assert reply.status == 200
+    assert server.statistics().unread_bytes == 120_000
+    first.finished()
+    assert server.statistics().unread_bytes == 0
+    first.finished()  # once only
+    assert server.statistics().unread_bytes == 0
+
+
+def test_a_caller_at_its_share_of_unread_bytes_is_429_for_new_requests_and_its_answers_are_withheld() -> None:
+    server = exchange(settings=UNREAD)
+    big, _ = answered(server, ALICE, 60_000)
+    more, _ = answered(server, ALICE, 50_000)  # 60,000 < 100,000: it goes, and alice is at her share
+    assert server.statistics().unread_bytes == 110_000
+    busy = refused(request(server, LEGACY_HEAD).authenticated(ALICE, 0), 429, "concurrency-limit")
+    assert problem_of(busy)["detail"] == "this caller's earlier answers (110000 bytes) are not read yet"
+    assert header(busy, b"retry-after") == "1"
+    # A request let in before she reached it: its answer is withheld, but still audited.
+    late = request(server, LEGACY_HEAD)
+    more.finished()
+    assert isinstance(late.authenticated(ALICE, 0), ReadBody)
+    answer = core.Answer(b'{"jsonrpc":"2.0","id":1,"result":{}}\n', 1, "tools/call", "ok")
+    withheld = late.sending(Reply(200, body=b"y" * 50_000, answer=answer, cancel=REF))
+    assert withheld.status == 200  # 60,000 < 100,000: room
+    late.finished()
+    again, _ = answered(server, ALICE, 50_000)
+    refusal = again.sending(Reply(200, body=b"z" * 70_000, answer=answer, cancel=REF))
+    assert refusal.status == 429
+    assert problem_of(refusal)["detail"] == (
+        "this caller's earlier answers (110000 bytes) are not read yet: an answer of 70000 bytes was"
+        " withheld; read the others, then try again"
+    )
+    assert (refusal.answer, refusal.cancel) == (answer, REF)  # audited, and its sessions ended
+    assert refusal.log == f"HTTP 429 for POST /mcp: {problem_of(refusal)['detail']}"
+    assert header(refusal, b"retry-after") == "1"
+    assert server.statistics().unread_bytes == 110_000  # nothing counted for it
+    # Bob is not alice: his answers go.
+    _, bobs = answered(server, BOB, 30_000)
+    assert bobs.status == 200
+    big.finished()
+    again.finished()  # its first answer's 50,000 bytes; the withheld one's were never counted
+    assert server.statistics().unread_bytes == 30_000
+
+
+def test_an_answer_is_withheld_when_the_server_s_unread_bytes_are_at_their_bound() -> None:
+    server = exchange(settings=UNREAD)
+    answered(server, ALICE, 90_000)
+    answered(server, BOB, 60_000)  # 90,000 < 150,000: it goes, and the server is at its bound
+    _, withheld = answered(server, NOBODY, 65_537)
+    assert withheld.status == 429
+    assert problem_of(withheld)["detail"] == (
+        "the server's answers being written are at their bound: an answer of 65537 bytes was withheld;"
+        " read the others, then try again"
+    )
+    assert server.statistics().unread_bytes == 150_000
+    # A small answer (a listing, a refusal) always goes, counted: a flood leaves the others served.
+    _, small = answered(server, NOBODY, 65_536)
+    assert small.status == 200
+    assert server.statistics().unread_bytes == 150_000 + 65_536
+
+
+def test_a_connection_over_a_cap_and_an_h2c_upgrade_are_refused_and_closed() -> None:
+    over = refused(
+        connection_refused("at most 2", "127.0.0.9"),
+        429,
+        "concurrency-limit",
+        where="a connection from 127.0.0.9",
+    )
+    assert (header(over, b"retry-after"), header(over, b"connection")) == ("1", "close")
+    upgrade = refused(upgrade_refused(), 400, "invalid-request", where="an Upgrade: h2c request")
+    assert header(upgrade, b"connection") == "close"
+    assert "HTTP/1.1 only" in problem_of(upgrade)["detail"]

@@ -155,6 +155,9 @@ def test_help_and_version() -> None:
         ({"safe_data_dir": "/tmp"}, "MCP_SAFE_DATA_DIR"),  # a Path, not a str
         ({"max_frame_bytes": 0}, "max_frame_bytes"),
         ({"sql_pool_min_size": 5}, "MCP_SQL_POOL_MIN_SIZE"),  # above the default max of 4
+        ({"http_max_connections_per_peer": 513}, "MCP_HTTP_MAX_CONNECTIONS_PER_PEER"),  # above the total
+        ({"http_max_unread_bytes_per_identity": 16_777_217}, "MCP_HTTP_MAX_UNREAD_BYTES_PER_IDENTITY"),
+        ({"http_write_timeout_s": 0}, "MCP_HTTP_WRITE_TIMEOUT_S"),
     ],
 )
 def test_direct_construction_is_validated_as_strictly(values: dict[str, object], named: str) -> None:

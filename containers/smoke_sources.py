@@ -266,16 +266,19 @@ def run_sources_stack(
         ):
             smoke_http._dump_logs(engine, containers, report)
             return
-        report.check(
+        if not report.check(
             all("people serving" in line and "ops refused" in line for line in said.values()),
             "sources: each replica's start-up line: people serving, ops refused by the role audit",
             said,
-        )
+        ):
+            logs = engine_out(engine, "logs", "--tail", "20", containers["mcp1"])
+            report.check(False, "sources: mcp1's log tail", (logs.stdout + logs.stderr)[-3000:])
         # HAProxy checks every second and needs two passes (`rise 2`); then all three stay in.
         time.sleep(2.5)
         _check_ready(engine, containers, base, report)
         report.figure(f"sources: up to ready through HAProxy: {time.monotonic() - started:.1f} s")
         _check_calls(resource, issuer, report)
+        _check_audit(engine, containers, report)
         # Still in rotation after the calls: the refused source takes no replica out.
         states = smoke_http._server_states(engine, containers["haproxy"])
         report.check(
@@ -311,6 +314,30 @@ def _check_ready(engine: str, containers: dict[str, str], base: str, report: Che
         all(a.status == 200 and "source ops: refused" in str(a.body) for a in seen),
         "sources: /readyz through HAProxy's published port: 200 and names the refused source",
         [(a.status, a.body) for a in seen],
+    )
+
+
+def _check_audit(engine: str, containers: dict[str, str], report: Checks) -> None:
+    """Each replica's statement records: who ran what, as which role, on which source."""
+    ran: dict[str, set[tuple[str, str, str]]] = {}
+    for service in SERVICES:
+        logs = engine_out(engine, "logs", containers[service])
+        ran[service] = {
+            (str(r.get("sub")), str(r.get("source")), str(r.get("role")))
+            for r in smoke_http.records_of(logs.stdout + logs.stderr)
+            if r.get("event") == "statement" and r.get("sub") in (ANN, BO)
+        }
+    every = set().union(*ran.values())
+    report.check(
+        {(ANN, "people", RED), (BO, "people", BLUE)} <= every
+        and all(role in (RED, BLUE) for _, source, role in every if source == "people"),
+        "sources: the statement audit records name each person, `people` and their mapped role",
+        sorted(every),
+    )
+    report.check(
+        sum(1 for seen in ran.values() if any(source == "people" for _, source, _ in seen)) >= 2,
+        "sources: the mapped calls were served by more than one replica",
+        {service: len(seen) for service, seen in ran.items()},
     )
 
 

@@ -355,7 +355,9 @@ def _check_calls(url: str, issuer: Any, report: Checks) -> None:
 
     listed = modern(url, ann, "tools/list", {})
     tools = listed.body.get("result", {}).get("tools", []) if isinstance(listed.body, dict) else []
-    schema = next((t.get("inputSchema", {}) for t in tools if t.get("name") == "read_only_sql"), {})
+    schema: dict[str, Any] = next(
+        (t.get("inputSchema", {}) for t in tools if t.get("name") == "read_only_sql"), {}
+    )
     offered = schema.get("properties", {}).get("source", {}).get("enum")
     report.check(
         offered == ["people", "ops"],

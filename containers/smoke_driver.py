@@ -1,6 +1,6 @@
 """Runtime half of containers/smoke.sh: drive the built image and check the hardened profile for real.
 
-Standard library only (it runs on the host's python3), except the HTTP part. Four parts (`--parts`):
+Standard library only (it runs on the host's python3), except the HTTP parts. Five parts (`--parts`):
 
 1. probe   `podman run` with the full profile and python as the entrypoint: identity, read-only root
            and venv, writable but noexec /tmp, no pip / package manager / compiler / setuid file, no
@@ -11,7 +11,9 @@ Standard library only (it runs on the host's python3), except the HTTP part. Fou
            stop (exit 0 within the drain grace);
 3. http    with --http-project: the compose stack of compose.http.yaml and `run.sh http`, driven
            through their published ports (containers/smoke_http.py; it needs the project's venv);
-4. report  one line per check, then "smoke: N passed, N failed"; exit status 1 on any failure.
+4. sources with --http-project: the same stack again with a configuration file of two sources, one
+           with an identity map, the other's role refused by the audit (containers/smoke_sources.py);
+5. report  one line per check, then "smoke: N passed, N failed"; exit status 1 on any failure.
 """
 
 # A test driver: it runs the container engine by design and probes /tmp inside the container.
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import smoke_http  # containers/smoke_http.py, beside this file
+import smoke_sources  # containers/smoke_sources.py, beside this file
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -620,7 +623,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="run the HTTP stack (compose.http.yaml) and run.sh http under this compose project name",
     )
     parser.add_argument(
-        "--parts", default="probe,stdio,http", help="comma-separated: probe, stdio, http (default: all)"
+        "--parts",
+        default="probe,stdio,http,sources",
+        help="comma-separated: probe, stdio, http, sources (default: all)",
     )
     parser.add_argument("profile", nargs=argparse.REMAINDER, help="-- then the run profile flags")
     args = parser.parse_args(argv)
@@ -680,6 +685,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             ):
                 assert sql is not None
                 smoke_http.run_stack(
+                    args.engine,
+                    args.compose,
+                    args.image,
+                    data,
+                    args.work,
+                    smoke_http.database_of(*sql),
+                    args.http_project,
+                    report,
+                )
+            if (
+                "sources" in parts
+                and args.http_project
+                and report.check(
+                    sql is not None and bool(args.compose),
+                    "sources: the demo database and podman-compose are there to run it",
+                )
+            ):
+                assert sql is not None
+                smoke_sources.run_sources_stack(
                     args.engine,
                     args.compose,
                     args.image,

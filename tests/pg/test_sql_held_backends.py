@@ -1,0 +1,136 @@
+"""A backend that outlives its call keeps counting against the server's connections (issue 51;
+docs/tools/read_only_sql.md, "What still stops late" and "The connection arithmetic").
+
+`@>` between two large arrays is quadratic and PostgreSQL does not look at the statement timeout
+inside it, so the backend runs on long after the call's deadline has answered the caller. Were its
+connection dropped then, the pool would open another beside it, and a handful of such calls would
+fill the role's CONNECTION LIMIT and refuse every other call. Through the real server (stdio) with a
+pool of 2: the login role's backends, sampled while the stuck ones run, never pass the pool plus the
+audit's one, no call is refused for want of a connection, and once PostgreSQL is done the same
+client is served on the connections it got back.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import psycopg
+import pytest
+
+from mcp_suite.demo.cluster import Cluster
+from mcp_suite.demo.seed import READER_USER
+from tests.support.client import ServerProcess, problem_of
+
+pytestmark = [pytest.mark.pg, pytest.mark.e2e]
+
+POOL = 2
+# Quadratic in N, and uninterruptible: a few seconds to tens of seconds past the 0.5 s timeout here.
+N = 100_000
+STUCK = (
+    f"SELECT array(SELECT g FROM generate_series(1, {N}) AS g)"
+    f" @> array(SELECT g FROM generate_series(1, {N}) AS g) AS contained"
+)
+ENV = {
+    "MCP_METRICS_ENABLED": "false",
+    "MCP_SQL_POOL_MAX_SIZE": str(POOL),
+    "MCP_SQL_POOL_MIN_SIZE": "1",
+    "MCP_SQL_STATEMENT_TIMEOUT_MS": "500",
+    "MCP_SQL_CANCEL_GRACE_S": "0.5",
+    "MCP_SQL_CONNECT_TIMEOUT_S": "1",
+    "MCP_CALL_DEADLINE_S": "3",
+}
+
+
+class _Backends:
+    """Samples, every 50 ms on an admin connection, how many client backends the login role has."""
+
+    def __init__(self, admin_dsn: str) -> None:
+        self._admin_dsn = admin_dsn
+        self._stop = threading.Event()
+        self.most = 0
+        self.samples = 0
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> _Backends:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _sample(self) -> None:
+        with psycopg.connect(self._admin_dsn, autocommit=True) as admin:
+            while not self._stop.is_set():
+                row = admin.execute(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE usename = %s AND backend_type = 'client backend'",
+                    (READER_USER,),
+                ).fetchone()
+                self.most = max(self.most, int(row[0]) if row else 0)
+                self.samples += 1
+                self._stop.wait(0.05)
+
+
+def _still_running(admin: psycopg.Connection[Any]) -> int:
+    # The query runs in its FETCH (the DECLARE only plans it): that is the statement shown.
+    row = admin.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE usename = %s AND state = 'active'"
+        " AND query LIKE 'FETCH%%mcp_suite_query%%'",
+        (READER_USER,),
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _not_starved(result: dict[str, Any]) -> None:
+    """Served, or refused for its own time (its deadline): never for want of a database connection."""
+    if result.get("isError") is not True:
+        return
+    problem = problem_of(result)
+    assert problem["type"].endswith("execution-timeout"), json.dumps(problem)
+
+
+def test_backends_that_outlive_their_calls_keep_their_slots_so_the_role_limit_is_never_passed(
+    demo_cluster: Cluster,
+) -> None:
+    with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
+        row = admin.execute("SELECT rolconnlimit FROM pg_roles WHERE rolname = %s", (READER_USER,)).fetchone()
+        assert row is not None
+        limit_before = int(row[0])
+        # The role guide's arithmetic (the pool and the audit's connection) and one spare, so a
+        # server that let a backend outlive its connection shows in the count before the limit.
+        admin.execute(f'ALTER ROLE "{READER_USER}" CONNECTION LIMIT {POOL + 2}'.encode())
+        try:
+            with (
+                _Backends(demo_cluster.admin_dsn) as backends,
+                ServerProcess(env={**ENV, "MCP_SQL_DSN": demo_cluster.reader_dsn}) as server,
+            ):
+                server.initialize()
+                warm = server.call_tool("read_only_sql", {"sql": "SELECT 41 + 1 AS n"}, timeout=60)
+                assert warm.get("isError") is not True, json.dumps(warm)
+                ids = [
+                    server.send_request("tools/call", {"name": "read_only_sql", "arguments": {"sql": STUCK}})
+                    for _ in range(POOL + 2)
+                ]
+                stuck = [server.response(i, timeout=60)["result"] for i in ids]
+                # The premise: PostgreSQL still runs them after every call has been answered.
+                assert _still_running(admin) > 0, server.stderr_text()
+                after = server.call_tool("read_only_sql", {"sql": "SELECT 41 + 1 AS n"}, timeout=60)
+                ends = time.monotonic() + 180
+                while _still_running(admin) and time.monotonic() < ends:
+                    time.sleep(0.2)
+                assert _still_running(admin) == 0
+                served = server.call_tool("read_only_sql", {"sql": "SELECT 41 + 1 AS n"}, timeout=60)
+                assert server.stop() == 0
+        finally:
+            admin.execute(f'ALTER ROLE "{READER_USER}" CONNECTION LIMIT {limit_before}'.encode())
+    assert backends.samples > 10
+    assert backends.most <= POOL + 1, backends.most
+    for result in [*stuck, after]:
+        _not_starved(result)
+    assert served.get("isError") is not True, json.dumps(served)
+    assert served["structuredContent"]["rows"] == [[42]]
+    assert "PostgreSQL is not interrupting its work" in server.stderr_text()

@@ -7,7 +7,8 @@ connection dropped then, the pool would open another beside it, and a handful of
 fill the role's CONNECTION LIMIT and refuse every other call. Through the real server (stdio) with a
 pool of 2: the login role's backends, sampled while the stuck ones run, never pass the pool plus the
 audit's one, no call is refused for want of a connection, and once PostgreSQL is done the same
-client is served on the connections it got back.
+client is served on the connections it got back. A held connection is given up only when it breaks:
+its TCP keepalives find a silent peer within a few connect timeouts, unless the DSN says otherwise.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pytest
 from mcp_suite.demo.cluster import Cluster
 from mcp_suite.demo.seed import READER_USER
 from tests.support.client import ServerProcess, problem_of
+from tests.support.pg import open_executor
 
 pytestmark = [pytest.mark.pg, pytest.mark.e2e]
 
@@ -134,3 +136,31 @@ def test_backends_that_outlive_their_calls_keep_their_slots_so_the_role_limit_is
     assert served.get("isError") is not True, json.dumps(served)
     assert served["structuredContent"]["rows"] == [[42]]
     assert "PostgreSQL is not interrupting its work" in server.stderr_text()
+
+
+def _liveness(dsn: str) -> dict[str, str]:
+    executor = open_executor(dsn, sql_connect_timeout_s=2.0)
+    try:
+        with executor.connections.connection(timeout=30) as conn:
+            parameters = conn.info.get_parameters()
+    finally:
+        executor.close()
+    names = ("keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout")
+    return {name: parameters[name] for name in names if name in parameters}
+
+
+def test_a_held_connection_finds_a_silent_peer_through_its_keepalives_unless_the_dsn_sets_them(
+    demo_cluster: Cluster,
+) -> None:
+    # libpq's own default waits two hours of silence before its first probe.
+    assert _liveness(demo_cluster.reader_dsn) == {
+        "keepalives": "1",
+        "keepalives_idle": "2",
+        "keepalives_interval": "2",
+        "keepalives_count": "3",
+        "tcp_user_timeout": "8000",
+    }
+    own = _liveness(f"{demo_cluster.reader_dsn} keepalives_idle=60 tcp_user_timeout=0")
+    assert own["keepalives_idle"] == "60"
+    assert own.get("tcp_user_timeout", "0") == "0"
+    assert own["keepalives_interval"] == "2"

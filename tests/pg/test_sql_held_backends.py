@@ -13,17 +13,24 @@ its TCP keepalives find a silent peer within a few connect timeouts, unless the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
+import httpx2
 import psycopg
 import pytest
+import trio
 
 from mcp_suite.demo.cluster import Cluster
 from mcp_suite.demo.seed import READER_USER
+from mcp_suite.protocol.mcp import MODERN_VERSION
 from tests.support.client import ServerProcess, problem_of
+from tests.support.http_server import open_http_server
+from tests.support.issuer import open_issuer
 from tests.support.pg import open_executor
 
 pytestmark = [pytest.mark.pg, pytest.mark.e2e]
@@ -87,6 +94,17 @@ def _still_running(admin: psycopg.Connection[Any]) -> int:
     return int(row[0]) if row else 0
 
 
+@contextlib.contextmanager
+def _role_limit(admin: psycopg.Connection[Any], limit: int) -> Iterator[None]:
+    row = admin.execute("SELECT rolconnlimit FROM pg_roles WHERE rolname = %s", (READER_USER,)).fetchone()
+    assert row is not None
+    admin.execute(f'ALTER ROLE "{READER_USER}" CONNECTION LIMIT {limit}'.encode())
+    try:
+        yield
+    finally:
+        admin.execute(f'ALTER ROLE "{READER_USER}" CONNECTION LIMIT {int(row[0])}'.encode())
+
+
 def _not_starved(result: dict[str, Any]) -> None:
     """Served, or refused for its own time (its deadline): never for want of a database connection."""
     if result.get("isError") is not True:
@@ -98,37 +116,31 @@ def _not_starved(result: dict[str, Any]) -> None:
 def test_backends_that_outlive_their_calls_keep_their_slots_so_the_role_limit_is_never_passed(
     demo_cluster: Cluster,
 ) -> None:
-    with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
-        row = admin.execute("SELECT rolconnlimit FROM pg_roles WHERE rolname = %s", (READER_USER,)).fetchone()
-        assert row is not None
-        limit_before = int(row[0])
-        # The role guide's arithmetic (the pool and the audit's connection) and one spare, so a
-        # server that let a backend outlive its connection shows in the count before the limit.
-        admin.execute(f'ALTER ROLE "{READER_USER}" CONNECTION LIMIT {POOL + 2}'.encode())
-        try:
-            with (
-                _Backends(demo_cluster.admin_dsn) as backends,
-                ServerProcess(env={**ENV, "MCP_SQL_DSN": demo_cluster.reader_dsn}) as server,
-            ):
-                server.initialize()
-                warm = server.call_tool("read_only_sql", {"sql": "SELECT 41 + 1 AS n"}, timeout=60)
-                assert warm.get("isError") is not True, json.dumps(warm)
-                ids = [
-                    server.send_request("tools/call", {"name": "read_only_sql", "arguments": {"sql": STUCK}})
-                    for _ in range(POOL + 2)
-                ]
-                stuck = [server.response(i, timeout=60)["result"] for i in ids]
-                # The premise: PostgreSQL still runs them after every call has been answered.
-                assert _still_running(admin) > 0, server.stderr_text()
-                after = server.call_tool("read_only_sql", {"sql": "SELECT 41 + 1 AS n"}, timeout=60)
-                ends = time.monotonic() + 180
-                while _still_running(admin) and time.monotonic() < ends:
-                    time.sleep(0.2)
-                assert _still_running(admin) == 0
-                served = server.call_tool("read_only_sql", {"sql": "SELECT 41 + 1 AS n"}, timeout=60)
-                assert server.stop() == 0
-        finally:
-            admin.execute(f'ALTER ROLE "{READER_USER}" CONNECTION LIMIT {limit_before}'.encode())
+    # The role guide's arithmetic (the pool and the audit's connection) and one spare, so a server
+    # that let a backend outlive its connection shows in the count before the limit.
+    with (
+        psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin,
+        _role_limit(admin, POOL + 2),
+        _Backends(demo_cluster.admin_dsn) as backends,
+        ServerProcess(env={**ENV, "MCP_SQL_DSN": demo_cluster.reader_dsn}) as server,
+    ):
+        server.initialize()
+        warm = server.call_tool("read_only_sql", {"sql": "SELECT 41 + 1 AS n"}, timeout=60)
+        assert warm.get("isError") is not True, json.dumps(warm)
+        ids = [
+            server.send_request("tools/call", {"name": "read_only_sql", "arguments": {"sql": STUCK}})
+            for _ in range(POOL + 2)
+        ]
+        stuck = [server.response(i, timeout=60)["result"] for i in ids]
+        # The premise: PostgreSQL still runs them after every call has been answered.
+        assert _still_running(admin) > 0, server.stderr_text()
+        after = server.call_tool("read_only_sql", {"sql": "SELECT 41 + 1 AS n"}, timeout=60)
+        ends = time.monotonic() + 180
+        while _still_running(admin) and time.monotonic() < ends:
+            time.sleep(0.2)
+        assert _still_running(admin) == 0
+        served = server.call_tool("read_only_sql", {"sql": "SELECT 41 + 1 AS n"}, timeout=60)
+        assert server.stop() == 0
     assert backends.samples > 10
     assert backends.most <= POOL + 1, backends.most
     for result in [*stuck, after]:
@@ -136,6 +148,66 @@ def test_backends_that_outlive_their_calls_keep_their_slots_so_the_role_limit_is
     assert served.get("isError") is not True, json.dumps(served)
     assert served["structuredContent"]["rows"] == [[42]]
     assert "PostgreSQL is not interrupting its work" in server.stderr_text()
+
+
+def _call(sql: str, token: str, request_id: int) -> dict[str, Any]:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": "read_only_sql", "arguments": {"sql": sql}, "_meta": meta},
+    }
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "MCP-Protocol-Version": MODERN_VERSION,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "read_only_sql",
+    }
+    return {"json": body, "headers": headers}
+
+
+async def test_one_caller_s_stuck_backends_leave_another_caller_served_over_http(
+    demo_cluster: Cluster,
+) -> None:
+    # Alice's share of the threads is one (a pool of two); each of her calls would leave a backend
+    # running were its connection given up, so Bob's call would find the role's slots full.
+    with (
+        psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin,
+        _role_limit(admin, POOL + 2),
+        open_issuer() as issuer,
+        open_http_server(issuer, {**ENV, "MCP_SQL_DSN": demo_cluster.reader_dsn}) as server,
+        _Backends(demo_cluster.admin_dsn) as backends,
+    ):
+        alice = issuer.token(server.url, sub="alice", scope="sql:read")
+        bob = issuer.token(server.url, sub="bob", scope="sql:read")
+        with trio.fail_after(240):
+            async with httpx2.AsyncClient(timeout=120) as http:
+                warm = await http.post(server.url, **_call("SELECT 1", bob, 0))
+                assert warm.json()["result"]["isError"] is False, warm.content
+                stuck: dict[int, dict[str, Any]] = {}
+
+                async def post(request_id: int) -> None:
+                    answer = await http.post(server.url, **_call(STUCK, alice, request_id))
+                    stuck[request_id] = answer.json()["result"]
+
+                async with trio.open_nursery() as nursery:
+                    for n in range(1, POOL + 3):
+                        nursery.start_soon(post, n)
+                assert await trio.to_thread.run_sync(_still_running, admin) > 0  # the premise
+                answered = await http.post(server.url, **_call("SELECT 41 + 1 AS n", bob, 100))
+                bob_answer = answered.json()["result"]
+                while await trio.to_thread.run_sync(_still_running, admin):
+                    await trio.sleep(0.2)
+    assert backends.samples > 10
+    assert backends.most <= POOL + 1, backends.most
+    for result in stuck.values():
+        _not_starved(result)
+    assert bob_answer.get("isError") is not True, json.dumps(bob_answer)
+    assert bob_answer["structuredContent"]["rows"] == [[42]]
 
 
 def _liveness(dsn: str) -> dict[str, str]:

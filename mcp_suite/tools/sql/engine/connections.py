@@ -40,10 +40,10 @@ __all__ = [
     "PinnedConnection",
     "PoolStatistics",
     "SettingsNotPinnedError",
+    "liveness_options",
     "pinned_settings",
     "refuse_unpinned",
     "reset_statements",
-    "liveness_options",
     "session_role_changed",
     "shrink_period_s",
 ]

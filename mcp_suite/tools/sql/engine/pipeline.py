@@ -94,9 +94,10 @@ def _overdue(timeout_s: float) -> float:
     """The exchange outlived `timeout_s`: PostgreSQL has not stopped the statement at its timeout
     (work it does not interrupt). Say so once; from now on wait without a bound (`math.inf`)."""
     log.warning(
-        "a query's backend has not answered %.1f s after its call started, past the statement"
-        " timeout: PostgreSQL is not interrupting its work. Its connection stays held (a database"
-        " thread and a pool slot) until the backend answers, or the connection breaks",
+        "a query's backend has not answered %.1f s after the call's statements were sent, past"
+        " the statement timeout: PostgreSQL is not interrupting its work. Its connection stays"
+        " held (a database thread and a pool slot) until the backend answers, or the connection"
+        " breaks",
         timeout_s,
     )
     return math.inf

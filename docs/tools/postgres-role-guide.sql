@@ -36,10 +36,10 @@ SELECT pg_catalog.current_database() AS database \gset
 --    whatever else logs in as this role (a DBA's psql counts too). The audit's connection is what
 --    keeps it auditing when the other slots are full; if it is lost and cannot be opened again,
 --    the SQL tools stop serving after two MCP_SQL_REAUDIT_INTERVAL_S, until an audit passes.
---    A call whose work PostgreSQL cannot interrupt keeps its backend (and its slot) after the call
---    has ended while the pool opens another: the policy refuses such work (XML, libxml2) unless
---    MCP_SQL_ALLOW_XML is set; with it, add one slot per call you accept to have stuck at once
---    (docs/tools/read_only_sql.md, "Work that cannot be stopped").
+--    That holds whatever the calls do: a backend whose work PostgreSQL cannot interrupt (an XPath
+--    with MCP_SQL_ALLOW_XML, a quadratic array @>) keeps its connection and its pool slot until
+--    it ends, so the server never opens another beside it; only a connection broken by the network
+--    is given up (docs/tools/read_only_sql.md, "Work that cannot be stopped").
 --    Made once per cluster (roles are the cluster's); run again, the attributes are set again.
 SELECT pg_catalog.format('CREATE ROLE %I', :'reader')
 WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = :'reader') \gexec

@@ -40,6 +40,7 @@ __all__ = [
     "PinnedConnection",
     "PoolStatistics",
     "SettingsNotPinnedError",
+    "liveness_options",
     "pinned_settings",
     "refuse_unpinned",
     "reset_statements",
@@ -149,6 +150,33 @@ def _pin_check(pin: str) -> bytes:
     (Comparing every pinned setting's value instead cost about 80 µs a call, as much as setting
     them: bench/bench_sql.py, docs/performance.md.)"""
     return f"SELECT pg_catalog.current_setting('{pin}')::pg_catalog.int4".encode()
+
+
+# Keepalive probes unanswered before a silent peer counts as gone (libpq's keepalives_count).
+_KEEPALIVE_PROBES: Final = 3
+
+
+def liveness_options(settings: Settings, dsn: str) -> dict[str, int]:
+    """libpq's TCP liveness options for the pool's connections, those the DSN does not set itself.
+
+    A call whose backend outlives its statement timeout keeps its connection until PostgreSQL
+    answers (`pipeline.run_pipeline`): only a broken connection frees it sooner. So a peer gone
+    silent (a partition, a host that died) must break it: a keepalive probe after
+    `MCP_SQL_CONNECT_TIMEOUT_S` idle, then one per that interval, three unanswered and the kernel
+    closes it; `tcp_user_timeout` bounds data sent but not acknowledged the same way. About four
+    connect timeouts in all (20 s by default). libpq ignores them on a Unix socket (nothing to
+    partition there). libpq's own default waits two hours before its first probe.
+    """
+    every = connect_timeout(settings.sql_connect_timeout_s)
+    options = {
+        "keepalives": 1,
+        "keepalives_idle": every,
+        "keepalives_interval": every,
+        "keepalives_count": _KEEPALIVE_PROBES,
+        "tcp_user_timeout": every * (1 + _KEEPALIVE_PROBES) * 1000,
+    }
+    given = conninfo_to_dict(dsn)
+    return {name: value for name, value in options.items() if name not in given}
 
 
 def _idle_in_tx_ms(settings: Settings) -> int:
@@ -270,6 +298,7 @@ class Connections:
             "connect_timeout": connect_timeout(settings.sql_connect_timeout_s),
             # The DBA's handle in pg_stat_activity; an application_name in the DSN wins.
             "fallback_application_name": APPLICATION_NAME,
+            **liveness_options(settings, dsn),
         }
         self._pool: ConnectionPool[PinnedConnection] = ConnectionPool(
             dsn,

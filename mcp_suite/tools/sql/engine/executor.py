@@ -187,8 +187,10 @@ class Executor:
         # behind one (`Connections` sets them once per direct connection).
         self._set_local = pinned_settings(settings, dsn, local=True, login_check=True)
         self._direct = settings.sql_pooler == "none"
-        # The whole exchange of one call: the statement timeout, plus time for the server to
-        # notice it, plus a connect timeout's worth of network slack.
+        # When one call's exchange is overdue (logged; `run_pipeline`): the statement timeout, plus
+        # time for the server to notice it, plus a connect timeout's worth of network slack. Past
+        # it the connection is still held until PostgreSQL answers: a backend that outlives its
+        # call keeps counting against the pool (docs/tools/read_only_sql.md, "What still stops late").
         self._exchange_timeout_s = (
             self._timeout_ms / 1000 + settings.sql_cancel_grace_s + settings.sql_connect_timeout_s
         )

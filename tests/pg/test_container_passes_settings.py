@@ -68,6 +68,9 @@ def _config(cluster: Cluster, tmp_path: Path) -> Path:
     options = conninfo_to_dict(cluster.reader_dsn)
     secret = tmp_path / "shop.password"
     secret.write_text(str(options.pop("password")) + "\n")
+    secret.chmod(0o600)  # libpq's rule for a password file: its owner's alone
+    if os.geteuid() == 0:  # a rootful engine: inside, the owner is the container's user
+        os.chown(secret, 10001, 10001)
     dsn = make_conninfo(**{k: str(v) for k, v in options.items()})
     path = tmp_path / "sources.toml"
     path.write_text(

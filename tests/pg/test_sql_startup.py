@@ -1,7 +1,9 @@
 """What opening `read_only_sql` does before `initialize` is answered: the role audit and nothing more.
 
-The executor module, psycopg_pool, the pool's threads and connections, and the SQL policy's parsers
-wait for the warm-up after the handshake (or the first call); the warm-up then builds them once.
+The audit judges the bodies of the views and functions the role reaches with the SQL policy's
+parsers (issue 51), so they load with it. The executor module, psycopg_pool, the pool's threads and
+connections, and the argument models wait for the warm-up after the handshake (or the first call);
+the warm-up then builds them once.
 """
 
 from __future__ import annotations
@@ -53,8 +55,8 @@ def test_opening_the_tool_audits_only_and_the_warm_up_builds_the_rest(demo_clust
     assert out == [
         "mcp_suite.tools.sql.engine.executor False",
         "psycopg_pool False",
-        "sqlglot False",
-        "pglast False",
+        "sqlglot True",  # the audit's judgement of view definitions
+        "pglast True",  # and of function bodies
         "pydantic False",
         "threads []",
         "mcp_suite.tools.sql.engine.executor True",

@@ -201,6 +201,9 @@ def test_every_setting_and_the_configuration_file_with_its_password_files_go_int
 ) -> None:
     secret = tmp_path / "shop.password"
     secret.write_text("not-on-a-command-line\n")
+    secret.chmod(0o600)
+    if os.geteuid() == 0:  # a rootful engine: inside, the owner is the container's user
+        os.chown(secret, 10001, 10001)
     config = _config(tmp_path, str(secret))
     proc, argv = _run_stdio(
         tmp_path,
@@ -265,15 +268,28 @@ def test_a_configuration_file_the_container_s_user_cannot_read_is_refused_in_one
     secret = tmp_path / "shop.password"
     secret.write_text("x\n")
     config = _config(tmp_path, str(secret))
-    secret.chmod(0o600)  # the host's root alone: the container's user 10001 could not read it
+    config.chmod(0o600)  # the host's root alone: the container's user 10001 could not read it
     proc, argv = _run_stdio(tmp_path, MCP_SKIP_BUILD="1", MCP_CONFIG=str(config))
     assert proc.returncode == 78
     assert proc.stderr.splitlines() == [
-        f"run-container: {secret} cannot be read by the container's user 10001: chgrp 10001 it and chmod g+r"
+        f"run-container: {config} cannot be read by the container's user 10001: chgrp 10001 it and chmod g+r"
         " (mode 0640), or chown 10001 it"
     ]
     assert argv == []
+    os.chown(config, 0, 10001)
+    config.chmod(0o640)
+    # A password file readable by the container's group is refused all the same: the server takes
+    # one its owner alone may read (as libpq does), and inside, that owner must be 10001.
     os.chown(secret, 0, 10001)
     secret.chmod(0o640)
+    proc, argv = _run_stdio(tmp_path, MCP_SKIP_BUILD="1", MCP_CONFIG=str(config))
+    assert proc.returncode == 78
+    assert proc.stderr.splitlines() == [
+        f"run-container: the password file {secret} must be the container's user's alone: chown 10001 it"
+        " and chmod 600 it"
+    ]
+    assert argv == []
+    os.chown(secret, 10001, 10001)
+    secret.chmod(0o600)
     proc, argv = _run_stdio(tmp_path, MCP_SKIP_BUILD="1", MCP_CONFIG=str(config))
     assert proc.returncode == 0, proc.stderr

@@ -265,6 +265,7 @@ class HttpExchange:
         "_ready",
         "_scopes_served",
         "_sessions",
+        "_deleted",
         "_source_conditions",
         "_unread",
         "_unread_total",
@@ -294,6 +295,10 @@ class HttpExchange:
         self._audit_room = audit_room
         self._source_conditions = sources
         self._sessions: dict[str, _Session] = {}
+        # The ids of the sessions their clients ended with DELETE (oldest first, as many as
+        # sessions may be open): never resumed, so a terminated session is 404 as the transport
+        # requires of one the server ended; an id that merely expired or made room is resumed.
+        self._deleted: dict[str, None] = {}
         self._in_progress: dict[str, int] = {}
         # Answer bytes being written, by caller and in all (`HttpRequest.sending`).
         self._unread: dict[str, int] = {}
@@ -607,7 +612,12 @@ class HttpRequest:
         session = self._exchange._sessions.get(session_id)
         if session is None or session.subject != identity.subject:
             return _refusal(HttpNotFoundError, "no such session", log=self._where)
-        return Reply(204, cancel=self._exchange._end_session(session_id))
+        exchange = self._exchange
+        deleted = exchange._deleted
+        deleted[session_id] = None
+        if len(deleted) > exchange.settings.http_max_sessions:
+            del deleted[next(iter(deleted))]
+        return Reply(204, cancel=exchange._end_session(session_id))
 
     # -- the body --------------------------------------------------------------------------------
 
@@ -673,15 +683,16 @@ class HttpRequest:
         return Reply(202, cancel=withdrawn)  # a notification (or a client's response): accepted
 
     def _named_session(self, session_id: str, identity: Identity, now: float) -> _Session | Reply:
-        """The session a legacy request names: another caller's is 404; an unknown or expired one is
-        resumed for this caller (`_resume`); a version header not the session's, 400."""
+        """The session a legacy request names: another caller's is 404, and so is one its client
+        ended with DELETE; an unknown or expired one is resumed for this caller (`_resume`); a
+        version header not the session's, 400."""
         exchange = self._exchange
         session = exchange._sessions.get(session_id)
         cancel: tuple[CallRef, ...] = ()
         if session is not None and now - session.last_used > exchange.settings.http_session_idle_s:
             cancel = exchange._end_session(session_id)
             session = None
-        if session is None and not cancel:
+        if session is None and not cancel and session_id not in exchange._deleted:
             return self._resume(session_id, identity, now)
         if session is None or session.subject != identity.subject:
             return _refusal(

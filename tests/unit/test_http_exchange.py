@@ -757,6 +757,26 @@ def test_delete_ends_the_caller_s_own_session_and_cancels_its_calls() -> None:
     ended = delete({"mcp-session-id": session_id}, ALICE)
     assert (ended.status, ended.body, ended.cancel) == (204, b"", ((session_id, ("i", 4)),))
     assert server.statistics().sessions == 0
+    # A session its client ended is 404 from then on: never resumed, as one that expired is.
+    refused(post(server, frame("tools/list"), in_session(session_id), ALICE, 102), 404, "not-found")
+    assert server.statistics().sessions == 0
+
+
+def test_the_sessions_ended_by_delete_are_remembered_as_many_as_sessions_may_be_open() -> None:
+    server = exchange(settings=dataclasses.replace(SETTINGS, http_max_sessions=2))
+    ids = [open_session(server, ALICE, 100 + n) for n in range(2)]
+    for session_id in ids:
+        req = request(server, in_session(session_id), method="DELETE")
+        assert reply_of(req.authenticated(ALICE, 103)).status == 204
+        req.finished()
+    third = open_session(server, ALICE, 104)
+    req = request(server, in_session(third), method="DELETE")
+    assert reply_of(req.authenticated(ALICE, 105)).status == 204
+    req.finished()
+    # The oldest was forgotten to remember the third: it is resumed; the other two are 404.
+    assert reply_of(post(server, frame("tools/list"), in_session(ids[0]), ALICE, 106)).status == 200
+    for session_id in (ids[1], third):
+        refused(post(server, frame("tools/list"), in_session(session_id), ALICE, 107), 404, "not-found")
 
 
 # -- the status table --------------------------------------------------------------------------------

@@ -255,6 +255,7 @@ class HttpExchange:
 
     __slots__ = (
         "_audit_room",
+        "_deleted",
         "_grants",
         "_in_progress",
         "_logged_paths",
@@ -265,7 +266,6 @@ class HttpExchange:
         "_ready",
         "_scopes_served",
         "_sessions",
-        "_deleted",
         "_source_conditions",
         "_unread",
         "_unread_total",

@@ -52,8 +52,7 @@ FAMILIES = {
     "geometric": f"SELECT sum(area(box(point(g, g), point(g + 1, g + 1)))) FROM {SERIES}",
     "ranges": f"SELECT count(*) FROM {SERIES} WHERE int4range(g, g + 10) && int4range(5, 6)",
     "json": (
-        f"SELECT count(*) FROM {SERIES} "
-        "WHERE jsonb_build_object('g', g, 'a', ARRAY[g]) @> '{\"g\": 0}'"
+        f"SELECT count(*) FROM {SERIES} WHERE jsonb_build_object('g', g, 'a', ARRAY[g]) @> '{{\"g\": 0}}'"
     ),
     "json paths": (
         "SELECT jsonb_path_query_array(j, 'strict $[*] ? (@ == $[*])') "

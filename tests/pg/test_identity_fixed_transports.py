@@ -50,10 +50,13 @@ from tests.support.identity_attacks import (
     install_attacks,
 )
 from tests.support.issuer import TestIssuer, open_issuer
+from tests.support.reaudit import drop_event_trigger
 
 pytestmark = [pytest.mark.pg, pytest.mark.e2e]
 
 ANN = {"sub": "ann", "groups": ["red"], "team": "north"}
+BO = {"sub": "bo", "groups": ["blue"], "team": "south"}
+LONG_REAUDIT = "reaudit_interval_s = 60"  # the longest allowed: far beyond the test
 WITHHELD = "[value withheld: not in the query's text]"
 WHO = "SELECT current_user"
 
@@ -65,14 +68,21 @@ def issuer() -> Iterator[TestIssuer]:
 
 
 @pytest.fixture
-def admin(demo_cluster: Cluster) -> Iterator[psycopg.Connection[Any]]:
+def bare(demo_cluster: Cluster) -> Iterator[psycopg.Connection[Any]]:
+    """The people's database without the planted helpers (a test plants them when it says so)."""
     with people(demo_cluster) as conn:
-        install_attacks(conn)
+        drop_event_trigger(conn)  # no re-audit on DDL: a change is seen at the next interval only
         try:
             yield conn
         finally:
             conn.execute(f"ALTER ROLE {LOGIN} RESET ALL".encode())
             drop_super(conn)
+
+
+@pytest.fixture
+def admin(bare: psycopg.Connection[Any]) -> psycopg.Connection[Any]:
+    install_attacks(bare)
+    return bare
 
 
 @contextlib.contextmanager
@@ -118,14 +128,19 @@ async def _problem(client: Client, tool: str, arguments: dict[str, Any]) -> dict
 
 @pytest.mark.parametrize("via", ["direct", "pgbouncer"])
 async def test_over_http_a_helper_that_switches_the_claims_gets_no_row_and_no_value_leaks_in_errors(
-    via: str, tmp_path: Path, issuer: TestIssuer, demo_cluster: Cluster, admin: psycopg.Connection[Any]
+    via: str, tmp_path: Path, issuer: TestIssuer, demo_cluster: Cluster, bare: psycopg.Connection[Any]
 ) -> None:
+    # The window the per-call check exists for: the helpers are planted after the audit passed and
+    # before the next re-audit (a minute away, the longest interval, and no event trigger asks for one sooner).
     with _dsn(demo_cluster, via) as (dsn, extra):
-        config = sources_file(tmp_path / "sources.toml", dsn, extra=extra)
+        config = sources_file(tmp_path / "sources.toml", dsn, extra=f"{extra}\n{LONG_REAUDIT}")
         with open_http_server(issuer, _env(config)) as server, trio.fail_after(60):
             async with _client(server, issuer, ANN) as ann:
+                first = await ann.call_tool("read_only_sql", {"sql": NOTES_SQL})
+                assert first.is_error is False, first.content
+                install_attacks(bare)
                 switched = await _problem(ann, "read_only_sql", {"sql": CLAIM_AS_SQL})
-                assert switched["type"] == "urn:mcp-suite:problem:query-violation"
+                assert switched["type"] == "urn:mcp-suite:problem:query-violation", switched
                 assert switched["metadata"]["finding"] == "identity-changed"
                 assert "bo: only" not in json.dumps(switched)
                 for tool, arguments in (
@@ -139,6 +154,20 @@ async def test_over_http_a_helper_that_switches_the_claims_gets_no_row_and_no_va
                 rows = await ann.call_tool("read_only_sql", {"sql": NOTES_SQL})  # still ann, and only ann
                 assert rows.structured_content is not None
                 assert rows.structured_content["rows"] == [["ann", "ann: first"], ["ann", "ann: second"]]
+
+
+async def test_over_http_the_audit_refuses_the_role_given_the_claim_switching_helper_at_start_up(
+    tmp_path: Path, issuer: TestIssuer, demo_cluster: Cluster, admin: psycopg.Connection[Any]
+) -> None:
+    # The same helper, there before the server starts: red, which may execute it, is refused.
+    config = sources_file(tmp_path / "sources.toml", login_dsn(demo_cluster))
+    with open_http_server(issuer, _env(config)) as server, trio.fail_after(60):
+        async with _client(server, issuer, ANN) as ann:
+            refused = await _problem(ann, "read_only_sql", {"sql": CLAIM_AS_SQL})
+            assert refused["type"] == "urn:mcp-suite:problem:role-refused", refused
+            assert RED in refused["detail"], refused["detail"]
+            assert "function-body" in refused["metadata"]["findings"], refused
+            assert "bo: only" not in json.dumps(refused)
 
 
 @pytest.mark.parametrize("via", ["direct", "pgbouncer"])

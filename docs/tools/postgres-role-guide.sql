@@ -205,9 +205,10 @@ GRANT CONNECT ON DATABASE :"database" TO :"login";
 --     calls set_config('role', ...)), so the audit follows every membership from the login role: a
 --     mapped role must itself be a member of no role the map does not name, and none it reaches may
 --     be a superuser, BYPASSRLS, CREATEROLE, REPLICATION or a predefined pg_* role (pg_read_all_data,
---     pg_read_all_stats, pg_monitor, ...), whatever the map says. And no function may carry
---     `SET role`, `SET session_authorization` or `SET request.jwt.*` (ALTER FUNCTION ... SET): its
---     body would run as another role or person.
+--     pg_read_all_stats, pg_monitor, ...), whatever the map says. And no function the login role
+--     or a mapped role may execute may carry `SET role`, `SET session_authorization` or
+--     `SET request.jwt.*` (ALTER FUNCTION ... SET): its body would run as another role or person
+--     (the audit's function-config finding).
 SELECT pg_catalog.format('CREATE ROLE %I NOLOGIN NOINHERIT', name)
 FROM (VALUES ('mcp_sales'), ('mcp_support')) AS mapped (name)
 WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = name) \gexec

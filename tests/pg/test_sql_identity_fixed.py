@@ -92,10 +92,19 @@ def _run(
     return executor.run_vetted(vetted, max_rows=max_rows, ticket=ticket, role=role, explain=explain).rows
 
 
+def _findings(demo_cluster: Cluster) -> list[Finding]:
+    """Every refusal of the audit: the login role's and each mapped role's (`role` names it)."""
+    return refusals(audit_dsn(_dsn(demo_cluster), connect_timeout_s=5, roles=(RED, BLUE)))
+
+
+def _config_findings(demo_cluster: Cluster) -> list[Finding]:
+    """The audit's refusals of functions declared with a SET that changes who a call is."""
+    return [f for f in _findings(demo_cluster) if f.capability == "function-config"]
+
+
 def _login_findings(demo_cluster: Cluster) -> list[Finding]:
     """The refusals that stop every call (the login role's), not one mapped role's."""
-    found = refusals(audit_dsn(_dsn(demo_cluster), connect_timeout_s=5, roles=(RED, BLUE)))
-    return [f for f in found if not f.role]
+    return [f for f in _findings(demo_cluster) if not f.role]
 
 
 # --- what runs cannot change who the call is -------------------------------------------------
@@ -195,16 +204,19 @@ def test_the_audit_names_a_role_setting_of_the_login_role_and_names_the_login_ro
     assert findings[0].fix == f'ALTER ROLE "{LOGIN}" RESET role;'
 
 
-def test_the_audit_refuses_a_function_declared_with_set_role_for_every_role(
+def test_the_audit_refuses_a_function_declared_with_set_role_for_the_mapped_role_that_may_execute_it(
     demo_cluster: Cluster, admin: psycopg.Connection[Any]
 ) -> None:
+    # red may execute blue_secrets(); declared SET role = blue, a call of red's would read as blue.
+    # (The other planted helpers, which call set_config, are red's findings already.)
+    assert _config_findings(demo_cluster) == []
     admin.execute(f"ALTER FUNCTION {READ_AS_BLUE_SQL} SET role = {BLUE}".encode())
-    findings = _login_findings(demo_cluster)
-    assert [f.capability for f in findings] == ["identity-function"]
+    findings = _config_findings(demo_cluster)
+    assert [f.role for f in findings] == [RED]
     assert "mcp_people.blue_secrets()" in findings[0].problem
     admin.execute(f"ALTER FUNCTION {READ_AS_BLUE_SQL} RESET role".encode())
     admin.execute(f'ALTER FUNCTION {READ_AS_BLUE_SQL} SET request.jwt.claims = \'{{"sub": "bo"}}\''.encode())
-    assert [f.capability for f in _login_findings(demo_cluster)] == ["identity-function"]
+    assert [f.role for f in _config_findings(demo_cluster)] == [RED]
 
 
 @pytest.mark.parametrize("granted", [SUPER, "pg_read_all_data", "pg_read_all_stats"])

@@ -2,10 +2,11 @@
 
 And who a session is (issue 51): no setting makes a new session start as another role
 (`session_findings`, for every login role); the login role's reach, followed through every
-membership, holds mapped roles only and none that is privileged (`reach_closure_findings`); no
-function switches the role or the claims while it runs (`identity_function_findings`). Each is the
-login role's finding (every call stops): any call's code can switch to whatever the login role
-reaches (an invoker helper calling `set_config('role', ...)`), so none stops one role only.
+membership, holds mapped roles only and none that is privileged (`reach_closure_findings`). Each
+is the login role's finding (every call stops): any call's code can switch to whatever the login
+role reaches (an invoker helper calling `set_config('role', ...)`), so none stops one role only. A
+function declared to switch the role or the claims while it runs is `bodies.py`'s finding
+(`function-config`), for every audited role that may execute it.
 
 With identity mapping on, every call switches to a mapped role (`SET LOCAL ROLE`), so the DSN's own
 role must be able to do nothing by itself: NOINHERIT (none of the mapped roles' privileges are its
@@ -24,7 +25,6 @@ from mcp_suite.tools.sql.engine.role_audit.finding import MAX_LISTED, Finding, l
 from mcp_suite.tools.sql.engine.role_audit.subject import Subject, ident
 
 __all__ = [
-    "identity_function_findings",
     "login_findings",
     "reach_closure_findings",
     "reachable_roles",
@@ -114,7 +114,6 @@ def login_findings(conn: psycopg.Connection[Any], subject: Subject) -> list[Find
         for role in sorted(subject.mapped - reachable)
     )
     findings.extend(reach_closure_findings(conn, subject))
-    findings.extend(identity_function_findings(conn, subject))
     return findings
 
 
@@ -222,36 +221,3 @@ def reach_closure_findings(conn: psycopg.Connection[Any], subject: Subject) -> l
                 )
             )
     return findings
-
-
-# Functions that change who runs while they run: `ALTER FUNCTION ... SET role = ...` (or
-# session_authorization) runs the body as another role the login role reaches, and a `SET` of the
-# claims runs it as another person. Any function of the database: a view or another function can
-# call it for the caller.
-_IDENTITY_FUNCTIONS_SQL: Final = (
-    "SELECT p.oid::pg_catalog.regprocedure::text, pg_catalog.pg_get_userbyid(p.proowner)::text,"
-    " pg_catalog.split_part(c, '=', 1)"
-    " FROM pg_catalog.pg_proc p CROSS JOIN LATERAL pg_catalog.unnest(p.proconfig) AS c"
-    " WHERE pg_catalog.split_part(c, '=', 1) = ANY (ARRAY['role', 'session_authorization'])"
-    " OR pg_catalog.starts_with(c, 'request.jwt.')"
-    " ORDER BY 1, 3"
-)
-
-
-def identity_function_findings(conn: psycopg.Connection[Any], subject: Subject) -> list[Finding]:
-    """Functions declared with a `SET` of the role, the session's user or the claims."""
-    rows = conn.execute(_IDENTITY_FUNCTIONS_SQL).fetchall()
-    named = [f"{function} (SET {setting}, owner {owner})" for function, owner, setting in rows]
-    if not named:
-        return []
-    return [
-        Finding(
-            "identity-function",
-            "functions change the role or the claims while they run, so a call that reaches them"
-            " reads as another role or person: " + listed(named),
-            " ".join(
-                f"ALTER FUNCTION {function} RESET {setting}; (as {owner})"
-                for function, owner, setting in rows[:MAX_LISTED]
-            ),
-        )
-    ]

@@ -530,9 +530,9 @@ async def test_a_legacy_session_lives_from_initialize_to_delete_and_belongs_to_i
             no_session = {"Authorization": f"Bearer {alice}"}
             assert_refused(await http.delete(server.url, headers=no_session), 400, "invalid-request")
             assert (await http.delete(server.url, headers=as_alice)).status_code == 204
-            # Ended; sent again by its own caller, the id is a session again, a fresh one (issue 53:
-            # a session the server no longer holds is resumed, never a dead end for an SDK client).
-            assert (await http.post(server.url, json=tools_list, headers=as_alice)).status_code == 200
+            # Ended by its client: 404 from then on, to its own caller too (a session the server
+            # merely no longer holds is resumed: tests/e2e/test_http_session_resume.py).
+            assert_refused(await http.post(server.url, json=tools_list, headers=as_alice), 404, "not-found")
             assert_refused(await http.post(server.url, json=tools_list, headers=as_mallory), 404, "not-found")
             unknown = {"Authorization": f"Bearer {alice}", "Mcp-Session-Id": "nope"}
             assert_refused(await http.post(server.url, json=tools_list, headers=unknown), 404, "not-found")

@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -81,7 +82,16 @@ def _make_run(*, new_group: bool = False) -> Iterator[ServerProcess]:
     """`make -s -C REPO run` (its pid is make's: `env` execs it) with a slow SQL call in flight."""
     devdb = Path(tempfile.mkdtemp(prefix="mcp-suite-devdb-make-"))
     devdb.rmdir()
-    argv = ["env", "-u", "MAKEFLAGS", "-u", "MAKELEVEL", "-u", "MFLAGS", shutil.which("make") or "make"]
+    # SIGINT at its default, as a client's child has it: a runner started in the background by a
+    # shell without job control ignores SIGINT, and make would inherit that (the pid stays make's:
+    # python execs env, which execs make).
+    argv = [
+        sys.executable,
+        "-c",
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+        "os.execvp(sys.argv[1], sys.argv[1:])",
+        *("env", "-u", "MAKEFLAGS", "-u", "MAKELEVEL", "-u", "MFLAGS", shutil.which("make") or "make"),
+    ]
     try:
         with ServerProcess(
             env={"MCP_DEVDB_DIR": str(devdb), **_SLOW_ENV},

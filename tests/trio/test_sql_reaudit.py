@@ -162,8 +162,9 @@ class _CountingGate(AuditGate):
 
 
 async def _until(condition: Callable[[], bool]) -> None:
-    # The mock clock stands still, so `fail_after` cannot bound this wait: real time does.
-    limit = time.monotonic() + 10
+    # The mock clock stands still, so `fail_after` cannot bound this wait: real time does (a bound
+    # against a hang, generous for a loaded machine, where each worker thread starts late).
+    limit = time.monotonic() + 60
     while not condition():
         assert time.monotonic() < limit
         await trio.sleep(0)
@@ -219,8 +220,8 @@ async def _step_until(
 ) -> None:
     """Move the mock clock `step` at a time until `condition()`, each step once `audit`'s threads
     have returned and the loop has taken their answers (bounded in real time: the mock clock
-    stands still for `fail_after`)."""
-    limit = time.monotonic() + 10
+    stands still for `fail_after`; generous: on a loaded machine each worker thread starts late)."""
+    limit = time.monotonic() + 60
 
     async def settle() -> None:
         await trio.testing.wait_all_tasks_blocked()
@@ -319,6 +320,9 @@ async def test_a_re_audit_that_hangs_is_abandoned_and_the_gate_shuts_at_two_inte
                 nursery.start_soon(lambda: serve_reaudit(gate, hanging_audit, interval_s=30))
                 start = trio.current_time()
                 await _step_until(mock_clock, lambda: gate.unaudited, 1)
+                # The mock clock does not wait for a worker thread to begin: wait (in real time,
+                # bounded) for the one audit's thread to have entered, then count the audits.
+                await _until(lambda: bool(calls))
                 assert calls == [1]  # the one that hangs
                 assert 60 <= trio.current_time() - start < 62
                 nursery.cancel_scope.cancel()

@@ -353,6 +353,12 @@ class Settings:
     # past the statement timeout (logged at start-up; docs/tools/read_only_sql.md, "Work that
     # cannot be stopped").
     sql_allow_xml: bool = field(default=False, metadata=_flag())
+    # True: the SQL policy allows containment (`@>`, `<@`, array `&&`) and parsing (text search,
+    # JSON, array, path and polygon input) of a value the query builds (an aggregate's, a subquery's,
+    # a sized call's), which PostgreSQL does not interrupt until it ends: one call over one large
+    # built value can keep its backend busy past the statement timeout (logged at start-up;
+    # docs/tools/read_only_sql.md, "Work that cannot be stopped").
+    sql_allow_uninterruptible: bool = field(default=False, metadata=_flag())
     # Extensions whose functions a query may call although they are not on the reviewed list
     # (docs/tools/read_only_sql.md, "Functions"), as pg_extension names them; logged at start-up.
     sql_allow_extensions: tuple[str, ...] = field(

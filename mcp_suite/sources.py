@@ -45,6 +45,7 @@ PER_SOURCE: Final[Mapping[str, str]] = {
     "pooler": "sql_pooler",
     "allow_catalogue": "sql_allow_catalogue",
     "allow_xml": "sql_allow_xml",
+    "allow_uninterruptible": "sql_allow_uninterruptible",
     "allow_extensions": "sql_allow_extensions",
     "accept_definer_functions": "sql_accept_definer_functions",
     "accept_function_creators": "sql_accept_function_creators",

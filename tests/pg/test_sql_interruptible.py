@@ -68,13 +68,38 @@ FAMILIES = {
     "window": f"SELECT max(r) FROM (SELECT row_number() OVER (ORDER BY g) AS r FROM {SERIES}) AS s",
     "values": f"SELECT sum(length(to_tsvector('simple', repeat('word ', 1000) || g))) FROM {SERIES}",
 }
-# Found by this test and documented, not refused (docs/tools/read_only_sql.md, "Work that cannot be
-# stopped"): one call over one huge computed value runs to its end before PostgreSQL looks at the
-# cancellation, so these statements stop late, by seconds: to_tsvector() of 200 MB (about 2 s here),
-# a path or polygon read from 200 MB of text (about 24 s), `@>` / `&&` of two arrays of 300,000
-# elements (quadratic: minutes), and jsonb read from hundreds of MB of text (8 s on PostgreSQL 15;
-# on 18, 8 million elements stopped 1.6 s late on a loaded machine, larger ones ran to PostgreSQL's
-# 1 GB allocation limit first).
+# Found by this test (docs/tools/read_only_sql.md, "Work that cannot be stopped"): one call over one
+# large value runs to its end before PostgreSQL looks at the cancellation: to_tsvector() of 200 MB
+# (about 2 s late here), a path or polygon read from 200 MB of text (about 24 s), `@>` / `&&` of two
+# arrays of 300,000 elements (quadratic: minutes; two jsonb arrays of 20,000 elements: 13 s), jsonb
+# read from hundreds of MB of text (8 s on PostgreSQL 15). Over a value the query builds, the policy
+# refuses each unless the source allows it (`policy.built`, MCP_SQL_ALLOW_UNINTERRUPTIBLE): these
+# are the shapes that stopped late, at sizes that do; `{n}` is the size, small when the work is let run.
+LATE = {
+    "array containment": (
+        "SELECT a @> a FROM (SELECT array_agg(g) AS a FROM generate_series(1, {n}) AS g) AS s"
+    ),
+    "jsonb containment": (
+        "SELECT j @> j FROM (SELECT jsonb_agg(g) AS j FROM generate_series(1, {n}) AS g) AS s"
+    ),
+    "text search parsing": (
+        "SELECT length(to_tsvector('simple', string_agg(g::text, ' '))) FROM generate_series(1, {n}) AS g"
+    ),
+    "path input": (
+        "SELECT npoints(string_agg('(' || g || ',' || g || ')', ',')::path) FROM generate_series(1, {n}) AS g"
+    ),
+    "jsonb input": (
+        "SELECT jsonb_typeof(('[' || string_agg(g::text, ',') || ']')::jsonb) "
+        "FROM generate_series(1, {n}) AS g"
+    ),
+}
+LATE_SIZES = {
+    "array containment": 300000,
+    "jsonb containment": 20000,
+    "text search parsing": 30000000,
+    "path input": 10000000,
+    "jsonb input": 50000000,
+}
 
 # An XPath over a document of many nodes, quadratic in them: seconds inside libxml2.
 XPATH = (
@@ -166,3 +191,43 @@ def test_xml_is_refused_over_http_and_behind_pgbouncer(pg15_with_libxml: Cluster
         refused, plain = stdio_calls(pooled, [XPATH, "SELECT 41 + 1 AS n"])
     refused_with(refused, "uninterruptible", "<b/>")
     served(plain, [[42]])
+
+
+def test_containment_of_a_built_array_runs_past_the_timeout(demo_cluster: Cluster) -> None:
+    # The premise of the refusal below, at a size that costs seconds, not minutes (quadratic).
+    assert _runs_past_the_bound(demo_cluster, LATE["array containment"].format(n=40000))
+
+
+def test_late_work_over_a_built_value_is_refused_unless_the_source_allows_it(demo_cluster: Cluster) -> None:
+    env = {"MCP_SQL_DSN": demo_cluster.reader_dsn, "MCP_METRICS_ENABLED": "false"}
+    large = [LATE[name].format(n=LATE_SIZES[name]) for name in sorted(LATE)]
+    for result in stdio_calls(env, large):
+        refused_with(result, "uninterruptible", "generate_series(1,")
+    small = [LATE[name].format(n=3) for name in sorted(LATE)]
+    allowed = stdio_calls({**env, "MCP_SQL_ALLOW_UNINTERRUPTIBLE": "true"}, small)
+    expected: dict[str, list[list[Any]]] = {
+        "array containment": [[True]],
+        "jsonb containment": [[True]],
+        "text search parsing": [[3]],
+        "path input": [[3]],
+        "jsonb input": [["array"]],
+    }
+    for name, result in zip(sorted(LATE), allowed, strict=True):
+        served(result, expected[name])
+
+
+def test_late_work_over_a_built_value_is_refused_over_http_and_behind_pgbouncer(
+    demo_cluster: Cluster,
+) -> None:
+    cluster = demo_cluster
+    env = {"MCP_SQL_DSN": cluster.reader_dsn, "MCP_METRICS_ENABLED": "false"}
+    statement = LATE["array containment"].format(n=LATE_SIZES["array containment"])
+    (over_http,) = trio.run(http_calls, env, [statement])
+    refused_with(over_http, "uninterruptible", "generate_series(1,")
+    users = {READER_USER: password_of(cluster.reader_dsn)}
+    with open_pgbouncer(cluster, users, pool_size=1) as bouncer:
+        dsn = bouncer.dsn(READER_USER, password_of(cluster.reader_dsn), cluster.dbname)
+        pooled = {**env, "MCP_SQL_DSN": dsn, "MCP_SQL_POOLER": "transaction"}
+        refused, plain = stdio_calls(pooled, [statement, "SELECT ARRAY[1, 2] @> ARRAY[1] AS c"])
+    refused_with(refused, "uninterruptible", "generate_series(1,")
+    served(plain, [[True]])

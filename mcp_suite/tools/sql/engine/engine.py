@@ -111,6 +111,7 @@ class SqlEngine:
                 settings.sql_policy_cache_size,
                 allow_catalogue=settings.sql_allow_catalogue,
                 allow_xml=settings.sql_allow_xml,
+                allow_uninterruptible=settings.sql_allow_uninterruptible,
             )
         )
         # Database worker threads: at most the pool size, shared by the callers in turn, each
@@ -385,6 +386,13 @@ def open_engine(
             "libxml2; libxml2 cannot be interrupted, so one call can hold its backend past the "
             "statement timeout"
         )
+    if settings.sql_allow_uninterruptible:
+        log.warning(
+            "%sMCP_SQL_ALLOW_UNINTERRUPTIBLE is true: queries may hand a value they build to "
+            "containment or parsing, which PostgreSQL does not interrupt, so one call can hold its "
+            "backend past the statement timeout",
+            prefix,
+        )
     if settings.sql_allow_extensions:
         log.warning(
             "%sMCP_SQL_ALLOW_EXTENSIONS lets queries call every function of these extensions, which "
@@ -487,7 +495,9 @@ def _open_executor(
     return executor
 
 
-def _build_policy(cache_size: int, *, allow_catalogue: bool, allow_xml: bool) -> QueryPolicy:
+def _build_policy(
+    cache_size: int, *, allow_catalogue: bool, allow_xml: bool, allow_uninterruptible: bool
+) -> QueryPolicy:
     """The SQL policy, imported off the start-up path (built by a `Lazy`).
 
     sqlglot and pglast are the largest imports of the server (bench_sql's all-tools cold start),
@@ -498,5 +508,10 @@ def _build_policy(cache_size: int, *, allow_catalogue: bool, allow_xml: bool) ->
     """
     from mcp_suite.tools.sql.engine.policy import QueryPolicy, vet_sql  # deferred on purpose
 
-    vet = functools.partial(vet_sql, allow_catalogue=allow_catalogue, allow_xml=allow_xml)
+    vet = functools.partial(
+        vet_sql,
+        allow_catalogue=allow_catalogue,
+        allow_xml=allow_xml,
+        allow_uninterruptible=allow_uninterruptible,
+    )
     return QueryPolicy(cache_size=cache_size, vet=vet)

@@ -68,13 +68,16 @@ def vet_sql(
     max_rows: int,
     allow_catalogue: bool = False,
     allow_xml: bool = False,
+    allow_uninterruptible: bool = False,
     dialect: Dialect = DIALECT,
 ) -> VettedQuery:
     """The uncached policy (docs/tools/read_only_sql.md). See `QueryPolicy.vet`.
 
     `allow_catalogue`: skip the catalogue rule (MCP_SQL_ALLOW_CATALOGUE); `allow_xml`: allow XML,
-    which PostgreSQL cannot interrupt (MCP_SQL_ALLOW_XML); a `QueryPolicy` gets both through its
-    `vet`. `dialect` (sqlglot's postgres dialect): a test passes parts that fail.
+    which PostgreSQL cannot interrupt (MCP_SQL_ALLOW_XML); `allow_uninterruptible`: allow
+    containment and parsing of values the query builds (MCP_SQL_ALLOW_UNINTERRUPTIBLE,
+    `policy.built`); a `QueryPolicy` gets them through its `vet`.
+    `dialect` (sqlglot's postgres dialect): a test passes parts that fail.
     """
     if not isinstance(max_rows, int) or isinstance(max_rows, bool) or max_rows < 1:
         raise refusals.bad_max_rows()
@@ -90,7 +93,13 @@ def vet_sql(
     try:
         # PostgreSQL's grammar first: it is fast, cannot recurse in Python, and sees what sqlglot
         # misreads (U&"..." identifiers, LISTEN, DISCARD, trailing comments).
-        original = check_postgres(sql, executed=False, allow_catalogue=allow_catalogue, allow_xml=allow_xml)
+        original = check_postgres(
+            sql,
+            executed=False,
+            allow_catalogue=allow_catalogue,
+            allow_xml=allow_xml,
+            allow_uninterruptible=allow_uninterruptible,
+        )
         try:
             tree = parse_sqlglot(merge_string_continuations(without_comments(sql)), dialect)
         except refusals.UnreadableError:

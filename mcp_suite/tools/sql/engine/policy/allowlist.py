@@ -218,6 +218,8 @@ def _load() -> dict[str, tuple[str, str]]:
 
 
 _TABLE: Final = _load()
+# The reviewed aggregates: a value one of them builds grows with the rows it reads (`policy.built`).
+AGGREGATE_FUNCTIONS: Final = frozenset(name for name, (_, family) in _TABLE.items() if family == "aggregates")
 
 
 def classified(name: str) -> tuple[str, str] | None:

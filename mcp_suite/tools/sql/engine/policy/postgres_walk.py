@@ -17,7 +17,7 @@ from typing import Any, Final
 from pglast import parser as pg_parser
 
 from mcp_suite.tools.sql.engine.denylist import denied_reason
-from mcp_suite.tools.sql.engine.policy import allowlist, refusals
+from mcp_suite.tools.sql.engine.policy import allowlist, built, refusals
 from mcp_suite.tools.sql.engine.policy.catalogue import check_catalogue, function_reason, type_reason
 
 __all__ = ["MAX_LITERAL_LENGTH", "MAX_TREE_DEPTH", "PgFacts", "attribute_reason", "check_postgres", "walk"]
@@ -192,16 +192,24 @@ class PgFacts:
     needs_server: int = 0
     needs_construct: str = ""
     xml: str = ""  # the first XML construct, function or type seen ("" when none)
+    parses: bool = False  # JSON(...), IS JSON or an array type seen: they parse (`policy.built`)
     # Calls whose text search configuration or dictionary is not a string literal (`_IDENTIFIER_FIRST`).
     identifier_arguments: set[str] = field(default_factory=set)
 
 
 def check_postgres(
-    sql: str, *, executed: bool, allow_catalogue: bool = False, allow_xml: bool = False
+    sql: str,
+    *,
+    executed: bool,
+    allow_catalogue: bool = False,
+    allow_xml: bool = False,
+    allow_uninterruptible: bool = False,
 ) -> PgFacts:
     """PostgreSQL's grammar: one statement, a SelectStmt root, allowed nodes only, no denied function,
     (unless `allow_catalogue`, MCP_SQL_ALLOW_CATALOGUE) no catalogue read the catalogue rule refuses,
-    (unless `allow_xml`, MCP_SQL_ALLOW_XML) no XML, only functions and types on the allow-lists
+    (unless `allow_xml`, MCP_SQL_ALLOW_XML) no XML, (unless `allow_uninterruptible`,
+    MCP_SQL_ALLOW_UNINTERRUPTIBLE) no containment or parsing of a value the query builds
+    (`policy.built`; judged on the caller's text, not `executed`), only functions and types on the allow-lists
     (`allowlist`), and no name in attribute notation that PostgreSQL could read as a call they refuse;
     names outside PostgreSQL's own schemas are noted for the engine (`PgFacts.external_functions`,
     `external_types`, `external_attributes`), and so is the grammar the query needs (`needs_server`).
@@ -237,6 +245,10 @@ def check_postgres(
         )
     if facts.xml and not allow_xml:
         raise refusals.uninterruptible(facts.xml)
+    if not (executed or allow_uninterruptible) and _may_stop_late(facts):
+        late = built.first_built(facts.root)
+        if late is not None:
+            raise refusals.built_operand(late)
     if facts.identifier_arguments and not allow_catalogue:
         raise refusals.identifier_by_value(min(facts.identifier_arguments))
     _check_allowlists(facts, allow_catalogue=allow_catalogue)
@@ -245,6 +257,17 @@ def check_postgres(
 
 
 _SPECIAL_TYPES: Final = allowlist.INTERNAL_TYPES | allowlist.IDENTIFIER_TYPES
+_LATE_FUNCTIONS: Final = built.CONTAINMENT_FUNCTIONS | built.PARSING_FUNCTIONS
+
+
+def _may_stop_late(facts: PgFacts) -> bool:
+    """Whether the statement names an operation `policy.built` judges (most do not: it is skipped)."""
+    return bool(
+        facts.parses
+        or not facts.operators.isdisjoint(built.CONTAINMENT_OPERATORS)
+        or not facts.functions.isdisjoint(_LATE_FUNCTIONS)
+        or not facts.types.isdisjoint(built.PARSING_TYPES)
+    )
 
 
 @functools.lru_cache(maxsize=4096)  # pure; column names repeat across calls (bench_policy)
@@ -398,6 +421,7 @@ def _note(kind: str, value: dict[str, Any], facts: PgFacts) -> None:
             if "String" in item:
                 facts.attributes.add(item["String"]["sval"])
     elif kind in _NEWER_NODES:
+        facts.parses = facts.parses or kind in built.PARSING_NODES
         if _NEWER_NODES[kind] > facts.needs_server:
             facts.needs_server, facts.needs_construct = _NEWER_NODES[kind], kind
     elif kind in _XML_NODES:
@@ -432,6 +456,7 @@ def _note_type(type_name: dict[str, Any], facts: PgFacts) -> None:
     # PostgreSQL's grammar names every type a query writes (casts, column definitions, RETURNING).
     name = _last_name(type_name["names"])
     facts.types.add(name)
+    facts.parses = facts.parses or bool(type_name.get("arrayBounds"))  # array input parses its text
     if name in allowlist.XML_TYPES:
         facts.xml = facts.xml or f"the type {name}"
     facts.named_types.add(tuple(part["String"]["sval"] for part in type_name["names"]))

@@ -291,6 +291,21 @@ def uninterruptible(what: str) -> QueryViolationError:
     )
 
 
+def built_operand(what: str) -> QueryViolationError:
+    """Containment or parsing (`what`: the operation and what it is over) of a value the query
+    builds, which PostgreSQL cannot interrupt until it ends (`policy.built`)."""
+    shown = echo(what, NAME_ECHO_CHARS * 2)
+    return violation(
+        f"The query is not allowed: {shown}. A value the query builds can be hundreds of MB, and "
+        "PostgreSQL does not interrupt this work on one value until it ends, so it keeps the backend "
+        "busy past the statement timeout. Apply it to stored columns and literals (filter rows rather "
+        "than build one large value), or the operator may allow it for this source "
+        "(MCP_SQL_ALLOW_UNINTERRUPTIBLE).",
+        "uninterruptible",
+        object=shown,
+    )
+
+
 def newer_syntax(construct: str, needs: int, server: int) -> QueryViolationError:
     """The construct `construct` is read as syntax from release `needs` (server_version_num) on;
     the server, release `server`, reads the same words as a function call the policy never saw."""

@@ -8,6 +8,8 @@
     mcp-suite --version | --help
 
 Exit status: see `EXIT_STATUSES` (printed by `--help`, documented in docs/configuration.md).
+Only parsing and dispatch live here: what `check-role` and `role-guide` print is the SQL family's
+(`tools/sql/check_role.py`; a contract keeps the engine and psycopg out of this module).
 """
 
 from __future__ import annotations

@@ -38,8 +38,8 @@ def _p50_pair_ms(first: Any, second: Any, calls: int) -> tuple[float, float]:
 
 
 def _switch(dsn: str) -> list[Figure]:
-    from mcp_suite.protocol.identity import CallRole
     from mcp_suite.tools.sql.engine.executor import CallTicket, Executor
+    from mcp_suite.tools.sql.engine.identity import CallRole
     from mcp_suite.tools.sql.engine.policy import QueryPolicy, vet_sql
     from tests.support.identity import RED
     from tests.support.pg import sql_settings

@@ -8,6 +8,8 @@
     mcp-suite --version | --help
 
 Exit status: see `EXIT_STATUSES` (printed by `--help`, documented in docs/configuration.md).
+Only parsing and dispatch live here: what `check-role` and `role-guide` print is the SQL family's
+(`tools/sql/check_role.py`; a contract keeps the engine and psycopg out of this module).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Final, TextIO
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     import argparse
@@ -37,7 +39,7 @@ from mcp_suite.settings import ENV_VARIABLES, Settings, SettingsError, foreign_v
 from mcp_suite.tools.base import StartupRefusedError, StartupUnavailableError
 from mcp_suite.tools.registry import Registry, ToolOpener, open_registry
 
-__all__ = ["EXIT_STATUSES", "check_role", "main"]
+__all__ = ["EXIT_STATUSES", "main"]
 
 # How long the exit waits for a warm-up thread still at work (Session.join_warm_up).
 WARM_UP_JOIN_S: Final = 0.5
@@ -126,13 +128,17 @@ def main(argv: Sequence[str] | None = None, *, extra_tools: Iterable[ToolOpener]
         if demo_action is not None and command != "demo":
             parser.error(f"{demo_action!r} follows only demo")
     if command == "role-guide":  # needs no setting: it prints a file the package carries
-        return _print_role_guide()
+        from mcp_suite.tools.sql.check_role import print_role_guide
+
+        return print_role_guide(refuse=_refuse)
     try:
         settings = load_settings()
     except SettingsError as exc:
         return _refuse(f"invalid configuration: {exc}", os.EX_CONFIG)
-    if command == "check-role":
-        return _check_role(settings)
+    if command == "check-role":  # the SQL family's face of the role audit, loaded when asked
+        from mcp_suite.tools.sql.check_role import check_roles
+
+        return check_roles(settings, refuse=_refuse)
     if command == "demo":
         from mcp_suite.demo.__main__ import main as demo_main  # a development aid, loaded when asked
 
@@ -142,18 +148,6 @@ def main(argv: Sequence[str] | None = None, *, extra_tools: Iterable[ToolOpener]
     if command in ("serve-http", "try-http"):
         return _serve_http(settings, list(extra_tools), trial=command == "try-http")
     return _serve(settings, list(extra_tools))
-
-
-def _print_role_guide() -> int:
-    from mcp_suite.tools.sql.engine.role_audit.guide import role_guide
-
-    try:
-        text = role_guide()
-    except OSError as exc:
-        return _refuse(f"role-guide: {exc}", os.EX_SOFTWARE)
-    sys.stdout.write(text)
-    sys.stdout.flush()
-    return os.EX_OK
 
 
 def _serve_http(settings: Settings, extra_tools: list[ToolOpener], *, trial: bool = False) -> int:
@@ -254,90 +248,6 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]
             yield from _leaves(exc)
         else:
             yield exc
-
-
-def _check_role(settings: Settings) -> int:
-    if settings.config_file is not None:
-        return _check_sources(settings)
-    if settings.sql_dsn is None:
-        return _refuse("check-role needs MCP_SQL_DSN or a configuration file (MCP_CONFIG)", os.EX_CONFIG)
-    return check_role(settings)
-
-
-# check-role's exit status of one source, as its summary line says it.
-_VERDICTS: Final = {os.EX_OK: "passes", os.EX_UNAVAILABLE: "unavailable", os.EX_CONFIG: "refused"}
-
-
-def _check_sources(settings: Settings, *, out: TextIO | None = None) -> int:
-    """`check-role` with a configuration file: each source's role, under a heading of its name;
-    the worst exit status of them (EX_CONFIG over EX_UNAVAILABLE over EX_OK)."""
-    from mcp_suite.sources import load_sources
-
-    try:
-        sources = load_sources(settings)
-    except SettingsError as exc:
-        return _refuse(f"invalid configuration: {exc}", os.EX_CONFIG)
-    stream = out or sys.stdout
-    statuses = []
-    for source in sources:
-        stream.write(f"== source {source.name}\n")
-        stream.flush()
-        roles = source.identity.roles if source.identity is not None else ()
-        statuses.append(check_role(source.settings, out=stream, roles=roles))
-    # One line per source at the end, as the server's readiness probe names them: a scraper or an
-    # operator reads each source's verdict without reading the findings above.
-    stream.write("== summary\n")
-    stream.writelines(
-        f"source {source.name}: {_VERDICTS.get(status, 'refused')}\n"
-        for source, status in zip(sources, statuses, strict=True)
-    )
-    stream.flush()
-    for status in (os.EX_CONFIG, os.EX_UNAVAILABLE):
-        if status in statuses:
-            return status
-    return os.EX_OK
-
-
-def check_role(settings: Settings, *, out: TextIO | None = None, roles: Sequence[str] = ()) -> int:
-    """`mcp-suite check-role`: audit the role of MCP_SQL_DSN and print the findings on `out`; with
-    an identity map's `roles`, the login role and then each mapped role, one verdict line each.
-
-    Returns EX_OK when the role is fit to serve, EX_CONFIG when it is not (or no DSN is set, the
-    server's TLS certificate is refused, or MCP_SQL_POOLER=none but a pooler answers),
-    EX_UNAVAILABLE when the database cannot be reached. The findings are the command's output
-    (stdout); a failure to audit is one JSON line on stderr with its exit status, like every other
-    refusal of the CLI.
-    """
-    # The role audit (and psycopg) is imported only when asked for.
-    import psycopg
-
-    from mcp_suite.tools.sql.engine.role_audit.connect import (
-        PoolerInFrontError,
-        TlsRefusedError,
-        audit_role,
-        connection_failure,
-    )
-    from mcp_suite.tools.sql.engine.role_audit.finding import format_findings, format_warning, refusals
-
-    stream = out or sys.stdout
-    if settings.sql_dsn is None:
-        return _refuse("check-role needs MCP_SQL_DSN", os.EX_CONFIG)
-    try:
-        findings = audit_role(settings.sql_dsn.get_secret_value(), settings, roles)
-    except (TlsRefusedError, PoolerInFrontError) as exc:  # as the server itself refuses to start
-        return _refuse(f"check-role: {exc}", os.EX_CONFIG)
-    except psycopg.Error as exc:
-        return _refuse(f"check-role: could not audit the role: {connection_failure(exc)}", os.EX_UNAVAILABLE)
-    refused = refusals(findings)
-    for role in roles:  # a mapped role's findings stop its own calls only: say which passed
-        verdict = "refused" if any(f.role == role for f in refused) else "can only read"
-        stream.write(f"check-role: mapped role {role}: {verdict}\n")
-    if refused:
-        stream.write(format_findings(findings) + "\n")
-        return os.EX_CONFIG
-    stream.writelines(format_warning(f) + "\n" for f in findings)
-    stream.write("check-role: the role can only read; read_only_sql will serve.\n")
-    return os.EX_OK
 
 
 def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:

@@ -6,7 +6,7 @@ from a file or an environment variable the file names (never from the file itsel
 settings of that source (its limits, pool, pooler, catalogue setting, accepted risks, re-audit
 interval, extensions): the process's `Settings` with the source's own values in place. Without a
 file, `MCP_SQL_DSN` and the `MCP_SQL_*` settings describe one source named `default`, as before.
-A source's `[sources.identity]` table is its identity map (`protocol.identity`, issue 42): over
+A source's `[sources.identity]` table is its identity map (`tools.sql.engine.identity`, issue 42): over
 HTTP each call reads as the role the caller's verified claims map to.
 Every problem of the file is reported at once, naming the file, the source and the key, never a
 value, as a `SettingsError` (exit 78). Reads the file and the password files; no network.
@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from mcp_suite.dsn import dsn_problem
-from mcp_suite.protocol.identity import SUBJECT_KEY_BYTES, IdentityMap, parse_identity
 from mcp_suite.settings import ENV_PREFIX, SecretStr, Settings, SettingsError, variable_of
+from mcp_suite.tools.sql.engine.identity import SUBJECT_KEY_BYTES, IdentityMap, parse_identity
 
 __all__ = ["DEFAULT_SOURCE", "PER_SOURCE", "Source", "load_sources"]
 

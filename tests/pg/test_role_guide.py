@@ -171,8 +171,8 @@ def test_the_role_guides_part_2_gives_two_people_their_own_rows_through_the_iden
 ) -> None:
     import json
 
-    from mcp_suite.protocol.identity import CallRole
     from mcp_suite.tools.sql.engine.executor import Executor
+    from mcp_suite.tools.sql.engine.identity import CallRole
     from mcp_suite.tools.sql.engine.policy import QueryPolicy, vet_sql
     from mcp_suite.tools.sql.engine.ticket import CallTicket
     from tests.support.pg import sql_settings

@@ -12,9 +12,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from mcp_suite.cli import check_role
+from mcp_suite.cli import main
 from mcp_suite.demo.cluster import Cluster
 from mcp_suite.tools.base import StartupRefusedError
+from mcp_suite.tools.sql.check_role import CheckRoleRefusedError, check_role
 from mcp_suite.tools.sql.engine.role_audit.connect import audit_dsn
 from mcp_suite.tools.sql.opener import open_sql
 from tests.support.pg import PROBE_PASSWORD as PASSWORD
@@ -152,13 +153,21 @@ def test_check_role_prints_findings_and_returns_78(
 
 
 def test_check_role_reports_an_unreachable_database_as_json_on_stderr(
-    demo_cluster: Cluster, capsys: pytest.CaptureFixture[str]
+    demo_cluster: Cluster, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     dsn = psycopg.conninfo.make_conninfo(demo_cluster.reader_dsn, port=1)
     out = io.StringIO()
-    assert check_role(sql_settings(dsn), out=out) == 69
-    assert out.getvalue() == ""  # the output is the findings; a failure to audit is a log line
-    (line,) = (json.loads(text) for text in capsys.readouterr().err.splitlines())
+    with pytest.raises(CheckRoleRefusedError) as refused:
+        check_role(sql_settings(dsn), out=out)
+    assert refused.value.status == 69
+    assert out.getvalue() == ""  # the output is the findings; a failure to audit is a refusal
+    # The command says the refusal as the CLI says every other: one JSON line on stderr.
+    monkeypatch.delenv("MCP_CONFIG", raising=False)
+    monkeypatch.setenv("MCP_SQL_DSN", dsn)
+    assert main(["check-role"]) == 69
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = (json.loads(text) for text in captured.err.splitlines())
     assert line["level"] == "critical"
     assert line["exit_status"] == 69
     assert line["msg"].startswith("check-role: could not audit the role: ")

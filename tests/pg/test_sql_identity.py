@@ -16,9 +16,9 @@ from psycopg.conninfo import make_conninfo
 
 from mcp_suite.demo.cluster import Cluster
 from mcp_suite.problems import ProblemError, QueryViolationError
-from mcp_suite.protocol.identity import CallRole
 from mcp_suite.tools.sql.engine.engine import SqlEngine
 from mcp_suite.tools.sql.engine.executor import Executor
+from mcp_suite.tools.sql.engine.identity import CallRole
 from mcp_suite.tools.sql.engine.names import NameGuard
 from mcp_suite.tools.sql.engine.policy import QueryPolicy, vet_sql
 from mcp_suite.tools.sql.engine.role_audit.connect import audit_dsn

@@ -21,9 +21,9 @@ from mcp_suite.problems import (
     ProblemError,
     ResultTooLargeError,
 )
-from mcp_suite.protocol.identity import CallRole
 from mcp_suite.tools.sql.engine.error_values import WITHHELD
 from mcp_suite.tools.sql.engine.executor import Executor, ExplainMode
+from mcp_suite.tools.sql.engine.identity import CallRole
 from mcp_suite.tools.sql.engine.policy import QueryPolicy, vet_sql
 from mcp_suite.tools.sql.engine.role_audit.connect import audit_dsn
 from mcp_suite.tools.sql.engine.role_audit.finding import Finding, refusals

@@ -17,8 +17,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from mcp_suite.cli import check_role
 from mcp_suite.demo.cluster import Cluster
+from mcp_suite.tools.sql.check_role import check_role
 from mcp_suite.tools.sql.engine.role_audit.audit import audit_connection
 from mcp_suite.tools.sql.engine.role_audit.connect import audit_dsn
 from tests.support.pg import PROBE_ROLE as ROLE

@@ -18,8 +18,8 @@ import pytest
 import trio
 
 from mcp_suite.demo.cluster import Cluster
-from mcp_suite.protocol.invisible import INVISIBLE
 from mcp_suite.tools.sql.engine.introspect.lookup import encode_cursor, lookup
+from mcp_suite.tools.text import INVISIBLE
 from tests.support.harness import open_session
 from tests.support.pg import sql_settings
 

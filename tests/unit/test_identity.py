@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from mcp_suite.protocol.identity import (
+from mcp_suite.settings import Settings, SettingsError
+from mcp_suite.sources import load_sources
+from mcp_suite.tools.sql.engine.identity import (
     APPLICATION_PREFIX,
     PATTERN_CHOICES_MAX,
     SUBJECT_PATTERN_MAX_CHARS,
@@ -26,8 +28,6 @@ from mcp_suite.protocol.identity import (
     mapped_role,
     parse_identity,
 )
-from mcp_suite.settings import Settings, SettingsError
-from mcp_suite.sources import load_sources
 
 
 def _parse(table: object) -> tuple[IdentityMap | None, list[str]]:

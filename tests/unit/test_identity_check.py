@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from mcp_suite.protocol.identity import CallRole
 from mcp_suite.tools.sql.engine.executor import identity_check
+from mcp_suite.tools.sql.engine.identity import CallRole
 
 
 def test_without_a_role_the_call_must_still_be_the_login_role() -> None:

@@ -1,4 +1,4 @@
-"""The invisible characters' data (`protocol.invisible`) against Python's `unicodedata`: every
+"""The invisible characters' data (`tools.text`) against Python's `unicodedata`: every
 format character (Cf) is invisible, the Default_Ignorable_Code_Point ranges hold what the Unicode
 standard's definition derives them from, and the characters of the known smuggling tricks are
 counted and escaped."""
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mcp_suite.protocol.invisible import (
+from mcp_suite.tools.text import (
     DEFAULT_IGNORABLE,
     FORMAT,
     INVISIBLE,

@@ -1,5 +1,5 @@
 """The untrusted-data frame (protocol/untrusted.py, issue 44) and the invisible-characters count
-(protocol/invisible.py), without a server: what the core sends for a tool that read data and for one
+(tools/text.py), without a server: what the core sends for a tool that read data and for one
 that did not, the boundary's draw, and the planted texts of tests/support/injections.py."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import pytest
 
 from mcp_suite.problems import AccessDeniedError
 from mcp_suite.protocol import core
-from mcp_suite.protocol.invisible import count_invisible, counted, lines_holding, listed
 from mcp_suite.protocol.jsonrpc import compact_json, encode_tool_success
 from mcp_suite.protocol.untrusted import BOUNDARY_BITS, FIELD, FRAMED, INSTRUCTIONS, declare, new_boundary
 from mcp_suite.runtime.calls import ToolCatalogue
 from mcp_suite.settings import SecretStr, Settings
 from mcp_suite.tools.registry import open_registry
+from mcp_suite.tools.text import count_invisible, counted, lines_holding, listed
 from tests.support.injections import INJECTIONS, Injection, check_framed
 from tests.support.session_core import CALL, answer_of, initialized, line, modern
 from tests.support.wire import check_line, slug_of

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Final
 
 from mcp_suite.lazy import Lazy
 from mcp_suite.problems import ResultTooLargeError
-from mcp_suite.protocol.invisible import count_invisible, counted, listed
 from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.settings import INVISIBLE_SHOWN
 from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.files import MODELS, SCOPE, fdwalk
 from mcp_suite.tools.files.policy import RefusedError, display_path, split_directory_path
+from mcp_suite.tools.text import count_invisible, counted, listed
 
 if TYPE_CHECKING:
     from mcp_suite.tools.files.models import SandboxFsListArgs, SandboxFsListResult

@@ -14,7 +14,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final
 
 from mcp_suite.lazy import Lazy
-from mcp_suite.protocol.invisible import counted, lines_holding, listed
 from mcp_suite.settings import INVISIBLE_SHOWN
 from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.files import MODELS, SCOPE, fdwalk
@@ -25,6 +24,7 @@ from mcp_suite.tools.files.policy import (
     fit_sent_bytes,
     split_caller_path,
 )
+from mcp_suite.tools.text import counted, lines_holding, listed
 
 if TYPE_CHECKING:
     from mcp_suite.settings import Settings

@@ -24,10 +24,10 @@ from mcp_suite.caller import Caller, current_caller
 from mcp_suite.lazy import Lazy
 from mcp_suite.offload import run_in_db_thread
 from mcp_suite.problems import AccessDeniedError
-from mcp_suite.protocol.identity import CallRole, IdentityMap, UnsafeClaimError, call_role
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import SourceState, StartupRefusedError, StartupUnavailableError
 from mcp_suite.tools.sql.engine.availability import Availability, State
+from mcp_suite.tools.sql.engine.identity import CallRole, IdentityMap, UnsafeClaimError, call_role
 from mcp_suite.tools.sql.engine.introspect import visibility
 from mcp_suite.tools.sql.engine.introspect.lookup import decode_cursor, lookup
 from mcp_suite.tools.sql.engine.naming import log_prefix, the_database

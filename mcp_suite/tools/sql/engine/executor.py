@@ -24,7 +24,6 @@ from mcp_suite.problems import (
     ProblemError,
     ResultTooLargeError,
 )
-from mcp_suite.protocol.identity import CLAIMS_SETTING, CallRole
 from mcp_suite.settings import Settings
 from mcp_suite.tools.sql.engine.audit_gate import CallGate
 from mcp_suite.tools.sql.engine.availability import Availability
@@ -38,6 +37,7 @@ from mcp_suite.tools.sql.engine.connections import (
     session_role_changed,
 )
 from mcp_suite.tools.sql.engine.definers import DefinerGuard
+from mcp_suite.tools.sql.engine.identity import CLAIMS_SETTING, CallRole
 from mcp_suite.tools.sql.engine.names import NameGuard
 from mcp_suite.tools.sql.engine.pipeline import run_pipeline
 from mcp_suite.tools.sql.engine.result import (

@@ -19,9 +19,9 @@ from psycopg.adapt import Transformer
 from psycopg.pq.abc import PGresult
 
 from mcp_suite.problems import ResultTooLargeError
-from mcp_suite.protocol.invisible import count_invisible, counted, escape_invisible
 from mcp_suite.protocol.jsonrpc import compact_json
 from mcp_suite.tools.sql.engine.convert import JSON_READY_OIDS, to_json_value
+from mcp_suite.tools.text import count_invisible, counted, escape_invisible
 
 __all__ = [
     "HINT_BYTES",
@@ -210,7 +210,7 @@ def report_bytes(columns: tuple[Column, ...], max_bytes: int) -> int:
 
 def invisible_report(rows: list[list[Any]], columns: tuple[Column, ...]) -> str | None:
     """What `rows`' values (strings, and the strings and keys of JSON and arrays) and the columns'
-    names hide: for each column whose name held invisible characters (`protocol.invisible`), how
+    names hide: for each column whose name held invisible characters (`tools.text`), how
     many; for each column holding some, how many in how many rows; or None. The values are not
     changed: a read tool returns what is stored. A column's name is shown escaped (`Column.named`)."""
     rows_with = [0] * len(columns)

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Final
 from mcp_suite.caller import current_caller
 from mcp_suite.lazy import Lazy
 from mcp_suite.problems import ProblemError, ResultTooLargeError
-from mcp_suite.protocol.invisible import count_invisible, counted, strings_of
 from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.sql import MODELS, SCOPE
 from mcp_suite.tools.sql.engine.router import SqlSources
@@ -28,11 +27,12 @@ from mcp_suite.tools.sql.explain_sql.policy import (
     summarise,
     too_deep_refusal,
 )
+from mcp_suite.tools.text import count_invisible, counted, strings_of
 
 if TYPE_CHECKING:
-    from mcp_suite.protocol.identity import CallRole
     from mcp_suite.tools.sql.engine.engine import SqlEngine
     from mcp_suite.tools.sql.engine.executor import QueryResult
+    from mcp_suite.tools.sql.engine.identity import CallRole
     from mcp_suite.tools.sql.engine.ticket import CallTicket
     from mcp_suite.tools.sql.models import ExplainSqlArgs, ExplainSqlResult
 

@@ -21,8 +21,8 @@ from mcp_suite.tools.sql import MODELS, SCOPE
 from mcp_suite.tools.sql.engine.router import SqlSources
 
 if TYPE_CHECKING:
-    from mcp_suite.protocol.identity import CallRole
     from mcp_suite.tools.sql.engine.engine import SqlEngine
+    from mcp_suite.tools.sql.engine.identity import CallRole
     from mcp_suite.tools.sql.engine.ticket import CallTicket
     from mcp_suite.tools.sql.models import SqlSchemaArgs, SqlSchemaResult
 

@@ -21,9 +21,9 @@ from typing import Any, Final
 import psycopg
 
 from mcp_suite.problems import ResultTooLargeError
-from mcp_suite.protocol.invisible import escape_invisible
 from mcp_suite.tools.sql.engine.convert import json_size
 from mcp_suite.tools.sql.engine.introspect.lookup import Lookup, cap_comment, encode_cursor
+from mcp_suite.tools.text import escape_invisible
 
 __all__ = ["KINDS", "read"]
 

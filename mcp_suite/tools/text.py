@@ -1,4 +1,5 @@
-"""Characters a person reviewing a transcript cannot see, and their visible escapes.
+"""The tools' shared text handling: characters a person reviewing a transcript cannot see, their
+visible escapes, and the counts and lists the tools' notes about them are worded with.
 
 Owns: which characters count as invisible (Unicode's Default_Ignorable_Code_Point and the format
 category Cf, as data below: bidi controls, zero-width characters, the byte-order mark, the soft
@@ -6,7 +7,8 @@ hyphen, variation selectors, which can carry a hidden message one byte per chara
 characters, which can spell a whole hidden sentence; and the Hangul fillers, which render as
 nothing) and `escape_invisible` (each shown as `[U+XXXX]`) and `count_invisible`. A read tool
 returns stored values unchanged and reports how many it holds; text the catalogue hands the model
-(names, comments) is escaped. Pure: no I/O.
+(names, comments) is escaped. `counted` and `listed` word the notes. Shared by every family (the
+files tools and the SQL family); pure: no I/O (the "policy modules do no I/O" contract).
 """
 
 from __future__ import annotations

@@ -4,8 +4,10 @@ Owns the pure decisions of per-person reading (issue 42): parsing and validating
 `[sources.identity]` table into an `IdentityMap` (rules, first match wins, an optional default
 role, the claims passed on, whether the subject is personal data), the role a caller maps to, and
 what a call's transaction is told (`CallRole`: the role, the claims as JSON for
-`request.jwt.claims`, the `application_name`). No I/O, no trio, no psycopg: the executor quotes and
-sends what this module decides.
+`request.jwt.claims`, the `application_name`). The SQL family's own: the sources parse it, the
+engine and its executor apply it; the transports only hand over the verified caller
+(`mcp_suite.caller`). No I/O, no trio, no psycopg (the "policy modules do no I/O" contract): the
+executor quotes and sends what this module decides.
 """
 
 from __future__ import annotations

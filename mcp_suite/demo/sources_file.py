@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Final
 
 from mcp_suite.demo.seed import DEMO_DB, OPS_DB, OPS_READER_POOL, OPS_READER_USER, READER_POOL, READER_USER
 from mcp_suite.settings import ENV_PREFIX, load_settings, variable_of
-from mcp_suite.sources import PER_SOURCE
+from mcp_suite.tools.sql.sources import PER_SOURCE
 
 if TYPE_CHECKING:
     from mcp_suite.demo.cluster import Cluster

@@ -27,7 +27,7 @@ from mcp_suite.protocol.identity import (
     parse_identity,
 )
 from mcp_suite.settings import Settings, SettingsError
-from mcp_suite.sources import load_sources
+from mcp_suite.tools.sql.sources import load_sources
 
 
 def _parse(table: object) -> tuple[IdentityMap | None, list[str]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mcp_suite.settings import SecretStr, Settings, SettingsError
-from mcp_suite.sources import DEFAULT_SOURCE, load_sources
+from mcp_suite.tools.sql.sources import DEFAULT_SOURCE, load_sources
 
 GOOD = """
 [[sources]]

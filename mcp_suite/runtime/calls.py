@@ -33,7 +33,7 @@ from mcp_suite.protocol.core import (
 from mcp_suite.protocol.mcp import structured_json
 from mcp_suite.runtime.limiter import CallLimiter, Ticket
 from mcp_suite.runtime.log_sink import logger
-from mcp_suite.settings import Settings
+from mcp_suite.settings import ARG_MAX_DEPTH, ARG_MAX_ITEMS, MAX_FRAME_BYTES, MAX_JSON_DEPTH, Settings
 from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.registry import Registry
 
@@ -98,10 +98,10 @@ def new_core(
             for r in registry.resources.values()
         ],
         resources_listed=resource_uris,
-        max_frame_bytes=settings.max_frame_bytes,
-        max_json_depth=settings.max_json_depth,
-        arg_max_depth=settings.arg_max_depth,
-        arg_max_items=settings.arg_max_items,
+        max_frame_bytes=MAX_FRAME_BYTES,
+        max_json_depth=MAX_JSON_DEPTH,
+        arg_max_depth=ARG_MAX_DEPTH,
+        arg_max_items=ARG_MAX_ITEMS,
         call_deadline_s=settings.call_deadline_s,
         per_caller_lists=per_caller_lists,
     )

@@ -41,7 +41,7 @@ from mcp_suite.runtime.audit_trail import AuditLog
 from mcp_suite.runtime.calls import CallRunner, ToolCatalogue, new_core
 from mcp_suite.runtime.limiter import CallLimiter, Ticket
 from mcp_suite.runtime.log_sink import logger
-from mcp_suite.settings import Settings
+from mcp_suite.settings import MAX_FRAME_BYTES, Settings
 from mcp_suite.tools.registry import Registry
 
 if TYPE_CHECKING:
@@ -204,7 +204,7 @@ class Session:
 
         Limits: a batch holds at most one chunk's worth of frames (64 KiB), or one oversized marker.
         """
-        decoder = LineDecoder(self.settings.max_frame_bytes)
+        decoder = LineDecoder(MAX_FRAME_BYTES)
         async with frames_send:
             with self._reader_scope:
                 while True:

@@ -11,6 +11,7 @@ import pytest
 
 from mcp_suite.settings import (
     ENV_VARIABLES,
+    MAX_FRAME_BYTES,
     SecretStr,
     Settings,
     SettingsError,
@@ -35,7 +36,7 @@ def test_defaults_match_the_spec() -> None:
     assert settings.call_deadline_s == 30
     assert settings.drain_grace_s == 5
     assert settings.max_queued_calls == 64
-    assert settings.max_frame_bytes == 1_048_576
+    assert MAX_FRAME_BYTES == 1_048_576
 
 
 def test_values_are_parsed(tmp_path: Path) -> None:
@@ -153,7 +154,7 @@ def test_help_and_version() -> None:
         ({"sql_dsn": "postgresql://u:hunter2@h/db"}, "MCP_SQL_DSN"),  # only as a SecretStr
         ({"metrics_enabled": "yes"}, "MCP_METRICS_ENABLED"),
         ({"safe_data_dir": "/tmp"}, "MCP_SAFE_DATA_DIR"),  # a Path, not a str
-        ({"max_frame_bytes": 0}, "max_frame_bytes"),
+        ({"inbound_channel_size": 0}, "inbound_channel_size"),  # not a variable: named by its field
         ({"sql_pool_min_size": 5}, "MCP_SQL_POOL_MIN_SIZE"),  # above the default max of 4
         ({"http_max_connections_per_peer": 513}, "MCP_HTTP_MAX_CONNECTIONS_PER_PEER"),  # above the total
         ({"http_max_unread_bytes_per_identity": 16_777_217}, "MCP_HTTP_MAX_UNREAD_BYTES_PER_IDENTITY"),

@@ -1,0 +1,327 @@
+"""The rules of the settings: what a value may be, and how each field is marked with its rule.
+
+Owns: the field marks (`typed`, `flag`, `integer`, `number`, `one_of`: a field's types, range or
+choices, the parser of its variable's text, whether a source may set it), the strict parsers of the
+variables' text, the checks of a value (`field_problem`) and of the fields together
+(`relation_problems`), and `Problem`: a sentence about some fields that each channel renders with
+its own name of each field (the `MCP_*` variable, the configuration file's key), so no message is
+reworded after the fact. Pure: no I/O on import, no environment; imports only `limits`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Literal, get_args
+
+if TYPE_CHECKING:
+    from mcp_suite.settings.model import Settings
+
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "Parser",
+    "Problem",
+    "SecretStr",
+    "SettingsError",
+    "field_problem",
+    "flag",
+    "integer",
+    "number",
+    "one_of",
+    "relation_problems",
+    "typed",
+]
+
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+CpuAffinity = Literal["single", "off"]
+HttpAuth = Literal["jwt", "none"]
+SqlPooler = Literal["none", "transaction"]
+LOG_LEVELS: Final[tuple[str, ...]] = get_args(LogLevel)
+AFFINITIES: Final[tuple[str, ...]] = get_args(CpuAffinity)
+HTTP_AUTH_MODES: Final[tuple[str, ...]] = get_args(HttpAuth)
+SQL_POOLERS: Final[tuple[str, ...]] = get_args(SqlPooler)
+# The hosts `MCP_HTTP_AUTH=none` may bind: loopback only (docs/operations/remote.md).
+LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with the settings: `text` about `fields`, whose `{0}`, `{1}`... stand for the
+    fields' names in the channel the values came from (`render`)."""
+
+    fields: tuple[str, ...]
+    text: str
+
+    def render(self, name_of: Callable[[str], str]) -> str:
+        return self.text.format(*(name_of(field) for field in self.fields))
+
+
+class SettingsError(Exception):
+    """Configuration is invalid; the message names the variable(s) and never echoes a secret.
+
+    `problems` holds the model's own problems (empty for a reader's), for a channel that names the
+    fields otherwise than by their variables (the configuration file names them by its keys)."""
+
+    def __init__(self, message: str, problems: Sequence[Problem] = ()) -> None:
+        super().__init__(message)
+        self.problems = tuple(problems)
+
+
+class SecretStr:
+    """A string that never shows itself: `repr` and `str` print asterisks; read it explicitly."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def get_secret_value(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "SecretStr('**********')"
+
+    def __str__(self) -> str:
+        return "**********"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SecretStr) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+# The parsers of the variables' text. Strict: "5" is an int only for int fields, booleans only accept
+# true/false/1/0/yes/no/on/off.
+Parser = Callable[[str], object]
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def parse_bool(raw: str) -> bool:
+    low = raw.strip().lower()
+    if low in _TRUE:
+        return True
+    if low in _FALSE:
+        return False
+    raise ValueError("expected true or false")
+
+
+def parse_int(raw: str) -> int:
+    text = raw.strip().replace("_", "")
+    if not text or not (text.isdigit() or (text[0] == "-" and text[1:].isdigit())):
+        raise ValueError("expected an integer")
+    return int(text)
+
+
+def parse_float(raw: str) -> float:
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise ValueError("expected a number") from None
+    if not math.isfinite(value):
+        raise ValueError("expected a finite number")
+    return value
+
+
+def parse_path(raw: str) -> Path:
+    if not raw or "\x00" in raw:
+        raise ValueError("expected a path")
+    return Path(raw)
+
+
+def parse_dir(raw: str) -> Path:
+    path = parse_path(raw)
+    # A client starts the server in a working directory of its own choosing: a relative path would
+    # quietly mean a folder nobody named.
+    if not path.is_absolute():
+        raise ValueError("must be an absolute path")
+    if not path.is_dir():
+        raise ValueError("must be an existing directory")
+    return path
+
+
+def parse_dsn(raw: str) -> SecretStr:
+    from mcp_suite.dsn import dsn_problem  # only when a DSN is set (it loads libpq's keywords)
+
+    problem = dsn_problem(raw)
+    if problem:
+        raise ValueError(problem)
+    return SecretStr(raw)
+
+
+def parse_function_names(raw: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in raw.split(",") if part.strip())
+    for name in names:
+        schema, dot, function = name.partition(".")
+        if not (schema and dot and function) or "." in function or any(c in name for c in " ()\"'"):
+            raise ValueError("expected schema.function names, separated by commas")
+    return names
+
+
+def parse_role_names(raw: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in raw.split(",") if part.strip())
+    if any(c in name for name in names for c in "\"'"):
+        raise ValueError("expected role names as PostgreSQL stores them, separated by commas (no quotes)")
+    return names
+
+
+def parse_extension_names(raw: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in raw.split(",") if part.strip())
+    if any(c in name for name in names for c in "\"' "):
+        raise ValueError("expected extension names as pg_extension holds them, separated by commas")
+    return names
+
+
+def parse_host(raw: str) -> str:
+    host = raw.strip()
+    if not host or any(c in host for c in " /[]"):
+        raise ValueError("expected a host name or an IP address (no brackets, no port)")
+    return host
+
+
+def parse_endpoint_path(raw: str) -> str:
+    path = raw.strip()
+    if not path.startswith("/") or path == "/" or path.endswith("/") or any(c in path for c in " ?#%"):
+        raise ValueError("expected a path such as /mcp (no trailing slash, query or fragment)")
+    return path
+
+
+def parse_url(raw: str) -> str:
+    from urllib.parse import urlsplit  # only when an HTTP setting is set
+
+    url = raw.strip()
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.fragment or " " in url:
+        raise ValueError("expected an absolute http(s) URL without a fragment")
+    return url
+
+
+def parse_origins(raw: str) -> tuple[str, ...]:
+    from urllib.parse import urlsplit
+
+    origins = tuple(part.strip().lower() for part in raw.split(",") if part.strip())
+    for origin in origins:
+        parts = urlsplit(origin)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path or parts.query:
+            raise ValueError("expected origins as scheme://host[:port], separated by commas")
+    return origins
+
+
+def parse_service_name(raw: str) -> str:
+    name = raw.strip()
+    if not name or len(name) > 128 or not name.isprintable():
+        raise ValueError("expected a printable name of at most 128 characters")
+    return name
+
+
+def _choice(choices: tuple[str, ...], *, aliases: Mapping[str, str] | None = None) -> Parser:
+    """The parser of a field with `choices`, all in one case: any case is read (`warn`, ` OFF `)."""
+    fold = str.upper if choices[0].isupper() else str.lower
+    wording = f"expected {', '.join(choices[:-1])} or {choices[-1]}"
+
+    def parse(raw: str) -> str:
+        value = fold(raw.strip())
+        value = (aliases or {}).get(value, value)
+        if value not in choices:
+            raise ValueError(wording)
+        return value
+
+    return parse
+
+
+# Each field of `Settings` is one option, written once: its rule (the types, range or choices that
+# `Settings` checks), its parser (`parse`, None for a field not read from the environment) and, for
+# a setting a source of the configuration file may set for itself, `per_source` (its key there is
+# the field's name without `sql_`). Its variable is `MCP_` + the field's name upper-cased, or `MCP_`
+# + the `variable` its metadata names.
+def _marks(rule: dict[str, Any], *, per_source: bool) -> dict[str, Any]:
+    return rule | ({"per_source": True} if per_source else {})
+
+
+def typed(*types: type, parse: Parser, variable: str | None = None, per_source: bool = False) -> dict[str, Any]:
+    rule = {"types": types, "parse": parse} | ({"variable": variable} if variable else {})
+    return _marks(rule, per_source=per_source)
+
+
+def flag(*, per_source: bool = False) -> dict[str, Any]:
+    return typed(bool, parse=parse_bool, per_source=per_source)
+
+
+def integer(low: int, high: int, *, env: bool = True, per_source: bool = False) -> dict[str, Any]:
+    rule = {"kind": int, "low": low, "high": high, "parse": parse_int if env else None}
+    return _marks(rule, per_source=per_source)
+
+
+def number(low: float, high: float, *, low_open: bool = False, per_source: bool = False) -> dict[str, Any]:
+    rule = {"kind": float, "low": low, "high": high, "low_open": low_open, "parse": parse_float}
+    return _marks(rule, per_source=per_source)
+
+
+def one_of(
+    choices: tuple[str, ...], *, aliases: Mapping[str, str] | None = None, per_source: bool = False
+) -> dict[str, Any]:
+    return _marks({"choices": choices, "parse": _choice(choices, aliases=aliases)}, per_source=per_source)
+
+
+def field_problem(spec: dataclasses.Field[Any], value: object) -> Problem | None:
+    """What is wrong with `value` for field `spec`; None when it is valid.
+
+    Strict, like the environment parsers: a bool is not an int, a string is not a number, an
+    integer is accepted for a float; numbers must be finite and inside the field's range.
+    """
+    rule = spec.metadata
+    if "kind" in rule:
+        kind = rule["kind"]
+        wrong_kind = kind is int and isinstance(value, float)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or wrong_kind:
+            return _about(spec, f"expected {'a number' if kind is float else 'an integer'}")
+        if not math.isfinite(value):
+            return _about(spec, "expected a finite number")
+        low, high = rule["low"], rule["high"]
+        too_low = value <= low if rule.get("low_open") else value < low
+        if too_low or value > high:
+            bound = "above" if rule.get("low_open") else "at least"
+            return _about(spec, f"must be {bound} {low} and at most {high}")
+        return None
+    if "choices" in rule:
+        return None if value in rule["choices"] else _about(spec, f"expected one of {', '.join(rule['choices'])}")
+    if not isinstance(value, rule["types"]):
+        return _about(spec, "invalid value")
+    return None
+
+
+def _about(spec: dataclasses.Field[Any], text: str) -> Problem:
+    return Problem((spec.name,), "{0}: " + text)
+
+
+def relation_problems(settings: Settings) -> list[Problem]:
+    """The rules across fields (each field's own value already checked)."""
+    problems = []
+    if settings.sql_pool_min_size > settings.sql_pool_max_size:
+        problems.append(Problem(("sql_pool_min_size", "sql_pool_max_size"), "{0} must not exceed {1}"))
+    if settings.http_auth == "none" and settings.http_host not in LOOPBACK_HOSTS:
+        problems.append(
+            Problem(
+                ("http_auth", "http_host"),
+                "{0}=none is allowed only on a loopback {1} (127.0.0.1, ::1, localhost)",
+            )
+        )
+    if settings.http_max_connections_per_peer > settings.http_max_connections:
+        problems.append(
+            Problem(("http_max_connections_per_peer", "http_max_connections"), "{0} must not exceed {1}")
+        )
+    if settings.http_max_unread_bytes_per_identity > settings.http_max_unread_bytes:
+        problems.append(
+            Problem(("http_max_unread_bytes_per_identity", "http_max_unread_bytes"), "{0} must not exceed {1}")
+        )
+    if settings.prometheus_port is not None and not 0 <= settings.prometheus_port <= 65_535:
+        problems.append(Problem(("prometheus_port",), "{0}: must be at least 0 and at most 65535"))
+    if settings.sql_statement_timeout_ms >= settings.call_deadline_s * 1000:
+        problems.append(
+            Problem(("sql_statement_timeout_ms", "call_deadline_s"), "{0} must be below the call deadline ({1})")
+        )
+    return problems

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -437,3 +438,34 @@ def test_traces_and_metrics_are_off_by_default_and_their_listener_is_loopback() 
 def test_a_bad_telemetry_setting_is_refused_by_name(name: str, value: str) -> None:
     with pytest.raises(SettingsError, match=name):
         load_settings({name: value})
+
+
+def test_the_wire_limits_are_the_package_s_constants_and_not_also_fields_of_settings() -> None:
+    import mcp_suite.settings as settings_package
+    from mcp_suite.settings import limits
+
+    fields = {spec.name for spec in dataclasses.fields(Settings)}
+    for name in limits.__all__:
+        assert name.lower() not in fields  # one copy: the constant
+        assert getattr(settings_package, name) is getattr(limits, name)
+
+
+def test_every_rule_across_settings_is_reported_at_once_each_named_by_its_variable() -> None:
+    with pytest.raises(SettingsError) as info:
+        load_settings({"MCP_SQL_POOL_MIN_SIZE": "5", "MCP_HTTP_MAX_CONNECTIONS_PER_PEER": "600"})
+    assert str(info.value) == (
+        "MCP_SQL_POOL_MIN_SIZE must not exceed MCP_SQL_POOL_MAX_SIZE; "
+        "MCP_HTTP_MAX_CONNECTIONS_PER_PEER must not exceed MCP_HTTP_MAX_CONNECTIONS"
+    )
+
+
+def test_a_problem_of_the_model_names_its_fields_in_whichever_channel_renders_it() -> None:
+    with pytest.raises(SettingsError) as info:
+        Settings(sql_pool_min_size=5, sql_max_rows=0)
+    (problem,) = info.value.problems  # a value's own problem first; the rules across fields after
+    assert str(info.value) == "MCP_SQL_MAX_ROWS: must be at least 1 and at most 10000"
+    assert problem.render(lambda name: f"<{name}>") == "<sql_max_rows>: must be at least 1 and at most 10000"
+    with pytest.raises(SettingsError) as info:
+        Settings(sql_pool_min_size=5)
+    (problem,) = info.value.problems
+    assert problem.render(str.upper) == "SQL_POOL_MIN_SIZE must not exceed SQL_POOL_MAX_SIZE"

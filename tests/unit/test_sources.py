@@ -138,6 +138,27 @@ def test_every_problem_of_the_file_is_reported_at_once_and_no_value(tmp_path: Pa
     assert "hunter2" not in problem
 
 
+def test_a_source_s_settings_are_checked_even_when_its_connection_string_is_wrong(tmp_path: Path) -> None:
+    text = "[[sources]]\nname='a'\ndescription='d'\nmax_rows=0\npool_min_size=5\n"
+    assert _problem(_file(tmp_path, text)).split("; ") == [
+        f"{tmp_path}/sources.toml: source 1 (a): dsn: required, a libpq connection string without its password",
+        f"{tmp_path}/sources.toml: source 1 (a): max_rows: must be at least 1 and at most 10000",
+    ]
+
+
+def test_a_setting_of_a_source_is_named_by_its_key_and_one_it_cannot_set_by_its_variable(tmp_path: Path) -> None:
+    where = f"{tmp_path}/sources.toml: source 1 (a)"
+    assert _problem(_file(tmp_path, A + "pool_min_size=5\n")) == (
+        f"{where}: pool_min_size must not exceed pool_max_size"
+    )
+    assert _problem(_file(tmp_path, A + "statement_timeout_ms=30000\n")) == (
+        f"{where}: statement_timeout_ms must be below the call deadline (MCP_CALL_DEADLINE_S)"
+    )
+    assert _problem(_file(tmp_path, A + "pooler='pgbouncer'\n")) == (
+        f"{where}: pooler: expected one of none, transaction"
+    )
+
+
 def test_an_unreadable_file_is_named(tmp_path: Path) -> None:
     assert "cannot be read" in _problem(Settings(config_file=tmp_path / "missing.toml"))
 

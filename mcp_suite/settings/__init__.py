@@ -1,13 +1,13 @@
 """Every limit and option of the server, each defined once (docs/configuration.md).
 
-A package of four rooms, each importing only those below it: `limits` (the wire contract's fixed
-limits, not read from the environment), `rules` (what a value may be: the field marks, the parsers,
-the checks, `Problem` and `SettingsError`), `model` (the one frozen `Settings`, each option a
-field carrying its rule, its variable derived from its name, its per-source mark), and the two
-channels a value comes by: `environment` (the `MCP_*` variables) and `file` (the one TOML file's
-per-source settings). Each problem is named in the channel its value came from. This module only
-gathers the names the rest of the package's users import. Must not import trio or any tool module,
-nor do I/O on import.
+Rooms, each importing only those below it (an import contract): `limits` (the wire contract's
+fixed limits, not read from the environment) and `rules` (what one value may be: the field marks,
+the parsers, the check, `Problem` and `SettingsError`); `model` (the one frozen `Settings`, each
+option a field carrying its rule, its variable derived from its name, its per-source mark, and the
+rules across fields); and the two channels a value comes by: `environment` (the `MCP_*` variables)
+and `file` (the one TOML file's per-source settings). Each problem is named in the channel its
+value came from. This module only gathers the names the package's users import. Must not import
+trio or any tool module, nor do I/O on import.
 """
 
 from __future__ import annotations

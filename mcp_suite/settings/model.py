@@ -19,6 +19,7 @@ from typing import Final
 from mcp_suite.settings.limits import MAX_FRAME_BYTES
 from mcp_suite.settings.rules import (
     AFFINITIES,
+    LOOPBACK_HOSTS,
     HTTP_AUTH_MODES,
     LOG_LEVELS,
     SQL_POOLERS,
@@ -26,6 +27,7 @@ from mcp_suite.settings.rules import (
     HttpAuth,
     LogLevel,
     Parser,
+    Problem,
     SecretStr,
     SettingsError,
     SqlPooler,
@@ -46,7 +48,6 @@ from mcp_suite.settings.rules import (
     parse_role_names,
     parse_service_name,
     parse_url,
-    relation_problems,
     typed,
 )
 
@@ -283,7 +284,7 @@ class Settings:
             for spec in dataclasses.fields(self):  # an integer given for a float field becomes a float
                 if spec.metadata.get("kind") is float:
                     object.__setattr__(self, spec.name, float(getattr(self, spec.name)))
-            problems = relation_problems(self)
+            problems = _relation_problems(self)
         if problems:
             raise SettingsError("; ".join(p.render(name_of_field) for p in problems), problems)
 
@@ -324,6 +325,35 @@ class Settings:
         """The database threads of a source one verified caller may hold (issue 52): all but one,
         so that another caller's query finds one free; the one thread of a pool of one."""
         return max(1, self.sql_pool_max_size - 1)
+
+
+def _relation_problems(settings: Settings) -> list[Problem]:
+    """The rules across fields (each field's own value already checked)."""
+    problems = []
+    if settings.sql_pool_min_size > settings.sql_pool_max_size:
+        problems.append(Problem(("sql_pool_min_size", "sql_pool_max_size"), "{0} must not exceed {1}"))
+    if settings.http_auth == "none" and settings.http_host not in LOOPBACK_HOSTS:
+        problems.append(
+            Problem(
+                ("http_auth", "http_host"),
+                "{0}=none is allowed only on a loopback {1} (127.0.0.1, ::1, localhost)",
+            )
+        )
+    if settings.http_max_connections_per_peer > settings.http_max_connections:
+        problems.append(
+            Problem(("http_max_connections_per_peer", "http_max_connections"), "{0} must not exceed {1}")
+        )
+    if settings.http_max_unread_bytes_per_identity > settings.http_max_unread_bytes:
+        problems.append(
+            Problem(("http_max_unread_bytes_per_identity", "http_max_unread_bytes"), "{0} must not exceed {1}")
+        )
+    if settings.prometheus_port is not None and not 0 <= settings.prometheus_port <= 65_535:
+        problems.append(Problem(("prometheus_port",), "{0}: must be at least 0 and at most 65535"))
+    if settings.sql_statement_timeout_ms >= settings.call_deadline_s * 1000:
+        problems.append(
+            Problem(("sql_statement_timeout_ms", "call_deadline_s"), "{0} must be below the call deadline ({1})")
+        )
+    return problems
 
 
 def _variable(spec: dataclasses.Field[object]) -> str | None:

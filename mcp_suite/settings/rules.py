@@ -2,10 +2,10 @@
 
 Owns: the field marks (`typed`, `flag`, `integer`, `number`, `one_of`: a field's types, range or
 choices, the parser of its variable's text, whether a source may set it), the strict parsers of the
-variables' text, the checks of a value (`field_problem`) and of the fields together
-(`relation_problems`), and `Problem`: a sentence about some fields that each channel renders with
-its own name of each field (the `MCP_*` variable, the configuration file's key), so no message is
-reworded after the fact. Pure: no I/O on import, no environment; imports only `limits`.
+variables' text, the check of one value against its field's mark (`field_problem`), and `Problem`:
+a sentence about some fields that each channel renders with its own name of each field (the `MCP_*`
+variable, the configuration file's key), so no message is reworded after the fact. Pure: no I/O on
+import, no environment; imports nothing of the package.
 """
 
 from __future__ import annotations
@@ -15,10 +15,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, get_args
-
-if TYPE_CHECKING:
-    from mcp_suite.settings.model import Settings
+from typing import Any, Final, Literal, get_args
 
 __all__ = [
     "LOOPBACK_HOSTS",
@@ -31,7 +28,6 @@ __all__ = [
     "integer",
     "number",
     "one_of",
-    "relation_problems",
     "typed",
 ]
 
@@ -296,32 +292,3 @@ def field_problem(spec: dataclasses.Field[Any], value: object) -> Problem | None
 
 def _about(spec: dataclasses.Field[Any], text: str) -> Problem:
     return Problem((spec.name,), "{0}: " + text)
-
-
-def relation_problems(settings: Settings) -> list[Problem]:
-    """The rules across fields (each field's own value already checked)."""
-    problems = []
-    if settings.sql_pool_min_size > settings.sql_pool_max_size:
-        problems.append(Problem(("sql_pool_min_size", "sql_pool_max_size"), "{0} must not exceed {1}"))
-    if settings.http_auth == "none" and settings.http_host not in LOOPBACK_HOSTS:
-        problems.append(
-            Problem(
-                ("http_auth", "http_host"),
-                "{0}=none is allowed only on a loopback {1} (127.0.0.1, ::1, localhost)",
-            )
-        )
-    if settings.http_max_connections_per_peer > settings.http_max_connections:
-        problems.append(
-            Problem(("http_max_connections_per_peer", "http_max_connections"), "{0} must not exceed {1}")
-        )
-    if settings.http_max_unread_bytes_per_identity > settings.http_max_unread_bytes:
-        problems.append(
-            Problem(("http_max_unread_bytes_per_identity", "http_max_unread_bytes"), "{0} must not exceed {1}")
-        )
-    if settings.prometheus_port is not None and not 0 <= settings.prometheus_port <= 65_535:
-        problems.append(Problem(("prometheus_port",), "{0}: must be at least 0 and at most 65535"))
-    if settings.sql_statement_timeout_ms >= settings.call_deadline_s * 1000:
-        problems.append(
-            Problem(("sql_statement_timeout_ms", "call_deadline_s"), "{0} must be below the call deadline ({1})")
-        )
-    return problems

@@ -79,6 +79,7 @@ def new_core(
     resource_uris: Callable[[str], bool] | None = None,
     per_caller_lists: bool = False,
     instructions: str | None = None,
+    max_frame_bytes: int = MAX_FRAME_BYTES,
 ) -> SessionCore:
     """A `SessionCore` serving `registry`'s tools (every one callable; `tools` is what tools/list
     shows) and its resources (every one readable; resources/list shows those `resource_uris`
@@ -98,7 +99,7 @@ def new_core(
             for r in registry.resources.values()
         ],
         resources_listed=resource_uris,
-        max_frame_bytes=MAX_FRAME_BYTES,
+        max_frame_bytes=max_frame_bytes,
         max_json_depth=MAX_JSON_DEPTH,
         arg_max_depth=ARG_MAX_DEPTH,
         arg_max_items=ARG_MAX_ITEMS,

@@ -33,7 +33,15 @@ from mcp_suite.settings.limits import (
     PROMETHEUS_TIMEOUT_S,
     SQL_MAX_CHARS,
 )
-from mcp_suite.settings.model import ENV_PREFIX, ENV_VARIABLES, SOURCE_KEYS, Settings, variable_of
+from mcp_suite.settings.model import (
+    ENV_PREFIX,
+    ENV_VARIABLES,
+    SOURCE_KEYS,
+    Settings,
+    default_of,
+    highest_of,
+    variable_of,
+)
 from mcp_suite.settings.rules import LOOPBACK_HOSTS, SecretStr, SettingsError
 
 __all__ = [
@@ -59,7 +67,9 @@ __all__ = [
     "SecretStr",
     "Settings",
     "SettingsError",
+    "default_of",
     "foreign_variables",
+    "highest_of",
     "load_settings",
     "variable_of",
 ]

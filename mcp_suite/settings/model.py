@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from mcp_suite.settings.limits import MAX_FRAME_BYTES
 from mcp_suite.settings.rules import (
@@ -57,6 +57,8 @@ __all__ = [
     "PARSERS",
     "SOURCE_KEYS",
     "Settings",
+    "default_of",
+    "highest_of",
     "name_of_field",
     "variable_of",
 ]
@@ -372,6 +374,7 @@ PARSERS: Final[dict[str, tuple[str, Parser]]] = {
 }
 ENV_VARIABLES: Final[tuple[str, ...]] = tuple(PARSERS)
 _VARIABLE_OF: Final = {field_name: name for name, (field_name, _parser) in PARSERS.items()}
+_FIELDS: Final = {spec.name: spec for spec in dataclasses.fields(Settings)}
 
 # A source's key in the configuration file -> the field it sets for that source: the fields marked
 # `per_source`, each keyed by its name without `sql_` (tools/sql/sources.py reads them).
@@ -385,6 +388,17 @@ SOURCE_KEYS: Final[Mapping[str, str]] = {
 def variable_of(field_name: str) -> str:
     """The `MCP_*` variable that sets the settings field `field_name`."""
     return _VARIABLE_OF[field_name]
+
+
+def default_of(field_name: str) -> Any:
+    """A field's default: the value code that runs without the settings (before they are read, or
+    in a test) takes, read from the field rather than written twice."""
+    return _FIELDS[field_name].default
+
+
+def highest_of(field_name: str) -> Any:
+    """The highest value a numeric field accepts (a model that bounds an argument by it reads it)."""
+    return _FIELDS[field_name].metadata["high"]
 
 
 def name_of_field(field_name: str) -> str:

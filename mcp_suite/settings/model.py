@@ -19,9 +19,9 @@ from typing import Any, Final
 from mcp_suite.settings.limits import MAX_FRAME_BYTES
 from mcp_suite.settings.rules import (
     AFFINITIES,
-    LOOPBACK_HOSTS,
     HTTP_AUTH_MODES,
     LOG_LEVELS,
+    LOOPBACK_HOSTS,
     SQL_POOLERS,
     CpuAffinity,
     HttpAuth,
@@ -132,7 +132,9 @@ class Settings:
     # How often the whole role audit runs again while the server serves (on its own connection, in
     # a worker thread). A new refusal stops the SQL tools until a re-audit passes; each re-audit
     # also refreshes the SECURITY DEFINER guard's catalogue.
-    sql_reaudit_interval_s: float = field(default=30.0, metadata=number(0, 60, low_open=True, per_source=True))
+    sql_reaudit_interval_s: float = field(
+        default=30.0, metadata=number(0, 60, low_open=True, per_source=True)
+    )
     # Where the re-audit's own connection goes (issue 40): unset, MCP_SQL_DSN. Behind a
     # transaction-pooling PgBouncer a DSN straight to PostgreSQL (the same role and database: checked)
     # lets it LISTEN for the role guide's event trigger, so a change is audited within a second
@@ -347,13 +349,17 @@ def _relation_problems(settings: Settings) -> list[Problem]:
         )
     if settings.http_max_unread_bytes_per_identity > settings.http_max_unread_bytes:
         problems.append(
-            Problem(("http_max_unread_bytes_per_identity", "http_max_unread_bytes"), "{0} must not exceed {1}")
+            Problem(
+                ("http_max_unread_bytes_per_identity", "http_max_unread_bytes"), "{0} must not exceed {1}"
+            )
         )
     if settings.prometheus_port is not None and not 0 <= settings.prometheus_port <= 65_535:
         problems.append(Problem(("prometheus_port",), "{0}: must be at least 0 and at most 65535"))
     if settings.sql_statement_timeout_ms >= settings.call_deadline_s * 1000:
         problems.append(
-            Problem(("sql_statement_timeout_ms", "call_deadline_s"), "{0} must be below the call deadline ({1})")
+            Problem(
+                ("sql_statement_timeout_ms", "call_deadline_s"), "{0} must be below the call deadline ({1})"
+            )
         )
     return problems
 

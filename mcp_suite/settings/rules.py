@@ -238,7 +238,9 @@ def _marks(rule: dict[str, Any], *, per_source: bool) -> dict[str, Any]:
     return rule | ({"per_source": True} if per_source else {})
 
 
-def typed(*types: type, parse: Parser, variable: str | None = None, per_source: bool = False) -> dict[str, Any]:
+def typed(
+    *types: type, parse: Parser, variable: str | None = None, per_source: bool = False
+) -> dict[str, Any]:
     rule = {"types": types, "parse": parse} | ({"variable": variable} if variable else {})
     return _marks(rule, per_source=per_source)
 
@@ -284,7 +286,11 @@ def field_problem(spec: dataclasses.Field[Any], value: object) -> Problem | None
             return _about(spec, f"must be {bound} {low} and at most {high}")
         return None
     if "choices" in rule:
-        return None if value in rule["choices"] else _about(spec, f"expected one of {', '.join(rule['choices'])}")
+        return (
+            None
+            if value in rule["choices"]
+            else _about(spec, f"expected one of {', '.join(rule['choices'])}")
+        )
     if not isinstance(value, rule["types"]):
         return _about(spec, "invalid value")
     return None

@@ -29,7 +29,7 @@ def _other_value(field_name: str) -> object:
         return next(choice for choice in rule["choices"] if choice != default)
     if "kind" in rule:
         step = rule["kind"](1)
-        return default + step if default + step <= rule["high"] else default - step  # type: ignore[operator]
+        return default + step if default + step <= rule["high"] else default - step
     if isinstance(default, bool):
         return not default
     assert default == ()  # the lists: names every list's parser accepts
@@ -80,7 +80,7 @@ def _documented_per_source() -> dict[str, str]:
     text = CONFIGURATION.read_text()
     table = text[text.index("| key | required | meaning (the setting it replaces for this source) |") :]
     table = table[: table.index("\n\n")]
-    documented = {}
+    documented: dict[str, str] = {}
     for row in table.splitlines()[2:]:
         keys_cell, _required, meaning = (cell.strip() for cell in row.strip("|").split("|"))
         keys = re.findall(r"`([a-z_]+)`", keys_cell)

@@ -140,13 +140,16 @@ def test_every_problem_of_the_file_is_reported_at_once_and_no_value(tmp_path: Pa
 
 def test_a_source_s_settings_are_checked_even_when_its_connection_string_is_wrong(tmp_path: Path) -> None:
     text = "[[sources]]\nname='a'\ndescription='d'\nmax_rows=0\npool_min_size=5\n"
+    where = f"{tmp_path}/sources.toml: source 1 (a)"
     assert _problem(_file(tmp_path, text)).split("; ") == [
-        f"{tmp_path}/sources.toml: source 1 (a): dsn: required, a libpq connection string without its password",
-        f"{tmp_path}/sources.toml: source 1 (a): max_rows: must be at least 1 and at most 10000",
+        f"{where}: dsn: required, a libpq connection string without its password",
+        f"{where}: max_rows: must be at least 1 and at most 10000",
     ]
 
 
-def test_a_setting_of_a_source_is_named_by_its_key_and_one_it_cannot_set_by_its_variable(tmp_path: Path) -> None:
+def test_a_setting_of_a_source_is_named_by_its_key_and_one_it_cannot_set_by_its_variable(
+    tmp_path: Path,
+) -> None:
     where = f"{tmp_path}/sources.toml: source 1 (a)"
     assert _problem(_file(tmp_path, A + "pool_min_size=5\n")) == (
         f"{where}: pool_min_size must not exceed pool_max_size"

@@ -19,9 +19,12 @@ from typing import Any, Final
 from mcp_suite.settings.limits import MAX_FRAME_BYTES
 from mcp_suite.settings.rules import (
     AFFINITIES,
+    EXTENSION_NAMES,
+    FUNCTION_NAMES,
     HTTP_AUTH_MODES,
     LOG_LEVELS,
     LOOPBACK_HOSTS,
+    ROLE_NAMES,
     SQL_POOLERS,
     CpuAffinity,
     HttpAuth,
@@ -34,18 +37,16 @@ from mcp_suite.settings.rules import (
     field_problem,
     flag,
     integer,
+    names,
     number,
     one_of,
     parse_dir,
     parse_dsn,
     parse_endpoint_path,
-    parse_extension_names,
-    parse_function_names,
     parse_host,
     parse_int,
     parse_origins,
     parse_path,
-    parse_role_names,
     parse_service_name,
     parse_url,
     typed,
@@ -117,7 +118,7 @@ class Settings:
     # SECURITY DEFINER functions (`schema.name`, every overload) the operator accepts as a known,
     # logged risk: the start-up audit and the run-time check let only these through.
     sql_accept_definer_functions: tuple[str, ...] = field(
-        default=(), metadata=typed(tuple, parse=parse_function_names, per_source=True)
+        default=(), metadata=names(FUNCTION_NAMES, per_source=True)
     )
     # How long the run-time check trusts what the catalogue said about SECURITY DEFINER functions
     # before it asks again (the names a query calls never make it ask; the re-audit refreshes it).
@@ -145,7 +146,7 @@ class Settings:
     # Roles the operator accepts may create functions PUBLIC can execute at once (no default
     # privilege revoking it): the audit logs a warning for each instead of refusing to start.
     sql_accept_function_creators: tuple[str, ...] = field(
-        default=(), metadata=typed(tuple, parse=parse_role_names, per_source=True)
+        default=(), metadata=names(ROLE_NAMES, per_source=True)
     )
     # True: the SQL policy's catalogue rule is off, and a query reads pg_catalog, unfiltered
     # information_schema views and the host/connection functions freely (logged at start-up as a
@@ -159,7 +160,7 @@ class Settings:
     # Extensions whose functions a query may call although they are not on the reviewed list
     # (docs/tools/read_only_sql.md, "Functions"), as pg_extension names them; logged at start-up.
     sql_allow_extensions: tuple[str, ...] = field(
-        default=(), metadata=typed(tuple, parse=parse_extension_names, per_source=True)
+        default=(), metadata=names(EXTENSION_NAMES, per_source=True)
     )
     # What sits between the pool and PostgreSQL. "none": each pooled connection is its own backend,
     # so a call's pinned settings are set once per connection and every call only checks them (a

@@ -18,7 +18,11 @@ from pathlib import Path
 from typing import Any, Final, Literal, get_args
 
 __all__ = [
+    "EXTENSION_NAMES",
+    "FUNCTION_NAMES",
     "LOOPBACK_HOSTS",
+    "ROLE_NAMES",
+    "Names",
     "Parser",
     "Problem",
     "SecretStr",
@@ -26,6 +30,7 @@ __all__ = [
     "field_problem",
     "flag",
     "integer",
+    "names",
     "number",
     "one_of",
     "typed",
@@ -149,27 +154,42 @@ def parse_dsn(raw: str) -> SecretStr:
     return SecretStr(raw)
 
 
-def parse_function_names(raw: str) -> tuple[str, ...]:
-    names = tuple(part.strip() for part in raw.split(",") if part.strip())
-    for name in names:
-        schema, dot, function = name.partition(".")
-        if not (schema and dot and function) or "." in function or any(c in name for c in " ()\"'"):
-            raise ValueError("expected schema.function names, separated by commas")
-    return names
+@dataclass(frozen=True, slots=True)
+class Names:
+    """The rule of a list of names, in either channel: which name is valid, and the sentence saying
+    so, whose `{sep}` is where a variable's wording says how its one string holds the names."""
+
+    valid: Callable[[str], bool]
+    wording: str
+
+    def parse(self, raw: str) -> tuple[str, ...]:
+        """A variable's names: separated by commas, each stripped, the empty ones dropped."""
+        names = tuple(part.strip() for part in raw.split(",") if part.strip())
+        if not all(self.valid(name) for name in names):
+            raise ValueError(self.wording.format(sep=", separated by commas"))
+        return names
+
+    def problem(self, value: tuple[object, ...]) -> str | None:
+        """What is wrong with a list of names given whole (the configuration file's): the same rule."""
+        if all(isinstance(name, str) and name and self.valid(name) for name in value):
+            return None
+        return self.wording.format(sep="")
 
 
-def parse_role_names(raw: str) -> tuple[str, ...]:
-    names = tuple(part.strip() for part in raw.split(",") if part.strip())
-    if any(c in name for name in names for c in "\"'"):
-        raise ValueError("expected role names as PostgreSQL stores them, separated by commas (no quotes)")
-    return names
+def _function_name(name: str) -> bool:
+    schema, dot, function = name.partition(".")
+    return bool(schema and dot and function) and "." not in function and not any(c in name for c in " ()\"'")
 
 
-def parse_extension_names(raw: str) -> tuple[str, ...]:
-    names = tuple(part.strip() for part in raw.split(",") if part.strip())
-    if any(c in name for name in names for c in "\"' "):
-        raise ValueError("expected extension names as pg_extension holds them, separated by commas")
-    return names
+FUNCTION_NAMES: Final = Names(_function_name, "expected schema.function names{sep}")
+ROLE_NAMES: Final = Names(
+    lambda name: not any(c in name for c in "\"'"),
+    "expected role names as PostgreSQL stores them{sep} (no quotes)",
+)
+EXTENSION_NAMES: Final = Names(
+    lambda name: not any(c in name for c in "\"' "),
+    "expected extension names as pg_extension holds them{sep}",
+)
 
 
 def parse_host(raw: str) -> str:
@@ -245,6 +265,10 @@ def typed(
     return _marks(rule, per_source=per_source)
 
 
+def names(rule: Names, *, per_source: bool = False) -> dict[str, Any]:
+    return _marks({"types": (tuple,), "parse": rule.parse, "names": rule}, per_source=per_source)
+
+
 def flag(*, per_source: bool = False) -> dict[str, Any]:
     return typed(bool, parse=parse_bool, per_source=per_source)
 
@@ -293,7 +317,8 @@ def field_problem(spec: dataclasses.Field[Any], value: object) -> Problem | None
         )
     if not isinstance(value, rule["types"]):
         return _about(spec, "invalid value")
-    return None
+    problem = rule["names"].problem(value) if "names" in rule else None
+    return None if problem is None else _about(spec, problem)
 
 
 def _about(spec: dataclasses.Field[Any], text: str) -> Problem:

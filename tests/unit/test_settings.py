@@ -160,6 +160,10 @@ def test_help_and_version() -> None:
         ({"http_max_connections_per_peer": 513}, "MCP_HTTP_MAX_CONNECTIONS_PER_PEER"),  # above the total
         ({"http_max_unread_bytes_per_identity": 16_777_217}, "MCP_HTTP_MAX_UNREAD_BYTES_PER_IDENTITY"),
         ({"http_write_timeout_s": 0}, "MCP_HTTP_WRITE_TIMEOUT_S"),
+        ({"sql_accept_definer_functions": ("nodot",)}, "MCP_SQL_ACCEPT_DEFINER_FUNCTIONS"),  # as parsed
+        ({"sql_allow_extensions": ("a b",)}, "MCP_SQL_ALLOW_EXTENSIONS"),
+        ({"sql_accept_function_creators": ("'x'",)}, "MCP_SQL_ACCEPT_FUNCTION_CREATORS"),
+        ({"sql_allow_extensions": (3,)}, "MCP_SQL_ALLOW_EXTENSIONS"),  # names are strings
     ],
 )
 def test_direct_construction_is_validated_as_strictly(values: dict[str, object], named: str) -> None:

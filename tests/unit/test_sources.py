@@ -162,6 +162,36 @@ def test_a_setting_of_a_source_is_named_by_its_key_and_one_it_cannot_set_by_its_
     )
 
 
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        (
+            "accept_definer_functions = ['public.f()']",
+            "accept_definer_functions: expected schema.function names",
+        ),
+        ("accept_definer_functions = ['nodot']", "accept_definer_functions: expected schema.function names"),
+        ("accept_definer_functions = ['']", "accept_definer_functions: expected schema.function names"),
+        (
+            "accept_function_creators = ['\"Admin\"']",
+            "accept_function_creators: expected role names as PostgreSQL stores them (no quotes)",
+        ),
+        ("accept_function_creators = ['']", "accept_function_creators: expected role names"),
+        (
+            "allow_extensions = ['pg trgm']",
+            "allow_extensions: expected extension names as pg_extension holds them",
+        ),
+    ],
+)
+def test_a_list_of_names_in_the_file_follows_the_rule_its_variable_follows(
+    tmp_path: Path, line: str, says: str
+) -> None:
+    problem = _problem(_file(tmp_path, A + line + "\n"))
+    assert problem.startswith(f"{tmp_path}/sources.toml: source 1 (a): {says}")
+    assert "separated by commas" not in problem  # the variable's wording, not the file's
+    assert "pg trgm" not in problem  # names, never values
+    assert "Admin" not in problem
+
+
 def test_an_unreadable_file_is_named(tmp_path: Path) -> None:
     assert "cannot be read" in _problem(Settings(config_file=tmp_path / "missing.toml"))
 

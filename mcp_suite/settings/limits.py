@@ -1,27 +1,11 @@
 """The limits fixed by the wire contract (docs/wire.md): not read from the environment, each defined
-once here. The code that enforces them, and the tests, import them (through `mcp_suite.settings`).
-Imports nothing of the package.
+once here. The code that enforces them, and the tests, import them (through `mcp_suite.settings`,
+which names each). Every name here is a limit. Imports nothing of the package.
 """
 
 from __future__ import annotations
 
 from typing import Final
-
-__all__ = [
-    "ARG_MAX_DEPTH",
-    "ARG_MAX_ITEMS",
-    "ARG_MAX_KEY_CHARS",
-    "AUDIT_SQL_MAX_CHARS",
-    "AUDIT_WRITE_WAIT_S",
-    "ECHO_MAX_CHARS",
-    "INVISIBLE_SHOWN",
-    "MAX_FRAME_BYTES",
-    "MAX_JSON_DEPTH",
-    "NAME_ECHO_CHARS",
-    "PROMETHEUS_MAX_CONNECTIONS",
-    "PROMETHEUS_TIMEOUT_S",
-    "SQL_MAX_CHARS",
-]
 
 # A message (a stdio line, an HTTP body by default: MCP_HTTP_MAX_BODY_BYTES) holds at most this many
 # bytes; its JSON nests at most MAX_JSON_DEPTH deep; a tool's arguments at most ARG_MAX_DEPTH deep,

@@ -71,5 +71,6 @@ def source_settings(
     try:
         return dataclasses.replace(settings, sql_dsn=dsn, **overrides)
     except SettingsError as exc:
+        # The model's problems, each named in the file; its message names variables, so it is not used.
         problems += [f"{where}: {problem.render(_name_in_file)}" for problem in exc.problems]
         return None

@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from mcp_suite.demo.seed import DEMO_DB, OPS_DB, OPS_READER_POOL, OPS_READER_USER, READER_POOL, READER_USER
-from mcp_suite.settings import ENV_PREFIX, load_settings, variable_of
-from mcp_suite.sources import PER_SOURCE
+from mcp_suite.settings import ENV_PREFIX, SOURCE_KEYS, load_settings, variable_of
 
 if TYPE_CHECKING:
     from mcp_suite.demo.cluster import Cluster
@@ -37,8 +36,9 @@ _HEADER: Final = """\
 
 
 def _moved_variables() -> dict[str, str]:
-    """Each per-source `MCP_SQL_*` variable -> its key in a source's table."""
-    return {variable_of(field): key for key, field in PER_SOURCE.items()}
+    """Each per-source `MCP_SQL_*` variable (of a field marked `per_source`) -> its key in a source's
+    table."""
+    return {variable_of(field): key for key, field in SOURCE_KEYS.items()}
 
 
 def _toml(value: object) -> str:
@@ -64,7 +64,7 @@ def _developer_options(environ: Mapping[str, str]) -> dict[str, str]:
     own = {ENV_PREFIX + "SQL_DSN", ENV_PREFIX + "CONFIG", ENV_PREFIX + "SAFE_DATA_DIR"}
     settings = load_settings({n: v for n, v in environ.items() if n.startswith(ENV_PREFIX) and n not in own})
     given = sorted(name for name, value in environ.items() if name in moved and value)
-    return {moved[name]: _toml(getattr(settings, PER_SOURCE[moved[name]])) for name in given}
+    return {moved[name]: _toml(getattr(settings, SOURCE_KEYS[moved[name]])) for name in given}
 
 
 def _write_private(path: Path, text: str) -> None:

@@ -76,7 +76,7 @@ from mcp_suite.protocol.http import (
     status_of,
 )
 from mcp_suite.protocol.jsonrpc import Request, RequestId, encode_error, sniff_id
-from mcp_suite.settings import Settings
+from mcp_suite.settings import ECHO_MAX_CHARS, Settings
 
 __all__ = [
     "CallRef",
@@ -178,7 +178,7 @@ def _refusal(
     """An HTTP-level refusal before the core sees the request: its body is the JSON-RPC error of a
     `kind` problem (Streamable HTTP: it MAY be one without an id), its status that problem's, so the
     two always agree."""
-    frame = encode_error(None, kind(detail[:256], metadata=metadata), omit_unknown_id=True)
+    frame = encode_error(None, kind(detail[:ECHO_MAX_CHARS], metadata=metadata), omit_unknown_id=True)
     return Reply(
         kind.status,
         (_JSON, *headers),

@@ -33,7 +33,7 @@ from mcp_suite.protocol.core import (
 from mcp_suite.protocol.mcp import structured_json
 from mcp_suite.runtime.limiter import CallLimiter, Ticket
 from mcp_suite.runtime.log_sink import logger
-from mcp_suite.settings import Settings
+from mcp_suite.settings import ARG_MAX_DEPTH, ARG_MAX_ITEMS, MAX_FRAME_BYTES, MAX_JSON_DEPTH, Settings
 from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.registry import Registry
 
@@ -79,6 +79,7 @@ def new_core(
     resource_uris: Callable[[str], bool] | None = None,
     per_caller_lists: bool = False,
     instructions: str | None = None,
+    max_frame_bytes: int = MAX_FRAME_BYTES,
 ) -> SessionCore:
     """A `SessionCore` serving `registry`'s tools (every one callable; `tools` is what tools/list
     shows) and its resources (every one readable; resources/list shows those `resource_uris`
@@ -98,10 +99,10 @@ def new_core(
             for r in registry.resources.values()
         ],
         resources_listed=resource_uris,
-        max_frame_bytes=settings.max_frame_bytes,
-        max_json_depth=settings.max_json_depth,
-        arg_max_depth=settings.arg_max_depth,
-        arg_max_items=settings.arg_max_items,
+        max_frame_bytes=max_frame_bytes,
+        max_json_depth=MAX_JSON_DEPTH,
+        arg_max_depth=ARG_MAX_DEPTH,
+        arg_max_items=ARG_MAX_ITEMS,
         call_deadline_s=settings.call_deadline_s,
         per_caller_lists=per_caller_lists,
     )

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
+from mcp_suite.settings import default_of
+
 __all__ = [
     "JsonLineHandler",
     "SinkStatistics",
@@ -36,8 +38,8 @@ __all__ = [
 ]
 
 logger: Final = logging.getLogger("mcp_suite")
-# The default bound of the sink (MCP_LOG_BUFFER_BYTES sets the server's).
-_BUFFER_BYTES: Final = 4_194_304
+# The default bound of the sink: MCP_LOG_BUFFER_BYTES's (which sets the server's).
+_BUFFER_BYTES: Final[int] = default_of("log_buffer_bytes")
 _FLUSH_INTERVAL_S: Final = 0.02
 
 

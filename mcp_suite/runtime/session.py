@@ -41,7 +41,7 @@ from mcp_suite.runtime.audit_trail import AuditLog
 from mcp_suite.runtime.calls import CallRunner, ToolCatalogue, new_core
 from mcp_suite.runtime.limiter import CallLimiter, Ticket
 from mcp_suite.runtime.log_sink import logger
-from mcp_suite.settings import Settings
+from mcp_suite.settings import MAX_FRAME_BYTES, Settings
 from mcp_suite.tools.registry import Registry
 
 if TYPE_CHECKING:
@@ -78,6 +78,8 @@ class Session:
     settings: Settings
     registry: Registry
     handle_signals: bool = False
+    # The longest line read (docs/wire.md: the wire contract's; a test passes a shorter one).
+    max_frame_bytes: int = MAX_FRAME_BYTES
     audit: AuditLog = field(default_factory=AuditLog)
     # Traces and metrics (`runtime.telemetry`), None unless configured: one check per request.
     telemetry: Telemetry | None = None
@@ -103,7 +105,9 @@ class Session:
         self.runner = CallRunner(self.settings, self.registry)
         self.limiter = self.runner.limiter
         self._catalogue = ToolCatalogue(self.registry)
-        self.core = new_core(self.settings, self.registry, self.tool_descriptions)
+        self.core = new_core(
+            self.settings, self.registry, self.tool_descriptions, max_frame_bytes=self.max_frame_bytes
+        )
         self.all_idle.set()
 
     def tool_descriptions(self) -> list[mcp.ToolDescription]:
@@ -204,7 +208,7 @@ class Session:
 
         Limits: a batch holds at most one chunk's worth of frames (64 KiB), or one oversized marker.
         """
-        decoder = LineDecoder(self.settings.max_frame_bytes)
+        decoder = LineDecoder(self.max_frame_bytes)
         async with frames_send:
             with self._reader_scope:
                 while True:
@@ -402,12 +406,17 @@ async def serve_session(
     handle_signals: bool = False,
     on_ready: Callable[[Session], None] | None = None,
     telemetry: Telemetry | None = None,
+    max_frame_bytes: int = MAX_FRAME_BYTES,
 ) -> Session:
     """Serve one MCP session over the two streams until EOF (or a signal) and the drain end.
 
     Returns the session, whose warm-up thread may still be at work (`Session.join_warm_up`)."""
     session = Session(
-        settings=settings, registry=registry, handle_signals=handle_signals, telemetry=telemetry
+        settings=settings,
+        registry=registry,
+        handle_signals=handle_signals,
+        telemetry=telemetry,
+        max_frame_bytes=max_frame_bytes,
     )
     if on_ready is not None:
         on_ready(session)

@@ -43,7 +43,7 @@ from mcp_suite import SERVER_NAME, __version__, observe
 from mcp_suite.problems import Channel
 from mcp_suite.protocol.core import CallKind, StartCall
 from mcp_suite.runtime.log_sink import current_sink, logger
-from mcp_suite.settings import PROMETHEUS_MAX_CONNECTIONS, PROMETHEUS_TIMEOUT_S
+from mcp_suite.settings import NAME_ECHO_CHARS, PROMETHEUS_MAX_CONNECTIONS, PROMETHEUS_TIMEOUT_S
 
 if TYPE_CHECKING:
     from prometheus_client.registry import CollectorRegistry
@@ -398,7 +398,7 @@ class Telemetry:
         if resource_uri is not None:
             attributes["mcp.resource.uri"] = resource_uri
         if request_id is not None:
-            attributes["jsonrpc.request.id"] = str(request_id)[:64]
+            attributes["jsonrpc.request.id"] = str(request_id)[:NAME_ECHO_CHARS]
         if protocol_version is not None:
             attributes["mcp.protocol.version"] = protocol_version
         if session_id is not None:
@@ -406,7 +406,7 @@ class Telemetry:
             # session's spans, not the id.
             attributes["mcp.session.id"] = hashlib.sha256(session_id.encode()).hexdigest()[:32]
         if subject is not None:
-            attributes["enduser.id"] = subject[:64]
+            attributes["enduser.id"] = subject[:NAME_ECHO_CHARS]
         # The client's `traceparent` is a link, not the parent: its trace id is the caller's choice,
         # so the span (and the audit record) has a trace id of the server's own, and the client's
         # stays apart, marked as the client's (`client_trace_id`). OpenTelemetry's advice for a

@@ -270,7 +270,7 @@ def test_failed_creation_leaves_no_server_and_no_directory() -> None:
 CHILD = (
     "import os, sys, psycopg\n"
     "from mcp_suite.settings import load_settings\n"
-    "from mcp_suite.sources import load_sources\n"
+    "from mcp_suite.tools.sql.sources import load_sources\n"
     "assert 'MCP_SQL_DSN' not in os.environ\n"
     "for source in load_sources(load_settings()):\n"
     "    with psycopg.connect(source.dsn.get_secret_value()) as conn:\n"
@@ -490,7 +490,7 @@ def test_a_session_that_finds_the_cluster_serving_another_gets_its_own(demo_clus
 WAITING_CHILD = (
     "import os, sys, time, psycopg, pathlib\n"
     "from mcp_suite.settings import load_settings\n"
-    "from mcp_suite.sources import load_sources\n"
+    "from mcp_suite.tools.sql.sources import load_sources\n"
     "dsn = {s.name: s.dsn.get_secret_value() for s in load_sources(load_settings())}\n"
     "go = pathlib.Path(sys.argv[1])\n"
     "psycopg.connect(dsn['docs']).close()\n"

@@ -33,7 +33,7 @@ from mcp_suite.problems import (
     RoleUnauditedError,
 )
 from mcp_suite.runtime.session import Session, serve_session
-from mcp_suite.settings import Settings
+from mcp_suite.settings import MAX_FRAME_BYTES, Settings
 from mcp_suite.tools.base import ResourceSpec, Toolset, ToolSpec
 from mcp_suite.tools.models import StrictModel
 from mcp_suite.tools.registry import Registry, ToolOpener, open_registry
@@ -462,9 +462,11 @@ async def open_session(
     handle_signals: bool = False,
     extra_tools: Iterable[ToolOpener] = (),
     telemetry: Callable[[Registry], Telemetry] | None = None,
+    max_frame_bytes: int = MAX_FRAME_BYTES,
 ) -> AsyncIterator[Harness]:
     """Serve one session in a nursery owned by this block; on a clean exit, EOF and drain it.
-    `telemetry` makes the session's traces and metrics from its registry (None: off)."""
+    `telemetry` makes the session's traces and metrics from its registry (None: off);
+    `max_frame_bytes` is the longest line the session reads (a short one for a slow transport)."""
     settings = settings or Settings()
     log = ToolLog()
     client_stream, server_stream = _stream_pair(transport)
@@ -490,6 +492,7 @@ async def open_session(
                     handle_signals=handle_signals,
                     on_ready=ready,
                     telemetry=watching,
+                    max_frame_bytes=max_frame_bytes,
                 )
             finally:
                 with trio.CancelScope(shield=True):

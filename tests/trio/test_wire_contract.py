@@ -109,12 +109,9 @@ async def test_oversized_line_is_dropped_while_streaming_and_the_next_line_is_se
     transport: Transport,
 ) -> None:
     # The one-byte transport would take minutes for a megabyte: it gets a short limit instead.
-    from mcp_suite.settings import Settings
-
     limit = 4_096 if transport == "onebyte" else MAX_FRAME_BYTES
-    settings = Settings(max_frame_bytes=limit)
     with trio.fail_after(60):
-        async with open_session(transport=transport, settings=settings) as h:
+        async with open_session(transport=transport, max_frame_bytes=limit) as h:
             await h.initialize()
             await h.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"')
             sent = 0
@@ -146,10 +143,8 @@ async def test_oversized_line_is_dropped_while_streaming_and_the_next_line_is_se
 async def test_an_oversized_line_is_answered_with_the_id_of_its_first_or_last_bytes(
     head: bytes, answer_id: Any
 ) -> None:
-    from mcp_suite.settings import Settings
-
     with trio.fail_after(30):
-        async with open_session(settings=Settings(max_frame_bytes=4_096)) as h:
+        async with open_session(max_frame_bytes=4_096) as h:
             await h.initialize()
             await h.send_raw(head + b"q" * 10_000 + b'"},"id":99}\n')
             refused = await h.recv()

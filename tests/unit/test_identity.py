@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from mcp_suite.settings import Settings, SettingsError
-from mcp_suite.sources import load_sources
 from mcp_suite.tools.sql.engine.identity import (
     APPLICATION_PREFIX,
     PATTERN_CHOICES_MAX,
@@ -28,6 +27,7 @@ from mcp_suite.tools.sql.engine.identity import (
     mapped_role,
     parse_identity,
 )
+from mcp_suite.tools.sql.sources import load_sources
 
 
 def _parse(table: object) -> tuple[IdentityMap | None, list[str]]:

@@ -11,11 +11,6 @@ import grimp
 
 from tests.support.declared import REPO, load_pyproject, package_modules
 
-# Outside every layer until the settings part of issue 54 moves it into `tools/sql/` with its
-# per-source table; this entry goes then (the test fails while it names a module that is gone).
-MOVING = frozenset({"mcp_suite.sources"})
-
-
 def _layers() -> list[str]:
     """The modules and packages the layers contract names, siblings (`a | b`, `a : b`) included."""
     tool = load_pyproject()["tool"]
@@ -34,7 +29,7 @@ def test_every_module_of_the_package_sits_in_a_layer_of_the_import_contract() ->
     assert "mcp_suite.make_relay" in modules  # the walk saw the whole package
     # The package's own `__init__` (its name and version) is every floor's, as the root of them all.
     outside = {m for m in modules if m != "mcp_suite" and not _within(m, tops)}
-    assert outside == MOVING
+    assert outside == set()
 
 
 def test_every_module_of_the_protocol_serves_the_transports_not_a_tool_alone() -> None:

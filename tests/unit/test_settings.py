@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import pytest
 
 from mcp_suite.settings import (
     ENV_VARIABLES,
+    MAX_FRAME_BYTES,
     SecretStr,
     Settings,
     SettingsError,
@@ -35,7 +37,7 @@ def test_defaults_match_the_spec() -> None:
     assert settings.call_deadline_s == 30
     assert settings.drain_grace_s == 5
     assert settings.max_queued_calls == 64
-    assert settings.max_frame_bytes == 1_048_576
+    assert MAX_FRAME_BYTES == 1_048_576
 
 
 def test_values_are_parsed(tmp_path: Path) -> None:
@@ -153,11 +155,15 @@ def test_help_and_version() -> None:
         ({"sql_dsn": "postgresql://u:hunter2@h/db"}, "MCP_SQL_DSN"),  # only as a SecretStr
         ({"metrics_enabled": "yes"}, "MCP_METRICS_ENABLED"),
         ({"safe_data_dir": "/tmp"}, "MCP_SAFE_DATA_DIR"),  # a Path, not a str
-        ({"max_frame_bytes": 0}, "max_frame_bytes"),
+        ({"inbound_channel_size": 0}, "inbound_channel_size"),  # not a variable: named by its field
         ({"sql_pool_min_size": 5}, "MCP_SQL_POOL_MIN_SIZE"),  # above the default max of 4
         ({"http_max_connections_per_peer": 513}, "MCP_HTTP_MAX_CONNECTIONS_PER_PEER"),  # above the total
         ({"http_max_unread_bytes_per_identity": 16_777_217}, "MCP_HTTP_MAX_UNREAD_BYTES_PER_IDENTITY"),
         ({"http_write_timeout_s": 0}, "MCP_HTTP_WRITE_TIMEOUT_S"),
+        ({"sql_accept_definer_functions": ("nodot",)}, "MCP_SQL_ACCEPT_DEFINER_FUNCTIONS"),  # as parsed
+        ({"sql_allow_extensions": ("a b",)}, "MCP_SQL_ALLOW_EXTENSIONS"),
+        ({"sql_accept_function_creators": ("'x'",)}, "MCP_SQL_ACCEPT_FUNCTION_CREATORS"),
+        ({"sql_allow_extensions": (3,)}, "MCP_SQL_ALLOW_EXTENSIONS"),  # names are strings
     ],
 )
 def test_direct_construction_is_validated_as_strictly(values: dict[str, object], named: str) -> None:
@@ -436,3 +442,36 @@ def test_traces_and_metrics_are_off_by_default_and_their_listener_is_loopback() 
 def test_a_bad_telemetry_setting_is_refused_by_name(name: str, value: str) -> None:
     with pytest.raises(SettingsError, match=name):
         load_settings({name: value})
+
+
+def test_the_wire_limits_are_the_package_s_constants_and_not_also_fields_of_settings() -> None:
+    import mcp_suite.settings as settings_package
+    from mcp_suite.settings import limits
+
+    fields = {spec.name for spec in dataclasses.fields(Settings)}
+    names = [name for name in vars(limits) if name.isupper()]
+    assert {"MAX_FRAME_BYTES", "MAX_JSON_DEPTH", "ARG_MAX_DEPTH", "ARG_MAX_ITEMS"} <= set(names)
+    for name in names:
+        assert name.lower() not in fields  # one copy: the constant
+        assert getattr(settings_package, name) is getattr(limits, name)
+
+
+def test_every_rule_across_settings_is_reported_at_once_each_named_by_its_variable() -> None:
+    with pytest.raises(SettingsError) as info:
+        load_settings({"MCP_SQL_POOL_MIN_SIZE": "5", "MCP_HTTP_MAX_CONNECTIONS_PER_PEER": "600"})
+    assert str(info.value) == (
+        "MCP_SQL_POOL_MIN_SIZE must not exceed MCP_SQL_POOL_MAX_SIZE; "
+        "MCP_HTTP_MAX_CONNECTIONS_PER_PEER must not exceed MCP_HTTP_MAX_CONNECTIONS"
+    )
+
+
+def test_a_problem_of_the_model_names_its_fields_in_whichever_channel_renders_it() -> None:
+    with pytest.raises(SettingsError) as info:
+        Settings(sql_pool_min_size=5, sql_max_rows=0)
+    (problem,) = info.value.problems  # a value's own problem first; the rules across fields after
+    assert str(info.value) == "MCP_SQL_MAX_ROWS: must be at least 1 and at most 10000"
+    assert problem.render(lambda name: f"<{name}>") == "<sql_max_rows>: must be at least 1 and at most 10000"
+    with pytest.raises(SettingsError) as info:
+        Settings(sql_pool_min_size=5)
+    (problem,) = info.value.problems
+    assert problem.render(str.upper) == "SQL_POOL_MIN_SIZE must not exceed SQL_POOL_MAX_SIZE"

@@ -22,15 +22,9 @@ from mcp_suite.settings import (
 from tests.support.tooling_variables import DOCUMENTED_TOOLING_NAMES, TOOLING_NAMES
 
 CONFIGURATION = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
-# Fields the environment does not set: the channels' sizes and the wire contract's limits.
-NOT_FROM_THE_ENVIRONMENT = {
-    "inbound_channel_size",
-    "outbound_channel_size",
-    "max_frame_bytes",
-    "max_json_depth",
-    "arg_max_depth",
-    "arg_max_items",
-}
+# Fields the environment does not set: the channels' sizes (the wire contract's limits are constants
+# of `settings.limits`, not fields).
+NOT_FROM_THE_ENVIRONMENT = {"inbound_channel_size", "outbound_channel_size"}
 
 
 def _variables_by_field() -> dict[str, str]:

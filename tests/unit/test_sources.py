@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mcp_suite.settings import SecretStr, Settings, SettingsError
-from mcp_suite.sources import DEFAULT_SOURCE, load_sources
+from mcp_suite.tools.sql.sources import DEFAULT_SOURCE, load_sources
 
 GOOD = """
 [[sources]]
@@ -136,6 +136,60 @@ def test_every_problem_of_the_file_is_reported_at_once_and_no_value(tmp_path: Pa
     assert "source 1 (a): dsn: holds a password" in problem
     assert "source 2 (b): description: required" in problem
     assert "hunter2" not in problem
+
+
+def test_a_source_s_settings_are_checked_even_when_its_connection_string_is_wrong(tmp_path: Path) -> None:
+    text = "[[sources]]\nname='a'\ndescription='d'\nmax_rows=0\npool_min_size=5\n"
+    where = f"{tmp_path}/sources.toml: source 1 (a)"
+    assert _problem(_file(tmp_path, text)).split("; ") == [
+        f"{where}: dsn: required, a libpq connection string without its password",
+        f"{where}: max_rows: must be at least 1 and at most 10000",
+    ]
+
+
+def test_a_setting_of_a_source_is_named_by_its_key_and_one_it_cannot_set_by_its_variable(
+    tmp_path: Path,
+) -> None:
+    where = f"{tmp_path}/sources.toml: source 1 (a)"
+    assert _problem(_file(tmp_path, A + "pool_min_size=5\n")) == (
+        f"{where}: pool_min_size must not exceed pool_max_size"
+    )
+    assert _problem(_file(tmp_path, A + "statement_timeout_ms=30000\n")) == (
+        f"{where}: statement_timeout_ms must be below the call deadline (MCP_CALL_DEADLINE_S)"
+    )
+    assert _problem(_file(tmp_path, A + "pooler='pgbouncer'\n")) == (
+        f"{where}: pooler: expected one of none, transaction"
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        (
+            "accept_definer_functions = ['public.f()']",
+            "accept_definer_functions: expected schema.function names",
+        ),
+        ("accept_definer_functions = ['nodot']", "accept_definer_functions: expected schema.function names"),
+        ("accept_definer_functions = ['']", "accept_definer_functions: expected schema.function names"),
+        (
+            "accept_function_creators = ['\"Admin\"']",
+            "accept_function_creators: expected role names as PostgreSQL stores them (no quotes)",
+        ),
+        ("accept_function_creators = ['']", "accept_function_creators: expected role names"),
+        (
+            "allow_extensions = ['pg trgm']",
+            "allow_extensions: expected extension names as pg_extension holds them",
+        ),
+    ],
+)
+def test_a_list_of_names_in_the_file_follows_the_rule_its_variable_follows(
+    tmp_path: Path, line: str, says: str
+) -> None:
+    problem = _problem(_file(tmp_path, A + line + "\n"))
+    assert problem.startswith(f"{tmp_path}/sources.toml: source 1 (a): {says}")
+    assert "separated by commas" not in problem  # the variable's wording, not the file's
+    assert "pg trgm" not in problem  # names, never values
+    assert "Admin" not in problem
 
 
 def test_an_unreadable_file_is_named(tmp_path: Path) -> None:

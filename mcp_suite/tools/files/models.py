@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Final, Literal
 
 from pydantic import Field, create_model
 
+from mcp_suite.settings import highest_of
 from mcp_suite.tools.models import StrictModel, omitted_when_none
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ MAX_PATH_CHARS: Final = 4_096
 # (docs/configuration.md, "Answers and tokens").
 DEFAULT_MAX_BYTES: Final = 20_000
 # The largest MCP_FS_MAX_BYTES settings accept; the per-settings model narrows it.
-_MAX_BYTES_CEILING: Final = 16_777_216
+_MAX_BYTES_CEILING: Final[int] = highest_of("fs_max_bytes")
 
 # What a model needs to write a path; what it may not be (absolute, backslashes, outside the
 # folder) is told by the refusal that meets it.

@@ -56,7 +56,7 @@ def check_roles(settings: Settings, *, refuse: Refuse, out: TextIO | None = None
 def _check_sources(settings: Settings, *, refuse: Refuse, out: TextIO | None = None) -> int:
     """`check-role` with a configuration file: each source's role, under a heading of its name;
     the worst exit status of them (EX_CONFIG over EX_UNAVAILABLE over EX_OK)."""
-    from mcp_suite.sources import load_sources
+    from mcp_suite.tools.sql.sources import load_sources
 
     try:
         sources = load_sources(settings)

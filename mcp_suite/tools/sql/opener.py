@@ -1,5 +1,5 @@
 """The SQL family's opener: `open_sql(settings)` opens one `SqlEngine` per source
-(`mcp_suite.sources`; `sql/engine/engine.py`: the role audit at start-up, the executor, the policy,
+(`sql/sources.py`; `sql/engine/engine.py`: the role audit at start-up, the executor, the policy,
 the database threads) and yields the family's toolset on them (`sql/engine/router.py` picks a call's
 engine): `sql_schema`, `read_only_sql`, `explain_sql` and a schema resource per source.
 
@@ -19,7 +19,6 @@ from typing import Final
 from psycopg.conninfo import conninfo_to_dict
 
 from mcp_suite.settings import Settings
-from mcp_suite.sources import Source, load_sources
 from mcp_suite.tools.base import SourceState, StartupRefusedError, StartupUnavailableError, Toolset
 from mcp_suite.tools.sql.engine.engine import SqlEngine, open_engine
 from mcp_suite.tools.sql.engine.naming import log_prefix, schema_uri
@@ -27,6 +26,7 @@ from mcp_suite.tools.sql.engine.role_audit.reaudit import AuditGate
 from mcp_suite.tools.sql.engine.router import SqlSources
 from mcp_suite.tools.sql.explain_sql import tool as explain_tool
 from mcp_suite.tools.sql.read_only_sql import tool as read_tool
+from mcp_suite.tools.sql.sources import Source, load_sources
 from mcp_suite.tools.sql.sql_schema import tool as schema_tool
 
 __all__ = ["GUIDANCE", "open_sql"]

@@ -1,6 +1,6 @@
 """The SQL tools' sources: which engine serves a call, by the `source` argument.
 
-One set of SQL tools serves every configured database (`mcp_suite.sources`): each source has its
+One set of SQL tools serves every configured database (`sql/sources.py`): each source has its
 own `SqlEngine` (pool, role audit, re-audit, limits, policy), or, when its start refused it for a
 reason no re-audit can lift (a TLS certificate refused, a pooler where none was declared), a
 sentence saying why. `SqlSources.pick` answers a call with the engine of the source it names, or a

@@ -1,11 +1,11 @@
 """The databases one server reads: named sources, from the configuration file or `MCP_SQL_DSN`.
 
-Owns: reading the TOML configuration file (`MCP_CONFIG`, `--config`; the standard library's tomllib)
-into `Source`s, each a name, a description for the model, a connection string whose password comes
-from a file or an environment variable the file names (never from the file itself), and the
-settings of that source (its limits, pool, pooler, catalogue setting, accepted risks, re-audit
-interval, extensions): the process's `Settings` with the source's own values in place. Without a
-file, `MCP_SQL_DSN` and the `MCP_SQL_*` settings describe one source named `default`, as before.
+Owns: the `[[sources]]` of the TOML configuration file (`MCP_CONFIG`, `--config`; read by
+`settings.file`) as `Source`s, each a name, a description for the model, a connection string whose
+password comes from a file or an environment variable the file names (never from the file itself),
+and the settings of that source: the process's `Settings` with the source's own values of the
+fields the model marks `per_source` in place (`settings.file.source_settings`). Without a file,
+`MCP_SQL_DSN` and the `MCP_SQL_*` settings describe one source named `default`, as before.
 A source's `[sources.identity]` table is its identity map (`tools.sql.engine.identity`, issue 42): over
 HTTP each call reads as the role the caller's verified claims map to.
 Every problem of the file is reported at once, naming the file, the source and the key, never a
@@ -18,43 +18,25 @@ import dataclasses
 import difflib
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from mcp_suite.dsn import dsn_problem
-from mcp_suite.settings import ENV_PREFIX, SecretStr, Settings, SettingsError, variable_of
 from mcp_suite.tools.sql.engine.identity import SUBJECT_KEY_BYTES, IdentityMap, parse_identity
+from mcp_suite.settings import SOURCE_KEYS, SecretStr, Settings, SettingsError
+from mcp_suite.settings.file import read_file, source_settings, variables_beside_file
 
-__all__ = ["DEFAULT_SOURCE", "PER_SOURCE", "Source", "load_sources"]
+__all__ = ["DEFAULT_SOURCE", "Source", "load_sources"]
 
 DEFAULT_SOURCE: Final = "default"
 _NAME: Final = re.compile(r"[a-z][a-z0-9_-]{0,39}")
 _DESCRIPTION_CHARS: Final = 200
 
-# A source's keys in the file -> the setting each replaces for that source (every one a `Settings`
-# field, validated by it); the `MCP_*` variable of each may not be set beside a file.
-PER_SOURCE: Final[Mapping[str, str]] = {
-    "statement_timeout_ms": "sql_statement_timeout_ms",
-    "max_rows": "sql_max_rows",
-    "max_result_bytes": "sql_max_result_bytes",
-    "pool_max_size": "sql_pool_max_size",
-    "pool_min_size": "sql_pool_min_size",
-    "pooler": "sql_pooler",
-    "allow_catalogue": "sql_allow_catalogue",
-    "allow_xml": "sql_allow_xml",
-    "allow_uninterruptible": "sql_allow_uninterruptible",
-    "allow_extensions": "sql_allow_extensions",
-    "accept_definer_functions": "sql_accept_definer_functions",
-    "accept_function_creators": "sql_accept_function_creators",
-    "reaudit_interval_s": "sql_reaudit_interval_s",
-    "require_database": "sql_require_database",
-}
-_LISTS: Final = frozenset({"allow_extensions", "accept_definer_functions", "accept_function_creators"})
+# A source's keys: its own, and those of the settings it may set for itself (marked on their fields).
 _KEYS: Final = frozenset(
-    {"name", "description", "dsn", "password_file", "password_env", "identity", *PER_SOURCE}
+    {"name", "description", "dsn", "password_file", "password_env", "identity", *SOURCE_KEYS}
 )
 
 
@@ -82,21 +64,13 @@ def load_sources(settings: Settings, environ: Mapping[str, str] | None = None) -
             return ()
         return (Source(DEFAULT_SOURCE, "", settings.sql_dsn, settings),)
     path = settings.config_file
-    beside = [ENV_PREFIX + "SQL_DSN"] if settings.sql_dsn is not None else []
-    # One audit DSN cannot be every source's (it must lead to the source's own role and database).
-    beside += [ENV_PREFIX + "SQL_AUDIT_DSN"] if settings.sql_audit_dsn is not None else []
-    beside += [name for name in _per_source_variables() if env.get(name)]
+    beside = variables_beside_file(settings, env)
     if beside:
         raise SettingsError(
             f"{path}: a configuration file describes the sources, so {', '.join(beside)} may not be set "
             "beside it (each source's options go in the file)"
         )
-    try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SettingsError(f"{path}: cannot be read ({exc.strerror})") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise SettingsError(f"{path}: not valid TOML ({exc})") from None
+    document = read_file(path)
     problems: list[str] = []
     unknown = sorted(set(document) - {"sources"})
     problems += [f"{path}: {key}: unknown key (the file holds [[sources]] tables)" for key in unknown]
@@ -124,10 +98,6 @@ def load_sources(settings: Settings, environ: Mapping[str, str] | None = None) -
     return tuple(sources)
 
 
-def _per_source_variables() -> list[str]:
-    return [variable_of(field) for field in PER_SOURCE.values()]
-
-
 def _source(
     table: dict[str, Any], settings: Settings, env: Mapping[str, str], where: str, problems: list[str]
 ) -> Source | None:
@@ -150,26 +120,10 @@ def _source(
         identity = parse_identity(table["identity"], f"{where}: identity", problems)
         if identity is not None:
             identity = _with_subject_key(identity, f"{where}: identity", problems)
-    overrides: dict[str, Any] = {}
-    for key, field_name in PER_SOURCE.items():
-        if key not in table:
-            continue
-        value = table[key]
-        if key in _LISTS:
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                problems.append(f"{where}: {key}: a list of strings")
-                continue
-            value = tuple(value)
-        overrides[field_name] = value
-    try:
-        own = dataclasses.replace(settings, sql_dsn=dsn, **overrides) if dsn is not None else settings
-    except SettingsError as exc:
-        message = str(exc)
-        for key, field_name in PER_SOURCE.items():  # the file's key, where the settings name a variable
-            message = message.replace(variable_of(field_name), key)
-        problems.append(f"{where}: {message}")
+    own = source_settings(settings, table, dsn, where, problems)
+    if len(problems) > before or own is None or dsn is None:
         return None
-    if len(problems) > before or dsn is None or not isinstance(name, str) or not isinstance(description, str):
+    if not isinstance(name, str) or not isinstance(description, str):
         return None
     return Source(name, description.strip(), dsn, own, identity)
 

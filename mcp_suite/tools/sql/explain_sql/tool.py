@@ -20,7 +20,7 @@ from mcp_suite.protocol.invisible import count_invisible, counted, strings_of
 from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.sql import MODELS, SCOPE
 from mcp_suite.tools.sql.engine.router import SqlSources
-from mcp_suite.tools.sql.explain_sql.policy import (
+from mcp_suite.tools.sql.engine.explain import (
     hidden_rows_refusal,
     plan_document,
     plan_too_large,

@@ -253,7 +253,8 @@ def check_smoke_lists(root: Path = REPO) -> list[str]:
     family_scopes = {family.scope for family in fams.values()}
     if not isinstance(scopes, str) or set(scopes.split()) != family_scopes:
         problems.append(
-            f"containers/smoke_http.py's ALL_SCOPES is {scopes!r}, the scopes are {sorted(map(str, family_scopes))}"
+            f"containers/smoke_http.py's ALL_SCOPES is {scopes!r}, "
+            f"the scopes are {sorted(map(str, family_scopes))}"
         )
     return problems
 

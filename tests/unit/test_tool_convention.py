@@ -6,9 +6,15 @@ A new tool that skips a step fails here, saying which file to edit."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
-from mcp_suite.settings import ENV_VARIABLES, SETTING_FAMILIES, Settings, variable_of
+from mcp_suite.settings import ENV_VARIABLES, SETTING_FAMILIES, SecretStr, Settings, variable_of
+from mcp_suite.tools.registry import open_registry
 from tests.support import convention
+
+# A database nobody listens on: the start-up audit cannot connect, which is not fatal, and the SQL
+# tools are registered all the same (nothing here calls them).
+_NO_DATABASE = "postgresql://reader:secret@127.0.0.1:1/mcp_demo"
 
 
 def _variables() -> dict[str, str]:
@@ -29,6 +35,13 @@ def test_the_convention_finds_the_three_families_and_their_six_tools() -> None:
         "files": ("files:read", {"sandbox_fs_read", "sandbox_fs_list"}),
         "metrics": ("metrics:read", {"system_metrics"}),
     }
+
+
+def test_the_registry_serves_every_face_of_the_convention_with_its_family_s_scope(tmp_path: Path) -> None:
+    settings = Settings(sql_dsn=SecretStr(_NO_DATABASE), safe_data_dir=tmp_path, sql_connect_timeout_s=1.0)
+    expected = {face.name: family.scope for family in convention.families().values() for face in family.faces}
+    with open_registry(settings) as registry:
+        assert {name: spec.scope for name, spec in registry.tools.items()} == expected
 
 
 def test_every_family_has_one_layout_and_every_face_is_alone_in_its_package() -> None:

@@ -19,7 +19,6 @@ from mcp_suite.problems import ProblemError, ResultTooLargeError
 from mcp_suite.protocol.invisible import count_invisible, counted, strings_of
 from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.sql import MODELS, SCOPE
-from mcp_suite.tools.sql.engine.router import SqlSources
 from mcp_suite.tools.sql.engine.explain import (
     hidden_rows_refusal,
     plan_document,
@@ -28,6 +27,7 @@ from mcp_suite.tools.sql.engine.explain import (
     summarise,
     too_deep_refusal,
 )
+from mcp_suite.tools.sql.engine.router import SqlSources
 
 if TYPE_CHECKING:
     from mcp_suite.protocol.identity import CallRole

@@ -133,6 +133,12 @@ def check_layout(root: Path = REPO) -> list[str]:
                     f"{where}/{package.name}/ holds {', '.join(others)}: a face package holds only its "
                     "tool.py; what one face alone needs lives in the family, where the contracts see it"
                 )
+            init = package / "__init__.py"
+            if init.is_file() and any(
+                not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
+                for node in ast.parse(init.read_text()).body
+            ):
+                problems.append(f"{where}/{package.name}/__init__.py holds code: the face is its tool.py")
             if not _NAME.match(face.name):
                 problems.append(f"{where}/{package.name}/tool.py declares no TOOL_NAME")
             elif face.name in seen:

@@ -233,12 +233,23 @@ def test_a_new_tool_fails_the_checks_of_each_step_not_yet_done(tree: Path) -> No
     _write(tree, "mcp_suite/tools/clock/__init__.py", INIT)
     _write(tree, "mcp_suite/tools/clock/opener.py", OPENER)
     assert failing(tree) == {"layout", "registry", "scope docs", "smoke lists"}
+    assert convention.check_layout(tree) == [
+        "mcp_suite/tools/clock has no models.py",
+        "mcp_suite/tools/clock has no policy module or package",
+        "mcp_suite/tools/clock has no face (<tool>/tool.py)",
+    ]
 
     # 2-4. Its policy, its models and its face (which reads a setting of its own).
     _write(tree, "mcp_suite/tools/clock/policy.py", POLICY)
     _write(tree, "mcp_suite/tools/clock/models.py", MODELS)
     _write(tree, "mcp_suite/tools/clock/clock_time/__init__.py", "")
     _write(tree, "mcp_suite/tools/clock/clock_time/tool.py", FACE)
+    _write(tree, "mcp_suite/tools/clock/clock_time/zones.py", "ZONES = ('UTC',)\n")
+    assert convention.check_layout(tree) == [
+        "mcp_suite/tools/clock/clock_time/ holds zones.py: a face package holds only its tool.py; what "
+        "one face alone needs lives in the family, where the contracts see it"
+    ]
+    (tree / "mcp_suite/tools/clock/clock_time/zones.py").rename(tree / "mcp_suite/tools/clock/zones.py")
     assert failing(tree) == {"registry", "manifest", "scope docs", "smoke lists", "setting families"}
     # ... the setting, named in a family of ours.
     families = (*SETTING_FAMILIES, "MCP_CLOCK_")

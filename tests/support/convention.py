@@ -33,6 +33,7 @@ __all__ = [
     "check_scope_docs",
     "check_setting_families",
     "check_smoke_lists",
+    "check_tool_docs",
     "families",
     "fields_read",
 ]
@@ -229,6 +230,22 @@ def check_scope_docs(root: Path = REPO) -> list[str]:
         problems += [
             f"{doc} names `{scope}`, which is no family's" for scope in sorted(named - set(by_scope))
         ]
+    return problems
+
+
+def check_tool_docs(root: Path = REPO) -> list[str]:
+    """Every tool has its page, docs/tools/<tool>.md, and a place in docs/tools/README.md's table."""
+    docs = root / "docs" / "tools"
+    table = [line for line in (docs / "README.md").read_text().splitlines() if line.startswith("|")]
+    named = {name for line in table for name in re.findall(r"`([a-z][a-z0-9_]*)`", line)}
+    problems = [
+        f"docs/tools/{name}.md does not exist"
+        for name in sorted(_all_tools(root))
+        if not (docs / f"{name}.md").is_file()
+    ]
+    problems += [
+        f"docs/tools/README.md's table does not name {name!r}" for name in sorted(_all_tools(root) - named)
+    ]
     return problems
 
 

@@ -165,6 +165,7 @@ def tree(tmp_path: Path) -> Path:
     shutil.copytree(
         convention.REPO / "mcp_suite", root / "mcp_suite", ignore=shutil.ignore_patterns("__pycache__")
     )
+    shutil.copytree(convention.REPO / "docs" / "tools", root / "docs" / "tools")
     for name in COPIED:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(convention.REPO / name, root / name)
@@ -220,6 +221,7 @@ def failing(root: Path, setting_families: tuple[str, ...] = SETTING_FAMILIES) ->
         "manifest": convention.check_manifest(root),
         "scope docs": convention.check_scope_docs(root),
         "smoke lists": convention.check_smoke_lists(root),
+        "tool docs": convention.check_tool_docs(root),
         "setting families": convention.check_setting_families(root, _variables(clock), setting_families),
         "mutation list": convention.check_mutation_modules(root),
     }
@@ -250,10 +252,17 @@ def test_a_new_tool_fails_the_checks_of_each_step_not_yet_done(tree: Path) -> No
         "one face alone needs lives in the family, where the contracts see it"
     ]
     (tree / "mcp_suite/tools/clock/clock_time/zones.py").rename(tree / "mcp_suite/tools/clock/zones.py")
-    assert failing(tree) == {"registry", "manifest", "scope docs", "smoke lists", "setting families"}
+    assert failing(tree) == {
+        "registry",
+        "manifest",
+        "scope docs",
+        "smoke lists",
+        "setting families",
+        "tool docs",
+    }
     # ... the setting, named in a family of ours.
     families = (*SETTING_FAMILIES, "MCP_CLOCK_")
-    assert failing(tree, families) == {"registry", "manifest", "scope docs", "smoke lists"}
+    assert failing(tree, families) == {"registry", "manifest", "scope docs", "smoke lists", "tool docs"}
 
     # 5. Served: the registry opens the family.
     _edit(
@@ -263,6 +272,14 @@ def test_a_new_tool_fails_the_checks_of_each_step_not_yet_done(tree: Path) -> No
         "from mcp_suite.tools.clock.opener import open_clock\n",
     )
     _edit(tree, "mcp_suite/tools/registry.py", "(open_metrics,", "    (open_clock, lambda s: True),\n")
+    assert failing(tree, families) == {"manifest", "scope docs", "smoke lists", "tool docs"}
+
+    # 7. Its page, and its row in the tools' table.
+    _write(tree, "docs/tools/clock_time.md", "# clock_time\n")
+    assert failing(tree, families) == {"manifest", "scope docs", "smoke lists", "tool docs"}
+    _edit(
+        tree, "docs/tools/README.md", "| Host (", "| Clock | `clock_time` | [clock_time](clock_time.md) |\n"
+    )
     assert failing(tree, families) == {"manifest", "scope docs", "smoke lists"}
 
     # 8. The hand-kept lists: the bundle's manifest, the scope docs, the container smoke tests.

@@ -60,6 +60,10 @@ def test_the_scope_table_names_each_family_s_tools_and_the_docs_every_scope() ->
     assert convention.check_scope_docs() == []
 
 
+def test_every_tool_has_its_page_and_its_row_in_the_tools_readme() -> None:
+    assert convention.check_tool_docs() == []
+
+
 def test_the_container_smoke_tests_expect_every_tool_and_scope() -> None:
     assert convention.check_smoke_lists() == []
 

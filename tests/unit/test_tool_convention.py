@@ -28,15 +28,6 @@ def _variables() -> dict[str, str]:
     return found
 
 
-def test_the_convention_finds_the_three_families_and_their_six_tools() -> None:
-    found = convention.families()
-    assert {name: (family.scope, family.tool_names) for name, family in found.items()} == {
-        "sql": ("sql:read", {"read_only_sql", "sql_schema", "explain_sql"}),
-        "files": ("files:read", {"sandbox_fs_read", "sandbox_fs_list"}),
-        "metrics": ("metrics:read", {"system_metrics"}),
-    }
-
-
 def test_the_registry_serves_every_face_of_the_convention_with_its_family_s_scope(tmp_path: Path) -> None:
     settings = Settings(sql_dsn=SecretStr(_NO_DATABASE), safe_data_dir=tmp_path, sql_connect_timeout_s=1.0)
     expected = {face.name: family.scope for family in convention.families().values() for face in family.faces}

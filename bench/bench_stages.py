@@ -56,8 +56,8 @@ def _stages(dsn: str, sql: str) -> dict[str, float]:
     from mcp_suite.runtime import log_sink
     from mcp_suite.settings import SecretStr, Settings
     from mcp_suite.tools.sql.engine.policy import vet_sql
-    from mcp_suite.tools.sql.read_only_sql.statement_log import log_statement
     from mcp_suite.tools.sql.read_only_sql.tool import result_json
+    from mcp_suite.tools.sql.statement_log import log_statement
 
     executor = executor_module.Executor(Settings(sql_dsn=SecretStr(dsn), metrics_enabled=False), dsn)
     executor.open()

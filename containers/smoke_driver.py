@@ -47,6 +47,10 @@ RESPONSE_TIMEOUT_S = 60.0
 DRAIN_GRACE_S = 5.0
 HELLO = "hello from the read-only data folder\n"
 DEEP = "nested file, two levels down\n"
+# What tools/list shows: the SQL family's tools with a DSN, the others always
+# (tests/unit/test_tool_convention.py holds both to the tools the server serves).
+SQL_TOOLS = ["sql_schema", "read_only_sql", "explain_sql"]
+OTHER_TOOLS = ["sandbox_fs_list", "sandbox_fs_read", "system_metrics"]
 
 # Runs inside the container (python as the entrypoint, same profile). Prints one JSON object.
 PROBE = r"""
@@ -383,8 +387,7 @@ def _conversation(label: str, peer: StdioPeer, report: Report, *, sql: bool) -> 
 
     listed, _ = peer.request("tools/list")
     names = sorted(tool["name"] for tool in listed.get("result", {}).get("tools", []))
-    sql_tools = ["sql_schema", "read_only_sql", "explain_sql"] if sql else []
-    expected = sorted(["sandbox_fs_list", "sandbox_fs_read", "system_metrics", *sql_tools])
+    expected = sorted([*OTHER_TOOLS, *(SQL_TOOLS if sql else [])])
     report.check(names == expected, f"{label}: tools/list = {', '.join(expected)}", names)
 
     metrics = peer.call_tool("system_metrics", {})

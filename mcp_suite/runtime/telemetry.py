@@ -69,8 +69,6 @@ _METHODS: Final = frozenset(
     }
 )
 _OTHER: Final = "_OTHER"
-# Problems that are refusals by a rule (the policy's `rule`, else the problem type names it).
-_REFUSALS: Final = frozenset({"query-violation", "access-denied", "role-refused", "insufficient-scope"})
 _PROPAGATOR: Final = TraceContextTextMapPropagator()
 _SDK_SELF_METRICS: Final = "OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED"
 
@@ -363,9 +361,9 @@ class Telemetry:
             self._calls.add(1, {"tool": tool, "outcome": answer.outcome})
         if problem is not None:
             self._problems.add(1, {"type": problem.slug})
-            if problem.slug in _REFUSALS:
-                rule = problem.metadata.get("rule")
-                self._refusals.add(1, {"rule": rule if isinstance(rule, str) else problem.slug})
+            rule = problem.refused_by
+            if rule is not None:
+                self._refusals.add(1, {"rule": rule})
         span_context = span.get_span_context()
         if not span_context.is_valid:
             return None

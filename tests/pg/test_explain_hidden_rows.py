@@ -19,8 +19,8 @@ import pytest
 import trio
 
 from mcp_suite.demo.cluster import Cluster
+from mcp_suite.tools.sql.engine.explain import OPAQUE_SCAN
 from mcp_suite.tools.sql.engine.introspect.visibility import hidden_relations
-from mcp_suite.tools.sql.explain_sql.policy import OPAQUE_SCAN
 from mcp_suite.tools.sql.opener import open_sql
 from tests.support.harness import Harness, open_session
 from tests.support.pg import sql_settings

@@ -21,7 +21,8 @@ from mcp_suite.protocol import core
 from mcp_suite.protocol.mcp import structured_json
 from mcp_suite.settings import Settings
 from mcp_suite.tools.files.models import MAX_DEPTH, MAX_ENTRIES, MAX_PATH_CHARS
-from mcp_suite.tools.metrics.policy import COUNT_MAX, RawSample, shape_sample
+from mcp_suite.tools.metrics.models import RawSample
+from mcp_suite.tools.metrics.policy import COUNT_MAX, shape_sample
 from tests.support.harness import Harness, open_session
 from tests.support.session_core import META, make_core, modern
 from tests.support.wire import check_line

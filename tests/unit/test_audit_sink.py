@@ -23,7 +23,7 @@ from mcp_suite.runtime.log_sink import (
     write_line_now,
 )
 from mcp_suite.settings import AUDIT_SQL_MAX_CHARS, AUDIT_WRITE_WAIT_S
-from mcp_suite.tools.sql.read_only_sql.statement_log import log_statement
+from mcp_suite.tools.sql.statement_log import log_statement
 
 
 class BlockedStream(io.StringIO):

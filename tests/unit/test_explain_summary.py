@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from mcp_suite.settings import MAX_JSON_DEPTH
-from mcp_suite.tools.sql.explain_sql.policy import (
+from mcp_suite.tools.sql.engine.explain import (
     OPAQUE_SCAN,
     hidden_rows_refusal,
     plan_document,

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from mcp_suite.protocol.mcp import model_json_schema
 from mcp_suite.settings import Settings, load_settings
+from mcp_suite.tools.metrics.models import RawSample, SystemMetricsResult
 from mcp_suite.tools.metrics.opener import open_metrics
-from mcp_suite.tools.metrics.policy import RawSample, SystemMetricsResult, shape_sample
+from mcp_suite.tools.metrics.policy import shape_sample
 from mcp_suite.tools.metrics.probe import read_sample
 from tests.support.harness import open_session
 from tests.support.wire import slug_of

@@ -10,7 +10,7 @@ from typing import Final
 
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import Toolset
-from mcp_suite.tools.metrics import tool as metrics_tool
+from mcp_suite.tools.metrics.system_metrics import tool as metrics_tool
 
 __all__ = ["GUIDANCE", "open_metrics"]
 

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import psutil
 
-from mcp_suite.tools.metrics.policy import RawSample
+from mcp_suite.tools.metrics.models import RawSample
 
 __all__ = ["read_sample"]
 

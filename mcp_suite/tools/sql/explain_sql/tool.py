@@ -18,8 +18,7 @@ from mcp_suite.lazy import Lazy
 from mcp_suite.problems import ProblemError, ResultTooLargeError
 from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.sql import MODELS, SCOPE
-from mcp_suite.tools.sql.engine.router import SqlSources
-from mcp_suite.tools.sql.explain_sql.policy import (
+from mcp_suite.tools.sql.engine.explain import (
     hidden_rows_refusal,
     plan_document,
     plan_too_large,
@@ -27,6 +26,7 @@ from mcp_suite.tools.sql.explain_sql.policy import (
     summarise,
     too_deep_refusal,
 )
+from mcp_suite.tools.sql.engine.router import SqlSources
 from mcp_suite.tools.text import count_invisible, counted, strings_of
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from mcp_suite.protocol.mcp import EncodedResult
 from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.sql import MODELS, SCOPE
 from mcp_suite.tools.sql.engine.router import SqlSources
-from mcp_suite.tools.sql.read_only_sql.statement_log import log_statement
+from mcp_suite.tools.sql.statement_log import log_statement
 
 if TYPE_CHECKING:
     from mcp_suite.tools.sql.models import ReadOnlySqlArgs, ReadOnlySqlResult

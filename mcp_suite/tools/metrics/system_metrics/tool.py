@@ -1,5 +1,6 @@
 """`system_metrics`: thin async glue — no arguments, one psutil sample in a worker thread, shaped by
 the policy. Declares the tool (`spec`); opened by the family's opener (`tools/metrics/opener.py`).
+Imports its family's modules, never the opener or the registry.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.metrics import MODELS, SCOPE
 
 if TYPE_CHECKING:
-    from mcp_suite.tools.metrics.policy import RawSample, SystemMetricsArgs, SystemMetricsResult
+    from mcp_suite.tools.metrics.models import RawSample, SystemMetricsArgs, SystemMetricsResult
 
 __all__ = ["DESCRIPTION", "TOOL_NAME", "models", "spec"]
 

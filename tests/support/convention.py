@@ -298,7 +298,8 @@ def check_setting_families(
     (`settings.SETTING_FAMILIES`), so that a misspelling of it is refused, not ignored.
 
     `variables`: each settings field's variable. A field read outside the tool families (by the
-    runtime, the CLI, ...) is the server's, not a family's; the registry's enabling is not a read."""
+    runtime, the CLI, ...), or whose variable is named there, is the server's, not a family's; the
+    registry's enabling is not a read."""
     package = root / "mcp_suite"
     tools = _tools_dir(root)
     outside: set[str] = set()
@@ -310,6 +311,9 @@ def check_setting_families(
         ):
             continue
         outside |= fields_read(path, variables)
+        # A variable the server names itself (the CLI's `--config` is MCP_CONFIG) is the server's.
+        text = path.read_text()
+        outside |= {field for field, variable in variables.items() if f'"{variable}"' in text}
     problems = []
     for family in families(root).values():
         own = set().union(*(fields_read(path, variables) for path in family.path.rglob("*.py"))) - outside

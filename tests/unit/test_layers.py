@@ -15,7 +15,11 @@ def _layers() -> list[str]:
     """The modules and packages the layers contract names, siblings (`a | b`, `a : b`) included."""
     tool = load_pyproject()["tool"]
     assert isinstance(tool, dict)
-    (layers,) = [c["layers"] for c in tool["importlinter"]["contracts"] if c["type"] == "layers"]
+    (layers,) = [
+        c["layers"]
+        for c in tool["importlinter"]["contracts"]
+        if c["type"] == "layers" and c["name"].startswith("layers:")
+    ]
     return [name.strip() for layer in layers for name in re.split(r"[|:]", layer)]
 
 

@@ -8,7 +8,6 @@ PostgreSQL session, including one another client has left dirty on purpose.
 from __future__ import annotations
 
 import functools
-
 import threading
 import time
 from collections.abc import Iterator
@@ -224,7 +223,9 @@ def test_a_cancel_request_reaches_the_backend_through_the_pooler(
     def call() -> None:
         try:
             outcome.append(
-                run_unvetted(executor, "SELECT count(*) FROM generate_series(1, 2000000000)", max_rows=1, ticket=ticket)
+                run_unvetted(
+                    executor, "SELECT count(*) FROM generate_series(1, 2000000000)", max_rows=1, ticket=ticket
+                )
             )
         except Exception as exc:  # recorded for the assertion
             outcome.append(exc)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-
 import socket
 import subprocess
 import sys
@@ -135,7 +134,8 @@ def test_max_rows_plus_one_tells_truncation(reader_executor: Executor) -> None:
 
 
 def test_demo_pages_come_back_with_their_columns(reader_executor: Executor) -> None:
-    result = run_unvetted(reader_executor, 
+    result = run_unvetted(
+        reader_executor,
         "SELECT slug, section, words FROM docs.pages ORDER BY slug LIMIT 6",
         max_rows=5,
         ticket=CallTicket(),
@@ -325,7 +325,8 @@ def test_a_successful_call_is_one_round_trip(reader_executor: Executor) -> None:
 def test_every_call_runs_in_a_read_only_transaction_with_a_local_timeout(
     reader_executor: Executor,
 ) -> None:
-    result = run_unvetted(reader_executor, 
+    result = run_unvetted(
+        reader_executor,
         "SELECT current_setting('transaction_read_only'), current_setting('statement_timeout'),"
         " now() = statement_timestamp()",
         max_rows=1,
@@ -455,7 +456,9 @@ def test_a_call_that_finds_the_pool_busy_is_served_by_one_direct_connection(demo
         demo_cluster.reader_dsn, sql_pool_min_size=1, sql_pool_max_size=1, sql_pool_wait_s=0.1
     )
     held = threading.Thread(  # a slow call holds the pool's only connection
-        target=run_unvetted, args=(executor, "SELECT pg_sleep(1.5)"), kwargs={"max_rows": 1, "ticket": CallTicket()}
+        target=run_unvetted,
+        args=(executor, "SELECT pg_sleep(1.5)"),
+        kwargs={"max_rows": 1, "ticket": CallTicket()},
     )
     try:
         held.start()
@@ -463,7 +466,8 @@ def test_a_call_that_finds_the_pool_busy_is_served_by_one_direct_connection(demo
         while executor.statistics().pool_available and time.monotonic() < deadline:
             time.sleep(0.01)
         assert executor.statistics().pool_available == 0
-        result = run_unvetted(executor, 
+        result = run_unvetted(
+            executor,
             "SELECT 41 + 1 AS n, current_setting('transaction_read_only') AS ro",
             max_rows=1,
             ticket=CallTicket(),

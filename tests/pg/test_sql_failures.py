@@ -60,7 +60,9 @@ def test_a_conflict_whose_session_then_ends_stays_a_conflict_and_runs_once(
 ) -> None:
     caplog.set_level(logging.INFO)
     with pytest.raises(ConflictError) as raised:
-        run_unvetted(reader_executor, "SELECT public.mcp_conflict_then_end()", max_rows=1, ticket=CallTicket())
+        run_unvetted(
+            reader_executor, "SELECT public.mcp_conflict_then_end()", max_rows=1, ticket=CallTicket()
+        )
     assert raised.value.metadata == {"sqlstate": "40001", "retryable": True}
     assert run_unvetted(reader_executor, "SELECT 1", max_rows=1, ticket=CallTicket()).rows == [[1]]
     assert "unreachable" not in caplog.text

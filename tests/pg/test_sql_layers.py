@@ -110,14 +110,16 @@ def test_the_executor_refuses_every_write_without_the_policy(
 
 def test_set_config_does_not_leak_into_the_next_call(reader_executor: Executor, untouched: None) -> None:
     # The demo's sequence: turn read-only off with set_config, then lo_create on the next call.
-    run_unvetted(reader_executor, 
+    run_unvetted(
+        reader_executor,
         "SELECT set_config('default_transaction_read_only', 'off', false)",
         max_rows=1,
         ticket=CallTicket(),
     )
     with pytest.raises(AccessDeniedError):
         run_unvetted(reader_executor, "SELECT lo_create(0)", max_rows=1, ticket=CallTicket())
-    state = run_unvetted(reader_executor, 
+    state = run_unvetted(
+        reader_executor,
         "SELECT current_setting('default_transaction_read_only'), current_setting('transaction_read_only')",
         max_rows=1,
         ticket=CallTicket(),
@@ -132,8 +134,8 @@ def test_the_executors_own_transaction_is_read_only_even_for_a_superuser(
     # BEGIN READ ONLY stands between this write and the data.
     executor = open_executor(demo_cluster.admin_dsn)
     try:
-        state = run_unvetted(executor, 
-            "SELECT current_setting('transaction_read_only') AS ro", max_rows=1, ticket=CallTicket()
+        state = run_unvetted(
+            executor, "SELECT current_setting('transaction_read_only') AS ro", max_rows=1, ticket=CallTicket()
         )
         assert state.rows == [["on"]]
         with pytest.raises(QueryViolationError) as caught:

@@ -150,7 +150,9 @@ def test_an_audit_deferred_to_the_first_call_refuses_through_the_gate_and_a_pass
             link.close()
         assert not isinstance(findings, NoVerdict)
         gate.record(findings)
-        assert run_unvetted(executor, "SELECT count(*) FROM docs.pages", max_rows=1, ticket=CallTicket()).rows == [[30]]
+        assert run_unvetted(
+            executor, "SELECT count(*) FROM docs.pages", max_rows=1, ticket=CallTicket()
+        ).rows == [[30]]
     finally:
         executor.close()
 

@@ -44,7 +44,8 @@ def test_executor_sessions_read_backslashes_as_plain_characters(
 ) -> None:
     executor = open_executor(demo_cluster.reader_dsn)
     try:
-        result = run_unvetted(executor, 
+        result = run_unvetted(
+            executor,
             "SELECT current_setting('standard_conforming_strings') AS s, 'a\\b' AS v",
             max_rows=1,
             ticket=CallTicket(),

@@ -23,10 +23,10 @@ from tests.support.pg import (
     LONG_QUERY,
     backends,
     open_executor,
+    run_unvetted,
     sql_settings,
     wait_until_idle,
     wait_until_running,
-    run_unvetted,
 )
 from tests.support.sql_corpus import CORPUS, MAX_ROWS
 

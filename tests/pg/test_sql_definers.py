@@ -32,6 +32,7 @@ from mcp_suite.tools.sql.engine.role_audit.connect import audit_dsn
 from mcp_suite.tools.sql.engine.ticket import CallTicket
 from mcp_suite.tools.sql.opener import open_sql
 from tests.support.client import ServerProcess, problem_of, server_env
+from tests.support.fakes import Clock
 from tests.support.harness import open_session
 from tests.support.pg import open_executor, run_unvetted, sql_settings
 
@@ -346,20 +347,12 @@ def test_an_operator_backed_by_a_definer_function_is_refused(
         admin.execute("DROP FUNCTION docs.page_cmp(integer, integer) CASCADE")
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_the_catalogue_is_read_once_then_again_after_its_time_or_on_a_refresh(
     demo_cluster: Cluster, admin: psycopg.Connection[Any]
 ) -> None:
     admin.execute("CREATE FUNCTION docs.page_flip() RETURNS integer LANGUAGE sql AS 'SELECT 1'")
     admin.execute("GRANT EXECUTE ON FUNCTION docs.page_flip() TO PUBLIC")
-    clock = _Clock()
+    clock = Clock()
     guard = DefinerGuard(cache_s=60, clock=clock)
     try:
         with psycopg.connect(demo_cluster.reader_dsn, autocommit=True) as conn:

@@ -10,7 +10,6 @@ backend are counted in the cluster's log.
 from __future__ import annotations
 
 import functools
-
 import re
 import time
 from collections.abc import Iterator

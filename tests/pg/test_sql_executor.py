@@ -212,13 +212,15 @@ import sys
 from mcp_suite.problems import ResultTooLargeError
 from mcp_suite.settings import SecretStr, Settings
 from mcp_suite.tools.sql.engine.executor import CallTicket, Executor
+from mcp_suite.tools.sql.engine.policy import VettedQuery
 
 dsn = sys.argv[1]
 executor = Executor(Settings(sql_dsn=SecretStr(dsn), metrics_enabled=False), dsn)
 executor.open()
 executor.mark_audited()
 try:
-    run_unvetted(executor, sys.argv[2], max_rows=200, ticket=CallTicket())
+    query = VettedQuery(sql=sys.argv[2], limit=201)  # the text as it is, past the policy
+    executor.run_vetted(query, max_rows=200, ticket=CallTicket())
 except ResultTooLargeError:
     with open("/proc/self/status") as status:
         peak_kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))

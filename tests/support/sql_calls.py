@@ -15,6 +15,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_suite.protocol.mcp import MODERN_VERSION
 from tests.support.client import ServerProcess
 from tests.support.http_server import open_http_server
+from tests.support.wire import modern_tool_post
 
 __all__ = ["http_calls", "http_sql_call", "refused_with", "served", "stdio_calls"]
 
@@ -51,25 +52,8 @@ async def http_calls(env: dict[str, str], sqls: list[str]) -> list[dict[str, Any
 
 
 def http_sql_call(sql: str, token: str, request_id: int) -> dict[str, Any]:
-    """The keyword arguments of an httpx POST that calls `read_only_sql` with `sql` in the modern
-    era (no session: the version and capabilities travel in `_meta` and the headers), as `token`."""
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    body = {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "method": "tools/call",
-        "params": {"name": "read_only_sql", "arguments": {"sql": sql}, "_meta": meta},
-    }
-    headers = {
-        "Authorization": f"Bearer {token}",
-        "MCP-Protocol-Version": MODERN_VERSION,
-        "Mcp-Method": "tools/call",
-        "Mcp-Name": "read_only_sql",
-    }
-    return {"json": body, "headers": headers}
+    """The keyword arguments of an httpx POST that calls `read_only_sql` with `sql` (modern era)."""
+    return modern_tool_post("read_only_sql", {"sql": sql}, token=token, request_id=request_id)
 
 
 def refused_with(result: dict[str, Any], rule: str, secret: str) -> None:

@@ -83,7 +83,7 @@ def _figures(dsn: str) -> list[Figure]:
             call()
         base_p50 = _p50_ms(call, CALLS)
 
-        # 1. the guard, per call, known and unknown names (its reads counted: they must not grow)
+        # The guard, per call, known and unknown names (its reads counted: they must not grow)
         with psycopg.connect(dsn, autocommit=True) as conn:
             check = executor.definers.check
             loops = 10_000
@@ -113,7 +113,7 @@ def _figures(dsn: str) -> list[Figure]:
                 )
             )
 
-        # 2. the re-audit: its own duration, and the calls' p50 while it runs back to back
+        # The re-audit: its own duration, and the calls' p50 while it runs back to back
         once = median_seconds(lambda: audit_once(link, settings, refresh=executor.definers.refresh), runs=5)
         figures.append(
             Figure("reaudit: one re-audit (dedicated connection, audit + guard refresh)", once * 1000, "ms")
@@ -145,7 +145,7 @@ def _figures(dsn: str) -> list[Figure]:
             )
         )
 
-        # 3. the reset: today's two statements against the former one, the same pipeline otherwise
+        # The reset: today's two statements against the former one, the same pipeline otherwise
         # the executor's own statement
         set_local = pinned_settings(settings, dsn, local=True)
         declare = f'DECLARE "c" NO SCROLL CURSOR FOR {known.sql}'.encode()

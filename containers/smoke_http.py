@@ -948,7 +948,7 @@ def _floods(
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4_096)), hard))
     held.callback(resource.setrlimit, resource.RLIMIT_NOFILE, (soft, hard))
-    # 1. HTTP/2 with prior knowledge: each answered GOAWAY and closed, at once.
+    # HTTP/2 with prior knowledge: each answered GOAWAY and closed, at once.
     started = time.monotonic()
     prefaces = []
     for _ in range(FLOOD_CONNECTIONS):
@@ -974,7 +974,7 @@ def _floods(
     )
     report.figure(f"run.sh http: HTTP/2 preface flood: {time.monotonic() - started:.1f} s")
     _answered_in_time(good, "after the HTTP/2 flood", report)
-    # 2. Idle connections from one address: 64 held (the per-peer cap), the rest 429 and closed.
+    # Idle connections from one address: 64 held (the per-peer cap), the rest 429 and closed.
     idle = [sock for _ in range(FLOOD_CONNECTIONS) if (sock := _connect(port)) is not None]
     try:
         _answered_in_time(good, "1,100 idle connections from one address", report)
@@ -994,7 +994,7 @@ def _floods(
     finally:
         for sock in idle:
             sock.close()
-    # 3. Answers never read: 4 subjects x 16 reads of a 1 MB file.
+    # Answers never read: 4 subjects x 16 reads of a 1 MB file.
     report.check(_alive(engine, name), "run.sh http: the server survived the connection floods")
     for subject in range(FLOOD_SUBJECTS):
         token = issuer.token(url, sub=f"flood-{subject}", scope=ALL_SCOPES, expires_in=600)

@@ -34,7 +34,7 @@ from mcp_suite import SERVER_NAME, __version__
 from mcp_suite.runtime.affinity import pin_to_current_cpu
 from mcp_suite.runtime.log_sink import configure_logging, logger, shutdown_logging, write_line_now
 from mcp_suite.runtime.session import Session, serve_session
-from mcp_suite.runtime.stdio import open_fd_streams, take_over_stdio
+from mcp_suite.runtime.stdio import ProtocolFds, open_fd_streams, take_over_stdio
 from mcp_suite.settings import ENV_VARIABLES, Settings, SettingsError, foreign_variables, load_settings
 from mcp_suite.tools.base import StartupRefusedError, StartupUnavailableError
 from mcp_suite.tools.registry import Registry, ToolOpener, open_registry
@@ -173,44 +173,27 @@ def _serve_http(settings: Settings, extra_tools: list[ToolOpener], *, trial: boo
     configure_logging(settings.log_level, buffer_bytes=settings.log_buffer_bytes)
     for name in foreign_variables():
         logger.warning("%s is not a setting of mcp-suite (another program's?): ignored", name)
-    try:
-        try:
-            require_telemetry_extra(settings)  # before any database is opened and audited
-            with (
-                open_registry(settings, extra=extra_tools) as registry,
-                open_telemetry(settings, registry) as telemetry,
-            ):
-                # No handshake to keep fast here: every tool's models and schemas are built first.
-                for step in registry.warm_up:
-                    step()
-                gc.freeze()
-                if made is not None:  # every tool and resource served: the token may use them all
-                    scopes = [t.scope for t in registry.tools.values()]
-                    _announce_trial(
-                        settings, made.mint([*scopes, *(r.scope for r in registry.resources.values())])
-                    )
-                _run_unwrapped(
-                    functools.partial(serve_http, settings, registry, fetch=fetch, telemetry=telemetry)
+
+    def serve() -> None:
+        require_telemetry_extra(settings)  # before any database is opened and audited
+        with (
+            open_registry(settings, extra=extra_tools) as registry,
+            open_telemetry(settings, registry) as telemetry,
+        ):
+            # No handshake to keep fast here: every tool's models and schemas are built first.
+            for step in registry.warm_up:
+                step()
+            gc.freeze()
+            if made is not None:  # every tool and resource served: the token may use them all
+                scopes = [t.scope for t in registry.tools.values()]
+                _announce_trial(
+                    settings, made.mint([*scopes, *(r.scope for r in registry.resources.values())])
                 )
-        except (StartupRefusedError, SettingsError) as exc:
-            shutdown_logging()
-            return _refuse(f"refusing to start: {exc}", os.EX_CONFIG)
-        except StartupUnavailableError as exc:
-            shutdown_logging()
-            return _refuse(f"refusing to start: {exc}", os.EX_UNAVAILABLE)
-        except OSError as exc:  # the address is taken, or not ours to bind
-            logger.critical(
-                "cannot listen on %s:%d: %s", settings.http_host, settings.http_port, exc.strerror
+            _run_unwrapped(
+                functools.partial(serve_http, settings, registry, fetch=fetch, telemetry=telemetry)
             )
-            return os.EX_UNAVAILABLE
-        except Exception:  # noqa: BLE001  # last resort: log it on stderr, exit EX_SOFTWARE
-            logger.critical("the server failed", exc_info=True)
-            return os.EX_SOFTWARE
-        logger.info("shut down cleanly")
-        return os.EX_OK
-    finally:
-        shutdown_logging()
-        logging.shutdown()
+
+    return _exit_status(serve, listening=(settings.http_host, settings.http_port))
 
 
 def _announce_trial(settings: Settings, token: str) -> None:
@@ -259,39 +242,55 @@ def _serve(settings: Settings, extra_tools: list[ToolOpener]) -> int:
         logger.warning("%s is not a setting of mcp-suite (another program's?): ignored", name)
     if cpu is not None:
         logger.debug("pinned to CPU %d", cpu)
+
+    def serve() -> None:
+        require_telemetry_extra(settings)  # before any database is opened and audited
+        with (
+            open_registry(settings, extra=extra_tools, stdio=True) as registry,
+            open_telemetry(settings, registry) as telemetry,
+        ):
+            logger.info(
+                "serving %s %s on stdio with tools: %s",
+                SERVER_NAME,
+                __version__,
+                ", ".join(registry.tools) or "(none)",
+            )
+            if os.isatty(fds.stdin):  # someone typed the command: say what it waits for
+                logger.info(
+                    "stdin is a terminal: the server waits there for JSON-RPC messages, one per "
+                    "line (an MCP client starts it as its child and writes them); Ctrl-D ends it"
+                )
+            # Everything loaded so far lives as long as the process: move it out of the
+            # collector's view, so a collection during a session scans only the session's own
+            # objects.
+            gc.freeze()
+            session = trio.run(_serve_stdio, settings, registry, fds, telemetry)
+            # Before the tools close and the interpreter exits: see Session.join_warm_up.
+            if not session.join_warm_up(WARM_UP_JOIN_S):
+                logger.debug("the warm-up was still at work at exit")
+
+    return _exit_status(serve)
+
+
+def _exit_status(serve: Callable[[], None], *, listening: tuple[str, int] | None = None) -> int:
+    """Run `serve` (a transport, from start-up to shut-down) and say how it ended as an exit
+    status: EX_OK, EX_CONFIG for a refused start (settings, the role), EX_UNAVAILABLE for a start
+    that could not be made (the database; with `listening`, the HTTP address and port, an `OSError`:
+    the address is taken or not ours to bind), EX_SOFTWARE for anything else. Logging is shut down
+    before it returns."""
     try:
         try:
-            require_telemetry_extra(settings)  # before any database is opened and audited
-            with (
-                open_registry(settings, extra=extra_tools, stdio=True) as registry,
-                open_telemetry(settings, registry) as telemetry,
-            ):
-                logger.info(
-                    "serving %s %s on stdio with tools: %s",
-                    SERVER_NAME,
-                    __version__,
-                    ", ".join(registry.tools) or "(none)",
-                )
-                if os.isatty(fds.stdin):  # someone typed the command: say what it waits for
-                    logger.info(
-                        "stdin is a terminal: the server waits there for JSON-RPC messages, one per "
-                        "line (an MCP client starts it as its child and writes them); Ctrl-D ends it"
-                    )
-                # Everything loaded so far lives as long as the process: move it out of the
-                # collector's view, so a collection during a session scans only the session's own
-                # objects.
-                gc.freeze()
-                session = trio.run(_serve_stdio, settings, registry, fds, telemetry)
-                # Before the tools close and the interpreter exits: see Session.join_warm_up.
-                if not session.join_warm_up(WARM_UP_JOIN_S):
-                    logger.debug("the warm-up was still at work at exit")
+            serve()
         except (StartupRefusedError, SettingsError) as exc:
             shutdown_logging()
             return _refuse(f"refusing to start: {exc}", os.EX_CONFIG)
         except StartupUnavailableError as exc:
             shutdown_logging()
             return _refuse(f"refusing to start: {exc}", os.EX_UNAVAILABLE)
-        except Exception:  # noqa: BLE001  # last resort: log it on stderr, exit EX_SOFTWARE
+        except Exception as exc:  # noqa: BLE001  # last resort: log it on stderr, exit EX_SOFTWARE
+            if listening is not None and isinstance(exc, OSError):
+                logger.critical("cannot listen on %s:%d: %s", *listening, exc.strerror)
+                return os.EX_UNAVAILABLE
             logger.critical("the server failed", exc_info=True)
             return os.EX_SOFTWARE
         logger.info("shut down cleanly")
@@ -342,11 +341,8 @@ def open_telemetry(settings: Settings, registry: Registry) -> Iterator[Telemetry
 
 
 async def _serve_stdio(
-    settings: Settings, registry: Registry, fds: object, telemetry: Telemetry | None = None
+    settings: Settings, registry: Registry, fds: ProtocolFds, telemetry: Telemetry | None = None
 ) -> Session:
-    from mcp_suite.runtime.stdio import ProtocolFds
-
-    assert isinstance(fds, ProtocolFds)
     stdin, stdout = open_fd_streams(fds)
     async with stdin, stdout:
         return await serve_session(

@@ -566,7 +566,7 @@ class SessionCore:
             problem = mcp.unknown_tool(call.name)
             return self._error(request.id, method, problem, tool=call.name)
         try:
-            # 1. the structural sanitizer, before anything else looks at the arguments
+            # The structural sanitizer, before anything else looks at the arguments.
             sanitize_arguments(call.arguments, max_depth=self._max_depth_args, max_items=self._max_items)
         except ProblemError as exc:
             frame = encode_result(request.id, self._result(mcp.call_error_result(exc), era))

@@ -170,11 +170,11 @@ class CallRunner:
         call's own cancel scope: the deadline is set on it, so a call has exactly one scope, and the
         core turns a deadline that fired into `execution-timeout`.
         """
-        # 2. concurrency limiter: wait for our turn (`run` releases the ticket)
+        # Our turn at the limiter (`run` releases the ticket).
         await self.limiter.wait(ticket)
-        # 3. deadline, counted from the moment the call holds a slot
+        # The deadline counts from the moment the call holds a slot.
         scope.deadline = trio.current_time() + self.settings.call_deadline_s
-        # 4. strict argument schema (models not loaded yet: load them off the event loop)
+        # The strict argument schema; models not loaded yet are loaded off the event loop.
         if not tool.models.built:
             await trio.to_thread.run_sync(tool.models.get)
         result = await tool.call(tool.validate_arguments(arguments))

@@ -92,8 +92,9 @@ class Session:
     _catalogue: ToolCatalogue = field(init=False)
     _reader_scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     _out_send: trio.MemorySendChannel[Outbound] | None = None
-    _root: trio.Nursery | None = None
     _calls: trio.Nursery | None = None
+    # Set by the writer once the answer that opens the session is written: the warm-up's cue.
+    _opened: trio.Event = field(default_factory=trio.Event)
     # Set when the warm-up has ended, failed, or was abandoned at shutdown (tests wait on it).
     warmed_up: trio.Event = field(default_factory=trio.Event)
     # Set by the warm-up's thread itself when it returns (it may outlive an abandoned `warmed_up`).
@@ -119,12 +120,14 @@ class Session:
     # warm-up
 
     async def _warm_up(self) -> None:
-        """After the `initialize` answer is written: build what calls need, in a worker thread.
+        """Once the `initialize` answer is written: build what calls need, in a worker thread.
 
         Every tool's models and the advertised schemas, then each toolset's own steps (the SQL
         policy's parsers). Nothing here is required: a call that comes first does its part itself.
-        Cancellation: abandoned at shutdown (imports cannot be interrupted; nothing waits for them).
+        Cancellation: abandoned at shutdown (imports cannot be interrupted; nothing waits for them);
+        a session that ends before it opens never starts it.
         """
+        await self._opened.wait()
         self._warm_up_started = True
         try:
             await trio.to_thread.run_sync(self._warm_up_sync, abandon_on_cancel=True)
@@ -177,9 +180,10 @@ class Session:
         self._out_send = out_send
         try:
             async with trio.open_nursery() as root:
-                self._root = root
                 if self.handle_signals:
                     root.start_soon(self._watch_signals, root.cancel_scope)
+                # Waits for the session to open: what calls need loads off the handshake.
+                root.start_soon(self._warm_up)
                 # The tools' background tasks (the SQL role's re-audit) serve as long as the
                 # session does; the cancel at the end of this block stops them.
                 for serve_background in self.registry.background:
@@ -252,9 +256,8 @@ class Session:
                     logger.info("stdout closed by the client; shutting down")
                     root_scope.cancel()
                     return
-                if warm_up and self._root is not None:
-                    # The `initialize` answer is out: now load what calls need (off the handshake).
-                    self._root.start_soon(self._warm_up)
+                if warm_up:  # the `initialize` answer is out: the warm-up may start
+                    self._opened.set()
 
     async def _send(self, frame: bytes, *, then_warm_up: bool = False) -> None:
         """Queue `frame` for the writer (and the warm-up, to start once it is written); waits while
@@ -321,8 +324,7 @@ class Session:
         """One frame in; out, the bytes to write now (often none) and whether the warm-up starts once
         they are written. Never raises for client input."""
         started = time.perf_counter()
-        receive = self.core.receive
-        event = receive(item.data) if isinstance(item, Frame) else self.core.receive_oversized(item)
+        event = self.core.receive(item.data) if isinstance(item, Frame) else self.core.receive_oversized(item)
         if isinstance(event, Answer):
             self._answered(event, started)
             return event.frame or b"", event.warm_up
@@ -337,7 +339,7 @@ class Session:
     def _start(self, start: StartCall, started: float) -> bytes:
         """Take a place at the limiter (a tool) and spawn the call's task."""
         try:
-            ticket = self.runner.reserve(start)  # 2. a place in the FIFO line, after the sanitizer
+            ticket = self.runner.reserve(start)  # a place in the FIFO line, after the sanitizer
         except ProblemError as exc:
             answer = self.core.call_finished(start.key, CallRaised(exc))
             self._answered(answer, started, version=start.protocol_version)

@@ -23,6 +23,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_suite.protocol.mcp import MODERN_VERSION
 from tests.support.http_server import HttpServer, open_http_server
 from tests.support.issuer import TestIssuer, open_issuer
+from tests.support.wire import modern_tool_post
 
 pytestmark = pytest.mark.e2e
 
@@ -107,25 +108,8 @@ async def test_a_tool_outside_the_token_s_scopes_is_403_insufficient_scope(
     server: HttpServer, issuer: TestIssuer
 ) -> None:
     token = issuer.token(server.url, sub="carol", scope="metrics:read")
-    body = {
-        "jsonrpc": "2.0",
-        "id": 5,
-        "method": "tools/call",
-        "params": {
-            "name": "sandbox_fs_read",
-            "arguments": {"relative_path": "a.txt"},
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
-                "io.modelcontextprotocol/clientCapabilities": {},
-            },
-        },
-    }
-    headers = {
-        "Authorization": f"Bearer {token}",
-        "MCP-Protocol-Version": MODERN_VERSION,
-        "Mcp-Method": "tools/call",
-        "Mcp-Name": "sandbox_fs_read",
-    }
+    post = modern_tool_post("sandbox_fs_read", {"relative_path": "a.txt"}, token=token, request_id=5)
+    body, headers = post["json"], post["headers"]
     async with httpx2.AsyncClient() as http:
         refused = await http.post(server.url, json=body, headers=headers)
         assert refused.status_code == 403

@@ -169,8 +169,8 @@ HAND_CHECKS = (
     HandCheck(
         "let every denied function through",
         "mcp_suite/tools/sql/engine/denylist.py",
-        "    key = normalize_function_name(name)\n    reason = DENIED_FUNCTIONS.get(key)",
-        "    key = normalize_function_name(name)\n    return None\n    reason = DENIED_FUNCTIONS.get(key)",
+        "    return reason_by_name(normalize_function_name(name), DENIED_FUNCTIONS, DENIED_PREFIXES)",
+        "    return None",
         ("tests/unit/test_sql_policy.py", "tests/unit/test_sql_policy_corpus.py"),
     ),
     HandCheck(

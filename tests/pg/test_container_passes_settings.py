@@ -18,6 +18,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from mcp_suite.demo.cluster import Cluster
 from tests.support.client import REPO
+from tests.support.wire import initialize_request
 
 pytestmark = pytest.mark.pg
 
@@ -79,16 +80,7 @@ def _config(cluster: Cluster, tmp_path: Path) -> Path:
     return path
 
 
-INIT: Any = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
+INIT: Any = initialize_request("t", request_id=0, version="2025-11-25")
 
 
 def _call(arguments: dict[str, Any]) -> dict[str, Any]:

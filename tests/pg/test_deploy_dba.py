@@ -16,7 +16,7 @@ from mcp_suite.problems import DatabaseUnavailableError, ExecutionTimeoutError
 from mcp_suite.tools.sql.engine.executor import Executor
 from mcp_suite.tools.sql.engine.ticket import CallTicket
 from tests.support.deploy import query_once, with_params
-from tests.support.pg import LONG_QUERY, open_executor
+from tests.support.pg import LONG_QUERY, open_executor, run_unvetted
 
 pytestmark = pytest.mark.pg
 
@@ -55,7 +55,7 @@ def start_long_call(executor: Executor) -> tuple[threading.Thread, list[object]]
 
     def call() -> None:
         try:
-            outcome.append(executor.run(LONG_QUERY, max_rows=1, ticket=CallTicket()))
+            outcome.append(run_unvetted(executor, LONG_QUERY, max_rows=1, ticket=CallTicket()))
         except Exception as exc:  # recorded for the assertion
             outcome.append(exc)
 
@@ -87,7 +87,7 @@ def test_the_dba_sees_a_running_call_and_cancels_it(
         worker.join(timeout=10)
         (problem,) = outcome
         assert isinstance(problem, ExecutionTimeoutError)
-        after = executor.run("SELECT 1", max_rows=1, ticket=CallTicket())
+        after = run_unvetted(executor, "SELECT 1", max_rows=1, ticket=CallTicket())
         assert after.rows == [[1]]
     finally:
         executor.close()
@@ -98,7 +98,7 @@ def test_the_dba_terminates_every_session_and_the_server_reconnects(
 ) -> None:
     executor = open_executor(demo_cluster.reader_dsn, sql_pool_min_size=2)
     try:
-        executor.run("SELECT 1", max_rows=1, ticket=CallTicket())
+        run_unvetted(executor, "SELECT 1", max_rows=1, ticket=CallTicket())
         pids = {row[0] for row in watched(admin)}
         assert pids
         terminated = admin.execute(TERMINATE_ALL).fetchall()
@@ -107,7 +107,7 @@ def test_the_dba_terminates_every_session_and_the_server_reconnects(
         wait_gone(admin, pids)  # pg_terminate_backend only signals: the sessions end a moment later
         # The next call finds its idle connection closed before sending anything, checks the
         # pool and takes another: nothing of it had run, so the retry is safe.
-        after = executor.run("SELECT count(*) FROM docs.pages", max_rows=1, ticket=CallTicket())
+        after = run_unvetted(executor, "SELECT count(*) FROM docs.pages", max_rows=1, ticket=CallTicket())
         assert after.rows == [[30]]
     finally:
         executor.close()
@@ -137,7 +137,7 @@ def test_a_call_whose_session_is_terminated_mid_query_is_answered_at_once_and_no
         assert problem.metadata == {"sqlstate": "57P01", "retryable": True}
         assert time.monotonic() - started < 10
         assert not [row for row in watched(admin) if row[3] == "active"]  # not run again
-        after = executor.run("SELECT 1", max_rows=1, ticket=CallTicket())
+        after = run_unvetted(executor, "SELECT 1", max_rows=1, ticket=CallTicket())
         assert after.rows == [[1]]
     finally:
         executor.close()

@@ -7,6 +7,7 @@ PostgreSQL session, including one another client has left dirty on purpose.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Iterator
@@ -27,7 +28,7 @@ from tests.support.client import ServerProcess, problem_of
 from tests.support.deploy import check_role, password_of
 from tests.support.devdb.pgbouncer import PgBouncer, open_pgbouncer
 from tests.support.harness import open_session
-from tests.support.pg import open_executor, sql_settings
+from tests.support.pg import open_executor, run_unvetted, sql_settings
 from tests.support.reaudit import (
     drop_event_trigger,
     install_event_trigger,
@@ -121,7 +122,7 @@ def test_a_call_is_right_on_a_backend_another_client_left_dirty(
             "SELECT pg_backend_pid(), current_setting('bytea_output'), current_setting('statement_timeout')"
         ).fetchone()
     assert seen == (*(dirty_pid or ()), "escape", "0")
-    result = pooled_executor.run(VALUES_SQL, max_rows=5, ticket=CallTicket())
+    result = run_unvetted(pooled_executor, VALUES_SQL, max_rows=5, ticket=CallTicket())
     assert result.rows == [VALUES_ROW]
     assert [c.type for c in result.columns][:4] == ["text", "bytea", "double precision", "interval"]
 
@@ -133,7 +134,7 @@ def test_calls_through_the_pooler_fail_and_recover_like_direct_ones(
         reader_dsn(bouncer, demo_cluster), sql_pooler="transaction", sql_statement_timeout_ms=300
     )
     try:
-        run = executor.run
+        run = functools.partial(run_unvetted, executor)
         assert run("SELECT count(*) FROM docs.pages", max_rows=1, ticket=CallTicket()).rows == [[30]]
         with pytest.raises(AccessDeniedError):
             run("SELECT * FROM docs.editors", max_rows=1, ticket=CallTicket())
@@ -222,7 +223,9 @@ def test_a_cancel_request_reaches_the_backend_through_the_pooler(
     def call() -> None:
         try:
             outcome.append(
-                executor.run("SELECT count(*) FROM generate_series(1, 2000000000)", max_rows=1, ticket=ticket)
+                run_unvetted(
+                    executor, "SELECT count(*) FROM generate_series(1, 2000000000)", max_rows=1, ticket=ticket
+                )
             )
         except Exception as exc:  # recorded for the assertion
             outcome.append(exc)
@@ -248,7 +251,7 @@ def test_a_cancel_request_reaches_the_backend_through_the_pooler(
                 "SELECT state FROM pg_stat_activity WHERE usename = %s", (READER_USER,)
             ).fetchall()
         assert ("active",) not in states
-        assert executor.run("SELECT 1", max_rows=1, ticket=CallTicket()).rows == [[1]]
+        assert run_unvetted(executor, "SELECT 1", max_rows=1, ticket=CallTicket()).rows == [[1]]
     finally:
         executor.close()
 
@@ -263,7 +266,7 @@ def test_a_server_told_no_pooler_is_in_front_refuses_to_serve_through_one_and_le
     try:
         for _ in range(2):
             with pytest.raises(SettingsNotPinnedError, match="MCP_SQL_POOLER=transaction"):
-                executor.run("SELECT count(*) FROM docs.pages", max_rows=1, ticket=CallTicket())
+                run_unvetted(executor, "SELECT count(*) FROM docs.pages", max_rows=1, ticket=CallTicket())
     finally:
         executor.close()
     # The pooler's one backend (every client's) kept its own settings: none of ours stayed on it.

@@ -22,7 +22,7 @@ from mcp_suite.tools.sql.engine.ticket import CallTicket
 from tests.support.client import ServerProcess
 from tests.support.deploy import check_role, query_once
 from tests.support.devdb.replica import Standby, open_primary, open_standby
-from tests.support.pg import open_executor
+from tests.support.pg import open_executor, run_unvetted
 
 pytestmark = pytest.mark.pg
 
@@ -99,7 +99,7 @@ def test_a_query_cancelled_by_a_recovery_conflict_is_a_retryable_conflict(replic
 
     def call() -> None:
         try:
-            outcome.append(executor.run(LONG_QUERY, max_rows=1, ticket=CallTicket()))
+            outcome.append(run_unvetted(executor, LONG_QUERY, max_rows=1, ticket=CallTicket()))
         except Exception as exc:  # recorded for the assertion below
             outcome.append(exc)
 
@@ -117,7 +117,7 @@ def test_a_query_cancelled_by_a_recovery_conflict_is_a_retryable_conflict(replic
         assert problem.metadata == {"sqlstate": "40001", "retryable": True}
         assert "Send the same call again" in problem.detail
         # And it can be: the same call on the same pool now succeeds.
-        again = executor.run("SELECT count(*) FROM docs.pages", max_rows=1, ticket=CallTicket())
+        again = run_unvetted(executor, "SELECT count(*) FROM docs.pages", max_rows=1, ticket=CallTicket())
         assert again.rows == [[30]]
     finally:
         executor.close()
@@ -138,7 +138,7 @@ def test_snapshot_conflicts_are_answered_conflict_at_once_and_never_run_again(
 
             def call(outcome: list[BaseException | object] = outcome) -> None:
                 try:
-                    outcome.append(executor.run(LONG_QUERY, max_rows=1, ticket=CallTicket()))
+                    outcome.append(run_unvetted(executor, LONG_QUERY, max_rows=1, ticket=CallTicket()))
                 except Exception as exc:  # recorded for the assertion below
                     outcome.append(exc)
 

@@ -23,6 +23,7 @@ from tests.support.pg import (
     LONG_QUERY,
     backends,
     open_executor,
+    run_unvetted,
     sql_settings,
     wait_until_idle,
     wait_until_running,
@@ -187,7 +188,7 @@ def _plan_bytes(dsn: str) -> int:
     executor = open_executor(dsn, sql_max_result_bytes=16_777_216)
     executed = vet_sql(PLAN_SQL, max_rows=MAX_ROWS).sql
     try:
-        plan = executor.run(executed, max_rows=MAX_ROWS, ticket=CallTicket(), explain="plan")
+        plan = run_unvetted(executor, executed, max_rows=MAX_ROWS, ticket=CallTicket(), explain="plan")
     finally:
         executor.close()
     columns = compact_json([{"name": c.name, "type": c.type} for c in plan.columns])

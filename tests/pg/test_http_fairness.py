@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
-from typing import Any
 
 import httpx2
 import psycopg
@@ -16,11 +15,11 @@ import pytest
 import trio
 
 from mcp_suite.demo.cluster import Cluster
-from mcp_suite.protocol.mcp import MODERN_VERSION
 from tests.support.harness import open_session
 from tests.support.http_server import HttpServer, open_http_server
 from tests.support.issuer import TestIssuer, open_issuer
 from tests.support.pg import sql_settings
+from tests.support.sql_calls import http_sql_call
 
 pytestmark = [pytest.mark.pg, pytest.mark.e2e]
 
@@ -47,26 +46,6 @@ def server(issuer: TestIssuer, demo_cluster: Cluster) -> Iterator[HttpServer]:
         yield running
 
 
-def _call(sql: str, token: str, request_id: int) -> dict[str, Any]:
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    body = {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "method": "tools/call",
-        "params": {"name": "read_only_sql", "arguments": {"sql": sql}, "_meta": meta},
-    }
-    headers = {
-        "Authorization": f"Bearer {token}",
-        "MCP-Protocol-Version": MODERN_VERSION,
-        "Mcp-Method": "tools/call",
-        "Mcp-Name": "read_only_sql",
-    }
-    return {"json": body, "headers": headers}
-
-
 def _waiting_on_the_lock(admin_dsn: str) -> list[str]:
     """The server's sessions waiting on a lock: Alice's queries that hold a database thread."""
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
@@ -85,14 +64,16 @@ async def test_one_caller_s_slow_queries_leave_another_caller_a_database_thread(
     answers: dict[int, httpx2.Response] = {}
 
     async def post(http: httpx2.AsyncClient, sql: str, token: str, request_id: int) -> None:
-        answers[request_id] = await http.post(server.url, **_call(sql, token, request_id))
+        answers[request_id] = await http.post(server.url, **http_sql_call(sql, token, request_id))
 
     lock = psycopg.connect(demo_cluster.admin_dsn)  # a transaction holding the table's lock
     try:
         lock.execute("LOCK TABLE reports.releases IN ACCESS EXCLUSIVE MODE")
         with trio.fail_after(60):
             async with httpx2.AsyncClient(timeout=120) as http, trio.open_nursery() as nursery:
-                warm = await http.post(server.url, **_call("SELECT 1", bob, 0))  # the pool and policy ready
+                warm = await http.post(
+                    server.url, **http_sql_call("SELECT 1", bob, 0)
+                )  # the pool and policy ready
                 assert warm.json()["result"]["isError"] is False, warm.content
                 for n in range(1, ALICE_CALLS + 1):
                     nursery.start_soon(post, http, LOCKED, alice, n)
@@ -101,7 +82,7 @@ async def test_one_caller_s_slow_queries_leave_another_caller_a_database_thread(
                 ):
                     await trio.sleep(0.05)
                 # Alice holds her share of the threads; her other calls wait for her own threads.
-                answered = await http.post(server.url, **_call("SELECT 42 AS answer", bob, 100))
+                answered = await http.post(server.url, **http_sql_call("SELECT 42 AS answer", bob, 100))
                 assert answered.json()["result"]["structuredContent"]["rows"] == [[42]], answered.content
                 # Bob was served while every one of Alice's queries still waits on the lock, and she
                 # never held more than her share of the source's threads.
@@ -127,7 +108,7 @@ async def test_without_authorization_the_one_caller_holds_every_database_thread(
         with open_http_server(None, env) as server, trio.fail_after(60):
             async with httpx2.AsyncClient(timeout=120) as http, trio.open_nursery() as nursery:
                 for n in range(1, POOL + 1):
-                    call = _call(LOCKED, "", n)
+                    call = http_sql_call(LOCKED, "", n)
                     del call["headers"]["Authorization"]
                     nursery.start_soon(functools.partial(http.post, server.url, **call))
                 # `anonymous` is everyone, as on stdio: no share to keep, every thread is its own.

@@ -32,6 +32,7 @@ from tests.support.devdb.pgbouncer import PgBouncer, open_pgbouncer
 from tests.support.haproxy import HaProxy, open_haproxy
 from tests.support.http_server import HttpServer, open_http_server
 from tests.support.issuer import TestIssuer, free_port, open_issuer
+from tests.support.wire import initialize_request
 
 pytestmark = [pytest.mark.pg, pytest.mark.e2e]
 
@@ -236,16 +237,7 @@ def wait_for_quiet_database(cluster: Cluster, bouncer: PgBouncer, timeout_s: flo
 def test_a_legacy_session_keeps_reaching_the_replica_that_opened_it(fleet: Fleet) -> None:
     token = fleet.issuer.token(fleet.proxy.url, sub="lb-legacy", scope="sql:read")
     auth = {"Authorization": f"Bearer {token}"}
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": LEGACY_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    initialize = initialize_request("t", version=LEGACY_VERSION)
     with httpx2.Client(timeout=30) as http:
         opened = http.post(fleet.proxy.url, json=initialize, headers=auth)
         assert opened.status_code == 200, opened.text

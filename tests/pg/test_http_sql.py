@@ -22,6 +22,7 @@ from tests.support.http_server import HttpServer, open_http_server
 from tests.support.issuer import TestIssuer, open_issuer
 from tests.support.pg import PROBE_ROLE, probe_dsn
 from tests.support.reaudit import REFUSED_LOG, SERVED_LOG
+from tests.support.wire import modern_tool_post
 
 pytestmark = [pytest.mark.pg, pytest.mark.e2e]
 
@@ -69,31 +70,14 @@ async def test_without_sql_read_the_sql_tools_and_the_schema_resource_are_hidden
             listed = await client.list_tools()
             assert [t.name for t in listed.tools] == ["system_metrics"]
         async with httpx2.AsyncClient() as raw:
-            body = {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "tools/call",
-                "params": {
-                    "name": "read_only_sql",
-                    "arguments": {"sql": "SELECT 1"},
-                    "_meta": {
-                        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
-                        "io.modelcontextprotocol/clientCapabilities": {},
-                    },
-                },
-            }
-            headers = {
-                "Authorization": f"Bearer {token}",
-                "MCP-Protocol-Version": MODERN_VERSION,
-                "Mcp-Method": "tools/call",
-                "Mcp-Name": "read_only_sql",
-            }
+            post = modern_tool_post("read_only_sql", {"sql": "SELECT 1"}, token=token, request_id=1)
+            body, headers = post["json"], post["headers"]
             refused = await raw.post(server.url, json=body, headers=headers)
             assert refused.status_code == 403
             assert 'scope="sql:read"' in refused.headers["www-authenticate"]
             # The schema resource answers as a tool does: 403 naming the scope (not 404).
             uri = f"postgres://{demo_cluster.dbname}/schema"
-            meta = body["params"]["_meta"]  # type: ignore[index]  # the dict built above
+            meta = body["params"]["_meta"]
             read = {
                 "jsonrpc": "2.0",
                 "id": 2,

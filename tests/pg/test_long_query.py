@@ -10,7 +10,7 @@ import pytest
 from mcp_suite.demo.cluster import Cluster
 from mcp_suite.problems import ExecutionTimeoutError
 from mcp_suite.tools.sql.engine.ticket import CallTicket
-from tests.support.pg import LONG_QUERY, open_executor
+from tests.support.pg import LONG_QUERY, open_executor, run_unvetted
 
 pytestmark = pytest.mark.pg
 
@@ -29,6 +29,6 @@ def test_the_slow_query_passes_the_policy_and_runs_until_its_statement_timeout(d
     executor = open_executor(demo_cluster.reader_dsn, sql_statement_timeout_ms=300)
     try:
         with pytest.raises(ExecutionTimeoutError):
-            executor.run(LONG_QUERY, max_rows=1, ticket=CallTicket())
+            run_unvetted(executor, LONG_QUERY, max_rows=1, ticket=CallTicket())
     finally:
         executor.close()

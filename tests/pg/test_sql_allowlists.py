@@ -20,12 +20,10 @@ from typing import Any
 
 import psycopg
 import pytest
-import trio
 
 from mcp_suite.demo.cluster import Cluster
 from tests.support.devdb.tls import ssl_pg_bin
-from tests.support.harness import open_session
-from tests.support.pg import sql_settings
+from tests.support.sql_calls import session_sql_call
 
 pytestmark = pytest.mark.pg
 
@@ -68,16 +66,6 @@ def _drop(admin: psycopg.Connection[Any]) -> None:
     admin.execute(f"DROP SCHEMA IF EXISTS {HIDDEN} CASCADE".encode())
     admin.execute(f"DROP FUNCTION IF EXISTS {OWN}(int)".encode())
     admin.execute(b"DROP EXTENSION IF EXISTS intarray")
-
-
-async def _call(cluster: Cluster, sql: str, **overrides: Any) -> dict[str, Any]:
-    settings = sql_settings(cluster.reader_dsn, **overrides)
-    with trio.fail_after(30):
-        async with open_session(settings=settings, builtins=True, test_tools=False) as h:
-            await h.initialize()
-            response = await h.response(await h.call("read_only_sql", {"sql": sql, "max_rows": 200}))
-    result: dict[str, Any] = response["result"]
-    return result
 
 
 # (what the probe reads, the query with the planted identifiers filled in, the rule that refuses it)
@@ -123,7 +111,7 @@ PROBES = [
 async def test_a_probe_for_hidden_names_is_refused_and_the_answer_holds_none(
     demo_cluster: Cluster, planted: dict[str, int], why: str, sql: str, rule: str
 ) -> None:
-    result = await _call(demo_cluster, sql.format(**planted))
+    result = await session_sql_call(demo_cluster, sql.format(**planted))
     assert result["isError"] is True, why
     text = json.dumps(result)
     problem = json.loads(result["content"][0]["text"])
@@ -157,17 +145,17 @@ async def test_without_the_allow_lists_the_probes_would_read_hidden_names(
 async def test_ordinary_work_with_the_database_s_own_names_is_served(
     demo_cluster: Cluster, planted: dict[str, int]
 ) -> None:
-    own = await _call(demo_cluster, f"SELECT {OWN}(21) AS doubled")
+    own = await session_sql_call(demo_cluster, f"SELECT {OWN}(21) AS doubled")
     assert own["isError"] is False, own
     assert own["structuredContent"]["rows"] == [[42]]
-    row_type = await _call(demo_cluster, "SELECT (null::docs.pages).slug AS slug, 1::int4 AS one")
+    row_type = await session_sql_call(demo_cluster, "SELECT (null::docs.pages).slug AS slug, 1::int4 AS one")
     assert row_type["isError"] is False, row_type
 
 
 async def test_an_extension_the_operator_allows_is_served(
     demo_cluster: Cluster, planted: dict[str, int]
 ) -> None:
-    result = await _call(
+    result = await session_sql_call(
         demo_cluster, "SELECT icount(ARRAY[1, 2, 3]) AS n", sql_allow_extensions=("intarray",)
     )
     assert result["isError"] is False, result
@@ -207,7 +195,7 @@ def debian_cluster() -> Iterator[Cluster]:
 async def test_pgcrypto_s_digests_and_uuid_ossp_s_generators_are_on_the_reviewed_list(
     debian_cluster: Cluster, sql: str, allowed: bool
 ) -> None:
-    result = await _call(debian_cluster, sql)
+    result = await session_sql_call(debian_cluster, sql)
     if allowed:
         assert result["isError"] is False, result
         return
@@ -219,7 +207,7 @@ async def test_an_extension_the_operator_allows_is_named_in_the_start_up_log(
     demo_cluster: Cluster, planted: dict[str, int], caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING):
-        await _call(demo_cluster, "SELECT 1", sql_allow_extensions=("intarray",))
+        await session_sql_call(demo_cluster, "SELECT 1", sql_allow_extensions=("intarray",))
     assert any(
         "MCP_SQL_ALLOW_EXTENSIONS" in r.getMessage() and "intarray" in r.getMessage() for r in caplog.records
     )

@@ -14,7 +14,7 @@ from mcp_suite.demo.cluster import Cluster
 from mcp_suite.offload import run_in_db_thread
 from mcp_suite.tools.sql.engine.executor import CallTicket, Executor
 from mcp_suite.turns import Turns
-from tests.support.pg import open_executor
+from tests.support.pg import open_executor, run_unvetted
 
 pytestmark = pytest.mark.pg
 
@@ -26,7 +26,7 @@ def _state_of(admin_dsn: str, pid: int) -> str | None:
 
 
 def _run(executor: Executor, sql: str, ticket: CallTicket) -> Any:
-    return executor.run(sql, max_rows=5, ticket=ticket)
+    return run_unvetted(executor, sql, max_rows=5, ticket=ticket)
 
 
 async def test_a_cancelled_scope_stops_the_query_and_returns_the_connection(

@@ -33,6 +33,7 @@ from mcp_suite.tools.sql.engine.policy.catalogue import (
 )
 from tests.support.harness import open_session
 from tests.support.pg import sql_settings
+from tests.support.sql_calls import session_sql_call
 
 pytestmark = pytest.mark.pg
 
@@ -182,21 +183,11 @@ def _drop(admin: psycopg.Connection[Any]) -> None:
     admin.execute(f"DROP TABLESPACE IF EXISTS {SPACE}".encode())
 
 
-async def _call(cluster: Cluster, sql: str, **overrides: Any) -> dict[str, Any]:
-    settings = sql_settings(cluster.reader_dsn, **overrides)
-    with trio.fail_after(30):
-        async with open_session(settings=settings, builtins=True, test_tools=False) as h:
-            await h.initialize()
-            response = await h.response(await h.call("read_only_sql", {"sql": sql, "max_rows": 200}))
-    result: dict[str, Any] = response["result"]
-    return result
-
-
 @pytest.mark.parametrize("leak", LEAKS, ids=[leak.why for leak in LEAKS])
 async def test_a_catalogue_read_is_refused_and_points_to_sql_schema(
     demo_cluster: Cluster, planted: dict[str, str], leak: Leak
 ) -> None:
-    result = await _call(demo_cluster, leak.sql)
+    result = await session_sql_call(demo_cluster, leak.sql)
     assert result["isError"] is True
     problem = json.loads(result["content"][0]["text"])
     assert problem["type"] == "urn:mcp-suite:problem:query-violation"
@@ -209,7 +200,7 @@ async def test_a_catalogue_read_is_refused_and_points_to_sql_schema(
 async def test_the_setting_allows_the_catalogue_and_the_same_query_then_leaks(
     demo_cluster: Cluster, planted: dict[str, str], leak: Leak
 ) -> None:
-    result = await _call(demo_cluster, leak.sql, sql_allow_catalogue=True)
+    result = await session_sql_call(demo_cluster, leak.sql, sql_allow_catalogue=True)
     assert result.get("isError") is not True, result
     assert leak.secret.format(**planted) in json.dumps(result["structuredContent"]["rows"])
 
@@ -218,18 +209,18 @@ async def test_the_setting_is_logged_as_a_warning_at_start_up(
     demo_cluster: Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="mcp_suite.tools.sql"):
-        await _call(demo_cluster, "SELECT 1 AS one", sql_allow_catalogue=True)
+        await session_sql_call(demo_cluster, "SELECT 1 AS one", sql_allow_catalogue=True)
     assert any(
         "MCP_SQL_ALLOW_CATALOGUE" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
     )
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="mcp_suite.tools.sql"):
-        await _call(demo_cluster, "SELECT 1 AS one")
+        await session_sql_call(demo_cluster, "SELECT 1 AS one")
     assert not any("MCP_SQL_ALLOW_CATALOGUE" in r.getMessage() for r in caplog.records)
 
 
 async def test_filtered_catalogue_reads_stay_allowed(demo_cluster: Cluster, planted: dict[str, str]) -> None:
-    result = await _call(
+    result = await session_sql_call(
         demo_cluster,
         "SELECT table_schema, table_name FROM information_schema.tables "
         "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2",
@@ -238,7 +229,7 @@ async def test_filtered_catalogue_reads_stay_allowed(demo_cluster: Cluster, plan
     rows = result["structuredContent"]["rows"]
     assert ["docs", "pages"] in rows
     assert [row for row in rows if HIDDEN in row] == []
-    session = await _call(
+    session = await session_sql_call(
         demo_cluster,
         "SELECT current_user AS u, current_database() AS d, pg_backend_pid() > 0 AS p, "
         "current_setting('statement_timeout') IS NOT NULL AS s, version() LIKE 'PostgreSQL%' AS v",

@@ -32,8 +32,9 @@ from mcp_suite.tools.sql.engine.role_audit.connect import audit_dsn
 from mcp_suite.tools.sql.engine.ticket import CallTicket
 from mcp_suite.tools.sql.opener import open_sql
 from tests.support.client import ServerProcess, problem_of, server_env
+from tests.support.fakes import Clock
 from tests.support.harness import open_session
-from tests.support.pg import open_executor, sql_settings
+from tests.support.pg import open_executor, run_unvetted, sql_settings
 
 pytestmark = pytest.mark.pg
 
@@ -169,7 +170,7 @@ def test_each_definer_wrapper_is_refused_at_run_time_with_the_audit_skipped(
             assert not wrapper.harmed(admin, witness_dir)
             # The same call without the check (the policy alone passes it) does the harm: the
             # witness is real, and so was the hole.
-            executor.run(f"SELECT docs.{wrapper.name}() AS v", max_rows=5, ticket=CallTicket())
+            run_unvetted(executor, f"SELECT docs.{wrapper.name}() AS v", max_rows=5, ticket=CallTicket())
             assert wrapper.harmed(admin, witness_dir)
     finally:
         executor.close()
@@ -346,20 +347,12 @@ def test_an_operator_backed_by_a_definer_function_is_refused(
         admin.execute("DROP FUNCTION docs.page_cmp(integer, integer) CASCADE")
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_the_catalogue_is_read_once_then_again_after_its_time_or_on_a_refresh(
     demo_cluster: Cluster, admin: psycopg.Connection[Any]
 ) -> None:
     admin.execute("CREATE FUNCTION docs.page_flip() RETURNS integer LANGUAGE sql AS 'SELECT 1'")
     admin.execute("GRANT EXECUTE ON FUNCTION docs.page_flip() TO PUBLIC")
-    clock = _Clock()
+    clock = Clock()
     guard = DefinerGuard(cache_s=60, clock=clock)
     try:
         with psycopg.connect(demo_cluster.reader_dsn, autocommit=True) as conn:
@@ -404,7 +397,7 @@ def test_a_query_past_the_demo_roles_temp_file_limit_is_refused_by_postgresql(
         reader_executor.run_vetted(vet_sql(sql, max_rows=200), max_rows=200, ticket=CallTicket())
     assert caught.value.metadata == {"sqlstate": "53400"}
     assert "Aggregate or filter" in caught.value.detail
-    assert reader_executor.run("SELECT 1 AS v", max_rows=1, ticket=CallTicket()).rows == [[1]]
+    assert run_unvetted(reader_executor, "SELECT 1 AS v", max_rows=1, ticket=CallTicket()).rows == [[1]]
 
 
 @pytest.mark.parametrize("analyze", [False, True])

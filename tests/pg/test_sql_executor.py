@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import socket
 import subprocess
 import sys
@@ -29,13 +30,13 @@ from mcp_suite.tools.sql.engine.executor import (
     Executor,
 )
 from mcp_suite.tools.sql.engine.pipeline import CHUNK_ROWS, run_pipeline
-from tests.support.pg import DOMAIN_TYPE, ENUM_TYPE, WRITE_FUNCTION, open_executor
+from tests.support.pg import DOMAIN_TYPE, ENUM_TYPE, WRITE_FUNCTION, open_executor, run_unvetted
 
 pytestmark = pytest.mark.pg
 
 
 def one_value(executor: Executor, expression: str) -> tuple[str, Any]:
-    result = executor.run(f"SELECT {expression} AS v", max_rows=5, ticket=CallTicket())
+    result = run_unvetted(executor, f"SELECT {expression} AS v", max_rows=5, ticket=CallTicket())
     assert [c.name for c in result.columns] == ["v"]
     assert len(result.rows) == 1
     return result.columns[0].type, result.rows[0][0]
@@ -126,14 +127,15 @@ def test_json_nested_deeper_than_the_limit_stays_text(reader_executor: Executor)
 
 def test_max_rows_plus_one_tells_truncation(reader_executor: Executor) -> None:
     sql = "SELECT n FROM generate_series(1, 10) AS n"
-    cut = reader_executor.run(sql, max_rows=3, ticket=CallTicket())
+    cut = run_unvetted(reader_executor, sql, max_rows=3, ticket=CallTicket())
     assert (cut.rows, cut.truncated) == ([[1], [2], [3]], True)
-    whole = reader_executor.run(sql, max_rows=10, ticket=CallTicket())
+    whole = run_unvetted(reader_executor, sql, max_rows=10, ticket=CallTicket())
     assert (len(whole.rows), whole.truncated) == (10, False)
 
 
 def test_demo_pages_come_back_with_their_columns(reader_executor: Executor) -> None:
-    result = reader_executor.run(
+    result = run_unvetted(
+        reader_executor,
         "SELECT slug, section, words FROM docs.pages ORDER BY slug LIMIT 6",
         max_rows=5,
         ticket=CallTicket(),
@@ -149,7 +151,7 @@ def test_demo_pages_come_back_with_their_columns(reader_executor: Executor) -> N
 
 def test_a_huge_value_is_result_too_large_with_a_hint(reader_executor: Executor) -> None:
     with pytest.raises(ResultTooLargeError) as caught:
-        reader_executor.run("SELECT repeat('x', 300000)", max_rows=5, ticket=CallTicket())
+        run_unvetted(reader_executor, "SELECT repeat('x', 300000)", max_rows=5, ticket=CallTicket())
     assert "fewer or shorter" in caught.value.detail
     assert caught.value.metadata == {"max_result_bytes": 20_000}  # the default cap
 
@@ -157,13 +159,13 @@ def test_a_huge_value_is_result_too_large_with_a_hint(reader_executor: Executor)
 def test_many_medium_rows_past_the_cap_return_the_rows_that_fit(reader_executor: Executor) -> None:
     # 150 rows of 2,006 bytes of JSON: 300 kB, fifteen times the default cap.
     sql = "SELECT n, repeat('y', 2000) FROM generate_series(1, 150) AS n"
-    result = reader_executor.run(sql, max_rows=200, ticket=CallTicket())
+    result = run_unvetted(reader_executor, sql, max_rows=200, ticket=CallTicket())
     assert result.truncated
     assert result.cut_at_bytes
     assert [row[0] for row in result.rows] == list(range(1, len(result.rows) + 1))  # the first ones
     assert 5 <= len(result.rows) < 10
     assert len(result.rows_json) <= 20_000
-    small = reader_executor.run(sql, max_rows=5, ticket=CallTicket())
+    small = run_unvetted(reader_executor, sql, max_rows=5, ticket=CallTicket())
     assert (len(small.rows), small.truncated, small.cut_at_bytes) == (5, True, False)
 
 
@@ -177,14 +179,14 @@ def test_rows_far_past_the_byte_limit_on_the_wire_still_return_the_first_that_fi
     # chunk (2.5 MB) never arrives whole. (With the earlier count, a lower bound, it once did in CI,
     # and the answer's byte cap then kept rows 9-11 too.)
     sql = "SELECT n, repeat('w', CASE WHEN n <= 11 THEN 10 ELSE 500000 END) FROM generate_series(1, 200) AS n"
-    result = reader_executor.run(sql, max_rows=200, ticket=CallTicket())
+    result = run_unvetted(reader_executor, sql, max_rows=200, ticket=CallTicket())
     numbers = [row[0] for row in result.rows]
     assert numbers == list(range(1, 9))  # the first chunk, and no row of 500 kB
     assert result.truncated
     assert result.cut_at_bytes
     assert [c.type for c in result.columns] == ["integer", "text"]
     # The pool serves the next call on a clean connection.
-    assert reader_executor.run("SELECT 1", max_rows=1, ticket=CallTicket()).rows == [[1]]
+    assert run_unvetted(reader_executor, "SELECT 1", max_rows=1, ticket=CallTicket()).rows == [[1]]
 
 
 def test_rows_well_under_a_large_cap_are_answered_whole(demo_cluster: Cluster) -> None:
@@ -195,7 +197,7 @@ def test_rows_well_under_a_large_cap_are_answered_whole(demo_cluster: Cluster) -
     try:
         for _ in range(5):
             sql = "SELECT repeat('z', 4400) FROM generate_series(1, 200)"
-            result = executor.run(sql, max_rows=200, ticket=CallTicket())
+            result = run_unvetted(executor, sql, max_rows=200, ticket=CallTicket())
             assert len(result.rows) == 200
     finally:
         executor.close()
@@ -210,13 +212,15 @@ import sys
 from mcp_suite.problems import ResultTooLargeError
 from mcp_suite.settings import SecretStr, Settings
 from mcp_suite.tools.sql.engine.executor import CallTicket, Executor
+from mcp_suite.tools.sql.engine.policy import VettedQuery
 
 dsn = sys.argv[1]
 executor = Executor(Settings(sql_dsn=SecretStr(dsn), metrics_enabled=False), dsn)
 executor.open()
 executor.mark_audited()
 try:
-    executor.run(sys.argv[2], max_rows=200, ticket=CallTicket())
+    query = VettedQuery(sql=sys.argv[2], limit=201)  # the text as it is, past the policy
+    executor.run_vetted(query, max_rows=200, ticket=CallTicket())
 except ResultTooLargeError:
     with open("/proc/self/status") as status:
         peak_kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
@@ -248,7 +252,7 @@ def test_an_oversized_result_is_refused_before_it_is_held_in_memory(demo_cluster
 def test_only_the_rows_returned_count_against_the_cap_not_the_extra_one(reader_executor: Executor) -> None:
     # max_rows + 1 rows are fetched; the last one only says `truncated` and may be huge.
     sql = "SELECT CASE WHEN n < 3 THEN 'small' ELSE repeat('x', 1000000) END FROM generate_series(1, 3) AS n"
-    result = reader_executor.run(sql, max_rows=2, ticket=CallTicket())
+    result = run_unvetted(reader_executor, sql, max_rows=2, ticket=CallTicket())
     assert result.rows == [["small"], ["small"]]
     assert result.truncated
 
@@ -257,8 +261,8 @@ def test_after_an_oversized_result_the_query_is_gone_and_the_pool_serves_again(
     reader_executor: Executor, admin: psycopg.Connection[Any]
 ) -> None:
     with pytest.raises(ResultTooLargeError):
-        reader_executor.run(HUGE, max_rows=200, ticket=CallTicket())
-    result = reader_executor.run("SELECT 41 + 1 AS n", max_rows=5, ticket=CallTicket())
+        run_unvetted(reader_executor, HUGE, max_rows=200, ticket=CallTicket())
+    result = run_unvetted(reader_executor, "SELECT 41 + 1 AS n", max_rows=5, ticket=CallTicket())
     assert result.rows == [[42]]
     for _ in range(50):  # the closed connection's backend ends as soon as it notices
         running = admin.execute(
@@ -292,30 +296,30 @@ def test_sqlstates_map_to_problems(
     reader_executor: Executor, sql: str, problem: type[ProblemError], sqlstate: str
 ) -> None:
     with pytest.raises(problem) as caught:
-        reader_executor.run(sql, max_rows=5, ticket=CallTicket())
+        run_unvetted(reader_executor, sql, max_rows=5, ticket=CallTicket())
     assert caught.value.metadata["sqlstate"] == sqlstate
     assert "Traceback" not in caught.value.detail
     assert len(caught.value.detail) <= 512
     # The connection is clean afterwards: the next call on the same pool works.
-    assert reader_executor.run("SELECT 1", max_rows=1, ticket=CallTicket()).rows == [[1]]
+    assert run_unvetted(reader_executor, "SELECT 1", max_rows=1, ticket=CallTicket()).rows == [[1]]
 
 
 def test_statement_timeout_is_execution_timeout(demo_cluster: Cluster) -> None:
     executor = open_executor(demo_cluster.reader_dsn, sql_statement_timeout_ms=200)
     try:
         with pytest.raises(ExecutionTimeoutError) as caught:
-            executor.run("SELECT pg_sleep(5)", max_rows=1, ticket=CallTicket())
+            run_unvetted(executor, "SELECT pg_sleep(5)", max_rows=1, ticket=CallTicket())
         assert caught.value.metadata == {"sqlstate": "57014", "statement_timeout_ms": 200}
-        assert executor.run("SELECT 2", max_rows=1, ticket=CallTicket()).rows == [[2]]
+        assert run_unvetted(executor, "SELECT 2", max_rows=1, ticket=CallTicket()).rows == [[2]]
     finally:
         executor.close()
 
 
 def test_a_successful_call_is_one_round_trip(reader_executor: Executor) -> None:
     sql = "SELECT section, count(*) FROM docs.pages GROUP BY section ORDER BY 1"
-    reader_executor.run(sql, max_rows=50, ticket=CallTicket())  # warm: pool connection exists
+    run_unvetted(reader_executor, sql, max_rows=50, ticket=CallTicket())  # warm: pool connection exists
     before = reader_executor.statistics().round_trips
-    result = reader_executor.run(sql, max_rows=50, ticket=CallTicket())
+    result = run_unvetted(reader_executor, sql, max_rows=50, ticket=CallTicket())
     assert reader_executor.statistics().round_trips - before == 1
     assert result.rows == [["changelog", 10], ["guides", 10], ["reference", 10]]
 
@@ -323,7 +327,8 @@ def test_a_successful_call_is_one_round_trip(reader_executor: Executor) -> None:
 def test_every_call_runs_in_a_read_only_transaction_with_a_local_timeout(
     reader_executor: Executor,
 ) -> None:
-    result = reader_executor.run(
+    result = run_unvetted(
+        reader_executor,
         "SELECT current_setting('transaction_read_only'), current_setting('statement_timeout'),"
         " now() = statement_timestamp()",
         max_rows=1,
@@ -335,7 +340,7 @@ def test_every_call_runs_in_a_read_only_transaction_with_a_local_timeout(
 def test_session_state_does_not_survive_into_the_next_call(
     reader_executor: Executor, admin: psycopg.Connection[Any]
 ) -> None:
-    run = reader_executor.run
+    run = functools.partial(run_unvetted, reader_executor)
     pid = run("SELECT pg_backend_pid()", max_rows=1, ticket=CallTicket()).rows[0][0]
     run("SELECT pg_advisory_lock(4242)", max_rows=1, ticket=CallTicket())
     run("SELECT set_config('search_path', 'evil', false)", max_rows=1, ticket=CallTicket())
@@ -367,7 +372,7 @@ def test_a_listen_run_by_a_function_does_not_survive_the_call(
     )
     admin.execute("GRANT EXECUTE ON FUNCTION docs.page_tune_in() TO PUBLIC")  # past the default privileges
     try:
-        run = reader_executor.run
+        run = functools.partial(run_unvetted, reader_executor)
         pid = run("SELECT pg_backend_pid()", max_rows=1, ticket=CallTicket()).rows[0][0]
         tuned = run(
             "SELECT docs.page_tune_in(), (SELECT count(*) FROM pg_listening_channels()), pg_backend_pid()",
@@ -390,7 +395,7 @@ def test_a_cancelled_ticket_never_reaches_the_database(reader_executor: Executor
     ticket.cancel()
     before = reader_executor.statistics().round_trips
     with pytest.raises(CallCancelledError):
-        reader_executor.run("SELECT 1", max_rows=1, ticket=ticket)
+        run_unvetted(reader_executor, "SELECT 1", max_rows=1, ticket=ticket)
     assert reader_executor.statistics().round_trips == before
 
 
@@ -399,11 +404,11 @@ def test_database_down_at_start_fails_fast_then_recovers(demo_cluster: Cluster) 
     try:
         executor = open_executor(demo_cluster.reader_dsn, sql_connect_timeout_s=1.0)
         with pytest.raises(DatabaseUnavailableError):
-            executor.run("SELECT 1", max_rows=1, ticket=CallTicket())
+            run_unvetted(executor, "SELECT 1", max_rows=1, ticket=CallTicket())
     finally:
         demo_cluster.start()
     try:
-        assert executor.run("SELECT 1", max_rows=1, ticket=CallTicket()).rows == [[1]]
+        assert run_unvetted(executor, "SELECT 1", max_rows=1, ticket=CallTicket()).rows == [[1]]
     finally:
         executor.close()
 
@@ -413,16 +418,16 @@ def test_a_restart_mid_session_fails_the_affected_calls_then_recovers(
 ) -> None:
     executor = open_executor(demo_cluster.reader_dsn, sql_connect_timeout_s=1.0)
     try:
-        assert executor.run("SELECT 1", max_rows=1, ticket=CallTicket()).rows == [[1]]
+        assert run_unvetted(executor, "SELECT 1", max_rows=1, ticket=CallTicket()).rows == [[1]]
         demo_cluster.stop()
         try:
             with pytest.raises(DatabaseUnavailableError) as caught:
-                executor.run("SELECT 2", max_rows=1, ticket=CallTicket())
+                run_unvetted(executor, "SELECT 2", max_rows=1, ticket=CallTicket())
             assert "password" not in str(caught.value)
         finally:
             demo_cluster.start()
         # The pooled connections died with the server: the next call replaces them.
-        assert executor.run("SELECT 3", max_rows=1, ticket=CallTicket()).rows == [[3]]
+        assert run_unvetted(executor, "SELECT 3", max_rows=1, ticket=CallTicket()).rows == [[3]]
     finally:
         executor.close()
 
@@ -434,12 +439,12 @@ def test_a_user_array_type_made_after_the_preload_is_looked_up_once(
     try:
         sql = "SELECT ARRAY['y', 'x']::public.mcp_test_late[] AS v"
         before = reader_executor.statistics().round_trips
-        first = reader_executor.run(sql, max_rows=5, ticket=CallTicket())
+        first = run_unvetted(reader_executor, sql, max_rows=5, ticket=CallTicket())
         assert reader_executor.statistics().round_trips - before == 2  # the query, then one type lookup
         assert [(c.name, c.type) for c in first.columns] == [("v", "mcp_test_late[]")]
         assert first.rows == [[["y", "x"]]]
         before = reader_executor.statistics().round_trips
-        again = reader_executor.run(sql, max_rows=5, ticket=CallTicket())
+        again = run_unvetted(reader_executor, sql, max_rows=5, ticket=CallTicket())
         assert reader_executor.statistics().round_trips - before == 1
         assert again.rows == [[["y", "x"]]]
     finally:
@@ -453,7 +458,9 @@ def test_a_call_that_finds_the_pool_busy_is_served_by_one_direct_connection(demo
         demo_cluster.reader_dsn, sql_pool_min_size=1, sql_pool_max_size=1, sql_pool_wait_s=0.1
     )
     held = threading.Thread(  # a slow call holds the pool's only connection
-        target=executor.run, args=("SELECT pg_sleep(1.5)",), kwargs={"max_rows": 1, "ticket": CallTicket()}
+        target=run_unvetted,
+        args=(executor, "SELECT pg_sleep(1.5)"),
+        kwargs={"max_rows": 1, "ticket": CallTicket()},
     )
     try:
         held.start()
@@ -461,7 +468,8 @@ def test_a_call_that_finds_the_pool_busy_is_served_by_one_direct_connection(demo
         while executor.statistics().pool_available and time.monotonic() < deadline:
             time.sleep(0.01)
         assert executor.statistics().pool_available == 0
-        result = executor.run(
+        result = run_unvetted(
+            executor,
             "SELECT 41 + 1 AS n, current_setting('transaction_read_only') AS ro",
             max_rows=1,
             ticket=CallTicket(),

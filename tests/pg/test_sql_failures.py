@@ -13,6 +13,7 @@ import pytest
 from mcp_suite.problems import ConflictError, InvalidArgumentsError
 from mcp_suite.tools.sql.engine.executor import Executor
 from mcp_suite.tools.sql.engine.ticket import CallTicket
+from tests.support.pg import run_unvetted
 
 pytestmark = pytest.mark.pg
 
@@ -23,10 +24,10 @@ def test_lastval_before_nextval_is_the_query_s_error_and_no_outage_is_logged(
     caplog.set_level(logging.INFO)
     for _ in range(3):  # each call alike: no "unreachable", then "available again"
         with pytest.raises(InvalidArgumentsError) as raised:
-            reader_executor.run("SELECT lastval()", max_rows=1, ticket=CallTicket())
+            run_unvetted(reader_executor, "SELECT lastval()", max_rows=1, ticket=CallTicket())
         assert raised.value.metadata == {"sqlstate": "55000"}
         assert "lastval is not yet defined" in raised.value.detail
-    assert reader_executor.run("SELECT 1", max_rows=1, ticket=CallTicket()).rows == [[1]]
+    assert run_unvetted(reader_executor, "SELECT 1", max_rows=1, ticket=CallTicket()).rows == [[1]]
     assert "unreachable" not in caplog.text
     assert "available again" not in caplog.text
 
@@ -59,8 +60,10 @@ def test_a_conflict_whose_session_then_ends_stays_a_conflict_and_runs_once(
 ) -> None:
     caplog.set_level(logging.INFO)
     with pytest.raises(ConflictError) as raised:
-        reader_executor.run("SELECT public.mcp_conflict_then_end()", max_rows=1, ticket=CallTicket())
+        run_unvetted(
+            reader_executor, "SELECT public.mcp_conflict_then_end()", max_rows=1, ticket=CallTicket()
+        )
     assert raised.value.metadata == {"sqlstate": "40001", "retryable": True}
-    assert reader_executor.run("SELECT 1", max_rows=1, ticket=CallTicket()).rows == [[1]]
+    assert run_unvetted(reader_executor, "SELECT 1", max_rows=1, ticket=CallTicket()).rows == [[1]]
     assert "unreachable" not in caplog.text
     assert "retrying" not in caplog.text

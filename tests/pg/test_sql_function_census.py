@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from mcp_suite.demo.cluster import Cluster
-from mcp_suite.tools.sql.engine.denylist import denied_reason
+from mcp_suite.tools.sql.engine.denylist import VOLATILE_VALUES, denied_reason
 from mcp_suite.tools.sql.engine.policy import allowlist
 from mcp_suite.tools.sql.engine.policy.catalogue import READABLE_PG_FUNCTIONS, function_reason
 from tests.support.devdb.tls import ssl_pg_bin
@@ -92,7 +92,7 @@ def test_no_allowed_function_takes_or_returns_an_identifier_or_internal_type(
 
 def test_no_allowed_function_is_volatile_unless_reviewed(shipped: tuple[int, list[Overload]]) -> None:
     _, overloads = shipped
-    reviewed = allowlist.VOLATILE_VALUES | READABLE_PG_FUNCTIONS.keys()
+    reviewed = VOLATILE_VALUES | READABLE_PG_FUNCTIONS.keys()
     volatile = sorted(
         {o.name for o in overloads if o.volatility == "v" and _allowed(o.name) and o.name not in reviewed}
     )

@@ -27,11 +27,11 @@ import trio
 
 from mcp_suite.demo.cluster import Cluster
 from mcp_suite.demo.seed import READER_USER
-from mcp_suite.protocol.mcp import MODERN_VERSION
 from tests.support.client import ServerProcess, problem_of
 from tests.support.http_server import open_http_server
 from tests.support.issuer import open_issuer
 from tests.support.pg import open_executor
+from tests.support.sql_calls import http_sql_call
 
 pytestmark = [pytest.mark.pg, pytest.mark.e2e]
 
@@ -150,26 +150,6 @@ def test_backends_that_outlive_their_calls_keep_their_slots_so_the_role_limit_is
     assert "PostgreSQL is not interrupting its work" in server.stderr_text()
 
 
-def _call(sql: str, token: str, request_id: int) -> dict[str, Any]:
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    body = {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "method": "tools/call",
-        "params": {"name": "read_only_sql", "arguments": {"sql": sql}, "_meta": meta},
-    }
-    headers = {
-        "Authorization": f"Bearer {token}",
-        "MCP-Protocol-Version": MODERN_VERSION,
-        "Mcp-Method": "tools/call",
-        "Mcp-Name": "read_only_sql",
-    }
-    return {"json": body, "headers": headers}
-
-
 async def test_one_caller_s_stuck_backends_leave_another_caller_served_over_http(
     demo_cluster: Cluster,
 ) -> None:
@@ -186,19 +166,19 @@ async def test_one_caller_s_stuck_backends_leave_another_caller_served_over_http
         bob = issuer.token(server.url, sub="bob", scope="sql:read")
         with trio.fail_after(240):
             async with httpx2.AsyncClient(timeout=120) as http:
-                warm = await http.post(server.url, **_call("SELECT 1", bob, 0))
+                warm = await http.post(server.url, **http_sql_call("SELECT 1", bob, 0))
                 assert warm.json()["result"]["isError"] is False, warm.content
                 stuck: dict[int, dict[str, Any]] = {}
 
                 async def post(request_id: int) -> None:
-                    answer = await http.post(server.url, **_call(STUCK, alice, request_id))
+                    answer = await http.post(server.url, **http_sql_call(STUCK, alice, request_id))
                     stuck[request_id] = answer.json()["result"]
 
                 async with trio.open_nursery() as nursery:
                     for n in range(1, POOL + 3):
                         nursery.start_soon(post, n)
                 assert await trio.to_thread.run_sync(_still_running, admin) > 0  # the premise
-                answered = await http.post(server.url, **_call("SELECT 41 + 1 AS n", bob, 100))
+                answered = await http.post(server.url, **http_sql_call("SELECT 41 + 1 AS n", bob, 100))
                 bob_answer = answered.json()["result"]
                 while await trio.to_thread.run_sync(_still_running, admin):
                     await trio.sleep(0.2)

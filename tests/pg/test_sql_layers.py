@@ -14,7 +14,7 @@ import pytest
 from mcp_suite.demo.cluster import Cluster
 from mcp_suite.problems import AccessDeniedError, InvalidArgumentsError, QueryViolationError
 from mcp_suite.tools.sql.engine.executor import CallTicket, Executor
-from tests.support.pg import WRITE_FUNCTION, open_executor
+from tests.support.pg import WRITE_FUNCTION, open_executor, run_unvetted
 
 pytestmark = pytest.mark.pg
 
@@ -101,23 +101,25 @@ def test_the_executor_refuses_every_write_without_the_policy(
 ) -> None:
     *setup, last = WRITES[write]
     for statement in setup:
-        reader_executor.run(statement, max_rows=1, ticket=CallTicket())
+        run_unvetted(reader_executor, statement, max_rows=1, ticket=CallTicket())
     problem, sqlstate = EXPECTED_BY_EXECUTOR[write]
     with pytest.raises(problem) as caught:
-        reader_executor.run(last, max_rows=1, ticket=CallTicket())
+        run_unvetted(reader_executor, last, max_rows=1, ticket=CallTicket())
     assert getattr(caught.value, "metadata", {})["sqlstate"] == sqlstate
 
 
 def test_set_config_does_not_leak_into_the_next_call(reader_executor: Executor, untouched: None) -> None:
     # The demo's sequence: turn read-only off with set_config, then lo_create on the next call.
-    reader_executor.run(
+    run_unvetted(
+        reader_executor,
         "SELECT set_config('default_transaction_read_only', 'off', false)",
         max_rows=1,
         ticket=CallTicket(),
     )
     with pytest.raises(AccessDeniedError):
-        reader_executor.run("SELECT lo_create(0)", max_rows=1, ticket=CallTicket())
-    state = reader_executor.run(
+        run_unvetted(reader_executor, "SELECT lo_create(0)", max_rows=1, ticket=CallTicket())
+    state = run_unvetted(
+        reader_executor,
         "SELECT current_setting('default_transaction_read_only'), current_setting('transaction_read_only')",
         max_rows=1,
         ticket=CallTicket(),
@@ -132,12 +134,12 @@ def test_the_executors_own_transaction_is_read_only_even_for_a_superuser(
     # BEGIN READ ONLY stands between this write and the data.
     executor = open_executor(demo_cluster.admin_dsn)
     try:
-        state = executor.run(
-            "SELECT current_setting('transaction_read_only') AS ro", max_rows=1, ticket=CallTicket()
+        state = run_unvetted(
+            executor, "SELECT current_setting('transaction_read_only') AS ro", max_rows=1, ticket=CallTicket()
         )
         assert state.rows == [["on"]]
         with pytest.raises(QueryViolationError) as caught:
-            executor.run(f"SELECT {WRITE_FUNCTION}()", max_rows=1, ticket=CallTicket())
+            run_unvetted(executor, f"SELECT {WRITE_FUNCTION}()", max_rows=1, ticket=CallTicket())
         assert caught.value.metadata["sqlstate"] == "25006"
     finally:
         executor.close()

@@ -37,7 +37,7 @@ from mcp_suite.tools.sql.engine.ticket import CallTicket
 from tests.support.deploy import password_of
 from tests.support.devdb.pgbouncer import open_pgbouncer
 from tests.support.devdb.tls import ssl_pg_bin
-from tests.support.pg import open_executor
+from tests.support.pg import open_executor, run_unvetted
 from tests.support.sql_calls import http_calls, refused_with, served, stdio_calls
 
 pytestmark = [pytest.mark.pg, pytest.mark.e2e]
@@ -253,7 +253,7 @@ def test_a_definer_function_in_attribute_notation_is_refused_at_run_time(demo_cl
                 executor.run_vetted(vet_sql(sql, max_rows=5), max_rows=5, ticket=CallTicket())
             assert refused.value.metadata["rule"] == "definer-function"
             # The premise: as written, PostgreSQL runs it as its owner.
-            ran = executor.run(sql, max_rows=5, ticket=CallTicket())
+            ran = run_unvetted(executor, sql, max_rows=5, ticket=CallTicket())
             assert ran.rows == [[ADMIN_USER]]
         finally:
             executor.close()

@@ -9,6 +9,7 @@ backend are counted in the cluster's log.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ from mcp_suite.tools.sql.engine.connections import SettingsNotPinnedError
 from mcp_suite.tools.sql.engine.executor import Executor
 from mcp_suite.tools.sql.engine.naming import APPLICATION_NAME
 from mcp_suite.tools.sql.engine.ticket import CallTicket
-from tests.support.pg import open_executor
+from tests.support.pg import open_executor, run_unvetted
 
 pytestmark = pytest.mark.pg
 
@@ -58,7 +59,7 @@ def statements_of(log: Path, pid: int, start: int) -> list[str]:
 
 
 def one_backend(executor: Executor) -> int:
-    row = executor.run("SELECT pg_backend_pid()", max_rows=1, ticket=CallTicket()).rows
+    row = run_unvetted(executor, "SELECT pg_backend_pid()", max_rows=1, ticket=CallTicket()).rows
     return int(row[0][0])
 
 
@@ -73,11 +74,11 @@ def statements_per_call(dsn: str, pooler: str, log: Path) -> list[str]:
 
 def count_per_call(executor: Executor, log: Path) -> list[str]:
     pid = one_backend(executor)
-    executor.run(QUERY, max_rows=10, ticket=CallTicket())  # warm: the column types are known
+    run_unvetted(executor, QUERY, max_rows=10, ticket=CallTicket())  # warm: the column types are known
     time.sleep(0.05)
     start = log.stat().st_size
     for _ in range(CALLS):
-        assert executor.run(QUERY, max_rows=10, ticket=CallTicket()).rows
+        assert run_unvetted(executor, QUERY, max_rows=10, ticket=CallTicket()).rows
     deadline = time.monotonic() + 5
     while True:  # the backend writes its lines itself; give the last one a moment
         statements = statements_of(log, pid, start)
@@ -139,7 +140,7 @@ def test_a_direct_connection_keeps_the_pinned_settings_and_no_call_changes_them(
 ) -> None:
     executor = open_executor(demo_cluster.reader_dsn, sql_pooler="none", sql_statement_timeout_ms=700)
     try:
-        run = executor.run
+        run = functools.partial(run_unvetted, executor)
         pinned = run(PINNED_SQL, max_rows=1, ticket=CallTicket()).rows
         assert pinned == [["700ms", 'pg_catalog, "$user", public', "ISO, YMD", APPLICATION_NAME]]
         # A call that changes session settings changes nothing for the next: it is rolled back.
@@ -168,7 +169,7 @@ def test_a_backend_reset_since_it_was_pinned_refuses_the_call_and_loses_its_conn
             conn.execute(reset)
             assert conn.execute("SHOW statement_timeout").fetchone() != ("700ms",)
         with pytest.raises(SettingsNotPinnedError, match="MCP_SQL_POOLER=transaction"):
-            executor.run(QUERY, max_rows=10, ticket=CallTicket())
+            run_unvetted(executor, QUERY, max_rows=10, ticket=CallTicket())
         # That connection is gone; the next call gets a fresh one, pinned again.
         after = one_backend(executor)
         assert after != before
@@ -177,7 +178,7 @@ def test_a_backend_reset_since_it_was_pinned_refuses_the_call_and_loses_its_conn
                 "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (before,)
             ).fetchone()
         assert alive == (0,)
-        assert executor.run(PINNED_SQL, max_rows=1, ticket=CallTicket()).rows[0][0] == "700ms"
+        assert run_unvetted(executor, PINNED_SQL, max_rows=1, ticket=CallTicket()).rows[0][0] == "700ms"
     finally:
         executor.close()
 

@@ -32,7 +32,7 @@ from mcp_suite.tools.sql.engine.role_audit.link import AUDIT_APPLICATION_NAME, A
 from mcp_suite.tools.sql.engine.role_audit.reaudit import AuditGate, audit_once
 from mcp_suite.tools.sql.engine.ticket import CallTicket
 from tests.support.client import ServerProcess, problem_of
-from tests.support.pg import PROBE_ROLE, probe_dsn, sql_settings
+from tests.support.pg import PROBE_ROLE, probe_dsn, run_unvetted, sql_settings
 from tests.support.reaudit import (
     COUNT,
     REAUDIT_S,
@@ -136,13 +136,13 @@ def test_an_audit_deferred_to_the_first_call_refuses_through_the_gate_and_a_pass
     try:
         for _ in range(2):
             with pytest.raises(RoleRefusedError) as caught:
-                executor.run("SELECT docs.page_export()", max_rows=1, ticket=CallTicket())
+                run_unvetted(executor, "SELECT docs.page_export()", max_rows=1, ticket=CallTicket())
             assert '"docs"."page_export"()' in caught.value.detail
         assert not witness.exists()
         probe.execute("DROP FUNCTION docs.page_export()")
         # Still refused until a re-audit passes (what serve_reaudit records every interval).
         with pytest.raises(RoleRefusedError):
-            executor.run("SELECT 1", max_rows=1, ticket=CallTicket())
+            run_unvetted(executor, "SELECT 1", max_rows=1, ticket=CallTicket())
         link = AuditLink(dsn, connect_timeout_s=2, listen=False)
         try:
             findings = audit_once(link, settings, refresh=executor.definers.refresh)
@@ -150,7 +150,9 @@ def test_an_audit_deferred_to_the_first_call_refuses_through_the_gate_and_a_pass
             link.close()
         assert not isinstance(findings, NoVerdict)
         gate.record(findings)
-        assert executor.run("SELECT count(*) FROM docs.pages", max_rows=1, ticket=CallTicket()).rows == [[30]]
+        assert run_unvetted(
+            executor, "SELECT count(*) FROM docs.pages", max_rows=1, ticket=CallTicket()
+        ).rows == [[30]]
     finally:
         executor.close()
 

@@ -21,7 +21,7 @@ from mcp_suite.tools.sql.engine.convert import JSON_READY_OIDS, to_json_value
 from mcp_suite.tools.sql.engine.executor import CallTicket, Executor, QueryResult
 from mcp_suite.tools.sql.models import ReadOnlySqlResult, SqlColumn
 from mcp_suite.tools.sql.read_only_sql.tool import result_json, truncation_hint
-from tests.support.pg import DOMAIN_TYPE, ENUM_TYPE
+from tests.support.pg import DOMAIN_TYPE, ENUM_TYPE, run_unvetted
 
 pytestmark = pytest.mark.pg
 
@@ -146,7 +146,9 @@ def test_a_trusted_type_loads_as_a_json_value_already(
 ) -> None:
     (found,) = admin.execute(f"SELECT pg_typeof({expression})::oid::int").fetchone() or (None,)
     assert found == oid  # the sample is of the type it stands for
-    result = reader_executor.run(f"SELECT {expression} AS v, NULL::int AS n", max_rows=1, ticket=CallTicket())
+    result = run_unvetted(
+        reader_executor, f"SELECT {expression} AS v, NULL::int AS n", max_rows=1, ticket=CallTicket()
+    )
     value = result.rows[0][0]
     assert _is_json(value), value
     assert to_json_value(value) == value
@@ -157,7 +159,7 @@ def test_a_trusted_type_loads_as_a_json_value_already(
 def test_a_converted_column_validates_against_the_output_schema(
     reader_executor: Executor, expression: str
 ) -> None:
-    result = reader_executor.run(f"SELECT {expression} AS v", max_rows=1, ticket=CallTicket())
+    result = run_unvetted(reader_executor, f"SELECT {expression} AS v", max_rows=1, ticket=CallTicket())
     assert _is_json(result.rows[0][0])
     _assert_valid_on_the_wire(result)
 
@@ -165,8 +167,8 @@ def test_a_converted_column_validates_against_the_output_schema(
 def test_every_type_in_one_result_validates_against_the_output_schema(reader_executor: Executor) -> None:
     expressions = [*JSON_READY_SAMPLES.values(), *CONVERTED]
     select = ", ".join(f"{expression} AS c{i}" for i, expression in enumerate(expressions))
-    result = reader_executor.run(
-        f"SELECT {select} FROM generate_series(1, 3)", max_rows=2, ticket=CallTicket()
+    result = run_unvetted(
+        reader_executor, f"SELECT {select} FROM generate_series(1, 3)", max_rows=2, ticket=CallTicket()
     )
     assert len(result.rows) == 2
     assert result.truncated
@@ -174,7 +176,7 @@ def test_every_type_in_one_result_validates_against_the_output_schema(reader_exe
 
 
 def test_the_hundred_row_workload_validates_against_the_output_schema(reader_executor: Executor) -> None:
-    result = reader_executor.run(ROWS_QUERY, max_rows=100, ticket=CallTicket())
+    result = run_unvetted(reader_executor, ROWS_QUERY, max_rows=100, ticket=CallTicket())
     assert len(result.rows) == 100
     assert [c.type for c in result.columns] == [
         "text",
@@ -192,8 +194,11 @@ def test_the_hundred_row_workload_validates_against_the_output_schema(reader_exe
 def test_a_result_cut_at_the_byte_cap_with_its_hint_validates_against_the_output_schema(
     reader_executor: Executor,
 ) -> None:
-    result = reader_executor.run(
-        "SELECT n, repeat('h', 3000) FROM generate_series(1, 40) AS n", max_rows=40, ticket=CallTicket()
+    result = run_unvetted(
+        reader_executor,
+        "SELECT n, repeat('h', 3000) FROM generate_series(1, 40) AS n",
+        max_rows=40,
+        ticket=CallTicket(),
     )
     assert result.truncated
     assert result.cut_at_bytes
@@ -206,8 +211,11 @@ def test_a_json_value_with_a_lone_surrogate_escape_is_returned_as_its_text(reade
     # UTF-8 encoder writes, and the call failed with an incident.
     lone = '["\\ud800", {"\\udfff": 1}]'
     paired = '["\\ud83d\\ude00", "\\\\ud800"]'  # a pair, and an escaped backslash before "ud800"
-    result = reader_executor.run(
-        f"SELECT '{lone}'::json AS lone, '{paired}'::json AS paired", max_rows=1, ticket=CallTicket()
+    result = run_unvetted(
+        reader_executor,
+        f"SELECT '{lone}'::json AS lone, '{paired}'::json AS paired",
+        max_rows=1,
+        ticket=CallTicket(),
     )
     assert result.rows == [[lone, ["\U0001f600", "\\ud800"]]]
     _assert_valid_on_the_wire(result)

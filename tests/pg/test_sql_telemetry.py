@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 from collections.abc import Iterator
 from typing import Final
 
@@ -17,10 +16,11 @@ from pglast.parser import fingerprint
 
 from mcp_suite.demo.cluster import Cluster
 from mcp_suite.demo.seed import READER_USER
-from mcp_suite.runtime.log_sink import configure_logging, shutdown_logging
+from mcp_suite.runtime.log_sink import shutdown_logging
 from mcp_suite.runtime.telemetry import Telemetry
 from mcp_suite.tools.registry import Registry
 from tests.support.harness import open_session
+from tests.support.log_lines import captured_log_lines
 from tests.support.pg import sql_settings
 from tests.support.telemetry import InMemory, in_memory_telemetry
 
@@ -33,14 +33,8 @@ SECOND: Final = "SELECT count(*) AS n FROM docs.pages WHERE 'another constant' <
 
 @pytest.fixture
 def audit_lines() -> Iterator[io.StringIO]:
-    ours, root = logging.getLogger("mcp_suite"), logging.getLogger()
-    saved = (ours.handlers[:], ours.level, ours.propagate, root.handlers[:], root.level)
-    stream = io.StringIO()
-    configure_logging("INFO", stream)
-    yield stream
-    shutdown_logging()
-    logging.captureWarnings(False)
-    ours.handlers[:], ours.level, ours.propagate, root.handlers[:], root.level = saved
+    with captured_log_lines() as stream:
+        yield stream
 
 
 async def test_a_query_s_span_has_the_policy_and_the_database_as_children_and_no_sql_text(

@@ -15,7 +15,7 @@ import pytest
 
 from mcp_suite.demo.cluster import Cluster
 from mcp_suite.tools.sql.engine.executor import CallTicket
-from tests.support.pg import open_executor
+from tests.support.pg import open_executor, run_unvetted
 
 pytestmark = pytest.mark.pg
 
@@ -44,7 +44,8 @@ def test_executor_sessions_read_backslashes_as_plain_characters(
 ) -> None:
     executor = open_executor(demo_cluster.reader_dsn)
     try:
-        result = executor.run(
+        result = run_unvetted(
+            executor,
             "SELECT current_setting('standard_conforming_strings') AS s, 'a\\b' AS v",
             max_rows=1,
             ticket=CallTicket(),

@@ -37,11 +37,11 @@ def our_backends(admin_dsn: str) -> list[tuple[int, str]]:
 
 def query_once(dsn: str, sql: str) -> list[list[Any]]:
     """The rows of one `read_only_sql` query through a fresh executor on `dsn` (closed after)."""
-    from tests.support.pg import open_executor
+    from tests.support.pg import open_executor, run_unvetted
 
     executor = open_executor(dsn)
     try:
-        return executor.run(sql, max_rows=10, ticket=CallTicket()).rows
+        return run_unvetted(executor, sql, max_rows=10, ticket=CallTicket()).rows
     finally:
         executor.close()
 

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import psycopg
 
-from mcp_suite.tools.sql.engine.denylist import denied_reason
+from mcp_suite.tools.sql.engine.denylist import VOLATILE_VALUES, denied_reason
 from mcp_suite.tools.sql.engine.policy import allowlist
 from mcp_suite.tools.sql.engine.policy.catalogue import READABLE_PG_FUNCTIONS, function_reason
 
@@ -184,7 +184,7 @@ def _draft_one(name: str, overloads: list[Overload]) -> tuple[str, str]:
         return "refuse", hazards[0]
     if name in allowlist.STATE_FUNCTIONS:
         return "refuse", "state"
-    reviewed = allowlist.VOLATILE_VALUES | READABLE_PG_FUNCTIONS.keys()
+    reviewed = VOLATILE_VALUES | READABLE_PG_FUNCTIONS.keys()
     if any(o.volatility == "v" for o in overloads) and name not in reviewed:
         return "refuse", "state"
     return "allow", _family(overloads)

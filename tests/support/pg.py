@@ -14,7 +14,9 @@ import trio
 
 from mcp_suite.demo.cluster import Cluster
 from mcp_suite.settings import SecretStr, Settings
-from mcp_suite.tools.sql.engine.executor import Executor
+from mcp_suite.tools.sql.engine.executor import Executor, ExplainMode, QueryResult
+from mcp_suite.tools.sql.engine.policy import VettedQuery
+from mcp_suite.tools.sql.engine.ticket import CallTicket
 
 WRITE_FUNCTION = "public.mcp_test_write"
 ENUM_TYPE = "public.mcp_test_mood"
@@ -52,6 +54,16 @@ def open_executor(dsn: str, **overrides: Any) -> Executor:
     executor.open()
     executor.mark_audited()  # these tests bypass the start-up audit on purpose
     return executor
+
+
+def run_unvetted(
+    executor: Executor, sql: str, *, max_rows: int, ticket: CallTicket, explain: ExplainMode | None = None
+) -> QueryResult:
+    """Run `sql` as it is, past the policy: the layer tests' way to show what the database and the
+    executor do on their own. The executor takes only a `VettedQuery`, which the policy makes; this
+    one is made here, on purpose, and names nothing for the run-time guards to check."""
+    query = VettedQuery(sql=sql, limit=max_rows + 1)
+    return executor.run_vetted(query, max_rows=max_rows, ticket=ticket, explain=explain)
 
 
 def probe_dsn(cluster: Cluster) -> str:

@@ -12,11 +12,15 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from mcp_suite.demo.cluster import Cluster
 from mcp_suite.protocol.mcp import MODERN_VERSION
 from tests.support.client import ServerProcess
+from tests.support.harness import open_session
 from tests.support.http_server import open_http_server
+from tests.support.pg import sql_settings
+from tests.support.wire import modern_tool_post
 
-__all__ = ["http_calls", "refused_with", "served", "stdio_calls"]
+__all__ = ["http_calls", "http_sql_call", "refused_with", "served", "session_sql_call", "stdio_calls"]
 
 
 def stdio_calls(env: dict[str, str], sqls: list[str]) -> list[dict[str, Any]]:
@@ -48,6 +52,23 @@ async def http_calls(env: dict[str, str], sqls: list[str]) -> list[dict[str, Any
                         }
                     )
     return results
+
+
+async def session_sql_call(cluster: Cluster, sql: str, **overrides: Any) -> dict[str, Any]:
+    """One query's result (the MCP `result` object) through an in-memory session with the built-in
+    tools on `cluster`'s reader, with the settings `overrides`."""
+    settings = sql_settings(cluster.reader_dsn, **overrides)
+    with trio.fail_after(30):
+        async with open_session(settings=settings, builtins=True, test_tools=False) as h:
+            await h.initialize()
+            response = await h.response(await h.call("read_only_sql", {"sql": sql, "max_rows": 200}))
+    result: dict[str, Any] = response["result"]
+    return result
+
+
+def http_sql_call(sql: str, token: str, request_id: int) -> dict[str, Any]:
+    """The keyword arguments of an httpx POST that calls `read_only_sql` with `sql` (modern era)."""
+    return modern_tool_post("read_only_sql", {"sql": sql}, token=token, request_id=request_id)
 
 
 def refused_with(result: dict[str, Any], rule: str, secret: str) -> None:

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from mcp_suite.problems import PROBLEM_TYPES, PROBLEM_URN_PREFIX, WIRE_CODES, ProblemError
 from mcp_suite.protocol.jsonrpc import JsonRpcError, Message, decode_message
+from mcp_suite.protocol.mcp import MODERN_VERSION
 from mcp_suite.protocol.untrusted import FIELD, FRAMED
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "check_line",
     "check_problem",
     "initialize_request",
+    "modern_tool_post",
     "slug_of",
     "unframe",
     "without_frame",
@@ -200,3 +202,25 @@ def initialize_request(client: str, *, request_id: int = 1, version: str = "2025
             "clientInfo": {"name": client, "version": "1"},
         },
     }
+
+
+def modern_tool_post(name: str, arguments: dict[str, Any], *, token: str, request_id: int) -> dict[str, Any]:
+    """The keyword arguments (`json`, `headers`) of an httpx POST that calls the tool `name` in the
+    modern era, as `token`: no session, the version and capabilities in `_meta` and the headers."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments, "_meta": meta},
+    }
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "MCP-Protocol-Version": MODERN_VERSION,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": name,
+    }
+    return {"json": body, "headers": headers}

@@ -33,7 +33,7 @@ from mcp_suite.tools.registry import ToolOpener, open_registry
 from tests.support.harness import NOTES_TEXT, NOTES_URI, TEST_SCOPE, ToolLog, resource_opener, tool_opener
 from tests.support.issuer import TestIssuer, open_issuer
 from tests.support.ts_sdk import ts_sdk_cancel
-from tests.support.wire import check_line, slug_of
+from tests.support.wire import check_line, initialize_request, slug_of
 
 RESOURCE: Final = "http://127.0.0.1/mcp"
 IDLE_CONNECTIONS: Final = 1_000
@@ -494,16 +494,7 @@ async def test_a_legacy_session_lives_from_initialize_to_delete_and_belongs_to_i
 ) -> None:
     alice = issuer.token(RESOURCE, sub="alice")
     mallory = issuer.token(RESOURCE, sub="mallory")
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    initialize = initialize_request("t", version="2025-11-25")
     tools_list = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
     with trio.fail_after(30):
         async with serving(issuer) as server, httpx2.AsyncClient() as http:
@@ -602,16 +593,7 @@ async def test_a_body_that_does_not_arrive_in_time_is_408() -> None:
 async def test_a_legacy_session_s_call_is_cancelled_by_notifications_cancelled(
     accept: str | None, answer: tuple[int, str | None, bytes]
 ) -> None:
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    initialize = initialize_request("t")
     sleep = {
         "jsonrpc": "2.0",
         "id": 2,
@@ -643,16 +625,7 @@ async def test_a_legacy_session_s_call_is_cancelled_by_notifications_cancelled(
 
 
 async def test_legacy_sessions_ended_by_their_bound_or_their_idle_time_come_back_under_their_ids() -> None:
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    initialize = initialize_request("t", version="2025-11-25")
     ping = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
     with trio.fail_after(30):
         async with (
@@ -675,16 +648,7 @@ async def test_legacy_sessions_ended_by_their_bound_or_their_idle_time_come_back
 
 async def test_a_closed_connection_does_not_cancel_a_legacy_call() -> None:
     # 2025-11-25: "Disconnection SHOULD NOT be interpreted as the client cancelling its request."
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    initialize = initialize_request("t", version="2025-11-25")
     with trio.fail_after(30):
         async with serving() as server, httpx2.AsyncClient() as http:
             opened = await http.post(server.url, json=initialize)
@@ -717,16 +681,7 @@ async def test_a_closed_connection_does_not_cancel_a_legacy_call() -> None:
 
 # -- no caller degrades another (issue 47) ---------------------------------------------------------
 
-INITIALIZE: Final = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
+INITIALIZE: Final = initialize_request("t", version="2025-11-25")
 LEGACY_LIST: Final = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
 
 

@@ -19,6 +19,7 @@ from mcp_suite.tools.models import StrictModel
 from mcp_suite.tools.registry import ToolOpener
 from tests.support.harness import built_models
 from tests.support.issuer import TestIssuer, open_issuer
+from tests.support.wire import initialize_request
 from tests.trio.test_http_app import RESOURCE, assert_refused, call_metrics, modern, modern_headers, serving
 
 SOURCED_SCOPE: Final = "test:sourced"
@@ -210,16 +211,7 @@ async def test_instructions_and_discover_name_only_the_sources_the_caller_may_re
                     headers=modern_headers("server/discover", token=token),
                 )
                 said[f"discover {who}"] = found.json()["result"]["instructions"]
-                legacy = {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-11-25",
-                        "capabilities": {},
-                        "clientInfo": {"name": "t", "version": "1"},
-                    },
-                }
+                legacy = initialize_request("t", version="2025-11-25")
                 opened = await http.post(
                     server.url, json=legacy, headers={"Authorization": f"Bearer {token}"}
                 )

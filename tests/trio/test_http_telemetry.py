@@ -22,21 +22,13 @@ from mcp_suite.settings import Settings
 from mcp_suite.tools.registry import open_registry
 from tests.support.harness import ToolLog, tool_opener
 from tests.support.telemetry import InMemory, in_memory_telemetry
+from tests.support.wire import initialize_request
 
 HEADER_TRACE: Final = "11111111111111111111111111111111"
 META_TRACE: Final = "22222222222222222222222222222222"
 HEADER_PARENT: Final = f"00-{HEADER_TRACE}-1111111111111111-01"
 META_PARENT: Final = f"00-{META_TRACE}-2222222222222222-01"
-INITIALIZE: Final = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
+INITIALIZE: Final = initialize_request("t", version="2025-11-25")
 
 
 @pytest.fixture

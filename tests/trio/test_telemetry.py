@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,10 +19,11 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from mcp_suite import observe
 from mcp_suite.runtime.audit_trail import AUDIT_SCHEMA_VERSION
-from mcp_suite.runtime.log_sink import configure_logging, shutdown_logging
+from mcp_suite.runtime.log_sink import shutdown_logging
 from mcp_suite.runtime.telemetry import Telemetry
 from mcp_suite.tools.registry import Registry
 from tests.support.harness import open_session
+from tests.support.log_lines import captured_log_lines
 from tests.support.telemetry import InMemory, in_memory_telemetry
 
 PARENT_TRACE: Final = "0af7651916cd43dd8448eb211c80319c"
@@ -54,14 +54,8 @@ def watch() -> Iterator[Watch]:
 
 @pytest.fixture
 def audit_lines() -> Iterator[io.StringIO]:
-    ours, root = logging.getLogger("mcp_suite"), logging.getLogger()
-    saved = (ours.handlers[:], ours.level, ours.propagate, root.handlers[:], root.level)
-    stream = io.StringIO()
-    configure_logging("INFO", stream)
-    yield stream
-    shutdown_logging()
-    logging.captureWarnings(False)
-    ours.handlers[:], ours.level, ours.propagate, root.handlers[:], root.level = saved
+    with captured_log_lines() as stream:
+        yield stream
 
 
 async def _serve_a_few_requests(watch: Watch) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import pytest
 from mcp_suite.problems import DatabaseUnavailableError
 from mcp_suite.tools.sql.engine.availability import Availability, State, login_refused
 from mcp_suite.tools.sql.engine.role_audit.connect import connection_failure
+from tests.support.fakes import Clock
 
 DOWN = psycopg.OperationalError(
     'connection failed: connection to server at "127.0.0.1", port 1 failed: Connection refused'
@@ -26,14 +27,6 @@ FULL = psycopg.OperationalError(
 )
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_a_refused_login_is_told_apart_from_a_database_that_is_down_or_full() -> None:
     assert login_refused(REFUSED)
     assert not login_refused(DOWN)
@@ -41,7 +34,7 @@ def test_a_refused_login_is_told_apart_from_a_database_that_is_down_or_full() ->
 
 
 def test_after_the_second_failure_calls_fail_at_once_for_a_doubling_bounded_back_off() -> None:
-    clock = Clock()
+    clock = Clock(now=100.0)
     availability = Availability(max_backoff_s=3.0, clock=clock)
     availability.check()  # available: no error
     waits = []
@@ -61,7 +54,7 @@ def test_after_the_second_failure_calls_fail_at_once_for_a_doubling_bounded_back
 
 def test_one_log_line_per_change_of_state_never_one_per_call(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
-    availability = Availability(max_backoff_s=1.0, clock=Clock())
+    availability = Availability(max_backoff_s=1.0, clock=Clock(now=100.0))
     for _ in range(3):
         problem = availability.failed(REFUSED, at_start=True)
     assert problem.metadata == {"retryable": False}

@@ -7,49 +7,15 @@ refusal's exact wording).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, cast
+from collections.abc import Iterable
 
-import psycopg
 import pytest
 
 from mcp_suite.problems import QueryViolationError
 from mcp_suite.tools.sql.engine.definers import CATALOGUE_SQL, DefinerGuard
+from tests.support.fakes import Clock, FakeCatalogue
 
 Row = tuple[str, str, str | None, str | None]
-
-
-class _Result:
-    def __init__(self, rows: Sequence[Row]) -> None:
-        self._rows = rows
-
-    def fetchall(self) -> list[Row]:
-        return list(self._rows)
-
-
-class FakeCatalogue:
-    """A connection that answers the guard's one catalogue query, and counts how often it was asked."""
-
-    def __init__(self, rows: Sequence[Row]) -> None:
-        self.rows = list(rows)
-        self.reads = 0
-
-    def execute(self, query: str) -> _Result:
-        assert query == CATALOGUE_SQL
-        self.reads += 1
-        return _Result(self.rows)
-
-    @property
-    def conn(self) -> psycopg.Connection[Any]:
-        return cast("psycopg.Connection[Any]", self)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _definer(name: str, qualified: str, arguments: str = "") -> Row:
@@ -65,7 +31,7 @@ EXPORT = [_definer("page_export", "docs.page_export")]
 
 
 def _refusal(
-    guard: DefinerGuard, db: FakeCatalogue, functions: Iterable[str], operators: Iterable[str] = ()
+    guard: DefinerGuard, db: FakeCatalogue[Row], functions: Iterable[str], operators: Iterable[str] = ()
 ) -> str:
     with pytest.raises(QueryViolationError) as caught:
         guard.check(db.conn, frozenset(functions), frozenset(operators))
@@ -84,7 +50,7 @@ def _detail(called: str, definer: str) -> str:
 
 
 def test_a_statement_naming_no_definer_passes_and_reads_the_catalogue_once() -> None:
-    db = FakeCatalogue(PLAIN + EXPORT)
+    db = FakeCatalogue(CATALOGUE_SQL, PLAIN + EXPORT)
     guard = DefinerGuard(cache_s=60, clock=Clock())
     guard.check(db.conn, frozenset({"lower"}), frozenset({"+"}))
     guard.check(db.conn, frozenset({"upper", "lower"}), frozenset({"||"}))
@@ -95,7 +61,7 @@ def test_a_statement_naming_no_definer_passes_and_reads_the_catalogue_once() -> 
 
 
 def test_a_definer_function_is_refused_with_its_qualified_name_and_arguments() -> None:
-    db = FakeCatalogue([*PLAIN, _definer("page_export", "docs.page_export", "integer")])
+    db = FakeCatalogue(CATALOGUE_SQL, [*PLAIN, _definer("page_export", "docs.page_export", "integer")])
     guard = DefinerGuard(cache_s=60, clock=Clock())
     detail = _refusal(guard, db, {"lower", "page_export"})
     assert detail == _detail("page_export()", "docs.page_export(integer)")
@@ -103,7 +69,7 @@ def test_a_definer_function_is_refused_with_its_qualified_name_and_arguments() -
 
 
 def test_the_refusal_metadata_names_the_function_and_the_counter_counts_each_refusal() -> None:
-    db = FakeCatalogue(EXPORT)
+    db = FakeCatalogue(CATALOGUE_SQL, EXPORT)
     guard = DefinerGuard(cache_s=60, clock=Clock())
     for expected in (1, 2, 3):
         with pytest.raises(QueryViolationError) as caught:
@@ -118,7 +84,9 @@ def test_of_two_definers_named_the_first_in_sorted_order_is_the_one_reported() -
         _definer("alpha", "docs.alpha"),
     ]
     guard = DefinerGuard(cache_s=60, clock=Clock())
-    assert _refusal(guard, FakeCatalogue(rows), {"zeta", "alpha"}) == _detail("alpha()", "docs.alpha()")
+    assert _refusal(guard, FakeCatalogue(CATALOGUE_SQL, rows), {"zeta", "alpha"}) == _detail(
+        "alpha()", "docs.alpha()"
+    )
 
 
 def test_a_function_definer_is_reported_before_an_operator_definer() -> None:
@@ -127,14 +95,14 @@ def test_a_function_definer_is_reported_before_an_operator_definer() -> None:
         _definer_operator("@@@", "docs.match", "text, text"),
     ]
     guard = DefinerGuard(cache_s=60, clock=Clock())
-    detail = _refusal(guard, FakeCatalogue(rows), {"page_export"}, {"@@@"})
+    detail = _refusal(guard, FakeCatalogue(CATALOGUE_SQL, rows), {"page_export"}, {"@@@"})
     assert detail == _detail("page_export()", "docs.page_export()")
 
 
 def test_an_operator_whose_function_is_a_definer_is_refused_as_an_operator() -> None:
     rows = [*PLAIN, _definer_operator("@@@", "docs.match", "text, text")]
     guard = DefinerGuard(cache_s=60, clock=Clock())
-    db = FakeCatalogue(rows)
+    db = FakeCatalogue(CATALOGUE_SQL, rows)
     detail = _refusal(guard, db, {"lower"}, {"+", "@@@"})
     assert detail == _detail("the operator @@@", "docs.match(text, text)")
     guard.check(db.conn, frozenset({"lower"}), frozenset({"+"}))  # the other operators still pass
@@ -147,7 +115,7 @@ def test_the_counter_counts_operator_refusals_too() -> None:
         _definer_operator("@@@", "docs.match", "text"),
     ]
     guard = DefinerGuard(cache_s=60, clock=Clock())
-    db = FakeCatalogue(rows)
+    db = FakeCatalogue(CATALOGUE_SQL, rows)
     for expected in (1, 2):
         _refusal(guard, db, set(), {"@@@"})
         assert guard.statistics().refused == expected
@@ -162,7 +130,7 @@ def test_of_two_definer_operators_named_the_first_in_sorted_order_is_reported() 
         _definer_operator("!!!", "docs.bang", "text"),
     ]
     guard = DefinerGuard(cache_s=60, clock=Clock())
-    assert _refusal(guard, FakeCatalogue(rows), set(), {"~~~", "!!!"}) == _detail(
+    assert _refusal(guard, FakeCatalogue(CATALOGUE_SQL, rows), set(), {"~~~", "!!!"}) == _detail(
         "the operator !!!", "docs.bang(text)"
     )
 
@@ -173,7 +141,7 @@ def test_a_function_name_is_not_an_operator_name_nor_the_other_way_round() -> No
         _definer_operator("@@@", "docs.match", "text"),
     ]
     guard = DefinerGuard(cache_s=60, clock=Clock())
-    db = FakeCatalogue(rows)
+    db = FakeCatalogue(CATALOGUE_SQL, rows)
     guard.check(db.conn, frozenset({"@@@"}), frozenset({"page_export"}))
     assert guard.statistics().refused == 0
 
@@ -181,7 +149,7 @@ def test_a_function_name_is_not_an_operator_name_nor_the_other_way_round() -> No
 def test_a_catalogue_with_only_operator_definers_still_refuses() -> None:
     rows = [_definer_operator("@@@", "docs.match", "text")]
     guard = DefinerGuard(cache_s=60, clock=Clock())
-    assert _refusal(guard, FakeCatalogue(rows), set(), {"@@@"}) == _detail(
+    assert _refusal(guard, FakeCatalogue(CATALOGUE_SQL, rows), set(), {"@@@"}) == _detail(
         "the operator @@@", "docs.match(text)"
     )
 
@@ -189,7 +157,7 @@ def test_a_catalogue_with_only_operator_definers_still_refuses() -> None:
 def test_function_names_are_case_folded_and_operator_names_are_not() -> None:
     rows = [_definer("Page_Export", "Docs.Page_Export", "text")]
     guard = DefinerGuard(cache_s=60, clock=Clock())
-    db = FakeCatalogue(rows)
+    db = FakeCatalogue(CATALOGUE_SQL, rows)
     assert _refusal(guard, db, {"page_export"}) == _detail("page_export()", "Docs.Page_Export(text)")
     assert db.reads == 1  # "page_export" was known, as the case-folded "Page_Export"
 
@@ -202,7 +170,7 @@ def test_the_first_overload_of_a_name_is_the_one_reported() -> None:
         _definer_operator("@@@", "docs.second", "integer"),
     ]
     guard = DefinerGuard(cache_s=60, clock=Clock())
-    db = FakeCatalogue(rows)
+    db = FakeCatalogue(CATALOGUE_SQL, rows)
     assert _refusal(guard, db, {"page_export"}) == _detail("page_export()", "docs.page_export(integer)")
     assert _refusal(guard, db, set(), {"@@@"}) == _detail("the operator @@@", "docs.first(text)")
 
@@ -217,28 +185,28 @@ def test_an_accepted_definer_passes_and_another_overload_elsewhere_does_not() ->
     guard = DefinerGuard(
         accepted=["docs.page_export", "docs.page_count", "docs.match"], cache_s=60, clock=Clock()
     )
-    db = FakeCatalogue(rows)
+    db = FakeCatalogue(CATALOGUE_SQL, rows)
     guard.check(db.conn, frozenset({"page_export"}), frozenset({"@@@"}))
     assert _refusal(guard, db, {"page_count"}) == _detail("page_count()", "audit.page_count(integer)")
 
 
 def test_acceptance_is_by_qualified_name_not_bare_name() -> None:
     guard = DefinerGuard(accepted=["page_export"], cache_s=60, clock=Clock())
-    assert _refusal(guard, FakeCatalogue(EXPORT), {"page_export"}) == _detail(
+    assert _refusal(guard, FakeCatalogue(CATALOGUE_SQL, EXPORT), {"page_export"}) == _detail(
         "page_export()", "docs.page_export()"
     )
 
 
 def test_with_no_acceptance_given_every_definer_is_refused() -> None:
     guard = DefinerGuard(cache_s=60)  # the defaults: nothing accepted, the monotonic clock
-    assert _refusal(guard, FakeCatalogue(EXPORT), {"page_export"}) == _detail(
+    assert _refusal(guard, FakeCatalogue(CATALOGUE_SQL, EXPORT), {"page_export"}) == _detail(
         "page_export()", "docs.page_export()"
     )
 
 
 def test_the_cache_is_trusted_until_it_expires_and_read_again_at_expiry() -> None:
     clock = Clock()
-    db = FakeCatalogue(PLAIN)
+    db = FakeCatalogue(CATALOGUE_SQL, PLAIN)
     guard = DefinerGuard(cache_s=30, clock=clock)
     guard.check(db.conn, frozenset({"lower"}), frozenset())
     clock.now += 29.5
@@ -255,7 +223,7 @@ def test_the_cache_is_trusted_until_it_expires_and_read_again_at_expiry() -> Non
 
 def test_a_definer_created_after_the_read_is_refused_once_the_cache_expires() -> None:
     clock = Clock()
-    db = FakeCatalogue(PLAIN)
+    db = FakeCatalogue(CATALOGUE_SQL, PLAIN)
     guard = DefinerGuard(cache_s=30, clock=clock)
     guard.check(db.conn, frozenset({"page_export"}), frozenset())
     db.rows.append(_definer("page_export", "docs.page_export"))  # CREATE OR REPLACE ... SECURITY DEFINER
@@ -265,7 +233,7 @@ def test_a_definer_created_after_the_read_is_refused_once_the_cache_expires() ->
 
 
 def test_a_function_name_new_to_the_cache_does_not_read_the_catalogue_until_a_refresh() -> None:
-    db = FakeCatalogue(PLAIN)
+    db = FakeCatalogue(CATALOGUE_SQL, PLAIN)
     guard = DefinerGuard(cache_s=3600, clock=Clock())
     guard.check(db.conn, frozenset({"lower"}), frozenset())
     db.rows += EXPORT  # a definer created since the last read
@@ -277,7 +245,7 @@ def test_a_function_name_new_to_the_cache_does_not_read_the_catalogue_until_a_re
 
 
 def test_an_operator_name_new_to_the_cache_does_not_read_the_catalogue_until_a_refresh() -> None:
-    db = FakeCatalogue(PLAIN)
+    db = FakeCatalogue(CATALOGUE_SQL, PLAIN)
     guard = DefinerGuard(cache_s=3600, clock=Clock())
     guard.check(db.conn, frozenset(), frozenset({"+"}))
     db.rows += [_definer_operator("@@@", "docs.match", "text")]
@@ -290,7 +258,7 @@ def test_an_operator_name_new_to_the_cache_does_not_read_the_catalogue_until_a_r
 
 def test_a_refresh_restarts_the_caches_time() -> None:
     clock = Clock()
-    db = FakeCatalogue(PLAIN)
+    db = FakeCatalogue(CATALOGUE_SQL, PLAIN)
     guard = DefinerGuard(cache_s=30, clock=clock)
     guard.check(db.conn, frozenset({"lower"}), frozenset())
     clock.now += 20
@@ -302,7 +270,7 @@ def test_a_refresh_restarts_the_caches_time() -> None:
 
 def test_names_that_no_catalogue_holds_never_cause_a_read() -> None:
     # The cost the issue measured (373 -> 150 calls/s): an unknown name forced a read on every call.
-    db = FakeCatalogue(PLAIN + EXPORT)
+    db = FakeCatalogue(CATALOGUE_SQL, PLAIN + EXPORT)
     guard = DefinerGuard(cache_s=3600, clock=Clock())
     for round_ in range(100):
         guard.check(db.conn, frozenset({f"no_such_function_{round_}"}), frozenset({f"@{round_}"}))
@@ -314,7 +282,7 @@ def test_long_names_are_cut_in_the_detail_and_the_metadata() -> None:
     qualified = "docs." + name
     arguments = ", ".join(["integer"] * 10)
     guard = DefinerGuard(cache_s=60, clock=Clock())
-    db = FakeCatalogue([_definer(name, qualified, arguments)])
+    db = FakeCatalogue(CATALOGUE_SQL, [_definer(name, qualified, arguments)])
     with pytest.raises(QueryViolationError) as caught:
         guard.check(db.conn, frozenset({name}), frozenset())
     called = f"{name}()"[:79] + "…"
@@ -328,7 +296,7 @@ def test_names_at_the_echo_limits_are_shown_whole() -> None:
     qualified = "docs." + name
     arguments = "x" * (120 - len(qualified) - 2)
     guard = DefinerGuard(cache_s=60, clock=Clock())
-    db = FakeCatalogue([_definer(name, qualified, arguments)])
+    db = FakeCatalogue(CATALOGUE_SQL, [_definer(name, qualified, arguments)])
     with pytest.raises(QueryViolationError) as caught:
         guard.check(db.conn, frozenset({name}), frozenset())
     assert caught.value.detail == _detail(f"{name}()", f"{qualified}({arguments})")

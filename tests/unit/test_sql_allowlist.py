@@ -5,15 +5,14 @@ test_sql_function_census.py prove the same against PostgreSQL."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
-import psycopg
 import pytest
 
 from mcp_suite.problems import QueryViolationError
 from mcp_suite.tools.sql.engine.names import CATALOGUE_SQL, NameGuard
 from mcp_suite.tools.sql.engine.policy import allowlist, vet_sql
+from tests.support.fakes import Clock, FakeCatalogue
 
 IDENTIFIER = allowlist.REASONS["identifier"]
 
@@ -131,36 +130,6 @@ def test_the_policy_notes_the_names_outside_postgresql_s_schemas() -> None:
 Row = tuple[str, str, str, str, bool]
 
 
-class _Result:
-    def __init__(self, rows: Sequence[Row]) -> None:
-        self._rows = rows
-
-    def fetchall(self) -> list[Row]:
-        return list(self._rows)
-
-
-class _Catalogue:
-    def __init__(self, rows: Sequence[Row]) -> None:
-        self.rows = list(rows)
-        self.reads = 0
-
-    def execute(self, query: str) -> _Result:
-        assert query == CATALOGUE_SQL
-        self.reads += 1
-        return _Result(self.rows)
-
-    @property
-    def conn(self) -> psycopg.Connection[Any]:
-        return cast("psycopg.Connection[Any]", self)
-
-
-class _Clock:
-    now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 ROWS: list[Row] = [
     ("function", "docs", "helper", "", True),
     ("function", "docs", "locked", "", False),  # no EXECUTE
@@ -175,7 +144,9 @@ ROWS: list[Row] = [
 ]
 
 
-def _refused(guard: NameGuard, catalogue: _Catalogue, *, functions: Any = (), types: Any = ()) -> str | None:
+def _refused(
+    guard: NameGuard, catalogue: FakeCatalogue[Row], *, functions: Any = (), types: Any = ()
+) -> str | None:
     try:
         guard.check(catalogue.conn, frozenset(functions), frozenset(types))
     except QueryViolationError as problem:
@@ -205,19 +176,19 @@ def test_the_guard_allows_only_what_the_role_s_catalogue_allows(
     functions: Any, types: Any, rule: str | None
 ) -> None:
     guard = NameGuard(cache_s=60)
-    assert _refused(guard, _Catalogue(ROWS), functions=functions, types=types) == rule
+    assert _refused(guard, FakeCatalogue(CATALOGUE_SQL, ROWS), functions=functions, types=types) == rule
 
 
 def test_an_extension_the_operator_allows_passes_whole() -> None:
     guard = NameGuard(cache_s=60, allowed_extensions=("intarray", "ltree"))
-    catalogue = _Catalogue(ROWS)
+    catalogue = FakeCatalogue(CATALOGUE_SQL, ROWS)
     assert _refused(guard, catalogue, functions=[("", "icount")], types=[("", "ltree")]) is None
 
 
 def test_the_guard_reads_the_catalogue_only_when_its_cache_is_stale_or_refreshed() -> None:
-    clock = _Clock()
+    clock = Clock()
     guard = NameGuard(cache_s=60, clock=clock)
-    catalogue = _Catalogue(ROWS)
+    catalogue = FakeCatalogue(CATALOGUE_SQL, ROWS)
     assert _refused(guard, catalogue) is None
     assert catalogue.reads == 0  # nothing to judge: no read
     assert _refused(guard, catalogue, functions=[("docs", "helper")]) is None

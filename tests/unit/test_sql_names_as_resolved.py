@@ -8,16 +8,15 @@ a string literal, never a number. tests/pg/test_sql_names_as_resolved.py runs th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
-import psycopg
 import pytest
 
 from mcp_suite.problems import QueryViolationError
 from mcp_suite.tools.sql.engine.names import CATALOGUE_SQL, NameGuard
 from mcp_suite.tools.sql.engine.policy import VettedQuery, allowlist, vet_sql
 from mcp_suite.tools.sql.engine.policy.postgres_walk import attribute_reason, check_postgres
+from tests.support.fakes import FakeCatalogue
 
 
 def _rule(sql: str, *, allow_catalogue: bool = False, allow_xml: bool = False) -> str | None:
@@ -249,34 +248,10 @@ ROWS: list[Row] = [
 ]
 
 
-class _Info:
-    def __init__(self, server_version: int) -> None:
-        self.server_version = server_version
-
-
-class _Result:
-    def __init__(self, rows: Sequence[Row]) -> None:
-        self._rows = rows
-
-    def fetchall(self) -> list[Row]:
-        return list(self._rows)
-
-
-class _Connection:
-    def __init__(self, server_version: int) -> None:
-        self.info = _Info(server_version)
-        self.reads = 0
-
-    def execute(self, query: str) -> _Result:
-        assert query == CATALOGUE_SQL
-        self.reads += 1
-        return _Result(ROWS)
-
-
 def _check(query: VettedQuery, server_version: int = 180000) -> tuple[str | None, int]:
-    conn = _Connection(server_version)
+    conn = FakeCatalogue(CATALOGUE_SQL, ROWS, server_version=server_version)
     try:
-        NameGuard(cache_s=60).check_vetted(cast("psycopg.Connection[Any]", conn), query)
+        NameGuard(cache_s=60).check_vetted(conn.conn, query)
     except QueryViolationError as problem:
         return str(problem.metadata["rule"]), conn.reads
     return None, conn.reads
@@ -307,7 +282,7 @@ def test_the_guard_refuses_newer_syntax_on_an_older_server_without_reading_the_c
 
 
 def test_the_newer_syntax_refusal_names_both_releases() -> None:
-    conn = cast("psycopg.Connection[Any]", _Connection(150014))
+    conn = FakeCatalogue(CATALOGUE_SQL, ROWS, server_version=150014).conn
     with pytest.raises(QueryViolationError) as refused:
         NameGuard(cache_s=60).check_vetted(
             conn, VettedQuery(sql="", limit=1, needs_server=160000, needs_construct="JsonIsPredicate")

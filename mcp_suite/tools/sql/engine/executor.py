@@ -254,28 +254,15 @@ class Executor:
         explain: ExplainMode | None = None,
         role: CallRole | None = None,
     ) -> QueryResult:
-        """Run a query the policy vetted, after refusing it (`QueryViolationError`) when it names a
-        SECURITY DEFINER function (`definers.DefinerGuard`), or a function or type outside
-        PostgreSQL's own schemas that the role's catalogue does not allow (`names.NameGuard`).
-        With `role` (an identity map's), the transaction runs as that role (`_switch_role`), the
-        name guard judges by that role's catalogue, and that role's audit gate is asked.
-        Blocking; otherwise as `run`."""
-        ticket.started = True
-        as_role = role.role if role is not None else None
-
-        def work(conn: PinnedConnection) -> QueryResult:
-            self._names.check_vetted(conn, query, role=as_role)
-            self._definers.check(conn, query.functions, query.operators)
-            return self._run_on(conn, query.sql, max_rows=max_rows, ticket=ticket, explain=explain, role=role)
-
-        return self._with_connection(ticket, work, role=as_role, query=query.sql)
-
-    def run(
-        self, sql: str, *, max_rows: int, ticket: CallTicket, explain: ExplainMode | None = None
-    ) -> QueryResult:
-        """Run one query as it is (no policy, no definer check: `run_vetted` is the tools' path;
-        layer tests call this one); blocking. Raises a ProblemError, DatabaseUnavailableError, or
-        `CallCancelledError` when the ticket was cancelled before the query started.
+        """Run a query the policy vetted (`policy.QueryPolicy.vet` makes the `VettedQuery`: the
+        executor takes no text of its own, so nothing the policy has not seen can run), after
+        refusing it (`QueryViolationError`) when it names a SECURITY DEFINER function
+        (`definers.DefinerGuard`), or a function or type outside PostgreSQL's own schemas that the
+        role's catalogue does not allow (`names.NameGuard`). With `role` (an identity map's), the
+        transaction runs as that role (`_switch_role`), the name guard judges by that role's
+        catalogue, and that role's audit gate is asked. Blocking. Raises a ProblemError,
+        DatabaseUnavailableError, or `CallCancelledError` when the ticket was cancelled before the
+        query started.
 
         With `explain` ("plan" or "analyze", for `explain_sql`) the same transaction declares the
         cursor (so PostgreSQL still accepts only one SELECT/VALUES), then, in place of the FETCH,
@@ -288,11 +275,14 @@ class Executor:
         Limits: at most `max_rows + 1` rows are fetched; the JSON size is capped.
         """
         ticket.started = True
-        return self._with_connection(
-            ticket,
-            lambda conn: self._run_on(conn, sql, max_rows=max_rows, ticket=ticket, explain=explain),
-            query=sql,
-        )
+        as_role = role.role if role is not None else None
+
+        def work(conn: PinnedConnection) -> QueryResult:
+            self._names.check_vetted(conn, query, role=as_role)
+            self._definers.check(conn, query.functions, query.operators)
+            return self._run_on(conn, query.sql, max_rows=max_rows, ticket=ticket, explain=explain, role=role)
+
+        return self._with_connection(ticket, work, role=as_role, query=query.sql)
 
     def _with_connection(
         self,
@@ -465,7 +455,8 @@ class Executor:
         role: CallRole | None = None,
     ) -> T:
         """Run `work(conn)`, fixed catalogue queries, inside a read-only transaction with the
-        call's statement timeout, always rolled back; blocking. Cancellation and failures as `run`.
+        call's statement timeout, always rolled back; blocking. Cancellation and failures as
+        `run_vetted`.
         With `role`, the transaction runs as it (what it may read is what `work` sees), after its
         audit gate."""
         ticket.started = True

@@ -2,7 +2,7 @@
 
 Opened with its siblings by the family's opener (`tools/sql/opener.py`) on the shared `SqlEngine`
 (`sql/engine/engine.py`), never importing a sibling tool: the same policy call, the same
-transaction, timeout, cancellation and caps (see `Executor.run`'s `explain`). This module declares
+transaction, timeout, cancellation and caps (see `Executor.run_vetted`'s `explain`). This module declares
 the tool (`spec`), refuses a plan that reads rows the role may not select (`check_hidden_rows`) and
 turns EXPLAIN's JSON into the result.
 """

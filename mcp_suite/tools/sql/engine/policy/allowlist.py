@@ -21,11 +21,11 @@ __all__ = [
     "IDENTIFIER_TYPES",
     "INTERNAL_TYPES",
     "LIFTED_BY_CATALOGUE",
+    "NAMING_TYPES",
     "REASONS",
     "REVIEWED_EXTENSIONS",
     "REVIEWED_IDENTIFIER_FUNCTIONS",
     "STATE_FUNCTIONS",
-    "VOLATILE_VALUES",
     "XML_FUNCTIONS",
     "XML_TYPES",
     "External",
@@ -70,12 +70,10 @@ XML_TYPES: Final = frozenset({"xml"})
 
 SYSTEM_SCHEMAS: Final = frozenset({"pg_catalog", "information_schema"})
 
-# Types that name database objects or roles by number: their input and output functions turn a
-# name into a number and back, for any object, whatever the role may read (regtype::text prints it).
-IDENTIFIER_TYPES: Final = frozenset(
+# Types whose input and output functions turn a name into a number and back, for any object or
+# role, whatever the role may read (regtype::text prints it); the catalogue rule refuses them too.
+NAMING_TYPES: Final = frozenset(
     {
-        "oid",
-        "oidvector",
         "aclitem",
         "regclass",
         "regcollation",
@@ -90,6 +88,8 @@ IDENTIFIER_TYPES: Final = frozenset(
         "regtype",
     }
 )
+# Types that name database objects or roles by number.
+IDENTIFIER_TYPES: Final = NAMING_TYPES | {"oid", "oidvector"}
 
 # Types of PostgreSQL's machinery: a function taking or returning one is a support function.
 INTERNAL_TYPES: Final = frozenset(
@@ -138,21 +138,6 @@ REVIEWED_IDENTIFIER_FUNCTIONS: Final[Mapping[str, str]] = {
     "max": "its oid overload compares identifiers the query already holds; nothing is looked up",
     "min": "its oid overload compares identifiers the query already holds; nothing is looked up",
 }
-
-# Volatile functions that are volatile only because their value changes between calls.
-VOLATILE_VALUES: Final = frozenset(
-    {
-        "random",
-        "random_normal",
-        "gen_random_uuid",
-        "uuidv4",
-        "uuidv7",
-        "array_sample",
-        "array_shuffle",
-        "clock_timestamp",
-        "timeofday",
-    }
-)
 
 # Stable functions that read server or session state outside the value they are given, refused
 # although no other rule catches them.

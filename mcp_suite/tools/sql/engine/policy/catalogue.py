@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from mcp_suite.tools.sql.engine.policy import refusals
+from mcp_suite.tools.sql.engine.denylist import reason_by_name
+from mcp_suite.tools.sql.engine.policy import allowlist, refusals
 
 __all__ = [
     "CATALOGUE_FUNCTIONS",
@@ -193,29 +194,13 @@ CATALOGUE_PREFIXES: Final[tuple[tuple[str, str], ...]] = (
     ("pgstat", _OTHERS),  # the pgstattuple extension: any table's or index's physical statistics
     ("pgrowlocks", _SESSIONS),  # the pgrowlocks extension: other sessions' row locks
     ("_pg_", _OTHERS),  # information_schema's helpers (_pg_index_position, ...): objects by identifier
-    # A reg* type's own functions: regclass(text), regclassin, regroleout, ...
-    *((name, _NAMES) for name in ("regclass", "regcollation", "regconfig", "regdictionary")),
-    *((name, _NAMES) for name in ("regnamespace", "regoper", "regproc", "regrole", "regtype")),
+    # A naming type's own functions: regclass(text), regclassin, regroleout, aclitemout, ...
+    *((name, _NAMES) for name in sorted(allowlist.NAMING_TYPES)),
 )
 
 # Types whose input or output turns names into identifiers and back, reading any object's or role's
 # name (a cast, a column definition list, RETURNING): refused wherever a type is named.
-CATALOGUE_TYPES: Final = frozenset(
-    {
-        "regclass",
-        "regcollation",
-        "regconfig",
-        "regdictionary",
-        "regnamespace",
-        "regoper",
-        "regoperator",
-        "regproc",
-        "regprocedure",
-        "regrole",
-        "regtype",
-        "aclitem",
-    }
-)
+CATALOGUE_TYPES: Final = allowlist.NAMING_TYPES
 
 # Settings current_setting() may read (an allow-list, case-folded as PostgreSQL folds them): how the
 # session formats, sorts and plans, its limits and its transaction, and the server's build. Every
@@ -291,12 +276,9 @@ def function_reason(name: str) -> str | None:
 
     As in the denylist, the schema never rescues a name: `public.obj_description` is refused too."""
     key = name.casefold()
-    reason = CATALOGUE_FUNCTIONS.get(key)
+    reason = reason_by_name(key, CATALOGUE_FUNCTIONS, CATALOGUE_PREFIXES)
     if reason is not None:
         return reason
-    for prefix, why in CATALOGUE_PREFIXES:
-        if key.startswith(prefix):
-            return why
     if (key.startswith("has_") and key.endswith("_privilege")) or key == "pg_has_role":
         return _PRIVILEGES  # has_table_privilege, has_schema_privilege, ...
     if key.startswith("pg_") and key not in READABLE_PG_FUNCTIONS:

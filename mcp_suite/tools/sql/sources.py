@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from mcp_suite.dsn import dsn_problem
-from mcp_suite.tools.sql.engine.identity import SUBJECT_KEY_BYTES, IdentityMap, parse_identity
 from mcp_suite.settings import SOURCE_KEYS, SecretStr, Settings, SettingsError
 from mcp_suite.settings.file import read_file, source_settings, variables_beside_file
+from mcp_suite.tools.sql.engine.identity import SUBJECT_KEY_BYTES, IdentityMap, parse_identity
 
 __all__ = ["DEFAULT_SOURCE", "Source", "load_sources"]
 

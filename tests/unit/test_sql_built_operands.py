@@ -131,6 +131,10 @@ REFUSED = (
         "SELECT to_tsvector(replace(replace(slug, 'a', 'aa'), 'a', 'aa')) FROM docs.pages",
         "to_tsvector() over replace() over replace()",
     ),
+    (
+        "SELECT websearch_to_tsquery('simple', string_agg(slug, ' ')) FROM docs.pages",
+        "websearch_to_tsquery() over an aggregate",
+    ),
     ("SELECT string_agg(slug, ',')::jsonb FROM docs.pages", "::jsonb over an aggregate"),
     ("SELECT CAST(string_agg(slug, ',') AS json) FROM docs.pages", "::json over an aggregate"),
     ("SELECT (SELECT string_agg(slug, ' ') FROM docs.pages)::tsvector", "::tsvector over an aggregate"),
@@ -155,6 +159,7 @@ ALLOWED = (
     "SELECT * FROM (SELECT ARRAY[slug] @> ARRAY['x'] FROM docs.pages) AS s",
     "SELECT to_tsvector('simple', slug || ' ' || slug) FROM docs.pages",
     "SELECT to_tsvector('simple', replace(slug, '-', ' ')) FROM docs.pages",
+    "SELECT slug FROM docs.pages WHERE to_tsvector(slug) @@ websearch_to_tsquery('simple', 'a -b')",
     "SELECT to_tsvector('simple', repeat('a b ', 1000))",
     "SELECT to_tsvector('simple', lpad(slug, 40)) FROM docs.pages",
     "SELECT to_tsvector(format('%s and %s', slug, slug)) FROM docs.pages",

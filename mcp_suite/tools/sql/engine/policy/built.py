@@ -47,9 +47,20 @@ CONTAINMENT_OPERATORS: Final = frozenset({"@>", "<@", "&&"})
 CONTAINMENT_FUNCTIONS: Final = frozenset(
     {"arraycontains", "arraycontained", "arrayoverlap", "jsonb_contains", "jsonb_contained"}
 )
-# Parse their text argument in one call: a text search document, or a type's input function (a
+# Parse their text argument in one call: a text search document or query, or a type's input function (a
 # cast to one of these types, or to any array type).
-PARSING_FUNCTIONS: Final = frozenset({"to_tsvector", "json_to_tsvector", "jsonb_to_tsvector", "ts_headline"})
+PARSING_FUNCTIONS: Final = frozenset(
+    {
+        "to_tsvector",
+        "json_to_tsvector",
+        "jsonb_to_tsvector",
+        "ts_headline",
+        "to_tsquery",
+        "plainto_tsquery",
+        "phraseto_tsquery",
+        "websearch_to_tsquery",
+    }
+)
 PARSING_TYPES: Final = frozenset({"tsvector", "tsquery", "json", "jsonb", "path", "polygon"})
 PARSING_NODES: Final = frozenset({"JsonParseExpr", "JsonIsPredicate"})
 

@@ -179,18 +179,24 @@ def test_xpath_runs_past_the_timeout_so_the_tool_refuses_it_unless_the_source_al
     assert "MCP_SQL_ALLOW_XML is true" in server.stderr_text()
 
 
-def test_xml_is_refused_over_http_and_behind_pgbouncer(pg15_with_libxml: Cluster) -> None:
-    cluster = pg15_with_libxml
+def _refused_over_http_and_behind_pgbouncer(cluster: Cluster, statement: str, plain: str, rows: Any) -> None:
+    """`statement` is refused as `uninterruptible` over HTTP and behind PgBouncer in transaction
+    mode, where `plain` is served with `rows`; nothing of the statement's text is echoed."""
     env = {"MCP_SQL_DSN": cluster.reader_dsn, "MCP_METRICS_ENABLED": "false"}
-    (over_http,) = trio.run(http_calls, env, [XPATH])
-    refused_with(over_http, "uninterruptible", "<b/>")
+    echo = statement[-12:]
+    (over_http,) = trio.run(http_calls, env, [statement])
+    refused_with(over_http, "uninterruptible", echo)
     users = {READER_USER: password_of(cluster.reader_dsn)}
     with open_pgbouncer(cluster, users, pool_size=1) as bouncer:
         dsn = bouncer.dsn(READER_USER, password_of(cluster.reader_dsn), cluster.dbname)
         pooled = {**env, "MCP_SQL_DSN": dsn, "MCP_SQL_POOLER": "transaction"}
-        refused, plain = stdio_calls(pooled, [XPATH, "SELECT 41 + 1 AS n"])
-    refused_with(refused, "uninterruptible", "<b/>")
-    served(plain, [[42]])
+        refused, served_plain = stdio_calls(pooled, [statement, plain])
+    refused_with(refused, "uninterruptible", echo)
+    served(served_plain, rows)
+
+
+def test_xml_is_refused_over_http_and_behind_pgbouncer(pg15_with_libxml: Cluster) -> None:
+    _refused_over_http_and_behind_pgbouncer(pg15_with_libxml, XPATH, "SELECT 41 + 1 AS n", [[42]])
 
 
 def test_containment_of_a_built_array_runs_past_the_timeout(demo_cluster: Cluster) -> None:
@@ -219,15 +225,7 @@ def test_late_work_over_a_built_value_is_refused_unless_the_source_allows_it(dem
 def test_late_work_over_a_built_value_is_refused_over_http_and_behind_pgbouncer(
     demo_cluster: Cluster,
 ) -> None:
-    cluster = demo_cluster
-    env = {"MCP_SQL_DSN": cluster.reader_dsn, "MCP_METRICS_ENABLED": "false"}
     statement = LATE["array containment"].format(n=LATE_SIZES["array containment"])
-    (over_http,) = trio.run(http_calls, env, [statement])
-    refused_with(over_http, "uninterruptible", "generate_series(1,")
-    users = {READER_USER: password_of(cluster.reader_dsn)}
-    with open_pgbouncer(cluster, users, pool_size=1) as bouncer:
-        dsn = bouncer.dsn(READER_USER, password_of(cluster.reader_dsn), cluster.dbname)
-        pooled = {**env, "MCP_SQL_DSN": dsn, "MCP_SQL_POOLER": "transaction"}
-        refused, plain = stdio_calls(pooled, [statement, "SELECT ARRAY[1, 2] @> ARRAY[1] AS c"])
-    refused_with(refused, "uninterruptible", "generate_series(1,")
-    served(plain, [[True]])
+    _refused_over_http_and_behind_pgbouncer(
+        demo_cluster, statement, "SELECT ARRAY[1, 2] @> ARRAY[1] AS c", [[True]]
+    )

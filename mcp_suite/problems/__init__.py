@@ -120,6 +120,9 @@ class ProblemError(Exception):
     # The code of the JSON-RPC error it travels as: on its own channel, or from a method that has no
     # in-band results (resources/read), where a problem of the RESULT channel is the server's fault.
     jsonrpc_code: ClassVar[int] = INTERNAL_ERROR
+    # A refusal by a rule (a policy, a grant, the role audit), not a failure: the metrics count it
+    # in `mcp_suite.refusals` by its `metadata["rule"]`, else by its slug.
+    refusal: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -174,6 +177,7 @@ class AccessDeniedError(ProblemError):
     title = "Access denied"
     status = 403
     code = "MCP_ACCESS_DENIED"
+    refusal = True
 
 
 class ResourceAccessDeniedError(AccessDeniedError):
@@ -190,6 +194,7 @@ class QueryViolationError(ProblemError):
     title = "The query is not allowed"
     status = 403
     code = "MCP_QUERY_VIOLATION"
+    refusal = True
 
 
 class IdentityChangedError(QueryViolationError):
@@ -339,6 +344,7 @@ class InsufficientScopeError(ProblemError):
     title = "Insufficient scope"
     status = 403
     code = "MCP_INSUFFICIENT_SCOPE"
+    refusal = True
     channel = Channel.ERROR
     jsonrpc_code = INVALID_REQUEST
 
@@ -477,6 +483,7 @@ class RoleRefusedError(ProblemError):
     title = "The database role can do more than read"
     status = 503
     code = "MCP_ROLE_REFUSED"
+    refusal = True
 
 
 class RoleUnauditedError(ProblemError):

@@ -63,6 +63,13 @@ class Watcher(Protocol):
         """The watch of a request answered without a call (its span is made when it is answered)."""
         ...
 
+    def answered(
+        self, answer: Answer, started: float, transport: Transport, asker: Asker
+    ) -> observe.TraceIds | None:
+        """`request(started, transport, asker).answered(answer)` in one step (the hot path of a
+        ping over stdio)."""
+        ...
+
     def watch_http(self, sessions: Callable[[], int], callers: Callable[[], int]) -> None:
         """The HTTP transport's gauges: legacy sessions open, callers with a request in progress."""
         ...
@@ -93,6 +100,9 @@ class _NoTelemetry:
 
     def request(self, started: float, transport: Transport, asker: Asker) -> Watch:
         return _NO_WATCH
+
+    def answered(self, answer: Answer, started: float, transport: Transport, asker: Asker) -> None:
+        return None
 
     def watch_http(self, sessions: Callable[[], int], callers: Callable[[], int]) -> None:
         return None
@@ -190,7 +200,7 @@ class Recorder:
 
     def answered(self, answer: Answer, started: float, asker: Asker) -> int | None:
         """Record a request answered without a call of its own (`request(...).answered(answer)`)."""
-        trace = self._telemetry.request(started, self._transport, asker).answered(answer)
+        trace = self._telemetry.answered(answer, started, self._transport, asker)
         return self._audit.answered(answer, started, subject=asker.subject, trace=trace)
 
     def watch_http(self, sessions: Callable[[], int], callers: Callable[[], int]) -> None:

@@ -309,6 +309,14 @@ class Telemetry:
         )
 
     def answered(
+        self, answer: Answer, started: float, transport: Transport, asker: Asker
+    ) -> observe.TraceIds | None:
+        """Record a request answered without a call: its span, made and ended now, and its metrics."""
+        return self.ended(
+            answer, started, transport, asker, self.answer_span(answer, started, transport, asker)
+        )
+
+    def ended(
         self, answer: Answer, started: float, transport: Transport, asker: Asker, span: CallSpan
     ) -> observe.TraceIds | None:
         """Record an answered request: its span (ended now) and its metrics. Returns its trace ids
@@ -470,7 +478,7 @@ class _CallWatch:
             otel_context.detach(token)
 
     def answered(self, answer: Answer) -> observe.TraceIds | None:
-        return self._telemetry.answered(answer, self._started, self._transport, self._asker, self._span)
+        return self._telemetry.ended(answer, self._started, self._transport, self._asker, self._span)
 
 
 class _AnswerWatch:
@@ -493,9 +501,7 @@ class _AnswerWatch:
         return None
 
     def answered(self, answer: Answer) -> observe.TraceIds | None:
-        telemetry = self._telemetry
-        span = telemetry.answer_span(answer, self._started, self._transport, self._asker)
-        return telemetry.answered(answer, self._started, self._transport, self._asker, span)
+        return self._telemetry.answered(answer, self._started, self._transport, self._asker)
 
 
 def _metrics_server(host: str, port: int, registry: CollectorRegistry) -> http.server.ThreadingHTTPServer:

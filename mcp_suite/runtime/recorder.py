@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from mcp_suite import observe
     from mcp_suite.protocol.core import Answer, StartCall
 
-__all__ = ["NO_TELEMETRY", "Asker", "Recorder", "Recording", "Transport", "Watch", "Watcher"]
+__all__ = ["NO_TELEMETRY", "Asker", "Recorder", "Recording", "Transport", "Unwatched", "Watch", "Watcher"]
 
 # The conventions' `network.transport` of each transport: stdio is a pipe, HTTP is TCP.
 Transport = Literal["pipe", "tcp"]
@@ -75,7 +75,9 @@ class Watcher(Protocol):
         ...
 
 
-class _NoWatch:
+class Unwatched:
+    """The `with` of a watch that makes nothing current (a request without a call, or telemetry off)."""
+
     __slots__ = ()
 
     def __enter__(self) -> None:
@@ -85,6 +87,10 @@ class _NoWatch:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         return None
+
+
+class _NoWatch(Unwatched):
+    __slots__ = ()
 
     def answered(self, answer: Answer) -> None:
         return None

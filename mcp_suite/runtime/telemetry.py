@@ -46,6 +46,7 @@ from mcp_suite import SERVER_NAME, __version__, observe
 from mcp_suite.problems import Channel
 from mcp_suite.protocol.core import SERVED_METHODS, CallKind, StartCall
 from mcp_suite.runtime.log_sink import current_sink, logger
+from mcp_suite.runtime.recorder import Unwatched
 from mcp_suite.settings import PROMETHEUS_MAX_CONNECTIONS, PROMETHEUS_TIMEOUT_S
 
 if TYPE_CHECKING:
@@ -481,7 +482,7 @@ class _CallWatch:
         return self._telemetry.ended(answer, self._started, self._transport, self._asker, self._span)
 
 
-class _AnswerWatch:
+class _AnswerWatch(Unwatched):
     """A request answered without a call: nothing is current; `answered` makes its span."""
 
     __slots__ = ("_asker", "_started", "_telemetry", "_transport")
@@ -491,14 +492,6 @@ class _AnswerWatch:
         self._started = started
         self._transport: Transport = transport
         self._asker = asker
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        return None
 
     def answered(self, answer: Answer) -> observe.TraceIds | None:
         return self._telemetry.answered(answer, self._started, self._transport, self._asker)

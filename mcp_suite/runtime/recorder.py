@@ -189,9 +189,10 @@ class Recorder:
     def asked_over_pipe(self, protocol_version: str | None) -> Asker:
         """Who asks over stdio: the session's client, under the version it serves (the one asker
         of the session, made again only when its version changes: after `initialize`)."""
-        if self._pipe.protocol_version != protocol_version:
-            self._pipe = Asker(protocol_version=protocol_version)
-        return self._pipe
+        asker = self._pipe
+        if asker.protocol_version != protocol_version:
+            asker = self._pipe = Asker(protocol_version=protocol_version)
+        return asker
 
     def call(self, start: StartCall, started: float, asker: Asker) -> Recording:
         """The record of a call the core started, received at `started` (perf_counter): its span
@@ -204,10 +205,14 @@ class Recorder:
         watch = self._telemetry.request(started, self._transport, asker)
         return Recording(self._audit, started, asker.subject, watch)
 
-    def answered(self, answer: Answer, started: float, asker: Asker) -> int | None:
-        """Record a request answered without a call of its own (`request(...).answered(answer)`)."""
+    def answered_over_pipe(self, answer: Answer, started: float, protocol_version: str | None) -> None:
+        """Record a stdio request answered without a call of its own, under `protocol_version`
+        (`request(...).answered(answer)` in one step: the path of every ping)."""
+        asker = self._pipe
+        if asker.protocol_version != protocol_version:
+            asker = self._pipe = Asker(protocol_version=protocol_version)
         trace = self._telemetry.answered(answer, started, self._transport, asker)
-        return self._audit.answered(answer, started, subject=asker.subject, trace=trace)
+        self._audit.answered(answer, started, trace=trace)
 
     def watch_http(self, sessions: Callable[[], int], callers: Callable[[], int]) -> None:
         """The HTTP transport's gauges, when telemetry is on (`Watcher.watch_http`)."""

@@ -319,7 +319,7 @@ class Session:
         receive = self.core.receive
         event = receive(item.data) if isinstance(item, Frame) else self.core.receive_oversized(item)
         if isinstance(event, Answer):
-            self.recorder.answered(event, started, self.recorder.asked_over_pipe(self.core.legacy_version))
+            self.recorder.answered_over_pipe(event, started, self.core.legacy_version)
             return event.frame or b"", event.warm_up
         if isinstance(event, StartCall):
             return self._start(event, started), False
@@ -335,7 +335,7 @@ class Session:
             ticket = self.runner.reserve(start)  # 2. a place in the FIFO line, after the sanitizer
         except ProblemError as exc:
             answer = self.core.call_finished(start.key, CallRaised(exc))
-            self.recorder.answered(answer, started, self.recorder.asked_over_pipe(start.protocol_version))
+            self.recorder.answered_over_pipe(answer, started, start.protocol_version)
             return answer.frame or b""
         task = _Task(scope=trio.CancelScope(), ticket=ticket)
         self.in_flight[start.key] = task

@@ -74,7 +74,7 @@ def _problem_classes() -> list[type[ProblemError]]:
 def _record(memory: InMemory, method: str, problem: ProblemError | None = None) -> None:
     outcome = "ok" if problem is None else "error"
     answer = Answer(b"", 1, method, outcome, problem)
-    Recorder("pipe", memory.telemetry).answered(answer, 0.0, Asker())
+    Recorder("pipe", memory.telemetry).request(0.0, Asker()).answered(answer)
 
 
 def _core() -> SessionCore:

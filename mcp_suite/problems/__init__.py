@@ -120,8 +120,8 @@ class ProblemError(Exception):
     # The code of the JSON-RPC error it travels as: on its own channel, or from a method that has no
     # in-band results (resources/read), where a problem of the RESULT channel is the server's fault.
     jsonrpc_code: ClassVar[int] = INTERNAL_ERROR
-    # A refusal by a rule (a policy, a grant, the role audit), not a failure: the metrics count it
-    # in `mcp_suite.refusals` by its `metadata["rule"]`, else by its slug.
+    # A refusal by a rule (the request is well formed; a rule of the server's says no): counted by
+    # that rule (`refused_by`) in the server's metrics (docs/operations/watching.md).
     refusal: ClassVar[bool] = False
 
     def __init__(
@@ -139,6 +139,15 @@ class ProblemError(Exception):
     @property
     def type_uri(self) -> str:
         return PROBLEM_URN_PREFIX + self.slug
+
+    @property
+    def refused_by(self) -> str | None:
+        """The rule that refused the request, when the class is a refusal: the `rule` its raiser
+        named in its metadata (the SQL policy's, a definer function's), else the problem type."""
+        if not self.refusal:
+            return None
+        rule = self.metadata.get("rule")
+        return rule if isinstance(rule, str) else self.slug
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.detail!r})"
@@ -174,10 +183,10 @@ class InvalidRequestMetaError(InvalidParamsError):
 
 class AccessDeniedError(ProblemError):
     slug = "access-denied"
+    refusal = True
     title = "Access denied"
     status = 403
     code = "MCP_ACCESS_DENIED"
-    refusal = True
 
 
 class ResourceAccessDeniedError(AccessDeniedError):
@@ -191,10 +200,10 @@ class ResourceAccessDeniedError(AccessDeniedError):
 
 class QueryViolationError(ProblemError):
     slug = "query-violation"
+    refusal = True
     title = "The query is not allowed"
     status = 403
     code = "MCP_QUERY_VIOLATION"
-    refusal = True
 
 
 class IdentityChangedError(QueryViolationError):
@@ -341,10 +350,10 @@ class InsufficientScopeError(ProblemError):
     with `WWW-Authenticate: Bearer error="insufficient_scope"`, naming the scope it needs)."""
 
     slug = "insufficient-scope"
+    refusal = True
     title = "Insufficient scope"
     status = 403
     code = "MCP_INSUFFICIENT_SCOPE"
-    refusal = True
     channel = Channel.ERROR
     jsonrpc_code = INVALID_REQUEST
 
@@ -480,10 +489,10 @@ class RoleRefusedError(ProblemError):
     `detail` names the finding(s); `metadata.findings` lists their kinds."""
 
     slug = "role-refused"
+    refusal = True
     title = "The database role can do more than read"
     status = 503
     code = "MCP_ROLE_REFUSED"
-    refusal = True
 
 
 class RoleUnauditedError(ProblemError):

@@ -16,7 +16,7 @@ counts it in `otel.sdk.processor.span.processed{error.type=queue_full}`), metric
 MCP_OTEL_EXPORT_INTERVAL_S and served as Prometheus text on their own loopback listener.
 Limits: every label comes from a closed set (a method the session core does not serve,
 `protocol.core.SERVED_METHODS`, is `_OTHER`; a tool name is the registry's; a problem type or rule
-is a problem class's slug, a refusal the class says it is: `ProblemError.refusal`), so a caller
+is a problem class's slug, a refusal's rule the problem's own: `ProblemError.refused_by`), so a caller
 cannot grow the metrics' memory.
 """
 
@@ -47,7 +47,7 @@ from mcp_suite.problems import Channel
 from mcp_suite.protocol.core import SERVED_METHODS, CallKind, StartCall
 from mcp_suite.runtime.log_sink import current_sink, logger
 from mcp_suite.runtime.recorder import Unwatched
-from mcp_suite.settings import PROMETHEUS_MAX_CONNECTIONS, PROMETHEUS_TIMEOUT_S
+from mcp_suite.settings import NAME_ECHO_CHARS, PROMETHEUS_MAX_CONNECTIONS, PROMETHEUS_TIMEOUT_S
 
 if TYPE_CHECKING:
     from contextvars import Token
@@ -347,9 +347,9 @@ class Telemetry:
             self._calls.add(1, {"tool": tool, "outcome": answer.outcome})
         if problem is not None:
             self._problems.add(1, {"type": problem.slug})
-            if problem.refusal:
-                rule = problem.metadata.get("rule")
-                self._refusals.add(1, {"rule": rule if isinstance(rule, str) else problem.slug})
+            rule = problem.refused_by
+            if rule is not None:
+                self._refusals.add(1, {"rule": rule})
         span_context = span.get_span_context()
         if not span_context.is_valid:
             return None
@@ -382,7 +382,7 @@ class Telemetry:
         if resource_uri is not None:
             attributes["mcp.resource.uri"] = resource_uri
         if request_id is not None:
-            attributes["jsonrpc.request.id"] = str(request_id)[:64]
+            attributes["jsonrpc.request.id"] = str(request_id)[:NAME_ECHO_CHARS]
         if protocol_version is not None:
             attributes["mcp.protocol.version"] = protocol_version
         if session_id is not None:
@@ -390,7 +390,7 @@ class Telemetry:
             # session's spans, not the id.
             attributes["mcp.session.id"] = hashlib.sha256(session_id.encode()).hexdigest()[:32]
         if subject is not None:
-            attributes["enduser.id"] = subject[:64]
+            attributes["enduser.id"] = subject[:NAME_ECHO_CHARS]
         # The client's `traceparent` is a link, not the parent: its trace id is the caller's choice,
         # so the span (and the audit record) has a trace id of the server's own, and the client's
         # stays apart, marked as the client's (`client_trace_id`). OpenTelemetry's advice for a

@@ -142,12 +142,6 @@ def test_every_problem_class_is_counted_by_its_type_and_a_refusal_by_its_class()
             assert refusals == ([({"rule": cls.slug}, 1)] if cls.refusal else []), cls
 
 
-def test_a_refusal_names_its_rule_when_the_problem_carries_one(memory: InMemory) -> None:
-    refusal = next(cls for cls in _problem_classes() if cls.refusal)
-    _record(memory, "tools/call", refusal("refused", metadata={"rule": "catalogue"}))
-    assert memory.points("mcp_suite.refusals") == [({"rule": "catalogue"}, 1)]
-
-
 def test_every_refusal_class_is_named_in_the_metrics_table_of_watching_md() -> None:
     watching = (REPO / "docs" / "operations" / "watching.md").read_text()
     row = next(line for line in watching.splitlines() if line.startswith("| `mcp_suite.refusals` |"))

@@ -26,13 +26,12 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     import argparse
 
-    from mcp_suite.runtime.telemetry import Telemetry
-
 import trio
 
 from mcp_suite import SERVER_NAME, __version__
 from mcp_suite.runtime.affinity import pin_to_current_cpu
 from mcp_suite.runtime.log_sink import configure_logging, logger, shutdown_logging, write_line_now
+from mcp_suite.runtime.recorder import NO_TELEMETRY, Watcher
 from mcp_suite.runtime.session import Session, serve_session
 from mcp_suite.runtime.stdio import ProtocolFds, open_fd_streams, take_over_stdio
 from mcp_suite.settings import ENV_VARIABLES, Settings, SettingsError, foreign_variables, load_settings
@@ -315,14 +314,14 @@ def require_telemetry_extra(settings: Settings) -> None:
 
 
 @contextlib.contextmanager
-def open_telemetry(settings: Settings, registry: Registry) -> Iterator[Telemetry | None]:
-    """Traces and metrics when configured (MCP_OTEL_ENDPOINT, MCP_PROMETHEUS_PORT), else None and no
-    import of OpenTelemetry; flushed and stopped when the block ends.
+def open_telemetry(settings: Settings, registry: Registry) -> Iterator[Watcher]:
+    """Traces and metrics when configured (MCP_OTEL_ENDPOINT, MCP_PROMETHEUS_PORT), else the null
+    telemetry and no import of OpenTelemetry; flushed and stopped when the block ends.
 
     Raises `SettingsError` when they are configured but the `otel` extra is not installed.
     """
     if not settings.telemetry_configured:
-        yield None
+        yield NO_TELEMETRY
         return
     require_telemetry_extra(settings)
     from mcp_suite.runtime.telemetry import open_telemetry as open_otel
@@ -341,7 +340,7 @@ def open_telemetry(settings: Settings, registry: Registry) -> Iterator[Telemetry
 
 
 async def _serve_stdio(
-    settings: Settings, registry: Registry, fds: ProtocolFds, telemetry: Telemetry | None = None
+    settings: Settings, registry: Registry, fds: ProtocolFds, telemetry: Watcher = NO_TELEMETRY
 ) -> Session:
     stdin, stdout = open_fd_streams(fds)
     async with stdin, stdout:

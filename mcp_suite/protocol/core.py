@@ -227,6 +227,12 @@ _REMOVED_IN_MODERN: Final = frozenset(
 _TRACEPARENT_CHARS: Final = 128
 _RESOURCE_METHODS: Final = frozenset({"resources/list", "resources/read", "resources/templates/list"})
 _CALL_METHODS: Final = frozenset(kind.value for kind in CallKind)
+_TOOL_METHODS: Final = frozenset({"tools/list", "tools/call"})
+_LEGACY_ONLY: Final = frozenset({"initialize", "ping"})
+_MODERN_ONLY: Final = frozenset({"server/discover"})
+# Every method a core may serve (which it does depends on its era and resources): the tables below
+# are made of these sets alone, and telemetry names a method by them (any other is `_OTHER`).
+SERVED_METHODS: Final = _TOOL_METHODS | _RESOURCE_METHODS | _LEGACY_ONLY | _MODERN_ONLY
 
 
 class SessionCore:
@@ -297,9 +303,9 @@ class SessionCore:
         # transport shows each token only what its scopes allow) must not be shared across
         # authorization contexts: "private".
         self._list_scope = "private" if per_caller_lists else "public"
-        common = {"tools/list", "tools/call"} | (_RESOURCE_METHODS if resources else set())
-        self._legacy_known = frozenset(common | {"initialize", "ping"})
-        self._modern_known = frozenset(common | {"server/discover"})
+        common = _TOOL_METHODS | (_RESOURCE_METHODS if resources else frozenset())
+        self._legacy_known = common | _LEGACY_ONLY
+        self._modern_known = common | _MODERN_ONLY
         self._modern_fields = mcp.modern_fields(server_name, server_version)
         self._modern_tail = b"," + compact_json(self._modern_fields)[1:-1].encode("ascii")
         self._calls: dict[IdKey, _Call] = {}

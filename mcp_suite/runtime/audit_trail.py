@@ -145,8 +145,8 @@ class AuditLog:
         subject: str | None = None,
         trace: observe.TraceIds | None = None,
     ) -> int | None:
-        """The record of a request the session core answered (every transport's one way); its
-        ticket for `wait_written`, None when none is written."""
+        """The record of a request the session core answered (written by `runtime.recorder` for
+        both transports); its ticket for `wait_written`, None when none is written."""
         problem = answer.problem
         return self.request(
             request_id=answer.request_id,

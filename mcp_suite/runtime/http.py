@@ -5,20 +5,20 @@
 
 Every HTTP decision (statuses, sessions, quotas, scopes and their wording) is `protocol.exchange`'s;
 this module only moves bytes between hypercorn and the exchange, verifies tokens, runs calls in
-their cancel scopes, watches the disconnect and writes the audit. A failure outside a call is
+their cancel scopes and watches the disconnect; `runtime.recorder` records each answer (audit
+record, span, metrics), its record written before the answer goes out. A failure outside a call is
 answered 500 as the house's internal error, with an incident id (its traceback on stderr).
 """
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import functools
 import logging
 import signal
 import time
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any
 
 import trio
 
@@ -33,7 +33,7 @@ from mcp_suite.protocol.authz import (
     grants_of,
     scoped_input_schema,
 )
-from mcp_suite.protocol.core import Answer, CallOutcome, CallRaised, SessionCore, StartCall
+from mcp_suite.protocol.core import Answer, CallOutcome, CallRaised, SessionCore
 from mcp_suite.protocol.exchange import (
     CallRef,
     HttpExchange,
@@ -45,26 +45,19 @@ from mcp_suite.protocol.exchange import (
 )
 from mcp_suite.protocol.http import method_for_log
 from mcp_suite.runtime import early_signals
-from mcp_suite.runtime.audit_trail import AuditLog, audit_subject
 from mcp_suite.runtime.calls import CallRunner, ToolCatalogue, incident, new_core
 from mcp_suite.runtime.http_auth import JwksFetcher, KeysUnavailableError, TokenVerifier, fetch_jwks
 from mcp_suite.runtime.http_conn import serve_connections
 from mcp_suite.runtime.log_sink import logger
+from mcp_suite.runtime.recorder import NO_TELEMETRY, Asker, Recorder, Recording, Watcher
 from mcp_suite.settings import Settings
 from mcp_suite.tools.registry import Registry
-
-if TYPE_CHECKING:
-    from mcp_suite.runtime.telemetry import CallSpan, Telemetry
 
 __all__ = ["HttpApp", "serve_http"]
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-
-_SESSION_HEADER: Final = "mcp-session-id"
-# The request's headers, for its span (set in the request's own task, like `audit_subject`).
-_request_headers: Final[contextvars.ContextVar[dict[str, str]]] = contextvars.ContextVar("request_headers")
 
 
 class HttpApp:
@@ -75,7 +68,7 @@ class HttpApp:
         settings: Settings,
         registry: Registry,
         verifier: TokenVerifier | None,
-        telemetry: Telemetry | None = None,
+        telemetry: Watcher = NO_TELEMETRY,
     ) -> None:
         self.settings = settings
         self.registry = registry
@@ -86,8 +79,7 @@ class HttpApp:
         self.runner = CallRunner(settings, registry, per_caller=share)
         self.catalogue = ToolCatalogue(registry)
         self._grants_built: Grants | None = None
-        self.audit = AuditLog()
-        self.telemetry = telemetry
+        self.recorder = Recorder("tcp", telemetry)
         # The scopes of what is served (what a 401 asks for, the metadata's list) need no arguments:
         # the sources come with the resources that describe them.
         served = grants_of(((t.name, t.scope, {}) for t in registry.tools.values()), self._resources())
@@ -98,17 +90,16 @@ class HttpApp:
             ready=registry.ready,
             scopes=served.scopes(),
             authenticates=verifier is not None,
-            audit_room=self.audit.admit,
+            audit_room=self.recorder.admit,
             sources=lambda: [(state.name, state.condition) for state in registry.source_states()],
             scopes_supported=served.scopes_supported(),
         )
         # The cancel scopes of legacy sessions' calls in flight, by the exchange's name for each.
         self._calls: dict[CallRef, trio.CancelScope] = {}
-        if telemetry is not None:
-            telemetry.watch_http(
-                lambda: self.exchange.statistics().sessions,
-                lambda: self.exchange.statistics().callers_in_progress,
-            )
+        self.recorder.watch_http(
+            lambda: self.exchange.statistics().sessions,
+            lambda: self.exchange.statistics().callers_in_progress,
+        )
 
     # -- ASGI ------------------------------------------------------------------------------------
 
@@ -139,8 +130,7 @@ class HttpApp:
         if isinstance(identity, Reply):
             await self._reply(send, identity)
             return
-        audit_subject.set(identity.subject)  # this request's task only (and its worker threads)
-        _request_headers.set(request.headers)
+        asker = self.recorder.asked_over_http(identity.subject, request.headers)  # this task's
         # The identity map's input (the SQL tools read it): the verified subject and claims.
         current_caller.set(Caller(identity.subject, identity.claims))
         try:
@@ -155,9 +145,9 @@ class HttpApp:
                 started = time.perf_counter()
                 after = request.body(body, trio.current_time())
                 if isinstance(after, RunCall):
-                    await self._call(request, identity, after, started, receive, send)
+                    await self._call(request, identity, after, started, asker, receive, send)
                     return
-                await self._reply(send, request.sending(after), started, identity)
+                await self._reply(send, request.sending(after), self.recorder.request(started, asker))
                 return
             await self._reply(send, request.sending(step))
         finally:
@@ -251,6 +241,7 @@ class HttpApp:
         identity: Identity,
         run: RunCall,
         started: float,
+        asker: Asker,
         receive: Receive,
         send: Send,
     ) -> None:
@@ -258,42 +249,33 @@ class HttpApp:
         try:
             ticket = self.runner.reserve(start, identity.subject)
         except ProblemError as exc:
-            await self._finished(request, CallRaised(exc), started, identity, None, send)
+            await self._finished(request, CallRaised(exc), self.recorder.request(started, asker), send)
             return
         call_scope = trio.CancelScope()
         if run.ref is not None:
             self._calls[run.ref] = call_scope
-        span = self._open_span(start, started, identity)
+        record = self.recorder.call(start, started, asker)
         try:
             async with trio.open_nursery() as watchers:
                 if run.watch_disconnect:
                     watchers.start_soon(self._watch_disconnect, receive, request, call_scope)
-                if span is None or self.telemetry is None:
+                with record:
                     outcome = await self.runner.run(start, ticket, call_scope)
-                else:
-                    with self.telemetry.entered(span):
-                        outcome = await self.runner.run(start, ticket, call_scope)
                 watchers.cancel_scope.cancel()
         finally:
             if run.ref is not None:
                 self._calls.pop(run.ref, None)
-        await self._finished(request, outcome, started, identity, span, send)
+        await self._finished(request, outcome, record, send)
 
     async def _finished(
-        self,
-        request: HttpRequest,
-        outcome: CallOutcome,
-        started: float,
-        identity: Identity,
-        span: CallSpan | None,
-        send: Send,
+        self, request: HttpRequest, outcome: CallOutcome, record: Recording, send: Send
     ) -> None:
         reply = request.call_finished(outcome)
         if isinstance(reply, Answer):  # withdrawn by a closed connection: audited, nothing sent
-            await self._audited(reply, started, identity, span)
+            await self.recorder.wait_written(record.answered(reply))
             return
         # Counted against the caller's unread answer bytes until written (`request.finished`).
-        await self._reply(send, request.sending(reply), started, identity, span)
+        await self._reply(send, request.sending(reply), record)
 
     async def _watch_disconnect(
         self, receive: Receive, request: HttpRequest, call_scope: trio.CancelScope
@@ -309,63 +291,21 @@ class HttpApp:
 
     # -- writing ---------------------------------------------------------------------------------
 
-    async def _reply(
-        self,
-        send: Send,
-        reply: Reply,
-        started: float = 0.0,
-        identity: Identity | None = None,
-        span: CallSpan | None = None,
-    ) -> None:
-        """Carry out a reply: cancel the calls of the sessions it ended, log its refusal, audit its
-        answer (written before the answer goes out), then send it."""
+    async def _reply(self, send: Send, reply: Reply, record: Recording | None = None) -> None:
+        """Carry out a reply: cancel the calls of the sessions it ended, log its refusal, record
+        its answer (`record`: the audit record written before the answer goes out, so an answer a
+        client holds has its record even when the replica is killed right after), then send it."""
         for ref in reply.cancel:
             call_scope = self._calls.get(ref)
             if call_scope is not None:
                 call_scope.cancel()
         if reply.log is not None:
             logger.info("%s", reply.log)
-        if reply.answer is not None and identity is not None:
-            await self._audited(reply.answer, started, identity, span)
+        if reply.answer is not None and record is not None:
+            await self.recorder.wait_written(record.answered(reply.answer))
         fields = [*reply.headers, (b"content-length", str(len(reply.body)).encode("ascii"))]
         await send({"type": "http.response.start", "status": reply.status, "headers": fields})
         await send({"type": "http.response.body", "body": reply.body})
-
-    async def _audited(
-        self, answer: Answer, started: float, identity: Identity, span: CallSpan | None = None
-    ) -> None:
-        """Write the request's audit record and wait until it is on stderr: an answer a client
-        holds has its record even when the replica is killed right after (a load balancer's
-        replicas come and go). With telemetry on, the request's span and metrics first."""
-        trace = None
-        if self.telemetry is not None:
-            headers = _request_headers.get({})
-            trace = self.telemetry.answered(
-                answer,
-                started,
-                transport="tcp",
-                span=span,
-                traceparent=headers.get("traceparent"),
-                protocol_version=headers.get("mcp-protocol-version"),
-                session_id=headers.get(_SESSION_HEADER),
-                subject=identity.subject,
-            )
-        ticket = self.audit.answered(answer, started, subject=identity.subject, trace=trace)
-        await self.audit.wait_written(ticket)
-
-    def _open_span(self, start: StartCall, started: float, identity: Identity) -> CallSpan | None:
-        """The call's span (telemetry on), its parent the `_meta` or header `traceparent`."""
-        if self.telemetry is None:
-            return None
-        headers = _request_headers.get({})
-        return self.telemetry.open_call(
-            start,
-            transport="tcp",
-            started=started,
-            traceparent=headers.get("traceparent"),
-            session_id=headers.get(_SESSION_HEADER),
-            subject=identity.subject,
-        )
 
 
 # -- serving ---------------------------------------------------------------------------------------
@@ -415,7 +355,7 @@ async def serve_http(
     *,
     fetch: JwksFetcher = fetch_jwks,
     shutdown: Callable[[], Awaitable[None]] = _wait_for_signal,
-    telemetry: Telemetry | None = None,
+    telemetry: Watcher = NO_TELEMETRY,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve MCP over HTTP until `shutdown` returns (SIGINT/SIGTERM), then let requests finish for

@@ -9,7 +9,8 @@ Both channels are bounded, so a flood, a client that never reads, or a never-end
 grow memory: back-pressure stops the reader instead. What to answer, to start or to cancel is decided
 by `protocol.core.SessionCore`; this module only moves bytes and runs one task and cancel scope per
 call (`runtime.calls.CallRunner`, shared with the HTTP transport, runs the call itself and is the one
-exception boundary).
+exception boundary). What each answer leaves behind (audit record, span, metrics) is
+`runtime.recorder`'s.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import trio
 
@@ -37,15 +38,12 @@ from mcp_suite.protocol.core import (
 )
 from mcp_suite.protocol.framing import Frame, LineDecoder, OversizedFrame
 from mcp_suite.runtime import early_signals
-from mcp_suite.runtime.audit_trail import AuditLog
 from mcp_suite.runtime.calls import CallRunner, ToolCatalogue, new_core
 from mcp_suite.runtime.limiter import CallLimiter, Ticket
 from mcp_suite.runtime.log_sink import logger
+from mcp_suite.runtime.recorder import NO_TELEMETRY, Recorder, Watcher
 from mcp_suite.settings import MAX_FRAME_BYTES, Settings
 from mcp_suite.tools.registry import Registry
-
-if TYPE_CHECKING:
-    from mcp_suite.runtime.telemetry import CallSpan, Telemetry
 
 __all__ = ["Session", "serve_session"]
 
@@ -80,10 +78,10 @@ class Session:
     handle_signals: bool = False
     # The longest line read (docs/wire.md: the wire contract's; a test passes a shorter one).
     max_frame_bytes: int = MAX_FRAME_BYTES
-    audit: AuditLog = field(default_factory=AuditLog)
-    # Traces and metrics (`runtime.telemetry`), None unless configured: one check per request.
-    telemetry: Telemetry | None = None
+    # Traces and metrics (`runtime.telemetry`) when configured; the recorder holds them.
+    telemetry: Watcher = NO_TELEMETRY
     core: SessionCore = field(init=False)
+    recorder: Recorder = field(init=False)
     runner: CallRunner = field(init=False)
     limiter: CallLimiter = field(init=False)
     # The running calls' tasks, by the core's id key (the core keeps the protocol side of each).
@@ -104,6 +102,7 @@ class Session:
 
     def __post_init__(self) -> None:
         self.runner = CallRunner(self.settings, self.registry)
+        self.recorder = Recorder("pipe", self.telemetry)
         self.limiter = self.runner.limiter
         self._catalogue = ToolCatalogue(self.registry)
         self.core = new_core(
@@ -300,10 +299,10 @@ class Session:
             self._calls = calls
             async with frames_recv:
                 async for batch in frames_recv:
-                    if not self.audit.admit():
+                    if not self.recorder.admit():
                         # stderr is read more slowly than the server logs: the client waits (its
                         # frames stay unread) rather than a record be lost (watching.md).
-                        await self.audit.wait_room()
+                        await self.recorder.wait_room()
                     # Inline answers of one batch travel to the writer together, in arrival order.
                     handled = [self._handle(item) for item in batch]
                     out = b"".join(frame for frame, _ in handled)
@@ -326,7 +325,7 @@ class Session:
         started = time.perf_counter()
         event = self.core.receive(item.data) if isinstance(item, Frame) else self.core.receive_oversized(item)
         if isinstance(event, Answer):
-            self._answered(event, started)
+            self.recorder.answered_over_pipe(event, started, self.core.legacy_version)
             return event.frame or b"", event.warm_up
         if isinstance(event, StartCall):
             return self._start(event, started), False
@@ -342,7 +341,7 @@ class Session:
             ticket = self.runner.reserve(start)  # a place in the FIFO line, after the sanitizer
         except ProblemError as exc:
             answer = self.core.call_finished(start.key, CallRaised(exc))
-            self._answered(answer, started, version=start.protocol_version)
+            self.recorder.answered_over_pipe(answer, started, start.protocol_version)
             return answer.frame or b""
         task = _Task(scope=trio.CancelScope(), ticket=ticket)
         self.in_flight[start.key] = task
@@ -353,15 +352,11 @@ class Session:
         return b""
 
     async def _run_call(self, start: StartCall, task: _Task, started: float) -> None:
-        telemetry = self.telemetry
-        span = None
         try:
-            if telemetry is None:
+            # A call is served under the version it names (a legacy one only after `initialize`).
+            record = self.recorder.call(start, started, self.recorder.asked_over_pipe(start.protocol_version))
+            with record:
                 outcome = await self.runner.run(start, task.ticket, task.scope)
-            else:
-                span = telemetry.open_call(start, transport="pipe", started=started)
-                with telemetry.entered(span):
-                    outcome = await self.runner.run(start, task.ticket, task.scope)
         finally:
             del self.in_flight[start.key]
             if not self.in_flight:
@@ -375,23 +370,7 @@ class Session:
                 await self._send(answer.frame)
         else:
             await self._send(answer.frame)
-        self._answered(answer, started, span, start.protocol_version)
-
-    def _answered(
-        self, answer: Answer, started: float, span: CallSpan | None = None, version: str | None = None
-    ) -> None:
-        """The request's audit record, and its span and metrics when telemetry is on."""
-        telemetry = self.telemetry
-        trace = None
-        if telemetry is not None:
-            trace = telemetry.answered(
-                answer,
-                started,
-                transport="pipe",
-                span=span,
-                protocol_version=version or self.core.legacy_version,
-            )
-        self.audit.answered(answer, started, trace=trace)
+        record.answered(answer)
 
     def _cancel_all(self) -> None:
         """Cancel every in-flight call; each still reports its end (and gets a shutdown answer)."""
@@ -407,7 +386,7 @@ async def serve_session(
     registry: Registry,
     handle_signals: bool = False,
     on_ready: Callable[[Session], None] | None = None,
-    telemetry: Telemetry | None = None,
+    telemetry: Watcher = NO_TELEMETRY,
     max_frame_bytes: int = MAX_FRAME_BYTES,
 ) -> Session:
     """Serve one MCP session over the two streams until EOF (or a signal) and the drain end.

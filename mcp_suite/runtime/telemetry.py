@@ -1,9 +1,10 @@
 """Traces and metrics with the OpenTelemetry SDK (the `otel` extra), by the MCP semantic conventions.
 
 Imported only when MCP_OTEL_ENDPOINT or MCP_PROMETHEUS_PORT is set (`cli` defers the import); off,
-the transports hold `None` and pay one `None` check per request. A transport reports each answered
-request (`answered`) and opens the span of each call before it runs (`open_call`, `entered`), so
-the stages the tools mark (`mcp_suite.observe`) become its children, in worker threads too.
+the recorder holds `runtime.recorder.NO_TELEMETRY` instead. `Telemetry` is the recorder's
+`Watcher`: the span of each call opens before it runs (`call`) and is current while it runs, so the
+stages the tools mark (`mcp_suite.observe`) become its children, in worker threads too; each
+answered request ends its span and counts its metrics (`answered`).
 
 Spans: one SERVER span per request, `{mcp.method.name} {target}`, with the method, the tool, the
 protocol version, the session (hashed), the JSON-RPC id and `error.type` (the JSON-RPC error code,
@@ -13,8 +14,10 @@ Never argument values, SQL text, PostgreSQL's messages, tokens or claims beyond 
 Export: OTLP/HTTP through a BatchSpanProcessor (bounded queue; a full queue drops the span and
 counts it in `otel.sdk.processor.span.processed{error.type=queue_full}`), metrics pushed every
 MCP_OTEL_EXPORT_INTERVAL_S and served as Prometheus text on their own loopback listener.
-Limits: every label comes from a closed set (a method or tool name the server does not serve is
-`_OTHER`), so a caller cannot grow the metrics' memory.
+Limits: every label comes from a closed set (a method the session core does not serve,
+`protocol.core.SERVED_METHODS`, is `_OTHER`; a tool name is the registry's; a problem type or rule
+is a problem class's slug, a refusal's rule the problem's own: `ProblemError.refused_by`), so a caller
+cannot grow the metrics' memory.
 """
 
 from __future__ import annotations
@@ -41,14 +44,19 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from mcp_suite import SERVER_NAME, __version__, observe
 from mcp_suite.problems import Channel
-from mcp_suite.protocol.core import CallKind, StartCall
+from mcp_suite.protocol.core import SERVED_METHODS, CallKind, StartCall
 from mcp_suite.runtime.log_sink import current_sink, logger
+from mcp_suite.runtime.recorder import Unwatched
 from mcp_suite.settings import NAME_ECHO_CHARS, PROMETHEUS_MAX_CONNECTIONS, PROMETHEUS_TIMEOUT_S
 
 if TYPE_CHECKING:
+    from contextvars import Token
+    from types import TracebackType
+
     from prometheus_client.registry import CollectorRegistry
 
     from mcp_suite.protocol.core import Answer
+    from mcp_suite.runtime.recorder import Asker, Transport
     from mcp_suite.settings import Settings
     from mcp_suite.tools.registry import Registry
 
@@ -56,18 +64,6 @@ __all__ = ["CallSpan", "Telemetry", "open_telemetry"]
 
 # The MCP conventions' bucket boundaries for `mcp.server.operation.duration` (seconds).
 _DURATION_BUCKETS: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
-_METHODS: Final = frozenset(
-    {
-        "initialize",
-        "ping",
-        "tools/list",
-        "tools/call",
-        "resources/list",
-        "resources/read",
-        "resources/templates/list",
-        "server/discover",
-    }
-)
 _OTHER: Final = "_OTHER"
 _PROPAGATOR: Final = TraceContextTextMapPropagator()
 _SDK_SELF_METRICS: Final = "OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED"
@@ -274,71 +270,61 @@ class Telemetry:
 
         return observe_all
 
-    # -- requests ------------------------------------------------------------------------------------
+    # -- requests (`runtime.recorder.Watcher`) --------------------------------------------------------
 
-    def open_call(
-        self,
-        start: StartCall,
-        *,
-        transport: str,
-        started: float,
-        traceparent: str | None = None,
-        session_id: str | None = None,
-        subject: str | None = None,
-    ) -> CallSpan:
-        """The SERVER span of a call, started at `started` (perf_counter); ended by `answered`."""
+    def call(self, start: StartCall, started: float, transport: Transport, asker: Asker) -> _CallWatch:
+        """The SERVER span of a call, started at `started` (perf_counter), its parent the call's
+        `_meta.traceparent`, else the asker's; current inside `with`, ended by `answered`."""
         method = start.kind.value
         target = start.name if start.kind is CallKind.TOOL else None
-        return self._start_span(
+        span = self._start_span(
             method,
             target,
             started,
             request_id=start.request_id,
-            parent=start.trace_parent or traceparent,
+            parent=start.trace_parent or asker.traceparent,
             transport=transport,
             protocol_version=start.protocol_version,
-            session_id=session_id,
-            subject=subject,
+            session_id=asker.session_id,
+            subject=asker.subject,
             resource_uri=start.name if start.kind is CallKind.RESOURCE else None,
         )
+        return _CallWatch(self, span, started, transport, asker)
 
-    @contextlib.contextmanager
-    def entered(self, span: CallSpan) -> Iterator[None]:
-        """`span` is the current span inside the block (this task, and the threads it starts)."""
-        token = otel_context.attach(trace.set_span_in_context(span))
-        try:
-            yield
-        finally:
-            otel_context.detach(token)
+    def request(self, started: float, transport: Transport, asker: Asker) -> _AnswerWatch:
+        """A request answered without a call: its span is made when it is answered."""
+        return _AnswerWatch(self, started, transport, asker)
+
+    def answer_span(self, answer: Answer, started: float, transport: Transport, asker: Asker) -> CallSpan:
+        """The span of a request answered without a call, made when it is answered."""
+        return self._start_span(
+            self._method(answer),
+            self._tool(answer),
+            started,
+            request_id=answer.request_id,
+            parent=asker.traceparent,
+            transport=transport,
+            protocol_version=asker.protocol_version,
+            session_id=asker.session_id,
+            subject=asker.subject,
+        )
 
     def answered(
-        self,
-        answer: Answer,
-        started: float,
-        *,
-        transport: str,
-        span: CallSpan | None = None,
-        traceparent: str | None = None,
-        protocol_version: str | None = None,
-        session_id: str | None = None,
-        subject: str | None = None,
+        self, answer: Answer, started: float, transport: Transport, asker: Asker
     ) -> observe.TraceIds | None:
-        """Record an answered request: its span (ended now; made now for an inline answer) and its
-        metrics. Returns its trace ids for the audit record (the server's, and the client's)."""
-        method = answer.method if answer.method in _METHODS else _OTHER
-        tool = answer.tool if answer.tool in self._tools else None
-        if span is None:
-            span = self._start_span(
-                method,
-                tool,
-                started,
-                request_id=answer.request_id,
-                parent=traceparent,
-                transport=transport,
-                protocol_version=protocol_version,
-                session_id=session_id,
-                subject=subject,
-            )
+        """Record a request answered without a call: its span, made and ended now, and its metrics."""
+        return self.ended(
+            answer, started, transport, asker, self.answer_span(answer, started, transport, asker)
+        )
+
+    def ended(
+        self, answer: Answer, started: float, transport: Transport, asker: Asker, span: CallSpan
+    ) -> observe.TraceIds | None:
+        """Record an answered request: its span (ended now) and its metrics. Returns its trace ids
+        for the audit record (the server's, and the client's)."""
+        method = self._method(answer)
+        tool = self._tool(answer)
+        protocol_version = asker.protocol_version
         error_type = self._error_type(answer)
         problem = answer.problem
         if error_type is not None:
@@ -426,6 +412,15 @@ class Telemetry:
         )
 
     @staticmethod
+    def _method(answer: Answer) -> str:
+        """A method the session core serves by its name, any other as `_OTHER` (a closed set)."""
+        return answer.method if answer.method in SERVED_METHODS else _OTHER
+
+    def _tool(self, answer: Answer) -> str | None:
+        """A tool the registry serves by its name, else None (a closed set)."""
+        return answer.tool if answer.tool in self._tools else None
+
+    @staticmethod
     def _error_type(answer: Answer) -> str | None:
         """The conventions' `error.type`: `tool_error` for an `isError` result (a tool's problem of
         the result channel, as the core answers it), else the JSON-RPC error's code; None for a
@@ -455,6 +450,51 @@ class Telemetry:
         if self._prometheus_server is not None:
             self._prometheus_server.shutdown()
             self._prometheus_server.server_close()
+
+
+class _CallWatch:
+    """A call's span: current inside `with` (this task, and the threads it starts), so the tools'
+    stages become its children; ended by `answered`."""
+
+    __slots__ = ("_asker", "_span", "_started", "_telemetry", "_token", "_transport")
+
+    def __init__(
+        self, telemetry: Telemetry, span: CallSpan, started: float, transport: Transport, asker: Asker
+    ) -> None:
+        self._telemetry = telemetry
+        self._span = span
+        self._started = started
+        self._transport: Transport = transport
+        self._asker = asker
+        self._token: Token[otel_context.Context] | None = None
+
+    def __enter__(self) -> None:
+        self._token = otel_context.attach(trace.set_span_in_context(self._span))
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        token, self._token = self._token, None
+        if token is not None:
+            otel_context.detach(token)
+
+    def answered(self, answer: Answer) -> observe.TraceIds | None:
+        return self._telemetry.ended(answer, self._started, self._transport, self._asker, self._span)
+
+
+class _AnswerWatch(Unwatched):
+    """A request answered without a call: nothing is current; `answered` makes its span."""
+
+    __slots__ = ("_asker", "_started", "_telemetry", "_transport")
+
+    def __init__(self, telemetry: Telemetry, started: float, transport: Transport, asker: Asker) -> None:
+        self._telemetry = telemetry
+        self._started = started
+        self._transport: Transport = transport
+        self._asker = asker
+
+    def answered(self, answer: Answer) -> observe.TraceIds | None:
+        return self._telemetry.answered(answer, self._started, self._transport, self._asker)
 
 
 def _metrics_server(host: str, port: int, registry: CollectorRegistry) -> http.server.ThreadingHTTPServer:

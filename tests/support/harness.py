@@ -32,6 +32,7 @@ from mcp_suite.problems import (
     RoleRefusedError,
     RoleUnauditedError,
 )
+from mcp_suite.runtime.recorder import NO_TELEMETRY
 from mcp_suite.runtime.session import Session, serve_session
 from mcp_suite.settings import MAX_FRAME_BYTES, Settings
 from mcp_suite.tools.base import ResourceSpec, Toolset, ToolSpec
@@ -479,7 +480,7 @@ async def open_session(
         harness.session = session
 
     with open_registry(settings, extra=extra, builtins=builtins) as registry:
-        watching = telemetry(registry) if telemetry is not None else None
+        watching = telemetry(registry) if telemetry is not None else NO_TELEMETRY
 
         async def serve(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
             task_status.started()

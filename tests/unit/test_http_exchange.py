@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import pytest
@@ -18,7 +19,8 @@ from mcp_suite.problems import (
     TooManyRequestsError,
 )
 from mcp_suite.protocol import core, mcp
-from mcp_suite.protocol.authz import ANONYMOUS, Identity, grants_of
+from mcp_suite.protocol.authz import ANONYMOUS, Identity
+from mcp_suite.protocol.catalogue import Catalogue, ServedResource, ServedTool
 from mcp_suite.protocol.exchange import (
     CallRef,
     HttpExchange,
@@ -33,7 +35,7 @@ from mcp_suite.protocol.exchange import (
 )
 from mcp_suite.protocol.http import HttpEra
 from mcp_suite.settings import Settings
-from tests.support.session_core import META, MODERN, SCHEMA_URI, make_core
+from tests.support.session_core import META, MODERN, SCHEMA, SCHEMA_URI, TOOLS, counting_ids
 from tests.support.wire import check_line, slug_of
 
 RESOURCE: Final = "https://mcp.example/mcp"
@@ -55,23 +57,46 @@ NOBODY: Final = Identity("carol", frozenset({"metrics:read"}))
 LEGACY_HEAD: Final = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
+def catalogue(
+    tools: Sequence[ServedTool] = (ServedTool("echo", "test:call"), ServedTool("sleep", "test:call")),
+    descriptions: Sequence[mcp.ToolDescription] = TOOLS,
+    resources: Sequence[ServedResource] = (ServedResource(SCHEMA, "sql:read", "db"),),
+) -> Catalogue:
+    """The test tools (`echo`, `sleep`: scope `test:call`) and the schema resource (`sql:read`, of
+    the source `db`), or those given."""
+    return Catalogue(
+        server_name="mcp-suite",
+        server_version="9.9",
+        tools=tools,
+        describe=lambda: descriptions,
+        resources=resources,
+        instructions="Use echo, then sleep.",
+    )
+
+
+def serving(*scopes: str) -> Catalogue:
+    """A catalogue of one tool per scope (`t0`, `t1`...) and no resource: what a 401 names."""
+    return catalogue([ServedTool(f"t{i}", scope) for i, scope in enumerate(scopes)], (), ())
+
+
 def exchange(
     *,
     authenticates: bool = True,
     ready: bool = True,
-    scopes: tuple[str, ...] = ("test:call",),
+    served: Catalogue | None = None,
     settings: Settings = SETTINGS,
+    audit_room: Callable[[], bool] = lambda: True,
+    sources: Callable[[], Sequence[tuple[str, str]]] = tuple,
 ) -> HttpExchange:
-    grants = grants_of(
-        [("echo", "test:call", {}), ("sleep", "test:call", {})], [(SCHEMA_URI, "sql:read", "db")]
-    )
+    """An exchange over `served` (the test catalogue), its random values counted (`counting_ids`)."""
     return HttpExchange(
         settings,
-        new_core=lambda identity: make_core(per_caller_lists=not identity.unrestricted),
-        grants=lambda: grants,
+        catalogue() if served is None else served,
+        ids=counting_ids(),
         ready=lambda: ready,
-        scopes=scopes,
         authenticates=authenticates,
+        audit_room=audit_room,
+        sources=sources,
     )
 
 
@@ -197,16 +222,7 @@ def test_the_probes_say_yes_or_no_before_anything_else_is_looked_at(
 
 def test_the_readiness_probe_names_each_source_s_condition_and_nothing_more() -> None:
     conditions = [("shop", "serving"), ("hr", "refused")]
-    grants = grants_of([("echo", "test:call", {})], [])
-    server = HttpExchange(
-        SETTINGS,
-        new_core=lambda identity: make_core(),
-        grants=lambda: grants,
-        ready=lambda: True,
-        scopes=("test:call",),
-        authenticates=True,
-        sources=lambda: conditions,
-    )
+    server = exchange(sources=lambda: conditions)
     assert (
         reply_of(server.head("GET", "/readyz", [])).body == b"ok\nsource shop: serving\nsource hr: refused\n"
     )
@@ -225,7 +241,7 @@ def test_headers_longer_than_the_limit_are_431() -> None:
 
 
 def test_the_metadata_is_served_with_get_at_both_paths_when_tokens_are_required() -> None:
-    server = exchange(scopes=("sql:read", "test:call"))
+    server = exchange(served=serving("sql:read", "test:call"))
     for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
         reply = reply_of(server.head("GET", path, []))
         assert reply.status == 200
@@ -298,18 +314,18 @@ def test_the_authorization_header_is_read_one_way() -> None:
         assert problem_of(missing)["detail"] == "a bearer token is required"
         assert (
             header(missing, b"www-authenticate")
-            == f'Bearer resource_metadata="{METADATA}", scope="test:call"'
+            == f'Bearer resource_metadata="{METADATA}", scope="test:call sql:read"'
         )
     # A server serving several scopes names them all, separated by spaces (RFC 6750 3).
     several = refused(
-        exchange(scopes=("sql:read", "test:call")).head("POST", "/mcp", []), 401, "unauthorized"
+        exchange(served=serving("sql:read", "test:call")).head("POST", "/mcp", []), 401, "unauthorized"
     )
     assert (
         header(several, b"www-authenticate")
         == f'Bearer resource_metadata="{METADATA}", scope="sql:read test:call"'
     )
     # A server serving nothing that needs a scope names none.
-    bare = refused(exchange(scopes=()).head("POST", "/mcp", []), 401, "unauthorized")
+    bare = refused(exchange(served=serving()).head("POST", "/mcp", []), 401, "unauthorized")
     assert header(bare, b"www-authenticate") == f'Bearer resource_metadata="{METADATA}"'
 
 
@@ -514,15 +530,8 @@ def test_a_call_outside_the_token_s_scopes_is_403_naming_the_scope_it_needs(body
 
 
 def test_a_tool_granted_per_source_is_checked_against_the_source_its_call_names() -> None:
-    per_source = grants_of([("echo", "sql:read", {"properties": {"source": {"enum": ["a", "b"]}}})], [])
-    server = HttpExchange(
-        SETTINGS,
-        new_core=lambda identity: make_core(per_caller_lists=False),
-        grants=lambda: per_source,
-        ready=lambda: True,
-        scopes=(),
-        authenticates=True,
-    )
+    echo = dataclasses.replace(TOOLS[0], input_schema={"properties": {"source": {"enum": ["a", "b"]}}})
+    server = exchange(served=catalogue([ServedTool("echo", "sql:read")], [echo], ()))
     erin = Identity("erin", frozenset({"sql:read:a"}))
 
     def call(source: str) -> Reply | RunCall:
@@ -826,14 +835,7 @@ def test_a_failure_outside_any_call_is_a_500_internal_error_naming_its_incident(
 
 
 def test_without_a_resource_uri_no_metadata_path_is_served_or_logged() -> None:
-    server = HttpExchange(
-        Settings(),
-        new_core=lambda identity: make_core(),
-        grants=lambda: grants_of([], []),
-        ready=lambda: True,
-        scopes=(),
-        authenticates=False,
-    )
+    server = exchange(settings=Settings(), served=serving(), authenticates=False)
     reply = refused(
         server.head("GET", "/.well-known/oauth-protected-resource", []),
         404,
@@ -895,16 +897,7 @@ def test_a_header_read_as_one_value_sent_twice_is_400(name: str) -> None:
 
 def test_a_post_is_refused_503_while_the_audit_has_no_room() -> None:
     room = [False]
-    grants = grants_of([("echo", "test:call", {})], [])
-    server = HttpExchange(
-        SETTINGS,
-        new_core=lambda identity: make_core(),
-        grants=lambda: grants,
-        ready=lambda: True,
-        scopes=("test:call",),
-        authenticates=True,
-        audit_room=lambda: room[0],
-    )
+    server = exchange(audit_room=lambda: room[0])
     req = request(server, LEGACY_HEAD)
     refused = reply_of(req.authenticated(ALICE, 100.0))
     req.finished()

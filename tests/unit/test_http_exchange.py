@@ -1139,3 +1139,24 @@ def test_the_caller_counts_hold_a_caller_only_while_it_has_something_in_progress
     counts.sent("alice", 6)
     counts.sent("bob", 5)
     assert (counts.callers_in_progress(), counts.unread("alice"), counts.unread_total) == (0, 0, 0)
+
+
+def test_a_caller_lists_only_the_resources_its_scopes_let_it_read() -> None:
+    body = frame("resources/list", {"_meta": META})
+    listed = [whole(post(exchange(), body, modern_headers("resources/list"), who)) for who in (NOBODY, ALICE)]
+    shown = (
+        b'{"uri":"postgres://db/schema","name":"schema","title":"Schema","description":"The schema.",'
+        b'"mimeType":"application/json"}'
+    )
+    assert listed == [
+        (
+            200,
+            (JSON,),
+            b'{"jsonrpc":"2.0","id":1,"result":{"resources":'
+            + resources
+            + b',"ttlMs":3600000,"cacheScope":"private",'
+            + SERVER_META
+            + b"}}",
+        )
+        for resources in (b"[]", b"[" + shown + b"]")
+    ]

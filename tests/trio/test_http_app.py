@@ -345,58 +345,6 @@ async def test_a_header_block_over_the_limit_is_refused() -> None:
 # -- the transport's shape -------------------------------------------------------------------------
 
 
-async def test_a_version_not_served_a_malformed_meta_and_a_modern_initialize_answer_the_request_s_id() -> (
-    None
-):
-    with trio.fail_after(30):
-        async with serving() as server, httpx2.AsyncClient() as http:
-            # basic/versioning: -32022 lists the versions served and echoes the one asked for.
-            asked = {**META, "io.modelcontextprotocol/protocolVersion": "1999-01-01"}
-            body = {"jsonrpc": "2.0", "id": 301, "method": "server/discover", "params": {"_meta": asked}}
-            headers = {"MCP-Protocol-Version": "1999-01-01", "Mcp-Method": "server/discover"}
-            unsupported = await http.post(server.url, json=body, headers=headers)
-            assert unsupported.status_code == 400
-            answer = unsupported.json()
-            assert answer["id"] == 301
-            assert answer["error"]["code"] == -32022
-            assert answer["error"]["data"]["supported"][0] == MODERN_VERSION
-            assert answer["error"]["data"]["requested"] == "1999-01-01"
-            check_line(unsupported.content + b"\n")
-            # basic/index, "Per-request protocol fields": a request missing a required field is
-            # -32602 and, on HTTP, 400 Bad Request; a missing version is no header mismatch.
-            no_meta = {"jsonrpc": "2.0", "id": 101, "method": "tools/list", "params": {}}
-            only_version = {"io.modelcontextprotocol/protocolVersion": MODERN_VERSION}
-            no_capabilities = {
-                "jsonrpc": "2.0",
-                "id": 104,
-                "method": "tools/list",
-                "params": {"_meta": only_version},
-            }
-            for malformed in (no_meta, no_capabilities):
-                refused = await http.post(server.url, json=malformed, headers=modern_headers("tools/list"))
-                assert refused.status_code == 400
-                assert refused.json()["id"] == malformed["id"]
-                assert refused.json()["error"]["code"] == -32602
-                assert refused.json()["error"]["data"]["invalid_params"] == ["_meta"]
-                # The problem document says what the status line says.
-                problem = check_line(refused.content + b"\n")["error"]["data"]
-                assert (problem["status"], slug_of(problem)) == (400, "malformed-meta")
-            # initialize is the 2025 handshake: under the 2026-07-28 header it is a removed method.
-            initialize = modern("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}}, 7)
-            removed = await http.post(server.url, json=initialize, headers=modern_headers("initialize"))
-            assert removed.status_code == 404
-            assert removed.json()["id"] == 7
-            assert removed.json()["error"]["code"] == -32601
-            assert "mcp-session-id" not in removed.headers
-            # Any other -32602 stays a JSON-RPC error in a 200.
-            unknown_tool = modern("tools/call", {"name": "nope", "arguments": {}})
-            refused = await http.post(
-                server.url, json=unknown_tool, headers=modern_headers("tools/call", "nope")
-            )
-            assert refused.status_code == 200
-            assert refused.json()["error"]["code"] == -32602
-
-
 async def test_a_legacy_session_lives_from_initialize_to_delete_and_belongs_to_its_caller(
     issuer: TestIssuer,
 ) -> None:

@@ -1160,3 +1160,117 @@ def test_a_caller_lists_only_the_resources_its_scopes_let_it_read() -> None:
         )
         for resources in (b"[]", b"[" + shown + b"]")
     ]
+
+
+def error_message(
+    request_id: int, code: int, slug: str, title: str, status: int, detail: str, **data: Any
+) -> dict[str, Any]:
+    """A JSON-RPC error whose problem is `slug` (`title` is also the message), whole."""
+    problem = {
+        "type": f"urn:mcp-suite:problem:{slug}",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "code": "MCP_" + slug.upper().replace("-", "_"),
+        "invalid_params": data.pop("invalid_params", []),
+        "metadata": data.pop("metadata", {}),
+        **data,
+    }
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": title, "data": problem}}
+
+
+SERVED_VERSIONS: Final = ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
+FIELDS: Final = "'io.modelcontextprotocol/protocolVersion' and 'io.modelcontextprotocol/clientCapabilities'"
+MALFORMED: Final = "The request's _meta is malformed"
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "status", "answer"),
+    [
+        # basic/versioning: -32022 with the request's id, the versions served and the one asked for.
+        (
+            frame("server/discover", {"_meta": {**META, mcp.PROTOCOL_VERSION_KEY: "1999-01-01"}}, 301),
+            {**modern_headers("server/discover"), "mcp-protocol-version": "1999-01-01"},
+            400,
+            error_message(
+                301,
+                -32022,
+                "unsupported-protocol-version",
+                "Unsupported protocol version",
+                400,
+                "This server does not serve protocol version '1999-01-01'; it serves "
+                + ", ".join(SERVED_VERSIONS)
+                + ".",
+                metadata={"supported": SERVED_VERSIONS},
+                supported=SERVED_VERSIONS,
+                requested="1999-01-01",
+            ),
+        ),
+        # basic/index, "Per-request protocol fields": a request missing one is -32602, 400 on HTTP.
+        (
+            frame("tools/list", {}, 101),
+            modern_headers("tools/list"),
+            400,
+            error_message(
+                101,
+                -32602,
+                "malformed-meta",
+                MALFORMED,
+                400,
+                "A 2026-07-28 request needs params._meta with the per-request protocol fields: every "
+                f"request carries {FIELDS} in params._meta.",
+                invalid_params=["_meta"],
+            ),
+        ),
+        (
+            frame("tools/list", {"_meta": {mcp.PROTOCOL_VERSION_KEY: MODERN}}, 104),
+            modern_headers("tools/list"),
+            400,
+            error_message(
+                104,
+                -32602,
+                "malformed-meta",
+                MALFORMED,
+                400,
+                "A 2026-07-28 request lacks 'io.modelcontextprotocol/clientCapabilities': every request "
+                f"carries {FIELDS} in params._meta.",
+                invalid_params=["_meta"],
+            ),
+        ),
+        # initialize is the 2025 handshake: under the 2026-07-28 header a removed method, no session.
+        (
+            frame("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "_meta": META}, 7),
+            modern_headers("initialize"),
+            404,
+            error_message(
+                7,
+                -32601,
+                "method-not-found",
+                "The method does not exist",
+                404,
+                "The method 'initialize' does not exist in protocol version 2026-07-28.",
+            ),
+        ),
+        # Any other -32602 stays a JSON-RPC error in a 200.
+        (
+            frame("tools/call", {"name": "nope", "arguments": {}, "_meta": META}),
+            modern_headers("tools/call", "nope"),
+            200,
+            error_message(
+                1,
+                -32602,
+                "validation-error",
+                "The arguments are not valid",
+                422,
+                "There is no tool named 'nope'; tools/list shows the tools this server has.",
+                invalid_params=["name"],
+            ),
+        ),
+    ],
+)
+def test_a_modern_post_s_refusal_is_a_whole_reply_with_the_request_s_id(
+    body: bytes, headers: dict[str, str], status: int, answer: dict[str, Any]
+) -> None:
+    reply = reply_of(post(exchange(), body, headers))
+    assert (reply.status, reply.headers, json.loads(reply.body)) == (status, (JSON,), answer)
+    check_line(reply.body + b"\n")

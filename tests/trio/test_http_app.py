@@ -521,18 +521,6 @@ async def test_a_closed_connection_does_not_cancel_a_legacy_call() -> None:
 
 # -- no caller degrades another (issue 47) ---------------------------------------------------------
 
-INITIALIZE: Final = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
-LEGACY_LIST: Final = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
-
 
 async def test_one_caller_using_its_whole_share_of_call_slots_leaves_the_others_to_another(
     issuer: TestIssuer,

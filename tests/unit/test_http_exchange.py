@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -36,6 +37,7 @@ from mcp_suite.protocol.exchange import (
     upgrade_refused,
 )
 from mcp_suite.protocol.http import HttpEra
+from mcp_suite.runtime.calls import SECRET_IDS
 from mcp_suite.settings import Settings
 from tests.support.session_core import META, MODERN, SCHEMA, SCHEMA_URI, TOOLS, counting_ids, make_core
 from tests.support.wire import check_line, slug_of
@@ -1274,3 +1276,15 @@ def test_a_modern_post_s_refusal_is_a_whole_reply_with_the_request_s_id(
     reply = reply_of(post(exchange(), body, headers))
     assert (reply.status, reply.headers, json.loads(reply.body)) == (status, (JSON,), answer)
     check_line(reply.body + b"\n")
+
+
+def test_the_server_s_session_ids_are_drawn_from_secrets_in_the_form_it_resumes() -> None:
+    drawn = {SECRET_IDS.session_id() for _ in range(50)}
+    assert len(drawn) == 50  # 32 random bytes each: never the same twice
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{43}", session_id) for session_id in drawn)
+    # One of them, unknown to a fresh exchange, is resumed for its caller (the form is the server's).
+    server = exchange()
+    session_id = next(iter(drawn))
+    listed = post(server, frame("tools/list"), in_session(session_id), ALICE)
+    assert reply_of(listed).status == 200
+    assert server.statistics().sessions == 1

@@ -610,6 +610,7 @@ def test_a_session_another_replica_opened_is_resumed_for_its_caller_at_the_versi
     assert server.statistics().sessions == 1
     # It is Alice's now: Bob gets 404, another version 400, and Alice's DELETE ends it.
     refused(post(server, frame("tools/list"), versioned, BOB, 101), 404, "not-found")
+    assert reply_of(post(server, frame("tools/list", {}, 3), versioned, ALICE, 101)).status == 200
     other = in_session(elsewhere, **{"mcp-protocol-version": "2025-11-25"})
     refused(post(server, frame("tools/list"), other, ALICE, 101), 400, "invalid-request")
     # Without the header, a resumed session is 2025-03-26 (as both revisions have it).
@@ -719,6 +720,7 @@ def test_a_caller_at_its_quota_ends_its_own_oldest_idle_session_and_is_refused_w
         post(server, frame("tools/list"), in_session(second), ALICE, 105), 429, "concurrency-limit"
     )
     assert problem_of(again)["detail"] == "this caller's 2 sessions all have calls in progress"
+    assert header(again, b"retry-after") == "5"
     assert server.statistics().sessions == 3
 
 
@@ -1116,7 +1118,7 @@ def test_the_session_table_opens_under_drawn_ids_ends_and_forgets_as_its_bounds_
     assert first.id == "s1"
     first.in_flight.add(("i", 7))
     # Idle past MCP_HTTP_SESSION_IDLE_S (50 here): ended on lookup, its call to cancel.
-    assert table.lookup("s1", 10) == (first, ())
+    assert table.lookup("s1", 50) == (first, ())
     assert table.lookup("s1", 61) == (None, (("s1", ("i", 7)),))
     assert (len(table), table.ended_by_client("s1")) == (0, False)
     second, _, _ = table.open(make_core(), "alice", 70)
@@ -1128,6 +1130,7 @@ def test_the_session_table_opens_under_drawn_ids_ends_and_forgets_as_its_bounds_
 
 def test_the_caller_counts_hold_a_caller_only_while_it_has_something_in_progress_or_unread() -> None:
     counts = CallerCounts()
+    assert (counts.in_progress("alice"), counts.unread("alice"), counts.callers_in_progress()) == (0, 0, 0)
     counts.began("alice")
     counts.began("alice")
     counts.sending("alice", 10)
@@ -1288,3 +1291,15 @@ def test_the_server_s_session_ids_are_drawn_from_secrets_in_the_form_it_resumes(
     listed = post(server, frame("tools/list"), in_session(session_id), ALICE)
     assert reply_of(listed).status == 200
     assert server.statistics().sessions == 1
+
+
+def test_a_session_id_not_of_the_server_s_form_is_never_resumed() -> None:
+    server = exchange()
+    for named in ("nope", "A" * 42, "A" * 44, "A" * 42 + "=", "A" * 42 + "."):
+        refused(
+            post(server, frame("tools/list"), in_session(named), ALICE),
+            404,
+            "not-found",
+            detail="no such session; send initialize to open a new one",
+        )
+    assert server.statistics().sessions == 0

@@ -592,7 +592,12 @@ def test_initialize_opens_a_session_that_later_requests_name_and_an_expired_one_
 def test_a_session_is_404_to_another_caller_and_400_under_another_version() -> None:
     server = exchange()
     session_id = open_session(server, ALICE, 100)
-    refused(post(server, frame("tools/list"), in_session(session_id), BOB), 404, "not-found")
+    refused(
+        post(server, frame("tools/list"), in_session(session_id), BOB),
+        404,
+        "not-found",
+        detail="no such session; send initialize to open a new one",
+    )
     unknown = refused(post(server, frame("tools/list"), in_session("no-such-id"), ALICE), 404, "not-found")
     assert unknown.cancel == ()
     other = in_session(session_id, **{"mcp-protocol-version": "2025-06-18"})
@@ -911,6 +916,7 @@ def test_a_post_is_refused_503_while_the_audit_has_no_room() -> None:
     assert (b"retry-after", b"1") in refused.headers
     problem = json.loads(refused.body)["error"]["data"]
     assert (problem["code"], problem["metadata"]) == ("MCP_AUDIT_BEHIND", {"retryable": True})
+    assert refused.log == f"HTTP 503 for POST /mcp: {problem['detail']}"
     assert server.statistics().callers_in_progress == 0
     room[0] = True
     req = request(server, LEGACY_HEAD)
@@ -1303,3 +1309,19 @@ def test_a_session_id_not_of_the_server_s_form_is_never_resumed() -> None:
             detail="no such session; send initialize to open a new one",
         )
     assert server.statistics().sessions == 0
+
+
+def test_a_caller_is_at_its_share_of_unread_bytes_from_its_exact_byte() -> None:
+    server = exchange(settings=UNREAD)  # a share of 100,000 bytes
+    held, _ = answered(server, ALICE, 60_000)
+    almost, _ = answered(server, ALICE, 39_999)
+    assert isinstance(request(server, LEGACY_HEAD).authenticated(ALICE, 0), ReadBody)  # 99,999
+    late = request(server, LEGACY_HEAD)
+    assert isinstance(late.authenticated(ALICE, 0), ReadBody)
+    almost.finished()
+    exactly, _ = answered(server, ALICE, 40_000)  # 100,000: her share, exactly
+    refused(request(server, LEGACY_HEAD).authenticated(ALICE, 0), 429, "concurrency-limit")
+    assert late.sending(Reply(200, body=b"x" * 70_000)).status == 429
+    for req in (held, exactly, late):
+        req.finished()
+    assert server.statistics().unread_bytes == 0

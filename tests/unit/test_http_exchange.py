@@ -1325,3 +1325,27 @@ def test_a_caller_is_at_its_share_of_unread_bytes_from_its_exact_byte() -> None:
     for req in (held, exactly, late):
         req.finished()
     assert server.statistics().unread_bytes == 0
+
+
+def test_a_caller_holding_a_resource_s_scope_reads_it_and_its_answer_is_sent_whole() -> None:
+    req = request(exchange(), modern_headers("resources/read", SCHEMA_URI))
+    assert isinstance(req.authenticated(ALICE, 100), ReadBody)
+    run = req.body(frame("resources/read", {"uri": SCHEMA_URI, "_meta": META}), 100)
+    assert isinstance(run, RunCall)
+    assert (run.start.kind, run.start.name, run.ref, run.watch_disconnect) == (
+        core.CallKind.RESOURCE,
+        SCHEMA_URI,
+        None,
+        True,
+    )
+    assert whole(req.call_finished(core.ResourceRead('{"tables":[]}'))) == (
+        200,
+        (JSON,),
+        b'{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"postgres://db/schema","mimeType":'
+        b'"application/json","text":"{\\"tables\\":[]}"}],"ttlMs":'
+        + str(mcp.READ_TTL_MS).encode()
+        + b',"cacheScope":"private",'
+        + SERVER_META
+        + b"}}",
+    )
+    req.finished()

@@ -34,7 +34,7 @@ from bench.common import INIT, Figure, read_lines, server_env, spawn, stop
 from bench.tokens import ENCODING, count_tokens
 from mcp_suite.protocol import mcp
 from mcp_suite.protocol.untrusted import FRAMED
-from mcp_suite.runtime.calls import ToolCatalogue
+from mcp_suite.runtime.calls import catalogue_of
 from mcp_suite.settings import SecretStr, Settings
 from mcp_suite.tools.registry import open_registry
 
@@ -102,7 +102,7 @@ def open_configuration(name: str) -> Iterator[list[dict[str, Any]]]:
             sql_connect_timeout_s=1.0,
         )
         with open_registry(settings) as registry:
-            yield mcp.tools_list_result(ToolCatalogue(registry).descriptions(), {})["tools"]
+            yield mcp.tools_list_result(catalogue_of(registry).descriptions(), {})["tools"]
 
 
 @dataclass(frozen=True, slots=True)

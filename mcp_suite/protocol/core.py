@@ -245,6 +245,7 @@ class SessionCore:
     __slots__ = (
         "_calls",
         "_deadline_s",
+        "_draw_boundary",
         "_instructions",
         "_legacy_known",
         "_list_scope",
@@ -282,6 +283,7 @@ class SessionCore:
         arg_max_depth: int,
         arg_max_items: int,
         call_deadline_s: float,
+        draw_boundary: Callable[[], int],
         per_caller_lists: bool = False,
     ) -> None:
         self._server_name = server_name
@@ -299,6 +301,9 @@ class SessionCore:
         self._max_items = arg_max_items
         self._max_depth_args = arg_max_depth
         self._deadline_s = call_deadline_s
+        # The untrusted-data frame's random bits (`untrusted.new_boundary`): the server's come from
+        # `secrets`, a table test's from a counter, so that it can assert a whole answer.
+        self._draw_boundary = draw_boundary
         # server/utilities/caching, "cacheScope": a list that depends on who asks (the HTTP
         # transport shows each token only what its scopes allow) must not be shared across
         # authorization contexts: "private".
@@ -400,7 +405,7 @@ class SessionCore:
         if isinstance(outcome, ToolSucceeded):
             tail = self._modern_tail if era is Era.MODERN else b""
             data = outcome.structured_json
-            boundary = new_boundary(data) if outcome.untrusted else None
+            boundary = new_boundary(data, self._draw_boundary) if outcome.untrusted else None
             frame = encode_tool_success(call.request_id, data, tail, boundary=boundary)
             return Answer(frame, call.request_id, call.method, "ok", tool=tool, arguments=call.arguments)
         if isinstance(outcome, ResourceRead):

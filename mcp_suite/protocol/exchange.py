@@ -1,8 +1,10 @@
 """The Streamable HTTP exchange, without I/O (in the manner of h11's `Connection`): a request's head,
 its verified caller, its body and its call's outcome in; each answered with what to send (`Reply`:
 status, headers, body), "read the body" (`ReadBody`) or "run this call" (`RunCall`). It owns the
-legacy session table (quotas per subject, idle expiry by the `now` passed in, 404 against 400), the
-per-caller count of requests in progress, the scope check and its wording, and the status table.
+legacy session table (`SessionTable`: quotas per subject, idle expiry by the `now` passed in, 404
+against 400), the per-caller counts (`CallerCounts`: requests in progress, unread answer bytes), the
+scope check and its wording, and the status table. It takes values: the catalogue (what each caller
+may see, `protocol.catalogue`) and the random values (`Ids`); it draws none of its own.
 
 `runtime.http` carries it out: it reads and writes bytes, verifies tokens, runs calls and cancels
 them. Must not import trio, a tool, hypercorn or joserfc; names no tool.
@@ -12,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -40,7 +41,6 @@ from mcp_suite.problems import (
 )
 from mcp_suite.protocol import mcp
 from mcp_suite.protocol.authz import (
-    Grants,
     Identity,
     MalformedAuthorizationError,
     bearer_token,
@@ -49,6 +49,7 @@ from mcp_suite.protocol.authz import (
     protected_resource_metadata,
     the_authorization,
 )
+from mcp_suite.protocol.catalogue import Catalogue, Ids
 from mcp_suite.protocol.core import (
     Answer,
     CallKind,
@@ -80,12 +81,15 @@ from mcp_suite.settings import ECHO_MAX_CHARS, Settings
 
 __all__ = [
     "CallRef",
+    "CallerCounts",
     "ExchangeStatistics",
     "HttpExchange",
     "HttpRequest",
+    "LegacySession",
     "ReadBody",
     "Reply",
     "RunCall",
+    "SessionTable",
     "connection_refused",
     "internal_error_reply",
     "upgrade_refused",
@@ -100,7 +104,8 @@ _SESSION_HEADER: Final = "mcp-session-id"
 # Liveness and readiness (docs/operations/watching.md): unauthenticated, answered before anything
 # else is looked at, and saying nothing but yes or no.
 _PROBES: Final = frozenset({"/healthz", "/readyz"})
-# The form of the ids this server gives (`secrets.token_urlsafe(32)`): the only ones it resumes.
+# The form of the ids this server gives (`Ids.session_id`, 43 URL-safe characters): the only ones
+# it resumes.
 _SESSION_ID: Final = re.compile(r"[A-Za-z0-9_-]{43}")
 # The version of a legacy request without MCP-Protocol-Version (2025-06-18 and 2025-11-25 agree).
 _UNNAMED_VERSION: Final = "2025-03-26"
@@ -157,13 +162,133 @@ class ExchangeStatistics:
 
 
 @dataclass(slots=True)
-class _Session:
-    """A 2025-11-25-era session: its core, who opened it, when it was last used, its calls in flight."""
+class LegacySession:
+    """A 2025-11-25-era session: its id, its core, who opened it, when it was last used, its calls
+    in flight."""
 
+    id: str
     core: SessionCore
     subject: str
     last_used: float
     in_flight: set[IdKey] = field(default_factory=set)
+
+    def ref(self, key: IdKey) -> CallRef:
+        """The name its call `key` is filed under (`RunCall.ref`, `Reply.cancel`)."""
+        return (self.id, key)
+
+
+class SessionTable:
+    """The legacy sessions of one server, by id, with their bounds (per subject and in all) and
+    idle expiry by the `now` passed in, and the ids of those their clients ended with DELETE.
+    `new_id()`: the id of a session opened by `initialize` (the server's: `secrets`)."""
+
+    __slots__ = ("_deleted", "_new_id", "_sessions", "_settings")
+
+    def __init__(self, settings: Settings, new_id: Callable[[], str]) -> None:
+        self._settings = settings
+        self._new_id = new_id
+        self._sessions: dict[str, LegacySession] = {}
+        # The ids of the sessions their clients ended with DELETE (oldest first, as many as
+        # sessions may be open): never resumed, so a terminated session is 404 as the transport
+        # requires of one the server ended; an id that merely expired or made room is resumed.
+        self._deleted: dict[str, None] = {}
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def lookup(self, session_id: str, now: float) -> tuple[LegacySession | None, tuple[CallRef, ...]]:
+        """The session `session_id` names, unless it has been idle too long (then it ends here,
+        with its calls in flight to cancel), or there is none."""
+        session = self._sessions.get(session_id)
+        if session is not None and now - session.last_used > self._settings.http_session_idle_s:
+            return None, self.end(session_id)
+        return session, ()
+
+    def ended_by_client(self, session_id: str) -> bool:
+        """Whether its client ended it with DELETE (so it is not resumed)."""
+        return session_id in self._deleted
+
+    def open(
+        self, core: SessionCore, subject: str, now: float, session_id: str | None = None
+    ) -> tuple[LegacySession | None, str, tuple[CallRef, ...]]:
+        """A new session (None: refused, with the reason), after the sessions `admit_session`
+        ends (whose calls to cancel come last). `session_id`: the id of a session resumed (see
+        `HttpRequest._resume`), else a new one (`new_id`)."""
+        settings = self._settings
+        admission = admit_session(
+            (SessionSeen(i, s.subject, s.last_used, bool(s.in_flight)) for i, s in self._sessions.items()),
+            subject,
+            now,
+            idle_s=settings.http_session_idle_s,
+            per_subject=settings.http_max_sessions_per_subject,
+            total=settings.http_max_sessions,
+        )
+        cancel = tuple(ref for ended in admission.end for ref in self.end(ended))
+        if admission.refusal is not None:
+            return None, admission.refusal, cancel
+        session = LegacySession(session_id or self._new_id(), core, subject, now)
+        self._sessions[session.id] = session
+        return session, "", cancel
+
+    def end(self, session_id: str) -> tuple[CallRef, ...]:
+        """End a session; the calls in flight the runtime must cancel."""
+        session = self._sessions.pop(session_id)
+        return tuple(session.ref(key) for key in session.in_flight)
+
+    def delete(self, session_id: str, subject: str) -> tuple[CallRef, ...] | None:
+        """DELETE by `subject`: its own session ended and remembered as ended by its client (the
+        calls to cancel), or None when it holds no such session."""
+        session = self._sessions.get(session_id)
+        if session is None or session.subject != subject:
+            return None
+        self._deleted[session_id] = None
+        if len(self._deleted) > self._settings.http_max_sessions:
+            del self._deleted[next(iter(self._deleted))]
+        return self.end(session_id)
+
+
+class CallerCounts:
+    """Per caller (by subject): its requests in progress, and the bytes of its answers being
+    written that its client has not taken yet; those bytes in all. A caller with neither is not
+    held."""
+
+    __slots__ = ("_in_progress", "_unread", "unread_total")
+
+    def __init__(self) -> None:
+        self._in_progress: dict[str, int] = {}
+        self._unread: dict[str, int] = {}
+        self.unread_total = 0
+
+    def in_progress(self, subject: str) -> int:
+        return self._in_progress.get(subject, 0)
+
+    def callers_in_progress(self) -> int:
+        return len(self._in_progress)
+
+    def began(self, subject: str) -> None:
+        self._in_progress[subject] = self._in_progress.get(subject, 0) + 1
+
+    def ended(self, subject: str) -> None:
+        remaining = self._in_progress[subject] - 1
+        if remaining:
+            self._in_progress[subject] = remaining
+        else:
+            del self._in_progress[subject]
+
+    def unread(self, subject: str) -> int:
+        return self._unread.get(subject, 0)
+
+    def sending(self, subject: str, size: int) -> None:
+        self._unread[subject] = self._unread.get(subject, 0) + size
+        self.unread_total += size
+
+    def sent(self, subject: str, size: int) -> None:
+        left = self._unread[subject] - size
+        if left:
+            self._unread[subject] = left
+        else:
+            del self._unread[subject]
+        self.unread_total -= size
 
 
 def _refusal(
@@ -245,70 +370,60 @@ def answer_reply(answer: Answer, era: HttpEra, extra: Sequence[Header] = ()) -> 
 
 
 class HttpExchange:
-    """The HTTP side of one server (one per process): its sessions and its callers' requests.
+    """The HTTP side of one server (one per process): its sessions (`sessions`) and its callers'
+    requests (`counts`).
 
-    `new_core(identity)`: a session core showing what `identity` may see; `grants()`: each tool's
-    and resource's grant (built from the tools' own declarations); `ready()`: the readiness probe's
-    verdict; `sources()`: each data source's name and condition (`serving`, `refused`...), the
-    probe's detail; `scopes`: the scopes of what is served, in order; `authenticates`: tokens are
-    required (MCP_HTTP_AUTH=jwt). Not thread-safe; the runtime calls it from the event loop only."""
+    `catalogue`: what is served and what each caller may see of it (a request's core is built
+    over its caller's view); `ids`: the random values (session ids, the cores' boundaries);
+    `ready()`: the readiness probe's verdict; `sources()`: each data source's name and condition
+    (`serving`, `refused`...), the probe's detail; `audit_room()`: whether the log sink has room
+    for another request's audit record (`StderrSink.admit`); `authenticates`: tokens are required
+    (MCP_HTTP_AUTH=jwt). Not thread-safe; the runtime calls it from the event loop only."""
 
     __slots__ = (
-        "_audit_room",
-        "_deleted",
-        "_grants",
-        "_in_progress",
         "_logged_paths",
         "_metadata",
         "_metadata_paths",
         "_metadata_url",
-        "_new_core",
         "_ready",
         "_scopes_served",
-        "_sessions",
         "_source_conditions",
-        "_unread",
-        "_unread_total",
+        "audit_room",
         "authenticates",
+        "catalogue",
+        "counts",
+        "ids",
+        "sessions",
         "settings",
     )
 
     def __init__(
         self,
         settings: Settings,
+        catalogue: Catalogue,
         *,
-        new_core: Callable[[Identity], SessionCore],
-        grants: Callable[[], Grants],
+        ids: Ids,
         ready: Callable[[], bool],
-        scopes: Sequence[str],
         authenticates: bool,
         audit_room: Callable[[], bool] = lambda: True,
         sources: Callable[[], Sequence[tuple[str, str]]] = tuple,
-        scopes_supported: Sequence[str] | None = None,
     ) -> None:
         self.settings = settings
+        self.catalogue = catalogue
+        self.ids = ids
         self.authenticates = authenticates
-        self._new_core = new_core
-        self._grants = grants
+        self.audit_room = audit_room
         self._ready = ready
-        # Whether the log sink has room for another request's audit record (`StderrSink.admit`).
-        self._audit_room = audit_room
         self._source_conditions = sources
-        self._sessions: dict[str, _Session] = {}
-        # The ids of the sessions their clients ended with DELETE (oldest first, as many as
-        # sessions may be open): never resumed, so a terminated session is 404 as the transport
-        # requires of one the server ended; an id that merely expired or made room is resumed.
-        self._deleted: dict[str, None] = {}
-        self._in_progress: dict[str, int] = {}
-        # Answer bytes being written, by caller and in all (`HttpRequest.sending`).
-        self._unread: dict[str, int] = {}
-        self._unread_total = 0
+        self.sessions = SessionTable(settings, ids.session_id)
+        self.counts = CallerCounts()
+        scopes = catalogue.served.scopes()
         resource = settings.http_resource_uri
         if resource is not None:
             origin = urlsplit(resource)
             self._metadata_paths = metadata_paths(resource)
             self._metadata_url = f"{origin.scheme}://{origin.netloc}{self._metadata_paths[0]}"
-            supported = scopes if scopes_supported is None else scopes_supported
+            supported = catalogue.served.scopes_supported()
             document = protected_resource_metadata(resource, [settings.http_issuer or ""], supported)
             self._metadata = json.dumps(document, separators=(",", ":")).encode()
         else:
@@ -319,11 +434,16 @@ class HttpExchange:
         self._scopes_served = " ".join(scopes)
         self._logged_paths = frozenset((settings.http_path, *self._metadata_paths))
 
+    def core_for(self, identity: Identity) -> SessionCore:
+        """A session core showing what `identity` may see (a modern request's, a legacy session's)."""
+        catalogue = self.catalogue
+        return catalogue.core(catalogue.view(identity), self.settings, self.ids.boundary)
+
     def statistics(self) -> ExchangeStatistics:
         return ExchangeStatistics(
-            sessions=len(self._sessions),
-            callers_in_progress=len(self._in_progress),
-            unread_bytes=self._unread_total,
+            sessions=len(self.sessions),
+            callers_in_progress=self.counts.callers_in_progress(),
+            unread_bytes=self.counts.unread_total,
         )
 
     def challenge(self, **params: str) -> bytes:
@@ -406,34 +526,6 @@ class HttpExchange:
         lines.extend(f"source {name}: {condition}" for name, condition in self._source_conditions())
         return Reply(200 if ready else 503, headers, "".join(f"{line}\n" for line in lines).encode())
 
-    # -- legacy sessions -------------------------------------------------------------------------
-
-    def _end_session(self, session_id: str) -> tuple[CallRef, ...]:
-        """End a session; the calls in flight the runtime must cancel."""
-        session = self._sessions.pop(session_id)
-        return tuple((session_id, key) for key in session.in_flight)
-
-    def _open_session(
-        self, core: SessionCore, subject: str, now: float, session_id: str | None = None
-    ) -> tuple[str | None, str, tuple[CallRef, ...]]:
-        """A new session's id (None: refused, with the reason), after the sessions `admit_session`
-        ends (whose calls to cancel come last). `session_id`: the id of a session resumed (see
-        `HttpRequest._resume`), else a new random one."""
-        admission = admit_session(
-            (SessionSeen(i, s.subject, s.last_used, bool(s.in_flight)) for i, s in self._sessions.items()),
-            subject,
-            now,
-            idle_s=self.settings.http_session_idle_s,
-            per_subject=self.settings.http_max_sessions_per_subject,
-            total=self.settings.http_max_sessions,
-        )
-        cancel = tuple(ref for session_id in admission.end for ref in self._end_session(session_id))
-        if admission.refusal is not None:
-            return None, admission.refusal, cancel
-        session_id = session_id or secrets.token_urlsafe(32)
-        self._sessions[session_id] = _Session(core, subject, now)
-        return session_id, "", cancel
-
 
 class HttpRequest:
     """One request's way through the exchange, after its head: its caller, its body, its call."""
@@ -444,7 +536,6 @@ class HttpRequest:
         "_exchange",
         "_sending",
         "_session",
-        "_session_id",
         "_start",
         "_where",
         "core",
@@ -465,8 +556,7 @@ class HttpRequest:
         self._counted = False
         self._sending = 0
         self._era: HttpEra | ProblemError = HttpEra.LEGACY
-        self._session: _Session | None = None
-        self._session_id = ""
+        self._session: LegacySession | None = None
         self._start: StartCall | None = None
         self.core: SessionCore | None = None
         self.identity: Identity | None = None
@@ -493,16 +583,16 @@ class HttpRequest:
         share (429 beyond it; `finished` gives it back), then the method's answer or its body."""
         exchange = self._exchange
         settings = exchange.settings
+        counts = exchange.counts
         self.identity = identity
-        count = exchange._in_progress.get(identity.subject, 0)
-        if count >= settings.http_max_requests_per_identity:
+        if counts.in_progress(identity.subject) >= settings.http_max_requests_per_identity:
             return _refusal(
                 TooManyRequestsError,
                 f"at most {settings.http_max_requests_per_identity} requests at once per caller",
                 [(b"retry-after", b"1")],
                 log=self._where,
             )
-        unread = exchange._unread.get(identity.subject, 0)
+        unread = counts.unread(identity.subject)
         if unread >= settings.http_max_unread_bytes_per_identity:
             return _refusal(
                 TooManyRequestsError,
@@ -510,7 +600,7 @@ class HttpRequest:
                 [(b"retry-after", b"1")],
                 log=self._where,
             )
-        exchange._in_progress[identity.subject] = count + 1
+        counts.began(identity.subject)
         self._counted = True
         if self.method == "DELETE":
             return self._delete(identity)
@@ -527,7 +617,7 @@ class HttpRequest:
             return _refusal(NotAcceptableError, "the server answers with application/json", log=self._where)
         if not is_json_body(self.headers.get("content-type")):
             return _refusal(UnsupportedMediaTypeError, "the body must be application/json", log=self._where)
-        if not exchange._audit_room():
+        if not exchange.audit_room():
             # A POST is answered with its audit record written; while stderr is read more slowly
             # than the server logs, one that would have its record wait unboundedly is not served.
             return _refusal(
@@ -550,13 +640,13 @@ class HttpRequest:
         429 in its place. An answer goes whatever its size while there is room, so one caller holds
         at most its share and one answer, and the server its bound and one answer; one of at most
         `_ALWAYS_SENT_BYTES` always goes. The withheld answer is still audited (`answer`)."""
-        exchange = self._exchange
-        settings = exchange.settings
+        settings = self._exchange.settings
+        counts = self._exchange.counts
         assert self.identity is not None  # only an authenticated request's reply is counted
         subject = self.identity.subject
         size = len(reply.body)
-        mine = exchange._unread.get(subject, 0)
-        total = exchange._unread_total
+        mine = counts.unread(subject)
+        total = counts.unread_total
         if size <= _ALWAYS_SENT_BYTES:
             detail = ""
         elif mine >= settings.http_max_unread_bytes_per_identity:
@@ -566,8 +656,7 @@ class HttpRequest:
         else:
             detail = ""
         if not detail:
-            exchange._unread[subject] = mine + size
-            exchange._unread_total = total + size
+            counts.sending(subject, size)
             self._sending += size
             return reply
         refusal = _refusal(
@@ -581,27 +670,15 @@ class HttpRequest:
     def finished(self) -> None:
         """The request is answered (or abandoned): its place in its caller's share is free, and
         so are the bytes of its answer (written, or its connection closed)."""
+        counts = self._exchange.counts
         if self._sending:
             assert self.identity is not None
-            exchange = self._exchange
-            subject = self.identity.subject
-            left = exchange._unread[subject] - self._sending
-            if left:
-                exchange._unread[subject] = left
-            else:
-                del exchange._unread[subject]
-            exchange._unread_total -= self._sending
+            counts.sent(self.identity.subject, self._sending)
             self._sending = 0
         if not self._counted:
             return
         self._counted = False
-        in_progress = self._exchange._in_progress
-        subject = self.identity.subject if self.identity is not None else ""
-        remaining = in_progress[subject] - 1
-        if remaining:
-            in_progress[subject] = remaining
-        else:
-            del in_progress[subject]
+        counts.ended(self.identity.subject if self.identity is not None else "")
 
     def _delete(self, identity: Identity) -> Reply:
         session_id = self.headers.get(_SESSION_HEADER)
@@ -609,15 +686,10 @@ class HttpRequest:
             return _refusal(
                 InvalidRequestError, "DELETE names the session to end in Mcp-Session-Id", log=self._where
             )
-        session = self._exchange._sessions.get(session_id)
-        if session is None or session.subject != identity.subject:
+        cancel = self._exchange.sessions.delete(session_id, identity.subject)
+        if cancel is None:
             return _refusal(HttpNotFoundError, "no such session", log=self._where)
-        exchange = self._exchange
-        deleted = exchange._deleted
-        deleted[session_id] = None
-        if len(deleted) > exchange.settings.http_max_sessions:
-            del deleted[next(iter(deleted))]
-        return Reply(204, cancel=exchange._end_session(session_id))
+        return Reply(204, cancel=cancel)
 
     # -- the body --------------------------------------------------------------------------------
 
@@ -641,7 +713,7 @@ class HttpRequest:
             data_extra = mcp.unsupported_version_data(self.headers.get("mcp-protocol-version") or "")
             return _problem_reply(era, sniff_id(data[:_SNIFFED_BYTES]), HttpEra.LEGACY, data_extra)
         if era is HttpEra.MODERN:
-            core = exchange._new_core(identity)
+            core = exchange.core_for(identity)
             message = core.decode(data)
             # 2026-07-28: the headers mirror the body, and a session id is ignored.
             mismatch = check_mirrored_headers(message, self.headers)
@@ -654,16 +726,16 @@ class HttpRequest:
                 found = self._named_session(session_id, identity, now)
                 if isinstance(found, Reply):
                     return found
-                self._session, self._session_id = found, session_id
+                self._session = found
                 core = found.core
             else:
-                core = exchange._new_core(identity)
+                core = exchange.core_for(identity)
             message = core.decode(data)
         self.core = core
         event = core.receive_message(message)
         if isinstance(event, Answer):
             if self._session is None and era is HttpEra.LEGACY and core.legacy_version is not None:
-                opened, refusal, cancel = exchange._open_session(core, identity.subject, now)
+                opened, refusal, cancel = exchange.sessions.open(core, identity.subject, now)
                 if opened is None:
                     return _refusal(
                         TooManyRequestsError,
@@ -672,27 +744,23 @@ class HttpRequest:
                         log=self._where,
                         cancel=cancel,
                     )
-                reply = answer_reply(event, era, [(b"mcp-session-id", opened.encode("ascii"))])
+                reply = answer_reply(event, era, [(b"mcp-session-id", opened.id.encode("ascii"))])
                 return Reply(reply.status, reply.headers, reply.body, answer=event, cancel=cancel)
             return answer_reply(event, era)
         if isinstance(event, StartCall):
             return self._start_call(event, identity, era)
         withdrawn: tuple[CallRef, ...] = ()
         if isinstance(event, CancelCall) and self._session is not None:
-            withdrawn = ((self._session_id, event.key),)
+            withdrawn = (self._session.ref(event.key),)
         return Reply(202, cancel=withdrawn)  # a notification (or a client's response): accepted
 
-    def _named_session(self, session_id: str, identity: Identity, now: float) -> _Session | Reply:
+    def _named_session(self, session_id: str, identity: Identity, now: float) -> LegacySession | Reply:
         """The session a legacy request names: another caller's is 404, and so is one its client
         ended with DELETE; an unknown or expired one is resumed for this caller (`_resume`); a
         version header not the session's, 400."""
-        exchange = self._exchange
-        session = exchange._sessions.get(session_id)
-        cancel: tuple[CallRef, ...] = ()
-        if session is not None and now - session.last_used > exchange.settings.http_session_idle_s:
-            cancel = exchange._end_session(session_id)
-            session = None
-        if session is None and not cancel and session_id not in exchange._deleted:
+        sessions = self._exchange.sessions
+        session, cancel = sessions.lookup(session_id, now)
+        if session is None and not cancel and not sessions.ended_by_client(session_id):
             return self._resume(session_id, identity, now)
         if session is None or session.subject != identity.subject:
             return _refusal(
@@ -711,7 +779,7 @@ class HttpRequest:
         session.last_used = now
         return session
 
-    def _resume(self, session_id: str, identity: Identity, now: float) -> _Session | Reply:
+    def _resume(self, session_id: str, identity: Identity, now: float) -> LegacySession | Reply:
         """A session this server does not hold (it expired, made room for its caller's newer one,
         or another replica or an earlier process opened it): opened again under the same id for
         this caller, at the version its header names (absent: 2025-03-26, as both revisions have
@@ -726,19 +794,19 @@ class HttpRequest:
             return _refusal(
                 HttpNotFoundError, "no such session; send initialize to open a new one", log=self._where
             )
-        core = exchange._new_core(identity)
+        core = exchange.core_for(identity)
         core.legacy_version = self.headers.get("mcp-protocol-version") or _UNNAMED_VERSION
         # `admit_session` ends only sessions without a call in flight: nothing of theirs to cancel.
-        opened, refusal, _ = exchange._open_session(core, identity.subject, now, session_id)
+        opened, refusal, _ = exchange.sessions.open(core, identity.subject, now, session_id)
         if opened is None:
             return _refusal(TooManyRequestsError, refusal, [(b"retry-after", b"5")], log=self._where)
-        return exchange._sessions[session_id]
+        return opened
 
     # -- the call --------------------------------------------------------------------------------
 
     def _start_call(self, start: StartCall, identity: Identity, era: HttpEra) -> Reply | RunCall:
         """The scope check (403 with the scope needed, worded here), then "run this call"."""
-        grants = self._exchange._grants()
+        grants = self._exchange.catalogue.grants()
         if start.kind is CallKind.TOOL:
             lacking = grants.tool(start.name).lacking(identity, start.arguments)
         else:
@@ -761,7 +829,7 @@ class HttpRequest:
         ref: CallRef | None = None
         if self._session is not None:
             self._session.in_flight.add(start.key)
-            ref = (self._session_id, start.key)
+            ref = self._session.ref(start.key)
         # 2026-07-28: closing the response stream cancels the request. (2025-11-25: a
         # disconnection SHOULD NOT be taken as cancellation; notifications/cancelled is.)
         return RunCall(start, ref, watch_disconnect=era is HttpEra.MODERN)

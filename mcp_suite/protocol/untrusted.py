@@ -4,13 +4,13 @@ Owns the frame's shape: a fresh boundary per call (`new_boundary`), the text blo
 result between `<untrusted-data-N>` and `</untrusted-data-N>` after one sentence saying it is data
 (`framed_text`), the member that says the same in `structuredContent` (`with_boundary`) and its
 declaration in the output schema (`declare`). A guardrail for the model, not a guarantee
-(docs/operations/threat-model.md). Pure: no I/O (the boundary comes from `secrets`).
+(docs/operations/threat-model.md). Pure: no I/O and no randomness of its own (the boundary's bits
+come from the `draw` its caller passes: `secrets` in the server, a counter in the table tests).
 """
 
 from __future__ import annotations
 
 import re
-import secrets
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -45,13 +45,9 @@ FRAMED: Final = re.compile(
 )
 
 
-def _draw() -> int:
-    return secrets.randbits(BOUNDARY_BITS)
-
-
-def new_boundary(body: bytes, draw: Callable[[], int] = _draw) -> bytes:
+def new_boundary(body: bytes, draw: Callable[[], int]) -> bytes:
     """A fresh boundary (`BOUNDARY_BITS` random bits from `draw`, 39 ASCII digits) that `body`
-    does not hold. `draw` is the tests' seam; the server always uses `secrets`.
+    does not hold. The server's `draw` is `secrets` (`runtime.calls.SECRET_IDS`).
 
     Security: drawn after the data was read, so the data cannot know it; and drawn again in the
     (2**-128-likely) case the body holds it by chance, so no text inside can close the frame.

@@ -1,7 +1,7 @@
 """What every transport does the same way around the session core: build a core, run one call.
 
-`new_core` builds a `SessionCore` over the registry's tools and resources (a transport may narrow
-what a caller sees); `ToolCatalogue` builds the advertised tool descriptions once per process;
+`catalogue_of` makes the registry's offer the value both transports take (`protocol.catalogue`);
+`SECRET_IDS` is where the server's random values come from (the protocol draws none of its own);
 `CallRunner` carries out one `StartCall`: its place at the limiter, its one cancel scope with the
 deadline, the strict argument schema, the tool, and the one exception → outcome boundary. It
 decides nothing about the protocol: the core turns the outcome into an answer. The stdio session
@@ -10,60 +10,71 @@ and the HTTP app both use it; neither copies it.
 
 from __future__ import annotations
 
+import functools
+import secrets
 import uuid
-from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
 import trio
 
 from mcp_suite import SERVER_NAME, __version__, observe
-from mcp_suite.lazy import Lazy
 from mcp_suite.problems import InternalServerError, ProblemError
 from mcp_suite.protocol import mcp, untrusted
+from mcp_suite.protocol.catalogue import Catalogue, Ids, ServedResource, ServedTool
 from mcp_suite.protocol.core import (
     CallInterrupted,
     CallKind,
     CallOutcome,
     CallRaised,
     ResourceRead,
-    SessionCore,
     StartCall,
     ToolSucceeded,
 )
 from mcp_suite.protocol.mcp import structured_json
 from mcp_suite.runtime.limiter import CallLimiter, Ticket
 from mcp_suite.runtime.log_sink import logger
-from mcp_suite.settings import ARG_MAX_DEPTH, ARG_MAX_ITEMS, MAX_FRAME_BYTES, MAX_JSON_DEPTH, Settings
+from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ToolSpec
 from mcp_suite.tools.registry import Registry
 
-__all__ = ["CallRunner", "ToolCatalogue", "new_core"]
+__all__ = ["SECRET_IDS", "CallRunner", "catalogue_of"]
 
 
-class ToolCatalogue:
-    """The advertised tools of a registry, built once (by the warm-up, or the first `tools/list`):
-    the models and their JSON Schemas are not needed to answer `initialize`. Thread-safe."""
-
-    __slots__ = ("_descriptions", "_registry")
-
-    def __init__(self, registry: Registry) -> None:
-        self._registry = registry
-        self._descriptions: Lazy[list[mcp.ToolDescription]] = Lazy(self._describe)
-
-    def descriptions(self) -> list[mcp.ToolDescription]:
-        return self._descriptions.get()
-
-    def _describe(self) -> list[mcp.ToolDescription]:
-        return [
-            mcp.ToolDescription(
-                name=tool.name,
-                title=tool.title,
-                description=tool.description,
-                input_schema=tool.input_schema(),
-                output_schema=_output_schema(tool),
+def catalogue_of(registry: Registry) -> Catalogue:
+    """What `registry` serves, as the value both transports take (built once per process): its
+    tools' advertised descriptions are built on first use (the warm-up, or the first request that
+    needs them), never to answer `initialize`."""
+    return Catalogue(
+        server_name=SERVER_NAME,
+        server_version=__version__,
+        tools=[ServedTool(tool.name, tool.scope) for tool in registry.tools.values()],
+        describe=functools.partial(_describe, registry),
+        resources=[
+            ServedResource(
+                mcp.ResourceDescription(
+                    uri=r.uri, name=r.name, title=r.title, description=r.description, mime_type=r.mime_type
+                ),
+                r.scope,
+                r.source,
             )
-            for tool in self._registry.tools.values()
-        ]
+            for r in registry.resources.values()
+        ],
+        instructions=registry.instructions,
+        instructions_for=registry.instructions_for,
+    )
+
+
+def _describe(registry: Registry) -> list[mcp.ToolDescription]:
+    return [
+        mcp.ToolDescription(
+            name=tool.name,
+            title=tool.title,
+            description=tool.description,
+            input_schema=tool.input_schema(),
+            output_schema=_output_schema(tool),
+        )
+        for tool in registry.tools.values()
+    ]
 
 
 def _output_schema(tool: ToolSpec) -> dict[str, Any]:
@@ -71,41 +82,12 @@ def _output_schema(tool: ToolSpec) -> dict[str, Any]:
     return untrusted.declare(schema) if tool.untrusted else schema
 
 
-def new_core(
-    settings: Settings,
-    registry: Registry,
-    tools: Callable[[], Sequence[mcp.ToolDescription]],
-    *,
-    resource_uris: Callable[[str], bool] | None = None,
-    per_caller_lists: bool = False,
-    instructions: str | None = None,
-    max_frame_bytes: int = MAX_FRAME_BYTES,
-) -> SessionCore:
-    """A `SessionCore` serving `registry`'s tools (every one callable; `tools` is what tools/list
-    shows) and its resources (every one readable; resources/list shows those `resource_uris`
-    admits, all when it is None).
-    `per_caller_lists`: the lists depend on who asks (their cache scope is private).
-    `instructions`: the caller's (`Registry.instructions_for`), else the registry's, naming all."""
-    return SessionCore(
-        server_name=SERVER_NAME,
-        server_version=__version__,
-        tool_names=list(registry.tools),
-        tools=tools,
-        instructions=registry.instructions if instructions is None else instructions,
-        resources=[
-            mcp.ResourceDescription(
-                uri=r.uri, name=r.name, title=r.title, description=r.description, mime_type=r.mime_type
-            )
-            for r in registry.resources.values()
-        ],
-        resources_listed=resource_uris,
-        max_frame_bytes=max_frame_bytes,
-        max_json_depth=MAX_JSON_DEPTH,
-        arg_max_depth=ARG_MAX_DEPTH,
-        arg_max_items=ARG_MAX_ITEMS,
-        call_deadline_s=settings.call_deadline_s,
-        per_caller_lists=per_caller_lists,
-    )
+# The server's random values: a session id of 32 bytes (43 URL-safe characters), a boundary of
+# `BOUNDARY_BITS` bits, both from the operating system's CSPRNG.
+SECRET_IDS: Final = Ids(
+    boundary=lambda: secrets.randbits(untrusted.BOUNDARY_BITS),
+    session_id=lambda: secrets.token_urlsafe(32),
+)
 
 
 class CallRunner:

@@ -12,7 +12,6 @@ answered 500 as the house's internal error, with an incident id (its traceback o
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import signal
@@ -24,16 +23,8 @@ import trio
 
 from mcp_suite.caller import Caller, current_caller
 from mcp_suite.problems import ProblemError
-from mcp_suite.protocol import mcp
-from mcp_suite.protocol.authz import (
-    ANONYMOUS,
-    Grants,
-    Identity,
-    TokenRejectedError,
-    grants_of,
-    scoped_input_schema,
-)
-from mcp_suite.protocol.core import Answer, CallOutcome, CallRaised, SessionCore
+from mcp_suite.protocol.authz import ANONYMOUS, Identity, TokenRejectedError
+from mcp_suite.protocol.core import Answer, CallOutcome, CallRaised
 from mcp_suite.protocol.exchange import (
     CallRef,
     HttpExchange,
@@ -45,7 +36,7 @@ from mcp_suite.protocol.exchange import (
 )
 from mcp_suite.protocol.http import method_for_log
 from mcp_suite.runtime import early_signals
-from mcp_suite.runtime.calls import CallRunner, ToolCatalogue, incident, new_core
+from mcp_suite.runtime.calls import SECRET_IDS, CallRunner, catalogue_of, incident
 from mcp_suite.runtime.http_auth import JwksFetcher, KeysUnavailableError, TokenVerifier, fetch_jwks
 from mcp_suite.runtime.http_conn import serve_connections
 from mcp_suite.runtime.log_sink import logger
@@ -77,22 +68,15 @@ class HttpApp:
         # (`anonymous`), who holds them all, as on stdio.
         share = settings.http_max_calls_per_identity if verifier is not None else None
         self.runner = CallRunner(settings, registry, per_caller=share)
-        self.catalogue = ToolCatalogue(registry)
-        self._grants_built: Grants | None = None
         self.recorder = Recorder("tcp", telemetry)
-        # The scopes of what is served (what a 401 asks for, the metadata's list) need no arguments:
-        # the sources come with the resources that describe them.
-        served = grants_of(((t.name, t.scope, {}) for t in registry.tools.values()), self._resources())
         self.exchange = HttpExchange(
             settings,
-            new_core=self._new_core,
-            grants=self._grants,
+            catalogue_of(registry),
+            ids=SECRET_IDS,
             ready=registry.ready,
-            scopes=served.scopes(),
             authenticates=verifier is not None,
             audit_room=self.recorder.admit,
             sources=lambda: [(state.name, state.condition) for state in registry.source_states()],
-            scopes_supported=served.scopes_supported(),
         )
         # The cancel scopes of legacy sessions' calls in flight, by the exchange's name for each.
         self._calls: dict[CallRef, trio.CancelScope] = {}
@@ -186,52 +170,6 @@ class HttpApp:
                 if not message.get("more_body", False):
                     return b"".join(chunks)
         return request.timed_out()
-
-    def _resources(self) -> list[tuple[str, str, str | None]]:
-        return [(r.uri, r.scope, r.source) for r in self.registry.resources.values()]
-
-    def _grants(self) -> Grants:
-        """Each served tool's and resource's grant; a tool's sources are its advertised `source`
-        argument's, so the first call builds the tools' descriptions. Built once per process, as
-        the descriptions are (`ToolCatalogue`): rebuilt for every call, it made a call over HTTP
-        cost more CPU than before the exchange (`bench_http`)."""
-        if self._grants_built is None:
-            tools = self.registry.tools
-            self._grants_built = grants_of(
-                ((d.name, tools[d.name].scope, d.input_schema) for d in self.catalogue.descriptions()),
-                self._resources(),
-            )
-        return self._grants_built
-
-    def _new_core(self, identity: Identity) -> SessionCore:
-        def visible_tools() -> list[mcp.ToolDescription]:
-            grants = self._grants()
-            return [
-                dataclasses.replace(
-                    d,
-                    input_schema=scoped_input_schema(
-                        d.input_schema, grants.tool(d.name).sources_allowed(identity)
-                    ),
-                )
-                for d in self.catalogue.descriptions()
-                if grants.tool(d.name).may_see(identity)
-            ]
-
-        # Instructions (and server/discover) name only the sources this caller may read.
-        instructions = None
-        if not identity.unrestricted:
-            grants = self._grants()
-            instructions = self.registry.instructions_for(
-                lambda tool: grants.tool(tool).sources_allowed(identity)
-            )
-        return new_core(
-            self.settings,
-            self.registry,
-            visible_tools,
-            resource_uris=lambda uri: self._grants().resource(uri).lacking(identity) is None,
-            per_caller_lists=not identity.unrestricted,
-            instructions=instructions,
-        )
 
     # -- calls -----------------------------------------------------------------------------------
 

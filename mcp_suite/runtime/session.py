@@ -19,7 +19,7 @@ import gc
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -27,6 +27,7 @@ import trio
 
 from mcp_suite.problems import ProblemError
 from mcp_suite.protocol import mcp
+from mcp_suite.protocol.catalogue import Catalogue
 from mcp_suite.protocol.core import (
     Answer,
     CallRaised,
@@ -38,7 +39,7 @@ from mcp_suite.protocol.core import (
 )
 from mcp_suite.protocol.framing import Frame, LineDecoder, OversizedFrame
 from mcp_suite.runtime import early_signals
-from mcp_suite.runtime.calls import CallRunner, ToolCatalogue, new_core
+from mcp_suite.runtime.calls import SECRET_IDS, CallRunner, catalogue_of
 from mcp_suite.runtime.limiter import CallLimiter, Ticket
 from mcp_suite.runtime.log_sink import logger
 from mcp_suite.runtime.recorder import NO_TELEMETRY, Recorder, Watcher
@@ -87,7 +88,7 @@ class Session:
     # The running calls' tasks, by the core's id key (the core keeps the protocol side of each).
     in_flight: dict[IdKey, _Task] = field(default_factory=dict)
     all_idle: trio.Event = field(default_factory=trio.Event)
-    _catalogue: ToolCatalogue = field(init=False)
+    catalogue: Catalogue = field(init=False)
     _reader_scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     _out_send: trio.MemorySendChannel[Outbound] | None = None
     _calls: trio.Nursery | None = None
@@ -104,16 +105,16 @@ class Session:
         self.runner = CallRunner(self.settings, self.registry)
         self.recorder = Recorder("pipe", self.telemetry)
         self.limiter = self.runner.limiter
-        self._catalogue = ToolCatalogue(self.registry)
-        self.core = new_core(
-            self.settings, self.registry, self.tool_descriptions, max_frame_bytes=self.max_frame_bytes
+        self.catalogue = catalogue_of(self.registry)
+        self.core = self.catalogue.core(
+            self.catalogue.whole(), self.settings, SECRET_IDS.boundary, max_frame_bytes=self.max_frame_bytes
         )
         self.all_idle.set()
 
-    def tool_descriptions(self) -> list[mcp.ToolDescription]:
+    def tool_descriptions(self) -> Sequence[mcp.ToolDescription]:
         """The advertised tools, built once (by the warm-up, or by the first `tools/list`): the
         models and their JSON Schemas are not needed to answer `initialize`. Thread-safe."""
-        return self._catalogue.descriptions()
+        return self.catalogue.descriptions()
 
     # ---------------------------------------------------------------------------------------
     # warm-up

@@ -4,7 +4,9 @@ eras, the table of requests that get a JSON-RPC error, and a call."""
 from __future__ import annotations
 
 import functools
+import itertools
 import json
+from collections.abc import Callable
 from typing import Any, Final
 
 from mcp_suite.problems import (
@@ -16,6 +18,7 @@ from mcp_suite.problems import (
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from mcp_suite.protocol import core
+from mcp_suite.protocol.catalogue import Ids
 from mcp_suite.protocol.mcp import ResourceDescription, ToolDescription
 from tests.support.wire import check_line
 
@@ -30,9 +33,26 @@ TOOLS: Final = [
 ]
 
 
+SCHEMA: Final = ResourceDescription(
+    uri=SCHEMA_URI, name="schema", title="Schema", description="The schema.", mime_type="application/json"
+)
+
+
+def counter() -> Callable[[], int]:
+    """1, 2, 3...: the random bits of a table test, which then asserts whole answers."""
+    return itertools.count(1).__next__
+
+
+def counting_ids() -> Ids:
+    """The random values of a table test: boundaries 1, 2, 3... (39 digits each), and session ids
+    `session-0…01`, `session-0…02`... (43 characters, the form of the server's)."""
+    sessions = itertools.count(1)
+    return Ids(boundary=counter(), session_id=lambda: f"session-{next(sessions):035d}")
+
+
 def make_core(*, resources: bool = True, per_caller_lists: bool = False) -> core.SessionCore:
     """A core of the two test tools; without `per_caller_lists` it is built with the core's own
-    default, as the stdio transport builds it."""
+    default, as the stdio transport builds it. Its boundaries count 1, 2, 3..."""
     build = functools.partial(
         core.SessionCore,
         server_name="mcp-suite",
@@ -40,22 +60,13 @@ def make_core(*, resources: bool = True, per_caller_lists: bool = False) -> core
         tool_names=[tool.name for tool in TOOLS],
         tools=lambda: TOOLS,
         instructions="Use echo, then sleep.",
-        resources=[
-            ResourceDescription(
-                uri=SCHEMA_URI,
-                name="schema",
-                title="Schema",
-                description="The schema.",
-                mime_type="application/json",
-            )
-        ]
-        if resources
-        else [],
+        resources=[SCHEMA] if resources else [],
         max_frame_bytes=1_048_576,
         max_json_depth=64,
         arg_max_depth=8,
         arg_max_items=1_000,
         call_deadline_s=30,
+        draw_boundary=counter(),
     )
     return build(per_caller_lists=True) if per_caller_lists else build()
 

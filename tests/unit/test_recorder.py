@@ -22,6 +22,7 @@ from mcp_suite.protocol.core import SERVED_METHODS, Answer, SessionCore
 from mcp_suite.runtime.recorder import Asker, Recorder
 from mcp_suite.settings import Settings
 from mcp_suite.tools.registry import open_registry
+from tests.support.session_core import counter
 from tests.support.telemetry import InMemory, in_memory_telemetry
 
 REPO: Final = Path(__file__).resolve().parents[2]
@@ -93,6 +94,7 @@ def _core() -> SessionCore:
         arg_max_depth=8,
         arg_max_items=64,
         call_deadline_s=10.0,
+        draw_boundary=counter(),
     )
 
 

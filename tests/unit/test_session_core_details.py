@@ -35,6 +35,7 @@ from tests.support.session_core import (
     PV,
     SCHEMA_URI,
     answer_of,
+    counter,
     initialized,
     line,
     make_core,
@@ -139,6 +140,7 @@ def _core(deadline_s: float = 30, *, max_json_depth: int = 64) -> core.SessionCo
         arg_max_depth=8,
         arg_max_items=100,
         call_deadline_s=deadline_s,
+        draw_boundary=counter(),
     )
     _answer(session, line("initialize", {"protocolVersion": "2025-11-25"}))
     return session
@@ -600,6 +602,7 @@ def test_a_resource_not_listed_to_a_caller_is_still_read_through_a_call() -> Non
         arg_max_depth=8,
         arg_max_items=100,
         call_deadline_s=30,
+        draw_boundary=counter(),
     )
     listed = answer_of(session.receive(modern("resources/list")))["result"]["resources"]
     assert [r["uri"] for r in listed] == ["notes://x"]

@@ -15,7 +15,7 @@ from mcp_suite.problems import AccessDeniedError
 from mcp_suite.protocol import core
 from mcp_suite.protocol.jsonrpc import compact_json, encode_tool_success
 from mcp_suite.protocol.untrusted import BOUNDARY_BITS, FIELD, FRAMED, INSTRUCTIONS, declare, new_boundary
-from mcp_suite.runtime.calls import ToolCatalogue
+from mcp_suite.runtime.calls import SECRET_IDS, catalogue_of
 from mcp_suite.settings import SecretStr, Settings
 from mcp_suite.tools.registry import open_registry
 from mcp_suite.tools.text import count_invisible, counted, lines_holding, listed
@@ -68,13 +68,18 @@ def test_a_tool_that_read_nothing_and_a_refusal_carry_no_frame() -> None:
     assert "untrusted-data" not in block["text"]
 
 
-def test_every_answer_draws_a_fresh_boundary() -> None:
-    seen = set()
-    for _ in range(50):
-        result = _answer(core.ToolSucceeded(b'{"rows":[]}', untrusted=True))
-        boundary, _ = check_framed(result)
-        seen.add(boundary)
-    assert len(seen) == 50
+def test_every_answer_draws_a_fresh_boundary_and_the_server_draws_them_from_secrets() -> None:
+    session = initialized()  # its draws count 1, 2, 3...
+    seen = []
+    for request_id in range(1, 51):
+        started = _start(session, line("tools/call", CALL, request_id))
+        answer = session.call_finished(started.key, core.ToolSucceeded(b'{"rows":[]}', untrusted=True))
+        boundary, _ = check_framed(answer_of(answer)["result"])
+        seen.append(boundary)
+    assert seen == [f"{n:039d}" for n in range(1, 51)]
+    # The server's draws: 128 bits from the CSPRNG, never the same twice.
+    assert len({SECRET_IDS.boundary() for _ in range(50)}) == 50
+    assert all(0 <= SECRET_IDS.boundary() < 2**BOUNDARY_BITS for _ in range(50))
 
 
 def test_a_boundary_the_body_holds_is_drawn_again() -> None:
@@ -141,7 +146,7 @@ def test_every_tool_that_returns_what_it_read_is_framed_and_declares_it_and_no_o
         framed = {name for name, tool in registry.tools.items() if tool.untrusted}
         declared = {
             tool.name
-            for tool in ToolCatalogue(registry).descriptions()
+            for tool in catalogue_of(registry).descriptions()
             if FIELD in tool.output_schema["properties"]
         }
         instructions = registry.instructions

@@ -1,8 +1,11 @@
 """A backend that outlives its call keeps counting against the server's connections (issue 51;
-docs/tools/read_only_sql.md, "What still stops late" and "The connection arithmetic").
+docs/tools/read_only_sql.md, "Work that cannot be stopped" and "The connection arithmetic").
 
 `@>` between two large arrays is quadratic and PostgreSQL does not look at the statement timeout
-inside it, so the backend runs on long after the call's deadline has answered the caller. Were its
+inside it, so the backend runs on long after the call's deadline has answered the caller. Over
+arrays the query builds it is refused by default; these servers allow it
+(MCP_SQL_ALLOW_UNINTERRUPTIBLE, as an operator may), as they would XML: the arithmetic must hold
+for whatever work an operator lets run. Were its
 connection dropped then, the pool would open another beside it, and a handful of such calls would
 fill the role's CONNECTION LIMIT and refuse every other call. Through the real server (stdio) with a
 pool of 2: the login role's backends, sampled while the stuck ones run, never pass the pool plus the
@@ -44,6 +47,7 @@ STUCK = (
 )
 ENV = {
     "MCP_METRICS_ENABLED": "false",
+    "MCP_SQL_ALLOW_UNINTERRUPTIBLE": "true",
     "MCP_SQL_POOL_MAX_SIZE": str(POOL),
     "MCP_SQL_POOL_MIN_SIZE": "1",
     "MCP_SQL_STATEMENT_TIMEOUT_MS": "500",

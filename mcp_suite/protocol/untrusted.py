@@ -77,7 +77,7 @@ def declare(schema: dict[str, Any]) -> dict[str, Any]:
     """An output schema (an object's) with the `untrusted_data` member declared.
 
     Declared, not listed as required, and without a description (docs/wire.md has it): the whole
-    tools/list is held to a byte budget (tests/unit/test_guidance.py), and every answer of a framed
+    tools/list is held to a byte budget (tests/unit/tools/test_guidance.py), and every answer of a framed
     tool carries it all the same (tests/support/wire.py checks each one)."""
     declared = dict(schema)
     declared["properties"] = {**schema.get("properties", {}), FIELD: {"type": "string"}}

@@ -34,7 +34,7 @@ _TYPO_DISTANCE: Final = 2
 # Another program's names inside a family of ours (the host folder a container mounts as
 # MCP_SAFE_DATA_DIR): foreign like any other program's, not misspellings. Only a name a family would
 # claim belongs here: a name outside the families and far from ours is foreign without a list
-# (tests/unit/test_settings_variables.py proves this holds exactly what the project's tooling needs).
+# (tests/unit/settings/test_settings_variables.py proves this holds exactly what the project's tooling needs).
 FOREIGN_IN_FAMILIES: Final = frozenset({"MCP_SAFE_DATA_HOST_DIR"})
 
 

@@ -32,7 +32,7 @@ __all__ = [
 # Default_Ignorable_Code_Point, from the Unicode Character Database's DerivedCoreProperties.txt
 # (Unicode 15.1): Other_Default_Ignorable_Code_Point + Cf + Variation_Selector, less White_Space,
 # U+FFF9..FFFB, U+13430..1343F and the prepended concatenation marks. `unicodedata` has no such
-# property; tests/unit/test_invisible_ranges.py pins these ranges against its categories.
+# property; tests/unit/tools/test_invisible_ranges.py pins these ranges against its categories.
 DEFAULT_IGNORABLE: Final[tuple[tuple[int, int], ...]] = (
     (0x00AD, 0x00AD),  # Cf  SOFT HYPHEN
     (0x034F, 0x034F),  # Mn  COMBINING GRAPHEME JOINER

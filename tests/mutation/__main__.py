@@ -31,7 +31,7 @@ EQUIVALENTS_DOC = REPO / "docs" / "mutation.md"
 
 # The guardrail modules, listed once: `only_mutate` of pyproject's [tool.mutmut] (mutmut reads it
 # there). The Makefile's 100 % branch-coverage floor reads it through `modules` below, and MODULES
-# must name the same modules (tests/unit/test_mutation_config.py).
+# must name the same modules (tests/unit/tooling/test_mutation_config.py).
 GUARDRAIL_MODULES: tuple[str, ...] = tuple(
     tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mutmut"]["only_mutate"]
 )
@@ -39,97 +39,103 @@ GUARDRAIL_MODULES: tuple[str, ...] = tuple(
 # module -> the tests that guard it (unit and property layers: fast enough to run per mutant)
 MODULES: dict[str, tuple[str, ...]] = {
     "mcp_suite/protocol/sanitize.py": (
-        "tests/unit/test_sanitizer.py",
-        "tests/unit/test_sanitizer_details.py",
+        "tests/unit/protocol/test_sanitizer.py",
+        "tests/unit/protocol/test_sanitizer_details.py",
         "tests/property/test_guard_props.py",
     ),
-    "mcp_suite/tools/sql/engine/denylist.py": ("tests/unit/test_sql_policy.py",),
+    "mcp_suite/tools/sql/engine/denylist.py": ("tests/unit/tools/sql/test_sql_policy.py",),
     "mcp_suite/runtime/limiter.py": (
         "tests/trio/test_limiter.py",
         "tests/regressions/test_limiter_queue_bounded.py",
     ),
     # who gets the next call slot or database thread: shares, turns, the fewest first, push-out
     "mcp_suite/turns.py": ("tests/trio/test_turns.py", "tests/trio/test_limiter.py"),
-    "mcp_suite/tools/files/policy.py": ("tests/unit/test_fs_policy.py",),
+    "mcp_suite/tools/files/policy.py": ("tests/unit/tools/files/test_fs_policy.py",),
     # the PostgreSQL tests of the guard (tests/pg/test_sql_definers.py) are too slow to run per mutant
-    "mcp_suite/tools/sql/engine/definers.py": ("tests/unit/test_definers_unit.py",),
-    "mcp_suite/protocol/framing.py": ("tests/unit/test_framing.py", "tests/property/test_framing_props.py"),
+    "mcp_suite/tools/sql/engine/definers.py": ("tests/unit/tools/sql/test_definers_unit.py",),
+    "mcp_suite/protocol/framing.py": (
+        "tests/unit/protocol/test_framing.py",
+        "tests/property/test_framing_props.py",
+    ),
     "mcp_suite/protocol/jsonrpc.py": (
-        "tests/unit/test_jsonrpc_guard.py",
-        "tests/unit/test_jsonrpc_details.py",
+        "tests/unit/protocol/test_jsonrpc_guard.py",
+        "tests/unit/protocol/test_jsonrpc_details.py",
         "tests/property/test_wire_props.py",
         "tests/property/test_guard_props.py",
-        "tests/unit/test_untrusted_frame.py",
+        "tests/unit/protocol/test_untrusted_frame.py",
     ),
     # the canary property (tests/property/test_fs_property.py) is too slow to run per mutant
     "mcp_suite/tools/files/fdwalk.py": (
-        "tests/unit/test_fdwalk_faults.py",
-        "tests/unit/test_fs_attacks.py",
-        "tests/unit/test_fs_race.py",
-        "tests/unit/test_fs_list.py",
-        "tests/unit/test_fdwalk_edges.py",
+        "tests/unit/tools/files/test_fdwalk_faults.py",
+        "tests/unit/tools/files/test_fs_attacks.py",
+        "tests/unit/tools/files/test_fs_race.py",
+        "tests/unit/tools/files/test_fs_list.py",
+        "tests/unit/tools/files/test_fdwalk_edges.py",
     ),
     "mcp_suite/tools/sql/engine/policy/rewrite.py": (
-        "tests/unit/test_sql_policy.py",
-        "tests/unit/test_sql_policy_corpus.py",
-        "tests/unit/test_sql_rewrite.py",
+        "tests/unit/tools/sql/test_sql_policy.py",
+        "tests/unit/tools/sql/test_sql_policy_corpus.py",
+        "tests/unit/tools/sql/test_sql_rewrite.py",
     ),
     "mcp_suite/protocol/core.py": (
-        "tests/unit/test_session_core.py",
-        "tests/unit/test_session_core_details.py",
-        "tests/unit/test_untrusted_frame.py",
+        "tests/unit/protocol/test_session_core.py",
+        "tests/unit/protocol/test_session_core_details.py",
+        "tests/unit/protocol/test_untrusted_frame.py",
     ),
     "mcp_suite/tools/sql/engine/policy/refusals.py": (
-        "tests/unit/test_sql_refusal_details.py",
-        "tests/unit/test_sql_policy.py",
-        "tests/unit/test_sql_policy_corpus.py",
-        "tests/unit/test_sql_rewrite.py",
+        "tests/unit/tools/sql/test_sql_refusal_details.py",
+        "tests/unit/tools/sql/test_sql_policy.py",
+        "tests/unit/tools/sql/test_sql_policy_corpus.py",
+        "tests/unit/tools/sql/test_sql_rewrite.py",
         "tests/property/test_sql_policy_properties.py",
     ),
     "mcp_suite/tools/sql/engine/policy/__init__.py": (
-        "tests/unit/test_sql_pipeline.py",
-        "tests/unit/test_sql_refusal_details.py",
-        "tests/unit/test_sql_policy.py",
-        "tests/unit/test_sql_policy_corpus.py",
-        "tests/unit/test_sql_rewrite.py",
+        "tests/unit/tools/sql/test_sql_pipeline.py",
+        "tests/unit/tools/sql/test_sql_refusal_details.py",
+        "tests/unit/tools/sql/test_sql_policy.py",
+        "tests/unit/tools/sql/test_sql_policy_corpus.py",
+        "tests/unit/tools/sql/test_sql_rewrite.py",
         "tests/property/test_sql_policy_properties.py",
     ),
     "mcp_suite/tools/sql/engine/policy/postgres_walk.py": (
-        "tests/unit/test_sql_postgres_walk.py",
-        "tests/unit/test_sql_refusal_details.py",
-        "tests/unit/test_sql_policy.py",
-        "tests/unit/test_sql_policy_corpus.py",
-        "tests/unit/test_sql_rewrite.py",
+        "tests/unit/tools/sql/test_sql_postgres_walk.py",
+        "tests/unit/tools/sql/test_sql_refusal_details.py",
+        "tests/unit/tools/sql/test_sql_policy.py",
+        "tests/unit/tools/sql/test_sql_policy_corpus.py",
+        "tests/unit/tools/sql/test_sql_rewrite.py",
         "tests/property/test_sql_policy_properties.py",
     ),
     "mcp_suite/tools/sql/engine/policy/catalogue.py": (
-        "tests/unit/test_sql_catalogue.py",
-        "tests/unit/test_sql_policy_corpus.py",
+        "tests/unit/tools/sql/test_sql_catalogue.py",
+        "tests/unit/tools/sql/test_sql_policy_corpus.py",
     ),
     "mcp_suite/tools/sql/engine/policy/sqlglot_walk.py": (
-        "tests/unit/test_sql_sqlglot_walk.py",
-        "tests/unit/test_sql_refusal_details.py",
-        "tests/unit/test_sql_pipeline.py",
-        "tests/unit/test_sql_policy.py",
-        "tests/unit/test_sql_policy_corpus.py",
-        "tests/unit/test_sql_rewrite.py",
+        "tests/unit/tools/sql/test_sql_sqlglot_walk.py",
+        "tests/unit/tools/sql/test_sql_refusal_details.py",
+        "tests/unit/tools/sql/test_sql_pipeline.py",
+        "tests/unit/tools/sql/test_sql_policy.py",
+        "tests/unit/tools/sql/test_sql_policy_corpus.py",
+        "tests/unit/tools/sql/test_sql_rewrite.py",
         "tests/property/test_sql_policy_properties.py",
     ),
     # who may call what over HTTP: the claims of a verified token and the scope each tool needs
     "mcp_suite/protocol/authz.py": (
-        "tests/unit/test_http_rules.py",
+        "tests/unit/protocol/test_http_rules.py",
         "tests/trio/test_http_keys.py",
-        "tests/unit/test_authz_sources.py",
+        "tests/unit/tools/sql/test_authz_sources.py",
     ),
     # the signature behind those claims: the issuer's key set, its bounds and refreshes, kept tokens
-    "mcp_suite/runtime/http_auth.py": ("tests/trio/test_http_keys.py", "tests/unit/test_http_jwks.py"),
+    "mcp_suite/runtime/http_auth.py": (
+        "tests/trio/test_http_keys.py",
+        "tests/unit/runtime/test_http_jwks.py",
+    ),
     # every HTTP decision: statuses, sessions and their quotas, the scope check and its wording
-    "mcp_suite/protocol/exchange.py": ("tests/unit/test_http_exchange.py",),
+    "mcp_suite/protocol/exchange.py": ("tests/unit/protocol/test_http_exchange.py",),
     # what a query may name: PostgreSQL's functions and types, and (on the role's catalogue) the others
-    "mcp_suite/tools/sql/engine/policy/allowlist.py": ("tests/unit/test_sql_allowlist.py",),
-    "mcp_suite/tools/sql/engine/names.py": ("tests/unit/test_sql_allowlist.py",),
+    "mcp_suite/tools/sql/engine/policy/allowlist.py": ("tests/unit/tools/sql/test_sql_allowlist.py",),
+    "mcp_suite/tools/sql/engine/names.py": ("tests/unit/tools/sql/test_sql_allowlist.py",),
     # what a query builds and hands to work PostgreSQL does not interrupt (issue 51)
-    "mcp_suite/tools/sql/engine/policy/built.py": ("tests/unit/test_sql_built_operands.py",),
+    "mcp_suite/tools/sql/engine/policy/built.py": ("tests/unit/tools/sql/test_sql_built_operands.py",),
 }
 
 
@@ -150,35 +156,35 @@ HAND_CHECKS = (
         "mcp_suite/tools/files/fdwalk.py",
         " | os.O_NOFOLLOW",
         "",
-        ("tests/unit/test_fs_attacks.py", "tests/unit/test_fs_race.py"),
+        ("tests/unit/tools/files/test_fs_attacks.py", "tests/unit/tools/files/test_fs_race.py"),
     ),
     HandCheck(
         "let the outer LIMIT pass ten times max_rows",
         "mcp_suite/tools/sql/engine/policy/__init__.py",
         "    cap = max_rows + 1\n",
         "    cap = 10 * (max_rows + 1)\n",
-        ("tests/unit/test_sql_policy.py",),
+        ("tests/unit/tools/sql/test_sql_policy.py",),
     ),
     HandCheck(
         "let every function PostgreSQL ships through the allow-list",
         "mcp_suite/tools/sql/engine/policy/allowlist.py",
         '    if verdict == "allow" or (allow_catalogue and why in LIFTED_BY_CATALOGUE):',
         "    if True:",
-        ("tests/unit/test_sql_allowlist.py",),
+        ("tests/unit/tools/sql/test_sql_allowlist.py",),
     ),
     HandCheck(
         "let every denied function through",
         "mcp_suite/tools/sql/engine/denylist.py",
         "    return reason_by_name(normalize_function_name(name), DENIED_FUNCTIONS, DENIED_PREFIXES)",
         "    return None",
-        ("tests/unit/test_sql_policy.py", "tests/unit/test_sql_policy_corpus.py"),
+        ("tests/unit/tools/sql/test_sql_policy.py", "tests/unit/tools/sql/test_sql_policy_corpus.py"),
     ),
     HandCheck(
         "let every catalogue read through",
         "mcp_suite/tools/sql/engine/policy/catalogue.py",
         "    for schema, name in sorted(relations):",
         "    return\n    for schema, name in sorted(relations):",
-        ("tests/unit/test_sql_catalogue.py", "tests/unit/test_sql_policy_corpus.py"),
+        ("tests/unit/tools/sql/test_sql_catalogue.py", "tests/unit/tools/sql/test_sql_policy_corpus.py"),
     ),
     HandCheck(
         "skip the start-up role audit",
@@ -213,7 +219,7 @@ HAND_CHECKS = (
         "mcp_suite/protocol/untrusted.py",
         "        if boundary not in body:\n",
         "        if True:\n",
-        ("tests/unit/test_untrusted_frame.py",),
+        ("tests/unit/protocol/test_untrusted_frame.py",),
     ),
     HandCheck(
         "let calls through while a re-audit refuses the role",

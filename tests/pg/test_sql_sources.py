@@ -2,7 +2,7 @@
 18 (`demo`) and Debian's 15 (`legacy`), named in one configuration file. A query goes to each; the
 tools and the instructions name both; a source made unsafe after start-up is refused alone while
 the other serves, and serves again once a re-audit passes; a source that is down is unavailable
-alone. The file's own errors stop the server with exit 78 (tests/unit/test_sources.py names each).
+alone. The file's own errors stop the server with exit 78 (tests/unit/tools/sql/test_sources.py names each).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ A family is a package `mcp_suite/tools/<family>/` with an `opener.py`; its `__in
 family's `SCOPE`; each of its tools is a face `mcp_suite/tools/<family>/<tool>/tool.py` declaring its
 `TOOL_NAME` (docs/architecture.md, "Adding a tool"). Everything here is read from the files (`ast`,
 no import), so the checks run as well on a copy of the tree with a new tool in it
-(tests/unit/test_adding_a_tool.py) as on this one (tests/unit/test_tool_convention.py, which also
-shows the registry serving exactly these tools with these scopes).
+(tests/unit/tooling/test_adding_a_tool.py) as on this one (tests/unit/tooling/test_tool_convention.py,
+which also shows the registry serving exactly these tools with these scopes).
 
 Each `check_*` returns the problems it found, one sentence each, saying what to edit: empty when the
 list agrees with the tools.

@@ -1,6 +1,6 @@
 """Everyday analytic queries (issue 40, item 4) and the data they read, shared by the PostgreSQL
 comparison (tests/pg/test_sql_corpus.py) and the policy's twin without a database
-(tests/unit/test_sql_corpus_policy.py).
+(tests/unit/tools/sql/test_sql_corpus_policy.py).
 
 The data: schema `corpus` (customers, categories, products, orders, order_items, events), made by the
 superuser with deterministic rows, and the contrib extensions the queries use, installed in `public`

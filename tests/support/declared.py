@@ -1,5 +1,5 @@
 """What the installed package imports, and whether its metadata declares it (the wheel ships what it
-declares). Shared by the static check (tests/unit/test_declared_imports.py, every module of the
+declares). Shared by the static check (tests/unit/tooling/test_declared_imports.py, every module of the
 checkout) and the wheel test (tests/packaging/test_wheel_venv.py, a clean venv)."""
 
 from __future__ import annotations

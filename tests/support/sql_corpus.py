@@ -1,5 +1,5 @@
 """The SQL policy's corpus and its independent safety oracle, shared by the unit, property and
-PostgreSQL tests (tests/unit/test_sql_policy_corpus.py, tests/property/, tests/pg/).
+PostgreSQL tests (tests/unit/tools/sql/test_sql_policy_corpus.py, tests/property/, tests/pg/).
 
 Every case is labelled allow/reject with the reason. Queries read only `docs.pages` (the one table
 `mcp_reader` may SELECT). `assert_safe` checks an accepted query's executed form with pglast's own AST

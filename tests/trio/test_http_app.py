@@ -2,7 +2,8 @@
 issuer's JWKS on loopback, real sockets. Only what sockets show: tokens verified against a real key
 set, bodies and headers as hypercorn reads them (streamed past the cap, too slow, idle connections),
 disconnects, call slots and cancellation, the SDKs' clients, the 500 with its incident id. Every
-decision the exchange takes alone is asserted as a whole reply in tests/unit/test_http_exchange.py."""
+decision the exchange takes alone is asserted as a whole reply in
+tests/unit/protocol/test_http_exchange.py."""
 
 from __future__ import annotations
 

@@ -109,7 +109,7 @@ class ExplainSqlResult(StrictModel):
     """The plan PostgreSQL chose, and with analyze what running it took."""
 
     # The four `*_ms` and `actual_rows` come with analyze only (the description above says so once:
-    # the whole tools/list is held to a byte budget, tests/unit/test_guidance.py).
+    # the whole tools/list is held to a byte budget, tests/unit/tools/test_guidance.py).
 
     plan: Annotated[dict[str, Any], Field(description="EXPLAIN (FORMAT JSON)'s top plan node")]
     total_cost: float

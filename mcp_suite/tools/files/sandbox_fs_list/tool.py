@@ -40,7 +40,7 @@ __all__ = [
 # {"path":...,"entries":[],"truncated":false}, with room to spare.
 _ENVELOPE_BYTES: Final = 64
 # Room the cap keeps for a truncated listing's hint (`listing_hint` as JSON, at most this long:
-# tests/unit/test_fs_list_size.py).
+# tests/unit/tools/files/test_fs_list_size.py).
 HINT_BYTES: Final = 220
 
 TOOL_NAME: Final = "sandbox_fs_list"

@@ -83,7 +83,7 @@ class QueryResult:
 _BATCH: Final = 8
 
 # Room the byte cap keeps for a truncated result's hint (`read_only_sql.tool.truncation_hint`,
-# ASCII, at most this long with the largest figures: tests/unit/test_sql_truncation_hint.py).
+# ASCII, at most this long with the largest figures: tests/unit/tools/sql/test_sql_truncation_hint.py).
 HINT_BYTES: Final = 320
 
 

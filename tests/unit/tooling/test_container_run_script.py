@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-RUN_SCRIPT = Path(__file__).resolve().parents[2] / "containers" / "run.sh"
+RUN_SCRIPT = Path(__file__).resolve().parents[3] / "containers" / "run.sh"
 
 # A stand-in `docker` whose daemon is down: `info` fails with Docker's own banner, and any other
 # command is recorded (none may run).

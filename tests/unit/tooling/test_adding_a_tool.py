@@ -36,7 +36,7 @@ COPIED = (
 )
 
 INIT = '''\
-"""The clock family: `clock_time` (a throwaway tool of tests/unit/test_adding_a_tool.py)."""
+"""The clock family: `clock_time` (a throwaway tool of tests/unit/tooling/test_adding_a_tool.py)."""
 
 from __future__ import annotations
 

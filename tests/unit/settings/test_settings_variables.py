@@ -21,7 +21,7 @@ from mcp_suite.settings import (
 )
 from tests.support.tooling_variables import DOCUMENTED_TOOLING_NAMES, TOOLING_NAMES
 
-CONFIGURATION = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+CONFIGURATION = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"
 # Fields the environment does not set: the channels' sizes (the wire contract's limits are constants
 # of `settings.limits`, not fields).
 NOT_FROM_THE_ENVIRONMENT = {"inbound_channel_size", "outbound_channel_size"}

@@ -8,7 +8,7 @@ from mcp_suite.tools.files import fdwalk
 from mcp_suite.tools.files.models import SandboxFsReadArgs
 from mcp_suite.tools.files.sandbox_fs_read.tool import read_sync
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "safe_data"
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "safe_data"
 
 
 def test_every_example_file_reads_as_text() -> None:

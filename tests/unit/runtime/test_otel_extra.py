@@ -12,7 +12,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 # import name (the longest prefix that matches) -> distribution
 DISTRIBUTIONS = {
     "opentelemetry": "opentelemetry-api",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mcp_suite.tools.sql.engine.executor import Executor
 
-PACKAGE = Path(__file__).resolve().parents[2] / "mcp_suite"
+PACKAGE = Path(__file__).resolve().parents[4] / "mcp_suite"
 POLICY = PACKAGE / "tools" / "sql" / "engine" / "policy" / "__init__.py"
 
 

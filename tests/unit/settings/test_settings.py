@@ -105,7 +105,7 @@ def test_the_audit_dsn_is_a_secret_like_the_dsn() -> None:
 
 
 def test_every_variable_is_documented() -> None:
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "configuration.md").read_text()
     missing = [name for name in ENV_VARIABLES if name not in doc]
     assert missing == []  # the tooling's own names: test_settings_variables.py
 

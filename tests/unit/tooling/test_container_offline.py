@@ -16,7 +16,7 @@ from types import ModuleType
 import pytest
 import yaml  # type: ignore[import-untyped]  # PyYAML ships no stubs; only a cross-check here
 
-CONTAINERS = Path(__file__).resolve().parents[2] / "containers"
+CONTAINERS = Path(__file__).resolve().parents[3] / "containers"
 
 
 def _load_checker() -> ModuleType:

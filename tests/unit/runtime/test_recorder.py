@@ -25,7 +25,7 @@ from mcp_suite.tools.registry import open_registry
 from tests.support.session_core import counter
 from tests.support.telemetry import InMemory, in_memory_telemetry
 
-REPO: Final = Path(__file__).resolve().parents[2]
+REPO: Final = Path(__file__).resolve().parents[3]
 # Every request method a client may send in the MCP revisions this server knows (2024-11-05 to
 # 2026-07-28), whether it serves it or not.
 SPEC_METHODS: Final = (

@@ -9,7 +9,7 @@ import re
 import subprocess
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCRIPT = REPO / ".ci" / "as-user"
 
 
@@ -26,7 +26,7 @@ def test_the_slice_names_existing_test_files_of_the_file_system_and_the_harness(
     assert named
     assert all((REPO / path).is_file() for path in named), named
     for layer in (
-        "tests/unit/test_fs_attacks.py",
+        "tests/unit/tools/files/test_fs_attacks.py",
         "tests/property/test_fs_property.py",
         "tests/pg/test_devdb.py",
     ):

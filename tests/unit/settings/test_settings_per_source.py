@@ -14,7 +14,7 @@ import pytest
 from mcp_suite.settings import SOURCE_KEYS, Settings, SettingsError, variable_of
 from mcp_suite.tools.sql.sources import load_sources
 
-CONFIGURATION = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+CONFIGURATION = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"
 A = "[[sources]]\nname='a'\ndescription='d'\ndsn='dbname=a'\n"
 # The keys of a source that are its own, not a setting's.
 SOURCE_OWN_KEYS = {"name", "description", "dsn", "password_file", "password_env", "identity"}

@@ -20,6 +20,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import SourceState, StartupRefusedError, StartupUnavailableError, Toolset
+from mcp_suite.tools.sql.curated import faces as curated_faces
 from mcp_suite.tools.sql.engine.engine import SqlEngine, open_engine
 from mcp_suite.tools.sql.engine.naming import log_prefix, schema_uri
 from mcp_suite.tools.sql.engine.role_audit.reaudit import AuditGate
@@ -88,7 +89,20 @@ def open_sql(
             if engine is not None:
                 stack.callback(engine.close)
                 engines[source.name] = engine
-        router = SqlSources(engines, refused, named=named, order=tuple(s.name for s in sources))
+        router = SqlSources(
+            engines,
+            refused,
+            named=named,
+            order=tuple(s.name for s in sources),
+            curated_only=frozenset(s.name for s in sources if not s.free_sql),
+        )
+        # Curated tools (issue 55): each judged now, as free SQL is, or refused with its name.
+        curated, judgments = curated_faces.specs(
+            tuple(tool for source in sources for tool in source.tools), router, verified=not stdio
+        )
+        for name, judged in judgments.items():
+            if name in engines:
+                curated_faces.judge_at_start(engines[name], judged)
         described = {source.name: source.description for source in sources}
         if named:
             log.info("read_only_sql: sources at start-up: %s", summary(router.states()))
@@ -97,6 +111,7 @@ def open_sql(
                 schema_tool.spec(router),
                 read_tool.spec(router),
                 explain_tool.spec(router, guard_hidden_rows=guard_hidden_rows),
+                *curated,
             ),
             resources=tuple(
                 schema_tool.resource(

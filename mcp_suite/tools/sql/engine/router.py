@@ -18,6 +18,7 @@ from mcp_suite.problems import (
     DatabaseUnavailableError,
     InvalidArgumentsError,
     ProblemError,
+    QueryViolationError,
     RoleRefusedError,
     RoleUnauditedError,
 )
@@ -44,8 +45,11 @@ class SqlSources:
         *,
         named: bool,
         order: tuple[str, ...] | None = None,
+        curated_only: frozenset[str] = frozenset(),
     ) -> None:
         self._engines = dict(engines)
+        # Sources that serve their curated tools only (`free_sql = false`): free SQL refuses them.
+        self._curated_only = curated_only
         self._refused = dict(refused)
         self.named = named  # the tools take `source` (a configuration file), or serve `default` alone
         self.names: tuple[str, ...] = order or (*self._engines, *self._refused)
@@ -78,6 +82,18 @@ class SqlSources:
                 metadata={"source": name, "retryable": False},
             )
         return name, self._engines[name]  # the arguments model admits configured names only
+
+    def pick_free(self, name: str | None) -> tuple[str, SqlEngine]:
+        """As `pick`, for free SQL (`read_only_sql`, `explain_sql`): a source that serves its
+        curated tools only is refused (`QueryViolationError`, a refusal by its rule)."""
+        picked = self.pick(name)
+        if picked[0] in self._curated_only:
+            raise QueryViolationError(
+                f"The source {picked[0]!r} serves its curated tools only: free SQL is off for it "
+                "(its operator reviewed the questions it answers). Use one of its tools.",
+                metadata={"source": picked[0], "rule": "curated-only", "retryable": False},
+            )
+        return picked
 
     def states(self) -> list[SourceState]:
         """Each source's state in the configured order; one not served since its start is neither

@@ -195,7 +195,10 @@ def test_a_statement_the_audit_refuses_stops_the_server_at_start_up_naming_the_t
         '[[sources.tools.parameters]]\nname = "value"\ntype = "text"\n'
     )
     config = tmp_path / "sources.toml"
-    config.write_text(_source(demo_cluster, tools=tool))
+    # The operator accepted the definer function for free SQL (the role audit passes): a curated
+    # statement is held to more, and may reach none.
+    accepted = f'accept_definer_functions = ["{DEFINER}"]'
+    config.write_text(_source(demo_cluster, extra=accepted, tools=tool))
     with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
         admin.execute(
             f"CREATE OR REPLACE FUNCTION {DEFINER}(text) RETURNS int LANGUAGE sql SECURITY DEFINER "

@@ -33,6 +33,7 @@ from mcp_suite.problems import (
 from mcp_suite.protocol.mcp import EncodedResult
 from mcp_suite.tools.base import StartupRefusedError, ToolSpec
 from mcp_suite.tools.sql.curated.policy import CuratedTool, bound_values, input_schema, judged_text
+from mcp_suite.tools.sql.engine.definers import DefinerGuard
 from mcp_suite.tools.sql.engine.identity import CallRole
 from mcp_suite.tools.sql.engine.pipeline import Bound
 from mcp_suite.tools.sql.engine.ticket import CallTicket
@@ -66,8 +67,10 @@ class Judgment:
     """One tool's verdict: made at start-up, or by its first call when the database did not answer
     then. Thread-safe (the verdict is made once, under a lock)."""
 
-    def __init__(self, tool: CuratedTool) -> None:
+    def __init__(self, tool: CuratedTool, definers: DefinerGuard) -> None:
         self.tool = tool
+        # The source's guard for curated statements: no SECURITY DEFINER function, accepted or not.
+        self.definers = definers
         self._judged: Judged | None = None
         self._lock = threading.Lock()
 
@@ -76,7 +79,7 @@ class Judgment:
         or the database's problem (`DatabaseUnavailableError`) when it cannot be judged now."""
         with self._lock:
             if self._judged is None:
-                self._judged = judge(engine, self.tool, ticket)
+                self._judged = judge(engine, self.tool, self.definers)
             return self._judged
 
 
@@ -87,7 +90,7 @@ def _roles(engine: SqlEngine) -> list[CallRole | None]:
     return [CallRole(role, "{}", _AUDIT_NAME) for role in engine.roles]
 
 
-def judge(engine: SqlEngine, tool: CuratedTool, ticket: CallTicket) -> Judged:
+def judge(engine: SqlEngine, tool: CuratedTool, definers: DefinerGuard) -> Judged:
     """Judge `tool` as free SQL is judged, on `engine`; blocking. Raises `JudgmentRefusedError`
     naming the tool and the reason, or `DatabaseUnavailableError` when the database did not answer."""
     name = f"the curated tool {tool.served_name} (source {tool.source!r})"
@@ -115,6 +118,7 @@ def judge(engine: SqlEngine, tool: CuratedTool, ticket: CallTicket) -> Judged:
                 ticket=CallTicket(cancel_timeout_s=engine.settings.sql_cancel_grace_s),
                 role=role,
                 explain="plan",
+                definers=definers,
             )
         except (DatabaseUnavailableError, RoleUnauditedError, RoleRefusedError):
             raise  # the source's own state, not the tool's: judged when the source serves
@@ -193,6 +197,7 @@ def spec(tool: CuratedTool, judgment: Judgment, sources: SqlSources) -> ToolSpec
                     max_bytes=tool.max_result_bytes,
                     ticket=ticket,
                     role=role,
+                    definers=judgment.definers,
                 )
             )
             outcome, rows = "ok", len(result.rows)
@@ -270,10 +275,15 @@ def specs(
     and each source's judgments to make at start-up."""
     served: list[ToolSpec] = []
     by_source: dict[str, list[Judgment]] = {}
+    guards: dict[str, DefinerGuard] = {}
     for tool in tools:
         if tool.bound and not verified:
             continue
-        judgment = Judgment(tool)
+        if tool.source not in guards:
+            engine = sources.engines.get(tool.source)
+            cache_s = engine.settings.sql_function_cache_s if engine is not None else 60.0
+            guards[tool.source] = DefinerGuard(cache_s=cache_s)
+        judgment = Judgment(tool, guards[tool.source])
         by_source.setdefault(tool.source, []).append(judgment)
         served.append(spec(tool, judgment, sources))
     return served, by_source

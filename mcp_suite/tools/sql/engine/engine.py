@@ -46,6 +46,7 @@ from mcp_suite.tools.sql.engine.ticket import CallTicket
 from mcp_suite.turns import Turns
 
 if TYPE_CHECKING:
+    from mcp_suite.tools.sql.engine.definers import DefinerGuard
     from mcp_suite.tools.sql.engine.executor import Executor, ExplainMode, QueryResult
     from mcp_suite.tools.sql.engine.pipeline import Bound
     from mcp_suite.tools.sql.engine.policy import QueryPolicy, VettedQuery
@@ -219,9 +220,11 @@ class SqlEngine:
         ticket: CallTicket,
         role: CallRole | None = None,
         explain: ExplainMode | None = None,
+        definers: DefinerGuard | None = None,
     ) -> QueryResult:
         """A curated statement vetted at start-up, with its bound values, in the read-only
-        transaction of `read_only_sql` (the same guards, role and limits); blocking."""
+        transaction of `read_only_sql` (the same guards, role and limits; `definers`, a guard of
+        its own); blocking."""
         with observe.stage("sql.database"):
             return self._database.get().run_vetted(
                 vetted,
@@ -231,6 +234,7 @@ class SqlEngine:
                 role=role,
                 values=values,
                 max_bytes=max_bytes,
+                definers=definers,
             )
 
     def parameter_types(self, statement: str, ticket: CallTicket, role: CallRole | None = None) -> list[int]:

@@ -260,6 +260,7 @@ class Executor:
         role: CallRole | None = None,
         values: Bound | None = None,
         max_bytes: int | None = None,
+        definers: DefinerGuard | None = None,
     ) -> QueryResult:
         """Run a query the policy vetted, after refusing it (`QueryViolationError`) when it names a
         SECURITY DEFINER function (`definers.DefinerGuard`), or a function or type outside
@@ -267,14 +268,15 @@ class Executor:
         With `role` (an identity map's), the transaction runs as that role (`_switch_role`), the
         name guard judges by that role's catalogue, and that role's audit gate is asked.
         `values`: a curated tool's bound values (their `sql` unused: the statement is `query.sql`),
-        sent apart from the text; `max_bytes`: its own byte limit, below the source's.
+        sent apart from the text; `max_bytes`: its own byte limit, below the source's; `definers`:
+        its guard, which accepts no SECURITY DEFINER function (the operator's acceptance is free SQL's).
         Blocking; otherwise as `run`."""
         ticket.started = True
         as_role = role.role if role is not None else None
 
         def work(conn: PinnedConnection) -> QueryResult:
             self._names.check_vetted(conn, query, role=as_role)
-            self._definers.check(conn, query.functions, query.operators)
+            (definers or self._definers).check(conn, query.functions, query.operators)
             return self._run_on(
                 conn,
                 query.sql,

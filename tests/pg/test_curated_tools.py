@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -212,3 +213,32 @@ def test_a_statement_the_audit_refuses_stops_the_server_at_start_up_naming_the_t
     assert done.returncode == 78, done.stderr[-2000:]
     assert "docs_risky" in done.stderr, done.stderr[-2000:]
     assert why in done.stderr, done.stderr[-2000:]
+
+
+async def test_values_reach_postgresql_as_bound_parameters_never_in_the_text(
+    demo_cluster: Cluster, tmp_path: Path
+) -> None:
+    config = tmp_path / "sources.toml"
+    config.write_text(_source(demo_cluster))
+    reader = conninfo_to_dict(demo_cluster.reader_dsn)["user"]
+    marker = "x' OR slug LIKE '%page%' --"
+    log = demo_cluster.base / "postgres.log"
+    with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
+        admin.execute(f'ALTER ROLE "{reader}" SET log_statement = \'all\''.encode())
+    try:
+        start = log.stat().st_size
+        with trio.fail_after(60):
+            async with open_session(settings=_settings(config), builtins=True, test_tools=False) as h:
+                await h.initialize()
+                answer = await _call(h, "docs_page", {"slug": marker})
+    finally:
+        with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
+            admin.execute(f'ALTER ROLE "{reader}" RESET log_statement'.encode())
+    assert answer["structuredContent"]["rows"] == []
+    written = log.read_bytes()[start:].decode(errors="replace")
+    entries = re.split(r"\n(?=\d{4}-\d{2}-\d{2} )", written)
+    declare = [e for e in entries if "DECLARE" in e and "docs.pages WHERE slug" in e]
+    assert declare, entries[-20:]
+    assert all("slug = $1" in e and marker not in e.split("DETAIL:")[0] for e in declare), declare
+    # PostgreSQL's own log names the value as parameter $1 of the statement, quoted as a value.
+    assert "$1 = 'x'' OR slug LIKE ''%page%'' --'" in written, written[-3000:]

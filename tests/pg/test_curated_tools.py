@@ -242,3 +242,58 @@ async def test_values_reach_postgresql_as_bound_parameters_never_in_the_text(
     assert all("slug = $1" in e and marker not in e.split("DETAIL:")[0] for e in declare), declare
     # PostgreSQL's own log names the value as parameter $1 of the statement, quoted as a value.
     assert "$1 = 'x'' OR slug LIKE ''%page%'' --'" in written, written[-3000:]
+
+
+FUNCTION = "docs.mcp_curated_twice"
+TWICE_TOOL = """
+[[sources.tools]]
+name = "twice"
+description = "A number, twice."
+statement = "SELECT docs.mcp_curated_twice($1) AS n"
+
+[[sources.tools.parameters]]
+name = "n"
+type = "integer"
+"""
+
+
+async def _until_error(h: Harness, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    while True:
+        result = await _call(h, tool, arguments)
+        if result["isError"]:
+            return result
+        await trio.sleep(0.2)
+
+
+async def test_a_function_turned_security_definer_after_start_up_stops_its_tool_alone_at_the_next_reaudit(
+    demo_cluster: Cluster, tmp_path: Path
+) -> None:
+    # Accepted for free SQL by the operator (so the role audit passes it), never for a curated tool.
+    extra = f'accept_definer_functions = ["{FUNCTION}"]\nreaudit_interval_s = 0.5'
+    config = tmp_path / "sources.toml"
+    config.write_text(_source(demo_cluster, extra=extra, tools=PAGES_TOOL + TWICE_TOOL))
+    with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
+        admin.execute(
+            f"CREATE OR REPLACE FUNCTION {FUNCTION}(int) RETURNS int LANGUAGE sql "
+            f"AS 'SELECT $1 * 2'; GRANT EXECUTE ON FUNCTION {FUNCTION}(int) TO PUBLIC".encode()
+        )
+    try:
+        with trio.fail_after(60):
+            async with open_session(settings=_settings(config), builtins=True, test_tools=False) as h:
+                await h.initialize()
+                before = await _call(h, "docs_twice", {"n": 21})
+                with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
+                    admin.execute(f"ALTER FUNCTION {FUNCTION}(int) SECURITY DEFINER".encode())
+                stopped = await _until_error(h, "docs_twice", {"n": 21})
+                free = await _call(h, "read_only_sql", {"sql": "SELECT 1 AS one", "source": "docs"})
+                other = await _call(h, "docs_page", {"slug": "page-01"})
+    finally:
+        with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
+            admin.execute(f"DROP FUNCTION IF EXISTS {FUNCTION}(int)".encode())
+    assert before["structuredContent"]["rows"] == [[42]]
+    problem = _problem(stopped)
+    assert problem["type"] == "urn:mcp-suite:problem:role-refused", problem
+    assert problem["metadata"]["tool"] == "docs_twice"
+    assert "docs_twice" in problem["detail"] and "SECURITY DEFINER" in problem["detail"]
+    assert free["isError"] is False and free["structuredContent"]["rows"] == [[1]]
+    assert other["isError"] is False and other["structuredContent"]["rows"] == [["page-01", "reference"]]

@@ -283,6 +283,8 @@ def specs(
             engine = sources.engines.get(tool.source)
             cache_s = engine.settings.sql_function_cache_s if engine is not None else 60.0
             guards[tool.source] = DefinerGuard(cache_s=cache_s)
+            if engine is not None:
+                engine.curated_guards.append(guards[tool.source])
         judgment = Judgment(tool, guards[tool.source])
         by_source.setdefault(tool.source, []).append(judgment)
         served.append(spec(tool, judgment, sources))

@@ -122,6 +122,9 @@ class SqlEngine:
         # verified caller holding at most its share (issue 52: one caller's slow queries must not
         # hold every thread another caller's quick one needs).
         self._threads = Turns(settings.sql_pool_max_size, settings.sql_threads_per_caller)
+        # Guards of the source's curated tools (issue 55), refreshed by each re-audit with the
+        # executor's, on its connection: a function turned SECURITY DEFINER stops such a tool there.
+        self.curated_guards: list[DefinerGuard] = []
 
     @property
     def dsn(self) -> str:
@@ -356,8 +359,20 @@ class SqlEngine:
             executor = database.get() if database.built else None  # never built here: off the warm-up
         except RuntimeError:  # the tool closed under an abandoned re-audit (shutdown)
             executor = None
-        refresh = executor.refresh_catalogue if executor is not None else None
-        verdict = audit_once(self.audit_link, self.settings, refresh=refresh, roles=self.roles)
+        guards = tuple(self.curated_guards)
+
+        def refresh(conn: psycopg.Connection[Any]) -> None:
+            if executor is not None:
+                executor.refresh_catalogue(conn)
+            for guard in guards:
+                guard.refresh(conn)
+
+        verdict = audit_once(
+            self.audit_link,
+            self.settings,
+            refresh=refresh if executor is not None or guards else None,
+            roles=self.roles,
+        )
         # For the readiness probe and the metrics: whether this audit's connection answered, and
         # whether an audit has completed since the start.
         self._reachable = not isinstance(verdict, NoVerdict)

@@ -79,7 +79,8 @@ def _settings(path: Path) -> Settings:
 
 async def _call(h: Harness, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     answer: dict[str, Any] = await h.response(await h.call(tool, arguments))
-    return answer["result"]
+    result: dict[str, Any] = answer["result"]
+    return result
 
 
 def _problem(result: dict[str, Any]) -> dict[str, Any]:
@@ -105,7 +106,11 @@ async def test_a_curated_tool_is_listed_with_its_declared_schema_and_answers_wit
     assert tool["inputSchema"] == {
         "type": "object",
         "properties": {
-            "section": {"type": "string", "description": "The section", "enum": ["guides", "reference", "changelog"]},
+            "section": {
+                "type": "string",
+                "description": "The section",
+                "enum": ["guides", "reference", "changelog"],
+            },
             "min_words": {"type": "integer", "minimum": 0, "maximum": 100000, "default": 0},
         },
         "additionalProperties": False,
@@ -167,7 +172,7 @@ async def test_a_curated_only_source_refuses_free_sql_and_serves_its_tools(
 
 def _serve(config: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MCP_CONFIG": str(config), "MCP_SQL_CONNECT_TIMEOUT_S": "2"}
-    return subprocess.run(  # noqa: S603  # our own server, no shell
+    return subprocess.run(  # our own server, no shell
         [sys.executable, "-m", "mcp_suite"],
         input="",
         capture_output=True,
@@ -224,7 +229,7 @@ async def test_values_reach_postgresql_as_bound_parameters_never_in_the_text(
     marker = "x' OR slug LIKE '%page%' --"
     log = demo_cluster.base / "postgres.log"
     with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
-        admin.execute(f'ALTER ROLE "{reader}" SET log_statement = \'all\''.encode())
+        admin.execute(f"ALTER ROLE \"{reader}\" SET log_statement = 'all'".encode())
     try:
         start = log.stat().st_size
         with trio.fail_after(60):
@@ -294,6 +299,9 @@ async def test_a_function_turned_security_definer_after_start_up_stops_its_tool_
     problem = _problem(stopped)
     assert problem["type"] == "urn:mcp-suite:problem:role-refused", problem
     assert problem["metadata"]["tool"] == "docs_twice"
-    assert "docs_twice" in problem["detail"] and "SECURITY DEFINER" in problem["detail"]
-    assert free["isError"] is False and free["structuredContent"]["rows"] == [[1]]
-    assert other["isError"] is False and other["structuredContent"]["rows"] == [["page-01", "reference"]]
+    assert "docs_twice" in problem["detail"]
+    assert "SECURITY DEFINER" in problem["detail"]
+    assert free["isError"] is False
+    assert free["structuredContent"]["rows"] == [[1]]
+    assert other["isError"] is False
+    assert other["structuredContent"]["rows"] == [["page-01", "reference"]]

@@ -102,4 +102,5 @@ async def test_two_people_calling_one_claim_bound_tool_each_see_only_their_own_r
     assert "me" in json.dumps(problem["invalid_params"])
     assert listed[TOOL].input_schema == {"type": "object", "properties": {}, "additionalProperties": False}
     assert TOOL not in unlisted  # a token without the tool's scope does not see it
-    assert TOOL in bo_listed and "read_only_sql" not in bo_listed  # its scope alone: the tool alone
+    assert TOOL in bo_listed
+    assert "read_only_sql" not in bo_listed

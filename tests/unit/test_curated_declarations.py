@@ -15,7 +15,10 @@ from mcp_suite.tools.sql.curated.policy import bound_values, input_schema, judge
 from mcp_suite.tools.sql.sources import load_sources
 
 ENV = {"PW": "secret"}
-SOURCE = "[[sources]]\nname = 'shop'\ndescription = 'The shop'\ndsn = 'host=/tmp dbname=shop user=r'\npassword_env = 'PW'\n"
+SOURCE = (
+    "[[sources]]\nname = 'shop'\ndescription = 'The shop'\n"
+    "dsn = 'host=/tmp dbname=shop user=r'\npassword_env = 'PW'\n"
+)
 GOOD = """
 [[sources.tools]]
 name = "orders"
@@ -47,7 +50,8 @@ def test_a_good_declaration_is_the_tool_it_says(tmp_path: Path) -> None:
     (source,) = _load(tmp_path, SOURCE + GOOD)
     (tool,) = source.tools
     assert tool.served_name == "shop_orders"
-    assert tool.max_rows == 10 and tool.scope == "sql:read:shop"
+    assert tool.max_rows == 10
+    assert tool.scope == "sql:read:shop"
     assert [p.name for p in tool.parameters] == ["customer", "status"]
     # PostgreSQL's scanner finds $1 and $2 only: not inside a string, a dollar quote or a comment.
     assert placeholders(tool.statement) == {1, 2}
@@ -73,7 +77,7 @@ def test_a_good_declaration_is_the_tool_it_says(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        (("statement = \"SELECT", "statement = \"SELECT $9,"), "its placeholders are $1, $2, $9"),
+        (('statement = "SELECT', 'statement = "SELECT $9,'), "its placeholders are $1, $2, $9"),
         (('type = "text"\nenum', 'type = "regclass"\nenum'), "parameter $2 (status): type: one of"),
         (('bind = "claim:customer_id"', 'bind = "claim:"'), "parameter $1 (customer): bind"),
         (('bind = "claim:customer_id"', 'bind = "sub"\ndefault = "x"'), "a bound parameter takes its value"),

@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from mcp_suite.dsn import dsn_problem
-from mcp_suite.tools.sql.curated.policy import CuratedTool, parse_tools
-from mcp_suite.tools.sql.engine.identity import SUBJECT_KEY_BYTES, IdentityMap, parse_identity
 from mcp_suite.settings import SOURCE_KEYS, SecretStr, Settings, SettingsError
 from mcp_suite.settings.file import read_file, source_settings, variables_beside_file
+from mcp_suite.tools.sql.curated.policy import CuratedTool, parse_tools
+from mcp_suite.tools.sql.engine.identity import SUBJECT_KEY_BYTES, IdentityMap, parse_identity
 
 __all__ = ["DEFAULT_SOURCE", "Source", "load_sources"]
 
@@ -37,7 +37,17 @@ _DESCRIPTION_CHARS: Final = 200
 
 # A source's keys: its own, and those of the settings it may set for itself (marked on their fields).
 _KEYS: Final = frozenset(
-    {"name", "description", "dsn", "password_file", "password_env", "identity", "tools", "free_sql", *SOURCE_KEYS}
+    {
+        "name",
+        "description",
+        "dsn",
+        "password_file",
+        "password_env",
+        "identity",
+        "tools",
+        "free_sql",
+        *SOURCE_KEYS,
+    }
 )
 
 
@@ -152,7 +162,9 @@ def _source(
             problems=problems,
         )
     if free_sql is False and not tools:
-        problems.append(f"{where}: free_sql: false serves curated tools only; declare one ([[sources.tools]])")
+        problems.append(
+            f"{where}: free_sql: false serves curated tools only; declare one ([[sources.tools]])"
+        )
     if len(problems) > before:
         return None
     return Source(name, description.strip(), dsn, own, identity, tools, free_sql is not False)

@@ -103,7 +103,11 @@ def judge(engine: SqlEngine, tool: CuratedTool, definers: DefinerGuard) -> Judge
     for role in _roles(engine):
         who = f"as {role.role}" if role is not None else "as the login role"
         try:
-            read = tuple(engine.parameter_types(tool.statement, CallTicket(cancel_timeout_s=engine.settings.sql_cancel_grace_s), role))
+            read = tuple(
+                engine.parameter_types(
+                    tool.statement, CallTicket(cancel_timeout_s=engine.settings.sql_cancel_grace_s), role
+                )
+            )
             if read != declared:
                 raise JudgmentRefusedError(
                     f"{name}: PostgreSQL reads its parameters as {_types(engine, read)}, the declaration "

@@ -57,7 +57,10 @@ class PgType:
 
 
 _DATE: Final = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
-_TIMESTAMP: Final = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?(Z|[+-][0-9]{2}(:?[0-9]{2})?)$"
+_TIMESTAMP: Final = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?"
+    r"(Z|[+-][0-9]{2}(:?[0-9]{2})?)$"
+)
 _UUID: Final = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 
 # The types a parameter may be declared with (and their usual aliases): those a JSON Schema can say.
@@ -137,8 +140,19 @@ _TOOL_KEYS: Final = frozenset(
     {"name", "title", "description", "statement", "parameters", "max_rows", "max_result_bytes", "scope"}
 )
 _PARAMETER_KEYS: Final = frozenset(
-    {"name", "type", "description", "required", "default", "enum", "minimum", "maximum", "pattern",
-     "max_length", "bind"}
+    {
+        "name",
+        "type",
+        "description",
+        "required",
+        "default",
+        "enum",
+        "minimum",
+        "maximum",
+        "pattern",
+        "max_length",
+        "bind",
+    }
 )
 
 
@@ -233,8 +247,14 @@ def _tool(
             )
     if len(problems) > before:
         return None
-    assert isinstance(name, str) and isinstance(title, str) and isinstance(description, str)  # noqa: S101  # checked above
-    assert isinstance(statement, str) and isinstance(scope, str)  # noqa: S101  # checked above
+    if not (
+        isinstance(name, str)
+        and isinstance(title, str)
+        and isinstance(description, str)
+        and isinstance(statement, str)
+        and isinstance(scope, str)
+    ):  # pragma: no cover  # each was checked above, with its problem
+        return None
     return CuratedTool(
         source=source,
         name=name,
@@ -282,12 +302,14 @@ def _parameter(item: dict[str, Any], where: str, problems: list[str]) -> Paramet
     if bind is not None:
         claim = bind.removeprefix("claim:") if isinstance(bind, str) else None
         if bind != "sub" and (claim is None or claim == bind or not _CLAIM.fullmatch(claim)):
-            problems.append(f"{where}: bind: \"sub\" or \"claim:<name>\" (a claim of the caller's token)")
+            problems.append(f'{where}: bind: "sub" or "claim:<name>" (a claim of the caller\'s token)')
         elif pg_type.json not in ("string", "integer"):
             problems.append(f"{where}: bind: a claim binds a text or integer parameter")
         shaped = sorted(set(item) & {"default", "enum", "minimum", "maximum", "pattern", "required"})
         if shaped:
-            problems.append(f"{where}: {', '.join(shaped)}: a bound parameter takes its value from the token alone")
+            problems.append(
+                f"{where}: {', '.join(shaped)}: a bound parameter takes its value from the token alone"
+            )
         bind = "sub" if bind == "sub" else claim
     enum = item.get("enum", [])
     if not isinstance(enum, list) or not all(_fits(value, pg_type) for value in enum) or len(enum) > 64:
@@ -311,7 +333,9 @@ def _parameter(item: dict[str, Any], where: str, problems: list[str]) -> Paramet
                 problems.append(f"{where}: pattern: not a regular expression ({exc.msg})")
     max_length = item.get("max_length")
     if max_length is not None and (
-        pg_type.json != "string" or isinstance(max_length, bool) or not isinstance(max_length, int)
+        pg_type.json != "string"
+        or isinstance(max_length, bool)
+        or not isinstance(max_length, int)
         or not 1 <= max_length <= _TEXT_CHARS
     ):
         problems.append(f"{where}: max_length: an integer from 1 to {_TEXT_CHARS} (text only)")
@@ -319,11 +343,13 @@ def _parameter(item: dict[str, Any], where: str, problems: list[str]) -> Paramet
     if not isinstance(required, bool):
         problems.append(f"{where}: required: true or false")
     default = item.get("default")
-    if "default" in item and (required is True or not _fits(default, pg_type) or (enum and default not in enum)):
+    if "default" in item and (
+        required is True or not _fits(default, pg_type) or (enum and default not in enum)
+    ):
         problems.append(f"{where}: default: a value of its type (of its enum), for a parameter not required")
     if len(problems) > before:
         return None
-    assert isinstance(name, str)  # noqa: S101  # checked above
+    assert isinstance(name, str)  # checked above
     return Parameter(
         name=name,
         type=pg_type,
@@ -346,10 +372,14 @@ def _fits(value: object, pg_type: PgType) -> bool:
     if isinstance(value, bool):
         return False
     if pg_type.json == "integer":
-        return isinstance(value, int) and pg_type.low is not None and pg_type.low <= value <= (pg_type.high or 0)
+        return (
+            isinstance(value, int) and pg_type.low is not None and pg_type.low <= value <= (pg_type.high or 0)
+        )
     if pg_type.json == "number":
         return isinstance(value, int | float)
-    return isinstance(value, str) and (pg_type.pattern is None or re.match(pg_type.pattern, value) is not None)
+    return isinstance(value, str) and (
+        pg_type.pattern is None or re.match(pg_type.pattern, value) is not None
+    )
 
 
 def placeholders(statement: str) -> set[int] | None:

@@ -235,7 +235,7 @@ class SqlEngine:
                 ticket=ticket,
                 explain=explain,
                 role=role,
-                values=values,
+                bound=values,
                 max_bytes=max_bytes,
                 definers=definers,
             )

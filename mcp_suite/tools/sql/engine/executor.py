@@ -258,7 +258,7 @@ class Executor:
         ticket: CallTicket,
         explain: ExplainMode | None = None,
         role: CallRole | None = None,
-        values: Bound | None = None,
+        bound: Bound | None = None,
         max_bytes: int | None = None,
         definers: DefinerGuard | None = None,
     ) -> QueryResult:
@@ -267,7 +267,7 @@ class Executor:
         PostgreSQL's own schemas that the role's catalogue does not allow (`names.NameGuard`).
         With `role` (an identity map's), the transaction runs as that role (`_switch_role`), the
         name guard judges by that role's catalogue, and that role's audit gate is asked.
-        `values`: a curated tool's bound values (their `sql` unused: the statement is `query.sql`),
+        `bound`: a curated tool's bound values (their `sql` unused: the statement is `query.sql`),
         sent apart from the text; `max_bytes`: its own byte limit, below the source's; `definers`:
         its guard, which accepts no SECURITY DEFINER function (the operator's acceptance is free SQL's).
         Blocking; otherwise as `run`."""
@@ -284,7 +284,7 @@ class Executor:
                 ticket=ticket,
                 explain=explain,
                 role=role,
-                values=values,
+                bound=bound,
                 max_bytes=max_bytes,
             )
 
@@ -361,7 +361,7 @@ class Executor:
         ticket: CallTicket,
         explain: ExplainMode | None = None,
         role: CallRole | None = None,
-        values: Bound | None = None,
+        bound: Bound | None = None,
         max_bytes: int | None = None,
     ) -> QueryResult:
         if not ticket.attach(conn):
@@ -371,8 +371,8 @@ class Executor:
         # past `max_rows` costs neither the wire nor the memory bound.
         reads: list[bytes | Bound] = [f'FETCH FORWARD {int(max_rows)} FROM "{CURSOR_NAME}"'.encode(), _MOVE]
         if explain is not None:
-            reads = [_bound(_EXPLAIN[explain] + sql.encode(), values)]
-        declare = _bound(f'DECLARE "{CURSOR_NAME}" NO SCROLL CURSOR FOR {sql}'.encode(), values)
+            reads = [_bound(_EXPLAIN[explain] + sql.encode(), bound)]
+        declare = _bound(f'DECLARE "{CURSOR_NAME}" NO SCROLL CURSOR FOR {sql}'.encode(), bound)
         # Direct: the settings were set on the connection, check them; behind a pooler: set them in
         # the transaction.
         # Behind a pooler, RESET ALL restores the login role's own `role` setting, if it has one

@@ -15,6 +15,7 @@ import socket
 import struct
 import termios
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
@@ -167,7 +168,7 @@ def _chunked_rows(pg: Any) -> bool:
 
 def run_pipeline(
     conn: psycopg.Connection[Any],
-    commands: list[bytes | Bound],
+    commands: Sequence[bytes | Bound],
     *,
     max_bytes: int,
     timeout_s: float,

@@ -22,6 +22,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from mcp_suite.demo.cluster import Cluster
 from mcp_suite.settings import Settings
+from tests.support.client import ServerProcess
 from tests.support.harness import Harness, open_session
 
 pytestmark = pytest.mark.pg
@@ -305,3 +306,20 @@ async def test_a_function_turned_security_definer_after_start_up_stops_its_tool_
     assert free["structuredContent"]["rows"] == [[1]]
     assert other["isError"] is False
     assert other["structuredContent"]["rows"] == [["page-01", "reference"]]
+
+
+def test_the_demo_serves_its_curated_tool_over_stdio_and_not_the_one_bound_to_a_caller(
+    demo_cluster: Cluster, tmp_path: Path
+) -> None:
+    from mcp_suite.demo.sources_file import write_sources_file
+
+    config = write_sources_file(demo_cluster, {}, directory=tmp_path)
+    with ServerProcess(env={"MCP_CONFIG": str(config)}) as server:
+        server.initialize()
+        tools = {t["name"] for t in server.request("tools/list")["result"]["tools"]}
+        billing = server.call_tool("ops_incidents_of_service", {"service": "billing"})
+        stderr = "\n".join(server.stderr_lines)
+    assert "ops_incidents_of_service" in tools
+    assert "docs_my_pages" not in tools  # bound to a verified caller: HTTP only
+    assert "docs_my_pages is not offered over stdio" in stderr
+    assert [row[0] for row in billing["structuredContent"]["rows"]] == ["INC-105", "INC-101"]

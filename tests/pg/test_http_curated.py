@@ -104,3 +104,32 @@ async def test_two_people_calling_one_claim_bound_tool_each_see_only_their_own_r
     assert TOOL not in unlisted  # a token without the tool's scope does not see it
     assert TOOL in bo_listed
     assert "read_only_sql" not in bo_listed
+
+
+async def test_the_demo_s_claim_bound_tool_shows_each_editor_their_own_pages(
+    tmp_path: Path, issuer: TestIssuer, demo_cluster: Cluster
+) -> None:
+    from mcp_suite.demo.sources_file import write_sources_file
+
+    config = write_sources_file(demo_cluster, {}, directory=tmp_path)
+    with open_http_server(issuer, {"MCP_CONFIG": str(config)}) as server, trio.fail_after(60):
+        async with (
+            _client(server, issuer, {"sub": "e-1"}, "sql:read:docs") as one,
+            _client(server, issuer, {"sub": "e-2"}, "sql:read:docs") as two,
+            _client(server, issuer, {"sub": "e-3"}, "sql:read:docs") as nobody,
+        ):
+            mine = {row[0] for row in await _pages(one)}
+            theirs = {row[0] for row in await _pages(two)}
+            none = await _pages(nobody)
+    # Editor e-1 edits the even pages, e-2 the odd ones (the demo's seed).
+    assert mine == {f"page-{n:02d}" for n in range(2, 31, 2)}
+    assert theirs == {f"page-{n:02d}" for n in range(1, 30, 2)}
+    assert none == []
+
+
+async def _pages(client: Client) -> list[list[Any]]:
+    result = await client.call_tool("docs_my_pages", {})
+    assert result.is_error is False, result.content
+    assert result.structured_content is not None
+    rows: list[list[Any]] = result.structured_content["rows"]
+    return rows

@@ -13,6 +13,7 @@ Imports the engine and the family's modules, never an opener.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Mapping
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
     from mcp_suite.tools.sql.engine.router import SqlSources
 
 __all__ = ["Judgment", "judge", "spec"]
+
+log = logging.getLogger(__name__)
 
 # What a mapped role is told it is while its tool is judged (no caller: the audit's own call).
 _AUDIT_NAME: Final = "mcp-suite curated-tool audit"
@@ -282,6 +285,11 @@ def specs(
     guards: dict[str, DefinerGuard] = {}
     for tool in tools:
         if tool.bound and not verified:
+            log.warning(
+                "the curated tool %s is not offered over stdio: a parameter is bound to the caller's "
+                "verified token, and stdio has no verified caller; serve-http serves it",
+                tool.served_name,
+            )
             continue
         if tool.source not in guards:
             engine = sources.engines.get(tool.source)

@@ -16,11 +16,13 @@ import trio
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from mcp_suite.demo.cluster import Cluster
 from mcp_suite.protocol.mcp import MODERN_VERSION
+from tests.support.devdb.pgbouncer import open_pgbouncer
 from tests.support.http_server import HttpServer, open_http_server
-from tests.support.identity import LOGIN_PASSWORD, PASSWORD_ENV, login_dsn, people, sources_file
+from tests.support.identity import LOGIN, LOGIN_PASSWORD, PASSWORD_ENV, login_dsn, people, sources_file
 from tests.support.issuer import TestIssuer, open_issuer
 
 pytestmark = [pytest.mark.pg, pytest.mark.e2e]
@@ -104,6 +106,26 @@ async def test_two_people_calling_one_claim_bound_tool_each_see_only_their_own_r
     assert TOOL not in unlisted  # a token without the tool's scope does not see it
     assert TOOL in bo_listed
     assert "read_only_sql" not in bo_listed
+
+
+async def test_through_pgbouncer_in_transaction_mode_each_sees_only_their_rows_through_the_bound_tool(
+    tmp_path: Path, issuer: TestIssuer, demo_cluster: Cluster, admin: psycopg.Connection[Any]
+) -> None:
+    # One backend for every caller: each call's role, claims and bound value end with its transaction.
+    with open_pgbouncer(demo_cluster, {LOGIN: LOGIN_PASSWORD}, pool_size=1) as bouncer:
+        parts = conninfo_to_dict(bouncer.dsn(LOGIN, LOGIN_PASSWORD, demo_cluster.dbname))
+        parts.pop("password")
+        extra = "pooler = 'transaction'\n" + MY_NOTES
+        config = sources_file(tmp_path / "sources.toml", make_conninfo("", **parts), extra=extra)
+        env = {"MCP_CONFIG": str(config), PASSWORD_ENV: LOGIN_PASSWORD}
+        with open_http_server(issuer, env) as server, trio.fail_after(60):
+            async with (
+                _client(server, issuer, ANN, "notes:mine") as ann,
+                _client(server, issuer, BO, "notes:mine") as bo,
+            ):
+                for _ in range(3):  # interleaved on the one backend
+                    assert await _rows(bo, {}) == [["bo", "bo: only"]]
+                    assert await _rows(ann, {}) == [["ann", "ann: first"], ["ann", "ann: second"]]
 
 
 async def test_the_demo_s_claim_bound_tool_shows_each_editor_their_own_pages(

@@ -38,7 +38,6 @@ name = "my_pages"
 title = "My pages"
 description = "The pages the caller edits (their editor id is the token's subject), by slug."
 statement = "SELECT slug, section, words FROM docs.pages WHERE editor_id = $1 ORDER BY slug"
-max_rows = 50
 
 [[sources.tools.parameters]]
 name = "editor"
@@ -51,7 +50,6 @@ name = "incidents_of_service"
 title = "Incidents of a service"
 description = "One service's incidents, newest first, with their severity and summary."
 statement = "SELECT incident_id, severity, summary FROM ops.incidents WHERE service = $1 ORDER BY 1 DESC"
-max_rows = 20
 
 [[sources.tools.parameters]]
 name = "service"

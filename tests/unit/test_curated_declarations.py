@@ -83,6 +83,8 @@ def test_a_good_declaration_is_the_tool_it_says(tmp_path: Path) -> None:
         (('bind = "claim:customer_id"', 'bind = "sub"\ndefault = "x"'), "a bound parameter takes its value"),
         (('default = "open"', 'default = "closed"'), "parameter $2 (status): default"),
         (("max_rows = 10", "max_rows = 100000"), "tool 1 (orders): max_rows"),
+        (('enum = ["open", "shipped"]', 'pattern = "^(?=o)"'), "pattern: no look-around"),
+        (('enum = ["open", "shipped"]', 'pattern = "^(o"'), "pattern: not a regular expression"),
         (('name = "orders"', 'name = "Orders!"'), "tool 1 (Orders!): name"),
         (('description = "The caller', 'colour = "red"\ndescription = "The caller'), "colour: unknown key"),
     ],

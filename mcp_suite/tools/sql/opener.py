@@ -103,6 +103,7 @@ def open_sql(
         for name, judged in judgments.items():
             if name in engines:
                 curated_faces.judge_at_start(engines[name], judged)
+        curated_faces.build_models(curated)
         described = {source.name: source.description for source in sources}
         if named:
             log.info("read_only_sql: sources at start-up: %s", summary(router.states()))

@@ -153,6 +153,18 @@ def judge_at_start(engine: SqlEngine, judgments: list[Judgment]) -> None:
             return  # judged by its first call, once the source serves
 
 
+def build_models(specs: list[ToolSpec]) -> None:
+    """Build each curated tool's models now (start-up): a declaration its arguments' checker
+    cannot read is a start-up refusal naming the tool, never a failed call."""
+    for spec in specs:
+        try:
+            spec.models.get()
+        except Exception as exc:  # noqa: BLE001  # pydantic's SchemaError: the declaration's fault
+            raise StartupRefusedError(
+                f"the curated tool {spec.name}: its parameters cannot be checked: {exc}"
+            ) from None
+
+
 def _models(tool: CuratedTool) -> tuple[type[BaseModel], type[BaseModel]]:
     """The tool's strict arguments model (its declared types, bounds and allowed values; a bound
     parameter is no field, so an argument of its name is refused as unknown) and its result."""

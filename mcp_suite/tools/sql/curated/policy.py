@@ -38,6 +38,9 @@ _SCOPE: Final = re.compile(r"[A-Za-z0-9_.:-]{1,80}")
 _DESCRIPTION_CHARS: Final = 250
 _STATEMENT_CHARS: Final = 8000
 _MAX_PARAMETERS: Final = 16
+# What a pattern may not hold: a group other than (?:...) and (?P<name>...), or a backreference.
+# The arguments' checker is a linear-time matcher without them, and JSON Schema's dialect lacks them.
+_UNSUPPORTED: Final = re.compile(r"\(\?(?![:]|P<)|\\[1-9]|\\g<")
 # A string argument's bound when the declaration sets none: every field is bounded.
 _TEXT_CHARS: Final = 1000
 
@@ -331,6 +334,12 @@ def _parameter(item: dict[str, Any], where: str, problems: list[str]) -> Paramet
                 re.compile(pattern)
             except re.error as exc:
                 problems.append(f"{where}: pattern: not a regular expression ({exc.msg})")
+            else:
+                if _UNSUPPORTED.search(pattern):
+                    problems.append(
+                        f"{where}: pattern: no look-around, backreference or inline group: a JSON "
+                        "Schema pattern that every client and the server's linear-time matcher read alike"
+                    )
     max_length = item.get("max_length")
     if max_length is not None and (
         pg_type.json != "string"

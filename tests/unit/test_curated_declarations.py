@@ -5,10 +5,12 @@ the text the SQL policy judges (each $n a NULL of its type), and the schema it a
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from bench.bench_tokens import measure
 from mcp_suite.problems import AccessDeniedError
 from mcp_suite.settings import Settings, SettingsError
 from mcp_suite.tools.sql.curated.policy import bound_values, input_schema, judged_text, placeholders
@@ -110,3 +112,58 @@ def test_a_curated_only_source_declares_a_tool(tmp_path: Path) -> None:
         _load(tmp_path, SOURCE + "free_sql = false\n")
     (source,) = _load(tmp_path, SOURCE + "free_sql = false\n" + GOOD)
     assert source.free_sql is False
+
+
+TWO_PARAMETERS = """
+[[sources.tools]]
+name = "pages_by_section"
+description = "The pages of one section with at least some words, longest first."
+statement = "SELECT slug, words FROM docs.pages WHERE section = $1 AND words >= $2 ORDER BY words DESC"
+
+[[sources.tools.parameters]]
+name = "section"
+type = "text"
+description = "The section"
+enum = ["guides", "reference", "changelog"]
+
+[[sources.tools.parameters]]
+name = "min_words"
+type = "integer"
+description = "At least this many words"
+minimum = 0
+maximum = 100000
+default = 0
+required = false
+"""
+
+
+def test_a_curated_tool_with_two_parameters_costs_no_more_tokens_than_dbhub_s_custom_tool(
+    tmp_path: Path,
+) -> None:
+    """What the model is shown (name, description, inputSchema; bench/bench_tokens.py counts it):
+    ours, its declared bounds and default included, against the same tool as DBHub serves a
+    `[[tools]]` custom tool: its parameters as a zod shape (`allowed_values` an enum, a default
+    making it optional), which the MCP TypeScript SDK writes as draft-07 JSON Schema."""
+    (source,) = _load(tmp_path, SOURCE + TWO_PARAMETERS)
+    (tool,) = source.tools
+    ours = {"name": tool.served_name, "description": tool.description, "inputSchema": input_schema(tool)}
+    dbhub = {
+        "name": "pages_by_section",
+        "description": tool.description,
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "section": {
+                    "type": "string",
+                    "enum": ["guides", "reference", "changelog"],
+                    "description": "The section",
+                },
+                "min_words": {"type": "integer", "description": "At least this many words"},
+            },
+            "required": ["section"],
+            "additionalProperties": False,
+            "$schema": "http://json-schema.org/draft-07/schema#",
+        },
+    }
+    assert "minimum" in json.dumps(ours)  # the bounds are shown, not left out to save tokens
+    assert measure([ours]).total_tokens <= measure([dbhub]).total_tokens

@@ -77,6 +77,11 @@ class Judgment:
         self._judged: Judged | None = None
         self._lock = threading.Lock()
 
+    @property
+    def made(self) -> Judged | None:
+        """The verdict if it was made (no lock, no I/O: a call then needs no thread to ask)."""
+        return self._judged
+
     def get(self, engine: SqlEngine, ticket: CallTicket) -> Judged:
         """The verdict, judged now if it is not yet; blocking. Raises `JudgmentRefusedError`,
         or the database's problem (`DatabaseUnavailableError`) when it cannot be judged now."""
@@ -207,7 +212,9 @@ def spec(tool: CuratedTool, judgment: Judgment, sources: SqlSources) -> ToolSpec
                 caller.subject if caller is not None else None,
                 caller.claims if caller is not None else {},
             )
-            judged = await engine.run_blocking(lambda ticket: _judged(judgment, engine, ticket))
+            judged = judgment.made
+            if judged is None:  # not judged at start-up (the database did not answer then)
+                judged = await engine.run_blocking(lambda ticket: _judged(judgment, engine, ticket))
             result = await engine.run_blocking(
                 lambda ticket: engine.run_curated(
                     judged.vetted,

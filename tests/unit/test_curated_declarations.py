@@ -167,3 +167,114 @@ def test_a_curated_tool_with_two_parameters_costs_no_more_tokens_than_dbhub_s_cu
     }
     assert "minimum" in json.dumps(ours)  # the bounds are shown, not left out to save tokens
     assert measure([ours]).total_tokens <= measure([dbhub]).total_tokens
+
+
+def _tool(extra: str = "", parameters: str = "", statement: str = "SELECT 1") -> str:
+    return (
+        SOURCE + f'[[sources.tools]]\nname = "t"\ndescription = "A question."\nstatement = "{statement}"\n'
+        f"{extra}\n{parameters}"
+    )
+
+
+def _parameter(body: str) -> str:
+    return f'[[sources.tools.parameters]]\nname = "p"\n{body}\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (SOURCE + "tools = 3\n", "tools: a list of [[sources.tools]] tables"),
+        (_tool() + _tool().removeprefix(SOURCE), "another tool of this source has the name 't'"),
+        (_tool('title = "two\\nlines"'), "title: one line"),
+        (_tool().replace('description = "A question."', 'description = " "'), "description: required"),
+        (_tool().replace('description = "A question."', f'description = "{"x" * 251}"'), "at most 250"),
+        (_tool().replace('statement = "SELECT 1"', "statement = 7"), "statement: required"),
+        (_tool(statement="SELECT 1 \\u0000"), "statement: at most 8000 characters, no NUL"),
+        (_tool('scope = "a b"'), "scope: one OAuth scope"),
+        (_tool("parameters = 3"), "parameters: a list of at most 16 tables"),
+        (_tool(parameters=_parameter('type = "text"') * 2, statement="SELECT $1, $2"), "another parameter"),
+        (_tool(statement="SELECT 'unterminated"), "PostgreSQL's scanner cannot read it"),
+        (
+            _tool(parameters='[[sources.tools.parameters]]\ntype = "text"\n', statement="SELECT $1"),
+            "name: required",
+        ),
+        (
+            _tool(parameters=_parameter('type = "text"\ndescription = 3'), statement="SELECT $1"),
+            "description: at",
+        ),
+        (
+            _tool(parameters=_parameter('type = "boolean"\nbind = "sub"'), statement="SELECT $1"),
+            "binds a text",
+        ),
+        (
+            _tool(parameters=_parameter('type = "integer"\nenum = ["a"]'), statement="SELECT $1"),
+            "enum: a list",
+        ),
+        (_tool(parameters=_parameter('type = "text"\nenum = [true]'), statement="SELECT $1"), "enum: a list"),
+        (
+            _tool(parameters=_parameter('type = "text"\nminimum = 1'), statement="SELECT $1"),
+            "minimum: a number",
+        ),
+        (
+            _tool(parameters=_parameter('type = "integer"\npattern = "a"'), statement="SELECT $1"),
+            "pattern: a regular",
+        ),
+        (
+            _tool(parameters=_parameter('type = "text"\nmax_length = 0'), statement="SELECT $1"),
+            "max_length: an",
+        ),
+        (
+            _tool(parameters=_parameter('type = "text"\nrequired = "no"'), statement="SELECT $1"),
+            "required: true",
+        ),
+        (
+            _tool(
+                parameters=_parameter('type = "boolean"\ndefault = 1\nrequired = false'),
+                statement="SELECT $1",
+            ),
+            "default",
+        ),
+    ],
+)
+def test_each_key_of_a_tool_and_its_parameters_is_checked(tmp_path: Path, text: str, expected: str) -> None:
+    with pytest.raises(SettingsError) as raised:
+        _load(tmp_path, text)
+    assert expected in str(raised.value)
+
+
+def test_values_are_bound_as_postgresql_reads_their_types_and_the_schema_says_each_bound(
+    tmp_path: Path,
+) -> None:
+    parameters = "".join(
+        f'[[sources.tools.parameters]]\nname = "{name}"\n{body}\n'
+        for name, body in (
+            ("flag", 'type = "boolean"'),
+            ("ratio", 'type = "numeric"\nminimum = 0\nrequired = false'),
+            ("cap", 'type = "numeric"\nmaximum = 9\nrequired = false'),
+            ("day", 'type = "date"'),
+            ("code", 'type = "text"\npattern = "^[a-z]+$"\nmax_length = 8'),
+            ("team", 'type = "integer"\nbind = "claim:team_id"'),
+        )
+    )
+    (source,) = _load(tmp_path, _tool(parameters=parameters, statement="SELECT $1, $2, $3, $4, $5, $6"))
+    (tool,) = source.tools
+    assert tool.bound
+    properties = input_schema(tool)["properties"]
+    assert properties["ratio"] == {"type": "number", "minimum": 0}
+    assert properties["cap"] == {"type": "number", "maximum": 9}
+    assert properties["day"] == {"type": "string", "format": "date"}
+    assert properties["code"] == {"type": "string", "pattern": "^[a-z]+$", "maxLength": 8}
+    assert "team" not in properties
+    arguments = {"flag": False, "ratio": 0.25, "day": "2026-12-07", "code": "abc"}
+    assert bound_values(tool, arguments, "ann", {"team_id": 7}) == [
+        b"false",
+        b"0.25",
+        None,  # cap: not given, no default
+        b"2026-12-07",
+        b"abc",
+        b"7",
+    ]
+    assert bound_values(tool, {**arguments, "ratio": None}, "ann", {"team_id": 7})[1] is None
+    for claim in ("7", True, 2**40):  # an integer parameter takes an integer claim of its range only
+        with pytest.raises(AccessDeniedError, match="team_id"):
+            bound_values(tool, arguments, "ann", {"team_id": claim})

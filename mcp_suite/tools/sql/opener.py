@@ -1,7 +1,8 @@
 """The SQL family's opener: `open_sql(settings)` opens one `SqlEngine` per source
 (`sql/sources.py`; `sql/engine/engine.py`: the role audit at start-up, the executor, the policy,
 the database threads) and yields the family's toolset on them (`sql/engine/router.py` picks a call's
-engine): `sql_schema`, `read_only_sql`, `explain_sql` and a schema resource per source.
+engine): `sql_schema`, `read_only_sql`, `explain_sql`, a schema resource per source, and each
+source's curated tools (`sql/curated/`), judged here at start-up.
 
 The only module that names the three tools; it imports their faces, which import no sibling.
 Executors, pools and policies are built by the warm-up after the handshake (or the first call),

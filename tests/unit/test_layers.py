@@ -11,6 +11,7 @@ import grimp
 
 from tests.support.declared import REPO, load_pyproject, package_modules
 
+
 def _layers() -> list[str]:
     """The modules and packages the layers contract names, siblings (`a | b`, `a : b`) included."""
     tool = load_pyproject()["tool"]

@@ -191,6 +191,8 @@ def _parameter(body: str) -> str:
         (_tool().replace('statement = "SELECT 1"', "statement = 7"), "statement: required"),
         (_tool(statement="SELECT 1 \\u0000"), "statement: at most 8000 characters, no NUL"),
         (_tool('scope = "a b"'), "scope: one OAuth scope"),
+        (_tool('scope = "sql:read"'), "scope: its own scope, or sql:read:shop"),
+        (_tool('scope = "sql:read:other"'), "scope: its own scope, or sql:read:shop"),
         (_tool("parameters = 3"), "parameters: a list of at most 16 tables"),
         (_tool(parameters=_parameter('type = "text"') * 2, statement="SELECT $1, $2"), "another parameter"),
         (_tool(statement="SELECT 'unterminated"), "PostgreSQL's scanner cannot read it"),

@@ -223,6 +223,13 @@ def _tool(
     scope = table.get("scope", f"{family_scope}:{source}")
     if not isinstance(scope, str) or not _SCOPE.fullmatch(scope):
         problems.append(f"{where}: scope: one OAuth scope (letters, digits, _ . : -)")
+    elif scope.split(":")[:2] == family_scope.split(":") and scope != f"{family_scope}:{source}":
+        # The family's scope grants per source through its `source` argument, which a curated
+        # tool has not: `sql:read` would list it to a holder of any one source's scope.
+        problems.append(
+            f"{where}: scope: its own scope, or {family_scope}:{source} (its source's); "
+            f"not {family_scope} nor another source's"
+        )
     raw = table.get("parameters", [])
     parameters: list[Parameter] = []
     if not isinstance(raw, list) or not all(isinstance(p, dict) for p in raw) or len(raw) > _MAX_PARAMETERS:

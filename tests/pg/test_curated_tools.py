@@ -171,6 +171,26 @@ async def test_a_curated_only_source_refuses_free_sql_and_serves_its_tools(
     assert curated["structuredContent"]["rows"] == [["page-01", "reference"]]
 
 
+@pytest.mark.parametrize("schema", [True, False])
+async def test_a_curated_only_source_describes_its_schema_unless_told_not_to(
+    demo_cluster: Cluster, tmp_path: Path, schema: bool
+) -> None:
+    config = tmp_path / "sources.toml"
+    config.write_text(_source(demo_cluster, extra=f"free_sql = false\nschema = {str(schema).lower()}"))
+    with trio.fail_after(60):
+        async with open_session(settings=_settings(config), builtins=True, test_tools=False) as h:
+            await h.initialize()
+            described = await _call(h, "sql_schema", {"source": "docs", "detail": "names"})
+            listed = await h.request("resources/list")
+    if schema:
+        assert described["isError"] is False
+        assert [r["uri"] for r in listed["result"]["resources"]] == ["postgres://docs/schema"]
+    else:
+        assert _problem(described)["metadata"]["rule"] == "curated-only"
+        # No resource at all: the server offers no resources (a JSON-RPC error), or an empty list.
+        assert "error" in listed or listed["result"]["resources"] == [], listed
+
+
 def _serve(config: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MCP_CONFIG": str(config), "MCP_SQL_CONNECT_TIMEOUT_S": "2"}
     return subprocess.run(  # our own server, no shell

@@ -112,6 +112,15 @@ def test_a_curated_only_source_declares_a_tool(tmp_path: Path) -> None:
         _load(tmp_path, SOURCE + "free_sql = false\n")
     (source,) = _load(tmp_path, SOURCE + "free_sql = false\n" + GOOD)
     assert source.free_sql is False
+    assert source.schema is True
+    (source,) = _load(tmp_path, SOURCE + "free_sql = false\nschema = false\n" + GOOD)
+    assert source.schema is False
+    with pytest.raises(SettingsError, match="schema: false only with free_sql = false"):
+        _load(tmp_path, SOURCE + "schema = false\n" + GOOD)
+    with pytest.raises(SettingsError, match="schema: true or false"):
+        _load(tmp_path, SOURCE + "schema = 1\n" + GOOD)
+    with pytest.raises(SettingsError, match="free_sql: true or false"):
+        _load(tmp_path, SOURCE + "free_sql = 0\n" + GOOD)
 
 
 TWO_PARAMETERS = """

@@ -26,6 +26,7 @@ SOURCE_OWN_KEYS = {
     "identity",
     "tools",
     "free_sql",
+    "schema",
 }
 FIELDS = {spec.name: spec for spec in dataclasses.fields(Settings)}
 

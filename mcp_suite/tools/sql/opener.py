@@ -96,6 +96,7 @@ def open_sql(
             named=named,
             order=tuple(s.name for s in sources),
             curated_only=frozenset(s.name for s in sources if not s.free_sql),
+            no_schema=frozenset(s.name for s in sources if not s.schema),
         )
         # Curated tools (issue 55): each judged now, as free SQL is, or refused with its name.
         curated, judgments = curated_faces.specs(
@@ -123,6 +124,7 @@ def open_sql(
                     about=described[name] if named else None,
                 )
                 for name, engine in engines.items()
+                if name not in router.no_schema
             ),
             warm_up=tuple(step for engine in engines.values() for step in engine.warm_up),
             guidance=_guidance(sources, named=named),

@@ -46,6 +46,7 @@ _KEYS: Final = frozenset(
         "identity",
         "tools",
         "free_sql",
+        "schema",
         *SOURCE_KEYS,
     }
 )
@@ -62,6 +63,7 @@ class Source:
     identity: IdentityMap | None = None  # who reads as which role over HTTP ([sources.identity])
     tools: tuple[CuratedTool, ...] = ()  # its curated tools ([[sources.tools]], issue 55)
     free_sql: bool = True  # false: read_only_sql and explain_sql refuse it (curated tools only)
+    schema: bool = True  # false: sql_schema refuses it and its schema resource is not served
 
 
 def load_sources(settings: Settings, environ: Mapping[str, str] | None = None) -> tuple[Source, ...]:
@@ -146,6 +148,11 @@ def _source(
     free_sql = table.get("free_sql", True)
     if not isinstance(free_sql, bool):
         problems.append(f"{where}: free_sql: true or false")
+    schema = table.get("schema", True)
+    if not isinstance(schema, bool):
+        problems.append(f"{where}: schema: true or false")
+    elif schema is False and free_sql is not False:
+        problems.append(f"{where}: schema: false only with free_sql = false (free SQL needs the schema)")
     if len(problems) > before or own is None or dsn is None:
         return None
     if not isinstance(name, str) or not isinstance(description, str):
@@ -167,7 +174,9 @@ def _source(
         )
     if len(problems) > before:
         return None
-    return Source(name, description.strip(), dsn, own, identity, tools, free_sql is not False)
+    return Source(
+        name, description.strip(), dsn, own, identity, tools, free_sql is not False, schema is not False
+    )
 
 
 def _dsn(table: dict[str, Any], env: Mapping[str, str], where: str, problems: list[str]) -> SecretStr | None:

@@ -1,6 +1,8 @@
 """A curated tool bound to the caller's verified claims (issue 55), over HTTP with two people: the
 parameter bound to `sub` is no argument (an argument of its name is refused), each person sees only
-their own rows through the same tool, and the tool is listed only to a token holding its scope."""
+their own rows through the same tool (directly and through PgBouncer in transaction mode), and the
+tool is listed only to a token holding its scope; the demo's claim-bound tool shows each editor their
+own pages."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ GOOD = """
 [[sources.tools]]
 name = "orders"
 description = "The caller's orders of a status."
-statement = "SELECT id FROM shop.orders WHERE customer = $1 AND status = $2 AND '$3' <> $$ $4 $$ -- $5"
+statement = "SELECT id FROM orders WHERE owner = $1 AND 'é€' <> '$3' AND status = $2 AND $$ $4 $$ <> '' --$5"
 max_rows = 10
 
 [[sources.tools.parameters]]
@@ -57,9 +57,10 @@ def test_a_good_declaration_is_the_tool_it_says(tmp_path: Path) -> None:
     assert [p.name for p in tool.parameters] == ["customer", "status"]
     # PostgreSQL's scanner finds $1 and $2 only: not inside a string, a dollar quote or a comment.
     assert placeholders(tool.statement) == {1, 2}
+    # Characters outside ASCII before a placeholder move no replacement (the scanner counts characters).
     assert judged_text(tool) == (
-        "SELECT id FROM shop.orders WHERE customer = (NULL::text) AND status = (NULL::text)"
-        " AND '$3' <> $$ $4 $$ -- $5"
+        "SELECT id FROM orders WHERE owner = (NULL::text) AND 'é€' <> '$3' AND status = (NULL::text)"
+        " AND $$ $4 $$ <> '' --$5"
     )
     # The bound parameter is not an argument: only `status` is advertised.
     assert input_schema(tool) == {

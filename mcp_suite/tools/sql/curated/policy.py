@@ -401,7 +401,6 @@ def _fits(value: object, pg_type: PgType) -> bool:
 def placeholders(statement: str) -> set[int] | None:
     """The `$n` a statement holds, as PostgreSQL's own scanner reads it (not inside a string, a
     quoted name or a comment); None when the scanner cannot read it."""
-    data = statement.encode()
     try:
         tokens = pg_parser.scan(statement)
     except Exception:  # noqa: BLE001  # pglast's ParseError, or any failure to read: not readable
@@ -409,7 +408,7 @@ def placeholders(statement: str) -> set[int] | None:
     found = set()
     for token in tokens:
         if token.name == "PARAM":
-            found.add(int(data[token.start + 1 : token.end + 1].decode()))
+            found.add(int(statement[token.start + 1 : token.end + 1]))
     return found
 
 
@@ -417,17 +416,18 @@ def judged_text(tool: CuratedTool) -> str:
     """The statement as the SQL policy judges it: each `$n` replaced by a NULL cast to its declared
     type, so the policy reads the same tree with a typed value where each parameter goes (the
     policy refuses bind parameters in free SQL, where no declaration types them)."""
-    data = tool.statement.encode()
-    pieces: list[bytes] = []
+    text = tool.statement
+    pieces: list[str] = []
     done = 0
-    for token in pg_parser.scan(tool.statement):
+    # pglast's token positions count characters (not bytes) of the text it was given.
+    for token in pg_parser.scan(text):
         if token.name != "PARAM":
             continue
-        place = int(data[token.start + 1 : token.end + 1].decode())
-        pieces += [data[done : token.start], f"(NULL::{tool.parameters[place - 1].type.name})".encode()]
+        place = int(text[token.start + 1 : token.end + 1])
+        pieces += [text[done : token.start], f"(NULL::{tool.parameters[place - 1].type.name})"]
         done = token.end + 1
-    pieces.append(data[done:])
-    return b"".join(pieces).decode()
+    pieces.append(text[done:])
+    return "".join(pieces)
 
 
 def _property(parameter: Parameter) -> dict[str, Any]:

@@ -257,6 +257,7 @@ async def test_values_reach_postgresql_as_bound_parameters_never_in_the_text(
             async with open_session(settings=_settings(config), builtins=True, test_tools=False) as h:
                 await h.initialize()
                 answer = await _call(h, "docs_page", {"slug": marker})
+                typed = await _call(h, "docs_pages_by_section", {"section": "guides", "min_words": 940})
     finally:
         with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
             admin.execute(f'ALTER ROLE "{reader}" RESET log_statement'.encode())
@@ -268,6 +269,10 @@ async def test_values_reach_postgresql_as_bound_parameters_never_in_the_text(
     assert all("slug = $1" in e and marker not in e.split("DETAIL:")[0] for e in declare), declare
     # PostgreSQL's own log names the value as parameter $1 of the statement, quoted as a value.
     assert "$1 = 'x'' OR slug LIKE ''%page%'' --'" in written, written[-3000:]
+    # An integer and an allowed value: parameters too, typed by the declaration, never in the text.
+    assert typed["structuredContent"]["rows"] == [["page-30", 950]]
+    assert "$1 = 'guides', $2 = '940'" in written, written[-3000:]
+    assert not [e for e in entries if "DECLARE" in e and "940" in e.split("DETAIL:")[0]]
 
 
 FUNCTION = "docs.mcp_curated_twice"
@@ -291,7 +296,7 @@ async def _until_error(h: Harness, tool: str, arguments: dict[str, Any]) -> dict
         await trio.sleep(0.2)
 
 
-async def test_a_function_turned_security_definer_after_start_up_stops_its_tool_alone_at_the_next_reaudit(
+async def test_a_function_turned_security_definer_after_start_up_stops_its_tool_alone_until_it_is_fixed(
     demo_cluster: Cluster, tmp_path: Path
 ) -> None:
     # Accepted for free SQL by the operator (so the role audit passes it), never for a curated tool.
@@ -313,6 +318,10 @@ async def test_a_function_turned_security_definer_after_start_up_stops_its_tool_
                 stopped = await _until_error(h, "docs_twice", {"n": 21})
                 free = await _call(h, "read_only_sql", {"sql": "SELECT 1 AS one", "source": "docs"})
                 other = await _call(h, "docs_page", {"slug": "page-01"})
+                with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
+                    admin.execute(f"ALTER FUNCTION {FUNCTION}(int) SECURITY INVOKER".encode())
+                while (again := await _call(h, "docs_twice", {"n": 4}))["isError"]:
+                    await trio.sleep(0.2)  # until the next re-audit refreshes the tool's guard
     finally:
         with psycopg.connect(demo_cluster.admin_dsn, autocommit=True) as admin:
             admin.execute(f"DROP FUNCTION IF EXISTS {FUNCTION}(int)".encode())
@@ -326,6 +335,7 @@ async def test_a_function_turned_security_definer_after_start_up_stops_its_tool_
     assert free["structuredContent"]["rows"] == [[1]]
     assert other["isError"] is False
     assert other["structuredContent"]["rows"] == [["page-01", "reference"]]
+    assert again["structuredContent"]["rows"] == [[8]]  # fixed: it serves again
 
 
 def test_the_demo_serves_its_curated_tool_over_stdio_and_not_the_one_bound_to_a_caller(

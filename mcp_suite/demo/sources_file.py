@@ -2,9 +2,10 @@
 "Several databases: the configuration file").
 
 `write_sources_file(cluster, environ)` writes, in the cluster's directory, `sources.toml` naming
-`docs` (mcp_demo, read by mcp_reader) and `ops` (mcp_ops, read by mcp_ops_reader), and one password
-file per source beside it: each file mode 0600, written whole under a temporary name then renamed,
-the passwords never in the TOML itself. It is written again at each session (the port may change).
+`docs` (mcp_demo, read by mcp_reader) and `ops` (mcp_ops, read by mcp_ops_reader), each with a
+curated tool, and one password file per source beside it: each file mode 0600, written whole
+under a temporary name then renamed, the passwords never in the TOML itself. It is written again
+at each session (the port may change).
 A per-source `MCP_SQL_*` variable the developer set (`MCP_SQL_STATEMENT_TIMEOUT_MS`...) may not sit
 beside a file, so its value is written into every source's table instead, and `server_environ`
 leaves it, and `MCP_SQL_DSN`, out of the server's environment.
@@ -28,6 +29,35 @@ __all__ = ["DEMO_SOURCES", "SOURCES_NAME", "server_environ", "write_sources_file
 
 SOURCES_NAME: Final = "sources.toml"
 DEMO_SOURCES: Final = ("docs", "ops")
+# The demo's curated tools (docs/tools/curated.md): one bound to the caller's verified subject (an
+# editor's id: served over HTTP, where a caller is verified), one with an allowed value.
+_CURATED: Final = {
+    "docs": """
+[[sources.tools]]
+name = "my_pages"
+title = "My pages"
+description = "The pages the caller edits (their editor id is the token's subject), by slug."
+statement = "SELECT slug, section, words FROM docs.pages WHERE editor_id = $1 ORDER BY slug"
+
+[[sources.tools.parameters]]
+name = "editor"
+type = "text"
+bind = "sub"
+""",
+    "ops": """
+[[sources.tools]]
+name = "incidents_of_service"
+title = "Incidents of a service"
+description = "One service's incidents, newest first, with their severity and summary."
+statement = "SELECT incident_id, severity, summary FROM ops.incidents WHERE service = $1 ORDER BY 1 DESC"
+
+[[sources.tools.parameters]]
+name = "service"
+type = "text"
+description = "The service"
+enum = ["api", "billing", "search", "docs-site"]
+""",
+}
 _HEADER: Final = """\
 # The demo's two databases, written by `python -m mcp_suite.demo serve` at each start (the port may
 # change): docs/configuration.md, "Several databases: the configuration file". The passwords are in
@@ -121,7 +151,7 @@ def write_sources_file(
             f"password_file = {_toml(str(password_file))}",
             *(f"{key} = {value}" for key, value in options.items()),
         ]
-        tables.append("\n".join(lines) + "\n")
+        tables.append("\n".join(lines) + "\n" + _CURATED[name])
     path = where / SOURCES_NAME
     _write_private(path, _HEADER + "\n" + "\n".join(tables))
     return path

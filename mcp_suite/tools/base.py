@@ -69,6 +69,9 @@ class ToolSpec:
     # `<scope>:<source>`. The protocol layer reads it here and names no tool.
     scope: str
     untrusted: bool = False
+    # The advertised `inputSchema` when the tool writes its own (a curated tool's, whose declared
+    # bounds and allowed values are part of the question it asks); None: the model's, as below.
+    advertised: Callable[[], dict[str, Any]] | None = None
 
     @property
     def args_model(self) -> type[BaseModel]:
@@ -82,6 +85,8 @@ class ToolSpec:
         """The `inputSchema` a model is shown: the arguments model as `AdvertisedJsonSchema`
         writes it (plain optional fields, no length or range keywords). Calls are validated by
         `validate_arguments`, never by this schema. Builds the models if no one has yet."""
+        if self.advertised is not None:
+            return self.advertised()
         from mcp_suite.tools.models import AdvertisedJsonSchema  # with the models, never before
 
         return model_json_schema(self.args_model, AdvertisedJsonSchema)

@@ -570,7 +570,8 @@ def test_demo_drives_every_tool_and_prints_each_refusal_whole_as_intended(demo_c
         if "  " in line and not line.startswith(" ")
     }
     assert outcomes["tools/list"] == (
-        "ok: sql_schema, read_only_sql, explain_sql, sandbox_fs_list, sandbox_fs_read, system_metrics"
+        "ok: sql_schema, read_only_sql, explain_sql, ops_incidents_of_service, sandbox_fs_list, "
+        "sandbox_fs_read, system_metrics"
     )
     assert outcomes["resource postgres://docs/schema"].startswith("ok: tables docs.pages")
     assert outcomes["resource postgres://ops/schema"] == (
@@ -589,6 +590,7 @@ def test_demo_drives_every_tool_and_prints_each_refusal_whole_as_intended(demo_c
         "sql_schema",
         "read_only_sql",
         "explain_sql",
+        "ops_incidents_of_service",
         "sandbox_fs_list",
         "sandbox_fs_read",
         "system_metrics",

@@ -1,7 +1,8 @@
 """The SQL family's opener: `open_sql(settings)` opens one `SqlEngine` per source
 (`sql/sources.py`; `sql/engine/engine.py`: the role audit at start-up, the executor, the policy,
 the database threads) and yields the family's toolset on them (`sql/engine/router.py` picks a call's
-engine): `sql_schema`, `read_only_sql`, `explain_sql` and a schema resource per source.
+engine): `sql_schema`, `read_only_sql`, `explain_sql`, a schema resource per source, and each
+source's curated tools (`sql/curated/`), judged here at start-up.
 
 The only module that names the three tools; it imports their faces, which import no sibling.
 Executors, pools and policies are built by the warm-up after the handshake (or the first call),
@@ -20,6 +21,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import SourceState, StartupRefusedError, StartupUnavailableError, Toolset
+from mcp_suite.tools.sql.curated import faces as curated_faces
 from mcp_suite.tools.sql.engine.engine import SqlEngine, open_engine
 from mcp_suite.tools.sql.engine.naming import log_prefix, schema_uri
 from mcp_suite.tools.sql.engine.role_audit.reaudit import AuditGate
@@ -88,7 +90,22 @@ def open_sql(
             if engine is not None:
                 stack.callback(engine.close)
                 engines[source.name] = engine
-        router = SqlSources(engines, refused, named=named, order=tuple(s.name for s in sources))
+        router = SqlSources(
+            engines,
+            refused,
+            named=named,
+            order=tuple(s.name for s in sources),
+            curated_only=frozenset(s.name for s in sources if not s.free_sql),
+            no_schema=frozenset(s.name for s in sources if not s.schema),
+        )
+        # Curated tools (issue 55): each judged now, as free SQL is, or refused with its name.
+        curated, judgments = curated_faces.specs(
+            tuple(tool for source in sources for tool in source.tools), router, verified=not stdio
+        )
+        for name, judged in judgments.items():
+            if name in engines:
+                curated_faces.judge_at_start(engines[name], judged)
+        curated_faces.build_models(curated)
         described = {source.name: source.description for source in sources}
         if named:
             log.info("read_only_sql: sources at start-up: %s", summary(router.states()))
@@ -97,6 +114,7 @@ def open_sql(
                 schema_tool.spec(router),
                 read_tool.spec(router),
                 explain_tool.spec(router, guard_hidden_rows=guard_hidden_rows),
+                *curated,
             ),
             resources=tuple(
                 schema_tool.resource(
@@ -106,6 +124,7 @@ def open_sql(
                     about=described[name] if named else None,
                 )
                 for name, engine in engines.items()
+                if name not in router.no_schema
             ),
             warm_up=tuple(step for engine in engines.values() for step in engine.warm_up),
             guidance=_guidance(sources, named=named),

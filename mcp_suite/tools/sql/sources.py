@@ -26,6 +26,7 @@ from typing import Any, Final
 from mcp_suite.dsn import dsn_problem
 from mcp_suite.settings import SOURCE_KEYS, SecretStr, Settings, SettingsError
 from mcp_suite.settings.file import read_file, source_settings, variables_beside_file
+from mcp_suite.tools.sql.curated.policy import CuratedTool, parse_tools
 from mcp_suite.tools.sql.engine.identity import SUBJECT_KEY_BYTES, IdentityMap, parse_identity
 
 __all__ = ["DEFAULT_SOURCE", "Source", "load_sources"]
@@ -36,7 +37,18 @@ _DESCRIPTION_CHARS: Final = 200
 
 # A source's keys: its own, and those of the settings it may set for itself (marked on their fields).
 _KEYS: Final = frozenset(
-    {"name", "description", "dsn", "password_file", "password_env", "identity", *SOURCE_KEYS}
+    {
+        "name",
+        "description",
+        "dsn",
+        "password_file",
+        "password_env",
+        "identity",
+        "tools",
+        "free_sql",
+        "schema",
+        *SOURCE_KEYS,
+    }
 )
 
 
@@ -49,6 +61,9 @@ class Source:
     dsn: SecretStr  # the connection string, password included
     settings: Settings  # the process's settings with this source's own values
     identity: IdentityMap | None = None  # who reads as which role over HTTP ([sources.identity])
+    tools: tuple[CuratedTool, ...] = ()  # its curated tools ([[sources.tools]], issue 55)
+    free_sql: bool = True  # false: read_only_sql and explain_sql refuse it (curated tools only)
+    schema: bool = True  # false: sql_schema refuses it and its schema resource is not served
 
 
 def load_sources(settings: Settings, environ: Mapping[str, str] | None = None) -> tuple[Source, ...]:
@@ -93,6 +108,15 @@ def load_sources(settings: Settings, environ: Mapping[str, str] | None = None) -
             continue
         seen.add(source.name)
         sources.append(source)
+    served: dict[str, str] = {}
+    for source in sources:
+        for tool in source.tools:
+            other = served.setdefault(tool.served_name, source.name)
+            if other != source.name:
+                problems.append(
+                    f"{path}: source {source.name}: tool {tool.name}: it would be served as "
+                    f"{tool.served_name}, as a tool of the source {other!r} is: rename one"
+                )
     if problems:
         raise SettingsError("; ".join(problems))
     return tuple(sources)
@@ -121,11 +145,38 @@ def _source(
         if identity is not None:
             identity = _with_subject_key(identity, f"{where}: identity", problems)
     own = source_settings(settings, table, dsn, where, problems)
+    free_sql = table.get("free_sql", True)
+    if not isinstance(free_sql, bool):
+        problems.append(f"{where}: free_sql: true or false")
+    schema = table.get("schema", True)
+    if not isinstance(schema, bool):
+        problems.append(f"{where}: schema: true or false")
+    elif schema is False and free_sql is not False:
+        problems.append(f"{where}: schema: false only with free_sql = false (free SQL needs the schema)")
     if len(problems) > before or own is None or dsn is None:
         return None
     if not isinstance(name, str) or not isinstance(description, str):
         return None
-    return Source(name, description.strip(), dsn, own, identity)
+    tools: tuple[CuratedTool, ...] = ()
+    if "tools" in table:
+        tools = parse_tools(
+            table["tools"],
+            source=name,
+            family_scope="sql:read",
+            max_rows=own.sql_max_rows,
+            max_result_bytes=own.sql_max_result_bytes,
+            where=where,
+            problems=problems,
+        )
+    if free_sql is False and not tools:
+        problems.append(
+            f"{where}: free_sql: false serves curated tools only; declare one ([[sources.tools]])"
+        )
+    if len(problems) > before:
+        return None
+    return Source(
+        name, description.strip(), dsn, own, identity, tools, free_sql is not False, schema is not False
+    )
 
 
 def _dsn(table: dict[str, Any], env: Mapping[str, str], where: str, problems: list[str]) -> SecretStr | None:

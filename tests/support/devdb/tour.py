@@ -136,6 +136,9 @@ STEPS: Final = (
         "ok",
     ),
     Step("explain_sql", "a DELETE", {"source": "docs", "sql": "DELETE FROM docs.pages"}, "query-violation"),
+    # A curated tool (docs/tools/curated.md): one reviewed question, its parameter checked first.
+    Step("ops_incidents_of_service", "the incidents of billing", {"service": "billing"}, "ok"),
+    Step("ops_incidents_of_service", "a service it does not know", {"service": "mail"}, "validation-error"),
     Step("sandbox_fs_list", "the folder", {"recursive": True}, "ok"),
     Step("sandbox_fs_list", "outside the folder", {"relative_path": ".."}, "access-denied"),
     _file("a note", "notes/sandbox-rules.md", "ok"),
@@ -166,7 +169,7 @@ def _summary(tool: str, data: dict[str, Any]) -> str:
     if tool == "sandbox_fs_list":
         entries = data.get("entries", [])
         return f"{len(entries)} entries: " + ", ".join(str(e.get("name")) for e in entries[:8])
-    if tool == "read_only_sql":
+    if tool == "read_only_sql" or "columns" in data:
         rows = data.get("rows", [])
         more = ", truncated" if data.get("truncated") else ""
         return (

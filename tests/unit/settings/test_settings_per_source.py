@@ -17,7 +17,17 @@ from mcp_suite.tools.sql.sources import load_sources
 CONFIGURATION = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"
 A = "[[sources]]\nname='a'\ndescription='d'\ndsn='dbname=a'\n"
 # The keys of a source that are its own, not a setting's.
-SOURCE_OWN_KEYS = {"name", "description", "dsn", "password_file", "password_env", "identity"}
+SOURCE_OWN_KEYS = {
+    "name",
+    "description",
+    "dsn",
+    "password_file",
+    "password_env",
+    "identity",
+    "tools",
+    "free_sql",
+    "schema",
+}
 FIELDS = {spec.name: spec for spec in dataclasses.fields(Settings)}
 
 

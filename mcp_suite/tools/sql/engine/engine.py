@@ -12,12 +12,14 @@ caller into the `CallRole` each operation takes; every mapped role is audited wi
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import psycopg
+from psycopg import pq
 
 from mcp_suite import observe
 from mcp_suite.caller import Caller, current_caller
@@ -44,8 +46,10 @@ from mcp_suite.tools.sql.engine.ticket import CallTicket
 from mcp_suite.turns import Turns
 
 if TYPE_CHECKING:
+    from mcp_suite.tools.sql.engine.definers import DefinerGuard
     from mcp_suite.tools.sql.engine.executor import Executor, ExplainMode, QueryResult
-    from mcp_suite.tools.sql.engine.policy import QueryPolicy
+    from mcp_suite.tools.sql.engine.pipeline import Bound
+    from mcp_suite.tools.sql.engine.policy import QueryPolicy, VettedQuery
     from mcp_suite.tools.sql.engine.role_audit.finding import Finding
 
 __all__ = ["SqlEngine", "open_engine"]
@@ -118,6 +122,9 @@ class SqlEngine:
         # verified caller holding at most its share (issue 52: one caller's slow queries must not
         # hold every thread another caller's quick one needs).
         self._threads = Turns(settings.sql_pool_max_size, settings.sql_threads_per_caller)
+        # Guards of the source's curated tools (issue 55), refreshed by each re-audit with the
+        # executor's, on its connection: a function turned SECURITY DEFINER stops such a tool there.
+        self.curated_guards: list[DefinerGuard] = []
 
     @property
     def dsn(self) -> str:
@@ -196,6 +203,56 @@ class SqlEngine:
             return self._database.get().run_vetted(
                 vetted, max_rows=max_rows, ticket=ticket, explain=explain, role=role
             )
+
+    def vet_statement(self, judged: str, statement: str, max_rows: int) -> VettedQuery:
+        """A curated statement's verdict (issue 55): the policy judges `judged` (the statement with
+        each `$n` a NULL of its declared type); what runs is `statement` itself, `$n` and all, in
+        the same outer LIMIT. Raises the policy's refusal. Blocking (the parsers)."""
+        from mcp_suite.tools.sql.engine.policy.rewrite import wrap  # with the policy's parsers
+
+        vetted = self._policy.get().vet(judged, max_rows=max_rows)
+        return dataclasses.replace(vetted, sql=wrap(statement, max_rows + 1)[0])
+
+    def run_curated(
+        self,
+        vetted: VettedQuery,
+        values: Bound,
+        *,
+        max_rows: int,
+        max_bytes: int,
+        ticket: CallTicket,
+        role: CallRole | None = None,
+        explain: ExplainMode | None = None,
+        definers: DefinerGuard | None = None,
+    ) -> QueryResult:
+        """A curated statement vetted at start-up, with its bound values, in the read-only
+        transaction of `read_only_sql` (the same guards, role and limits; `definers`, a guard of
+        its own); blocking."""
+        with observe.stage("sql.database"):
+            return self._database.get().run_vetted(
+                vetted,
+                max_rows=max_rows,
+                ticket=ticket,
+                explain=explain,
+                role=role,
+                bound=values,
+                max_bytes=max_bytes,
+                definers=definers,
+            )
+
+    def parameter_types(self, statement: str, ticket: CallTicket, role: CallRole | None = None) -> list[int]:
+        """PostgreSQL's own reading of a statement's `$n`: their types' OIDs, in order, as the
+        statement is prepared (never run) in a rolled-back read-only transaction as `role`.
+        Raises the database's error as a problem (a name the role cannot resolve, a syntax error)."""
+
+        def describe(conn: psycopg.Connection[Any]) -> list[int]:
+            pg = conn.pgconn
+            for result in (pg.prepare(b"", statement.encode(), None), pg.describe_prepared(b"")):
+                if result.status == pq.ExecStatus.FATAL_ERROR:
+                    raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
+            return [result.param_type(i) for i in range(result.nparams)]
+
+        return self._database.get().read_catalogue(describe, ticket=ticket, role=role)
 
     def state(self, name: str) -> SourceState:
         """The source `name`'s state for the readiness probe and the metrics; no I/O."""
@@ -302,8 +359,20 @@ class SqlEngine:
             executor = database.get() if database.built else None  # never built here: off the warm-up
         except RuntimeError:  # the tool closed under an abandoned re-audit (shutdown)
             executor = None
-        refresh = executor.refresh_catalogue if executor is not None else None
-        verdict = audit_once(self.audit_link, self.settings, refresh=refresh, roles=self.roles)
+        guards = tuple(self.curated_guards)
+
+        def refresh(conn: psycopg.Connection[Any]) -> None:
+            if executor is not None:
+                executor.refresh_catalogue(conn)
+            for guard in guards:
+                guard.refresh(conn)
+
+        verdict = audit_once(
+            self.audit_link,
+            self.settings,
+            refresh=refresh if executor is not None or guards else None,
+            roles=self.roles,
+        )
         # For the readiness probe and the metrics: whether this audit's connection answered, and
         # whether an audit has completed since the start.
         self._reachable = not isinstance(verdict, NoVerdict)

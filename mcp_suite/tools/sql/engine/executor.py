@@ -39,7 +39,7 @@ from mcp_suite.tools.sql.engine.connections import (
 from mcp_suite.tools.sql.engine.definers import DefinerGuard
 from mcp_suite.tools.sql.engine.identity import CLAIMS_SETTING, CallRole
 from mcp_suite.tools.sql.engine.names import NameGuard
-from mcp_suite.tools.sql.engine.pipeline import run_pipeline
+from mcp_suite.tools.sql.engine.pipeline import Bound, run_pipeline
 from mcp_suite.tools.sql.engine.result import (
     Column,
     QueryResult,
@@ -99,6 +99,11 @@ class ExecutorStatistics:
     pool_available: int  # idle connections in the pool
     pool_waiting: int = 0  # calls waiting for a connection now
     pool_in_use: int = 0  # connections lent to calls now
+
+
+def _bound(sql: bytes, values: Bound | None) -> bytes | Bound:
+    """`sql` as a command, with a curated tool's bound values when it has them."""
+    return sql if values is None else Bound(sql, values.values, values.oids)
 
 
 def _switch_role(role: CallRole) -> bytes:
@@ -253,6 +258,9 @@ class Executor:
         ticket: CallTicket,
         explain: ExplainMode | None = None,
         role: CallRole | None = None,
+        bound: Bound | None = None,
+        max_bytes: int | None = None,
+        definers: DefinerGuard | None = None,
     ) -> QueryResult:
         """Run a query the policy vetted (`policy.QueryPolicy.vet` makes the `VettedQuery`: the
         executor takes no text of its own, so nothing the policy has not seen can run), after
@@ -263,6 +271,9 @@ class Executor:
         catalogue, and that role's audit gate is asked. Blocking. Raises a ProblemError,
         DatabaseUnavailableError, or `CallCancelledError` when the ticket was cancelled before the
         query started.
+        `bound`: a curated tool's bound values (their `sql` unused: the statement is `query.sql`),
+        sent apart from the text; `max_bytes`: its own byte limit, below the source's; `definers`:
+        its guard, which accepts no SECURITY DEFINER function (the operator's acceptance is free SQL's).
 
         With `explain` ("plan" or "analyze", for `explain_sql`) the same transaction declares the
         cursor (so PostgreSQL still accepts only one SELECT/VALUES), then, in place of the FETCH,
@@ -279,8 +290,17 @@ class Executor:
 
         def work(conn: PinnedConnection) -> QueryResult:
             self._names.check_vetted(conn, query, role=as_role)
-            self._definers.check(conn, query.functions, query.operators)
-            return self._run_on(conn, query.sql, max_rows=max_rows, ticket=ticket, explain=explain, role=role)
+            (definers or self._definers).check(conn, query.functions, query.operators)
+            return self._run_on(
+                conn,
+                query.sql,
+                max_rows=max_rows,
+                ticket=ticket,
+                explain=explain,
+                role=role,
+                bound=bound,
+                max_bytes=max_bytes,
+            )
 
         return self._with_connection(ticket, work, role=as_role, query=query.sql)
 
@@ -331,21 +351,26 @@ class Executor:
         ticket: CallTicket,
         explain: ExplainMode | None = None,
         role: CallRole | None = None,
+        bound: Bound | None = None,
+        max_bytes: int | None = None,
     ) -> QueryResult:
         if not ticket.attach(conn):
             raise CallCancelledError
+        limit = self._max_bytes if max_bytes is None else min(max_bytes, self._max_bytes)
         # The rows, then whether one more exists: MOVE counts it without sending it, so a huge row
         # past `max_rows` costs neither the wire nor the memory bound.
-        reads = [f'FETCH FORWARD {int(max_rows)} FROM "{CURSOR_NAME}"'.encode(), _MOVE]
+        reads: list[bytes | Bound] = [f'FETCH FORWARD {int(max_rows)} FROM "{CURSOR_NAME}"'.encode(), _MOVE]
         if explain is not None:
-            reads = [_EXPLAIN[explain] + sql.encode()]
-        declare = f'DECLARE "{CURSOR_NAME}" NO SCROLL CURSOR FOR {sql}'.encode()
+            reads = [_bound(_EXPLAIN[explain] + sql.encode(), bound)]
+        declare = _bound(f'DECLARE "{CURSOR_NAME}" NO SCROLL CURSOR FOR {sql}'.encode(), bound)
         # Direct: the settings were set on the connection, check them; behind a pooler: set them in
         # the transaction.
         # Behind a pooler, RESET ALL restores the login role's own `role` setting, if it has one
         # (ALTER ROLE ... SET role): the settings' statement refuses before the query could run as
         # someone else. A direct connection was checked once, when it was made (`Connections`).
-        commands = [_BEGIN, conn.pin_check] if self._direct else [_BEGIN, b"RESET ALL", self._set_local]
+        commands: list[bytes | Bound] = (
+            [_BEGIN, conn.pin_check] if self._direct else [_BEGIN, b"RESET ALL", self._set_local]
+        )
         at_start = -1 if self._direct else 2
         if role is not None:  # the caller's role and claims, in the same round trip (issue 42)
             commands.append(_switch_role(role))
@@ -361,7 +386,7 @@ class Executor:
             piped = run_pipeline(
                 conn,
                 commands,
-                max_bytes=self._max_bytes,
+                max_bytes=limit,
                 timeout_s=self._exchange_timeout_s,
                 stream=at_fetch if explain is None else None,
             )
@@ -388,15 +413,15 @@ class Executor:
                 # The byte limit cut the rows before the identity check could run: unchecked, they
                 # are not returned (a check that cannot run is a refusal).
                 raise ResultTooLargeError(
-                    f"The rows passed the reply's {self._max_bytes} bytes before the call could check"
+                    f"The rows passed the reply's {limit} bytes before the call could check"
                     " it still ran as its caller, so none is returned. Ask for fewer or shorter rows"
                     " (a LIMIT, fewer columns, left(col, 200)).",
-                    metadata={"max_result_bytes": self._max_bytes},
+                    metadata={"max_result_bytes": limit},
                 )
             row_results = [*piped.rows, *results[at_fetch : at_fetch + 1]]
             if not any(r.ntuples for r in row_results):
                 if piped.cut:  # not even the first row arrived whole within the limit
-                    raise too_large(self._max_bytes)
+                    raise too_large(limit)
                 row_results = results[at_fetch : at_fetch + 1]  # no rows: the columns still count
             names_and_oids = description(conn, row_results[0])
         except psycopg.Error as exc:
@@ -421,7 +446,7 @@ class Executor:
             columns,
             oids,
             encoding=conn.info.encoding,
-            max_bytes=self._max_bytes,
+            max_bytes=limit,
             max_rows=max_rows,
             more=more,
         )

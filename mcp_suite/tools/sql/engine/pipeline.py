@@ -15,6 +15,7 @@ import socket
 import struct
 import termios
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
@@ -24,7 +25,7 @@ from psycopg.pq.abc import PGresult
 
 from mcp_suite.tools.sql.engine.result import too_large
 
-__all__ = ["PipelineResults", "run_pipeline"]
+__all__ = ["Bound", "PipelineResults", "run_pipeline"]
 
 log = logging.getLogger("mcp_suite.tools.sql.engine.executor")
 
@@ -47,6 +48,16 @@ _WIRE_FACTOR: Final = 4
 # the chunk being read is larger than the cap, so the rows kept so far are the answer.
 _STREAM_WIRE_FACTOR: Final = CHUNK_ROWS * 5 // 2
 _WIRE_SLACK: Final = 64 << 10
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """A command with bound values (a curated tool's statement): its `$n` take `values` (text, or
+    None for NULL) of the types `oids`, sent apart from the text (extended protocol)."""
+
+    sql: bytes
+    values: tuple[bytes | None, ...]
+    oids: tuple[int, ...]
 
 
 # Linux's `struct tcp_info` up to and including `tcpi_bytes_received` (a u64 at offset 128, 4.1+).
@@ -157,7 +168,7 @@ def _chunked_rows(pg: Any) -> bool:
 
 def run_pipeline(
     conn: psycopg.Connection[Any],
-    commands: list[bytes],
+    commands: Sequence[bytes | Bound],
     *,
     max_bytes: int,
     timeout_s: float,
@@ -198,7 +209,10 @@ def run_pipeline(
         pg.enter_pipeline_mode()
         try:
             for command in commands:
-                pg.send_query_params(command, None)
+                if isinstance(command, Bound):
+                    pg.send_query_params(command.sql, command.values, param_types=command.oids)
+                else:
+                    pg.send_query_params(command, None)
             pg.pipeline_sync()
             while pg.flush():
                 if _wait_socket(conn, deadline, write=True):

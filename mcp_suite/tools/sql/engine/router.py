@@ -18,6 +18,7 @@ from mcp_suite.problems import (
     DatabaseUnavailableError,
     InvalidArgumentsError,
     ProblemError,
+    QueryViolationError,
     RoleRefusedError,
     RoleUnauditedError,
 )
@@ -44,8 +45,13 @@ class SqlSources:
         *,
         named: bool,
         order: tuple[str, ...] | None = None,
+        curated_only: frozenset[str] = frozenset(),
+        no_schema: frozenset[str] = frozenset(),
     ) -> None:
         self._engines = dict(engines)
+        # Sources that serve their curated tools only (`free_sql = false`): free SQL refuses them.
+        self._curated_only = curated_only
+        self._no_schema = no_schema  # and of those, the sources sql_schema does not describe
         self._refused = dict(refused)
         self.named = named  # the tools take `source` (a configuration file), or serve `default` alone
         self.names: tuple[str, ...] = order or (*self._engines, *self._refused)
@@ -53,6 +59,11 @@ class SqlSources:
     @classmethod
     def single(cls, name: str, engine: SqlEngine) -> SqlSources:
         return cls({name: engine}, {}, named=False)
+
+    @property
+    def no_schema(self) -> frozenset[str]:
+        """The sources whose schema is not served (`schema = false`: no resource, no sql_schema)."""
+        return self._no_schema
 
     @property
     def engines(self) -> Mapping[str, SqlEngine]:
@@ -78,6 +89,30 @@ class SqlSources:
                 metadata={"source": name, "retryable": False},
             )
         return name, self._engines[name]  # the arguments model admits configured names only
+
+    def pick_free(self, name: str | None) -> tuple[str, SqlEngine]:
+        """As `pick`, for free SQL (`read_only_sql`, `explain_sql`): a source that serves its
+        curated tools only is refused (`QueryViolationError`, a refusal by its rule)."""
+        picked = self.pick(name)
+        if picked[0] in self._curated_only:
+            raise QueryViolationError(
+                f"The source {picked[0]!r} serves its curated tools only: free SQL is off for it "
+                "(its operator reviewed the questions it answers). Use one of its tools.",
+                metadata={"source": picked[0], "rule": "curated-only", "retryable": False},
+            )
+        return picked
+
+    def pick_schema(self, name: str | None) -> tuple[str, SqlEngine]:
+        """As `pick`, for `sql_schema`: a curated-only source whose operator turned its schema off
+        (`schema = false`) is refused as free SQL is."""
+        picked = self.pick(name)
+        if picked[0] in self._no_schema:
+            raise QueryViolationError(
+                f"The source {picked[0]!r} serves its curated tools only, and not its schema. Use one "
+                "of its tools.",
+                metadata={"source": picked[0], "rule": "curated-only", "retryable": False},
+            )
+        return picked
 
     def states(self) -> list[SourceState]:
         """Each source's state in the configured order; one not served since its start is neither

@@ -106,7 +106,7 @@ def spec(sources: SqlSources, *, guard_hidden_rows: bool = True) -> ToolSpec:
     hidden-rows check: only the test that proves the check's worth (the oracle it closes) passes it."""
 
     async def call(args: ExplainSqlArgs) -> ExplainSqlResult:
-        name, engine = sources.pick(getattr(args, "source", None))
+        name, engine = sources.pick_free(getattr(args, "source", None))
         max_rows = sources.max_rows(name, engine, args)
         # read_only_sql's own path: the same policy verdict, the same execution.
         try:

@@ -49,7 +49,7 @@ def spec(sources: SqlSources) -> ToolSpec:
     """The tool on the sources' engines."""
 
     async def call(args: ReadOnlySqlArgs) -> EncodedResult:
-        name, engine = sources.pick(getattr(args, "source", None))
+        name, engine = sources.pick_free(getattr(args, "source", None))
         max_rows = sources.max_rows(name, engine, args)
         started, outcome, rows, role = time.perf_counter(), "error", None, None
         try:

@@ -64,7 +64,7 @@ def spec(sources: SqlSources) -> ToolSpec:
     """The tool on the sources' engines."""
 
     async def call(args: SqlSchemaArgs) -> SqlSchemaResult:
-        name, engine = sources.pick(getattr(args, "source", None))
+        name, engine = sources.pick_schema(getattr(args, "source", None))
         try:
             role = engine.role_for(current_caller.get())  # None without an identity map
             return await engine.run_blocking(functools.partial(read_sync, engine, args, role=role))

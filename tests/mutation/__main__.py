@@ -136,6 +136,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "mcp_suite/tools/sql/engine/names.py": ("tests/unit/tools/sql/test_sql_allowlist.py",),
     # what a query builds and hands to work PostgreSQL does not interrupt (issue 51)
     "mcp_suite/tools/sql/engine/policy/built.py": ("tests/unit/tools/sql/test_sql_built_operands.py",),
+    # a curated tool's declaration: its keys, types, bounds, claim bindings and placeholders (issue 55)
+    "mcp_suite/tools/sql/curated/policy.py": ("tests/unit/tools/sql/test_curated_declarations.py",),
 }
 
 

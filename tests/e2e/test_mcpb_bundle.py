@@ -170,7 +170,8 @@ async def test_a_user_who_asks_for_the_demo_gets_its_database_and_folder(
             cwd=user_home,
             capture_output=True, check=False, timeout=60,
         )  # fmt: skip
-    assert tools == SQL_TOOLS | FS_TOOLS | {"system_metrics"}
+    # The demo's sources serve a curated question on `ops` too (docs/tools/curated.md).
+    assert tools == SQL_TOOLS | FS_TOOLS | {"system_metrics", "ops_incidents_of_service"}
 
 
 async def test_a_user_who_fills_in_nothing_gets_the_server_without_a_database(

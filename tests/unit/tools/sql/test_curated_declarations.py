@@ -218,6 +218,19 @@ def _parameter(body: str) -> str:
             _tool(parameters=_parameter('type = "boolean"\nbind = "sub"'), statement="SELECT $1"),
             "binds a text",
         ),
+        (_tool(parameters=_parameter('type = "text[]"'), statement="SELECT $1"), "text[] is for a parameter"),
+        (
+            _tool(parameters=_parameter('type = "text[]"\nbind = "claim:groups"'), statement="SELECT $1"),
+            "a group binds a text[] parameter",
+        ),
+        (
+            _tool(parameters=_parameter('type = "text"\nbind = "group:groups"'), statement="SELECT $1"),
+            "a group binds a text[] parameter",
+        ),
+        (
+            _tool(parameters=_parameter('type = "text[]"\nbind = "group:"'), statement="SELECT $1"),
+            '"group:<name>"',
+        ),
         (
             _tool(parameters=_parameter('type = "integer"\nenum = ["a"]'), statement="SELECT $1"),
             "enum: a list",
@@ -290,3 +303,36 @@ def test_values_are_bound_as_postgresql_reads_their_types_and_the_schema_says_ea
     for claim in ("7", True, 2**40):  # an integer parameter takes an integer claim of its range only
         with pytest.raises(AccessDeniedError, match="team_id"):
             bound_values(tool, arguments, "ann", {"team_id": claim})
+
+
+def test_a_group_binding_binds_the_callers_groups_as_a_text_array_and_refuses_any_other_claim(
+    tmp_path: Path,
+) -> None:
+    parameters = '[[sources.tools.parameters]]\nname = "teams"\ntype = "text[]"\nbind = "group:groups"\n'
+    (source,) = _load(tmp_path, _tool(parameters=parameters, statement="SELECT $1"))
+    (tool,) = source.tools
+    assert tool.bound
+    assert input_schema(tool)["properties"] == {}
+    # The judged text casts the placeholder to the array type PostgreSQL reads `= ANY($1)` as.
+    assert judged_text(tool) == "SELECT (NULL::text[])"
+    # Each group a quoted element of an array literal: a comma, a brace, a quote or a backslash
+    # in a group's name stays inside its element.
+    assert bound_values(tool, {}, "ann", {"groups": ["support", 'a,"b"}', "c\\d"]}) == [
+        b'{"support","a,\\"b\\"}","c\\\\d"}'
+    ]
+    # Fail closed: no claim, one string, no group, a non-string, an empty or NUL-holding name,
+    # too many groups, or no verified caller: refused, never bound as NULL or as no group.
+    for claims in (
+        {},
+        {"groups": "support"},
+        {"groups": []},
+        {"groups": ["support", 7]},
+        {"groups": [""]},
+        {"groups": ["a\x00b"]},
+        {"groups": ["g"] * 1001},
+        {"groups": None},
+    ):
+        with pytest.raises(AccessDeniedError, match="'groups'.*a list of 1 to 1000 strings"):
+            bound_values(tool, {}, "ann", claims)
+    with pytest.raises(AccessDeniedError, match="groups"):
+        bound_values(tool, {}, None, {"groups": ["support"]})

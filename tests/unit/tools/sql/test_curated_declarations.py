@@ -179,6 +179,47 @@ def test_a_curated_tool_with_two_parameters_costs_no_more_tokens_than_dbhub_s_cu
     assert measure([ours]).total_tokens <= measure([dbhub]).total_tokens
 
 
+# The same two-parameter tool as Google's MCP Toolbox for Databases shows it to a model over MCP,
+# written from its documentation (googleapis/genai-toolbox, docs/en/resources/tools/_index.md,
+# "Specifying Parameters"): each parameter's `type` ("integer", a "float" as "number") and its
+# `description` ("provided to the LLM as context"), `default` making it not required; the MCP
+# `inputSchema` is an object of those properties and the required names (the shape of its
+# parameters' MCP manifest in the same repository). `allowedValues`, `minValue` and `maxValue` are
+# checked by the server and not in that schema, so an equivalent tool tells the model in words.
+TOOLBOX = {
+    "name": "pages_by_section",
+    "description": "The pages of one section with at least some words, longest first.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "section": {"type": "string", "description": "The section: one of guides, reference, changelog"},
+            "min_words": {
+                "type": "integer",
+                "description": "At least this many words, from 0 to 100000",
+                "default": 0,
+            },
+        },
+        "required": ["section"],
+    },
+}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="measured: ours 96 o200k tokens, Toolbox's equivalent 88 (67 without the allowed values "
+    "and range in words): our enum, minimum, maximum and additionalProperties are JSON Schema keywords, "
+    "theirs are prose the server checks; the gap is open (docs/tools/curated.md)",
+)
+def test_a_curated_tool_with_two_parameters_costs_no_more_tokens_than_toolbox_s_documented_format(
+    tmp_path: Path,
+) -> None:
+    (source,) = _load(tmp_path, SOURCE + TWO_PARAMETERS)
+    (tool,) = source.tools
+    ours = {"name": tool.served_name, "description": tool.description, "inputSchema": input_schema(tool)}
+    assert tool.description == TOOLBOX["description"]
+    assert measure([ours]).total_tokens <= measure([TOOLBOX]).total_tokens
+
+
 def _tool(extra: str = "", parameters: str = "", statement: str = "SELECT 1") -> str:
     return (
         SOURCE + f'[[sources.tools]]\nname = "t"\ndescription = "A question."\nstatement = "{statement}"\n'

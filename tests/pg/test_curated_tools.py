@@ -149,7 +149,10 @@ async def test_a_curated_tools_output_schema_names_its_columns_with_their_types_
         ("words", "integer"),
     ]
     row = schema["properties"]["rows"]["items"]["prefixItems"]
-    assert [(v["title"], v["type"]) for v in row] == [("slug", ["string", "null"]), ("words", ["integer", "null"])]
+    assert [(v["title"], v["type"]) for v in row] == [
+        ("slug", ["string", "null"]),
+        ("words", ["integer", "null"]),
+    ]
     # The envelope of read_only_sql's result, its frame's member declared.
     assert {"columns", "rows", "row_count", "truncated", "untrusted_data"} <= set(schema["properties"])
     Draft202012Validator.check_schema(schema)

@@ -165,7 +165,8 @@ TEAM_PAGES = """
 [[sources.tools]]
 name = "team_pages"
 description = "How many pages each of the caller's teams has."
-statement = "SELECT section, count(*)::integer AS pages FROM docs.pages WHERE section = ANY($1) GROUP BY section ORDER BY section"
+statement = '''SELECT section, count(*)::integer AS pages FROM docs.pages
+  WHERE section = ANY($1) GROUP BY section ORDER BY section'''
 
 [[sources.tools.parameters]]
 name = "teams"
@@ -201,7 +202,8 @@ async def test_a_group_bound_tool_shows_each_caller_their_groups_rows_and_refuse
             forced = await ann.call_tool("docs_team_pages", {"teams": ["reference"]})
             refused = [await c.call_tool("docs_team_pages", {}) for c in (no_claim, one_string, no_group)]
             listed = {t.name: t for t in (await ann.list_tools()).tools}
-    assert anns.structured_content is not None and bos.structured_content is not None
+    assert anns.structured_content is not None
+    assert bos.structured_content is not None
     assert anns.structured_content["rows"] == [["guides", 10]]
     assert bos.structured_content["rows"] == [["reference", 10]]
     assert listed["docs_team_pages"].input_schema == {

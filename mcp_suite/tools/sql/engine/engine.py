@@ -70,7 +70,6 @@ class DescribedColumn:
     category: str  # pg_type.typcategory ("A": an array)
 
 
-
 class SqlEngine:
     """The executor (a `Lazy`), the policy (a `Lazy`), the limiter and the audit gate of one server."""
 

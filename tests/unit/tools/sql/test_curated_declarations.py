@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -363,6 +364,7 @@ def test_a_group_binding_binds_the_callers_groups_as_a_text_array_and_refuses_an
     ]
     # Fail closed: no claim, one string, no group, a non-string, an empty or NUL-holding name,
     # too many groups, or no verified caller: refused, never bound as NULL or as no group.
+    claims: dict[str, Any]
     for claims in (
         {},
         {"groups": "support"},
@@ -373,7 +375,29 @@ def test_a_group_binding_binds_the_callers_groups_as_a_text_array_and_refuses_an
         {"groups": ["g"] * 1001},
         {"groups": None},
     ):
-        with pytest.raises(AccessDeniedError, match="'groups'.*a list of 1 to 1000 strings"):
+        with pytest.raises(AccessDeniedError, match=r"'groups'.*a list of 1 to 1000 strings"):
             bound_values(tool, {}, "ann", claims)
     with pytest.raises(AccessDeniedError, match="groups"):
         bound_values(tool, {}, None, {"groups": ["support"]})
+
+
+@pytest.mark.parametrize(
+    ("oid", "category", "expected"),
+    [
+        (16, "B", {"type": ["boolean", "null"]}),
+        (20, "N", {"type": ["integer", "null"]}),
+        (701, "N", {"type": ["number", "string", "null"]}),  # NaN and the infinities are strings
+        (1700, "N", {"type": ["string", "null"]}),  # numeric: its exact text
+        (1184, "D", {"type": ["string", "null"]}),
+        (3802, "U", {}),  # jsonb: any JSON value
+        (1009, "A", {"type": ["array", "null"]}),
+        (99999, "E", {"type": ["string", "null"]}),  # an enum: its text
+        (99998, "C", {}),  # a composite: shape not known, no claim made
+    ],
+)
+def test_a_result_column_s_json_type_is_the_one_its_values_are_written_as(
+    oid: int, category: str, expected: dict[str, Any]
+) -> None:
+    from mcp_suite.tools.sql.engine.convert import json_type
+
+    assert json_type(oid, category) == expected

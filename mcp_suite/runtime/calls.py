@@ -78,7 +78,10 @@ def _describe(registry: Registry) -> list[mcp.ToolDescription]:
 
 
 def _output_schema(tool: ToolSpec) -> dict[str, Any]:
-    schema = mcp.model_json_schema(tool.result_model)
+    if tool.advertised_output is not None:
+        schema = tool.advertised_output()
+    else:
+        schema = mcp.model_json_schema(tool.result_model)
     return untrusted.declare(schema) if tool.untrusted else schema
 
 

@@ -72,6 +72,9 @@ class ToolSpec:
     # The advertised `inputSchema` when the tool writes its own (a curated tool's, whose declared
     # bounds and allowed values are part of the question it asks); None: the model's, as below.
     advertised: Callable[[], dict[str, Any]] | None = None
+    # The advertised `outputSchema` when the tool writes its own (a curated tool's, its columns as
+    # PostgreSQL describes its statement); None: the result model's.
+    advertised_output: Callable[[], dict[str, Any]] | None = None
 
     @property
     def args_model(self) -> type[BaseModel]:

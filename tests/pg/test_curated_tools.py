@@ -129,6 +129,39 @@ async def test_a_curated_tool_is_listed_with_its_declared_schema_and_answers_wit
     assert injected["structuredContent"]["rows"] == []
 
 
+async def test_a_curated_tools_output_schema_names_its_columns_with_their_types_and_its_answers_fit_it(
+    demo_cluster: Cluster, tmp_path: Path
+) -> None:
+    from jsonschema import Draft202012Validator
+
+    config = tmp_path / "sources.toml"
+    config.write_text(_source(demo_cluster))
+    with trio.fail_after(60):
+        async with open_session(settings=_settings(config), builtins=True, test_tools=False) as h:
+            await h.initialize()
+            tools = {t["name"]: t for t in (await h.request("tools/list"))["result"]["tools"]}
+            pages = await _call(h, "docs_pages_by_section", {"section": "guides", "min_words": 800})
+            page = await _call(h, "docs_page", {"slug": "page-01"})
+    schema = tools["docs_pages_by_section"]["outputSchema"]
+    columns = schema["properties"]["columns"]["prefixItems"]
+    assert [(c["properties"]["name"]["const"], c["properties"]["type"]["const"]) for c in columns] == [
+        ("slug", "text"),
+        ("words", "integer"),
+    ]
+    row = schema["properties"]["rows"]["items"]["prefixItems"]
+    assert [(v["title"], v["type"]) for v in row] == [
+        ("slug", ["string", "null"]),
+        ("words", ["integer", "null"]),
+    ]
+    # The envelope of read_only_sql's result, its frame's member declared.
+    assert {"columns", "rows", "row_count", "truncated", "untrusted_data"} <= set(schema["properties"])
+    Draft202012Validator.check_schema(schema)
+    Draft202012Validator(schema).validate(pages["structuredContent"])
+    Draft202012Validator(tools["docs_page"]["outputSchema"]).validate(page["structuredContent"])
+    # The schema is the tool's own: another tool's answer (other columns) does not fit it.
+    assert not Draft202012Validator(schema).is_valid(page["structuredContent"])
+
+
 @pytest.mark.parametrize(
     ("arguments", "named"),
     [

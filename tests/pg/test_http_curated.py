@@ -2,7 +2,8 @@
 parameter bound to `sub` is no argument (an argument of its name is refused), each person sees only
 their own rows through the same tool (directly and through PgBouncer in transaction mode), and the
 tool is listed only to a token holding its scope; the demo's claim-bound tool shows each editor their
-own pages."""
+own pages; a parameter bound to a group claim shows each caller their groups' rows only, and a token
+whose group claim is missing, one string or empty is refused."""
 
 from __future__ import annotations
 
@@ -157,3 +158,63 @@ async def _pages(client: Client) -> list[list[Any]]:
     assert result.structured_content is not None
     rows: list[list[Any]] = result.structured_content["rows"]
     return rows
+
+
+# Each page's section stands for a team: the group claim lists the caller's teams.
+TEAM_PAGES = """
+[[sources.tools]]
+name = "team_pages"
+description = "How many pages each of the caller's teams has."
+statement = '''SELECT section, count(*)::integer AS pages FROM docs.pages
+  WHERE section = ANY($1) GROUP BY section ORDER BY section'''
+
+[[sources.tools.parameters]]
+name = "teams"
+type = "text[]"
+bind = "group:groups"
+"""
+
+
+async def test_a_group_bound_tool_shows_each_caller_their_groups_rows_and_refuses_a_token_without_groups(
+    tmp_path: Path, issuer: TestIssuer, demo_cluster: Cluster
+) -> None:
+    options = conninfo_to_dict(demo_cluster.reader_dsn)
+    password = str(options.pop("password"))
+    dsn = make_conninfo(**{k: str(v) for k, v in options.items()})
+    config = tmp_path / "sources.toml"
+    config.write_text(
+        f'[[sources]]\nname = "docs"\ndescription = "The demo docs"\ndsn = "{dsn}"\n'
+        f'password_env = "MCP_TEST_GROUP_PASSWORD"\n{TEAM_PAGES}'
+    )
+    env = {"MCP_CONFIG": str(config), "MCP_TEST_GROUP_PASSWORD": password}
+    scope = "sql:read:docs"
+    with open_http_server(issuer, env) as server, trio.fail_after(60):
+        async with (
+            _client(server, issuer, {"sub": "ann", "groups": ["guides"]}, scope) as ann,
+            # A group whose name holds a quote and a comma is one element, never two.
+            _client(server, issuer, {"sub": "bo", "groups": ["reference", 'x","changelog']}, scope) as bo,
+            _client(server, issuer, {"sub": "cy"}, scope) as no_claim,
+            _client(server, issuer, {"sub": "di", "groups": "guides"}, scope) as one_string,
+            _client(server, issuer, {"sub": "ed", "groups": []}, scope) as no_group,
+        ):
+            anns = await ann.call_tool("docs_team_pages", {})
+            bos = await bo.call_tool("docs_team_pages", {})
+            forced = await ann.call_tool("docs_team_pages", {"teams": ["reference"]})
+            refused = [await c.call_tool("docs_team_pages", {}) for c in (no_claim, one_string, no_group)]
+            listed = {t.name: t for t in (await ann.list_tools()).tools}
+    assert anns.structured_content is not None
+    assert bos.structured_content is not None
+    assert anns.structured_content["rows"] == [["guides", 10]]
+    assert bos.structured_content["rows"] == [["reference", 10]]
+    assert listed["docs_team_pages"].input_schema == {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+    }
+    assert forced.is_error is True
+    assert json.loads(forced.content[0].text)["type"] == "urn:mcp-suite:problem:validation-error"  # type: ignore[union-attr]
+    for result in refused:  # fail closed: never bound as NULL or as no group
+        assert result.is_error is True
+        problem = json.loads(result.content[0].text)  # type: ignore[union-attr]  # a text block
+        assert problem["type"] == "urn:mcp-suite:problem:access-denied", problem
+        assert "'groups'" in problem["detail"]

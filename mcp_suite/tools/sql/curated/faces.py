@@ -44,7 +44,7 @@ from mcp_suite.tools.sql.statement_log import log_statement
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from mcp_suite.tools.sql.engine.engine import SqlEngine
+    from mcp_suite.tools.sql.engine.engine import DescribedColumn, SqlEngine
     from mcp_suite.tools.sql.engine.policy import VettedQuery
     from mcp_suite.tools.sql.engine.router import SqlSources
 
@@ -64,6 +64,8 @@ class JudgmentRefusedError(Exception):
 class Judged:
     vetted: VettedQuery
     oids: tuple[int, ...]
+    # The result's columns as PostgreSQL describes the statement (the login role's reading).
+    columns: tuple[DescribedColumn, ...] = ()
 
 
 class Judgment:
@@ -108,14 +110,15 @@ def judge(engine: SqlEngine, tool: CuratedTool, definers: DefinerGuard) -> Judge
         raise JudgmentRefusedError(f"{name}: the SQL policy refuses its statement: {exc.detail}") from None
     declared = tuple(p.type.oid for p in tool.parameters)
     nulls = Bound(b"", (None,) * len(declared), declared)
+    columns: tuple[DescribedColumn, ...] = ()
     for role in _roles(engine):
         who = f"as {role.role}" if role is not None else "as the login role"
         try:
-            read = tuple(
-                engine.parameter_types(
-                    tool.statement, CallTicket(cancel_timeout_s=engine.settings.sql_cancel_grace_s), role
-                )
+            params, described = engine.describe_statement(
+                tool.statement, CallTicket(cancel_timeout_s=engine.settings.sql_cancel_grace_s), role
             )
+            read = tuple(params)
+            columns = columns or tuple(described)
             if read != declared:
                 raise JudgmentRefusedError(
                     f"{name}: PostgreSQL reads its parameters as {_types(engine, read)}, the declaration "
@@ -136,7 +139,7 @@ def judge(engine: SqlEngine, tool: CuratedTool, definers: DefinerGuard) -> Judge
             raise  # the source's own state, not the tool's: judged when the source serves
         except ProblemError as exc:
             raise JudgmentRefusedError(f"{name}: {who}, its statement cannot run: {exc.detail}") from None
-    return Judged(vetted, declared)
+    return Judged(vetted, declared, columns)
 
 
 def _types(engine: SqlEngine, oids: tuple[int, ...]) -> str:
@@ -195,6 +198,49 @@ def _models(tool: CuratedTool) -> tuple[type[BaseModel], type[BaseModel]]:
         fields[p.name] = (kind, ...) if p.required else (kind | None, p.default)
     args = create_model(f"{tool.served_name}_args", __base__=StrictModel, **fields)
     return args, ReadOnlySqlResult
+
+
+def output_schema(judgment: Judgment) -> dict[str, Any]:
+    """The tool's `outputSchema`: the envelope of `read_only_sql`'s result, its `columns` and each
+    row's values named and typed from PostgreSQL's description of the statement at start-up (each
+    value's JSON type as the result's loaders write it). A tool not judged yet (the database did
+    not answer at start-up) advertises the envelope alone, which its results also satisfy."""
+    from mcp_suite.protocol.mcp import model_json_schema
+    from mcp_suite.tools.sql.engine.convert import json_type
+    from mcp_suite.tools.sql.models import ReadOnlySqlResult
+
+    schema = model_json_schema(ReadOnlySqlResult)
+    judged = judgment.made
+    if judged is None or not judged.columns:
+        return schema
+    columns = judged.columns
+    properties = schema["properties"]
+    properties["columns"] = {
+        "description": "The result's columns, in order",
+        "type": "array",
+        "prefixItems": [
+            {
+                "type": "object",
+                "properties": {"name": {"const": c.name}, "type": {"const": c.type}},
+                "required": ["name", "type"],
+                "additionalProperties": False,
+            }
+            for c in columns
+        ],
+        "items": False,
+        "minItems": len(columns),
+    }
+    properties["rows"] = {
+        "description": properties["rows"]["description"],
+        "type": "array",
+        "items": {
+            "type": "array",
+            "prefixItems": [{"title": c.name, **json_type(c.oid, c.category)} for c in columns],
+            "items": False,
+            "minItems": len(columns),
+        },
+    }
+    return schema
 
 
 def spec(tool: CuratedTool, judgment: Judgment, sources: SqlSources) -> ToolSpec:
@@ -276,6 +322,7 @@ def spec(tool: CuratedTool, judgment: Judgment, sources: SqlSources) -> ToolSpec
         scope=tool.scope,
         untrusted=True,  # database values
         advertised=lambda: input_schema(tool),
+        advertised_output=lambda: output_schema(judgment),
     )
 
 

@@ -43,6 +43,8 @@ _MAX_PARAMETERS: Final = 16
 _UNSUPPORTED: Final = re.compile(r"\(\?(?![:]|P<)|\\[1-9]|\\g<")
 # A string argument's bound when the declaration sets none: every field is bounded.
 _TEXT_CHARS: Final = 1000
+# The most groups a group claim may list (a longer list is refused, never cut).
+_MAX_GROUPS: Final = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +54,7 @@ class PgType:
 
     name: str  # as PostgreSQL names it (format_type)
     oid: int
-    json: str  # string, integer, number, boolean
+    json: str  # string, integer, number, boolean; array (text[], a group binding's only)
     low: int | None = None
     high: int | None = None
     pattern: str | None = None  # what PostgreSQL's input accepts, checked before any database work
@@ -78,6 +80,8 @@ PG_TYPES: Final[Mapping[str, PgType]] = {
     "date": PgType("date", 1082, "string", pattern=_DATE, format="date"),
     "timestamptz": PgType("timestamp with time zone", 1184, "string", pattern=_TIMESTAMP, format="date-time"),
     "uuid": PgType("uuid", 2950, "string", pattern=_UUID, format="uuid"),
+    # A parameter bound to a group claim only (`bind = "group:<claim>"`): the caller's groups.
+    "text[]": PgType("text[]", 1009, "array"),
 }
 _ALIASES: Final = {
     "character varying": "varchar",
@@ -104,7 +108,8 @@ class Parameter:
     maximum: float | None = None
     pattern: str | None = None
     max_length: int | None = None
-    # "sub" (the token's subject) or a claim's name: bound to the caller, never an argument.
+    # "sub" (the token's subject) or a claim's name: bound to the caller, never an argument. A
+    # text[] parameter's claim is a group claim (`bind = "group:<claim>"`): a list of strings.
     bind: str | None = None
 
 
@@ -309,11 +314,18 @@ def _parameter(item: dict[str, Any], where: str, problems: list[str]) -> Paramet
     if not isinstance(description, str) or len(description) > _DESCRIPTION_CHARS:
         problems.append(f"{where}: description: at most {_DESCRIPTION_CHARS} characters")
     bind = item.get("bind")
+    if bind is None and pg_type.json == "array":
+        problems.append(f'{where}: type: text[] is for a parameter bound to a group (bind = "group:<claim>")')
     if bind is not None:
-        claim = bind.removeprefix("claim:") if isinstance(bind, str) else None
+        group = isinstance(bind, str) and bind.startswith("group:")
+        claim = bind.removeprefix("group:" if group else "claim:") if isinstance(bind, str) else None
         if bind != "sub" and (claim is None or claim == bind or not _CLAIM.fullmatch(claim)):
-            problems.append(f'{where}: bind: "sub" or "claim:<name>" (a claim of the caller\'s token)')
-        elif pg_type.json not in ("string", "integer"):
+            problems.append(
+                f'{where}: bind: "sub", "claim:<name>" or "group:<name>" (a claim of the caller\'s token)'
+            )
+        elif group != (pg_type.json == "array"):
+            problems.append(f"{where}: bind: a group binds a text[] parameter, and only a group does")
+        elif pg_type.json not in ("string", "integer", "array"):
             problems.append(f"{where}: bind: a claim binds a text or integer parameter")
         shaped = sorted(set(item) & {"default", "enum", "minimum", "maximum", "pattern", "required"})
         if shaped:
@@ -490,21 +502,36 @@ def bound_values(
 def _claim(tool: CuratedTool, parameter: Parameter, subject: str | None, claims: Mapping[str, Any]) -> object:
     bind = parameter.bind
     value: object = subject if bind == "sub" else claims.get(bind or "") if subject is not None else None
-    ok = isinstance(value, str) and value and "\x00" not in value and len(value) <= _TEXT_CHARS
+    ok = _word(value)
     if parameter.type.json == "integer":
         ok = isinstance(value, int) and not isinstance(value, bool) and _fits(value, parameter.type)
+    elif parameter.type.json == "array":
+        # Fail closed: a missing claim, one string, an empty list or a list holding anything but
+        # strings is refused, never bound as NULL or as no group.
+        ok = isinstance(value, list) and 0 < len(value) <= _MAX_GROUPS and all(_word(v) for v in value)
     if not ok:
         what = "subject" if bind == "sub" else f"claim {bind!r}"
+        shape = {"string": "a string", "integer": "an integer"}.get(
+            parameter.type.json, f"a list of 1 to {_MAX_GROUPS} strings"
+        )
         raise AccessDeniedError(
             f"The tool {tool.served_name} binds its parameter {parameter.name!r} to the caller's "
             f"verified {what}, and this call has no usable one (a verified token that holds it, "
-            f"{'a string' if parameter.type.json == 'string' else 'an integer'}); the call was refused.",
+            f"{shape}); the call was refused.",
             metadata={"tool": tool.served_name, "bound": parameter.name, "retryable": False},
         )
     return value
 
 
+def _word(value: object) -> bool:
+    """A claim's string fit to bind: not empty, no NUL, within the text bound."""
+    return isinstance(value, str) and bool(value) and "\x00" not in value and len(value) <= _TEXT_CHARS
+
+
 def _text(value: object) -> bytes:
+    if isinstance(value, list):  # a group claim's strings, as an array literal of PostgreSQL
+        quoted = ('"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"' for v in value)
+        return ("{" + ",".join(quoted) + "}").encode()
     if isinstance(value, bool):
         return b"true" if value else b"false"
     if isinstance(value, float):

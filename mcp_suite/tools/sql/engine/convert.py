@@ -30,6 +30,7 @@ __all__ = [
     "array_loader",
     "depth_within",
     "json_size",
+    "json_type",
     "register_loaders",
     "to_json_value",
 ]
@@ -204,6 +205,28 @@ JSON_READY_OIDS: Final = frozenset(
         *_TIME_OIDS,
     }
 )
+
+
+def json_type(oid: int, category: str) -> dict[str, Any]:
+    """The JSON Schema of a column's values as the loaders above write them (NULL allowed: a
+    described column says nothing of its nulls): `{}` where the value's shape is not known."""
+    if oid == 16:
+        kind: Any = "boolean"
+    elif oid in (20, 21, 23, 26):
+        kind = "integer"
+    elif oid in _FLOAT_OIDS:
+        kind = ["number", "string"]  # NaN and the infinities as strings
+    elif oid in _JSON_OIDS:
+        return {}  # any JSON value (or its text, past the depth guard)
+    elif oid in JSON_READY_OIDS:
+        kind = "string"
+    elif category == "A":
+        kind = "array"
+    elif category in ("E", "S"):  # an enum, or a user-defined string type: its text
+        kind = "string"
+    else:
+        return {}
+    return {"type": [*(kind if isinstance(kind, list) else [kind]), "null"]}
 
 
 def register_loaders(adapters: AdaptersMap, *, encoding: str = "utf-8") -> None:

@@ -52,12 +52,22 @@ if TYPE_CHECKING:
     from mcp_suite.tools.sql.engine.policy import QueryPolicy, VettedQuery
     from mcp_suite.tools.sql.engine.role_audit.finding import Finding
 
-__all__ = ["SqlEngine", "open_engine"]
+__all__ = ["DescribedColumn", "SqlEngine", "open_engine"]
 
 # The toolset's log, by the name its lines carried before the engine was split out of the tool.
 log = logging.getLogger("mcp_suite.tools.sql.read_only_sql.tool")
 
 T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DescribedColumn:
+    """One result column of a prepared statement, as PostgreSQL describes it."""
+
+    name: str
+    oid: int
+    type: str  # format_type(oid, NULL): the name a result's `columns` give it
+    category: str  # pg_type.typcategory ("A": an array)
 
 
 class SqlEngine:
@@ -240,17 +250,35 @@ class SqlEngine:
                 definers=definers,
             )
 
-    def parameter_types(self, statement: str, ticket: CallTicket, role: CallRole | None = None) -> list[int]:
-        """PostgreSQL's own reading of a statement's `$n`: their types' OIDs, in order, as the
-        statement is prepared (never run) in a rolled-back read-only transaction as `role`.
-        Raises the database's error as a problem (a name the role cannot resolve, a syntax error)."""
+    def describe_statement(
+        self, statement: str, ticket: CallTicket, role: CallRole | None = None
+    ) -> tuple[list[int], list[DescribedColumn]]:
+        """PostgreSQL's own reading of a statement: its `$n`'s types' OIDs, in order, and its result
+        columns (name, type OID, `format_type` name, type category), as the statement is prepared
+        (never run) in a rolled-back read-only transaction as `role`. Raises the database's error
+        as a problem (a name the role cannot resolve, a syntax error)."""
 
-        def describe(conn: psycopg.Connection[Any]) -> list[int]:
+        def describe(conn: psycopg.Connection[Any]) -> tuple[list[int], list[DescribedColumn]]:
             pg = conn.pgconn
             for result in (pg.prepare(b"", statement.encode(), None), pg.describe_prepared(b"")):
                 if result.status == pq.ExecStatus.FATAL_ERROR:
                     raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
-            return [result.param_type(i) for i in range(result.nparams)]
+            params = [result.param_type(i) for i in range(result.nparams)]
+            fields = [
+                ((result.fname(i) or b"").decode(conn.info.encoding or "utf-8", "replace"), result.ftype(i))
+                for i in range(result.nfields)
+            ]
+            types = {
+                int(oid): (str(name), str(category))
+                for oid, name, category in conn.execute(
+                    "SELECT t.oid::int8, format_type(t.oid, NULL), t.typcategory::text"
+                    " FROM pg_catalog.pg_type t WHERE t.oid = ANY(%s::oid[])",
+                    [sorted({oid for _, oid in fields})],
+                )
+            }
+            return params, [
+                DescribedColumn(name, oid, *types.get(oid, (f"oid {oid}", ""))) for name, oid in fields
+            ]
 
         return self._database.get().read_catalogue(describe, ticket=ticket, role=role)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -179,6 +180,47 @@ def test_a_curated_tool_with_two_parameters_costs_no_more_tokens_than_dbhub_s_cu
     assert measure([ours]).total_tokens <= measure([dbhub]).total_tokens
 
 
+# The same two-parameter tool as Google's MCP Toolbox for Databases shows it to a model over MCP,
+# written from its documentation (googleapis/genai-toolbox, docs/en/resources/tools/_index.md,
+# "Specifying Parameters"): each parameter's `type` ("integer", a "float" as "number") and its
+# `description` ("provided to the LLM as context"), `default` making it not required; the MCP
+# `inputSchema` is an object of those properties and the required names (the shape of its
+# parameters' MCP manifest in the same repository). `allowedValues`, `minValue` and `maxValue` are
+# checked by the server and not in that schema, so an equivalent tool tells the model in words.
+TOOLBOX = {
+    "name": "pages_by_section",
+    "description": "The pages of one section with at least some words, longest first.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "section": {"type": "string", "description": "The section: one of guides, reference, changelog"},
+            "min_words": {
+                "type": "integer",
+                "description": "At least this many words, from 0 to 100000",
+                "default": 0,
+            },
+        },
+        "required": ["section"],
+    },
+}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="measured: ours 96 o200k tokens, Toolbox's equivalent 88 (67 without the allowed values "
+    "and range in words): our enum, minimum, maximum and additionalProperties are JSON Schema keywords, "
+    "theirs are prose the server checks; the gap is open (docs/tools/curated.md)",
+)
+def test_a_curated_tool_with_two_parameters_costs_no_more_tokens_than_toolbox_s_documented_format(
+    tmp_path: Path,
+) -> None:
+    (source,) = _load(tmp_path, SOURCE + TWO_PARAMETERS)
+    (tool,) = source.tools
+    ours = {"name": tool.served_name, "description": tool.description, "inputSchema": input_schema(tool)}
+    assert tool.description == TOOLBOX["description"]
+    assert measure([ours]).total_tokens <= measure([TOOLBOX]).total_tokens
+
+
 def _tool(extra: str = "", parameters: str = "", statement: str = "SELECT 1") -> str:
     return (
         SOURCE + f'[[sources.tools]]\nname = "t"\ndescription = "A question."\nstatement = "{statement}"\n'
@@ -217,6 +259,19 @@ def _parameter(body: str) -> str:
         (
             _tool(parameters=_parameter('type = "boolean"\nbind = "sub"'), statement="SELECT $1"),
             "binds a text",
+        ),
+        (_tool(parameters=_parameter('type = "text[]"'), statement="SELECT $1"), "text[] is for a parameter"),
+        (
+            _tool(parameters=_parameter('type = "text[]"\nbind = "claim:groups"'), statement="SELECT $1"),
+            "a group binds a text[] parameter",
+        ),
+        (
+            _tool(parameters=_parameter('type = "text"\nbind = "group:groups"'), statement="SELECT $1"),
+            "a group binds a text[] parameter",
+        ),
+        (
+            _tool(parameters=_parameter('type = "text[]"\nbind = "group:"'), statement="SELECT $1"),
+            '"group:<name>"',
         ),
         (
             _tool(parameters=_parameter('type = "integer"\nenum = ["a"]'), statement="SELECT $1"),
@@ -290,3 +345,59 @@ def test_values_are_bound_as_postgresql_reads_their_types_and_the_schema_says_ea
     for claim in ("7", True, 2**40):  # an integer parameter takes an integer claim of its range only
         with pytest.raises(AccessDeniedError, match="team_id"):
             bound_values(tool, arguments, "ann", {"team_id": claim})
+
+
+def test_a_group_binding_binds_the_callers_groups_as_a_text_array_and_refuses_any_other_claim(
+    tmp_path: Path,
+) -> None:
+    parameters = '[[sources.tools.parameters]]\nname = "teams"\ntype = "text[]"\nbind = "group:groups"\n'
+    (source,) = _load(tmp_path, _tool(parameters=parameters, statement="SELECT $1"))
+    (tool,) = source.tools
+    assert tool.bound
+    assert input_schema(tool)["properties"] == {}
+    # The judged text casts the placeholder to the array type PostgreSQL reads `= ANY($1)` as.
+    assert judged_text(tool) == "SELECT (NULL::text[])"
+    # Each group a quoted element of an array literal: a comma, a brace, a quote or a backslash
+    # in a group's name stays inside its element.
+    assert bound_values(tool, {}, "ann", {"groups": ["support", 'a,"b"}', "c\\d"]}) == [
+        b'{"support","a,\\"b\\"}","c\\\\d"}'
+    ]
+    # Fail closed: no claim, one string, no group, a non-string, an empty or NUL-holding name,
+    # too many groups, or no verified caller: refused, never bound as NULL or as no group.
+    claims: dict[str, Any]
+    for claims in (
+        {},
+        {"groups": "support"},
+        {"groups": []},
+        {"groups": ["support", 7]},
+        {"groups": [""]},
+        {"groups": ["a\x00b"]},
+        {"groups": ["g"] * 1001},
+        {"groups": None},
+    ):
+        with pytest.raises(AccessDeniedError, match=r"'groups'.*a list of 1 to 1000 strings"):
+            bound_values(tool, {}, "ann", claims)
+    with pytest.raises(AccessDeniedError, match="groups"):
+        bound_values(tool, {}, None, {"groups": ["support"]})
+
+
+@pytest.mark.parametrize(
+    ("oid", "category", "expected"),
+    [
+        (16, "B", {"type": ["boolean", "null"]}),
+        (20, "N", {"type": ["integer", "null"]}),
+        (701, "N", {"type": ["number", "string", "null"]}),  # NaN and the infinities are strings
+        (1700, "N", {"type": ["string", "null"]}),  # numeric: its exact text
+        (1184, "D", {"type": ["string", "null"]}),
+        (3802, "U", {}),  # jsonb: any JSON value
+        (1009, "A", {"type": ["array", "null"]}),
+        (99999, "E", {"type": ["string", "null"]}),  # an enum: its text
+        (99998, "C", {}),  # a composite: shape not known, no claim made
+    ],
+)
+def test_a_result_column_s_json_type_is_the_one_its_values_are_written_as(
+    oid: int, category: str, expected: dict[str, Any]
+) -> None:
+    from mcp_suite.tools.sql.engine.convert import json_type
+
+    assert json_type(oid, category) == expected

@@ -132,7 +132,7 @@ async def test_a_curated_tool_is_listed_with_its_declared_schema_and_answers_wit
 async def test_a_curated_tools_output_schema_names_its_columns_with_their_types_and_its_answers_fit_it(
     demo_cluster: Cluster, tmp_path: Path
 ) -> None:
-    from jsonschema import Draft202012Validator
+    from jsonschema import Draft7Validator, Draft202012Validator
 
     config = tmp_path / "sources.toml"
     config.write_text(_source(demo_cluster))
@@ -160,6 +160,8 @@ async def test_a_curated_tools_output_schema_names_its_columns_with_their_types_
     Draft202012Validator(tools["docs_page"]["outputSchema"]).validate(page["structuredContent"])
     # The schema is the tool's own: another tool's answer (other columns) does not fit it.
     assert not Draft202012Validator(schema).is_valid(page["structuredContent"])
+    # A client that reads an older draft (no `prefixItems`) still accepts the tool's answers.
+    Draft7Validator(schema).validate(pages["structuredContent"])
 
 
 @pytest.mark.parametrize(

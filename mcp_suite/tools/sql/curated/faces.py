@@ -227,8 +227,10 @@ def output_schema(judgment: Judgment) -> dict[str, Any]:
             }
             for c in columns
         ],
-        "items": False,
+        # Exactly these, said with the lengths, not `items: false`: a client that reads an older
+        # draft ignores `prefixItems`, and would then refuse every non-empty array.
         "minItems": len(columns),
+        "maxItems": len(columns),
     }
     properties["rows"] = {
         "description": properties["rows"]["description"],
@@ -236,8 +238,8 @@ def output_schema(judgment: Judgment) -> dict[str, Any]:
         "items": {
             "type": "array",
             "prefixItems": [{"title": c.name, **json_type(c.oid, c.category)} for c in columns],
-            "items": False,
             "minItems": len(columns),
+            "maxItems": len(columns),
         },
     }
     return schema

@@ -40,6 +40,16 @@ class HttpServer:
         self.errlog.seek(0)
         return [json.loads(line) for line in self.errlog.read().splitlines() if line.startswith("{")]
 
+    def messages_once(self, needle: str, timeout: float = 10.0) -> list[str]:
+        """Every log message so far, once one holds `needle` (the log is written in batches, so a
+        line can follow what its event changed, such as the readiness probe's body)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            messages = [str(r.get("msg", "")) for r in self.records()]
+            if any(needle in message for message in messages) or time.monotonic() > deadline:
+                return messages
+            time.sleep(0.02)
+
     def audit(self, count: int) -> list[dict[str, Any]]:
         """The audit records once `count` are written (the log is written in batches)."""
         deadline = time.monotonic() + 10

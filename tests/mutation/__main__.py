@@ -88,6 +88,8 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/tools/sql/test_sql_policy_corpus.py",
         "tests/unit/tools/sql/test_sql_rewrite.py",
         "tests/property/test_sql_policy_properties.py",
+        "tests/unit/tools/sql/test_sql_names_as_resolved.py",
+        "tests/unit/tools/sql/test_sql_built_operands.py",
     ),
     "mcp_suite/tools/sql/engine/policy/__init__.py": (
         "tests/unit/tools/sql/test_sql_pipeline.py",
@@ -104,6 +106,8 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/tools/sql/test_sql_policy_corpus.py",
         "tests/unit/tools/sql/test_sql_rewrite.py",
         "tests/property/test_sql_policy_properties.py",
+        "tests/unit/tools/sql/test_sql_names_as_resolved.py",
+        "tests/unit/tools/sql/test_sql_built_operands.py",
     ),
     "mcp_suite/tools/sql/engine/policy/catalogue.py": (
         "tests/unit/tools/sql/test_sql_catalogue.py",

@@ -519,6 +519,10 @@ def test_a_tool_s_keys_of_the_wrong_kind_are_each_named_never_a_crash() -> None:
         "W: tool 1 (t): statement: required, one SELECT with $1..$n for its parameters"
     ]
     assert _problems(max_rows=True) == ["W: tool 1 (t): max_rows: an integer from 1 to the source's own 100"]
+    # A statement is read for its placeholders only once the rest of its tool is good.
+    assert _problems(name="T", statement="SELECT $1") == [
+        "W: tool 1 (T): name: required, lower-case letters, digits and _ (at most 40)"
+    ]
 
 
 def test_a_refused_tool_does_not_stop_the_reading_of_the_tools_after_it() -> None:

@@ -438,8 +438,8 @@ def _problems(**keys: object) -> list[str]:
     return problems
 
 
-def _one_parameter(statement: str = "SELECT $1", **keys: object) -> list[str]:
-    return _problems(statement=statement, parameters=[{"name": "p", **keys}])
+def _one_parameter(**keys: object) -> list[str]:
+    return _problems(statement="SELECT $1", parameters=[{"name": "p", **keys}])
 
 
 def test_a_good_declaration_is_the_whole_tool_it_says_its_text_stripped_and_its_limits_its_own() -> None:

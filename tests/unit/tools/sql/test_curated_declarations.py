@@ -14,7 +14,16 @@ import pytest
 from bench.bench_tokens import measure
 from mcp_suite.problems import AccessDeniedError
 from mcp_suite.settings import Settings, SettingsError
-from mcp_suite.tools.sql.curated.policy import bound_values, input_schema, judged_text, placeholders
+from mcp_suite.tools.sql.curated.policy import (
+    PG_TYPES,
+    CuratedTool,
+    Parameter,
+    bound_values,
+    input_schema,
+    judged_text,
+    parse_tools,
+    placeholders,
+)
 from mcp_suite.tools.sql.sources import load_sources
 
 ENV = {"PW": "secret"}
@@ -401,3 +410,363 @@ def test_a_result_column_s_json_type_is_the_one_its_values_are_written_as(
     from mcp_suite.tools.sql.engine.convert import json_type
 
     assert json_type(oid, category) == expected
+
+
+# The declarations read directly (parse_tools is pure): each problem's whole wording, each bound
+# exactly at its limit and one past it, and each good declaration as the whole tool it becomes.
+def _parse(*tables: object) -> tuple[tuple[CuratedTool, ...], list[str]]:
+    problems: list[str] = []
+    tools = parse_tools(
+        list(tables),
+        source="my-shop",
+        family_scope="sql:read",
+        max_rows=100,
+        max_result_bytes=1000,
+        where="W",
+        problems=problems,
+    )
+    return tools, problems
+
+
+def _table(**keys: object) -> dict[str, object]:
+    return {"name": "t", "description": "A question.", "statement": "SELECT 1", **keys}
+
+
+def _problems(**keys: object) -> list[str]:
+    tools, problems = _parse(_table(**keys))
+    assert tools == ()
+    return problems
+
+
+def _one_parameter(**keys: object) -> list[str]:
+    return _problems(statement="SELECT $1", parameters=[{"name": "p", **keys}])
+
+
+def test_a_good_declaration_is_the_whole_tool_it_says_its_text_stripped_and_its_limits_its_own() -> None:
+    (tool,), problems = _parse(
+        _table(title="  Orders  ", description="  What is open.  ", max_rows=1, max_result_bytes=500)
+    )
+    assert problems == []
+    assert tool == CuratedTool(
+        source="my-shop",
+        name="t",
+        title="Orders",
+        description="What is open.",
+        statement="SELECT 1",
+        parameters=(),
+        max_rows=1,
+        max_result_bytes=500,
+        scope="sql:read:my-shop",
+        served_name="my_shop_t",
+    )
+
+
+def test_each_bound_of_a_tool_is_allowed_exactly_at_its_limit() -> None:
+    parameters = [{"name": f"p{n}", "type": "text"} for n in range(1, 17)]
+    statement = "SELECT " + ", ".join(f"${n}" for n in range(1, 17))
+    (tool,), problems = _parse(
+        _table(
+            title="x" * 80,
+            description="d" * 250,
+            statement=statement + " " * (8000 - len(statement)),
+            max_rows=100,
+            max_result_bytes=1000,
+            parameters=parameters,
+        )
+    )
+    assert problems == []
+    assert (tool.title, len(tool.parameters), tool.max_rows, tool.max_result_bytes) == (
+        "x" * 80,
+        16,
+        100,
+        1000,
+    )
+
+
+def test_each_bound_of_a_tool_refuses_one_past_its_limit_in_its_own_words() -> None:
+    parameters = [{"name": f"p{n}", "type": "text"} for n in range(1, 18)]
+    assert _problems(
+        title="x" * 81,
+        description="d" * 251,
+        statement="SELECT 1" + " " * 7993,
+        max_rows=101,
+        max_result_bytes=0,
+        parameters=parameters,
+    ) == [
+        "W: tool 1 (t): title: one line of at most 80 characters",
+        "W: tool 1 (t): description: at most 250 characters",
+        "W: tool 1 (t): statement: at most 8000 characters, no NUL",
+        "W: tool 1 (t): max_rows: an integer from 1 to the source's own 100",
+        "W: tool 1 (t): max_result_bytes: an integer from 1 to the source's own 1000",
+        "W: tool 1 (t): parameters: a list of at most 16 tables, $1 first",
+    ]
+
+
+def test_a_tool_s_keys_of_the_wrong_kind_are_each_named_never_a_crash() -> None:
+    tools, problems = _parse(
+        {"name": 3, "title": 3, "description": "d", "statement": 7, "max_rows": "10", "parameters": [3]}
+    )
+    assert tools == ()
+    assert problems == [
+        "W: tool 1: name: required, lower-case letters, digits and _ (at most 40)",
+        "W: tool 1: title: one line of at most 80 characters",
+        "W: tool 1: statement: required, one SELECT with $1..$n for its parameters",
+        "W: tool 1: max_rows: an integer from 1 to the source's own 100",
+        "W: tool 1: parameters: a list of at most 16 tables, $1 first",
+    ]
+    # A statement that is not text is named once, never also read by PostgreSQL's scanner.
+    assert _problems(statement=7) == [
+        "W: tool 1 (t): statement: required, one SELECT with $1..$n for its parameters"
+    ]
+    assert _problems(max_rows=True) == ["W: tool 1 (t): max_rows: an integer from 1 to the source's own 100"]
+    # A statement is read for its placeholders only once the rest of its tool is good.
+    assert _problems(name="T", statement="SELECT $1") == [
+        "W: tool 1 (T): name: required, lower-case letters, digits and _ (at most 40)"
+    ]
+
+
+def test_a_refused_tool_does_not_stop_the_reading_of_the_tools_after_it() -> None:
+    tools, problems = _parse(_table(name="Bad"), _table(), _table(), _table(name="u"))
+    assert [tool.name for tool in tools] == ["t", "u"]
+    assert problems == [
+        "W: tool 1 (Bad): name: required, lower-case letters, digits and _ (at most 40)",
+        "W: tool 3 (t): name: another tool of this source has the name 't'",
+    ]
+
+
+def test_a_statement_s_placeholders_and_its_parameters_are_named_both_in_the_problem() -> None:
+    two = [{"name": "a", "type": "text"}, {"name": "b", "type": "text"}]
+    assert _problems(statement="SELECT $2", parameters=two) == [
+        "W: tool 1 (t): statement: its placeholders are $2, its parameters declare $1, $2: each "
+        "parameter is one $n, in order"
+    ]
+    assert _problems(statement="SELECT $1") == [
+        "W: tool 1 (t): statement: its placeholders are $1, its parameters declare none: each "
+        "parameter is one $n, in order"
+    ]
+
+
+def test_a_good_parameter_is_the_whole_parameter_it_says() -> None:
+    (tool,), problems = _parse(
+        _table(
+            statement="SELECT $1,$2,$3,$4,$5",
+            parameters=[
+                {"name": "n", "type": "int4", "description": " How many. ", "minimum": 1, "maximum": 9},
+                {"name": "day", "type": "date", "default": "2026-12-07"},
+                {"name": "flag", "type": "bool", "default": True},
+                {"name": "who", "type": "text", "bind": "sub"},
+                {"name": "code", "type": "text", "enum": ["a", "b"], "max_length": 1},
+            ],
+        )
+    )
+    assert problems == []
+    assert tool.parameters == (
+        Parameter(name="n", type=PG_TYPES["integer"], description="How many.", minimum=1, maximum=9),
+        Parameter(name="day", type=PG_TYPES["date"], required=False, default="2026-12-07"),
+        Parameter(name="flag", type=PG_TYPES["boolean"], required=False, default=True),
+        Parameter(name="who", type=PG_TYPES["text"], bind="sub"),
+        Parameter(name="code", type=PG_TYPES["text"], enum=("a", "b"), max_length=1),
+    )
+    assert judged_text(tool) == (
+        "SELECT (NULL::integer),(NULL::date),(NULL::boolean),(NULL::text),(NULL::text)"
+    )
+    assert input_schema(tool) == {
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer", "description": "How many.", "minimum": 1, "maximum": 9},
+            "day": {"type": "string", "format": "date", "default": "2026-12-07"},
+            "flag": {"type": "boolean", "default": True},
+            "code": {"type": "string", "enum": ["a", "b"], "maxLength": 1},
+        },
+        "additionalProperties": False,
+        "required": ["n", "code"],
+    }
+    assert bound_values(tool, {"n": 3, "code": "a"}, "ann", {}) == [
+        b"3",
+        b"2026-12-07",
+        b"true",
+        b"ann",
+        b"a",
+    ]
+
+
+def test_an_integer_bound_on_one_side_advertises_its_type_s_range_on_the_other() -> None:
+    (tool,), problems = _parse(
+        _table(
+            statement="SELECT $1, $2, $3",
+            parameters=[
+                {"name": "low", "type": "smallint", "minimum": -32768},
+                {"name": "high", "type": "integer", "maximum": 9},
+                {"name": "free", "type": "bigint", "enum": [-(2**63), 2**63 - 1]},
+            ],
+        )
+    )
+    assert problems == []
+    assert input_schema(tool)["properties"] == {
+        "low": {"type": "integer", "minimum": -32768, "maximum": 32767},
+        "high": {"type": "integer", "minimum": -(2**31), "maximum": 9},
+        "free": {"type": "integer", "enum": [-(2**63), 2**63 - 1]},
+    }
+    assert _one_parameter(type="smallint", enum=[-32769]) == [
+        "W: tool 1 (t): parameter $1 (p): enum: a list of at most 64 values of its type"
+    ]
+    assert _one_parameter(type="smallint", maximum=32768) == [
+        "W: tool 1 (t): parameter $1 (p): maximum: a number of its type (integer and numeric parameters only)"
+    ]
+
+
+def test_each_bound_of_a_parameter_is_allowed_exactly_at_its_limit() -> None:
+    (tool,), problems = _parse(
+        _table(
+            statement="SELECT $1, $2, $3",
+            parameters=[
+                {
+                    "name": "a",
+                    "type": "text",
+                    "description": "d" * 250,
+                    "pattern": "x" * 200,
+                    "max_length": 1000,
+                },
+                {"name": "b", "type": "integer", "enum": list(range(64))},
+                {"name": "c", "type": "varchar", "max_length": 1},
+            ],
+        )
+    )
+    assert problems == []
+    assert [(p.pattern, p.max_length, len(p.enum)) for p in tool.parameters] == [
+        ("x" * 200, 1000, 0),
+        (None, None, 64),
+        (None, 1, 0),
+    ]
+
+
+def test_each_key_of_a_parameter_refuses_in_its_own_words() -> None:
+    here = "W: tool 1 (t): parameter $1 (p)"
+    cases: list[tuple[dict[str, object], list[str]]] = [
+        (
+            {"type": ["text"]},
+            [
+                f"{here}: type: one of {', '.join(PG_TYPES)} (a value, never an identifier: "
+                "a table or column name cannot be a parameter)"
+            ],
+        ),
+        ({"type": "text", "description": "d" * 251}, [f"{here}: description: at most 250 characters"]),
+        (
+            {"type": "text", "bind": 3},
+            [f'{here}: bind: "sub", "claim:<name>" or "group:<name>" (a claim of the caller\'s token)'],
+        ),
+        (
+            {"type": "text", "bind": "customer"},
+            [f'{here}: bind: "sub", "claim:<name>" or "group:<name>" (a claim of the caller\'s token)'],
+        ),
+        ({"type": "boolean", "bind": "sub"}, [f"{here}: bind: a claim binds a text or integer parameter"]),
+        (
+            {"type": "integer", "enum": list(range(65))},
+            [f"{here}: enum: a list of at most 64 values of its type"],
+        ),
+        ({"type": "text", "enum": [1]}, [f"{here}: enum: a list of at most 64 values of its type"]),
+        (
+            {"type": "text", "minimum": "a"},
+            [f"{here}: minimum: a number of its type (integer and numeric parameters only)"],
+        ),
+        (
+            {"type": "integer", "maximum": "a"},
+            [f"{here}: maximum: a number of its type (integer and numeric parameters only)"],
+        ),
+        (
+            {"type": "text", "pattern": 3},
+            [f"{here}: pattern: a regular expression of at most 200 characters (text only)"],
+        ),
+        (
+            {"type": "text", "pattern": "x" * 201},
+            [f"{here}: pattern: a regular expression of at most 200 characters (text only)"],
+        ),
+        (
+            {"type": "text", "pattern": "(?i)x"},
+            [
+                f"{here}: pattern: no look-around, backreference or inline "
+                "group: a JSON Schema pattern that every client and the "
+                "server's linear-time matcher read alike"
+            ],
+        ),
+        ({"type": "text", "max_length": "5"}, [f"{here}: max_length: an integer from 1 to 1000 (text only)"]),
+        (
+            {"type": "text", "max_length": True},
+            [f"{here}: max_length: an integer from 1 to 1000 (text only)"],
+        ),
+        (
+            {"type": "text", "max_length": 1001},
+            [f"{here}: max_length: an integer from 1 to 1000 (text only)"],
+        ),
+        (
+            {"type": "integer", "max_length": 5},
+            [f"{here}: max_length: an integer from 1 to 1000 (text only)"],
+        ),
+        (
+            {"type": "date", "default": "7 Dec", "required": False},
+            [f"{here}: default: a value of its type (of its enum), for a parameter not required"],
+        ),
+    ]
+    for keys, expected in cases:
+        assert _one_parameter(**keys) == expected, keys
+
+
+def test_a_bound_parameter_names_every_key_that_would_shape_an_argument() -> None:
+    assert _one_parameter(
+        type="integer",
+        bind="claim:team",
+        default=1,
+        enum=[1],
+        minimum=0,
+        maximum=5,
+        pattern="a",
+        required=True,
+    ) == [
+        "W: tool 1 (t): parameter $1 (p): default, enum, maximum, minimum, pattern, required: a bound "
+        "parameter takes its value from the token alone",
+        "W: tool 1 (t): parameter $1 (p): pattern: a regular expression of at most 200 characters "
+        "(text only)",
+        "W: tool 1 (t): parameter $1 (p): default: a value of its type (of its enum), for a parameter "
+        "not required",
+    ]
+
+
+def test_a_refused_parameter_does_not_stop_the_reading_of_the_parameters_after_it() -> None:
+    assert _problems(
+        statement="SELECT $1, $2", parameters=[{"name": 3, "type": "text"}, {"name": "q", "type": "regclass"}]
+    ) == [
+        "W: tool 1 (t): parameter $1: name: required, lower-case letters, digits and _ (at most 40)",
+        f"W: tool 1 (t): parameter $2 (q): type: one of {', '.join(PG_TYPES)} (a value, never an identifier: "
+        "a table or column name cannot be a parameter)",
+    ]
+
+
+def test_a_claim_binding_refusal_names_the_tool_the_parameter_and_the_shape_it_needs() -> None:
+    (tool,), problems = _parse(
+        _table(
+            statement="SELECT $1, $2, $3",
+            parameters=[
+                {"name": "who", "type": "text", "bind": "sub"},
+                {"name": "team", "type": "integer", "bind": "claim:team_id"},
+                {"name": "teams", "type": "text[]", "bind": "group:groups"},
+            ],
+        )
+    )
+    assert problems == []
+    good = {"team_id": 7, "groups": ["g" * 1000]}
+    assert bound_values(tool, {}, "ann", good) == [b"ann", b"7", b'{"' + b"g" * 1000 + b'"}']
+    assert bound_values(tool, {}, "a" * 1000, {**good, "groups": ["g"] * 1000})[0] == b"a" * 1000
+    refusals = [
+        ({}, "a" * 1001, "'who'", "subject", "a string"),
+        (good, None, "'who'", "subject", "a string"),
+        ({**good, "team_id": "7"}, "ann", "'team'", "claim 'team_id'", "an integer"),
+        ({**good, "groups": []}, "ann", "'teams'", "claim 'groups'", "a list of 1 to 1000 strings"),
+    ]
+    for claims, subject, bound, what, shape in refusals:
+        with pytest.raises(AccessDeniedError) as raised:
+            bound_values(tool, {}, subject, claims)
+        assert raised.value.detail == (
+            f"The tool my_shop_t binds its parameter {bound} to the caller's verified {what}, and this call "
+            f"has no usable one (a verified token that holds it, {shape}); the call was refused."
+        )
+        assert raised.value.metadata == {"tool": "my_shop_t", "bound": bound.strip("'"), "retryable": False}

@@ -196,3 +196,138 @@ def test_the_refusal_says_why_and_names_the_setting() -> None:
     assert "does not interrupt" in refused.value.detail
     assert "MCP_SQL_ALLOW_UNINTERRUPTIBLE" in refused.value.detail
     assert "stored columns and literals" in refused.value.detail
+
+
+COLUMN = "a column the query builds (of a subquery, WITH query or function)"
+AGGREGATE = "(SELECT array_agg(g) AS a FROM generate_series(1, 9) AS g) AS s"
+
+# Each statement with the whole `metadata.object` of its refusal, or None when it is allowed: the
+# scope each name is read in, what counts as built, and each sized call exactly at its bound.
+JUDGED = (
+    # A WITH query that only concatenates builds (judged strictly), so its columns are built.
+    (
+        "WITH s AS (SELECT ARRAY[slug] || ARRAY[slug] AS a FROM docs.pages) SELECT a @> ARRAY['x'] FROM s",
+        f"@> over {COLUMN}",
+    ),
+    # A correlated subquery with a WITH query of its own still sees the built columns outside it.
+    (
+        "SELECT (WITH w AS (SELECT array_agg(1) AS x) SELECT s.a @> ARRAY[1] FROM docs.pages LIMIT 1) "
+        f"FROM {AGGREGATE}",
+        f"@> over {COLUMN}",
+    ),
+    # A non-LATERAL subquery in a FROM list or a JOIN does not see a building sibling; a LATERAL one does.
+    (f"SELECT 1 FROM {AGGREGATE}, (SELECT ARRAY[slug] @> ARRAY['x'] AS c FROM docs.pages) AS t", None),
+    (
+        f"SELECT 1 FROM {AGGREGATE} JOIN (SELECT ARRAY[slug] @> ARRAY['x'] AS c FROM docs.pages) AS t "
+        "ON true",
+        None,
+    ),
+    (f"SELECT 1 FROM {AGGREGATE}, LATERAL (SELECT s.a @> ARRAY[1] AS c) AS t", f"@> over {COLUMN}"),
+    # A WITH query's body is read before (and outside) the FROM list that builds.
+    (
+        "WITH w AS (SELECT ARRAY[slug] @> ARRAY['x'] AS c FROM docs.pages) "
+        f"SELECT w.c, s.a FROM w, {AGGREGATE}",
+        None,
+    ),
+    # A join's condition builds no column: a concatenation in it leaves the joined columns stored.
+    (
+        "SELECT ARRAY[p.slug] @> ARRAY['a'] FROM docs.pages AS p JOIN docs.pages AS q "
+        "ON p.slug || 'x' = q.slug",
+        None,
+    ),
+    # A schema-qualified table named like a WITH query that builds is not that WITH query.
+    (
+        "WITH pages AS (SELECT array_agg(g) AS a FROM generate_series(1, 9) AS g) "
+        "SELECT ARRAY[slug] @> ARRAY['a'] FROM docs.pages",
+        None,
+    ),
+    (
+        "WITH pages AS (SELECT array_agg(g) AS a FROM generate_series(1, 9) AS g) "
+        "SELECT ARRAY[1] @> ANY (SELECT ARRAY['x'] FROM docs.pages)",
+        None,
+    ),
+    (
+        "WITH pages AS (SELECT array_agg(g) AS a FROM generate_series(1, 9) AS g) "
+        "SELECT ARRAY[1] @> ANY (SELECT ARRAY['x'] FROM pages)",
+        "@> over a WITH query that builds",
+    ),
+    ("SELECT ARRAY[1] @> ANY (SELECT ARRAY[slug] FROM pages)", None),  # a table, not a WITH query
+    # `x @> ANY (SELECT ...)` is judged strictly over both its sides.
+    (
+        "SELECT ARRAY['x'] @> ANY (SELECT ARRAY[slug] || ARRAY[slug] FROM docs.pages)",
+        "@> over a concatenation",
+    ),
+    (
+        "SELECT (SELECT array_agg(g) FROM generate_series(1, 9) AS g) @> ANY (SELECT ARRAY[1])",
+        "@> over an aggregate",
+    ),
+    # Containment functions are strict, parsing is not; a call with no arguments is judged, not a crash.
+    ("SELECT arraycontains(ARRAY[slug], ARRAY['a']) FROM docs.pages", None),
+    (
+        "SELECT arraycontains(ARRAY[slug] || ARRAY[slug], ARRAY['a']) FROM docs.pages",
+        "arraycontains() over a concatenation",
+    ),
+    ("SELECT arraycontains()", None),
+    ("SELECT to_tsvector()", None),
+    ("SELECT to_tsvector(replace())", None),
+    ("SELECT JSON(slug || slug) FROM docs.pages", None),
+    # A function of another schema is the database's; PostgreSQL's own, schema-qualified, is known.
+    (
+        "SELECT ARRAY[docs.upper(slug)] @> ARRAY['a'] FROM docs.pages",
+        "@> over upper(), a function of the database",
+    ),
+    ("SELECT ARRAY[pg_catalog.upper(slug)] @> ARRAY['A'] FROM docs.pages", None),
+    # A chain of multiplying calls is found through a call between them.
+    (
+        "SELECT to_tsvector(replace(lower(replace(slug, 'a', 'aa')), 'a', 'aa')) FROM docs.pages",
+        "to_tsvector() over replace() over replace()",
+    ),
+    # Sized calls: a literal size up to one million is bounded; anything else is not.
+    ("SELECT to_tsvector(lpad(slug, 0)) FROM docs.pages", None),
+    ("SELECT to_tsvector(lpad(slug, 1000000)) FROM docs.pages", None),
+    (
+        "SELECT to_tsvector(lpad(slug, -1)) FROM docs.pages",
+        "to_tsvector() over lpad() sized by its arguments",
+    ),
+    (
+        "SELECT to_tsvector(lpad(slug, 5.5)) FROM docs.pages",
+        "to_tsvector() over lpad() sized by its arguments",
+    ),
+    ("SELECT to_tsvector(lpad(slug))", "to_tsvector() over lpad() sized by its arguments"),
+    (
+        "SELECT to_tsvector(lpad(slug, n)) FROM docs.pages, (VALUES (5)) AS v(n)",
+        "to_tsvector() over lpad() sized by its arguments",
+    ),
+    ("SELECT to_tsvector(repeat('a', 0))", None),
+    ("SELECT to_tsvector(repeat('a', 1000000))", None),
+    ("SELECT to_tsvector(repeat('ab', 500001))", "to_tsvector() over repeat() sized by its arguments"),
+    ("SELECT to_tsvector(repeat('a'))", "to_tsvector() over repeat() sized by its arguments"),
+    ("SELECT to_tsvector(repeat())", "to_tsvector() over repeat() sized by its arguments"),
+    ("SELECT to_tsvector(array_to_string(array_fill(1, ARRAY[1000000]), ' '))", None),
+    ("SELECT to_tsvector(array_to_string(array_fill(1, ARRAY[1000, 1000]), ' '))", None),
+    ("SELECT to_tsvector(array_to_string(array_fill(1, ARRAY[0, 2000000]), ' '))", None),  # empty
+    (
+        "SELECT to_tsvector(array_to_string(array_fill(1, ARRAY[1000, 1001]), ' '))",
+        "to_tsvector() over array_fill() sized by its arguments",
+    ),
+    (
+        "SELECT to_tsvector(array_to_string(array_fill(1, ARRAY[n]), ' ')) FROM (VALUES (3)) AS v(n)",
+        "to_tsvector() over array_fill() sized by its arguments",
+    ),
+    (
+        "SELECT to_tsvector(array_to_string(array_fill(1, d), ' ')) FROM (VALUES (ARRAY[3])) AS v(d)",
+        "to_tsvector() over array_fill() sized by its arguments",
+    ),
+    (
+        "SELECT to_tsvector(array_to_string(array_fill(1), ' '))",
+        "to_tsvector() over array_fill() sized by its arguments",
+    ),
+    ("SELECT to_tsvector(format())", "to_tsvector() over format() sized by its arguments"),
+)
+
+
+@pytest.mark.parametrize(("sql", "refusal"), JUDGED)
+def test_each_name_is_read_in_its_own_scope_and_each_sized_call_is_bounded_exactly_at_a_million(
+    sql: str, refusal: str | None
+) -> None:
+    assert _refusal(sql) == refusal

@@ -8,6 +8,7 @@ the proof that the text that runs is the caller's, by giving it texts that are n
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 
 from mcp_suite.problems import InvalidArgumentsError, ProblemError, QueryViolationError
-from mcp_suite.tools.sql.engine.policy import QueryPolicy, VettedQuery, sqlglot_walk, vet_sql
+from mcp_suite.tools.sql.engine.policy import QueryPolicy, VettedQuery, refusals, sqlglot_walk, vet_sql
 from mcp_suite.tools.sql.engine.policy.postgres_walk import check_postgres
 from mcp_suite.tools.sql.engine.policy.rewrite import check_wrapped, wrap
 
@@ -304,3 +305,77 @@ def test_a_cached_refusal_is_the_same_problem_each_time(
         assert caught.value.detail == detail
         assert caught.value.invalid_params == ("sql",)
         assert caught.value.metadata == metadata
+
+
+# Each refusal of names as PostgreSQL resolves them and of work it cannot interrupt (issue 51), built
+# as the walk builds it, in its whole words: class, detail, invalid_params and metadata.
+WHOLE_REFUSALS = [
+    (
+        lambda: refusals.unsupported(),
+        InvalidArgumentsError,
+        UNSUPPORTED,
+        {"rule": "unsupported-syntax"},
+    ),
+    (
+        lambda: refusals.unlisted_function("pg_catalog.lo_import", "writes"),
+        QueryViolationError,
+        "The function pg_catalog.lo_import() is not allowed: it writes. Remove it from the query; "
+        "docs/tools/read_only_sql.md lists the families of functions a query may call.",
+        {"rule": "function-allow-list", "function": "pg_catalog.lo_import"},
+    ),
+    (
+        lambda: refusals.unlisted_type("pg_catalog.regclass", "names objects by number"),
+        QueryViolationError,
+        "The type pg_catalog.regclass is not allowed: it names objects by number. Cast to an ordinary "
+        "type, or name a table or column type the role may read: sql_schema lists them.",
+        {"rule": "type-allow-list", "type": "pg_catalog.regclass"},
+    ),
+    (
+        lambda: refusals.attribute_call("pg_typeof", "reads the catalogue"),
+        QueryViolationError,
+        "The query is not allowed: .pg_typeof in attribute notation (x.pg_typeof, (x).pg_typeof) is, "
+        "where pg_typeof is not a column, PostgreSQL's call pg_typeof(x), and pg_typeof reads the "
+        "catalogue. Name the column without its qualifier, or rename it in a subquery "
+        "(SELECT ... AS other_name).",
+        {"rule": "attribute-call", "function": "pg_typeof"},
+    ),
+    (
+        lambda: refusals.built_operand("@> over an aggregate"),
+        QueryViolationError,
+        "The query is not allowed: @> over an aggregate. A value the query builds can be hundreds of "
+        "MB, and PostgreSQL does not interrupt this work on one value until it ends, so it keeps the "
+        "backend busy past the statement timeout. Apply it to stored columns and literals (filter "
+        "rows rather than build one large value), or the operator may allow it for this source "
+        "(MCP_SQL_ALLOW_UNINTERRUPTIBLE).",
+        {"rule": "uninterruptible", "object": "@> over an aggregate"},
+    ),
+    (
+        lambda: refusals.newer_syntax("JsonTable", 170000, 150007),
+        QueryViolationError,
+        "The query is not allowed: it uses SQL/JSON syntax (JsonTable) that PostgreSQL reads as such "
+        "from version 17 on; this server is version 15, which reads the same words as a call of "
+        "whatever function of that name its search path finds. Use the json/jsonb functions instead "
+        "(json_build_object, jsonb_path_exists, ...).",
+        {"rule": "newer-syntax", "node": "JsonTable"},
+    ),
+    (
+        lambda: refusals.identifier_by_value("to_tsvector"),
+        QueryViolationError,
+        "The function to_tsvector() is not allowed with that first argument: its text search "
+        "configuration (or dictionary) must be written as a string literal, such as "
+        "to_tsvector('english', ...); a number or a computed value there picks one in any schema, "
+        "whatever the role's privileges.",
+        {"rule": "identifier-argument", "function": "to_tsvector"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("build", "kind", "detail", "metadata"), WHOLE_REFUSALS)
+def test_each_refusal_of_a_resolved_name_or_of_uninterruptible_work_is_worded_whole(
+    build: Callable[[], ProblemError], kind: type[ProblemError], detail: str, metadata: dict[str, Any]
+) -> None:
+    problem = build()  # built inside the test, as the walk builds it at a call
+    assert type(problem) is kind
+    assert problem.detail == detail
+    assert problem.invalid_params == ("sql",)
+    assert problem.metadata == metadata

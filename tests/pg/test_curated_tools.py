@@ -107,14 +107,9 @@ async def test_a_curated_tool_is_listed_with_its_declared_schema_and_answers_wit
     assert tool["inputSchema"] == {
         "type": "object",
         "properties": {
-            "section": {
-                "type": "string",
-                "description": "The section",
-                "enum": ["guides", "reference", "changelog"],
-            },
+            "section": {"description": "The section", "enum": ["guides", "reference", "changelog"]},
             "min_words": {"type": "integer", "minimum": 0, "maximum": 100000, "default": 0},
         },
-        "additionalProperties": False,
         "required": ["section"],
     }
     assert tool["annotations"]["readOnlyHint"] is True

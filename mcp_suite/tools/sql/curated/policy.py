@@ -444,7 +444,9 @@ def judged_text(tool: CuratedTool) -> str:
 
 def _property(parameter: Parameter) -> dict[str, Any]:
     pg = parameter.type
-    schema: dict[str, Any] = {"type": pg.json}
+    # Allowed values say their type: `enum` alone is the exact set (JSON Schema compares each value
+    # with its JSON type), so `type` beside it would repeat it at every turn's cost.
+    schema: dict[str, Any] = {} if parameter.enum else {"type": pg.json}
     if parameter.description:
         schema["description"] = parameter.description
     if parameter.enum:
@@ -469,11 +471,13 @@ def _property(parameter: Parameter) -> dict[str, Any]:
 
 def input_schema(tool: CuratedTool) -> dict[str, Any]:
     """The `inputSchema` the tool advertises: its arguments (never a bound parameter), each with
-    its type and the declared bounds (a range, allowed values, a pattern, a length)."""
+    its type and the declared bounds (a range, allowed values, a pattern, a length). Like every
+    tool's schema it leaves out `additionalProperties`: an unknown argument (a bound parameter's
+    name among them) is refused by the tool's strict model before any database work, and the
+    keyword would cost every turn what the refusal already says."""
     schema: dict[str, Any] = {
         "type": "object",
         "properties": {p.name: _property(p) for p in tool.arguments},
-        "additionalProperties": False,
     }
     required = [p.name for p in tool.arguments if p.required]
     if required:

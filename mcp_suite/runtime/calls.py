@@ -26,6 +26,7 @@ from mcp_suite.protocol.core import (
     CallKind,
     CallOutcome,
     CallRaised,
+    Completed,
     ResourceRead,
     StartCall,
     ToolSucceeded,
@@ -56,6 +57,7 @@ def catalogue_of(registry: Registry) -> Catalogue:
                 ),
                 r.scope,
                 r.source,
+                completes=r.complete is not None,
             )
             for r in registry.resources.values()
         ],
@@ -132,6 +134,12 @@ class CallRunner:
                         assert ticket is not None
                         data = await self._guarded_call(tool, start.arguments, ticket, scope)
                         outcome = ToolSucceeded(data, untrusted=tool.untrusted)
+                    elif start.kind is CallKind.COMPLETE:
+                        scope.deadline = trio.current_time() + self.settings.call_deadline_s
+                        complete = self.registry.resources[start.name].complete
+                        assert complete is not None  # the core completes only such resources
+                        values, total = await complete(**start.arguments)
+                        outcome = Completed(tuple(values), total)
                     else:
                         scope.deadline = trio.current_time() + self.settings.call_deadline_s
                         outcome = ResourceRead(await self.registry.resources[start.name].read())

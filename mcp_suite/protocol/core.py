@@ -18,7 +18,9 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Any, Final
 
 from mcp_suite.problems import (
+    CallsBusyError,
     Channel,
+    ConcurrencyLimitError,
     ExecutionTimeoutError,
     InternalServerError,
     InvalidParamsError,
@@ -440,6 +442,9 @@ class SessionCore:
         problem: ProblemError
         if isinstance(outcome, CallRaised):
             problem = outcome.problem
+            if call.kind is CallKind.COMPLETE and type(problem) is ConcurrencyLimitError:
+                # No in-band channel: the limiter's refusal travels as a JSON-RPC error.
+                problem = CallsBusyError(problem.detail, metadata=problem.metadata)
         elif outcome.deadline_passed and not self.stopping and is_tool:
             problem = self._timed_out()  # in-band, like every refusal caused by what was asked
         elif outcome.deadline_passed and not self.stopping:

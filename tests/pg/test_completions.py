@@ -112,12 +112,12 @@ def admin(demo_cluster: Cluster) -> Iterator[psycopg.Connection[Any]]:
 
 @contextlib.asynccontextmanager
 async def _client(
-    server: HttpServer, issuer: TestIssuer, claims: dict[str, Any], scope: str
+    server: HttpServer, issuer: TestIssuer, claims: dict[str, Any], scope: str, mode: str = MODERN_VERSION
 ) -> AsyncIterator[Client]:
     token = issuer.token(server.url, scope=scope, **claims)
     async with (
         create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http,
-        Client(streamable_http_client(server.url, http_client=http), mode=MODERN_VERSION) as client,
+        Client(streamable_http_client(server.url, http_client=http), mode=mode) as client,
     ):
         yield client
 
@@ -132,7 +132,12 @@ async def test_over_http_each_person_completes_only_the_tables_their_role_may_re
             _client(server, issuer, ANN, "sql:read") as ann,
             _client(server, issuer, BO, "sql:read:people") as bo,
             _client(server, issuer, {"sub": "cy", "groups": ["red"]}, "metrics:read") as cy,
+            _client(server, issuer, {"sub": "dee", "roles": ["blue"]}, "sql:read", "legacy") as dee,
         ):
+            # The legacy era (a 2025-11-25 session): the capability, and the names as blue reads them.
+            assert dee.server_capabilities is not None
+            assert dee.server_capabilities.completions is not None
+            assert await _values(dee, PEOPLE_URI, "table", "") == ["notes"]
             assert await _values(ann, PEOPLE_URI, "table", "") == ["notes", "red_only"]
             assert await _values(ann, PEOPLE_URI, "table", "R", schema="mcp_people") == ["red_only"]
             assert await _values(bo, PEOPLE_URI, "table", "") == ["notes"]

@@ -7,7 +7,15 @@ from typing import Any
 
 import pytest
 
-from mcp_suite.problems import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, ProblemError
+from mcp_suite.problems import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    RESOURCE_NOT_FOUND,
+    ConcurrencyLimitError,
+    ProblemError,
+    ResourceAccessDeniedError,
+)
 from mcp_suite.protocol import completion, core
 from mcp_suite.protocol.completion import Completions, DatabaseNames, parse_complete_params
 from mcp_suite.protocol.mcp import LEGACY_VERSIONS
@@ -308,3 +316,24 @@ def test_a_modern_read_without_a_string_uri_has_no_data_uri(uri: object) -> None
 def test_a_legacy_resource_not_found_keeps_its_code() -> None:
     message = answer_of(legacy().receive(line("resources/read", {"uri": "postgres://nope/schema"})))
     assert message["error"]["code"] == RESOURCE_NOT_FOUND
+
+
+def test_a_names_completion_refused_at_the_call_limiter_is_a_json_rpc_error_not_in_band() -> None:
+    session = legacy()
+    event = session.receive(line("completion/complete", ask(SCHEMA.uri, "table", ""), 4))
+    assert isinstance(event, core.StartCall)
+    busy = ConcurrencyLimitError("No call slot became free within 5 s; retry later.", metadata={"slots": 1})
+    message = answer_of(session.call_finished(event.key, core.CallRaised(busy)))
+    assert message["error"]["code"] == INVALID_REQUEST
+    assert message["error"]["data"]["type"].endswith(":concurrency-limit")
+    assert message["error"]["data"]["metadata"] == {"slots": 1}
+
+
+def test_a_names_completion_the_database_refuses_carries_the_refusal_as_it_is() -> None:
+    session = completing_core()
+    event = session.receive(modern("completion/complete", ask(SCHEMA.uri, "schema", ""), 4))
+    assert isinstance(event, core.StartCall)
+    denied = ResourceAccessDeniedError("No rule of the identity map maps this caller.")
+    message = answer_of(session.call_finished(event.key, core.CallRaised(denied)))
+    assert message["error"]["code"] == INVALID_REQUEST
+    assert message["error"]["data"]["type"].endswith(":access-denied")

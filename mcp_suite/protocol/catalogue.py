@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from mcp_suite.lazy import Lazy
 from mcp_suite.protocol import mcp
-from mcp_suite.protocol.completion import Completions
 from mcp_suite.protocol.authz import Grants, Identity, grants_of, scoped_input_schema
+from mcp_suite.protocol.completion import Completions
 from mcp_suite.protocol.core import SessionCore
 from mcp_suite.settings import ARG_MAX_DEPTH, ARG_MAX_ITEMS, MAX_FRAME_BYTES, MAX_JSON_DEPTH, Settings
 
@@ -185,11 +185,7 @@ class Catalogue:
             draw_boundary=draw_boundary,
             per_caller_lists=view.private,
             completions=Completions(
-                {
-                    r.description.uri: r.source
-                    for r in self.resources
-                    if r.completes and r.source is not None
-                },
+                {r.description.uri: r.source for r in self.resources if r.completes and r.source is not None},
                 view.listed,
             ),
         )

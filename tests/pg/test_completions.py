@@ -1,5 +1,6 @@
 """completion/complete through the real server and the official Python SDK's `complete()`, on the
-demo cluster (and the 2026-07-28 resource-not-found `data.uri` on both transports): over stdio the reader completes only the schemas and tables `sql_schema` lists to it
+demo cluster (and the 2026-07-28 resource-not-found `data.uri` on both transports): over stdio
+the reader completes only the schemas and tables `sql_schema` lists to it
 (never `docs.editors`); over HTTP with the identity map, two people mapped to two roles each
 complete only the tables their role may read, and a token without the SQL scope completes no source
 and is refused the names."""

@@ -116,4 +116,4 @@ async def test_a_names_completion_past_the_deadline_is_an_internal_error_and_a_c
             await h.notify("notifications/cancelled", {"requestId": cancelled})
             await trio.sleep(5)
             assert (await h.request("ping"))["result"] == {}
-            assert cancelled not in h._pending  # noqa: SLF001  # nothing came for the call
+            assert cancelled not in h._pending  # nothing came for the call

@@ -18,7 +18,6 @@ from mcp_suite.problems import (
 )
 from mcp_suite.protocol import completion, core
 from mcp_suite.protocol.completion import Completions, DatabaseNames, parse_complete_params
-from mcp_suite.protocol.mcp import LEGACY_VERSIONS
 from mcp_suite.settings import COMPLETION_MAX_VALUE_CHARS, COMPLETION_MAX_VALUES, ECHO_MAX_CHARS
 from tests.support.session_core import SCHEMA, TOOLS, answer_of, counter, line, modern
 
@@ -47,7 +46,7 @@ def completing_core(listed: Any = None, *, completions: bool = True) -> core.Ses
     )
 
 
-def ask(uri: str, name: str, value: str, **extra: Any) -> dict[str, Any]:
+def ask(uri: str, name: str, value: object, **extra: Any) -> dict[str, Any]:
     return {"ref": {"type": "ref/resource", "uri": uri}, "argument": {"name": name, "value": value}, **extra}
 
 

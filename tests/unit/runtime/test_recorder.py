@@ -114,7 +114,8 @@ def _frame(method: str, request_id: int, meta: dict[str, Any] | None = None) -> 
 
 
 def _served_by_the_core() -> set[str]:
-    """The methods a core with a resource that completes answers other than with method-not-found, in either era."""
+    """The methods a core with a resource that completes answers other than with
+    method-not-found, in either era."""
     modern = {mcp.PROTOCOL_VERSION_KEY: mcp.MODERN_VERSION, mcp.CLIENT_CAPABILITIES_KEY: {}}
     served: set[str] = set()
     for request_id, method in enumerate(SPEC_METHODS, start=1):

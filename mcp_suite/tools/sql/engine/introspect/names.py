@@ -18,8 +18,12 @@ from mcp_suite.tools.text import escape_invisible
 
 __all__ = ["read"]
 
-# The visibility predicate of `objects._OBJECTS_SQL`, word for word.
-_VISIBLE: Final = """
+# Each query's visibility predicate is `objects._OBJECTS_SQL`'s, word for word (each text whole, a
+# constant: no SQL is put together at run time).
+_SQL: Final = {
+    "schema": """
+SELECT name, pg_catalog.count(*) OVER ()
+  FROM (SELECT DISTINCT n.nspname::text AS name
   FROM pg_catalog.pg_class c
   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
  WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
@@ -27,20 +31,21 @@ _VISIBLE: Final = """
    AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%%'
    AND pg_catalog.has_schema_privilege(n.oid, 'USAGE')
    AND pg_catalog.has_any_column_privilege(c.oid, 'SELECT')
-"""
-
-_SQL: Final = {
-    "schema": f"""
-SELECT name, pg_catalog.count(*) OVER ()
-  FROM (SELECT DISTINCT n.nspname::text AS name {_VISIBLE}
            AND pg_catalog.starts_with(pg_catalog.lower(n.nspname::text), pg_catalog.lower(%(prefix)s::text))
        ) AS names
  ORDER BY name COLLATE "C"
  LIMIT %(limit)s
 """,
-    "table": f"""
+    "table": """
 SELECT name, pg_catalog.count(*) OVER ()
-  FROM (SELECT DISTINCT c.relname::text AS name {_VISIBLE}
+  FROM (SELECT DISTINCT c.relname::text AS name
+  FROM pg_catalog.pg_class c
+  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+ WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+   AND NOT c.relispartition
+   AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%%'
+   AND pg_catalog.has_schema_privilege(n.oid, 'USAGE')
+   AND pg_catalog.has_any_column_privilege(c.oid, 'SELECT')
            AND (%(schema)s::text IS NULL OR n.nspname = %(schema)s::text)
            AND pg_catalog.starts_with(pg_catalog.lower(c.relname::text), pg_catalog.lower(%(prefix)s::text))
        ) AS names

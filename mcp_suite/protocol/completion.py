@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from mcp_suite.problems import InvalidParamsError, echo
 from mcp_suite.settings import COMPLETION_MAX_VALUE_CHARS, COMPLETION_MAX_VALUES, NAME_ECHO_CHARS
@@ -21,6 +21,8 @@ from mcp_suite.settings import COMPLETION_MAX_VALUE_CHARS, COMPLETION_MAX_VALUES
 __all__ = [
     "COMPLETE_METHOD",
     "SOURCE_TEMPLATE",
+    "Ask",
+    "Completer",
     "Completions",
     "DatabaseNames",
     "completion_result",
@@ -44,13 +46,15 @@ def advertised_in(version: str | None) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Ask:
-    """A parsed `completion/complete`: the ref's URI, the argument's name and typed value, and the
-    arguments the client already resolved (`context.arguments`, strings only)."""
+    """A parsed `completion/complete`: the ref's URI (a `ref/resource`) or prompt name (`prompt`
+    True: a `ref/prompt`), the argument's name and typed value, and the arguments the client
+    already resolved (`context.arguments`, strings only)."""
 
     uri: str
     argument: str
     value: str
     context: Mapping[str, str] = field(default_factory=dict)
+    prompt: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,23 +88,17 @@ def _string(value: object, what: str, where: str, *, empty: bool = False) -> str
 
 
 def parse_complete_params(params: Mapping[str, Any]) -> Ask:
-    """Check a `completion/complete` request's params (-32602 for each malformed member).
-
-    A `ref/prompt` is refused by name: this server serves no prompts (completion, "Error
-    Handling": an invalid prompt name is -32602)."""
+    """Check a `completion/complete` request's params (-32602 for each malformed member)."""
     ref = params.get("ref")
     if not isinstance(ref, dict):
         raise _invalid('completion/complete needs "ref", an object with its "type".', "ref")
     kind = ref.get("type")
     if kind == "ref/prompt":
-        raise _invalid(
-            "This server serves no prompts; complete the arguments of a resource template"
-            f" (ref/resource with uri {SOURCE_TEMPLATE!r} or a schema resource's URI).",
-            "ref",
-        )
-    if kind != "ref/resource":
-        raise _invalid('completion/complete takes a "ref" of type "ref/resource".', "ref")
-    uri = _string(ref.get("uri"), 'the ref\'s "uri"', "ref")
+        uri = _string(ref.get("name"), 'the ref\'s "name"', "ref")
+    elif kind == "ref/resource":
+        uri = _string(ref.get("uri"), 'the ref\'s "uri"', "ref")
+    else:
+        raise _invalid('completion/complete takes a "ref" of type "ref/resource" or "ref/prompt".', "ref")
     argument = params.get("argument")
     if not isinstance(argument, dict):
         raise _invalid('completion/complete needs "argument", an object with "name" and "value".', "argument")
@@ -116,7 +114,7 @@ def parse_complete_params(params: Mapping[str, Any]) -> Ask:
             )
         for key, item in (resolved or {}).items():
             context[key] = _string(item, "each context argument", "context", empty=True)
-    return Ask(uri, name, value, context)
+    return Ask(uri, name, value, context, prompt=kind == "ref/prompt")
 
 
 def match_prefix(candidates: Iterable[str], prefix: str) -> list[str]:
@@ -130,6 +128,16 @@ def completion_result(values: Iterable[str], total: int) -> dict[str, Any]:
     and `hasMore` when some of them are not in `values`."""
     shown = list(values)[:COMPLETION_MAX_VALUES]
     return {"completion": {"values": shown, "total": total, "hasMore": total > len(shown)}}
+
+
+class Completer(Protocol):
+    """What a core completes with (`Completions` in the product; a test server may bring its own):
+    true when it completes anything (the method and its capability exist only then); `plan` says
+    the answer, or the database work it needs, and raises -32602 for what it does not complete."""
+
+    def __bool__(self) -> bool: ...
+
+    def plan(self, ask: Ask) -> dict[str, Any] | DatabaseNames: ...
 
 
 class Completions:
@@ -147,7 +155,14 @@ class Completions:
 
     def plan(self, ask: Ask) -> dict[str, Any] | DatabaseNames:
         """The answer itself (a `source`), or the database work it needs. Raises -32602 for a ref
-        or an argument this server does not complete."""
+        or an argument this server does not complete: a `ref/prompt` by name, as the product
+        serves no prompts (completion, "Error Handling": an invalid prompt name is -32602)."""
+        if ask.prompt:
+            raise _invalid(
+                "This server serves no prompts; complete the arguments of a resource template"
+                f" (ref/resource with uri {SOURCE_TEMPLATE!r} or a schema resource's URI).",
+                "ref",
+            )
         if ask.uri == SOURCE_TEMPLATE:
             if ask.argument != "source":
                 raise self._unknown_argument(ask, ("source",))

@@ -299,7 +299,7 @@ class SessionCore:
         call_deadline_s: float,
         draw_boundary: Callable[[], int],
         per_caller_lists: bool = False,
-        completions: completion.Completions | None = None,
+        completions: completion.Completer | None = None,
     ) -> None:
         self._server_name = server_name
         self._server_version = server_version

@@ -223,10 +223,11 @@ REFUSALS = [
         "serves no prompts",
     ),
     ({"argument": {"name": "a", "value": ""}}, "ref", '"ref"'),
+    ({"ref": {"type": "ref/prompt"}, "argument": {"name": "a", "value": ""}}, "ref", '"name"'),
     (
         {"ref": {"type": "ref/tool", "name": "x"}, "argument": {"name": "a", "value": ""}},
         "ref",
-        "ref/resource",
+        '"ref/resource" or "ref/prompt"',
     ),
     ({"ref": {"type": "ref/resource"}, "argument": {"name": "a", "value": ""}}, "ref", '"uri"'),
     (
@@ -336,3 +337,42 @@ def test_a_names_completion_the_database_refuses_carries_the_refusal_as_it_is() 
     message = answer_of(session.call_finished(event.key, core.CallRaised(denied)))
     assert message["error"]["code"] == INVALID_REQUEST
     assert message["error"]["data"]["type"].endswith(":access-denied")
+
+
+class PromptCompleter:
+    """A completer of its own, as a test server brings one: it completes a prompt's argument."""
+
+    def __init__(self) -> None:
+        self.asked: list[completion.Ask] = []
+
+    def __bool__(self) -> bool:
+        return True
+
+    def plan(self, ask: completion.Ask) -> dict[str, Any] | DatabaseNames:
+        self.asked.append(ask)
+        return completion.completion_result(["test-value"], 1)
+
+
+def test_a_core_given_its_own_completer_hands_it_a_prompt_ref_by_name() -> None:
+    completer = PromptCompleter()
+    session = core.SessionCore(
+        server_name="t",
+        server_version="1",
+        tool_names=[],
+        tools=list,
+        instructions="",
+        max_frame_bytes=65_536,
+        max_json_depth=32,
+        arg_max_depth=8,
+        arg_max_items=64,
+        call_deadline_s=10.0,
+        draw_boundary=counter(),
+        completions=completer,
+    )
+    params = {
+        "ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
+        "argument": {"name": "arg1", "value": "test"},
+    }
+    result = answer_of(session.receive(modern("completion/complete", params)))["result"]
+    assert result["completion"] == {"values": ["test-value"], "total": 1, "hasMore": False}
+    assert completer.asked == [completion.Ask("test_prompt_with_arguments", "arg1", "test", {}, prompt=True)]

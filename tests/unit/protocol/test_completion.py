@@ -19,7 +19,7 @@ from mcp_suite.problems import (
 from mcp_suite.protocol import completion, core
 from mcp_suite.protocol.completion import Completions, DatabaseNames, parse_complete_params
 from mcp_suite.settings import COMPLETION_MAX_VALUE_CHARS, COMPLETION_MAX_VALUES, ECHO_MAX_CHARS
-from tests.support.session_core import SCHEMA, TOOLS, answer_of, counter, line, modern
+from tests.support.session_core import SCHEMA, TOOLS, answer_of, counter, line, make_core, modern
 
 OTHER_URI = "postgres://other/schema"
 SOURCES = {SCHEMA.uri: "main", OTHER_URI: "other", "postgres://mainly/schema": "mainly"}
@@ -301,14 +301,14 @@ def test_a_modern_resource_not_found_names_the_uri_in_its_data() -> None:
 
 def test_a_modern_resource_not_found_with_an_overlong_uri_does_not_repeat_it() -> None:
     uri = "postgres://" + "n" * ECHO_MAX_CHARS
-    message = answer_of(completing_core().receive(modern("resources/read", {"uri": uri})))
+    message = answer_of(make_core().receive(modern("resources/read", {"uri": uri})))
     assert message["error"]["code"] == INVALID_PARAMS
     assert "uri" not in message["error"]["data"]
 
 
 @pytest.mark.parametrize("uri", [None, 5])
 def test_a_modern_read_without_a_string_uri_has_no_data_uri(uri: object) -> None:
-    message = answer_of(completing_core().receive(modern("resources/read", {"uri": uri})))
+    message = answer_of(make_core().receive(modern("resources/read", {"uri": uri})))
     assert message["error"]["code"] == INVALID_PARAMS
     assert "uri" not in message["error"]["data"]
 

@@ -291,9 +291,7 @@ def test_the_prefix_is_carried_as_a_value_whatever_it_holds() -> None:
 
 
 def test_a_modern_resource_not_found_names_the_uri_in_its_data() -> None:
-    message = answer_of(
-        completing_core().receive(modern("resources/read", {"uri": "postgres://nope/schema"}, 5))
-    )
+    message = answer_of(make_core().receive(modern("resources/read", {"uri": "postgres://nope/schema"}, 5)))
     assert message["error"]["code"] == INVALID_PARAMS
     assert message["error"]["data"]["uri"] == "postgres://nope/schema"
     assert message["error"]["data"]["invalid_params"] == ["uri"]

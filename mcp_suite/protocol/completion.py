@@ -167,7 +167,16 @@ class Completions:
             if ask.argument != "source":
                 raise self._unknown_argument(ask, ("source",))
             shown = self._listed or (lambda _uri: True)
-            sources = sorted({source for uri, source in self._sources.items() if shown(uri)})
+            # Only a source whose schema resource is the template's expansion: each value completes
+            # the template to a URI that resources/list shows (with MCP_SQL_DSN the one resource is
+            # named by its database, and the tools take no source: nothing to complete).
+            sources = sorted(
+                {
+                    source
+                    for uri, source in self._sources.items()
+                    if shown(uri) and uri == SOURCE_TEMPLATE.replace("{source}", source)
+                }
+            )
             matches = match_prefix(sources, ask.value)
             return completion_result(matches, len(matches))
         if ask.uri not in self._sources:

@@ -84,7 +84,9 @@ async def test_over_stdio_the_reader_completes_only_what_sql_schema_lists_to_it(
             # The prefix is a bound value: quotes, LIKE wildcards and SQL in it match nothing.
             for prefix in ("%", "_", "p%", "' OR '1'='1", "x'); DROP TABLE docs.pages; --"):
                 assert await _values(client, uri, "table", prefix) == []
-            assert await _values(client, SOURCE_TEMPLATE, "source", "") == ["default"]
+            # MCP_SQL_DSN: the tools take no source, and the one schema resource is named by its
+            # database: the template completes to nothing.
+            assert await _values(client, SOURCE_TEMPLATE, "source", "") == []
             # A prompt is refused with a typed error, and the session goes on.
             with pytest.raises(MCPError) as refused:
                 await client.complete(

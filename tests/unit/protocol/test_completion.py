@@ -22,7 +22,13 @@ from mcp_suite.settings import COMPLETION_MAX_VALUE_CHARS, COMPLETION_MAX_VALUES
 from tests.support.session_core import SCHEMA, TOOLS, answer_of, counter, line, make_core, modern
 
 OTHER_URI = "postgres://other/schema"
-SOURCES = {SCHEMA.uri: "main", OTHER_URI: "other", "postgres://mainly/schema": "mainly"}
+# SCHEMA (`postgres://db/schema`) is named as MCP_SQL_DSN names it: by its database, not its source.
+SOURCES = {
+    SCHEMA.uri: "default",
+    "postgres://main/schema": "main",
+    OTHER_URI: "other",
+    "postgres://mainly/schema": "mainly",
+}
 
 
 def completing_core(listed: Any = None, *, completions: bool = True) -> core.SessionCore:
@@ -374,3 +380,10 @@ def test_a_core_given_its_own_completer_hands_it_a_prompt_ref_by_name() -> None:
     result = answer_of(session.receive(modern("completion/complete", params)))["result"]
     assert result["completion"] == {"values": ["test-value"], "total": 1, "hasMore": False}
     assert completer.asked == [completion.Ask("test_prompt_with_arguments", "arg1", "test", {}, prompt=True)]
+
+
+def test_a_source_whose_schema_resource_is_not_the_template_s_expansion_is_not_completed() -> None:
+    # MCP_SQL_DSN: the one schema resource is named by its database, and the tools take no source.
+    single = Completions({"postgres://mcp_demo/schema": "default"})
+    plan = single.plan(parse_complete_params(ask(completion.SOURCE_TEMPLATE, "source", "")))
+    assert plan == {"completion": {"values": [], "total": 0, "hasMore": False}}

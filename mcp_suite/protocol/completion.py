@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from mcp_suite.problems import InvalidParamsError, echo
+from mcp_suite.protocol.sanitize import allowed_in_arguments
 from mcp_suite.settings import COMPLETION_MAX_VALUE_CHARS, COMPLETION_MAX_VALUES, NAME_ECHO_CHARS
 
 __all__ = [
@@ -83,6 +84,12 @@ def _string(value: object, what: str, where: str, *, empty: bool = False) -> str
     if len(value) > COMPLETION_MAX_VALUE_CHARS:
         raise _invalid(
             f"completion/complete takes {what} of at most {COMPLETION_MAX_VALUE_CHARS} characters.", where
+        )
+    if not allowed_in_arguments(value):
+        # The sanitizer's rule for a tool's arguments: no name it completes could hold one, and a
+        # NUL could not even reach PostgreSQL as text.
+        raise _invalid(
+            f"completion/complete takes {what} without control or bidirectional characters.", where
         )
     return value
 

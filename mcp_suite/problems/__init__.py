@@ -30,6 +30,7 @@ __all__ = [
     "AccessDeniedError",
     "AuditBehindError",
     "AuthorizationUnavailableError",
+    "CallsBusyError",
     "Channel",
     "ConcurrencyLimitError",
     "ConflictError",
@@ -230,6 +231,14 @@ class ConcurrencyLimitError(ProblemError):
 class TooManyRequestsError(ConcurrencyLimitError):
     """Over HTTP: one caller has too many requests in progress (HTTP 429 with `Retry-After`), refused
     before the request is read: a JSON-RPC error without an id."""
+
+    channel = Channel.ERROR
+    jsonrpc_code = INVALID_REQUEST
+
+
+class CallsBusyError(ConcurrencyLimitError):
+    """A request with no in-band channel (a completion that reads the database) refused at the call
+    limiter, as a call would be: a JSON-RPC error, -32600 as over HTTP."""
 
     channel = Channel.ERROR
     jsonrpc_code = INVALID_REQUEST

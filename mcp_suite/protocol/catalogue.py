@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from mcp_suite.lazy import Lazy
 from mcp_suite.protocol import mcp
 from mcp_suite.protocol.authz import Grants, Identity, grants_of, scoped_input_schema
+from mcp_suite.protocol.completion import Completions
 from mcp_suite.protocol.core import SessionCore
 from mcp_suite.settings import ARG_MAX_DEPTH, ARG_MAX_ITEMS, MAX_FRAME_BYTES, MAX_JSON_DEPTH, Settings
 
@@ -45,11 +46,13 @@ class ServedTool:
 
 @dataclass(frozen=True, slots=True)
 class ServedResource:
-    """A resource: its description, its declared scope and the data source it describes (or None)."""
+    """A resource: its description, its declared scope and the data source it describes (or None);
+    `completes`: its reader completes the names in it (completion/complete, `protocol.completion`)."""
 
     description: mcp.ResourceDescription
     scope: str
     source: str | None = None
+    completes: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,4 +184,8 @@ class Catalogue:
             call_deadline_s=settings.call_deadline_s,
             draw_boundary=draw_boundary,
             per_caller_lists=view.private,
+            completions=Completions(
+                {r.description.uri: r.source for r in self.resources if r.completes and r.source is not None},
+                view.listed,
+            ),
         )

@@ -18,7 +18,9 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Any, Final
 
 from mcp_suite.problems import (
+    CallsBusyError,
     Channel,
+    ConcurrencyLimitError,
     ExecutionTimeoutError,
     InternalServerError,
     InvalidParamsError,
@@ -29,7 +31,7 @@ from mcp_suite.problems import (
     UnsupportedVersionError,
     echo,
 )
-from mcp_suite.protocol import mcp
+from mcp_suite.protocol import completion, mcp
 from mcp_suite.protocol.framing import OversizedFrame
 from mcp_suite.protocol.jsonrpc import (
     ClientResponse,
@@ -48,7 +50,7 @@ from mcp_suite.protocol.jsonrpc import (
 )
 from mcp_suite.protocol.sanitize import sanitize_arguments
 from mcp_suite.protocol.untrusted import new_boundary
-from mcp_suite.settings import NAME_ECHO_CHARS
+from mcp_suite.settings import ECHO_MAX_CHARS, NAME_ECHO_CHARS
 
 __all__ = [
     "Answer",
@@ -57,6 +59,7 @@ __all__ = [
     "CallOutcome",
     "CallRaised",
     "CancelCall",
+    "Completed",
     "Era",
     "IdKey",
     "ResourceRead",
@@ -96,10 +99,12 @@ class Era(enum.Enum):
 
 
 class CallKind(enum.Enum):
-    """What a `StartCall` runs: a tool (through the limiter) or a resource read."""
+    """What a `StartCall` runs: a tool (through the limiter), a resource read, or the names a
+    resource's reader may read that complete an argument (`completion.DatabaseNames`)."""
 
     TOOL = "tools/call"
     RESOURCE = "resources/read"
+    COMPLETE = completion.COMPLETE_METHOD
 
 
 # -- what the core asks the runtime to do ---------------------------------------------------------
@@ -192,7 +197,15 @@ class CallInterrupted:
     deadline_passed: bool
 
 
-CallOutcome = ToolSucceeded | ResourceRead | CallRaised | CallInterrupted
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """The names that complete the argument (in order, at most the cap), and how many matched."""
+
+    values: tuple[str, ...]
+    total: int
+
+
+CallOutcome = ToolSucceeded | ResourceRead | Completed | CallRaised | CallInterrupted
 
 
 class _Call:
@@ -232,7 +245,7 @@ _LEGACY_ONLY: Final = frozenset({"initialize", "ping"})
 _MODERN_ONLY: Final = frozenset({"server/discover"})
 # Every method a core may serve (which it does depends on its era and resources): the tables below
 # are made of these sets alone, and telemetry names a method by them (any other is `_OTHER`).
-SERVED_METHODS: Final = _TOOL_METHODS | _RESOURCE_METHODS | _LEGACY_ONLY | _MODERN_ONLY
+SERVED_METHODS: Final = _TOOL_METHODS | _RESOURCE_METHODS | _LEGACY_ONLY | _MODERN_ONLY | _CALL_METHODS
 
 
 class SessionCore:
@@ -244,6 +257,7 @@ class SessionCore:
 
     __slots__ = (
         "_calls",
+        "_completions",
         "_deadline_s",
         "_draw_boundary",
         "_instructions",
@@ -285,6 +299,7 @@ class SessionCore:
         call_deadline_s: float,
         draw_boundary: Callable[[], int],
         per_caller_lists: bool = False,
+        completions: completion.Completer | None = None,
     ) -> None:
         self._server_name = server_name
         self._server_version = server_version
@@ -308,7 +323,11 @@ class SessionCore:
         # transport shows each token only what its scopes allow) must not be shared across
         # authorization contexts: "private".
         self._list_scope = "private" if per_caller_lists else "public"
+        # completion/complete only where something is completed (its capability likewise).
+        self._completions = completions or None
         common = _TOOL_METHODS | (_RESOURCE_METHODS if resources else frozenset())
+        if self._completions is not None:
+            common |= {completion.COMPLETE_METHOD}
         self._legacy_known = common | _LEGACY_ONLY
         self._modern_known = common | _MODERN_ONLY
         self._modern_fields = mcp.modern_fields(server_name, server_version)
@@ -408,6 +427,10 @@ class SessionCore:
             boundary = new_boundary(data, self._draw_boundary) if outcome.untrusted else None
             frame = encode_tool_success(call.request_id, data, tail, boundary=boundary)
             return Answer(frame, call.request_id, call.method, "ok", tool=tool, arguments=call.arguments)
+        if isinstance(outcome, Completed):
+            return self._ok(
+                call.request_id, call.method, completion.completion_result(outcome.values, outcome.total), era
+            )
         if isinstance(outcome, ResourceRead):
             resource = self._resources[call.name]
             result: dict[str, Any] = {
@@ -419,10 +442,14 @@ class SessionCore:
         problem: ProblemError
         if isinstance(outcome, CallRaised):
             problem = outcome.problem
+            if call.kind is CallKind.COMPLETE and type(problem) is ConcurrencyLimitError:
+                # No in-band channel: the limiter's refusal travels as a JSON-RPC error.
+                problem = CallsBusyError(problem.detail, metadata=problem.metadata)
         elif outcome.deadline_passed and not self.stopping and is_tool:
             problem = self._timed_out()  # in-band, like every refusal caused by what was asked
         elif outcome.deadline_passed and not self.stopping:
-            problem = InternalServerError("The resource could not be read within the call deadline.")
+            what = "completed" if call.kind is CallKind.COMPLETE else "read"
+            problem = InternalServerError(f"The resource could not be {what} within the call deadline.")
         else:
             problem = ShuttingDownError(
                 "The server shut down before this call finished; it was cancelled. Send it again"
@@ -521,9 +548,15 @@ class SessionCore:
                     server_version=self._server_version,
                     resources=bool(self._resources),
                     instructions=self._instructions,
+                    completions=self._completions is not None
+                    and completion.advertised_in(self.legacy_version),
                 )
             elif method == "server/discover":
-                result = mcp.discover_result(resources=bool(self._resources), instructions=self._instructions)
+                result = mcp.discover_result(
+                    resources=bool(self._resources),
+                    instructions=self._instructions,
+                    completions=self._completions is not None,
+                )
             elif method == "tools/list":
                 result = mcp.tools_list_result(self._tools(), request.params)
                 if era is Era.MODERN:
@@ -556,17 +589,24 @@ class SessionCore:
                 "A call with this id is still running; use a new id for each request."
             )
             return self._error(request.id, method, problem)
+        if method == CallKind.COMPLETE.value:
+            return self._complete(request, era)
         if method == CallKind.RESOURCE.value:
             uri = request.params.get("uri")
             if not isinstance(uri, str) or uri not in self._resources:
                 # server/resources, "Error Handling": a URI nobody serves is -32002 up to 2025-11-25,
                 # -32602 from 2026-07-28 on; a missing or malformed one is -32602 in both.
                 words = 'resources/read needs the "uri" of a resource that resources/list shows.'
+                extra: dict[str, Any] | None = None
                 if isinstance(uri, str) and era is Era.LEGACY:
                     problem = ResourceNotFoundError(words, invalid_params=["uri"])
                 else:
                     problem = InvalidParamsError(words, invalid_params=["uri"])
-                return self._error(request.id, method, problem)
+                    if isinstance(uri, str) and len(uri) <= ECHO_MAX_CHARS:
+                        # 2026-07-28 resources, "Error Handling": the error's data names the URI
+                        # not found (a longer one is not repeated back whole, nor cut to mislead).
+                        extra = {"uri": uri}
+                return self._error(request.id, method, problem, extra)
             self._calls[key] = _Call(request.id, CallKind.RESOURCE, uri, era, None)
             return StartCall(key, request.id, CallKind.RESOURCE, uri, {}, *self._trace_fields(request, era))
         try:
@@ -585,6 +625,22 @@ class SessionCore:
         self._calls[key] = _Call(request.id, CallKind.TOOL, call.name, era, call.arguments)
         return StartCall(
             key, request.id, CallKind.TOOL, call.name, call.arguments, *self._trace_fields(request, era)
+        )
+
+    def _complete(self, request: Request, era: Era) -> Answer | StartCall:
+        """completion/complete: answered here when no database work is needed, else started as a
+        call of the schema resource it completes (the transport checks the caller may read it)."""
+        assert self._completions is not None  # the method is known only with completions
+        try:
+            plan = self._completions.plan(completion.parse_complete_params(request.params))
+        except ProblemError as exc:
+            return self._error(request.id, request.method, exc)
+        if isinstance(plan, dict):
+            return self._ok(request.id, request.method, plan, era)
+        key = id_key(request.id)
+        self._calls[key] = _Call(request.id, CallKind.COMPLETE, plan.uri, era, None)
+        return StartCall(
+            key, request.id, CallKind.COMPLETE, plan.uri, plan.arguments(), *self._trace_fields(request, era)
         )
 
     def _trace_fields(self, request: Request, era: Era) -> tuple[str | None, str | None]:

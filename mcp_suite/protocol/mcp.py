@@ -109,20 +109,28 @@ def negotiate_version(requested: object) -> str:
     return LATEST_VERSION
 
 
-def server_capabilities(*, resources: bool) -> dict[str, Any]:
+def server_capabilities(*, resources: bool, completions: bool = False) -> dict[str, Any]:
     capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
     if resources:
         capabilities["resources"] = {"listChanged": False, "subscribe": False}
+    if completions:
+        capabilities["completions"] = {}
     return capabilities
 
 
 def initialize_result(
-    *, version: str, server_name: str, server_version: str, resources: bool, instructions: str
+    *,
+    version: str,
+    server_name: str,
+    server_version: str,
+    resources: bool,
+    instructions: str,
+    completions: bool = False,
 ) -> dict[str, Any]:
     """`instructions` names only the tools this server serves (the registry composes it)."""
     return {
         "protocolVersion": version,
-        "capabilities": server_capabilities(resources=resources),
+        "capabilities": server_capabilities(resources=resources, completions=completions),
         "serverInfo": {"name": server_name, "version": server_version},
         "instructions": instructions,
     }
@@ -140,11 +148,11 @@ def cache_fields(*, ttl_ms: int, scope: str) -> dict[str, Any]:
     return {"ttlMs": ttl_ms, "cacheScope": scope}
 
 
-def discover_result(*, resources: bool, instructions: str) -> dict[str, Any]:
+def discover_result(*, resources: bool, instructions: str, completions: bool = False) -> dict[str, Any]:
     """`server/discover` (server/discover, "DiscoverResult"): every version this process serves."""
     return {
         "supportedVersions": list(ALL_VERSIONS),
-        "capabilities": server_capabilities(resources=resources),
+        "capabilities": server_capabilities(resources=resources, completions=completions),
         "instructions": instructions,
         **cache_fields(ttl_ms=LIST_TTL_MS, scope="public"),
     }

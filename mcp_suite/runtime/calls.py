@@ -26,6 +26,7 @@ from mcp_suite.protocol.core import (
     CallKind,
     CallOutcome,
     CallRaised,
+    Completed,
     ResourceRead,
     StartCall,
     ToolSucceeded,
@@ -56,6 +57,7 @@ def catalogue_of(registry: Registry) -> Catalogue:
                 ),
                 r.scope,
                 r.source,
+                completes=r.complete is not None,
             )
             for r in registry.resources.values()
         ],
@@ -111,9 +113,10 @@ class CallRunner:
         )
 
     def reserve(self, start: StartCall, caller: str = "") -> Ticket | None:
-        """A tool's place in `caller`'s FIFO line at the limiter (after the core's sanitizer);
-        None for a resource read. Raises the limiter's problem at once when the lines are full."""
-        if start.kind is CallKind.TOOL:
+        """A tool's or a names completion's place in `caller`'s FIFO line at the limiter (after the
+        core's checks); None for a resource read. Raises the limiter's problem at once when the
+        lines are full (completion, "Security": completions are rate limited as calls are)."""
+        if start.kind is not CallKind.RESOURCE:
             return self.limiter.reserve(caller)
         return None
 
@@ -132,6 +135,14 @@ class CallRunner:
                         assert ticket is not None
                         data = await self._guarded_call(tool, start.arguments, ticket, scope)
                         outcome = ToolSucceeded(data, untrusted=tool.untrusted)
+                    elif start.kind is CallKind.COMPLETE:
+                        assert ticket is not None
+                        await self.limiter.wait(ticket)
+                        scope.deadline = trio.current_time() + self.settings.call_deadline_s
+                        complete = self.registry.resources[start.name].complete
+                        assert complete is not None  # the core completes only such resources
+                        values, total = await complete(**start.arguments)
+                        outcome = Completed(tuple(values), total)
                     else:
                         scope.deadline = trio.current_time() + self.settings.call_deadline_s
                         outcome = ResourceRead(await self.registry.resources[start.name].read())

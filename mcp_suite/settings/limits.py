@@ -33,3 +33,8 @@ SQL_MAX_CHARS: Final = 10_000
 # A file's (a listing's) invisible-characters report names at most this many of its first lines
 # (entries) holding some; it counts them all.
 INVISIBLE_SHOWN: Final = 10
+# completion/complete (server/utilities/completion): at most COMPLETION_MAX_VALUES values in an
+# answer (the specification's cap), for a typed value of at most COMPLETION_MAX_VALUE_CHARS
+# characters (longer than any PostgreSQL name or source name it could be the start of).
+COMPLETION_MAX_VALUES: Final = 100
+COMPLETION_MAX_VALUE_CHARS: Final = 256

@@ -126,6 +126,10 @@ class ResourceSpec:
     # grants it when `source` names the data source it describes.
     scope: str
     source: str | None = None
+    # completion/complete of the names it describes (`protocol.completion`): called with the
+    # argument ("schema" or "table"), the typed prefix and the schema the client already chose (or
+    # None); returns the first matching names (at most COMPLETION_MAX_VALUES) and how many matched.
+    complete: Callable[..., Awaitable[tuple[list[str], int]]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

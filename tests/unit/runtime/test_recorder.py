@@ -18,6 +18,7 @@ import mcp_suite.tools.sql.engine.policy.refusals  # noqa: F401  # the SQL polic
 from mcp_suite import observe
 from mcp_suite.problems import MethodNotFoundError, ProblemError
 from mcp_suite.protocol import mcp
+from mcp_suite.protocol.completion import Completions
 from mcp_suite.protocol.core import SERVED_METHODS, Answer, SessionCore
 from mcp_suite.runtime.recorder import Asker, Recorder
 from mcp_suite.settings import Settings
@@ -95,6 +96,7 @@ def _core() -> SessionCore:
         arg_max_items=64,
         call_deadline_s=10.0,
         draw_boundary=counter(),
+        completions=Completions({"r://x": "main"}),
     )
 
 
@@ -112,7 +114,8 @@ def _frame(method: str, request_id: int, meta: dict[str, Any] | None = None) -> 
 
 
 def _served_by_the_core() -> set[str]:
-    """The methods a core with a resource answers other than with method-not-found, in either era."""
+    """The methods a core with a resource that completes answers other than with
+    method-not-found, in either era."""
     modern = {mcp.PROTOCOL_VERSION_KEY: mcp.MODERN_VERSION, mcp.CLIENT_CAPABILITIES_KEY: {}}
     served: set[str] = set()
     for request_id, method in enumerate(SPEC_METHODS, start=1):

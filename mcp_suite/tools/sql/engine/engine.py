@@ -346,6 +346,27 @@ class SqlEngine:
             role=role,
         )
 
+    def complete_names(
+        self,
+        ticket: CallTicket,
+        *,
+        argument: str,
+        prefix: str,
+        schema: str | None,
+        limit: int,
+        role: CallRole | None = None,
+    ) -> tuple[list[str], int]:
+        """The schema or object names (`argument`) starting with `prefix` that `sql_schema` would
+        list to the role (`role`, else the server's), at most `limit` of them, and how many there
+        are (blocking; the catalogue read of `sql_schema`: read-only, under the statement timeout)."""
+        from mcp_suite.tools.sql.engine.introspect import names  # with the executor: off `initialize`
+
+        return self.executor().read_catalogue(
+            functools.partial(names.read, argument=argument, prefix=prefix, schema=schema, limit=limit),
+            ticket=ticket,
+            role=role,
+        )
+
     def hidden_relations(
         self, names: Collection[str], ticket: CallTicket, role: CallRole | None = None
     ) -> list[str]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Final
 from mcp_suite.caller import current_caller
 from mcp_suite.lazy import Lazy
 from mcp_suite.problems import AccessDeniedError, ProblemError, ResourceAccessDeniedError
+from mcp_suite.settings import COMPLETION_MAX_VALUES
 from mcp_suite.tools.base import ResourceSpec, ToolSpec
 from mcp_suite.tools.sql import MODELS, SCOPE
 from mcp_suite.tools.sql.engine.router import SqlSources
@@ -107,6 +108,25 @@ def resource(engine: SqlEngine, uri: str, source: str, *, about: str | None = No
             ) from None
         return json.dumps(schema, ensure_ascii=True, separators=(",", ":"))
 
+    async def complete(argument: str, prefix: str, schema: str | None) -> tuple[list[str], int]:
+        """completion/complete of a schema or table name, as the caller's role reads the catalogue."""
+        try:
+            role = engine.role_for(current_caller.get())  # None without an identity map
+            return await engine.run_blocking(
+                lambda ticket: engine.complete_names(
+                    ticket,
+                    argument=argument,
+                    prefix=prefix,
+                    schema=schema,
+                    limit=COMPLETION_MAX_VALUES,
+                    role=role,
+                )
+            )
+        except AccessDeniedError as exc:
+            raise ResourceAccessDeniedError(
+                exc.detail, invalid_params=exc.invalid_params, metadata=exc.metadata
+            ) from None
+
     name, title, whose = "schema", "Database schema", ""
     if about is not None:
         name, title = f"schema-{source}", f"Database schema of {source}"
@@ -123,4 +143,5 @@ def resource(engine: SqlEngine, uri: str, source: str, *, about: str | None = No
         read=read,
         scope=SCOPE,
         source=source,
+        complete=complete,
     )

@@ -31,6 +31,7 @@ __all__ = [
     "AuditBehindError",
     "AuthorizationUnavailableError",
     "Channel",
+    "ClientCannotAskError",
     "ConcurrencyLimitError",
     "ConflictError",
     "DatabaseUnavailableError",
@@ -43,11 +44,14 @@ __all__ = [
     "InsufficientScopeError",
     "InternalServerError",
     "InvalidArgumentsError",
+    "InvalidInputResponsesError",
     "InvalidParamsError",
     "InvalidRequestError",
     "InvalidRequestMetaError",
+    "InvalidRequestStateError",
     "MethodNotFoundError",
     "NotAcceptableError",
+    "NotApprovedError",
     "NotFoundError",
     "OriginNotAllowedError",
     "ProblemError",
@@ -179,6 +183,51 @@ class InvalidRequestMetaError(InvalidParamsError):
     title = "The request's _meta is malformed"
     status = 400
     code = "MCP_MALFORMED_META"
+
+
+class InvalidRequestStateError(InvalidParamsError):
+    """A 2026-07-28 retry whose `requestState` this server cannot accept: not of its form, sealed by
+    another process or for another request or caller, altered, or past its expiry
+    (basic/patterns/mrtr: servers "MUST reject state that fails verification"). -32602: the
+    request itself is at fault, whichever tool it names."""
+
+    slug = "invalid-request-state"
+    title = "The request state is not valid"
+    status = 400
+    code = "MCP_INVALID_REQUEST_STATE"
+
+
+class InvalidInputResponsesError(InvalidParamsError):
+    """A 2026-07-28 retry whose `inputResponses` is not a map of results, or whose answer to a
+    question the server asked is not a result of that question's kind. -32602."""
+
+    slug = "invalid-input-responses"
+    title = "The input responses are not valid"
+    status = 400
+    code = "MCP_INVALID_INPUT_RESPONSES"
+
+
+class ClientCannotAskError(ProblemError):
+    """A tool needs to ask the person at the client (a yes/no question, a sampling, the roots) and
+    the client did not declare that it can, or the transport cannot carry the question: the call
+    is refused, never answered for the person. In-band; `metadata.capability` names what was
+    missing."""
+
+    slug = "client-cannot-ask"
+    refusal = True
+    title = "The client cannot ask the user"
+    status = 403
+    code = "MCP_CLIENT_CANNOT_ASK"
+
+
+class NotApprovedError(ProblemError):
+    """The person at the client was asked and did not approve (they said no, declined or dismissed
+    the question). In-band; `metadata.action` is the client's answer."""
+
+    slug = "not-approved"
+    title = "The user did not approve"
+    status = 403
+    code = "MCP_NOT_APPROVED"
 
 
 class AccessDeniedError(ProblemError):
@@ -530,6 +579,10 @@ class InternalServerError(ProblemError):
 PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     InvalidArgumentsError,
     InvalidRequestMetaError,
+    InvalidRequestStateError,
+    InvalidInputResponsesError,
+    ClientCannotAskError,
+    NotApprovedError,
     AccessDeniedError,
     QueryViolationError,
     ExecutionTimeoutError,
@@ -566,6 +619,8 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
 WIRE_CODES: Final[Mapping[str, frozenset[int]]] = {
     "validation-error": frozenset({INVALID_PARAMS}),
     "malformed-meta": frozenset({INVALID_PARAMS}),
+    "invalid-request-state": frozenset({INVALID_PARAMS}),
+    "invalid-input-responses": frozenset({INVALID_PARAMS}),
     "session-not-initialized": frozenset({INVALID_REQUEST}),
     "invalid-request": frozenset({INVALID_REQUEST, PARSE_ERROR}),
     "method-not-found": frozenset({METHOD_NOT_FOUND}),

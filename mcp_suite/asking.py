@@ -6,7 +6,8 @@ question ends the call in an input-required result, and the retry brings the ans
 legacy eras a `LegacyAsker` that puts the question to the client as a server-to-client request
 through a `ClientRequests` the transport provides, or refuses when it provides none. Fails closed:
 a client that cannot ask is a `client-cannot-ask` refusal, never a yes. A neutral module: no I/O
-of its own, imported by the runtime and the tools alike (as `mcp_suite.caller` is).
+of its own, imported by the runtime and the tools alike (as `mcp_suite.caller` is); the rules are
+`protocol.mrtr`'s.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Mapping
 from typing import Any, Final, Protocol
+
+import trio
 
 from mcp_suite.protocol import mrtr
 
@@ -27,9 +30,10 @@ class Asker(Protocol):
 class ClientRequests(Protocol):
     """A legacy transport's server-to-client request (elicitation/create, sampling/createMessage,
     roots/list) whose response is routed back to the waiting call: the client's `result`, or a
-    `ProblemError` when it answered with an error or went away."""
+    `ProblemError` when it cannot be asked, answered with an error or went away. (The shape of the
+    per-call context's `ask`, so that the call's context is one.)"""
 
-    async def request(self, method: str, params: Mapping[str, Any]) -> Mapping[str, Any]: ...
+    async def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]: ...
 
 
 class RoundsAsker:
@@ -41,6 +45,7 @@ class RoundsAsker:
         self.rounds = rounds
 
     async def ask_yes_no(self, question: str) -> bool:
+        await trio.lowlevel.checkpoint()  # an async function is a checkpoint, even when it asks nothing
         return self.rounds.ask_yes_no(question).approved
 
 
@@ -55,13 +60,14 @@ class LegacyAsker:
         self.requests = requests
 
     async def ask_yes_no(self, question: str) -> bool:
+        await trio.lowlevel.checkpoint()
         request = mrtr.yes_no_request(question)
         if not mrtr.can_ask(self.capabilities, request.method):
             raise mrtr.cannot_ask(request.method, "the client did not declare 'elicitation' in initialize")
         if self.requests is None:
             raise mrtr.cannot_ask(request.method, "this connection cannot carry a question to the client")
-        result = await self.requests.request(request.method, request.params)
-        return mrtr.read_yes_no("elicitation/create", result).approved
+        result = await self.requests.ask(request.method, dict(request.params))
+        return mrtr.read_yes_no("The client's elicitation/create result", result).approved
 
 
 current_asker: Final[contextvars.ContextVar[Asker | None]] = contextvars.ContextVar("current_asker", default=None)
@@ -77,6 +83,7 @@ async def ask_yes_no(question: str) -> bool:
     not carry secrets, paths or another call's SQL.
     """
     asker = current_asker.get()
-    if asker is None:  # not inside a call the runtime set up to ask: nobody to ask
+    if asker is None:
+        await trio.lowlevel.checkpoint()  # not inside a call the runtime set up to ask: nobody to ask
         raise mrtr.cannot_ask(mrtr.ELICIT, "this call has no way to reach the client")
     return await asker.ask_yes_no(question)

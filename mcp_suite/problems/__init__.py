@@ -207,19 +207,6 @@ class InvalidInputResponsesError(InvalidParamsError):
     code = "MCP_INVALID_INPUT_RESPONSES"
 
 
-class ClientCannotAskError(ProblemError):
-    """A tool needs to ask the person at the client (a yes/no question, a sampling, the roots) and
-    the client did not declare that it can, or the transport cannot carry the question: the call
-    is refused, never answered for the person. In-band; `metadata.capability` names what was
-    missing."""
-
-    slug = "client-cannot-ask"
-    refusal = True
-    title = "The client cannot ask the user"
-    status = 403
-    code = "MCP_CLIENT_CANNOT_ASK"
-
-
 class NotApprovedError(ProblemError):
     """The person at the client was asked and did not approve (they said no, declined or dismissed
     the question). In-band; `metadata.action` is the client's answer."""
@@ -555,6 +542,17 @@ class RoleUnauditedError(ProblemError):
     code = "MCP_ROLE_UNAUDITED"
 
 
+class ClientCannotAskError(ProblemError):
+    """A tool asked the client (its user, its model, its roots) and the client cannot be asked: it
+    did not declare the capability, its era or transport has no way to carry the request, or the
+    call ended. Fail closed: the tool goes on without the answer, never with a silent yes."""
+
+    slug = "client-cannot-ask"
+    title = "The client cannot be asked"
+    status = 412
+    code = "MCP_CLIENT_CANNOT_ASK"
+
+
 class ShuttingDownError(ProblemError):
     """The server was told to stop (SIGTERM, SIGINT) and cancelled this call when its drain ended:
     not a fault, and the same call may be sent again to a server that is running."""
@@ -581,7 +579,6 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     InvalidRequestMetaError,
     InvalidRequestStateError,
     InvalidInputResponsesError,
-    ClientCannotAskError,
     NotApprovedError,
     AccessDeniedError,
     QueryViolationError,
@@ -610,6 +607,7 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     DatabaseUnavailableError,
     RoleRefusedError,
     RoleUnauditedError,
+    ClientCannotAskError,
     ShuttingDownError,
     InternalServerError,
 )

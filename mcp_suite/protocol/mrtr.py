@@ -284,24 +284,24 @@ class YesNo:
         return {"approved": self.approved, "action": self.action}
 
 
-def read_yes_no(key: str, response: object) -> YesNo:
-    """An `ElicitResult` to the yes/no form; `InvalidInputResponsesError` for anything else."""
+def read_yes_no(where: str, response: object) -> YesNo:
+    """An `ElicitResult` to the yes/no form; `InvalidInputResponsesError` for anything else.
+    `where` names the answer in the refusal (`inputResponses['q1']`, or the client's result)."""
     action = response.get("action") if isinstance(response, dict) else None
     if action not in _ACTIONS:
-        raise _not_an_answer(key, '"action" "accept", "decline" or "cancel"')
+        raise _not_an_answer(where, '"action" "accept", "decline" or "cancel"')
     if action != "accept":
         return YesNo(approved=False, action=str(action))
     content = response.get("content") if isinstance(response, dict) else None
     answer = content.get(YES_NO_FIELD) if isinstance(content, dict) else None
     if not isinstance(answer, bool):
-        raise _not_an_answer(key, f'"content" whose "{YES_NO_FIELD}" is true or false')
+        raise _not_an_answer(where, f'"content" whose "{YES_NO_FIELD}" is true or false')
     return YesNo(approved=answer, action="accept")
 
 
-def _not_an_answer(key: str, needs: str) -> InvalidInputResponsesError:
+def _not_an_answer(where: str, needs: str) -> InvalidInputResponsesError:
     return InvalidInputResponsesError(
-        f"inputResponses[{echo(key, NAME_ECHO_CHARS)!r}] does not answer the question asked: it needs {needs}.",
-        invalid_params=["inputResponses"],
+        f"{where} does not answer the question asked: it needs {needs}.", invalid_params=["inputResponses"]
     )
 
 
@@ -316,7 +316,7 @@ def cannot_ask(method: str, why: str) -> ClientCannotAskError:
     capability = CAPABILITY_OF[method]
     return ClientCannotAskError(
         f"This call needs the user's answer, and {why}; it was refused, not answered for the user.",
-        metadata={"capability": capability},
+        metadata={"capability": capability, "method": method},
     )
 
 
@@ -383,5 +383,8 @@ class Rounds:
         raise InputRequired({key: request}, state)
 
     def ask_yes_no(self, question: str) -> YesNo:
-        kept = self.ask(yes_no_request(question), lambda key, response: read_yes_no(key, response).kept())
+        kept = self.ask(
+            yes_no_request(question),
+            lambda key, response: read_yes_no(f"inputResponses[{echo(key, NAME_ECHO_CHARS)!r}]", response).kept(),
+        )
         return YesNo(approved=kept["approved"] is True, action=str(kept["action"]))

@@ -129,7 +129,7 @@ def test_a_client_without_elicitation_is_refused_never_taken_for_a_yes(
     assert result["isError"] is True, result
     problem = problem_of(result)
     assert problem["type"].endswith(":client-cannot-ask")
-    assert problem["metadata"] == {"capability": "elicitation"}
+    assert problem["metadata"] == {"capability": "elicitation", "method": "elicitation/create"}
 
 
 def test_malformed_input_responses_are_refused_with_invalid_params(send: Send) -> None:

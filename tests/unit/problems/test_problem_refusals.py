@@ -29,14 +29,13 @@ def _every_problem_class() -> set[type[ProblemError]]:
     return found
 
 
-def test_the_refusals_by_a_rule_are_the_five_problem_types_and_their_subclasses() -> None:
+def test_the_refusals_by_a_rule_are_the_four_problem_types_and_their_subclasses() -> None:
     refusing = {cls for cls in _every_problem_class() if cls.refusal}
     assert {cls.slug for cls in refusing} == {
         "query-violation",
         "access-denied",
         "role-refused",
         "insufficient-scope",
-        "client-cannot-ask",
     }
     assert {
         AccessDeniedError,

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from mcp_suite.problems import (
+    Channel,
     ClientCannotAskError,
     InvalidInputResponsesError,
     InvalidRequestStateError,
@@ -187,7 +188,7 @@ def test_a_state_too_long_to_come_back_is_never_sealed() -> None:
     ],
 )
 def test_only_an_accepted_true_approves(response: dict[str, Any], approved: bool, action: str) -> None:
-    assert mrtr.read_yes_no("q1", response) == mrtr.YesNo(approved=approved, action=action)
+    assert mrtr.read_yes_no("inputResponses['q1']", response) == mrtr.YesNo(approved=approved, action=action)
 
 
 @pytest.mark.parametrize(
@@ -207,7 +208,7 @@ def test_only_an_accepted_true_approves(response: dict[str, Any], approved: bool
 )
 def test_an_answer_that_is_not_a_result_of_the_yes_no_form_is_refused(response: object) -> None:
     with pytest.raises(InvalidInputResponsesError, match=r"inputResponses\['q1'\] does not answer"):
-        mrtr.read_yes_no("q1", response)
+        mrtr.read_yes_no("inputResponses['q1']", response)
 
 
 def test_the_yes_no_question_is_a_form_with_one_required_boolean() -> None:
@@ -310,8 +311,8 @@ def test_a_client_that_cannot_elicit_gets_a_refusal_never_a_yes(capabilities: di
     rounds = _rounds(mrtr.Retry({"q1": ACCEPT}, None), capabilities=capabilities)
     with pytest.raises(ClientCannotAskError) as raised:
         rounds.ask_yes_no("Go on?")
-    assert raised.value.metadata == {"capability": "elicitation"}
-    assert raised.value.refused_by == "client-cannot-ask"
+    assert raised.value.metadata == {"capability": "elicitation", "method": "elicitation/create"}
+    assert raised.value.channel is Channel.RESULT  # in-band: the call is refused, the session goes on
 
 
 @pytest.mark.parametrize(

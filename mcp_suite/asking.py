@@ -20,11 +20,11 @@ import trio
 
 from mcp_suite.protocol import mrtr
 
-__all__ = ["Asker", "ClientRequests", "LegacyAsker", "RoundsAsker", "ask_yes_no", "current_asker"]
+__all__ = ["Asker", "ClientRequests", "LegacyAsker", "RoundsAsker", "ask_yes_no", "confirm", "current_asker"]
 
 
 class Asker(Protocol):
-    async def ask_yes_no(self, question: str) -> bool: ...
+    async def ask_yes_no(self, question: str) -> mrtr.YesNo: ...
 
 
 class ClientRequests(Protocol):
@@ -44,9 +44,9 @@ class RoundsAsker:
     def __init__(self, rounds: mrtr.Rounds) -> None:
         self.rounds = rounds
 
-    async def ask_yes_no(self, question: str) -> bool:
+    async def ask_yes_no(self, question: str) -> mrtr.YesNo:
         await trio.lowlevel.checkpoint()  # an async function is a checkpoint, even when it asks nothing
-        return self.rounds.ask_yes_no(question).approved
+        return self.rounds.ask_yes_no(question)
 
 
 class LegacyAsker:
@@ -59,7 +59,7 @@ class LegacyAsker:
         self.capabilities = capabilities
         self.requests = requests
 
-    async def ask_yes_no(self, question: str) -> bool:
+    async def ask_yes_no(self, question: str) -> mrtr.YesNo:
         await trio.lowlevel.checkpoint()
         request = mrtr.yes_no_request(question)
         if not mrtr.can_ask(self.capabilities, request.method):
@@ -67,16 +67,32 @@ class LegacyAsker:
         if self.requests is None:
             raise mrtr.cannot_ask(request.method, "this connection cannot carry a question to the client")
         result = await self.requests.ask(request.method, dict(request.params))
-        return mrtr.read_yes_no("The client's elicitation/create result", result).approved
+        return mrtr.read_yes_no("The client's elicitation/create result", result)
 
 
-current_asker: Final[contextvars.ContextVar[Asker | None]] = contextvars.ContextVar("current_asker", default=None)
+current_asker: Final[contextvars.ContextVar[Asker | None]] = contextvars.ContextVar(
+    "current_asker", default=None
+)
 
 
 async def ask_yes_no(question: str) -> bool:
-    """Ask the person at the client `question`; True only if they approved it.
+    """Ask the person at the client `question`; True only if they approved it (`confirm`, below,
+    for a tool that goes on only with an approval)."""
+    return (await _ask(question)).approved
 
-    False when they said no, declined or dismissed it. Raises `ClientCannotAskError` (in-band
+
+async def confirm(question: str) -> None:
+    """Ask the person at the client `question` and return only if they approved it; otherwise the
+    call is refused in-band with `not-approved` (`metadata.action`: what they answered). Raises as
+    `_ask` does."""
+    answer = await _ask(question)
+    if not answer.approved:
+        raise mrtr.not_approved(answer)
+
+
+async def _ask(question: str) -> mrtr.YesNo:
+    """Ask the person at the client `question`: approved only on an accepted `approve: true`;
+    not when they said no, declined or dismissed it. Raises `ClientCannotAskError` (in-band
     `client-cannot-ask`) when the client cannot be asked, and in the modern era ends the call with
     an input-required result until the retry brings the answer (`protocol.mrtr.InputRequired`,
     which the tool must let through). Security: `question` is shown to the person as is; it must

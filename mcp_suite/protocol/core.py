@@ -620,7 +620,9 @@ class SessionCore:
         the modern era from a tool only; anywhere else the asking side has a bug."""
         if call.era is not Era.MODERN or call.kind is not CallKind.TOOL:
             problem = InternalServerError("The call asked for input where the protocol has no way to ask.")
-            return self._error(call.request_id, call.method, problem, tool=call.name, arguments=call.arguments)
+            return self._error(
+                call.request_id, call.method, problem, tool=call.name, arguments=call.arguments
+            )
         result = mrtr.input_required_result(outcome.requests, outcome.state)
         result["_meta"] = self._modern_fields["_meta"]
         frame = encode_result(call.request_id, result)

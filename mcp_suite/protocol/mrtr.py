@@ -160,7 +160,11 @@ def _b64(data: bytes) -> str:
 
 
 def _unb64(text: str) -> bytes:
-    if not text or not text.isascii() or text.strip("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"):
+    if (
+        not text
+        or not text.isascii()
+        or text.strip("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+    ):
         raise ValueError("not base64url")
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
@@ -308,7 +312,9 @@ def _not_an_answer(where: str, needs: str) -> InvalidInputResponsesError:
 def not_approved(answer: YesNo) -> NotApprovedError:
     """The refusal of a call whose question was not approved."""
     said = "said no" if answer.action == "accept" else f"answered {answer.action!r}"
-    return NotApprovedError(f"The user was asked and {said}; nothing was done.", metadata={"action": answer.action})
+    return NotApprovedError(
+        f"The user was asked and {said}; nothing was done.", metadata={"action": answer.action}
+    )
 
 
 def cannot_ask(method: str, why: str) -> ClientCannotAskError:
@@ -333,7 +339,16 @@ class Rounds:
     asked again (basic/patterns/mrtr, "Error Handling": re-request what is missing).
     """
 
-    __slots__ = ("_answers", "_asked", "_binding", "_capabilities", "_expires_at", "_key", "_pending", "_responses")
+    __slots__ = (
+        "_answers",
+        "_asked",
+        "_binding",
+        "_capabilities",
+        "_expires_at",
+        "_key",
+        "_pending",
+        "_responses",
+    )
 
     def __init__(
         self,
@@ -379,12 +394,19 @@ class Rounds:
         if key in self._pending and key in self._responses:
             self._answers[key] = read(key, self._responses[key])
             return self._answers[key]
-        state = seal(self._key, self._binding, {"answers": self._answers, "pending": [key]}, expires_at=self._expires_at)
+        state = seal(
+            self._key,
+            self._binding,
+            {"answers": self._answers, "pending": [key]},
+            expires_at=self._expires_at,
+        )
         raise InputRequired({key: request}, state)
 
     def ask_yes_no(self, question: str) -> YesNo:
         kept = self.ask(
             yes_no_request(question),
-            lambda key, response: read_yes_no(f"inputResponses[{echo(key, NAME_ECHO_CHARS)!r}]", response).kept(),
+            lambda key, response: read_yes_no(
+                f"inputResponses[{echo(key, NAME_ECHO_CHARS)!r}]", response
+            ).kept(),
         )
         return YesNo(approved=kept["approved"] is True, action=str(kept["action"]))

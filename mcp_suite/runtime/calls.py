@@ -178,7 +178,9 @@ class CallRunner:
         if not start.asking.modern:
             return LegacyAsker(start.asking.capabilities, self.client_requests)
         caller = current_caller.get()
-        binding = mrtr.bind(start.kind.value, start.name, start.arguments, "" if caller is None else caller.subject)
+        binding = mrtr.bind(
+            start.kind.value, start.name, start.arguments, "" if caller is None else caller.subject
+        )
         rounds = mrtr.Rounds(
             key=self.state_key,
             binding=binding,

@@ -44,7 +44,10 @@ def send(request: pytest.FixtureRequest) -> Iterator[Send]:
         with ServerProcess(argv=ASKING_ARGV) as server:
             yield lambda params: server.request("tools/call", params, timeout=30)
         return
-    with open_http_server(None, {}, module="tests.support.asking_server") as running, httpx2.Client(timeout=30) as http:
+    with (
+        open_http_server(None, {}, module="tests.support.asking_server") as running,
+        httpx2.Client(timeout=30) as http,
+    ):
         ids = iter(range(1, 1000))
 
         def post(params: dict[str, Any]) -> dict[str, Any]:
@@ -90,10 +93,15 @@ def test_the_retry_with_a_yes_completes_and_with_a_no_is_refused(send: Send) -> 
     assert done["resultType"] == "complete"
     assert done["structuredContent"] == {"text": "hi"}
     assert "isError" not in done or done["isError"] is False
-    for answer, action in [(NO, "accept"), ({"action": "decline"}, "decline"), ({"action": "cancel"}, "cancel")]:
+    for answer, action in [
+        (NO, "accept"),
+        ({"action": "decline"}, "decline"),
+        ({"action": "cancel"}, "cancel"),
+    ]:
         refused = send(_params("hi", CAN_ELICIT, inputResponses={"q1": answer}, requestState=state))["result"]
         assert refused["isError"] is True, refused
         assert problem_of(refused)["type"].endswith(":not-approved")
+        assert problem_of(refused)["metadata"] == {"action": action}
         assert "structuredContent" not in refused
 
 
@@ -148,7 +156,11 @@ def test_a_legacy_client_that_did_not_declare_elicitation_is_refused() -> None:
 
 
 def test_over_http_a_state_sealed_for_one_caller_is_refused_for_another() -> None:
-    with open_issuer() as issuer, open_http_server(issuer, {}, module="tests.support.asking_server") as running:
+    with (
+        open_issuer() as issuer,
+        open_http_server(issuer, {}, module="tests.support.asking_server") as running,
+    ):
+
         def post(subject: str, params: dict[str, Any]) -> dict[str, Any]:
             token = issuer.token(running.url, sub=subject, scope=TEST_SCOPE)
             headers = {

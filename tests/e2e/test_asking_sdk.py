@@ -50,7 +50,9 @@ async def test_the_sdk_answers_the_yes_no_question_and_the_call_follows_the_answ
         return types.ElicitResult(action="accept", content={"approve": approve})
 
     with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog, trio.fail_after(60):
-        client = Client(stdio_client(_parameters(), errlog=errlog), mode=MODERN_VERSION, elicitation_callback=elicit)
+        client = Client(
+            stdio_client(_parameters(), errlog=errlog), mode=MODERN_VERSION, elicitation_callback=elicit
+        )
         async with client:
             result = await client.call_tool(CONFIRM_TOOL, {"text": "hello"})
     assert [params.message for params in asked] == ["Echo 'hello'?"]

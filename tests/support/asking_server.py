@@ -3,7 +3,7 @@
     python -X dev -m tests.support.asking_server [serve-http]
 
 Serves everything `mcp-suite` serves, plus `confirm_echo` (`text`): it asks the user "Echo <text>?"
-with `mcp_suite.asking.ask_yes_no` and echoes the text only when they approve; a no is the
+with `mcp_suite.asking.confirm` and echoes the text only when they approve; a no is the
 `not-approved` refusal, and a client that cannot ask gets `client-cannot-ask`. Nothing in the
 product asks yet: this tool is how the tests reach the asking path through both transports.
 """
@@ -17,9 +17,8 @@ from typing import Final
 
 from pydantic import Field
 
-from mcp_suite.asking import ask_yes_no
+from mcp_suite.asking import confirm
 from mcp_suite.cli import main as cli_main
-from mcp_suite.problems import NotApprovedError
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import Toolset, ToolSpec
 from mcp_suite.tools.models import StrictModel
@@ -39,8 +38,7 @@ class ConfirmResult(StrictModel):
 
 
 async def _confirm_echo(args: ConfirmArgs) -> ConfirmResult:
-    if not await ask_yes_no(f"Echo {args.text!r}?"):
-        raise NotApprovedError("The user did not approve echoing the text; nothing was echoed.")
+    await confirm(f"Echo {args.text!r}?")
     return ConfirmResult(text=args.text)
 
 

@@ -9,8 +9,13 @@ from typing import Any
 import pytest
 import trio
 
-from mcp_suite.asking import LegacyAsker, RoundsAsker, ask_yes_no, current_asker
-from mcp_suite.problems import ClientCannotAskError, InvalidInputResponsesError, ProblemError
+from mcp_suite.asking import LegacyAsker, RoundsAsker, ask_yes_no, confirm, current_asker
+from mcp_suite.problems import (
+    ClientCannotAskError,
+    InvalidInputResponsesError,
+    NotApprovedError,
+    ProblemError,
+)
 from mcp_suite.protocol import mrtr
 
 
@@ -43,23 +48,39 @@ async def test_a_question_asked_outside_a_call_is_refused() -> None:
         ({"action": "cancel"}, False),
     ],
 )
-async def test_a_legacy_client_that_declared_elicitation_is_asked_the_form(answer: dict[str, Any], approved: bool) -> None:
+async def test_a_legacy_client_that_declared_elicitation_is_asked_the_form(
+    answer: dict[str, Any], approved: bool
+) -> None:
     client = FakeClient(answer)
     token = current_asker.set(LegacyAsker({"elicitation": {}}, client))
     try:
         with trio.fail_after(5):
             assert await ask_yes_no("Read table t?") is approved
+            if approved:
+                await confirm("Read table t?")
+            else:
+                with pytest.raises(NotApprovedError) as refused:
+                    await confirm("Read table t?")
+                assert refused.value.metadata == {"action": answer["action"]}
     finally:
         current_asker.reset(token)
-    assert client.asked == [("elicitation/create", dict(mrtr.yes_no_request("Read table t?").params))]
+    assert client.asked == [("elicitation/create", dict(mrtr.yes_no_request("Read table t?").params))] * 2
 
 
 @pytest.mark.parametrize("capabilities", [{}, {"sampling": {}}, {"elicitation": {"url": {}}}])
-async def test_a_legacy_client_that_did_not_declare_elicitation_is_never_asked(capabilities: dict[str, Any]) -> None:
+async def test_a_legacy_client_that_did_not_declare_elicitation_is_never_asked(
+    capabilities: dict[str, Any],
+) -> None:
     client = FakeClient({"action": "accept", "content": {"approve": True}})
     with trio.fail_after(5), pytest.raises(ClientCannotAskError, match="did not declare 'elicitation'"):
         await LegacyAsker(capabilities, client).ask_yes_no("Go on?")
     assert client.asked == []
+    token = current_asker.set(LegacyAsker(capabilities, client))
+    try:
+        with trio.fail_after(5), pytest.raises(ClientCannotAskError):
+            await confirm("Go on?")
+    finally:
+        current_asker.reset(token)
 
 
 async def test_a_legacy_transport_that_cannot_carry_the_question_refuses() -> None:
@@ -77,6 +98,8 @@ async def test_a_legacy_answer_that_is_not_one_is_refused_and_a_failed_request_p
 
 async def test_a_modern_question_ends_the_call_in_input_required() -> None:
     call = mrtr.CallInput(modern=True, capabilities={"elicitation": {}})
-    rounds = mrtr.Rounds(key=b"k" * 32, binding=mrtr.bind("tools/call", "t", {}, ""), call=call, now=0.0, ttl_s=60.0)
+    rounds = mrtr.Rounds(
+        key=b"k" * 32, binding=mrtr.bind("tools/call", "t", {}, ""), call=call, now=0.0, ttl_s=60.0
+    )
     with trio.fail_after(5), pytest.raises(mrtr.InputRequired):
         await RoundsAsker(rounds).ask_yes_no("Go on?")

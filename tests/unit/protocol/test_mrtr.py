@@ -23,17 +23,20 @@ OTHER_KEY = bytes(range(1, 33))
 CAN_ELICIT = {"elicitation": {}}
 BINDING = mrtr.bind("tools/call", "confirm", {"text": "hello", "n": 1}, "alice")
 ACCEPT = {"action": "accept", "content": {"approve": True}}
+NO_RETRY = mrtr.Retry()
 
 
 def _rounds(
-    retry: mrtr.Retry = mrtr.Retry(),
+    retry: mrtr.Retry = NO_RETRY,
     *,
     capabilities: dict[str, Any] | None = None,
     binding: mrtr.Binding = BINDING,
     key: bytes = KEY,
     now: float = 1_000.0,
 ) -> mrtr.Rounds:
-    call = mrtr.CallInput(modern=True, capabilities=CAN_ELICIT if capabilities is None else capabilities, retry=retry)
+    call = mrtr.CallInput(
+        modern=True, capabilities=CAN_ELICIT if capabilities is None else capabilities, retry=retry
+    )
     return mrtr.Rounds(key=key, binding=binding, call=call, now=now, ttl_s=600.0)
 
 
@@ -115,7 +118,9 @@ def test_a_sealed_state_opens_for_its_own_request_until_it_expires() -> None:
 
 
 def test_the_binding_hashes_arguments_canonically_and_differs_by_each_part() -> None:
-    assert mrtr.bind("tools/call", "t", {"a": 1, "b": 2}, "s") == mrtr.bind("tools/call", "t", {"b": 2, "a": 1}, "s")
+    assert mrtr.bind("tools/call", "t", {"a": 1, "b": 2}, "s") == mrtr.bind(
+        "tools/call", "t", {"b": 2, "a": 1}, "s"
+    )
     variants = {
         mrtr.bind("tools/call", "t", {"a": 1}, "s"),
         mrtr.bind("resources/read", "t", {"a": 1}, "s"),
@@ -156,13 +161,17 @@ def test_an_altered_state_is_refused() -> None:
     ],
     ids=["another-process", "another-tool", "other-arguments", "another-caller", "another-method"],
 )
-def test_a_state_sealed_for_another_request_caller_or_process_is_refused(key: bytes, binding: mrtr.Binding) -> None:
+def test_a_state_sealed_for_another_request_caller_or_process_is_refused(
+    key: bytes, binding: mrtr.Binding
+) -> None:
     token = mrtr.seal(KEY, BINDING, {"answers": {}}, expires_at=100.0)
     with pytest.raises(InvalidRequestStateError, match="not issued by this server for this request"):
         mrtr.unseal(key, token, binding, now=0.0)
 
 
-@pytest.mark.parametrize("token", ["x", "no-dot-at-all", ".", "abc.", ".abc", "a.b.c", "é.é", "abc.!!!!", "abc.AAAA"])
+@pytest.mark.parametrize(
+    "token", ["x", "no-dot-at-all", ".", "abc.", ".abc", "a.b.c", "é.é", "abc.!!!!", "abc.AAAA"]
+)
 def test_a_state_not_of_the_servers_form_is_refused(token: str) -> None:
     with pytest.raises(InvalidRequestStateError, match="not one this server issued"):
         mrtr.unseal(KEY, token, BINDING, now=0.0)
@@ -321,8 +330,10 @@ def test_a_client_that_cannot_elicit_gets_a_refusal_never_a_yes(capabilities: di
         lambda token: token + "-TAMPERED",
         lambda token: mrtr.seal(OTHER_KEY, BINDING, {"answers": {"q1": True}, "pending": []}, expires_at=9e9),
         lambda token: mrtr.seal(
-            KEY, mrtr.bind("tools/call", "confirm", {"text": "hello", "n": 1}, "mallory"),
-            {"answers": {}, "pending": ["q1"]}, expires_at=9e9,
+            KEY,
+            mrtr.bind("tools/call", "confirm", {"text": "hello", "n": 1}, "mallory"),
+            {"answers": {}, "pending": ["q1"]},
+            expires_at=9e9,
         ),
     ],
     ids=["tampered", "another-process", "another-caller"],
@@ -344,3 +355,26 @@ def test_the_raw_responses_are_there_for_questions_that_need_no_integrity() -> N
     assert rounds.responses["user_name"]["content"] == {"name": "Alice"}
     assert rounds.can_ask(mrtr.ELICIT)
     assert not rounds.can_ask(mrtr.SAMPLE)
+
+
+@pytest.mark.parametrize(
+    ("answer", "detail"),
+    [
+        (mrtr.YesNo(approved=False, action="accept"), "The user was asked and said no; nothing was done."),
+        (
+            mrtr.YesNo(approved=False, action="decline"),
+            "The user was asked and answered 'decline'; nothing was done.",
+        ),
+        (
+            mrtr.YesNo(approved=False, action="cancel"),
+            "The user was asked and answered 'cancel'; nothing was done.",
+        ),
+    ],
+)
+def test_a_question_not_approved_is_refused_in_band_with_the_answer(answer: mrtr.YesNo, detail: str) -> None:
+    refused = mrtr.not_approved(answer)
+    assert (refused.detail, refused.metadata, refused.channel) == (
+        detail,
+        {"action": answer.action},
+        Channel.RESULT,
+    )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from mcp_suite.problems import INTERNAL_ERROR, INVALID_PARAMS
 from mcp_suite.protocol import core, mrtr
-from tests.support.session_core import CC, PV, MODERN, answer_of, line, make_core
+from tests.support.session_core import CC, MODERN, PV, answer_of, line, make_core
 from tests.support.wire import slug_of
 
 SERVER_META = {"io.modelcontextprotocol/serverInfo": {"name": "mcp-suite", "version": "9.9"}}
@@ -31,8 +31,14 @@ def test_a_modern_call_carries_its_declared_capabilities_and_its_retry() -> None
 
 def test_a_legacy_call_carries_what_initialize_declared() -> None:
     session = make_core()
-    answer_of(session.receive(line("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}})))
-    start = session.receive(line("tools/call", {"name": "echo", "arguments": {}, "requestState": "ignored"}, 2))
+    answer_of(
+        session.receive(
+            line("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}})
+        )
+    )
+    start = session.receive(
+        line("tools/call", {"name": "echo", "arguments": {}, "requestState": "ignored"}, 2)
+    )
     assert isinstance(start, core.StartCall)
     assert start.asking == mrtr.CallInput(modern=False, capabilities={"elicitation": {}})
     bare = make_core()

@@ -21,7 +21,7 @@ from tests.support.issuer import open_issuer
 
 MODERN: Final = "2026-07-28"
 ASKING_ARGV: Final = (sys.executable, "-X", "dev", "-m", "tests.support.asking_server")
-CAN_ELICIT: Final = {"elicitation": {}}
+CAN_ELICIT: Final[dict[str, Any]] = {"elicitation": {}}
 YES: Final = {"action": "accept", "content": {"approve": True}}
 NO: Final = {"action": "accept", "content": {"approve": False}}
 

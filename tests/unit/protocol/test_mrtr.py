@@ -20,7 +20,7 @@ from mcp_suite.settings import REQUEST_STATE_MAX_CHARS
 
 KEY = bytes(range(32))
 OTHER_KEY = bytes(range(1, 33))
-CAN_ELICIT = {"elicitation": {}}
+CAN_ELICIT: dict[str, Any] = {"elicitation": {}}
 BINDING = mrtr.bind("tools/call", "confirm", {"text": "hello", "n": 1}, "alice")
 ACCEPT = {"action": "accept", "content": {"approve": True}}
 NO_RETRY = mrtr.Retry()

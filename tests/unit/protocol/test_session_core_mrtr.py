@@ -49,11 +49,12 @@ def test_a_legacy_call_carries_what_initialize_declared() -> None:
 
 
 def test_a_malformed_retry_is_a_json_rpc_error_and_starts_no_call() -> None:
-    for params, slug in [
+    cases: list[tuple[dict[str, object], str]] = [
         ({"inputResponses": None}, "invalid-input-responses"),
         ({"inputResponses": {"q1": 12345}}, "invalid-input-responses"),
         ({"requestState": 42}, "invalid-request-state"),
-    ]:
+    ]
+    for params, slug in cases:
         session = make_core()
         message = answer_of(session.receive(_call(params)))
         assert message["id"] == 7

@@ -20,7 +20,16 @@ import trio
 
 from mcp_suite.protocol import mrtr
 
-__all__ = ["Asker", "ClientRequests", "LegacyAsker", "RoundsAsker", "ask_yes_no", "confirm", "current_asker"]
+__all__ = [
+    "Asker",
+    "ClientRequests",
+    "LegacyAsker",
+    "RoundsAsker",
+    "ask_yes_no",
+    "confirm",
+    "current_asker",
+    "current_rounds",
+]
 
 
 class Asker(Protocol):
@@ -73,6 +82,14 @@ class LegacyAsker:
 current_asker: Final[contextvars.ContextVar[Asker | None]] = contextvars.ContextVar(
     "current_asker", default=None
 )
+
+
+def current_rounds() -> mrtr.Rounds | None:
+    """The running modern call's rounds, for a tool that writes its own input requests (under keys
+    of its choosing, `Rounds.require`) and reads their answers (`Rounds.answer`); None outside a
+    2026-07-28 call."""
+    asker = current_asker.get()
+    return asker.rounds if isinstance(asker, RoundsAsker) else None
 
 
 async def ask_yes_no(question: str) -> bool:

@@ -18,7 +18,7 @@ import hmac
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 from mcp_suite.problems import (
     ClientCannotAskError,
@@ -345,6 +345,7 @@ class Rounds:
         "_binding",
         "_capabilities",
         "_expires_at",
+        "_keep",
         "_key",
         "_pending",
         "_responses",
@@ -366,11 +367,13 @@ class Rounds:
         self._responses = call.retry.responses
         self._answers: dict[str, Any] = {}
         self._pending: frozenset[str] = frozenset()
+        self._keep: dict[str, Any] = {}
         self._asked = 0
         if call.retry.state is not None:
             data = unseal(key, call.retry.state, binding, now=now)
             self._answers = dict(data["answers"])
             self._pending = frozenset(data["pending"])
+            self._keep = dict(data["keep"])
 
     @property
     def responses(self) -> Mapping[str, Mapping[str, Any]]:
@@ -378,8 +381,35 @@ class Rounds:
         no integrity (tampering can do nothing worse than fail the call)."""
         return self._responses
 
+    @property
+    def kept(self) -> Mapping[str, Any]:
+        """What the round before kept in its state (`require(keep=…)`); {} on a first call."""
+        return self._keep
+
     def can_ask(self, method: str) -> bool:
         return can_ask(self._capabilities, method)
+
+    def answer(self, key: str) -> Mapping[str, Any] | None:
+        """The retry's result for `key` when the verified state says `key` was asked; else None
+        (not asked, or not answered: ask it again)."""
+        return self._responses.get(key) if key in self._pending else None
+
+    def require(
+        self, requests: Mapping[str, InputRequest], *, keep: Mapping[str, Any] | None = None
+    ) -> NoReturn:
+        """End the call with `requests` under the keys given (a tool that names its own), sealing
+        `keep` (JSON) for the retry to read as `kept`; `ClientCannotAskError` when one of them
+        needs a capability the client did not declare (none is sent then)."""
+        for request in requests.values():
+            if not self.can_ask(request.method):
+                raise cannot_ask(
+                    request.method, f"the client did not declare {CAPABILITY_OF[request.method]!r}"
+                )
+        raise InputRequired(dict(requests), self._seal(list(requests), dict(keep or {})))
+
+    def _seal(self, pending: list[str], keep: dict[str, Any]) -> str:
+        data = {"answers": self._answers, "pending": pending, "keep": keep}
+        return seal(self._key, self._binding, data, expires_at=self._expires_at)
 
     def ask(self, request: InputRequest, read: Callable[[str, object], Any]) -> Any:
         """The kept answer to this call's next question (`read` turns the client's result into
@@ -394,13 +424,7 @@ class Rounds:
         if key in self._pending and key in self._responses:
             self._answers[key] = read(key, self._responses[key])
             return self._answers[key]
-        state = seal(
-            self._key,
-            self._binding,
-            {"answers": self._answers, "pending": [key]},
-            expires_at=self._expires_at,
-        )
-        raise InputRequired({key: request}, state)
+        raise InputRequired({key: request}, self._seal([key], self._keep))
 
     def ask_yes_no(self, question: str) -> YesNo:
         kept = self.ask(

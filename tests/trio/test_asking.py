@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcp_suite.asking import LegacyAsker, RoundsAsker, ask_yes_no, confirm, current_asker
+from mcp_suite.asking import LegacyAsker, RoundsAsker, ask_yes_no, confirm, current_asker, current_rounds
 from mcp_suite.problems import (
     ClientCannotAskError,
     InvalidInputResponsesError,
@@ -103,3 +103,14 @@ async def test_a_modern_question_ends_the_call_in_input_required() -> None:
     )
     with trio.fail_after(5), pytest.raises(mrtr.InputRequired):
         await RoundsAsker(rounds).ask_yes_no("Go on?")
+    assert current_rounds() is None
+    token = current_asker.set(RoundsAsker(rounds))
+    try:
+        assert current_rounds() is rounds
+    finally:
+        current_asker.reset(token)
+    token = current_asker.set(LegacyAsker({}, None))
+    try:
+        assert current_rounds() is None
+    finally:
+        current_asker.reset(token)

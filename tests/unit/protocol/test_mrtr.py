@@ -253,7 +253,11 @@ def test_a_first_call_is_asked_its_question_with_a_sealed_state() -> None:
         "q1": mrtr.yes_no_request("Read table t?").wire()
     }
     assert asked.state is not None
-    assert mrtr.unseal(KEY, asked.state, BINDING, now=1_600.0) == {"answers": {}, "pending": ["q1"]}
+    assert mrtr.unseal(KEY, asked.state, BINDING, now=1_600.0) == {
+        "answers": {},
+        "pending": ["q1"],
+        "keep": {},
+    }
     with pytest.raises(InvalidRequestStateError, match="expired"):
         mrtr.unseal(KEY, asked.state, BINDING, now=1_600.01)
 
@@ -328,7 +332,9 @@ def test_a_client_that_cannot_elicit_gets_a_refusal_never_a_yes(capabilities: di
     "state",
     [
         lambda token: token + "-TAMPERED",
-        lambda token: mrtr.seal(OTHER_KEY, BINDING, {"answers": {"q1": True}, "pending": []}, expires_at=9e9),
+        lambda token: mrtr.seal(
+            OTHER_KEY, BINDING, {"answers": {"q1": True}, "pending": [], "keep": {}}, expires_at=9e9
+        ),
         lambda token: mrtr.seal(
             KEY,
             mrtr.bind("tools/call", "confirm", {"text": "hello", "n": 1}, "mallory"),
@@ -378,3 +384,37 @@ def test_a_question_not_approved_is_refused_in_band_with_the_answer(answer: mrtr
         {"action": answer.action},
         Channel.RESULT,
     )
+
+
+def test_a_tool_names_its_own_requests_and_reads_only_the_answers_its_state_vouches_for() -> None:
+    name = mrtr.InputRequest(mrtr.ELICIT, {"message": "Name?", "requestedSchema": {"type": "object"}})
+    roots = mrtr.InputRequest(mrtr.LIST_ROOTS, {})
+    first = _rounds(mrtr.Retry({"user_name": ACCEPT}, None), capabilities={"elicitation": {}, "roots": {}})
+    assert first.answer("user_name") is None  # sent, but never asked: not vouched for
+    assert first.kept == {}
+    with pytest.raises(mrtr.InputRequired) as asked:
+        first.require({"user_name": name, "client_roots": roots}, keep={"step": 1})
+    assert list(asked.value.requests) == ["user_name", "client_roots"]
+    retry = mrtr.Retry({"user_name": ACCEPT, "other": {"x": 1}}, asked.value.state)
+    second = _rounds(retry, capabilities={"elicitation": {}, "roots": {}})
+    assert second.answer("user_name") == ACCEPT
+    assert second.answer("client_roots") is None  # asked, not answered
+    assert second.answer("other") is None  # answered, not asked
+    assert second.kept == {"step": 1}
+
+
+def test_a_tool_that_requires_what_the_client_cannot_give_is_refused_and_asks_nothing() -> None:
+    rounds = _rounds(capabilities={"elicitation": {}})
+    with pytest.raises(ClientCannotAskError) as raised:
+        rounds.require(
+            {"q": mrtr.yes_no_request("Go?"), "s": mrtr.InputRequest(mrtr.SAMPLE, {"maxTokens": 5})}
+        )
+    assert raised.value.metadata == {"capability": "sampling", "method": "sampling/createMessage"}
+
+
+def test_a_yes_no_question_after_a_tool_kept_something_keeps_it() -> None:
+    with pytest.raises(mrtr.InputRequired) as first:
+        _rounds().require({"step1": mrtr.yes_no_request("One?")}, keep={"step": 1})
+    with pytest.raises(mrtr.InputRequired) as second:
+        _rounds(mrtr.Retry({}, first.value.state)).ask_yes_no("Two?")
+    assert _rounds(mrtr.Retry({}, second.value.state)).kept == {"step": 1}

@@ -109,7 +109,8 @@ class CallKind(enum.Enum):
 class Answer:
     """Write `frame` (None: write nothing, as for a cancelled call), then audit the request.
 
-    `outcome` is "ok", "error" or "cancelled". `warm_up` is True on the first answer that opens the
+    `outcome` is "ok", "error", "cancelled" or "input-required" (a 2026-07-28 call that asked its
+    client and waits for the retry). `warm_up` is True on the first answer that opens the
     session (initialize, or a modern request): once it is written, the runtime starts the warm-up.
     `error_code`: the JSON-RPC error code `frame` carries (None: a result, in-band errors included),
     which a transport's status table reads instead of the frame.
@@ -626,7 +627,9 @@ class SessionCore:
         result = mrtr.input_required_result(outcome.requests, outcome.state)
         result["_meta"] = self._modern_fields["_meta"]
         frame = encode_result(call.request_id, result)
-        return Answer(frame, call.request_id, call.method, "ok", tool=call.name, arguments=call.arguments)
+        return Answer(
+            frame, call.request_id, call.method, "input-required", tool=call.name, arguments=call.arguments
+        )
 
     def _trace_fields(self, request: Request, era: Era) -> tuple[str | None, str | None]:
         """The call's `_meta.traceparent` (a short string, else None) and its protocol version."""

@@ -178,3 +178,26 @@ def test_over_http_a_state_sealed_for_one_caller_is_refused_for_another() -> Non
         stolen = post("mallory", retry)
         assert stolen["error"]["data"]["type"].endswith(":invalid-request-state"), stolen
         assert post("alice", retry)["result"]["structuredContent"] == {"text": "hi"}
+
+
+def test_over_http_the_audit_records_the_question_and_the_answer_but_never_the_state() -> None:
+    with (
+        open_http_server(None, {}, module="tests.support.asking_server") as running,
+        httpx2.Client(timeout=30) as http,
+    ):
+        headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": CONFIRM_TOOL}
+
+        def post(request_id: int, params: dict[str, Any]) -> dict[str, Any]:
+            body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+            reply: dict[str, Any] = http.post(running.url, json=body, headers=headers).json()
+            return reply
+
+        state = post(1, _params("hi", CAN_ELICIT))["result"]["requestState"]
+        post(2, _params("hi", CAN_ELICIT, inputResponses={"q1": YES}, requestState=state))
+        asked, answered = running.audit(2)
+        log = running.errlog
+        log.seek(0)
+        text = log.read()
+    assert (asked["id"], asked["tool"], asked["outcome"]) == (1, CONFIRM_TOOL, "input-required")
+    assert (answered["id"], answered["outcome"]) == (2, "ok")
+    assert state not in text  # the sealed state is the client's to keep, not the log's

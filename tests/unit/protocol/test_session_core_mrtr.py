@@ -69,7 +69,7 @@ def test_a_call_that_needs_input_is_answered_with_an_input_required_result() -> 
     assert isinstance(start, core.StartCall)
     question = mrtr.yes_no_request("Go on?")
     answer = session.call_finished(start.key, mrtr.InputNeeded({"q1": question}, "s.t"))
-    assert answer.outcome == "ok"
+    assert answer.outcome == "input-required"  # audited and counted as such, neither ok nor an error
     assert answer.error_code is None
     assert answer_of(answer) == {
         "jsonrpc": "2.0",

@@ -201,3 +201,23 @@ def test_over_http_the_audit_records_the_question_and_the_answer_but_never_the_s
     assert (asked["id"], asked["tool"], asked["outcome"]) == (1, CONFIRM_TOOL, "input-required")
     assert (answered["id"], answered["outcome"]) == (2, "ok")
     assert state not in text  # the sealed state is the client's to keep, not the log's
+
+
+def test_the_product_refuses_a_state_it_never_issued_even_on_a_tool_that_asks_nothing() -> None:
+    # basic/patterns/mrtr: "MUST reject state that fails verification" -- whichever tool is named.
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": CAN_ELICIT,
+    }
+    with ServerProcess() as server:
+        forged = server.request(
+            "tools/call",
+            {"name": "system_metrics", "arguments": {}, "requestState": "e30.AAAA", "_meta": meta},
+            timeout=30,
+        )
+        plain = server.request(
+            "tools/call", {"name": "system_metrics", "arguments": {}, "_meta": meta}, timeout=30
+        )
+    assert forged["error"]["code"] == -32602, forged
+    assert forged["error"]["data"]["type"].endswith(":invalid-request-state")
+    assert plain["result"]["resultType"] == "complete"

@@ -32,6 +32,7 @@ __all__ = [
     "AuthorizationUnavailableError",
     "CallsBusyError",
     "Channel",
+    "ClientCannotAskError",
     "ConcurrencyLimitError",
     "ConflictError",
     "DatabaseUnavailableError",
@@ -44,11 +45,14 @@ __all__ = [
     "InsufficientScopeError",
     "InternalServerError",
     "InvalidArgumentsError",
+    "InvalidInputResponsesError",
     "InvalidParamsError",
     "InvalidRequestError",
     "InvalidRequestMetaError",
+    "InvalidRequestStateError",
     "MethodNotFoundError",
     "NotAcceptableError",
+    "NotApprovedError",
     "NotFoundError",
     "OriginNotAllowedError",
     "ProblemError",
@@ -180,6 +184,38 @@ class InvalidRequestMetaError(InvalidParamsError):
     title = "The request's _meta is malformed"
     status = 400
     code = "MCP_MALFORMED_META"
+
+
+class InvalidRequestStateError(InvalidParamsError):
+    """A 2026-07-28 retry whose `requestState` this server cannot accept: not of its form, sealed by
+    another process or for another request or caller, altered, or past its expiry
+    (basic/patterns/mrtr: servers "MUST reject state that fails verification"). -32602: the
+    request itself is at fault, whichever tool it names."""
+
+    slug = "invalid-request-state"
+    title = "The request state is not valid"
+    status = 400
+    code = "MCP_INVALID_REQUEST_STATE"
+
+
+class InvalidInputResponsesError(InvalidParamsError):
+    """A 2026-07-28 retry whose `inputResponses` is not a map of results, or whose answer to a
+    question the server asked is not a result of that question's kind. -32602."""
+
+    slug = "invalid-input-responses"
+    title = "The input responses are not valid"
+    status = 400
+    code = "MCP_INVALID_INPUT_RESPONSES"
+
+
+class NotApprovedError(ProblemError):
+    """The person at the client was asked and did not approve (they said no, declined or dismissed
+    the question). In-band; `metadata.action` is the client's answer."""
+
+    slug = "not-approved"
+    title = "The user did not approve"
+    status = 403
+    code = "MCP_NOT_APPROVED"
 
 
 class AccessDeniedError(ProblemError):
@@ -515,6 +551,17 @@ class RoleUnauditedError(ProblemError):
     code = "MCP_ROLE_UNAUDITED"
 
 
+class ClientCannotAskError(ProblemError):
+    """A tool asked the client (its user, its model, its roots) and the client cannot be asked: it
+    did not declare the capability, its era or transport has no way to carry the request, or the
+    call ended. Fail closed: the tool goes on without the answer, never with a silent yes."""
+
+    slug = "client-cannot-ask"
+    title = "The client cannot be asked"
+    status = 412
+    code = "MCP_CLIENT_CANNOT_ASK"
+
+
 class ShuttingDownError(ProblemError):
     """The server was told to stop (SIGTERM, SIGINT) and cancelled this call when its drain ended:
     not a fault, and the same call may be sent again to a server that is running."""
@@ -539,6 +586,9 @@ class InternalServerError(ProblemError):
 PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     InvalidArgumentsError,
     InvalidRequestMetaError,
+    InvalidRequestStateError,
+    InvalidInputResponsesError,
+    NotApprovedError,
     AccessDeniedError,
     QueryViolationError,
     ExecutionTimeoutError,
@@ -566,6 +616,7 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     DatabaseUnavailableError,
     RoleRefusedError,
     RoleUnauditedError,
+    ClientCannotAskError,
     ShuttingDownError,
     InternalServerError,
 )
@@ -575,6 +626,8 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
 WIRE_CODES: Final[Mapping[str, frozenset[int]]] = {
     "validation-error": frozenset({INVALID_PARAMS}),
     "malformed-meta": frozenset({INVALID_PARAMS}),
+    "invalid-request-state": frozenset({INVALID_PARAMS}),
+    "invalid-input-responses": frozenset({INVALID_PARAMS}),
     "session-not-initialized": frozenset({INVALID_REQUEST}),
     "invalid-request": frozenset({INVALID_REQUEST, PARSE_ERROR}),
     "method-not-found": frozenset({METHOD_NOT_FOUND}),

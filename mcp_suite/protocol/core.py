@@ -31,7 +31,7 @@ from mcp_suite.problems import (
     UnsupportedVersionError,
     echo,
 )
-from mcp_suite.protocol import completion, mcp
+from mcp_suite.protocol import completion, mcp, mrtr
 from mcp_suite.protocol.framing import OversizedFrame
 from mcp_suite.protocol.jsonrpc import (
     ClientResponse,
@@ -114,7 +114,8 @@ class CallKind(enum.Enum):
 class Answer:
     """Write `frame` (None: write nothing, as for a cancelled call), then audit the request.
 
-    `outcome` is "ok", "error" or "cancelled". `warm_up` is True on the first answer that opens the
+    `outcome` is "ok", "error", "cancelled" or "input-required" (a 2026-07-28 call that asked its
+    client and waits for the retry). `warm_up` is True on the first answer that opens the
     session (initialize, or a modern request): once it is written, the runtime starts the warm-up.
     `error_code`: the JSON-RPC error code `frame` carries (None: a result, in-band errors included),
     which a transport's status table reads instead of the frame.
@@ -147,6 +148,9 @@ class StartCall:
     # the runtime's tracer parses or ignores; and the protocol version the call is served under.
     trace_parent: str | None = None
     protocol_version: str | None = None
+    # A tool call's means of asking its client (`protocol.mrtr`): the declared capabilities and,
+    # in the modern era, the retry's `inputResponses` and `requestState`; None for a resource read.
+    asking: mrtr.CallInput | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +209,7 @@ class Completed:
     total: int
 
 
-CallOutcome = ToolSucceeded | ResourceRead | Completed | CallRaised | CallInterrupted
+CallOutcome = ToolSucceeded | ResourceRead | Completed | CallRaised | CallInterrupted | mrtr.InputNeeded
 
 
 class _Call:
@@ -261,6 +265,7 @@ class SessionCore:
         "_deadline_s",
         "_draw_boundary",
         "_instructions",
+        "_legacy_capabilities",
         "_legacy_known",
         "_list_scope",
         "_max_depth",
@@ -333,6 +338,7 @@ class SessionCore:
         self._modern_fields = mcp.modern_fields(server_name, server_version)
         self._modern_tail = b"," + compact_json(self._modern_fields)[1:-1].encode("ascii")
         self._calls: dict[IdKey, _Call] = {}
+        self._legacy_capabilities: dict[str, Any] = {}  # what `initialize` declared the client can do
         self._warm_up_due = True
         self.legacy_version: str | None = None  # set by a successful initialize
         self.draining = False
@@ -431,6 +437,8 @@ class SessionCore:
             return self._ok(
                 call.request_id, call.method, completion.completion_result(outcome.values, outcome.total), era
             )
+        if isinstance(outcome, mrtr.InputNeeded):
+            return self._input_needed(call, outcome)
         if isinstance(outcome, ResourceRead):
             resource = self._resources[call.name]
             result: dict[str, Any] = {
@@ -542,6 +550,8 @@ class SessionCore:
                 if self.legacy_version is not None:
                     raise InvalidRequestError("The session is already initialized.")
                 self.legacy_version = mcp.negotiate_version(request.params.get("protocolVersion"))
+                capabilities = request.params.get("capabilities")
+                self._legacy_capabilities = capabilities if isinstance(capabilities, dict) else {}
                 result = mcp.initialize_result(
                     version=self.legacy_version,
                     server_name=self._server_name,
@@ -622,9 +632,43 @@ class SessionCore:
         except ProblemError as exc:
             frame = encode_result(request.id, self._result(mcp.call_error_result(exc), era))
             return Answer(frame, request.id, method, "error", exc, tool=call.name, arguments=call.arguments)
+        try:
+            asking = self._asking(request, era)
+        except ProblemError as exc:
+            return self._error(request.id, method, exc, tool=call.name, arguments=call.arguments)
         self._calls[key] = _Call(request.id, CallKind.TOOL, call.name, era, call.arguments)
         return StartCall(
-            key, request.id, CallKind.TOOL, call.name, call.arguments, *self._trace_fields(request, era)
+            key,
+            request.id,
+            CallKind.TOOL,
+            call.name,
+            call.arguments,
+            *self._trace_fields(request, era),
+            asking=asking,
+        )
+
+    def _asking(self, request: Request, era: Era) -> mrtr.CallInput:
+        """What the call may ask its client: in the modern era the `_meta` capabilities (checked to
+        be an object by `_modern`) and the retry's members (a malformed one is -32602); in the
+        legacy eras the capabilities `initialize` declared."""
+        if era is Era.LEGACY:
+            return mrtr.CallInput(modern=False, capabilities=self._legacy_capabilities)
+        capabilities = request.params["_meta"][mcp.CLIENT_CAPABILITIES_KEY]
+        return mrtr.CallInput(modern=True, capabilities=capabilities, retry=mrtr.parse_retry(request.params))
+
+    def _input_needed(self, call: _Call, outcome: mrtr.InputNeeded) -> Answer:
+        """A call that needs the client's input: an `InputRequiredResult` (basic/patterns/mrtr), in
+        the modern era from a tool only; anywhere else the asking side has a bug."""
+        if call.era is not Era.MODERN or call.kind is not CallKind.TOOL:
+            problem = InternalServerError("The call asked for input where the protocol has no way to ask.")
+            return self._error(
+                call.request_id, call.method, problem, tool=call.name, arguments=call.arguments
+            )
+        result = mrtr.input_required_result(outcome.requests, outcome.state)
+        result["_meta"] = self._modern_fields["_meta"]
+        frame = encode_result(call.request_id, result)
+        return Answer(
+            frame, call.request_id, call.method, "input-required", tool=call.name, arguments=call.arguments
         )
 
     def _complete(self, request: Request, era: Era) -> Answer | StartCall:

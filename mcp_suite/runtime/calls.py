@@ -18,8 +18,10 @@ from typing import Any, Final
 import trio
 
 from mcp_suite import SERVER_NAME, __version__, observe
+from mcp_suite.asking import Asker, ClientRequests, LegacyAsker, RoundsAsker, current_asker
+from mcp_suite.caller import current_caller
 from mcp_suite.problems import InternalServerError, ProblemError
-from mcp_suite.protocol import mcp, untrusted
+from mcp_suite.protocol import mcp, mrtr, untrusted
 from mcp_suite.protocol.catalogue import Catalogue, Ids, ServedResource, ServedTool
 from mcp_suite.protocol.core import (
     CallInterrupted,
@@ -99,12 +101,26 @@ class CallRunner:
     """Runs the calls the core starts, against one registry and one limiter (shared by the sessions
     of a process)."""
 
-    __slots__ = ("limiter", "registry", "settings")
+    __slots__ = ("client_requests", "limiter", "registry", "settings", "state_key")
 
-    def __init__(self, settings: Settings, registry: Registry, *, per_caller: int | None = None) -> None:
-        """`per_caller`: the call slots one caller may hold (None: all of them, as on stdio)."""
+    def __init__(
+        self,
+        settings: Settings,
+        registry: Registry,
+        *,
+        per_caller: int | None = None,
+        state_key: bytes | None = None,
+        client_requests: ClientRequests | None = None,
+    ) -> None:
+        """`per_caller`: the call slots one caller may hold (None: all of them, as on stdio).
+        `state_key`: the key that seals the modern era's `requestState` (None: 32 random bytes
+        drawn now, so a state verifies only in the process that sealed it). `client_requests`:
+        the legacy transport's server-to-client requests (None: a legacy call cannot ask, and a
+        tool that asks is refused)."""
         self.settings = settings
         self.registry = registry
+        self.state_key = secrets.token_bytes(32) if state_key is None else state_key
+        self.client_requests = client_requests
         self.limiter = CallLimiter(
             slots=settings.max_concurrency,
             max_waiters=settings.max_queued_calls,
@@ -133,7 +149,11 @@ class CallRunner:
                     if start.kind is CallKind.TOOL:
                         tool = self.registry.tools[start.name]
                         assert ticket is not None
-                        data = await self._guarded_call(tool, start.arguments, ticket, scope)
+                        asked = current_asker.set(self._asker(start))
+                        try:
+                            data = await self._guarded_call(tool, start.arguments, ticket, scope)
+                        finally:
+                            current_asker.reset(asked)
                         outcome = ToolSucceeded(data, untrusted=tool.untrusted)
                     elif start.kind is CallKind.COMPLETE:
                         assert ticket is not None
@@ -148,6 +168,8 @@ class CallRunner:
                         outcome = ResourceRead(await self.registry.resources[start.name].read())
                 except ProblemError as exc:  # the core picks its channel
                     outcome = CallRaised(exc)
+                except mrtr.InputRequired as exc:  # the modern era's question: the call's result
+                    outcome = mrtr.InputNeeded(exc.requests, exc.state)
                 except Exception as exc:  # noqa: BLE001  # the one exception → wire boundary
                     outcome = CallRaised(incident(exc, f"{start.kind.value} {start.name}"))
             if outcome is None:  # the scope was cancelled: by the client, the deadline or shutdown
@@ -156,6 +178,28 @@ class CallRunner:
             if ticket is not None:
                 self.limiter.release(ticket)  # also when the task was cancelled before it ran
         return outcome  # noqa: ASYNC910  # every path awaits the call (or is cancelled at its first await)
+
+    def _asker(self, start: StartCall) -> Asker | None:
+        """How this call's tool may ask its client. In the modern era the retry's `requestState` is
+        verified here, before the call waits for a slot, whether or not the tool asks: a state that
+        fails is refused (`invalid-request-state`). It is bound to the method, the tool, the
+        arguments as sent and the caller's subject (over stdio there is one caller: "")."""
+        if start.asking is None:
+            return None
+        if not start.asking.modern:
+            return LegacyAsker(start.asking.capabilities, self.client_requests)
+        caller = current_caller.get()
+        binding = mrtr.bind(
+            start.kind.value, start.name, start.arguments, "" if caller is None else caller.subject
+        )
+        rounds = mrtr.Rounds(
+            key=self.state_key,
+            binding=binding,
+            call=start.asking,
+            now=trio.current_time(),
+            ttl_s=self.settings.input_request_ttl_s,
+        )
+        return RoundsAsker(rounds)
 
     async def _guarded_call(
         self, tool: ToolSpec, arguments: Any, ticket: Ticket, scope: trio.CancelScope

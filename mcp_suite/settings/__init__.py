@@ -33,6 +33,7 @@ from mcp_suite.settings.limits import (
     NAME_ECHO_CHARS,
     PROMETHEUS_MAX_CONNECTIONS,
     PROMETHEUS_TIMEOUT_S,
+    REQUEST_STATE_MAX_CHARS,
     SQL_MAX_CHARS,
 )
 from mcp_suite.settings.model import (
@@ -65,6 +66,7 @@ __all__ = [
     "NAME_ECHO_CHARS",
     "PROMETHEUS_MAX_CONNECTIONS",
     "PROMETHEUS_TIMEOUT_S",
+    "REQUEST_STATE_MAX_CHARS",
     "SETTING_FAMILIES",
     "SOURCE_KEYS",
     "SQL_MAX_CHARS",

@@ -19,6 +19,9 @@ ARG_MAX_KEY_CHARS: Final = 64
 # a name the caller chose (a method, a tool, a protocol version) at most NAME_ECHO_CHARS.
 ECHO_MAX_CHARS: Final = 256
 NAME_ECHO_CHARS: Final = 64
+# A 2026-07-28 retry's `requestState` (basic/patterns/mrtr): what this server seals is far shorter;
+# a longer one is refused before it is decoded.
+REQUEST_STATE_MAX_CHARS: Final = 4_096
 # The audit record of a SQL statement holds its text up to this many characters (then `sql_truncated`).
 AUDIT_SQL_MAX_CHARS: Final = 4_096
 # Over HTTP an answer leaves once its audit record is written to stderr (a replica killed right after

@@ -3,7 +3,7 @@
 `tests/support/ts_sdk/` pins both lines of the SDK with every dependency (a package-lock.json with
 integrity hashes, no download addresses): v1 (`@modelcontextprotocol/sdk`, the 2025 era only) and
 v2 (`@modelcontextprotocol/client`, which negotiates 2026-07-28 or stays legacy), and holds
-`client.mjs`, `cancel.mjs` and `resume.mjs`, the scripts the tests run. `ts_sdk_client()` runs
+`client.mjs`, `cancel.mjs`, `resume.mjs` and `ask.mjs`, the scripts the tests run. `ts_sdk_client()` runs
 `npm ci` once per lock into `.venv/npm/` and returns the script's installed path; it runs on the
 machine's Node (20 or later).
 """
@@ -15,10 +15,10 @@ from typing import Final
 
 from bench.common import npm_ci_once
 
-__all__ = ["ts_sdk_cancel", "ts_sdk_client", "ts_sdk_resume"]
+__all__ = ["ts_sdk_ask", "ts_sdk_cancel", "ts_sdk_client", "ts_sdk_resume"]
 
 _SOURCE: Final = Path(__file__).with_name("ts_sdk")
-_FILES: Final = ("package.json", "package-lock.json", "client.mjs", "cancel.mjs", "resume.mjs")
+_FILES: Final = ("package.json", "package-lock.json", "client.mjs", "cancel.mjs", "resume.mjs", "ask.mjs")
 
 
 def ts_sdk_client() -> Path:
@@ -34,3 +34,9 @@ def ts_sdk_cancel() -> Path:
 def ts_sdk_resume() -> Path:
     """`resume.mjs` (a legacy session that outlives its replicas) beside its installed `node_modules`."""
     return npm_ci_once(_SOURCE, "ts-sdk", _FILES) / "resume.mjs"
+
+
+def ts_sdk_ask() -> Path:
+    """`ask.mjs` (the v2 SDK answering a tool's yes/no question in 2026-07-28) beside its installed
+    `node_modules`."""
+    return npm_ci_once(_SOURCE, "ts-sdk", _FILES) / "ask.mjs"

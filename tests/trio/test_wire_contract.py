@@ -205,6 +205,13 @@ async def _provoke_every_error(h: Harness) -> list[dict[str, Any]]:
         b'{"jsonrpc":"2.0","id":"v","method":"tools/list","params":{"_meta":{'
         b'"io.modelcontextprotocol/protocolVersion":"1900-01-01",'
         b'"io.modelcontextprotocol/clientCapabilities":{}}}}',
+        # -32602 invalid-request-state and invalid-input-responses: a malformed modern retry
+        b'{"jsonrpc":"2.0","id":"state","method":"tools/call","params":{"name":"echo","requestState":42,'
+        b'"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+        b'"io.modelcontextprotocol/clientCapabilities":{}}}}',
+        b'{"jsonrpc":"2.0","id":"answers","method":"tools/call","params":{"name":"echo","inputResponses":null,'
+        b'"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+        b'"io.modelcontextprotocol/clientCapabilities":{}}}}',
         # -32603 database-unavailable: a resource read (a tool's call is answered in-band)
         b'{"jsonrpc":"2.0","id":"down","method":"resources/read","params":{"uri":"test://down"}}',
         # -32603 role-refused: a resource read has no in-band channel

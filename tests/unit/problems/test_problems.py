@@ -25,6 +25,9 @@ from mcp_suite.protocol.jsonrpc import JsonParseError, JsonRpcError
 SPEC_TABLE = {
     "validation-error": ("MCP_VALIDATION_ERROR", 422),
     "malformed-meta": ("MCP_MALFORMED_META", 400),
+    "invalid-request-state": ("MCP_INVALID_REQUEST_STATE", 400),
+    "invalid-input-responses": ("MCP_INVALID_INPUT_RESPONSES", 400),
+    "not-approved": ("MCP_NOT_APPROVED", 403),
     "access-denied": ("MCP_ACCESS_DENIED", 403),
     "query-violation": ("MCP_QUERY_VIOLATION", 403),
     "execution-timeout": ("MCP_EXECUTION_TIMEOUT", 504),
@@ -52,6 +55,7 @@ SPEC_TABLE = {
     "database-unavailable": ("MCP_DATABASE_UNAVAILABLE", 503),
     "role-refused": ("MCP_ROLE_REFUSED", 503),
     "role-unaudited": ("MCP_ROLE_UNAUDITED", 503),
+    "client-cannot-ask": ("MCP_CLIENT_CANNOT_ASK", 412),
     "shutting-down": ("MCP_SHUTTING_DOWN", 503),
     "internal-error": ("MCP_INTERNAL_ERROR", 500),
 }

@@ -200,7 +200,8 @@ def test_an_event_shows_every_member_in_order() -> None:
     started = _core(30).receive(modern("tools/call", CALL, 3))
     assert repr(started) == (
         "StartCall(key=('i', 3), request_id=3, kind=<CallKind.TOOL: 'tools/call'>, name='echo', "
-        "arguments={'text': 'hi'}, trace_parent=None, protocol_version='2026-07-28')"
+        "arguments={'text': 'hi'}, trace_parent=None, protocol_version='2026-07-28', "
+        "asking=CallInput(modern=True, capabilities={}, retry=Retry(responses={}, state=None)))"
     )
 
 

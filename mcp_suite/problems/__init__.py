@@ -31,6 +31,8 @@ __all__ = [
     "AuditBehindError",
     "AuthorizationUnavailableError",
     "Channel",
+    "ClientCannotAskError",
+    "ClientRequestFailedError",
     "ConcurrencyLimitError",
     "ConflictError",
     "DatabaseUnavailableError",
@@ -506,6 +508,26 @@ class RoleUnauditedError(ProblemError):
     code = "MCP_ROLE_UNAUDITED"
 
 
+class ClientCannotAskError(ProblemError):
+    """A tool asked the client (its user, its model, its roots) and the client cannot be asked: it
+    did not declare the capability, its era or transport has no way to carry the request, or the
+    call ended. Fail closed: the tool goes on without the answer, never with a silent yes."""
+
+    slug = "client-cannot-ask"
+    title = "The client cannot be asked"
+    status = 412
+    code = "MCP_CLIENT_CANNOT_ASK"
+
+
+class ClientRequestFailedError(ProblemError):
+    """The client answered a request of the server's with a JSON-RPC error."""
+
+    slug = "client-request-failed"
+    title = "The client refused the server's request"
+    status = 502
+    code = "MCP_CLIENT_REQUEST_FAILED"
+
+
 class ShuttingDownError(ProblemError):
     """The server was told to stop (SIGTERM, SIGINT) and cancelled this call when its drain ended:
     not a fault, and the same call may be sent again to a server that is running."""
@@ -557,6 +579,8 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     DatabaseUnavailableError,
     RoleRefusedError,
     RoleUnauditedError,
+    ClientCannotAskError,
+    ClientRequestFailedError,
     ShuttingDownError,
     InternalServerError,
 )

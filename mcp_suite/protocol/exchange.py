@@ -50,6 +50,7 @@ from mcp_suite.protocol.authz import (
     the_authorization,
 )
 from mcp_suite.protocol.catalogue import Catalogue, Ids
+from mcp_suite.protocol.talk import ClientAnswered
 from mcp_suite.protocol.core import (
     Answer,
     CallKind,
@@ -130,6 +131,8 @@ class Reply:
     answer: Answer | None = None
     log: str | None = None
     cancel: tuple[CallRef, ...] = ()
+    # The client's answer to a request of the server's: hand it to the call that waits for it.
+    answered: ClientAnswered | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -752,7 +755,8 @@ class HttpRequest:
         withdrawn: tuple[CallRef, ...] = ()
         if isinstance(event, CancelCall) and self._session is not None:
             withdrawn = (self._session.ref(event.key),)
-        return Reply(202, cancel=withdrawn)  # a notification (or a client's response): accepted
+        answered = event if isinstance(event, ClientAnswered) else None
+        return Reply(202, cancel=withdrawn, answered=answered)  # a notification or a response: accepted
 
     def _named_session(self, session_id: str, identity: Identity, now: float) -> LegacySession | Reply:
         """The session a legacy request names: another caller's is 404, and so is one its client

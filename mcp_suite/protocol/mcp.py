@@ -109,20 +109,29 @@ def negotiate_version(requested: object) -> str:
     return LATEST_VERSION
 
 
-def server_capabilities(*, resources: bool) -> dict[str, Any]:
+def server_capabilities(*, resources: bool, logging: bool = False) -> dict[str, Any]:
+    """`logging`: `logging/setLevel` is served (the handshake eras; 2026-07-28 deprecates logging)."""
     capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
     if resources:
         capabilities["resources"] = {"listChanged": False, "subscribe": False}
+    if logging:
+        capabilities["logging"] = {}
     return capabilities
 
 
 def initialize_result(
-    *, version: str, server_name: str, server_version: str, resources: bool, instructions: str
+    *,
+    version: str,
+    server_name: str,
+    server_version: str,
+    resources: bool,
+    instructions: str,
+    logging: bool = False,
 ) -> dict[str, Any]:
     """`instructions` names only the tools this server serves (the registry composes it)."""
     return {
         "protocolVersion": version,
-        "capabilities": server_capabilities(resources=resources),
+        "capabilities": server_capabilities(resources=resources, logging=logging),
         "serverInfo": {"name": server_name, "version": server_version},
         "instructions": instructions,
     }

@@ -1046,7 +1046,7 @@ def test_initialize_s_whole_reply_carries_the_id_the_table_drew() -> None:
         200,
         (JSON, (b"mcp-session-id", FIRST_ID.encode())),
         b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":'
-        b'{"listChanged":false},"resources":{"listChanged":false,"subscribe":false}},"serverInfo":'
+        b'{"listChanged":false},"resources":{"listChanged":false,"subscribe":false},"logging":{}},"serverInfo":'
         b'{"name":"mcp-suite","version":"9.9"},"instructions":"Use echo, then sleep."}}',
     )
 

@@ -65,6 +65,7 @@ from mcp_suite.protocol.http import (
     KNOWN_METHODS,
     HttpEra,
     SessionSeen,
+    accepts_event_stream,
     accepts_json,
     admit_session,
     answer_to_cancelled_call,
@@ -837,6 +838,15 @@ class HttpRequest:
         # 2026-07-28: closing the response stream cancels the request. (2025-11-25: a
         # disconnection SHOULD NOT be taken as cancellation; notifications/cancelled is.)
         return RunCall(start, ref, watch_disconnect=era is HttpEra.MODERN)
+
+    def event_stream_headers(self) -> tuple[Header, ...] | None:
+        """The head of an event-stream answer to this call's POST, when its client takes one: sent
+        once the call has something to say before its result (a notification, a request), which
+        then travels on it, the result last. None: the answer stays one JSON body, and nothing is
+        said before it."""
+        if not accepts_event_stream(self.headers.get("accept")):
+            return None
+        return ((b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"))
 
     def disconnected(self) -> bool:
         """The client closed the connection while its call ran: whether to cancel the call (the

@@ -32,6 +32,7 @@ from mcp_suite.protocol.core import (
 )
 from mcp_suite.protocol.mcp import structured_json
 from mcp_suite.runtime.limiter import CallLimiter, Ticket
+from mcp_suite.runtime import talk as talking
 from mcp_suite.runtime.log_sink import logger
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ToolSpec
@@ -117,8 +118,16 @@ class CallRunner:
             return self.limiter.reserve(caller)
         return None
 
-    async def run(self, start: StartCall, ticket: Ticket | None, scope: trio.CancelScope) -> CallOutcome:
-        """Run the call inside `scope` (its one cancel scope) and say how it ended.
+    async def run(
+        self,
+        start: StartCall,
+        ticket: Ticket | None,
+        scope: trio.CancelScope,
+        talk: talking.CallTalk | None = None,
+    ) -> CallOutcome:
+        """Run the call inside `scope` (its one cancel scope) and say how it ended. `talk`: the
+        call's context (`runtime.talk`), current while its tool runs; its progress and log task
+        runs beside the tool and ends before the call does, so nothing of it follows the result.
 
         Cancellation: a cancel of `scope` (the client, the deadline, a shutdown) ends in
         `CallInterrupted`; a cancel from outside propagates. The ticket is released in every case.
@@ -130,7 +139,7 @@ class CallRunner:
                     if start.kind is CallKind.TOOL:
                         tool = self.registry.tools[start.name]
                         assert ticket is not None
-                        data = await self._guarded_call(tool, start.arguments, ticket, scope)
+                        data = await self._guarded_call(tool, start.arguments, ticket, scope, talk)
                         outcome = ToolSucceeded(data, untrusted=tool.untrusted)
                     else:
                         scope.deadline = trio.current_time() + self.settings.call_deadline_s
@@ -147,7 +156,12 @@ class CallRunner:
         return outcome  # noqa: ASYNC910  # every path awaits the call (or is cancelled at its first await)
 
     async def _guarded_call(
-        self, tool: ToolSpec, arguments: Any, ticket: Ticket, scope: trio.CancelScope
+        self,
+        tool: ToolSpec,
+        arguments: Any,
+        ticket: Ticket,
+        scope: trio.CancelScope,
+        talk: talking.CallTalk | None = None,
     ) -> bytes:
         """The guardrails that wait: the slot (FIFO, bounded wait), the deadline, the schema.
 
@@ -162,7 +176,22 @@ class CallRunner:
         # The strict argument schema; models not loaded yet are loaded off the event loop.
         if not tool.models.built:
             await trio.to_thread.run_sync(tool.models.get)
-        result = await tool.call(tool.validate_arguments(arguments))
+        valid = tool.validate_arguments(arguments)
+        if talk is None:
+            result = await tool.call(valid)
+        else:
+            talk.started_at(scope.deadline)
+            entered = talking.enter(talk)
+            try:
+                if talk.has_something_to_say():
+                    async with trio.open_nursery() as beside:
+                        beside.start_soon(talk.serve)
+                        result = await tool.call(valid)
+                        beside.cancel_scope.cancel()
+                else:
+                    result = await tool.call(valid)
+            finally:
+                talking.leave(entered)
         with observe.stage("mcp.encode"):
             return structured_json(result)
 

@@ -181,6 +181,9 @@ class Settings:
     queue_wait_s: float = field(default=5.0, metadata=_float(0, 300))
     call_deadline_s: float = field(default=30.0, metadata=_float(0, 3_600, low_open=True))
     drain_grace_s: float = field(default=5.0, metadata=_float(0, 300))
+    # A call whose request carries `_meta.progressToken` gets at most one `notifications/progress`
+    # per this many seconds (docs/wire.md, "Progress").
+    progress_interval_s: float = field(default=1.0, metadata=_float(0.1, 60))
     log_level: LogLevel = field(default="INFO", metadata=_one_of(_LOG_LEVELS, aliases={"WARN": "WARNING"}))
     # stderr lines not yet written (a log shipper that lags) hold at most this many bytes: log lines
     # fill at most half (then they are dropped and counted), audit records are never dropped, and a

@@ -4,8 +4,8 @@ and (the handshake eras) requests to the client, carried out here; every rule is
     tool ── note(rows=…) ──▶ CallTalk ── serve(): one tick per MCP_PROGRESS_INTERVAL_S ──▶ send
     tool ── await ask(…) ──▶ CallTalk ── frame ──▶ send ··· client ··· answer ──▶ Waiters ──▶ tool
 
-A tool reaches its call's context with `current()` (a context variable the runner sets; worker
-threads see it too), and never learns the transport: `send` is the stdio writer, or over HTTP the
+A tool reaches its call's context with `mcp_suite.talk.current()` (a context variable the runner
+sets; worker threads see it too), and never learns the transport: `send` is the stdio writer, or over HTTP the
 event stream of the POST that started the call. A call with nothing to say costs nothing: no task
 is started for it.
 """
@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Any, Final
+from typing import Any
 
 import trio
 
 from mcp_suite.problems import ClientCannotAskError
 from mcp_suite.protocol.jsonrpc import RequestId
 from mcp_suite.protocol.talk import ClientAnswered, Facts, TalkTable, client_refused
+from mcp_suite.talk import Talk, current_talk
 
-__all__ = ["NO_TALK", "CallTalk", "Waiters", "current"]
+__all__ = ["CallTalk", "Waiters", "enter", "leave"]
 
 # Writes one frame to the client before the call's result; False when it cannot go (over HTTP, a
 # client that does not take an event stream): a request to the client is then refused.
@@ -171,38 +172,10 @@ class CallTalk:
                 )
 
 
-class _NoTalk:
-    """The context outside any call (or of a transport that has none): notes go nowhere, logs are
-    not sent, and asking fails closed."""
-
-    progress: Final = False
-
-    def note(self, *, rows: int | None = None, bytes_read: int | None = None) -> None:
-        return None
-
-    async def log(self, level: str, text: str) -> None:
-        await trio.lowlevel.checkpoint()
-
-    async def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        await trio.lowlevel.checkpoint()
-        raise ClientCannotAskError(
-            f"This call has no client to ask {method}; it was not asked.", metadata={"method": method}
-        )
+def enter(talk: CallTalk) -> contextvars.Token[Talk | None]:
+    """Make `talk` the current call's context (`mcp_suite.talk.current`) while its tool runs."""
+    return current_talk.set(talk)
 
 
-NO_TALK: Final = _NoTalk()
-_current: contextvars.ContextVar[CallTalk | None] = contextvars.ContextVar("mcp_suite_call_talk", default=None)
-
-
-def current() -> CallTalk | _NoTalk:
-    """The running call's context (in its task, or a worker thread it started), else `NO_TALK`."""
-    return _current.get() or NO_TALK
-
-
-def enter(talk: CallTalk | None) -> contextvars.Token[CallTalk | None]:
-    """Make `talk` the current call's context (the runner does, around the tool)."""
-    return _current.set(talk)
-
-
-def leave(token: contextvars.Token[CallTalk | None]) -> None:
-    _current.reset(token)
+def leave(token: contextvars.Token[Talk | None]) -> None:
+    current_talk.reset(token)

@@ -48,7 +48,9 @@ class _NoTalk:
 
 
 NO_TALK: Final[Talk] = _NoTalk()
-current_talk: Final[contextvars.ContextVar[Talk | None]] = contextvars.ContextVar("current_talk", default=None)
+current_talk: Final[contextvars.ContextVar[Talk | None]] = contextvars.ContextVar(
+    "current_talk", default=None
+)
 
 
 def current() -> Talk:

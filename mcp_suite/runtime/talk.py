@@ -69,7 +69,18 @@ class CallTalk:
     `note` may be called from the call's worker thread; everything else runs on the event loop.
     """
 
-    __slots__ = ("_bytes", "_deadline", "_interval_s", "_key", "_rows", "_send", "_started", "_table", "_waiters", "progress")
+    __slots__ = (
+        "_bytes",
+        "_deadline",
+        "_interval_s",
+        "_key",
+        "_rows",
+        "_send",
+        "_started",
+        "_table",
+        "_waiters",
+        "progress",
+    )
 
     def __init__(
         self,

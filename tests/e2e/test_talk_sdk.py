@@ -49,7 +49,9 @@ def http_server() -> Iterator[HttpServer]:
 
 
 @asynccontextmanager
-async def _client(transport: str, http: HttpServer | None, mode: str, **options: Any) -> AsyncIterator[Client]:
+async def _client(
+    transport: str, http: HttpServer | None, mode: str, **options: Any
+) -> AsyncIterator[Client]:
     if transport == "stdio":
         parameters = StdioServerParameters(
             command=sys.executable,
@@ -115,7 +117,9 @@ async def test_log_messages_reach_a_client_only_at_the_level_it_set(
         messages.append(params)
 
     with trio.fail_after(60):
-        async with _client(transport, _server(transport, request), "legacy", logging_callback=on_log) as client:
+        async with _client(
+            transport, _server(transport, request), "legacy", logging_callback=on_log
+        ) as client:
             caps = client.server_capabilities
             assert caps is not None
             assert caps.logging is not None

@@ -13,7 +13,14 @@ import pytest
 from mcp_suite.problems import ClientCannotAskError
 from mcp_suite.protocol import core
 from mcp_suite.protocol.jsonrpc import ClientResponse
-from mcp_suite.protocol.talk import ClientAnswered, Facts, TalkTable, progress_message, progress_token
+from mcp_suite.protocol.talk import (
+    ClientAnswered,
+    Facts,
+    TalkTable,
+    client_refused,
+    progress_message,
+    progress_token,
+)
 from tests.support.session_core import CALL, META, answer_of, initialized, line, make_core, modern
 
 ELICIT = "elicitation/create"
@@ -258,3 +265,22 @@ def test_a_fresh_table_waits_for_nothing() -> None:
     table = TalkTable()
     assert table.log_level is None
     assert table.answered(ClientResponse("mcp-suite-1", {}, None)) is None
+
+
+@pytest.mark.parametrize(
+    ("error", "detail"),
+    [
+        ({"code": -32601, "message": "no"}, "The client answered roots/list with an error (code -32601)."),
+        ({"code": True}, "The client answered roots/list with an error."),
+        ({}, "The client answered roots/list with an error."),
+    ],
+)
+def test_a_client_s_error_answer_becomes_a_problem_naming_its_code_only(
+    error: dict[str, Any], detail: str
+) -> None:
+    problem = client_refused("roots/list", error)
+    assert (problem.slug, problem.detail, problem.metadata) == (
+        "client-request-failed",
+        detail,
+        {"method": "roots/list"},
+    )

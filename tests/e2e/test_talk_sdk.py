@@ -9,6 +9,7 @@ refusal, never a silent yes.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -27,6 +28,7 @@ from mcp.types import ElicitResult, LoggingLevel, LoggingMessageNotificationPara
 from mcp_suite.protocol.mcp import MODERN_VERSION
 from tests.support.client import REPO
 from tests.support.http_server import HttpServer, open_http_server
+from tests.support.ts_sdk import ts_sdk_progress
 
 pytestmark = [
     pytest.mark.e2e,
@@ -168,3 +170,25 @@ async def test_a_client_that_declared_no_elicitation_is_not_asked_and_the_tool_g
     problem = json.loads(result.content[0].text)  # type: ignore[union-attr]  # one text block
     assert problem["type"] == "urn:mcp-suite:problem:client-cannot-ask"
     assert problem["metadata"] == {"method": "elicitation/create"}
+
+
+@pytest.mark.parametrize(("sdk", "era"), [("v1", "legacy"), ("v2", "legacy"), ("v2", "modern")])
+def test_the_typescript_sdk_sees_the_slow_call_s_progress_before_its_result(
+    sdk: str, era: str, http_server: HttpServer
+) -> None:
+    script = ts_sdk_progress()
+    done = subprocess.run(
+        ["node", str(script), sdk, era, http_server.url, "1.2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=script.parent,
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["isError"] is False
+    assert seen["atResult"] == len(seen["seen"]) >= 2
+    progresses = [note["progress"] for note in seen["seen"]]
+    assert progresses == sorted(set(progresses))
+    assert all(note["message"].endswith(" s elapsed") for note in seen["seen"])

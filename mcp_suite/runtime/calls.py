@@ -184,10 +184,17 @@ class CallRunner:
             entered = talking.enter(talk)
             try:
                 if talk.has_something_to_say():
+                    failed: Exception | None = None
                     async with trio.open_nursery() as beside:
                         beside.start_soon(talk.serve)
-                        result = await tool.call(valid)
+                        try:
+                            result = await tool.call(valid)
+                        except Exception as exc:  # noqa: BLE001  # raised again below, as itself
+                            failed = exc
                         beside.cancel_scope.cancel()
+                    if failed is not None:
+                        # Outside the nursery: the problem a tool raised stays itself, not a group.
+                        raise failed
                 else:
                     result = await tool.call(valid)
             finally:

@@ -192,3 +192,18 @@ def test_the_typescript_sdk_sees_the_slow_call_s_progress_before_its_result(
     progresses = [note["progress"] for note in seen["seen"]]
     assert progresses == sorted(set(progresses))
     assert all(note["message"].endswith(" s elapsed") for note in seen["seen"])
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_refusal_from_a_call_with_progress_is_the_tool_s_own_problem(
+    transport: str, request: pytest.FixtureRequest
+) -> None:
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        await trio.lowlevel.checkpoint()
+
+    with trio.fail_after(60):
+        async with _client(transport, _server(transport, request), "legacy") as client:
+            result = await client.call_tool("deny", {}, progress_callback=on_progress)
+    assert result.is_error is True
+    problem = json.loads(result.content[0].text)  # type: ignore[union-attr]  # one text block
+    assert (problem["type"], problem["metadata"]) == ("urn:mcp-suite:problem:access-denied", {"why": "test"})

@@ -70,7 +70,11 @@ async def _client(transport: str, dsn: str, request: pytest.FixtureRequest) -> A
 )
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_a_slow_query_shows_its_progress_until_its_statement_timeout_ends_it(
-    transport: str, tool: str, arguments: dict[str, Any], demo_cluster: Cluster, request: pytest.FixtureRequest
+    transport: str,
+    tool: str,
+    arguments: dict[str, Any],
+    demo_cluster: Cluster,
+    request: pytest.FixtureRequest,
 ) -> None:
     seen: list[tuple[float, str | None]] = []
 

@@ -50,7 +50,6 @@ from mcp_suite.protocol.authz import (
     the_authorization,
 )
 from mcp_suite.protocol.catalogue import Catalogue, Ids
-from mcp_suite.protocol.talk import ClientAnswered
 from mcp_suite.protocol.core import (
     Answer,
     CallKind,
@@ -79,6 +78,7 @@ from mcp_suite.protocol.http import (
     status_of,
 )
 from mcp_suite.protocol.jsonrpc import Request, RequestId, encode_error, sniff_id
+from mcp_suite.protocol.talk import ClientAnswered
 from mcp_suite.settings import ECHO_MAX_CHARS, Settings
 
 __all__ = [

@@ -31,8 +31,8 @@ from mcp_suite.protocol.core import (
     ToolSucceeded,
 )
 from mcp_suite.protocol.mcp import structured_json
-from mcp_suite.runtime.limiter import CallLimiter, Ticket
 from mcp_suite.runtime import talk as talking
+from mcp_suite.runtime.limiter import CallLimiter, Ticket
 from mcp_suite.runtime.log_sink import logger
 from mcp_suite.settings import Settings
 from mcp_suite.tools.base import ToolSpec

@@ -62,13 +62,13 @@ async def _client(
             cwd=REPO,
         )
         with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
-            async with Client(stdio_client(parameters, errlog=errlog), mode=mode, **options) as client:  # type: ignore[arg-type]  # a literal of the SDK's
+            async with Client(stdio_client(parameters, errlog=errlog), mode=mode, **options) as client:
                 yield client
         return
     assert http is not None
     async with (
         create_mcp_http_client() as session_http,
-        Client(streamable_http_client(http.url, http_client=session_http), mode=mode, **options) as client,  # type: ignore[arg-type]  # a literal of the SDK's
+        Client(streamable_http_client(http.url, http_client=session_http), mode=mode, **options) as client,
     ):
         yield client
 

@@ -35,7 +35,8 @@ def _started(session: core.SessionCore, params: dict[str, Any], request_id: Any 
 def _notification(frame: bytes | None) -> dict[str, Any]:
     assert frame is not None
     assert frame.endswith(b"\n")
-    return json.loads(frame)
+    message: dict[str, Any] = json.loads(frame)
+    return message
 
 
 def _at(seconds: float, **known: int) -> Facts:

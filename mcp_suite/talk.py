@@ -1,4 +1,4 @@
-"""What a tool sees of its call's context: report progress, log to its client, ask its client.
+"""What a tool sees of its call's context: note or report progress, log to its client, ask its client.
 
 The runtime (`runtime.talk.CallTalk`) makes a call's context current around its tool; the tool (and
 the worker threads trio starts for it, which copy the context) reach it with `current()`, and never
@@ -24,6 +24,11 @@ class Talk(Protocol):
         """What the call knows so far (rows fetched, bytes read), for its next progress report.
         Thread-safe; never blocks."""
 
+    async def report(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """The call's own progress (`progress` of `total`), sent when its client asked for progress,
+        `progress` increases and the rate limit allows (else nothing); the elapsed-time reports of
+        the call then stop. Security: `message` about this call only."""
+
     async def log(self, level: str, text: str) -> None:
         """A log message about this call, sent when its client asked for `level` (else nothing).
         Security: about this call only: no SQL text, path or secret."""
@@ -36,6 +41,9 @@ class Talk(Protocol):
 class _NoTalk:
     def note(self, *, rows: int | None = None, bytes_read: int | None = None) -> None:
         return None
+
+    async def report(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        await trio.lowlevel.checkpoint()
 
     async def log(self, level: str, text: str) -> None:
         await trio.lowlevel.checkpoint()

@@ -106,12 +106,14 @@ def _notification(method: str, params: dict[str, Any]) -> bytes:
 class _Talking:
     """One call in flight, as far as talking goes."""
 
-    __slots__ = ("legacy", "progress", "token")
+    __slots__ = ("explicit", "legacy", "progress", "sent_at", "token")
 
     def __init__(self, token: str | int | None, *, legacy: bool) -> None:
         self.token = token
         self.legacy = legacy
-        self.progress = 0.0  # the last `progress` sent (each one must be greater)
+        self.progress: float | None = None  # the last `progress` sent (each one must be greater)
+        self.sent_at: float | None = None  # when it was sent, in seconds since the call started
+        self.explicit = False  # the tool reports its own progress: the elapsed-time ticks stop
 
 
 class TalkTable:
@@ -149,18 +151,59 @@ class TalkTable:
 
     # -- progress ----------------------------------------------------------------------------------
 
-    def progress(self, call: Hashable, facts: Facts) -> bytes | None:
-        """The `notifications/progress` frame for `call` now, or None: it has ended, asked for no
-        progress, or its `progress` (the elapsed seconds, to a tenth) would not increase."""
+    def progress(self, call: Hashable, facts: Facts, *, min_gap_s: float = 0.0) -> bytes | None:
+        """The elapsed-time `notifications/progress` frame for `call` now (its `progress`: the
+        seconds elapsed, to a tenth), or None: see `_progress`; and none once its tool reports
+        progress of its own (the two scales must not mix)."""
         talking = self._calls.get(call)
-        if talking is None or talking.token is None:
+        if talking is None or talking.explicit:
             return None
         value = round(facts.elapsed_s, 1)
-        if value <= talking.progress:
+        return self._progress(
+            talking, value, facts.elapsed_s, min_gap_s, {"message": progress_message(facts)}
+        )
+
+    def report(
+        self,
+        call: Hashable,
+        *,
+        elapsed_s: float,
+        progress: float,
+        total: float | None = None,
+        message: str | None = None,
+        min_gap_s: float = 0.0,
+    ) -> bytes | None:
+        """The tool's own progress report (`progress` of `total`) as a frame, or None: see
+        `_progress`. Security: `message` is the tool's, about this call; it is cut, never enriched."""
+        talking = self._calls.get(call)
+        if talking is None:
+            return None
+        talking.explicit = True
+        more: dict[str, Any] = {}
+        if total is not None:
+            more["total"] = total
+        if message is not None:
+            more["message"] = message[:_LOG_CHARS]
+        return self._progress(talking, progress, elapsed_s, min_gap_s, more)
+
+    @staticmethod
+    def _progress(
+        talking: _Talking, value: float, elapsed_s: float, min_gap_s: float, more: dict[str, Any]
+    ) -> bytes | None:
+        """None when the call asked for no progress, when `value` would not increase (basic/patterns/
+        progress: it MUST increase with each notification), or when the last one went less than
+        `min_gap_s` ago (the rate limit, MCP_PROGRESS_INTERVAL_S); else the frame."""
+        if talking.token is None:
+            return None
+        if talking.progress is not None and value <= talking.progress:
+            return None
+        if talking.sent_at is not None and elapsed_s - talking.sent_at < min_gap_s:
             return None
         talking.progress = value
-        params = {"progressToken": talking.token, "progress": value, "message": progress_message(facts)}
-        return _notification("notifications/progress", params)
+        talking.sent_at = elapsed_s
+        return _notification(
+            "notifications/progress", {"progressToken": talking.token, "progress": value, **more}
+        )
 
     # -- logging -----------------------------------------------------------------------------------
 

@@ -113,6 +113,22 @@ class CallTalk:
         if bytes_read is not None:
             self._bytes = bytes_read
 
+    async def report(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """The tool's own progress report, when its client asked for progress (`protocol.talk`
+        decides: increasing, and at most one per MCP_PROGRESS_INTERVAL_S)."""
+        frame = self._table.report(
+            self._key,
+            elapsed_s=trio.current_time() - self._started,
+            progress=progress,
+            total=total,
+            message=message,
+            min_gap_s=self._interval_s,
+        )
+        if frame is None:
+            await trio.lowlevel.checkpoint()
+            return
+        await self._send(frame)
+
     async def log(self, level: str, text: str) -> None:
         """Send `text` as a `notifications/message` at `level` when the client asked for that
         level (a handshake-era client, after `logging/setLevel`); otherwise nothing.
@@ -171,6 +187,7 @@ class CallTalk:
             elapsed = now - self._started
             if self.progress:
                 facts = Facts(elapsed_s=elapsed, rows=self._rows, bytes_read=self._bytes)
+                # One tick per interval is the rate limit here (the sleep above).
                 frame = self._table.progress(self._key, facts)
                 if frame is not None:
                     await self._send(frame)

@@ -172,3 +172,22 @@ async def test_a_tool_outside_a_call_talks_to_nobody_and_is_refused_an_answer() 
     finally:
         leave(entered)
     assert current() is NO_TALK
+
+
+async def test_a_tool_reports_its_own_progress_at_most_once_per_interval(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    table, wire = _table(), Wire()
+    talk = _talk(table, wire)
+    talk.started_at(trio.current_time() + 30)
+    with trio.fail_after(60):
+        await talk.report(0, 100)
+        await trio.sleep(0.5)
+        await talk.report(50, 100, "half")  # within the interval (1 s): not sent
+        await trio.sleep(0.6)
+        await talk.report(100, 100, "done")
+        await NO_TALK.report(1)
+    assert [m["params"] for m in wire.sent] == [
+        {"progressToken": "t", "progress": 0, "total": 100},
+        {"progressToken": "t", "progress": 100, "total": 100, "message": "done"},
+    ]

@@ -285,3 +285,26 @@ def test_a_client_s_error_answer_becomes_a_problem_naming_its_code_only(
         detail,
         {"method": "roots/list"},
     )
+
+
+def test_a_tool_s_own_reports_go_increasing_at_most_one_per_interval_and_stop_the_ticks() -> None:
+    session = initialized()
+    start = _started(session, {**CALL, "_meta": {"progressToken": "own"}})
+    table = session.talk
+    first = _notification(table.report(start.key, elapsed_s=0.0, progress=0, total=100, min_gap_s=0.1))
+    assert first["params"] == {"progressToken": "own", "progress": 0, "total": 100}
+    assert table.report(start.key, elapsed_s=0.05, progress=50, total=100, min_gap_s=0.1) is None  # too soon
+    assert table.report(start.key, elapsed_s=0.2, progress=0, total=100, min_gap_s=0.1) is None  # no increase
+    assert table.progress(start.key, _at(5.0)) is None  # the elapsed-time ticks have stopped
+    last = _notification(
+        table.report(start.key, elapsed_s=0.3, progress=100, message="m" * 600, min_gap_s=0.1)
+    )
+    assert last["params"] == {"progressToken": "own", "progress": 100, "message": "m" * 512}
+    session.call_finished(start.key, core.ToolSucceeded(b"{}"))
+    assert table.report(start.key, elapsed_s=9.0, progress=200) is None
+
+
+def test_a_tool_s_report_for_a_call_without_a_token_sends_nothing() -> None:
+    session = initialized()
+    start = _started(session, CALL)
+    assert session.talk.report(start.key, elapsed_s=1.0, progress=1) is None

@@ -241,6 +241,8 @@ class HttpApp:
             # ends without it, as a cancelled call's does.
             answer = reply.answer
             assert answer is not None  # a call's reply always carries its answer
+            if reply.log is not None:
+                logger.info("%s", reply.log)
             await self.recorder.wait_written(record.answered(answer))
             withheld = reply.body != (answer.frame or b"").rstrip(b"\n")
             await stream.end(b"" if withheld else reply.body)

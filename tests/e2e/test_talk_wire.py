@@ -157,3 +157,13 @@ def test_over_http_progress_and_the_result_arrive_as_events_of_one_stream(http_s
     assert len(datas) >= 3
     assert all('"notifications/progress"' in data for data in datas[:-1])
     assert datas[-1].startswith('{"jsonrpc":"2.0","id":1,"result":')
+
+
+def test_a_call_cancelled_while_it_waits_for_an_answer_sends_nothing_more_and_its_answer_is_dropped() -> None:
+    with ServerProcess(_ENV, argv=STRAY_ARGV) as server:
+        _open(server, {"elicitation": {}})
+        server.send_request("tools/call", _ASK, id="c")
+        asked = server.recv()
+        server.notify("notifications/cancelled", {"requestId": "c"})
+        server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept"}})
+        _quiet_then_ping(server)  # no answer to "c", and none to the late answer

@@ -24,7 +24,9 @@ class Talk(Protocol):
         """What the call knows so far (rows fetched, bytes read), for its next progress report.
         Thread-safe; never blocks."""
 
-    async def report(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
         """The call's own progress (`progress` of `total`), sent when its client asked for progress,
         `progress` increases and the rate limit allows (else nothing); the elapsed-time reports of
         the call then stop. Security: `message` about this call only."""
@@ -42,7 +44,9 @@ class _NoTalk:
     def note(self, *, rows: int | None = None, bytes_read: int | None = None) -> None:
         return None
 
-    async def report(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
         await trio.lowlevel.checkpoint()
 
     async def log(self, level: str, text: str) -> None:

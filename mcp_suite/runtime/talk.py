@@ -113,7 +113,9 @@ class CallTalk:
         if bytes_read is not None:
             self._bytes = bytes_read
 
-    async def report(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
         """The tool's own progress report, when its client asked for progress (`protocol.talk`
         decides: increasing, and at most one per MCP_PROGRESS_INTERVAL_S)."""
         frame = self._table.report(

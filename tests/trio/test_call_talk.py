@@ -181,12 +181,12 @@ async def test_a_tool_reports_its_own_progress_at_most_once_per_interval(
     talk = _talk(table, wire)
     talk.started_at(trio.current_time() + 30)
     with trio.fail_after(60):
-        await talk.report(0, 100)
+        await talk.report_progress(0, 100)
         await trio.sleep(0.5)
-        await talk.report(50, 100, "half")  # within the interval (1 s): not sent
+        await talk.report_progress(50, 100, "half")  # within the interval (1 s): not sent
         await trio.sleep(0.6)
-        await talk.report(100, 100, "done")
-        await NO_TALK.report(1)
+        await talk.report_progress(100, 100, "done")
+        await NO_TALK.report_progress(1)
     assert [m["params"] for m in wire.sent] == [
         {"progressToken": "t", "progress": 0, "total": 100},
         {"progressToken": "t", "progress": 100, "total": 100, "message": "done"},

@@ -33,6 +33,7 @@ __all__ = [
     "CallsBusyError",
     "Channel",
     "ClientCannotAskError",
+    "ClientRequestFailedError",
     "ConcurrencyLimitError",
     "ConflictError",
     "DatabaseUnavailableError",
@@ -562,6 +563,15 @@ class ClientCannotAskError(ProblemError):
     code = "MCP_CLIENT_CANNOT_ASK"
 
 
+class ClientRequestFailedError(ProblemError):
+    """The client answered a request of the server's with a JSON-RPC error."""
+
+    slug = "client-request-failed"
+    title = "The client refused the server's request"
+    status = 502
+    code = "MCP_CLIENT_REQUEST_FAILED"
+
+
 class ShuttingDownError(ProblemError):
     """The server was told to stop (SIGTERM, SIGINT) and cancelled this call when its drain ended:
     not a fault, and the same call may be sent again to a server that is running."""
@@ -617,6 +627,7 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     RoleRefusedError,
     RoleUnauditedError,
     ClientCannotAskError,
+    ClientRequestFailedError,
     ShuttingDownError,
     InternalServerError,
 )

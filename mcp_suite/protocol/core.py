@@ -49,6 +49,7 @@ from mcp_suite.protocol.jsonrpc import (
     sniff_tail_id,
 )
 from mcp_suite.protocol.sanitize import sanitize_arguments
+from mcp_suite.protocol.talk import ClientAnswered, TalkTable
 from mcp_suite.protocol.untrusted import new_boundary
 from mcp_suite.settings import ECHO_MAX_CHARS, NAME_ECHO_CHARS
 
@@ -151,6 +152,9 @@ class StartCall:
     # A tool call's means of asking its client (`protocol.mrtr`): the declared capabilities and,
     # in the modern era, the retry's `inputResponses` and `requestState`; None for a resource read.
     asking: mrtr.CallInput | None = None
+    # The request's `_meta.progressToken` (None: it asked for no progress): the runtime reports
+    # the call's progress through the core's `talk` table, which builds each notification.
+    progress_token: str | int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +164,9 @@ class CancelCall:
     key: IdKey
 
 
-Event = Answer | StartCall | CancelCall
+# `ClientAnswered` (protocol.talk): the client answered a request of the server's; the runtime hands
+# it to the call that waits for it.
+Event = Answer | StartCall | CancelCall | ClientAnswered
 
 
 class Shutdown(enum.Enum):
@@ -245,7 +251,7 @@ _TRACEPARENT_CHARS: Final = 128
 _RESOURCE_METHODS: Final = frozenset({"resources/list", "resources/read", "resources/templates/list"})
 _CALL_METHODS: Final = frozenset(kind.value for kind in CallKind)
 _TOOL_METHODS: Final = frozenset({"tools/list", "tools/call"})
-_LEGACY_ONLY: Final = frozenset({"initialize", "ping"})
+_LEGACY_ONLY: Final = frozenset({"initialize", "ping", "logging/setLevel"})
 _MODERN_ONLY: Final = frozenset({"server/discover"})
 # Every method a core may serve (which it does depends on its era and resources): the tables below
 # are made of these sets alone, and telemetry names a method by them (any other is `_OTHER`).
@@ -265,7 +271,6 @@ class SessionCore:
         "_deadline_s",
         "_draw_boundary",
         "_instructions",
-        "_legacy_capabilities",
         "_legacy_known",
         "_list_scope",
         "_max_depth",
@@ -285,6 +290,7 @@ class SessionCore:
         "draining",
         "legacy_version",
         "stopping",
+        "talk",
     )
 
     def __init__(
@@ -338,7 +344,8 @@ class SessionCore:
         self._modern_fields = mcp.modern_fields(server_name, server_version)
         self._modern_tail = b"," + compact_json(self._modern_fields)[1:-1].encode("ascii")
         self._calls: dict[IdKey, _Call] = {}
-        self._legacy_capabilities: dict[str, Any] = {}  # what `initialize` declared the client can do
+        # What the calls say to the client while they run (progress, log messages, requests).
+        self.talk = TalkTable()
         self._warm_up_due = True
         self.legacy_version: str | None = None  # set by a successful initialize
         self.draining = False
@@ -377,7 +384,7 @@ class SessionCore:
         if isinstance(message, Request):
             return self._request(message)
         if isinstance(message, ClientResponse):
-            return None  # the server sends no requests, so there is nothing to match
+            return self.talk.answered(message)  # None: no call of this session waits for it
         return self._notification(message)
 
     def receive_oversized(self, event: OversizedFrame) -> Answer:
@@ -419,6 +426,7 @@ class SessionCore:
     def call_finished(self, key: IdKey, outcome: CallOutcome) -> Answer:
         """A call task ended (or the runtime could not start it). Returns what to send for it."""
         call = self._calls.pop(key)
+        self.talk.call_ended(key)  # nothing more goes out for it once its result is decided
         era = call.era
         is_tool = call.kind is CallKind.TOOL
         tool = call.name if is_tool else None
@@ -550,8 +558,8 @@ class SessionCore:
                 if self.legacy_version is not None:
                     raise InvalidRequestError("The session is already initialized.")
                 self.legacy_version = mcp.negotiate_version(request.params.get("protocolVersion"))
-                capabilities = request.params.get("capabilities")
-                self._legacy_capabilities = capabilities if isinstance(capabilities, dict) else {}
+                declared = request.params.get("capabilities")
+                self.talk.client_capabilities = declared if isinstance(declared, dict) else {}
                 result = mcp.initialize_result(
                     version=self.legacy_version,
                     server_name=self._server_name,
@@ -560,7 +568,10 @@ class SessionCore:
                     instructions=self._instructions,
                     completions=self._completions is not None
                     and completion.advertised_in(self.legacy_version),
+                    logging=True,
                 )
+            elif method == "logging/setLevel":  # the handshake eras only (2026-07-28 removed it)
+                result = self.talk.set_level(request.params)
             elif method == "server/discover":
                 result = mcp.discover_result(
                     resources=bool(self._resources),
@@ -618,7 +629,16 @@ class SessionCore:
                         extra = {"uri": uri}
                 return self._error(request.id, method, problem, extra)
             self._calls[key] = _Call(request.id, CallKind.RESOURCE, uri, era, None)
-            return StartCall(key, request.id, CallKind.RESOURCE, uri, {}, *self._trace_fields(request, era))
+            token = self.talk.call_started(key, request.params, legacy=era is Era.LEGACY)
+            return StartCall(
+                key,
+                request.id,
+                CallKind.RESOURCE,
+                uri,
+                {},
+                *self._trace_fields(request, era),
+                progress_token=token,
+            )
         try:
             call = mcp.parse_call_params(request.params)
         except ProblemError as exc:
@@ -637,6 +657,7 @@ class SessionCore:
         except ProblemError as exc:
             return self._error(request.id, method, exc, tool=call.name, arguments=call.arguments)
         self._calls[key] = _Call(request.id, CallKind.TOOL, call.name, era, call.arguments)
+        token = self.talk.call_started(key, request.params, legacy=era is Era.LEGACY)
         return StartCall(
             key,
             request.id,
@@ -645,6 +666,7 @@ class SessionCore:
             call.arguments,
             *self._trace_fields(request, era),
             asking=asking,
+            progress_token=token,
         )
 
     def _asking(self, request: Request, era: Era) -> mrtr.CallInput:
@@ -652,7 +674,7 @@ class SessionCore:
         be an object by `_modern`) and the retry's members (a malformed one is -32602); in the
         legacy eras the capabilities `initialize` declared."""
         if era is Era.LEGACY:
-            return mrtr.CallInput(modern=False, capabilities=self._legacy_capabilities)
+            return mrtr.CallInput(modern=False, capabilities=self.talk.client_capabilities)
         capabilities = request.params["_meta"][mcp.CLIENT_CAPABILITIES_KEY]
         return mrtr.CallInput(modern=True, capabilities=capabilities, retry=mrtr.parse_retry(request.params))
 
@@ -715,6 +737,7 @@ class SessionCore:
         if call is None or call.client_cancelled:
             return None
         call.client_cancelled = True
+        self.talk.call_ended(key)  # stdio "Cancellation": nothing more is sent for it
         return CancelCall(key)
 
     # -- frames ----------------------------------------------------------------------------------

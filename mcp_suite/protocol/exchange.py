@@ -64,6 +64,7 @@ from mcp_suite.protocol.http import (
     KNOWN_METHODS,
     HttpEra,
     SessionSeen,
+    accepts_event_stream,
     accepts_json,
     admit_session,
     answer_to_cancelled_call,
@@ -77,6 +78,7 @@ from mcp_suite.protocol.http import (
     status_of,
 )
 from mcp_suite.protocol.jsonrpc import Request, RequestId, encode_error, sniff_id
+from mcp_suite.protocol.talk import ClientAnswered
 from mcp_suite.settings import ECHO_MAX_CHARS, Settings
 
 __all__ = [
@@ -130,6 +132,8 @@ class Reply:
     answer: Answer | None = None
     log: str | None = None
     cancel: tuple[CallRef, ...] = ()
+    # The client's answer to a request of the server's: hand it to the call that waits for it.
+    answered: ClientAnswered | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -752,7 +756,8 @@ class HttpRequest:
         withdrawn: tuple[CallRef, ...] = ()
         if isinstance(event, CancelCall) and self._session is not None:
             withdrawn = (self._session.ref(event.key),)
-        return Reply(202, cancel=withdrawn)  # a notification (or a client's response): accepted
+        answered = event if isinstance(event, ClientAnswered) else None
+        return Reply(202, cancel=withdrawn, answered=answered)  # a notification or a response: accepted
 
     def _named_session(self, session_id: str, identity: Identity, now: float) -> LegacySession | Reply:
         """The session a legacy request names: another caller's is 404, and so is one its client
@@ -833,6 +838,15 @@ class HttpRequest:
         # 2026-07-28: closing the response stream cancels the request. (2025-11-25: a
         # disconnection SHOULD NOT be taken as cancellation; notifications/cancelled is.)
         return RunCall(start, ref, watch_disconnect=era is HttpEra.MODERN)
+
+    def event_stream_headers(self) -> tuple[Header, ...] | None:
+        """The head of an event-stream answer to this call's POST, when its client takes one: sent
+        once the call has something to say before its result (a notification, a request), which
+        then travels on it, the result last. None: the answer stays one JSON body, and nothing is
+        said before it."""
+        if not accepts_event_stream(self.headers.get("accept")):
+            return None
+        return ((b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"))
 
     def disconnected(self) -> bool:
         """The client closed the connection while its call ran: whether to cancel the call (the

@@ -40,6 +40,7 @@ __all__ = [
     "HttpEra",
     "SessionAdmission",
     "SessionSeen",
+    "accepts_event_stream",
     "accepts_json",
     "admit_session",
     "answer_to_cancelled_call",
@@ -117,6 +118,13 @@ def origin_allowed(origin: str | None, allowed: Collection[str]) -> bool:
 def accepts_json(accept: str | None) -> bool:
     """Whether the client takes an `application/json` answer (no `Accept`: it takes anything)."""
     return _takes(accept, ("application/json", "application/*", "*/*"))
+
+
+def accepts_event_stream(accept: str | None) -> bool:
+    """Whether the client takes a `text/event-stream` answer to its POST (both revisions, "Sending
+    Messages to the Server"): only then may a call's notifications and requests precede its result
+    on that answer. No `Accept`: it takes anything."""
+    return _takes(accept, ("text/event-stream", "text/*", "*/*"))
 
 
 def _takes(accept: str | None, media_types: Collection[str]) -> bool:
@@ -266,7 +274,7 @@ def answer_to_cancelled_call(accept: str | None) -> CancelledAnswer:
     is sent for a cancelled request. So an SSE stream closed without a message, for a client that
     takes one (a 2025-11-25 client MUST list it in `Accept`); an empty 204 otherwise, the only
     answer left without a message."""
-    if _takes(accept, ("text/event-stream", "text/*", "*/*")):
+    if accepts_event_stream(accept):
         return CancelledAnswer(200, (("content-type", "text/event-stream"), ("cache-control", "no-cache")))
     return CancelledAnswer(204, ())
 

@@ -60,7 +60,13 @@ class Notification:
 
 @dataclass(frozen=True, slots=True)
 class ClientResponse:
-    """A `result`/`error` message from the client; the server issues no requests, so it is ignored."""
+    """A `result`/`error` message from the client: its answer to a request of the server's
+    (`protocol.talk`), matched by `id` (None: unreadable). `result` or `error` is the object sent
+    (None when absent or not an object)."""
+
+    id: RequestId | None = None
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
 
 
 Message = Request | Notification | ClientResponse
@@ -188,7 +194,12 @@ def decode_message(frame: bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Message:
     is_response = "result" in value or "error" in value
     if "method" not in value:
         if is_response:
-            return ClientResponse()
+            result, error = value.get("result"), value.get("error")
+            return ClientResponse(
+                request_id,
+                result if isinstance(result, dict) else None,
+                error if isinstance(error, dict) else None,
+            )
         raise invalid('The message has no "method".')
     if is_response:
         # JSON-RPC 2.0 section 4 and 5: a request has "method", a response "result" or "error";

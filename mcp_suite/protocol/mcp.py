@@ -109,12 +109,15 @@ def negotiate_version(requested: object) -> str:
     return LATEST_VERSION
 
 
-def server_capabilities(*, resources: bool, completions: bool = False) -> dict[str, Any]:
+def server_capabilities(*, resources: bool, completions: bool = False, logging: bool = False) -> dict[str, Any]:
+    """`logging`: `logging/setLevel` is served (the handshake eras; 2026-07-28 deprecates logging)."""
     capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
     if resources:
         capabilities["resources"] = {"listChanged": False, "subscribe": False}
     if completions:
         capabilities["completions"] = {}
+    if logging:
+        capabilities["logging"] = {}
     return capabilities
 
 
@@ -126,11 +129,12 @@ def initialize_result(
     resources: bool,
     instructions: str,
     completions: bool = False,
+    logging: bool = False,
 ) -> dict[str, Any]:
     """`instructions` names only the tools this server serves (the registry composes it)."""
     return {
         "protocolVersion": version,
-        "capabilities": server_capabilities(resources=resources, completions=completions),
+        "capabilities": server_capabilities(resources=resources, completions=completions, logging=logging),
         "serverInfo": {"name": server_name, "version": server_version},
         "instructions": instructions,
     }

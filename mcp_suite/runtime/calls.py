@@ -18,7 +18,7 @@ from typing import Any, Final
 import trio
 
 from mcp_suite import SERVER_NAME, __version__, observe
-from mcp_suite.asking import Asker, ClientRequests, LegacyAsker, RoundsAsker, current_asker
+from mcp_suite.asking import Asker, LegacyAsker, RoundsAsker, current_asker
 from mcp_suite.caller import current_caller
 from mcp_suite.problems import InternalServerError, ProblemError
 from mcp_suite.protocol import mcp, mrtr, untrusted
@@ -34,6 +34,7 @@ from mcp_suite.protocol.core import (
     ToolSucceeded,
 )
 from mcp_suite.protocol.mcp import structured_json
+from mcp_suite.runtime import talk as talking
 from mcp_suite.runtime.limiter import CallLimiter, Ticket
 from mcp_suite.runtime.log_sink import logger
 from mcp_suite.settings import Settings
@@ -101,7 +102,7 @@ class CallRunner:
     """Runs the calls the core starts, against one registry and one limiter (shared by the sessions
     of a process)."""
 
-    __slots__ = ("client_requests", "limiter", "registry", "settings", "state_key")
+    __slots__ = ("limiter", "registry", "settings", "state_key")
 
     def __init__(
         self,
@@ -110,17 +111,13 @@ class CallRunner:
         *,
         per_caller: int | None = None,
         state_key: bytes | None = None,
-        client_requests: ClientRequests | None = None,
     ) -> None:
         """`per_caller`: the call slots one caller may hold (None: all of them, as on stdio).
         `state_key`: the key that seals the modern era's `requestState` (None: 32 random bytes
-        drawn now, so a state verifies only in the process that sealed it). `client_requests`:
-        the legacy transport's server-to-client requests (None: a legacy call cannot ask, and a
-        tool that asks is refused)."""
+        drawn now, so a state verifies only in the process that sealed it)."""
         self.settings = settings
         self.registry = registry
         self.state_key = secrets.token_bytes(32) if state_key is None else state_key
-        self.client_requests = client_requests
         self.limiter = CallLimiter(
             slots=settings.max_concurrency,
             max_waiters=settings.max_queued_calls,
@@ -136,8 +133,16 @@ class CallRunner:
             return self.limiter.reserve(caller)
         return None
 
-    async def run(self, start: StartCall, ticket: Ticket | None, scope: trio.CancelScope) -> CallOutcome:
-        """Run the call inside `scope` (its one cancel scope) and say how it ended.
+    async def run(
+        self,
+        start: StartCall,
+        ticket: Ticket | None,
+        scope: trio.CancelScope,
+        talk: talking.CallTalk | None = None,
+    ) -> CallOutcome:
+        """Run the call inside `scope` (its one cancel scope) and say how it ended. `talk`: the
+        call's context (`runtime.talk`), current while its tool runs; its progress and log task
+        runs beside the tool and ends before the call does, so nothing of it follows the result.
 
         Cancellation: a cancel of `scope` (the client, the deadline, a shutdown) ends in
         `CallInterrupted`; a cancel from outside propagates. The ticket is released in every case.
@@ -149,9 +154,9 @@ class CallRunner:
                     if start.kind is CallKind.TOOL:
                         tool = self.registry.tools[start.name]
                         assert ticket is not None
-                        asked = current_asker.set(self._asker(start))
+                        asked = current_asker.set(self._asker(start, talk))
                         try:
-                            data = await self._guarded_call(tool, start.arguments, ticket, scope)
+                            data = await self._guarded_call(tool, start.arguments, ticket, scope, talk)
                         finally:
                             current_asker.reset(asked)
                         outcome = ToolSucceeded(data, untrusted=tool.untrusted)
@@ -179,7 +184,7 @@ class CallRunner:
                 self.limiter.release(ticket)  # also when the task was cancelled before it ran
         return outcome  # noqa: ASYNC910  # every path awaits the call (or is cancelled at its first await)
 
-    def _asker(self, start: StartCall) -> Asker | None:
+    def _asker(self, start: StartCall, talk: talking.CallTalk | None) -> Asker | None:
         """How this call's tool may ask its client. In the modern era the retry's `requestState` is
         verified here, before the call waits for a slot, whether or not the tool asks: a state that
         fails is refused (`invalid-request-state`). It is bound to the method, the tool, the
@@ -187,7 +192,9 @@ class CallRunner:
         if start.asking is None:
             return None
         if not start.asking.modern:
-            return LegacyAsker(start.asking.capabilities, self.client_requests)
+            # In the handshake eras the question goes out as a request of the server's, through the
+            # call's context (None: no context, so the legacy asker refuses).
+            return LegacyAsker(start.asking.capabilities, talk)
         caller = current_caller.get()
         binding = mrtr.bind(
             start.kind.value, start.name, start.arguments, "" if caller is None else caller.subject
@@ -202,7 +209,12 @@ class CallRunner:
         return RoundsAsker(rounds)
 
     async def _guarded_call(
-        self, tool: ToolSpec, arguments: Any, ticket: Ticket, scope: trio.CancelScope
+        self,
+        tool: ToolSpec,
+        arguments: Any,
+        ticket: Ticket,
+        scope: trio.CancelScope,
+        talk: talking.CallTalk | None = None,
     ) -> bytes:
         """The guardrails that wait: the slot (FIFO, bounded wait), the deadline, the schema.
 
@@ -217,7 +229,29 @@ class CallRunner:
         # The strict argument schema; models not loaded yet are loaded off the event loop.
         if not tool.models.built:
             await trio.to_thread.run_sync(tool.models.get)
-        result = await tool.call(tool.validate_arguments(arguments))
+        valid = tool.validate_arguments(arguments)
+        if talk is None:
+            result = await tool.call(valid)
+        else:
+            talk.started_at(scope.deadline)
+            entered = talking.enter(talk)
+            try:
+                if talk.has_something_to_say():
+                    failed: Exception | None = None
+                    async with trio.open_nursery() as beside:
+                        beside.start_soon(talk.serve)
+                        try:
+                            result = await tool.call(valid)
+                        except Exception as exc:  # noqa: BLE001  # raised again below, as itself
+                            failed = exc
+                        beside.cancel_scope.cancel()
+                    if failed is not None:
+                        # Outside the nursery: the problem a tool raised stays itself, not a group.
+                        raise failed
+                else:
+                    result = await tool.call(valid)
+            finally:
+                talking.leave(entered)
         with observe.stage("mcp.encode"):
             return structured_json(result)
 

@@ -41,6 +41,7 @@ from mcp_suite.runtime.http_auth import JwksFetcher, KeysUnavailableError, Token
 from mcp_suite.runtime.http_conn import serve_connections
 from mcp_suite.runtime.log_sink import logger
 from mcp_suite.runtime.recorder import NO_TELEMETRY, Asker, Recorder, Recording, Watcher
+from mcp_suite.runtime.talk import CallTalk, Waiters
 from mcp_suite.settings import Settings
 from mcp_suite.tools.registry import Registry
 
@@ -80,6 +81,8 @@ class HttpApp:
         )
         # The cancel scopes of legacy sessions' calls in flight, by the exchange's name for each.
         self._calls: dict[CallRef, trio.CancelScope] = {}
+        # The calls waiting for their client's answer to a request of the server's.
+        self.waiters = Waiters()
         self.recorder.watch_http(
             lambda: self.exchange.statistics().sessions,
             lambda: self.exchange.statistics().callers_in_progress,
@@ -128,6 +131,9 @@ class HttpApp:
                     return
                 started = time.perf_counter()
                 after = request.body(body, trio.current_time())
+                if isinstance(after, Reply) and after.answered is not None:
+                    assert request.core is not None  # the core matched the answer
+                    self.waiters.deliver(request.core.talk, after.answered)
                 if isinstance(after, RunCall):
                     await self._call(request, identity, after, started, asker, receive, send)
                     return
@@ -193,27 +199,55 @@ class HttpApp:
         if run.ref is not None:
             self._calls[run.ref] = call_scope
         record = self.recorder.call(start, started, asker)
+        stream = _EventStream(send, request.event_stream_headers())
+        assert request.core is not None
+        talk = CallTalk(
+            request.core.talk,
+            start.key,
+            stream.send,
+            self.waiters,
+            progress=start.progress_token is not None,
+            interval_s=self.settings.progress_interval_s,
+        )
         try:
             async with trio.open_nursery() as watchers:
                 if run.watch_disconnect:
                     watchers.start_soon(self._watch_disconnect, receive, request, call_scope)
                 with record:
-                    outcome = await self.runner.run(start, ticket, call_scope)
+                    outcome = await self.runner.run(start, ticket, call_scope, talk)
                 watchers.cancel_scope.cancel()
         finally:
             if run.ref is not None:
                 self._calls.pop(run.ref, None)
-        await self._finished(request, outcome, record, send)
+        await self._finished(request, outcome, record, send, stream)
 
     async def _finished(
-        self, request: HttpRequest, outcome: CallOutcome, record: Recording, send: Send
+        self,
+        request: HttpRequest,
+        outcome: CallOutcome,
+        record: Recording,
+        send: Send,
+        stream: _EventStream | None = None,
     ) -> None:
         reply = request.call_finished(outcome)
         if isinstance(reply, Answer):  # withdrawn by a closed connection: audited, nothing sent
             await self.recorder.wait_written(record.answered(reply))
             return
         # Counted against the caller's unread answer bytes until written (`request.finished`).
-        await self._reply(send, request.sending(reply), record)
+        reply = request.sending(reply)
+        if stream is not None and stream.started:
+            # The call said something before its result: the result is the stream's last event.
+            # A result withheld by the unread-bytes bound (429) cannot be one event: the stream
+            # ends without it, as a cancelled call's does.
+            answer = reply.answer
+            assert answer is not None  # a call's reply always carries its answer
+            if reply.log is not None:
+                logger.info("%s", reply.log)
+            await self.recorder.wait_written(record.answered(answer))
+            withheld = reply.body != (answer.frame or b"").rstrip(b"\n")
+            await stream.end(b"" if withheld else reply.body)
+            return
+        await self._reply(send, reply, record)
 
     async def _watch_disconnect(
         self, receive: Receive, request: HttpRequest, call_scope: trio.CancelScope
@@ -244,6 +278,38 @@ class HttpApp:
         fields = [*reply.headers, (b"content-length", str(len(reply.body)).encode("ascii"))]
         await send({"type": "http.response.start", "status": reply.status, "headers": fields})
         await send({"type": "http.response.body", "body": reply.body})
+
+
+class _EventStream:
+    """The event-stream answer to one call's POST, begun by the first thing the call says before
+    its result (a client that does not take one hears nothing before the result)."""
+
+    __slots__ = ("_head", "_send", "started")
+
+    def __init__(self, send: Send, head: Sequence[tuple[bytes, bytes]] | None) -> None:
+        self._send = send
+        self._head = head
+        self.started = False
+
+    async def send(self, frame: bytes) -> bool:
+        """`frame` as one event; False (nothing sent) when the client takes no event stream."""
+        if self._head is None:
+            await trio.lowlevel.checkpoint()
+            return False
+        if not self.started:
+            self.started = True
+            await self._send({"type": "http.response.start", "status": 200, "headers": list(self._head)})
+        await self._send({"type": "http.response.body", "body": _event(frame), "more_body": True})
+        return True
+
+    async def end(self, frame: bytes) -> None:
+        """The last event (the call's result; none for a call withdrawn), then the end of the answer."""
+        await self._send({"type": "http.response.body", "body": _event(frame) if frame else b""})
+
+
+def _event(frame: bytes) -> bytes:
+    # One JSON-RPC message per event (a frame is one line of compact JSON: no newline inside).
+    return b"event: message\ndata: " + frame.rstrip(b"\n") + b"\n\n"
 
 
 # -- serving ---------------------------------------------------------------------------------------

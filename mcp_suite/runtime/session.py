@@ -38,11 +38,13 @@ from mcp_suite.protocol.core import (
     StartCall,
 )
 from mcp_suite.protocol.framing import Frame, LineDecoder, OversizedFrame
+from mcp_suite.protocol.talk import ClientAnswered
 from mcp_suite.runtime import early_signals
 from mcp_suite.runtime.calls import SECRET_IDS, CallRunner, catalogue_of
 from mcp_suite.runtime.limiter import CallLimiter, Ticket
 from mcp_suite.runtime.log_sink import logger
 from mcp_suite.runtime.recorder import NO_TELEMETRY, Recorder, Watcher
+from mcp_suite.runtime.talk import CallTalk, Waiters
 from mcp_suite.settings import MAX_FRAME_BYTES, Settings
 from mcp_suite.tools.registry import Registry
 
@@ -89,6 +91,8 @@ class Session:
     in_flight: dict[IdKey, _Task] = field(default_factory=dict)
     all_idle: trio.Event = field(default_factory=trio.Event)
     catalogue: Catalogue = field(init=False)
+    # The calls waiting for their client's answer to a request of the server's (`runtime.talk`).
+    waiters: Waiters = field(default_factory=Waiters)
     _reader_scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     _out_send: trio.MemorySendChannel[Outbound] | None = None
     _calls: trio.Nursery | None = None
@@ -269,6 +273,11 @@ class Session:
             # The writer is gone and the session is ending; nobody can receive this.
             await trio.lowlevel.checkpoint()
 
+    async def _say(self, frame: bytes) -> bool:
+        """A call's notification or request, queued for the writer before its result."""
+        await self._send(frame)
+        return True
+
     # ---------------------------------------------------------------------------------------
     # signals
 
@@ -334,6 +343,8 @@ class Session:
             task = self.in_flight.get(event.key)
             if task is not None:
                 task.scope.cancel()
+        elif isinstance(event, ClientAnswered):
+            self.waiters.deliver(self.core.talk, event)
         return b"", False
 
     def _start(self, start: StartCall, started: float) -> bytes:
@@ -356,8 +367,16 @@ class Session:
         try:
             # A call is served under the version it names (a legacy one only after `initialize`).
             record = self.recorder.call(start, started, self.recorder.asked_over_pipe(start.protocol_version))
+            talk = CallTalk(
+                self.core.talk,
+                start.key,
+                self._say,
+                self.waiters,
+                progress=start.progress_token is not None,
+                interval_s=self.settings.progress_interval_s,
+            )
             with record:
-                outcome = await self.runner.run(start, task.ticket, task.scope)
+                outcome = await self.runner.run(start, task.ticket, task.scope, talk)
         finally:
             del self.in_flight[start.key]
             if not self.in_flight:

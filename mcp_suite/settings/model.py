@@ -184,6 +184,9 @@ class Settings:
     # How long the `requestState` of a 2026-07-28 input-required result may be sent back: a retry
     # after it is refused (the person answers a question within this time).
     input_request_ttl_s: float = field(default=600.0, metadata=_float(0, 86_400, low_open=True))
+    # A call whose request carries `_meta.progressToken` gets at most one `notifications/progress`
+    # per this many seconds (docs/wire.md, "Progress").
+    progress_interval_s: float = field(default=1.0, metadata=_float(0.1, 60))
     log_level: LogLevel = field(default="INFO", metadata=_one_of(_LOG_LEVELS, aliases={"WARN": "WARNING"}))
     # stderr lines not yet written (a log shipper that lags) hold at most this many bytes: log lines
     # fill at most half (then they are dropped and counted), audit records are never dropped, and a

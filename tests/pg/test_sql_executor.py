@@ -22,6 +22,7 @@ from mcp_suite.problems import (
     QueryViolationError,
     ResultTooLargeError,
 )
+from mcp_suite.talk import current_talk
 from mcp_suite.tools.sql.engine import pipeline as pipeline_module
 from mcp_suite.tools.sql.engine.executor import (
     CallCancelledError,
@@ -544,3 +545,26 @@ def test_over_a_unix_socket_the_pipeline_counts_a_lower_bound_and_still_cuts(
         assert conn.closed
     kept = sum(r.ntuples for r in piped.rows)
     assert 50 < kept < 1_000
+
+
+class _NotingRows:
+    """A call's context that only records the rows the pipeline noted (`mcp_suite.talk.Talk.note`)."""
+
+    def __init__(self) -> None:
+        self.rows: list[int | None] = []
+
+    def note(self, *, rows: int | None = None, bytes_read: int | None = None) -> None:
+        self.rows.append(rows)
+
+
+def test_the_streamed_rows_are_noted_chunk_by_chunk_for_the_call_s_progress(demo_cluster: Cluster) -> None:
+    noting = _NotingRows()
+    entered = current_talk.set(noting)  # type: ignore[arg-type]  # records `note` only; nothing else is called
+    try:
+        with psycopg.connect(demo_cluster.reader_dsn, autocommit=True) as conn:
+            sql = f"SELECT n FROM generate_series(1, {CHUNK_ROWS * 2 + 1}) AS n".encode()
+            piped = run_pipeline(conn, [sql], max_bytes=1 << 20, timeout_s=10, stream=0)
+    finally:
+        current_talk.reset(entered)
+    assert sum(r.ntuples for r in piped.rows) == CHUNK_ROWS * 2 + 1
+    assert noting.rows == [CHUNK_ROWS, CHUNK_ROWS * 2, CHUNK_ROWS * 2 + 1]

@@ -7,6 +7,8 @@ and:
 - `stray`: `print()`s junk, writes to fd 1 directly, and runs two child processes that write to
   their inherited fd 1. None of it may reach the client (docs/wire.md): it must land on stderr.
 - `tasks`: how many trio tasks and threads the process has, for the leak test.
+- `ask`: asks the user a yes/no question through the call's context (`elicitation/create`, the
+  handshake eras); a client that cannot be asked gets the refusal (`client-cannot-ask`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pydantic import Field
 from mcp_suite.cli import main as cli_main
 from mcp_suite.lazy import Lazy
 from mcp_suite.settings import Settings
+from mcp_suite.talk import current as current_talk
 from mcp_suite.tools.base import Toolset, ToolSpec
 from mcp_suite.tools.models import StrictModel
 from tests.support.harness import TEST_SCOPE, NoArgs, ToolLog, tool_opener
@@ -74,6 +77,25 @@ async def _tasks(args: NoArgs) -> TasksResult:
     return TasksResult(tasks=_count_tasks(), threads=threading.active_count())
 
 
+class AskArgs(StrictModel):
+    question: str = Field(max_length=200, description="The yes/no question put to the user")
+
+
+class AskResult(StrictModel):
+    action: str = Field(description="accept, decline or cancel: what the user did")
+    approve: bool | None = Field(description="The user's answer, when they accepted")
+
+
+async def _ask(args: AskArgs) -> AskResult:
+    schema = {"type": "object", "properties": {"approve": {"type": "boolean"}}, "required": ["approve"]}
+    answer = await current_talk().ask(
+        "elicitation/create", {"mode": "form", "message": args.question, "requestedSchema": schema}
+    )
+    content = answer.get("content")
+    approve = content.get("approve") if isinstance(content, dict) else None
+    return AskResult(action=str(answer.get("action")), approve=approve if isinstance(approve, bool) else None)
+
+
 @contextlib.contextmanager
 def open_stray_tools(settings: Settings) -> Iterator[Toolset | None]:
     yield Toolset(
@@ -92,6 +114,14 @@ def open_stray_tools(settings: Settings) -> Iterator[Toolset | None]:
                 description="Counts this process's trio tasks and threads.",
                 models=Lazy(lambda: (NoArgs, TasksResult)),
                 call=_tasks,
+                scope=TEST_SCOPE,
+            ),
+            ToolSpec(
+                name="ask",
+                title="Ask the user",
+                description="Asks the user a yes/no question.",
+                models=Lazy(lambda: (AskArgs, AskResult)),
+                call=_ask,
                 scope=TEST_SCOPE,
             ),
         )

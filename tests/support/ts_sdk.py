@@ -15,7 +15,7 @@ from typing import Final
 
 from bench.common import npm_ci_once
 
-__all__ = ["ts_sdk_ask", "ts_sdk_cancel", "ts_sdk_client", "ts_sdk_resume"]
+__all__ = ["ts_sdk_ask", "ts_sdk_cancel", "ts_sdk_client", "ts_sdk_progress", "ts_sdk_resume"]
 
 _SOURCE: Final = Path(__file__).with_name("ts_sdk")
 _FILES: Final = ("package.json", "package-lock.json", "client.mjs", "cancel.mjs", "resume.mjs", "ask.mjs")
@@ -40,3 +40,15 @@ def ts_sdk_ask() -> Path:
     """`ask.mjs` (the v2 SDK answering a tool's yes/no question in 2026-07-28) beside its installed
     `node_modules`."""
     return npm_ci_once(_SOURCE, "ts-sdk", _FILES) / "ask.mjs"
+
+
+def ts_sdk_progress() -> Path:
+    """`progress.mjs` (a slow call whose progress the SDK's client follows) beside the installed
+    `node_modules`. Copied in beside them rather than part of the lock's digest: a new script does
+    not need a new install of the same packages."""
+    home = npm_ci_once(_SOURCE, "ts-sdk", _FILES)
+    script = _SOURCE / "progress.mjs"
+    installed = home / "progress.mjs"
+    if not installed.is_file() or installed.read_bytes() != script.read_bytes():
+        installed.write_bytes(script.read_bytes())
+    return installed

@@ -153,6 +153,18 @@ def without_frame(structured: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in structured.items() if key != FIELD}
 
 
+# The only messages other than responses the server writes.
+_SERVER_SENDS: Final = frozenset(
+    {
+        "notifications/progress",
+        "notifications/message",
+        "elicitation/create",
+        "sampling/createMessage",
+        "roots/list",
+    }
+)
+
+
 def check_line(line: bytes) -> dict[str, Any]:
     """Parse one line the server wrote and check it against the contract; returns the message."""
     assert line.endswith(b"\n"), f"unterminated line {line[:200]!r}"
@@ -163,6 +175,17 @@ def check_line(line: bytes) -> dict[str, Any]:
     message = json.loads(body, parse_constant=_reject_constant, object_pairs_hook=_pairs)
     assert isinstance(message, dict), message
     assert message.get("jsonrpc") == "2.0", message
+    if "method" in message:
+        # What a running call says to its client (docs/wire.md, "Progress, logging and questions to
+        # the client"): a notification, or a request with an id of the server's.
+        assert message["method"] in _SERVER_SENDS, message
+        assert isinstance(message["params"], dict), message
+        if message["method"].startswith("notifications/"):
+            assert set(message) == {"jsonrpc", "method", "params"}, message
+        else:
+            assert set(message) == {"jsonrpc", "id", "method", "params"}, message
+            assert isinstance(message["id"], str), message
+        return message
     assert ("result" in message) != ("error" in message), message
     if "error" in message:
         # An error whose request id could not be read leaves `id` out (the 2025-11-25 and

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from mcp_suite.protocol.sanitize import allowed_in_arguments
+from mcp_suite.talk import current as current_talk
 from mcp_suite.tools.files.policy import (
     MAX_SYMLINK_HOPS,
     Refusal,
@@ -228,12 +229,14 @@ def read_at_most(fd: int, limit: int) -> bytes:
     """At most `limit` bytes from `fd`'s offset, in reads of at most 1 MiB: fewer only at end of file."""
     chunks: list[bytes] = []
     got = 0
+    talk = current_talk()
     while got < limit:
         chunk = os.read(fd, min(limit - got, _READ_CHUNK))
         if not chunk:
             break
         chunks.append(chunk)
         got += len(chunk)
+        talk.note(bytes_read=got)  # for the call's progress reports (when asked for)
     return b"".join(chunks)
 
 

@@ -37,6 +37,7 @@ from mcp_suite.protocol.exchange import (
     upgrade_refused,
 )
 from mcp_suite.protocol.http import HttpEra
+from mcp_suite.protocol.talk import ClientAnswered
 from mcp_suite.runtime.calls import SECRET_IDS
 from mcp_suite.settings import Settings
 from tests.support.session_core import META, MODERN, SCHEMA, SCHEMA_URI, TOOLS, counting_ids, make_core
@@ -1046,7 +1047,7 @@ def test_initialize_s_whole_reply_carries_the_id_the_table_drew() -> None:
         200,
         (JSON, (b"mcp-session-id", FIRST_ID.encode())),
         b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":'
-        b'{"listChanged":false},"resources":{"listChanged":false,"subscribe":false}},"serverInfo":'
+        b'{"listChanged":false},"resources":{"listChanged":false,"subscribe":false},"logging":{}},"serverInfo":'
         b'{"name":"mcp-suite","version":"9.9"},"instructions":"Use echo, then sleep."}}',
     )
 
@@ -1354,3 +1355,46 @@ def test_a_caller_holding_a_resource_s_scope_reads_it_and_its_answer_is_sent_who
         + b"}}",
     )
     req.finished()
+
+
+# -- talking while a call runs (protocol.talk) -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("accept", "streams"),
+    [
+        ("application/json, text/event-stream", True),
+        ("application/json, text/*", True),
+        ("*/*", True),
+        ("application/json", False),
+    ],
+)
+def test_a_call_s_answer_may_become_an_event_stream_only_for_a_client_that_takes_one(
+    accept: str, streams: bool
+) -> None:
+    server = exchange()
+    session_id = open_session(server, ALICE, 100)
+    req = request(server, in_session(session_id, accept=accept))
+    req.authenticated(ALICE, 100)
+    assert isinstance(req.body(frame("tools/call", {"name": "sleep", "arguments": {}}, 8), 100), RunCall)
+    expected = ((b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")) if streams else None
+    assert req.event_stream_headers() == expected
+
+
+def test_the_client_s_answer_to_the_server_s_request_is_accepted_and_handed_to_the_waiting_call() -> None:
+    server = exchange()
+    body = frame("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}})
+    session_id = header(reply_of(post(server, body, LEGACY_HEAD, ALICE, 100)), b"mcp-session-id")
+    req = request(server, in_session(session_id))
+    req.authenticated(ALICE, 100)
+    run = req.body(frame("tools/call", {"name": "sleep", "arguments": {}}, 8), 100)
+    assert isinstance(run, RunCall)
+    assert req.core is not None
+    server_id, _ = req.core.talk.ask(run.start.key, "elicitation/create", {"message": "ok?"})
+    answer = json.dumps({"jsonrpc": "2.0", "id": server_id, "result": {"action": "decline"}}).encode()
+    accepted = reply_of(post(server, answer, in_session(session_id), ALICE, 101))
+    assert (accepted.status, accepted.body) == (202, b"")
+    assert accepted.answered == ClientAnswered(run.start.key, server_id, {"action": "decline"}, None)
+    # Sent again, or to no session (a modern POST's core of its own), it reaches nobody.
+    assert reply_of(post(server, answer, in_session(session_id), ALICE, 102)) == Reply(202)
+    assert reply_of(post(server, answer, LEGACY_HEAD, ALICE, 102)) == Reply(202)

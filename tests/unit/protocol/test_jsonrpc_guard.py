@@ -104,7 +104,7 @@ def test_error_carries_the_id_when_it_was_found() -> None:
     assert _error(b"{bad").request_id is None
 
 
-def test_guard_accepts_requests_notifications_and_ignores_client_responses() -> None:
+def test_guard_accepts_requests_notifications_and_reads_client_responses() -> None:
     assert decode_message(b'{"jsonrpc":"2.0","id":"a","method":"ping"}') == Request("a", "ping", {})
     assert decode_message(b'{"jsonrpc":"2.0","id":-3,"method":"x","params":{"k":1}}') == Request(
         -3, "x", {"k": 1}
@@ -112,8 +112,11 @@ def test_guard_accepts_requests_notifications_and_ignores_client_responses() -> 
     assert decode_message(b'{"jsonrpc":"2.0","method":"notifications/initialized"}') == Notification(
         "notifications/initialized", {}
     )
-    assert decode_message(b'{"jsonrpc":"2.0","id":1,"result":{}}') == ClientResponse()
-    assert decode_message(b'{"jsonrpc":"2.0","id":1,"error":{"code":1}}') == ClientResponse()
+    assert decode_message(b'{"jsonrpc":"2.0","id":1,"result":{}}') == ClientResponse(1, {}, None)
+    assert decode_message(b'{"jsonrpc":"2.0","id":"a","error":{"code":1}}') == ClientResponse(
+        "a", None, {"code": 1}
+    )
+    assert decode_message(b'{"jsonrpc":"2.0","id":1.5,"result":7}') == ClientResponse(None, None, None)
 
 
 def test_encoded_responses_are_one_ascii_line() -> None:

@@ -201,7 +201,7 @@ def test_an_event_shows_every_member_in_order() -> None:
     assert repr(started) == (
         "StartCall(key=('i', 3), request_id=3, kind=<CallKind.TOOL: 'tools/call'>, name='echo', "
         "arguments={'text': 'hi'}, trace_parent=None, protocol_version='2026-07-28', "
-        "asking=CallInput(modern=True, capabilities={}, retry=Retry(responses={}, state=None)))"
+        "asking=CallInput(modern=True, capabilities={}, retry=Retry(responses={}, state=None)), progress_token=None)"
     )
 
 
@@ -363,7 +363,8 @@ def test_initialize_and_discover_give_the_server_s_name_instructions_and_capabil
     _, message = _answer(session, line("initialize", {"protocolVersion": "2025-06-18"}))
     assert message["result"] == {
         "protocolVersion": "2025-06-18",
-        "capabilities": capabilities,
+        # logging/setLevel is served in the handshake eras only (2026-07-28 deprecates logging)
+        "capabilities": {**capabilities, "logging": {}},
         "serverInfo": {"name": "mcp-suite", "version": "9.9"},
         "instructions": "Use echo, then sleep.",
     }

@@ -23,6 +23,7 @@ import psycopg
 from psycopg import pq
 from psycopg.pq.abc import PGresult
 
+from mcp_suite.talk import current as current_talk
 from mcp_suite.tools.sql.engine.result import too_large
 
 __all__ = ["Bound", "PipelineResults", "run_pipeline"]
@@ -203,6 +204,8 @@ def run_pipeline(
     received = 0
     results: list[PGresult] = []
     rows: list[PGresult] = []
+    fetched = 0
+    talk = current_talk()
     tcp = _tcp_socket(pg.socket)
     start = _taken_so_far(tcp) if tcp is not None else 0
     with conn.lock:
@@ -248,6 +251,8 @@ def run_pipeline(
                     break
                 if result.status in (_TUPLES_CHUNK, _SINGLE_TUPLE):
                     rows.append(result)
+                    fetched += result.ntuples
+                    talk.note(rows=fetched)  # for the call's progress reports (when asked for)
                     continue
                 results.append(result)
             pg.exit_pipeline_mode()

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from mcp_suite.talk import current_talk
 from mcp_suite.tools.files import fdwalk
 from mcp_suite.tools.files.policy import MAX_SYMLINK_HOPS, Refusal, RefusedError
 
@@ -238,3 +239,25 @@ def test_an_lstat_error_without_an_errno_propagates(
     with pytest.raises(OSError, match="no errno") as info:
         fdwalk.resolve(root_dir, ("z.txt",))
     assert not isinstance(info.value, RefusedError)
+
+
+class _Noting:
+    """A call's context that only records what the read noted (`mcp_suite.talk.Talk.note`)."""
+
+    def __init__(self) -> None:
+        self.noted: list[int | None] = []
+
+    def note(self, *, rows: int | None = None, bytes_read: int | None = None) -> None:
+        self.noted.append(bytes_read)
+
+
+def test_a_large_read_notes_the_bytes_read_after_each_chunk_for_the_call_s_progress(root: Path) -> None:
+    (root / "big.bin").write_bytes(b"x" * ((5 << 19) + 3))  # 2.5 MiB and 3 bytes: three chunks
+    noting = _Noting()
+    entered = current_talk.set(noting)  # type: ignore[arg-type]  # records `note` only; nothing else is called
+    try:
+        with open(root / "big.bin", "rb") as handle:
+            fdwalk.read_at_most(handle.fileno(), 10 << 20)
+    finally:
+        current_talk.reset(entered)
+    assert noting.noted == [1 << 20, 2 << 20, (5 << 19) + 3]

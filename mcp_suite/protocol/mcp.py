@@ -109,7 +109,9 @@ def negotiate_version(requested: object) -> str:
     return LATEST_VERSION
 
 
-def server_capabilities(*, resources: bool, completions: bool = False, logging: bool = False) -> dict[str, Any]:
+def server_capabilities(
+    *, resources: bool, completions: bool = False, logging: bool = False
+) -> dict[str, Any]:
     """`logging`: `logging/setLevel` is served (the handshake eras; 2026-07-28 deprecates logging)."""
     capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
     if resources:

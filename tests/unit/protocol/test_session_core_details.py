@@ -201,7 +201,8 @@ def test_an_event_shows_every_member_in_order() -> None:
     assert repr(started) == (
         "StartCall(key=('i', 3), request_id=3, kind=<CallKind.TOOL: 'tools/call'>, name='echo', "
         "arguments={'text': 'hi'}, trace_parent=None, protocol_version='2026-07-28', "
-        "asking=CallInput(modern=True, capabilities={}, retry=Retry(responses={}, state=None)), progress_token=None)"
+        "asking=CallInput(modern=True, capabilities={}, retry=Retry(responses={}, state=None)), "
+        "progress_token=None)"
     )
 
 

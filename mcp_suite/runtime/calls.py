@@ -20,7 +20,8 @@ import trio
 from mcp_suite import SERVER_NAME, __version__, observe
 from mcp_suite.problems import InternalServerError, ProblemError
 from mcp_suite.protocol import mcp, untrusted
-from mcp_suite.protocol.catalogue import Catalogue, Ids, ServedResource, ServedTool
+from mcp_suite.protocol.catalogue import Catalogue, Ids, ServedResource, ServedTemplate, ServedTool
+from mcp_suite.protocol.contents import ContentResult, ResourceTemplate, ToolContent
 from mcp_suite.protocol.core import (
     CallInterrupted,
     CallKind,
@@ -59,6 +60,21 @@ def catalogue_of(registry: Registry) -> Catalogue:
             )
             for r in registry.resources.values()
         ],
+        templates=[
+            ServedTemplate(
+                ResourceTemplate(
+                    uri_template=t.uri_template,
+                    name=t.name,
+                    title=t.title,
+                    description=t.description,
+                    mime_type=t.mime_type,
+                ),
+                t.scope,
+            )
+            for t in registry.templates.values()
+        ],
+        prompts=registry.prompts,
+        subscriptions=registry.subscriptions,
         instructions=registry.instructions,
         instructions_for=registry.instructions_for,
     )
@@ -77,12 +93,12 @@ def _describe(registry: Registry) -> list[mcp.ToolDescription]:
     ]
 
 
-def _output_schema(tool: ToolSpec) -> dict[str, Any]:
+def _output_schema(tool: ToolSpec) -> dict[str, Any] | None:
     if tool.advertised_output is not None:
         schema = tool.advertised_output()
     else:
         schema = mcp.model_json_schema(tool.result_model)
-    return untrusted.declare(schema) if tool.untrusted else schema
+    return untrusted.declare(schema) if tool.untrusted and schema is not None else schema
 
 
 # The server's random values: a session id of 32 bytes (43 URL-safe characters), a boundary of
@@ -131,10 +147,13 @@ class CallRunner:
                         tool = self.registry.tools[start.name]
                         assert ticket is not None
                         data = await self._guarded_call(tool, start.arguments, ticket, scope)
-                        outcome = ToolSucceeded(data, untrusted=tool.untrusted)
+                        if isinstance(data, ContentResult):
+                            outcome = ToolContent(data)
+                        else:
+                            outcome = ToolSucceeded(data, untrusted=tool.untrusted)
                     else:
                         scope.deadline = trio.current_time() + self.settings.call_deadline_s
-                        outcome = ResourceRead(await self.registry.resources[start.name].read())
+                        outcome = await self._read(start)
                 except ProblemError as exc:  # the core picks its channel
                     outcome = CallRaised(exc)
                 except Exception as exc:  # noqa: BLE001  # the one exception → wire boundary
@@ -146,9 +165,18 @@ class CallRunner:
                 self.limiter.release(ticket)  # also when the task was cancelled before it ran
         return outcome  # noqa: ASYNC910  # every path awaits the call (or is cancelled at its first await)
 
+    async def _read(self, start: StartCall) -> ResourceRead:
+        """A resource's contents; a template's (`start.name`) for the URI in `start.arguments`."""
+        resource = self.registry.resources.get(start.name)
+        if resource is not None:
+            body = await resource.read()
+        else:
+            body = await self.registry.templates[start.name].read(start.arguments["uri"])
+        return ResourceRead("", blob=body) if isinstance(body, bytes) else ResourceRead(body)
+
     async def _guarded_call(
         self, tool: ToolSpec, arguments: Any, ticket: Ticket, scope: trio.CancelScope
-    ) -> bytes:
+    ) -> bytes | ContentResult:
         """The guardrails that wait: the slot (FIFO, bounded wait), the deadline, the schema.
 
         The sanitizer ran in the core and the place in line was taken by `reserve`. `scope` is the
@@ -163,6 +191,8 @@ class CallRunner:
         if not tool.models.built:
             await trio.to_thread.run_sync(tool.models.get)
         result = await tool.call(tool.validate_arguments(arguments))
+        if isinstance(result, ContentResult):
+            return result
         with observe.stage("mcp.encode"):
             return structured_json(result)
 

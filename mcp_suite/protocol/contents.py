@@ -35,9 +35,11 @@ _VARIABLE: Final = re.compile(r"\{([A-Za-z0-9_]+)\}")
 
 @dataclass(frozen=True, slots=True)
 class ContentResult:
-    """A tool's result as content blocks, each a `ContentBlock` object of the schema."""
+    """A tool's result as content blocks, each a `ContentBlock` object of the schema; `is_error`:
+    a tool execution error told in-band (server/tools, "Error Handling"), as the text says."""
 
     content: tuple[dict[str, Any], ...]
+    is_error: bool = False
 
 
 @dataclass(frozen=True, slots=True)

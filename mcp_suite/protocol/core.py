@@ -438,9 +438,11 @@ class SessionCore:
             frame = encode_tool_success(call.request_id, data, tail, boundary=boundary)
             return Answer(frame, call.request_id, call.method, "ok", tool=tool, arguments=call.arguments)
         if isinstance(outcome, contents.ToolContent):
-            result: dict[str, Any] = {"content": list(outcome.result.content), "isError": False}
+            failed = outcome.result.is_error
+            result: dict[str, Any] = {"content": list(outcome.result.content), "isError": failed}
             frame = encode_result(call.request_id, self._result(result, era))
-            return Answer(frame, call.request_id, call.method, "ok", tool=tool, arguments=call.arguments)
+            said = "error" if failed else "ok"
+            return Answer(frame, call.request_id, call.method, said, tool=tool, arguments=call.arguments)
         if isinstance(outcome, ResourceRead):
             uri, mime_type = self._read_target(call)
             entry = (

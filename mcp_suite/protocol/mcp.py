@@ -154,10 +154,13 @@ def cache_fields(*, ttl_ms: int, scope: str) -> dict[str, Any]:
 
 
 def discover_result(*, offers: Offers, instructions: str) -> dict[str, Any]:
-    """`server/discover` (server/discover, "DiscoverResult"): every version this process serves."""
+    """`server/discover` (server/discover, "DiscoverResult"): every version this process serves.
+    Never `subscribe`: 2026-07-28 removed resources/subscribe, and a server advertising it must
+    serve subscriptions/listen, which this one does not."""
+    modern = Offers(resources=offers.resources, prompts=offers.prompts)
     return {
         "supportedVersions": list(ALL_VERSIONS),
-        "capabilities": server_capabilities(offers),
+        "capabilities": server_capabilities(modern),
         "instructions": instructions,
         **cache_fields(ttl_ms=LIST_TTL_MS, scope="public"),
     }

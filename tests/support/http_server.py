@@ -62,11 +62,12 @@ class HttpServer:
 
 @contextmanager
 def open_http_server(
-    issuer: TestIssuer | None, env: Mapping[str, str], *, port: int | None = None
+    issuer: TestIssuer | None, env: Mapping[str, str], *, port: int | None = None, module: str = "mcp_suite"
 ) -> Iterator[HttpServer]:
     """serve-http with `env` (tools; it may name another MCP_HTTP_RESOURCE_URI, a proxy's) and
     authorization by `issuer` (None: `MCP_HTTP_AUTH=none`, the loopback-only setting), on `port`
-    (None: a free one), until the block ends."""
+    (None: a free one), until the block ends. `module`: the entry point run with `-m` (the
+    conformance fixture server's, `tests.support.fixture_server`, is the same server with more tools)."""
     port = port or free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     if issuer is None:
@@ -80,7 +81,7 @@ def open_http_server(
     full_env = server_env({"MCP_HTTP_PORT": str(port), **auth, "PYTHONPATH": str(REPO), **env})
     with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
         process = subprocess.Popen(
-            [sys.executable, "-X", "dev", "-m", "mcp_suite", "serve-http"],
+            [sys.executable, "-X", "dev", "-m", module, "serve-http"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=errlog,

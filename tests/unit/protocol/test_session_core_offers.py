@@ -1,0 +1,266 @@
+"""The session core's prompts, resource templates, subscriptions, binary reads and content-block tool
+results: served, and advertised, only by a core given them (the product's core has none of them)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+from mcp_suite.problems import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND
+from mcp_suite.protocol import contents, core
+from mcp_suite.protocol.prompts import Prompt, PromptArgument
+from mcp_suite.settings import MAX_SUBSCRIPTIONS
+from tests.support.session_core import (
+    SCHEMA,
+    SCHEMA_URI,
+    TOOLS,
+    answer_of,
+    counter,
+    initialized,
+    line,
+    make_core,
+    modern,
+)
+
+
+def _greeting(arguments: Any) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": {"type": "text", "text": f"Hello {arguments['who']}"}}]
+
+
+GREETING = Prompt("greet", "Greet", "Greets someone.", _greeting, (PromptArgument("who", "Whom to greet"),))
+TEMPLATE = contents.ResourceTemplate(
+    uri_template="test://item/{id}/data",
+    name="item",
+    title="Item",
+    description="One item.",
+    mime_type="application/json",
+)
+
+
+def offering_core(*, subscriptions: bool = True) -> core.SessionCore:
+    return core.SessionCore(
+        server_name="fixtures",
+        server_version="9.9",
+        tool_names=[tool.name for tool in TOOLS],
+        tools=lambda: TOOLS,
+        instructions="Fixtures.",
+        resources=[SCHEMA],
+        max_frame_bytes=1_048_576,
+        max_json_depth=64,
+        arg_max_depth=8,
+        arg_max_items=1_000,
+        call_deadline_s=30,
+        draw_boundary=counter(),
+        prompt_list=[GREETING],
+        templates=[TEMPLATE],
+        subscriptions=subscriptions,
+    )
+
+
+def offering_initialized(**kwargs: bool) -> core.SessionCore:
+    session = offering_core(**kwargs)
+    answer_of(session.receive(line("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})))
+    return session
+
+
+def _capabilities(session: core.SessionCore, modern_era: bool) -> dict[str, Any]:
+    if modern_era:
+        return answer_of(session.receive(modern("server/discover")))["result"]["capabilities"]
+    frame = line("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
+    return answer_of(session.receive(frame))["result"]["capabilities"]
+
+
+@pytest.mark.parametrize("modern_era", [False, True])
+def test_a_core_without_offers_advertises_what_the_product_always_did(modern_era: bool) -> None:
+    assert _capabilities(make_core(), modern_era) == {
+        "tools": {"listChanged": False},
+        "resources": {"listChanged": False, "subscribe": False},
+    }
+
+
+@pytest.mark.parametrize(
+    "method", ["prompts/list", "prompts/get", "resources/subscribe", "resources/unsubscribe"]
+)
+def test_a_core_without_offers_does_not_know_their_methods(method: str) -> None:
+    message = answer_of(initialized().receive(line(method, {"name": "greet", "uri": SCHEMA_URI})))
+    assert message["error"]["code"] == METHOD_NOT_FOUND
+
+
+def test_prompts_and_subscriptions_are_advertised_where_served_and_subscribe_only_in_the_legacy_era() -> None:
+    assert _capabilities(offering_core(), modern_era=False) == {
+        "tools": {"listChanged": False},
+        "resources": {"listChanged": False, "subscribe": True},
+        "prompts": {"listChanged": False},
+    }
+    # 2026-07-28 removed resources/subscribe; advertising it would promise subscriptions/listen.
+    assert _capabilities(offering_core(), modern_era=True) == {
+        "tools": {"listChanged": False},
+        "resources": {"listChanged": False, "subscribe": False},
+        "prompts": {"listChanged": False},
+    }
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_prompts_are_listed_and_rendered_with_their_arguments(era: str) -> None:
+    session = offering_initialized() if era == "legacy" else offering_core()
+    frame = line if era == "legacy" else modern
+    listed = answer_of(session.receive(frame("prompts/list")))["result"]
+    assert listed["prompts"] == [
+        {
+            "name": "greet",
+            "title": "Greet",
+            "description": "Greets someone.",
+            "arguments": [{"name": "who", "description": "Whom to greet", "required": True}],
+        }
+    ]
+    got = answer_of(session.receive(frame("prompts/get", {"name": "greet", "arguments": {"who": "Ada"}})))
+    assert got["result"]["messages"] == [{"role": "user", "content": {"type": "text", "text": "Hello Ada"}}]
+    if era == "modern":
+        assert listed["resultType"] == got["result"]["resultType"] == "complete"
+        assert listed["cacheScope"] == "public"
+
+
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        ({"name": "nope"}, ["name"]),
+        ({}, ["name"]),
+        ({"name": 7}, ["name"]),
+        ({"name": "greet"}, ["who"]),
+        ({"name": "greet", "arguments": {"who": "Ada", "extra": "x"}}, ["extra"]),
+        ({"name": "greet", "arguments": {"who": 1}}, ["arguments"]),
+        ({"name": "greet", "arguments": ["who"]}, ["arguments"]),
+    ],
+)
+def test_a_prompt_asked_wrongly_is_invalid_params_naming_what_is_wrong(
+    params: dict[str, Any], named: list[str]
+) -> None:
+    message = answer_of(offering_initialized().receive(line("prompts/get", params)))
+    assert message["error"]["code"] == INVALID_PARAMS
+    assert message["error"]["data"]["invalid_params"] == named
+
+
+def test_prompts_list_refuses_a_cursor_it_did_not_issue() -> None:
+    message = answer_of(offering_initialized().receive(line("prompts/list", {"cursor": "x"})))
+    assert message["error"]["code"] == INVALID_PARAMS
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_templates_are_listed(era: str) -> None:
+    session = offering_initialized() if era == "legacy" else offering_core()
+    frame = line if era == "legacy" else modern
+    result = answer_of(session.receive(frame("resources/templates/list")))["result"]
+    assert result["resourceTemplates"] == [
+        {
+            "uriTemplate": "test://item/{id}/data",
+            "name": "item",
+            "title": "Item",
+            "description": "One item.",
+            "mimeType": "application/json",
+        }
+    ]
+
+
+def test_a_uri_a_template_serves_is_read_as_a_call_of_the_template_and_answered_for_that_uri() -> None:
+    session = offering_initialized()
+    start = session.receive(line("resources/read", {"uri": "test://item/42/data"}, 5))
+    assert isinstance(start, core.StartCall)
+    assert (start.kind, start.name, start.arguments) == (
+        core.CallKind.RESOURCE,
+        "test://item/{id}/data",
+        {"uri": "test://item/42/data"},
+    )
+    answer = answer_of(session.call_finished(start.key, core.ResourceRead('{"id":"42"}')))
+    assert answer["result"]["contents"] == [
+        {"uri": "test://item/42/data", "mimeType": "application/json", "text": '{"id":"42"}'}
+    ]
+
+
+@pytest.mark.parametrize(
+    "uri", ["test://item//data", "test://item/4/2/data", "test://item/42/data/x", "test://item/{id}/data"]
+)
+def test_a_uri_no_template_matches_is_not_found(uri: str) -> None:
+    message = answer_of(offering_initialized().receive(line("resources/read", {"uri": uri})))
+    assert message["error"]["code"] == RESOURCE_NOT_FOUND
+
+
+def test_a_binary_read_is_sent_as_base64() -> None:
+    session = offering_initialized()
+    start = session.receive(line("resources/read", {"uri": SCHEMA_URI}, 6))
+    assert isinstance(start, core.StartCall)
+    answer = answer_of(session.call_finished(start.key, core.ResourceRead("", blob=b"\x89PNG\x00\xff")))
+    (entry,) = answer["result"]["contents"]
+    assert entry == {
+        "uri": SCHEMA_URI,
+        "mimeType": SCHEMA.mime_type,
+        "blob": base64.b64encode(b"\x89PNG\x00\xff").decode(),
+    }
+
+
+@pytest.mark.parametrize("failed", [False, True])
+def test_a_content_result_is_sent_as_its_blocks_without_structured_content(failed: bool) -> None:
+    session = offering_initialized()
+    start = session.receive(line("tools/call", {"name": "echo", "arguments": {}}, 7))
+    assert isinstance(start, core.StartCall)
+    blocks = ({"type": "image", "data": "AA==", "mimeType": "image/png"},)
+    answer = session.call_finished(
+        start.key, contents.ToolContent(contents.ContentResult(blocks, is_error=failed))
+    )
+    assert answer.outcome == ("error" if failed else "ok")
+    # (not `answer_of`: its wire check knows the product's tool results, one text block each)
+    assert answer.frame is not None
+    assert json.loads(answer.frame)["result"] == {"content": list(blocks), "isError": failed}
+
+
+def test_subscriptions_are_kept_once_each_and_unsubscribing_is_idempotent() -> None:
+    session = offering_initialized()
+    for method, uri in [
+        ("resources/subscribe", SCHEMA_URI),
+        ("resources/subscribe", SCHEMA_URI),
+        ("resources/subscribe", "test://item/1/data"),
+        ("resources/unsubscribe", SCHEMA_URI),
+        ("resources/unsubscribe", SCHEMA_URI),
+        ("resources/unsubscribe", "test://never-subscribed"),
+    ]:
+        assert answer_of(session.receive(line(method, {"uri": uri})))["result"] == {}
+
+
+def test_subscribing_to_a_uri_nobody_serves_is_not_found() -> None:
+    message = answer_of(
+        offering_initialized().receive(line("resources/subscribe", {"uri": "test://nothing"}))
+    )
+    assert message["error"]["code"] == RESOURCE_NOT_FOUND
+
+
+@pytest.mark.parametrize("params", [{}, {"uri": ""}, {"uri": 3}])
+def test_a_subscription_without_a_uri_is_invalid_params(params: dict[str, Any]) -> None:
+    message = answer_of(offering_initialized().receive(line("resources/unsubscribe", params)))
+    assert message["error"]["code"] == INVALID_PARAMS
+
+
+def test_a_session_holds_at_most_max_subscriptions() -> None:
+    session = offering_initialized()
+    for n in range(MAX_SUBSCRIPTIONS):
+        assert "result" in answer_of(
+            session.receive(line("resources/subscribe", {"uri": f"test://item/{n}/data"}))
+        )
+    again = answer_of(session.receive(line("resources/subscribe", {"uri": "test://item/0/data"})))
+    assert again["result"] == {}  # one already held is not a new one
+    over = answer_of(session.receive(line("resources/subscribe", {"uri": "test://item/new/data"})))
+    assert over["error"]["code"] == INVALID_PARAMS
+    assert over["error"]["data"]["metadata"]["max_subscriptions"] == MAX_SUBSCRIPTIONS
+
+
+@pytest.mark.parametrize("method", ["resources/subscribe", "resources/unsubscribe"])
+def test_subscriptions_do_not_exist_in_the_modern_era(method: str) -> None:
+    message = answer_of(offering_core().receive(modern(method, {"uri": SCHEMA_URI})))
+    assert message["error"]["code"] == METHOD_NOT_FOUND
+
+
+def test_a_core_offering_no_subscriptions_does_not_know_them() -> None:
+    session = offering_initialized(subscriptions=False)
+    message = answer_of(session.receive(line("resources/subscribe", {"uri": SCHEMA_URI})))
+    assert message["error"]["code"] == METHOD_NOT_FOUND

@@ -19,6 +19,7 @@ from mcp_suite import observe
 from mcp_suite.problems import MethodNotFoundError, ProblemError
 from mcp_suite.protocol import mcp
 from mcp_suite.protocol.core import SERVED_METHODS, Answer, SessionCore
+from mcp_suite.protocol.prompts import Prompt
 from mcp_suite.runtime.recorder import Asker, Recorder
 from mcp_suite.settings import Settings
 from mcp_suite.tools.registry import open_registry
@@ -95,6 +96,9 @@ def _core() -> SessionCore:
         arg_max_items=64,
         call_deadline_s=10.0,
         draw_boundary=counter(),
+        # Everything a core may offer (mcp-suite's own offers no prompts and no subscriptions).
+        prompt_list=[Prompt("p", "P", "p", lambda _arguments: [])],
+        subscriptions=True,
     )
 
 
@@ -112,7 +116,7 @@ def _frame(method: str, request_id: int, meta: dict[str, Any] | None = None) -> 
 
 
 def _served_by_the_core() -> set[str]:
-    """The methods a core with a resource answers other than with method-not-found, in either era."""
+    """The methods a core offering everything answers other than with method-not-found, in either era."""
     modern = {mcp.PROTOCOL_VERSION_KEY: mcp.MODERN_VERSION, mcp.CLIENT_CAPABILITIES_KEY: {}}
     served: set[str] = set()
     for request_id, method in enumerate(SPEC_METHODS, start=1):

@@ -101,9 +101,6 @@ class Subscriptions:
     def __init__(self) -> None:
         self._uris: set[str] = set()
 
-    def __contains__(self, uri: object) -> bool:
-        return uri in self._uris
-
     def subscribe(self, uri: str) -> None:
         if uri not in self._uris and len(self._uris) >= MAX_SUBSCRIPTIONS:
             raise InvalidParamsError(

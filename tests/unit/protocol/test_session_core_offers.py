@@ -11,7 +11,8 @@ import pytest
 
 from mcp_suite.problems import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND
 from mcp_suite.protocol import contents, core
-from mcp_suite.protocol.prompts import Prompt, PromptArgument
+from mcp_suite.protocol.mcp import ToolDescription, tool_entry
+from mcp_suite.protocol.prompts import Prompt, PromptArgument, prompts_list_result
 from mcp_suite.settings import MAX_SUBSCRIPTIONS
 from tests.support.session_core import (
     SCHEMA,
@@ -130,6 +131,7 @@ def test_prompts_are_listed_and_rendered_with_their_arguments(era: str) -> None:
         ({}, ["name"]),
         ({"name": 7}, ["name"]),
         ({"name": "greet"}, ["who"]),
+        ({"name": "greet", "arguments": None}, ["who"]),
         ({"name": "greet", "arguments": {"who": "Ada", "extra": "x"}}, ["extra"]),
         ({"name": "greet", "arguments": {"who": 1}}, ["arguments"]),
         ({"name": "greet", "arguments": ["who"]}, ["arguments"]),
@@ -141,6 +143,19 @@ def test_a_prompt_asked_wrongly_is_invalid_params_naming_what_is_wrong(
     message = answer_of(offering_initialized().receive(line("prompts/get", params)))
     assert message["error"]["code"] == INVALID_PARAMS
     assert message["error"]["data"]["invalid_params"] == named
+
+
+def test_a_prompt_without_arguments_is_listed_without_them() -> None:
+    bare = Prompt("bare", "Bare", "No arguments.", lambda _arguments: [])
+    assert prompts_list_result([bare], {}) == {
+        "prompts": [{"name": "bare", "title": "Bare", "description": "No arguments."}]
+    }
+
+
+def test_a_tool_without_an_output_schema_is_listed_without_one() -> None:
+    entry = tool_entry(ToolDescription("t", "T", "Content only.", {"type": "object"}, None))
+    assert "outputSchema" not in entry
+    assert entry["inputSchema"] == {"type": "object"}
 
 
 def test_prompts_list_refuses_a_cursor_it_did_not_issue() -> None:

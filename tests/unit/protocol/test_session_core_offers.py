@@ -69,9 +69,11 @@ def offering_initialized(**kwargs: bool) -> core.SessionCore:
 
 def _capabilities(session: core.SessionCore, modern_era: bool) -> dict[str, Any]:
     if modern_era:
-        return answer_of(session.receive(modern("server/discover")))["result"]["capabilities"]
-    frame = line("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
-    return answer_of(session.receive(frame))["result"]["capabilities"]
+        frame = modern("server/discover")
+    else:
+        frame = line("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
+    capabilities: dict[str, Any] = answer_of(session.receive(frame))["result"]["capabilities"]
+    return capabilities
 
 
 @pytest.mark.parametrize("modern_era", [False, True])

@@ -574,9 +574,14 @@ class SessionCore:
                 if era is Era.MODERN:
                     result.update(mcp.cache_fields(ttl_ms=mcp.LIST_TTL_MS, scope=self._list_scope))
             elif method == "resources/templates/list":
-                result = {"resourceTemplates": [template.entry() for template in self._templates]}
+                # Only the templates the caller may read (over HTTP, those its token grants), as
+                # resources/list; an empty list is the same for everyone.
+                shown = self._resources_listed or (lambda _uri: True)
+                templates = [t.entry() for t in self._templates if shown(t.uri_template)]
+                result = {"resourceTemplates": templates}
                 if era is Era.MODERN:
-                    result.update(mcp.cache_fields(ttl_ms=mcp.LIST_TTL_MS, scope="public"))
+                    scope = self._list_scope if self._templates else "public"
+                    result.update(mcp.cache_fields(ttl_ms=mcp.LIST_TTL_MS, scope=scope))
             else:  # prompts and subscriptions, each in the tables only where served
                 result = self._offered(method, request.params, era)
         except ProblemError as exc:
@@ -662,7 +667,13 @@ class SessionCore:
         if method == "resources/unsubscribe":
             self._subscriptions.unsubscribe(uri)
             return {}
-        if uri not in self._resources and contents.template_for(self._templates, uri) is None:
+        # Only to what the caller may read: another's resource is as unknown as a missing one.
+        shown = self._resources_listed or (lambda _uri: True)
+        template = contents.template_for(self._templates, uri)
+        served = (
+            shown(uri) if uri in self._resources else template is not None and shown(template.uri_template)
+        )
+        if not served:
             raise ResourceNotFoundError(
                 'resources/subscribe needs the "uri" of a resource this server serves.',
                 invalid_params=["uri"],

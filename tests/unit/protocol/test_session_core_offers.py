@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -41,7 +42,11 @@ TEMPLATE = contents.ResourceTemplate(
 )
 
 
-def offering_core(*, subscriptions: bool = True) -> core.SessionCore:
+def offering_core(
+    *, subscriptions: bool = True, listed: Callable[[str], bool] | None = None
+) -> core.SessionCore:
+    """A core offering a prompt, a template and subscriptions; `listed`: what its caller may list
+    (over HTTP, by its token's grants; None: all), which also makes its lists private."""
     return core.SessionCore(
         server_name="fixtures",
         server_version="9.9",
@@ -58,10 +63,12 @@ def offering_core(*, subscriptions: bool = True) -> core.SessionCore:
         prompt_list=[GREETING],
         templates=[TEMPLATE],
         subscriptions=subscriptions,
+        resources_listed=listed,
+        per_caller_lists=listed is not None,
     )
 
 
-def offering_initialized(**kwargs: bool) -> core.SessionCore:
+def offering_initialized(**kwargs: Any) -> core.SessionCore:
     session = offering_core(**kwargs)
     answer_of(session.receive(line("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})))
     return session
@@ -179,6 +186,40 @@ def test_templates_are_listed(era: str) -> None:
             "mimeType": "application/json",
         }
     ]
+
+
+def _only_the_schema(uri: str) -> bool:
+    return uri == SCHEMA_URI
+
+
+def test_a_caller_lists_only_the_templates_it_may_read_and_privately() -> None:
+    hidden = offering_core(listed=_only_the_schema)
+    result = answer_of(hidden.receive(modern("resources/templates/list")))["result"]
+    assert (result["resourceTemplates"], result["cacheScope"]) == ([], "private")
+    shown = offering_core(listed=lambda _uri: True)
+    result = answer_of(shown.receive(modern("resources/templates/list")))["result"]
+    assert (len(result["resourceTemplates"]), result["cacheScope"]) == (1, "private")
+
+
+@pytest.mark.parametrize(
+    ("listed", "uri", "found"),
+    [
+        (_only_the_schema, SCHEMA_URI, True),
+        (_only_the_schema, "test://item/1/data", False),
+        (lambda uri: uri == TEMPLATE.uri_template, "test://item/1/data", True),
+        (lambda uri: uri == TEMPLATE.uri_template, SCHEMA_URI, False),
+    ],
+)
+def test_a_caller_subscribes_only_to_what_it_may_read(
+    listed: Callable[[str], bool], uri: str, found: bool
+) -> None:
+    message = answer_of(
+        offering_initialized(listed=listed).receive(line("resources/subscribe", {"uri": uri}))
+    )
+    if found:
+        assert message["result"] == {}
+    else:
+        assert message["error"]["code"] == RESOURCE_NOT_FOUND
 
 
 def test_a_uri_a_template_serves_is_read_as_a_call_of_the_template_and_answered_for_that_uri() -> None:

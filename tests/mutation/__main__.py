@@ -80,6 +80,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "mcp_suite/protocol/core.py": (
         "tests/unit/protocol/test_session_core.py",
         "tests/unit/protocol/test_session_core_details.py",
+        "tests/unit/protocol/test_session_core_offers.py",
         "tests/unit/protocol/test_untrusted_frame.py",
     ),
     "mcp_suite/tools/sql/engine/policy/refusals.py": (

@@ -1,7 +1,7 @@
 """The conformance suite's fixture server: mcp-suite's own core and transports, serving the tools,
 resources and prompts the official suite (`@modelcontextprotocol/conformance`) calls by name.
 
-    python -X dev -m tests.support.fixture_server serve-http    (or with no argument: stdio)
+    python -X dev -m tests.support.fixture_server serve-http    (or `serve`, the default: stdio)
 
 It is `mcp_suite.cli.main` with one more toolset, registered the way every tool family is
 (`Toolset` of `ToolSpec`s through the registry's `extra` openers): the same session core, the same

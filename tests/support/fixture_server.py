@@ -45,21 +45,20 @@ __all__ = ["FIXTURE_TOOLS", "CallContext", "current_context", "main", "open_fixt
 
 
 class CallContext(Protocol):
-    """What a tool may tell the client while it runs (the session core's per-call context, once it
-    has one): progress against the request's `progressToken`, a log message at a level."""
+    """What a fixture may tell or ask the client while it runs: the shape of the per-call context
+    being built for issue 56 (`log` and `ask` as that context has them), plus `report_progress`
+    with an explicit total, which the suite's progress scenario checks (0, 50, 100 of 100)."""
 
-    async def report_progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None: ...
-
-    async def log(self, level: str, data: object) -> None: ...
-
-    async def elicit(self, message: str, requested_schema: dict[str, Any]) -> dict[str, Any]:
-        """Ask the user (elicitation/create in the legacy eras): the client's `ElicitResult`."""
+    async def report_progress(self, progress: float, total: float | None = None) -> None:
+        """A progress notification against the request's `progressToken` (none without one)."""
         ...
 
-    async def sample(self, messages: list[dict[str, Any]], max_tokens: int) -> dict[str, Any]:
-        """Ask the client's model (sampling/createMessage): its `CreateMessageResult`."""
+    async def log(self, level: str, text: str) -> None:
+        """A log message, sent when the client asked for `level`."""
+        ...
+
+    async def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Ask the client (`elicitation/create`, `sampling/createMessage`) and wait for its result."""
         ...
 
 
@@ -244,7 +243,7 @@ async def _sampling(args: SamplingArgs) -> ContentResult:  # tools-call-sampling
     if context is None:
         return _cannot_ask("a completion")
     messages = [{"role": "user", "content": _text(args.prompt)}]
-    answer = await context.sample(messages, 100)
+    answer = await context.ask("sampling/createMessage", {"messages": messages, "maxTokens": 100})
     content = answer.get("content")
     said = content.get("text", "") if isinstance(content, dict) else ""
     return ContentResult((_text(f"LLM response: {said}"),))
@@ -254,7 +253,7 @@ async def _ask(message: str, schema: dict[str, Any], lead: str) -> ContentResult
     context = current_context()
     if context is None:
         return _cannot_ask("input")
-    answer = await context.elicit(message, schema)
+    answer = await context.ask("elicitation/create", {"message": message, "requestedSchema": schema})
     action, content = answer.get("action"), answer.get("content")
     return ContentResult((_text(f"{lead}action={action}, content={json.dumps(content)}"),))
 

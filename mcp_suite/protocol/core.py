@@ -603,8 +603,10 @@ class SessionCore:
             return self._error(request.id, method, problem)
         if method == CallKind.RESOURCE.value:
             uri = request.params.get("uri")
-            template = contents.template_for(self._templates, uri) if isinstance(uri, str) else None
-            if template is not None and isinstance(uri, str) and uri not in self._resources:
+            template = None
+            if isinstance(uri, str) and uri not in self._resources:
+                template = contents.template_for(self._templates, uri)
+            if template is not None:
                 # A templated read runs as a call of the template (its grant, its reader), for `uri`.
                 target = {"uri": uri}
                 self._calls[key] = _Call(request.id, CallKind.RESOURCE, template.uri_template, era, target)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mcp_suite.problems import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND
-from mcp_suite.protocol import contents, core
+from mcp_suite.protocol import contents, core, mcp
 from mcp_suite.protocol.mcp import ToolDescription, tool_entry
 from mcp_suite.protocol.prompts import Prompt, PromptArgument, prompts_list_result
 from mcp_suite.settings import MAX_SUBSCRIPTIONS
@@ -322,3 +322,33 @@ def test_a_core_offering_no_subscriptions_does_not_know_them() -> None:
     session = offering_initialized(subscriptions=False)
     message = answer_of(session.receive(line("resources/subscribe", {"uri": SCHEMA_URI})))
     assert message["error"]["code"] == METHOD_NOT_FOUND
+
+
+def test_the_prompt_list_is_cached_as_long_as_the_other_lists() -> None:
+    result = answer_of(offering_core().receive(modern("prompts/list")))["result"]
+    assert (result["ttlMs"], result["cacheScope"]) == (mcp.LIST_TTL_MS, "public")
+
+
+def test_unsubscribing_frees_the_place_it_held() -> None:
+    session = offering_initialized()
+    for n in range(MAX_SUBSCRIPTIONS):
+        session.receive(line("resources/subscribe", {"uri": f"test://item/{n}/data"}))
+    answer_of(session.receive(line("resources/unsubscribe", {"uri": "test://item/0/data"})))
+    fresh = answer_of(session.receive(line("resources/subscribe", {"uri": "test://item/new/data"})))
+    assert fresh["result"] == {}
+
+
+def test_the_refusals_of_a_subscription_say_what_is_wrong() -> None:
+    session = offering_initialized()
+    missing = answer_of(session.receive(line("resources/unsubscribe", {})))["error"]["data"]
+    assert (missing["detail"], missing["invalid_params"]) == (
+        'resources/unsubscribe needs "uri", a resource\'s URI.',
+        ["uri"],
+    )
+    unknown = answer_of(session.receive(line("resources/subscribe", {"uri": "test://nothing"})))["error"][
+        "data"
+    ]
+    assert (unknown["detail"], unknown["invalid_params"]) == (
+        'resources/subscribe needs the "uri" of a resource this server serves.',
+        ["uri"],
+    )

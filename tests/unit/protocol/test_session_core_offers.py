@@ -352,3 +352,23 @@ def test_the_refusals_of_a_subscription_say_what_is_wrong() -> None:
         'resources/subscribe needs the "uri" of a resource this server serves.',
         ["uri"],
     )
+
+
+def test_a_core_with_templates_and_no_fixed_resource_offers_resources() -> None:
+    session = core.SessionCore(
+        server_name="fixtures",
+        server_version="9.9",
+        tool_names=[],
+        tools=list,
+        instructions="",
+        max_frame_bytes=1_048_576,
+        max_json_depth=64,
+        arg_max_depth=8,
+        arg_max_items=1_000,
+        call_deadline_s=30,
+        draw_boundary=counter(),
+        templates=[TEMPLATE],
+    )
+    assert _capabilities(session, modern_era=True)["resources"] == {"listChanged": False, "subscribe": False}
+    listed = answer_of(session.receive(modern("resources/templates/list")))["result"]["resourceTemplates"]
+    assert [t["uriTemplate"] for t in listed] == [TEMPLATE.uri_template]

@@ -28,6 +28,13 @@ from tests.support.session_core import (
 )
 
 
+def modern_meta() -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+
+
 def _greeting(arguments: Any) -> list[dict[str, Any]]:
     return [{"role": "user", "content": {"type": "text", "text": f"Hello {arguments['who']}"}}]
 
@@ -372,3 +379,71 @@ def test_a_core_with_templates_and_no_fixed_resource_offers_resources() -> None:
     assert _capabilities(session, modern_era=True)["resources"] == {"listChanged": False, "subscribe": False}
     listed = answer_of(session.receive(modern("resources/templates/list")))["result"]["resourceTemplates"]
     assert [t["uriTemplate"] for t in listed] == [TEMPLATE.uri_template]
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_a_content_result_answers_its_call_in_its_era_with_what_the_audit_reads(era: str) -> None:
+    session = offering_initialized() if era == "legacy" else offering_core()
+    frame = line if era == "legacy" else modern
+    start = session.receive(frame("tools/call", {"name": "echo", "arguments": {"text": "a"}}, 9))
+    assert isinstance(start, core.StartCall)
+    blocks = ({"type": "text", "text": "hi"},)
+    answer = session.call_finished(start.key, contents.ToolContent(contents.ContentResult(blocks)))
+    assert (answer.request_id, answer.method, answer.outcome, answer.tool, answer.arguments) == (
+        9,
+        "tools/call",
+        "ok",
+        "echo",
+        {"text": "a"},
+    )
+    assert answer.frame is not None
+    message = json.loads(answer.frame)
+    assert message["id"] == 9
+    assert ("resultType" in message["result"]) is (era == "modern")
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_a_templated_read_starts_with_its_id_era_and_trace_and_answers_in_its_era(era: str) -> None:
+    session = offering_initialized() if era == "legacy" else offering_core()
+    params: dict[str, Any] = {"uri": "test://item/42/data"}
+    if era == "legacy":
+        params["_meta"] = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+        request = line("resources/read", params, 5)
+    else:
+        request = line(
+            "resources/read",
+            {
+                **params,
+                "_meta": {
+                    **modern_meta(),
+                    "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+                },
+            },
+            5,
+        )
+    start = session.receive(request)
+    assert isinstance(start, core.StartCall)
+    assert start.request_id == 5
+    assert start.trace_parent == "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    assert start.protocol_version == ("2025-11-25" if era == "legacy" else "2026-07-28")
+    result = answer_of(session.call_finished(start.key, core.ResourceRead("{}")))["result"]
+    assert ("cacheScope" in result) is (era == "modern")
+
+
+@pytest.mark.parametrize("params", [{}, {"uri": 5}, {"uri": None}])
+def test_a_read_without_a_string_uri_is_invalid_params_where_templates_are_served(
+    params: dict[str, Any],
+) -> None:
+    message = answer_of(offering_initialized().receive(line("resources/read", params)))
+    assert message["error"]["code"] == INVALID_PARAMS
+
+
+def test_a_caller_allowed_only_the_template_lists_it() -> None:
+    session = offering_core(listed=lambda uri: uri == TEMPLATE.uri_template)
+    listed = answer_of(session.receive(modern("resources/templates/list")))["result"]["resourceTemplates"]
+    assert len(listed) == 1
+
+
+def test_an_empty_template_list_is_public_even_where_lists_are_private() -> None:
+    result = answer_of(make_core(per_caller_lists=True).receive(modern("resources/templates/list")))["result"]
+    assert (result["resourceTemplates"], result["cacheScope"]) == ([], "public")

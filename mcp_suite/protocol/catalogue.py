@@ -19,10 +19,12 @@ from mcp_suite.lazy import Lazy
 from mcp_suite.protocol import mcp
 from mcp_suite.protocol.authz import Grants, Identity, grants_of, scoped_input_schema
 from mcp_suite.protocol.completion import Completions
+from mcp_suite.protocol.contents import ResourceTemplate
 from mcp_suite.protocol.core import SessionCore
+from mcp_suite.protocol.prompts import Prompt
 from mcp_suite.settings import ARG_MAX_DEPTH, ARG_MAX_ITEMS, MAX_FRAME_BYTES, MAX_JSON_DEPTH, Settings
 
-__all__ = ["Catalogue", "Ids", "ServedResource", "ServedTool", "View"]
+__all__ = ["Catalogue", "Ids", "ServedResource", "ServedTemplate", "ServedTool", "View"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,15 @@ class ServedResource:
 
 
 @dataclass(frozen=True, slots=True)
+class ServedTemplate:
+    """A resource template and the scope that grants every URI of it (its grant is keyed by the
+    template, as a templated read's call is named)."""
+
+    template: ResourceTemplate
+    scope: str
+
+
+@dataclass(frozen=True, slots=True)
 class View:
     """What one caller sees: `tools()` (built on first use), `listed(uri)` the resources its
     resources/list shows (None: all), `instructions`, and `private` when the lists depend on who
@@ -79,10 +90,13 @@ class Catalogue:
         "_grants",
         "_instructions_for",
         "instructions",
+        "prompts",
         "resources",
         "served",
         "server_name",
         "server_version",
+        "subscriptions",
+        "templates",
         "tools",
     )
 
@@ -96,6 +110,9 @@ class Catalogue:
         resources: Sequence[ServedResource] = (),
         instructions: str = "",
         instructions_for: Callable[[Callable[[str], Sequence[str]]], str] | None = None,
+        templates: Sequence[ServedTemplate] = (),
+        prompts: Sequence[Prompt] = (),
+        subscriptions: bool = False,
     ) -> None:
         self.server_name = server_name
         self.server_version = server_version
@@ -104,7 +121,11 @@ class Catalogue:
         self.instructions = instructions
         self._instructions_for = instructions_for or (lambda _sources_of: instructions)
         self._described: Lazy[Sequence[mcp.ToolDescription]] = Lazy(describe)
+        self.templates = tuple(templates)
+        self.prompts = tuple(prompts)
+        self.subscriptions = subscriptions
         resource_grants = [(r.description.uri, r.scope, r.source) for r in self.resources]
+        resource_grants += [(t.template.uri_template, t.scope, None) for t in self.templates]
         # The scopes of what is served (a 401's challenge, the metadata's list) need no arguments:
         # the sources come with the resources that describe them.
         self.served = grants_of(((t.name, t.scope, {}) for t in self.tools), resource_grants)
@@ -188,4 +209,7 @@ class Catalogue:
                 {r.description.uri: r.source for r in self.resources if r.completes and r.source is not None},
                 view.listed,
             ),
+            prompt_list=self.prompts,
+            templates=[served.template for served in self.templates],
+            subscriptions=self.subscriptions,
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any, Final
 
 from mcp_suite.problems import (
@@ -31,7 +31,7 @@ from mcp_suite.problems import (
     UnsupportedVersionError,
     echo,
 )
-from mcp_suite.protocol import completion, mcp, mrtr
+from mcp_suite.protocol import completion, contents, mcp, mrtr, prompts
 from mcp_suite.protocol.framing import OversizedFrame
 from mcp_suite.protocol.jsonrpc import (
     ClientResponse,
@@ -189,7 +189,10 @@ class ToolSucceeded:
 
 @dataclass(frozen=True, slots=True)
 class ResourceRead:
+    """The resource's text, or (`blob`, not None) its bytes, sent as base64."""
+
     text: str
+    blob: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +218,15 @@ class Completed:
     total: int
 
 
-CallOutcome = ToolSucceeded | ResourceRead | Completed | CallRaised | CallInterrupted | mrtr.InputNeeded
+CallOutcome = (
+    ToolSucceeded
+    | contents.ToolContent
+    | ResourceRead
+    | Completed
+    | CallRaised
+    | CallInterrupted
+    | mrtr.InputNeeded
+)
 
 
 class _Call:
@@ -253,9 +264,20 @@ _CALL_METHODS: Final = frozenset(kind.value for kind in CallKind)
 _TOOL_METHODS: Final = frozenset({"tools/list", "tools/call"})
 _LEGACY_ONLY: Final = frozenset({"initialize", "ping", "logging/setLevel"})
 _MODERN_ONLY: Final = frozenset({"server/discover"})
+# Served only by a core given prompts, or subscriptions (legacy only: 2026-07-28 removed them).
+_PROMPT_METHODS: Final = frozenset({"prompts/list", "prompts/get"})
+_SUBSCRIBE_METHODS: Final = frozenset({"resources/subscribe", "resources/unsubscribe"})
 # Every method a core may serve (which it does depends on its era and resources): the tables below
 # are made of these sets alone, and telemetry names a method by them (any other is `_OTHER`).
-SERVED_METHODS: Final = _TOOL_METHODS | _RESOURCE_METHODS | _LEGACY_ONLY | _MODERN_ONLY | _CALL_METHODS
+SERVED_METHODS: Final = (
+    _TOOL_METHODS
+    | _RESOURCE_METHODS
+    | _LEGACY_ONLY
+    | _MODERN_ONLY
+    | _CALL_METHODS
+    | _PROMPT_METHODS
+    | _SUBSCRIBE_METHODS
+)
 
 
 class SessionCore:
@@ -280,10 +302,14 @@ class SessionCore:
         "_modern_fields",
         "_modern_known",
         "_modern_tail",
+        "_offers",
+        "_prompts",
         "_resources",
         "_resources_listed",
         "_server_name",
         "_server_version",
+        "_subscriptions",
+        "_templates",
         "_tool_names",
         "_tools",
         "_warm_up_due",
@@ -311,6 +337,9 @@ class SessionCore:
         draw_boundary: Callable[[], int],
         per_caller_lists: bool = False,
         completions: completion.Completer | None = None,
+        prompt_list: Sequence[prompts.Prompt] = (),
+        templates: Sequence[contents.ResourceTemplate] = (),
+        subscriptions: bool = False,
     ) -> None:
         self._server_name = server_name
         self._server_version = server_version
@@ -336,10 +365,25 @@ class SessionCore:
         self._list_scope = "private" if per_caller_lists else "public"
         # completion/complete only where something is completed (its capability likewise).
         self._completions = completions or None
-        common = _TOOL_METHODS | (_RESOURCE_METHODS if resources else frozenset())
+        # Prompts, resource templates and subscriptions: only where a toolset offers them (the
+        # product offers none), and then advertised in the capabilities too (`_offers`).
+        self._prompts = {prompt.name: prompt for prompt in prompt_list}
+        self._templates = tuple(templates)
+        self._subscriptions = contents.Subscriptions() if subscriptions else None
+        self._offers = mcp.Offers(
+            resources=bool(resources) or bool(templates),
+            prompts=bool(prompt_list),
+            subscribe=subscriptions,
+            completions=self._completions is not None,
+        )
+        common = (
+            _TOOL_METHODS
+            | (_RESOURCE_METHODS if self._offers.resources else frozenset())
+            | (_PROMPT_METHODS if prompt_list else frozenset())
+        )
         if self._completions is not None:
             common |= {completion.COMPLETE_METHOD}
-        self._legacy_known = common | _LEGACY_ONLY
+        self._legacy_known = common | _LEGACY_ONLY | (_SUBSCRIBE_METHODS if subscriptions else frozenset())
         self._modern_known = common | _MODERN_ONLY
         self._modern_fields = mcp.modern_fields(server_name, server_version)
         self._modern_tail = b"," + compact_json(self._modern_fields)[1:-1].encode("ascii")
@@ -447,11 +491,20 @@ class SessionCore:
             )
         if isinstance(outcome, mrtr.InputNeeded):
             return self._input_needed(call, outcome)
+        if isinstance(outcome, contents.ToolContent):
+            failed = outcome.result.is_error
+            result: dict[str, Any] = {"content": list(outcome.result.content), "isError": failed}
+            frame = encode_result(call.request_id, self._result(result, era))
+            said = "error" if failed else "ok"
+            return Answer(frame, call.request_id, call.method, said, tool=tool, arguments=call.arguments)
         if isinstance(outcome, ResourceRead):
-            resource = self._resources[call.name]
-            result: dict[str, Any] = {
-                "contents": [{"uri": resource.uri, "mimeType": resource.mime_type, "text": outcome.text}]
-            }
+            uri, mime_type = self._read_target(call)
+            entry = (
+                contents.text_entry(uri, mime_type, outcome.text)
+                if outcome.blob is None
+                else contents.blob_entry(uri, mime_type, outcome.blob)
+            )
+            result = {"contents": [entry]}
             if era is Era.MODERN:
                 result.update(mcp.cache_fields(ttl_ms=mcp.READ_TTL_MS, scope="private"))
             return self._ok(call.request_id, call.method, result, era)
@@ -564,20 +617,20 @@ class SessionCore:
                     version=self.legacy_version,
                     server_name=self._server_name,
                     server_version=self._server_version,
-                    resources=bool(self._resources),
+                    # completions from the first revision that defines them; logging in every
+                    # handshake era (2026-07-28 deprecates it, so server/discover never says it).
+                    offers=replace(
+                        self._offers,
+                        completions=self._offers.completions
+                        and completion.advertised_in(self.legacy_version),
+                        logging=True,
+                    ),
                     instructions=self._instructions,
-                    completions=self._completions is not None
-                    and completion.advertised_in(self.legacy_version),
-                    logging=True,
                 )
             elif method == "logging/setLevel":  # the handshake eras only (2026-07-28 removed it)
                 result = self.talk.set_level(request.params)
             elif method == "server/discover":
-                result = mcp.discover_result(
-                    resources=bool(self._resources),
-                    instructions=self._instructions,
-                    completions=self._completions is not None,
-                )
+                result = mcp.discover_result(offers=self._offers, instructions=self._instructions)
             elif method == "tools/list":
                 result = mcp.tools_list_result(self._tools(), request.params)
                 if era is Era.MODERN:
@@ -589,10 +642,17 @@ class SessionCore:
                 }
                 if era is Era.MODERN:
                     result.update(mcp.cache_fields(ttl_ms=mcp.LIST_TTL_MS, scope=self._list_scope))
-            else:  # resources/templates/list: the only inline method left in both tables
-                result = {"resourceTemplates": []}
+            elif method == "resources/templates/list":
+                # Only the templates the caller may read (over HTTP, those its token grants), as
+                # resources/list; an empty list is the same for everyone.
+                shown = self._resources_listed or (lambda _uri: True)
+                templates = [t.entry() for t in self._templates if shown(t.uri_template)]
+                result = {"resourceTemplates": templates}
                 if era is Era.MODERN:
-                    result.update(mcp.cache_fields(ttl_ms=mcp.LIST_TTL_MS, scope="public"))
+                    scope = self._list_scope if self._templates else "public"
+                    result.update(mcp.cache_fields(ttl_ms=mcp.LIST_TTL_MS, scope=scope))
+            else:  # prompts and subscriptions, each in the tables only where served
+                result = self._offered(method, request.params, era)
         except ProblemError as exc:
             return self._error(request.id, method, exc)
         answer = self._ok(request.id, method, result, era)
@@ -614,6 +674,21 @@ class SessionCore:
             return self._complete(request, era)
         if method == CallKind.RESOURCE.value:
             uri = request.params.get("uri")
+            template = None
+            if isinstance(uri, str) and uri not in self._resources:
+                template = contents.template_for(self._templates, uri)
+            if template is not None:
+                # A templated read runs as a call of the template (its grant, its reader), for `uri`.
+                target = {"uri": uri}
+                self._calls[key] = _Call(request.id, CallKind.RESOURCE, template.uri_template, era, target)
+                return StartCall(
+                    key,
+                    request.id,
+                    CallKind.RESOURCE,
+                    template.uri_template,
+                    target,
+                    *self._trace_fields(request, era),
+                )
             if not isinstance(uri, str) or uri not in self._resources:
                 # server/resources, "Error Handling": a URI nobody serves is -32002 up to 2025-11-25,
                 # -32602 from 2026-07-28 on; a missing or malformed one is -32602 in both.
@@ -708,6 +783,42 @@ class SessionCore:
         return StartCall(
             key, request.id, CallKind.COMPLETE, plan.uri, plan.arguments(), *self._trace_fields(request, era)
         )
+
+    def _read_target(self, call: _Call) -> tuple[str, str]:
+        """The URI and MIME type a finished resource read answers for (a template's: the URI read)."""
+        resource = self._resources.get(call.name)
+        if resource is not None:
+            return resource.uri, resource.mime_type
+        template = next(t for t in self._templates if t.uri_template == call.name)
+        return call.arguments["uri"], template.mime_type
+
+    def _offered(self, method: str, params: dict[str, Any], era: Era) -> dict[str, Any]:
+        """prompts/list, prompts/get, resources/subscribe and resources/unsubscribe (legacy only)."""
+        if method == "prompts/list":
+            result = prompts.prompts_list_result(list(self._prompts.values()), params)
+            if era is Era.MODERN:
+                result.update(mcp.cache_fields(ttl_ms=mcp.LIST_TTL_MS, scope="public"))
+            return result
+        if method == "prompts/get":
+            return prompts.get_prompt_result(self._prompts, params)
+        assert self._subscriptions is not None  # in the table only when subscriptions are served
+        uri = contents.uri_param(params, method)
+        if method == "resources/unsubscribe":
+            self._subscriptions.unsubscribe(uri)
+            return {}
+        # Only to what the caller may read: another's resource is as unknown as a missing one.
+        shown = self._resources_listed or (lambda _uri: True)
+        template = contents.template_for(self._templates, uri)
+        served = (
+            shown(uri) if uri in self._resources else template is not None and shown(template.uri_template)
+        )
+        if not served:
+            raise ResourceNotFoundError(
+                'resources/subscribe needs the "uri" of a resource this server serves.',
+                invalid_params=["uri"],
+            )
+        self._subscriptions.subscribe(uri)
+        return {}
 
     def _trace_fields(self, request: Request, era: Era) -> tuple[str | None, str | None]:
         """The call's `_meta.traceparent` (a short string, else None) and its protocol version."""

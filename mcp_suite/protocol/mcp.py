@@ -37,6 +37,7 @@ __all__ = [
     "MODERN_VERSION",
     "PROTOCOL_VERSION_KEY",
     "EncodedResult",
+    "Offers",
     "ResourceDescription",
     "ToolDescription",
     "call_error_result",
@@ -109,34 +110,39 @@ def negotiate_version(requested: object) -> str:
     return LATEST_VERSION
 
 
-def server_capabilities(
-    *, resources: bool, completions: bool = False, logging: bool = False
-) -> dict[str, Any]:
-    """`logging`: `logging/setLevel` is served (the handshake eras; 2026-07-28 deprecates logging)."""
+@dataclass(frozen=True, slots=True)
+class Offers:
+    """What a core serves beyond tools, each advertised only when served: resources (fixed ones or
+    templates), prompts, resource subscriptions (mcp-suite serves resources only), completions
+    (completion/complete), logging (`logging/setLevel`, the handshake eras)."""
+
+    resources: bool = False
+    prompts: bool = False
+    subscribe: bool = False
+    completions: bool = False
+    logging: bool = False
+
+
+def server_capabilities(offers: Offers) -> dict[str, Any]:
     capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
-    if resources:
-        capabilities["resources"] = {"listChanged": False, "subscribe": False}
-    if completions:
+    if offers.resources:
+        capabilities["resources"] = {"listChanged": False, "subscribe": offers.subscribe}
+    if offers.prompts:
+        capabilities["prompts"] = {"listChanged": False}
+    if offers.completions:
         capabilities["completions"] = {}
-    if logging:
+    if offers.logging:
         capabilities["logging"] = {}
     return capabilities
 
 
 def initialize_result(
-    *,
-    version: str,
-    server_name: str,
-    server_version: str,
-    resources: bool,
-    instructions: str,
-    completions: bool = False,
-    logging: bool = False,
+    *, version: str, server_name: str, server_version: str, offers: Offers, instructions: str
 ) -> dict[str, Any]:
     """`instructions` names only the tools this server serves (the registry composes it)."""
     return {
         "protocolVersion": version,
-        "capabilities": server_capabilities(resources=resources, completions=completions, logging=logging),
+        "capabilities": server_capabilities(offers),
         "serverInfo": {"name": server_name, "version": server_version},
         "instructions": instructions,
     }
@@ -154,11 +160,14 @@ def cache_fields(*, ttl_ms: int, scope: str) -> dict[str, Any]:
     return {"ttlMs": ttl_ms, "cacheScope": scope}
 
 
-def discover_result(*, resources: bool, instructions: str, completions: bool = False) -> dict[str, Any]:
-    """`server/discover` (server/discover, "DiscoverResult"): every version this process serves."""
+def discover_result(*, offers: Offers, instructions: str) -> dict[str, Any]:
+    """`server/discover` (server/discover, "DiscoverResult"): every version this process serves.
+    Never `subscribe`: 2026-07-28 removed resources/subscribe, and a server advertising it must
+    serve subscriptions/listen, which this one does not; never `logging`: 2026-07-28 deprecates it."""
+    modern = Offers(resources=offers.resources, prompts=offers.prompts, completions=offers.completions)
     return {
         "supportedVersions": list(ALL_VERSIONS),
-        "capabilities": server_capabilities(resources=resources, completions=completions),
+        "capabilities": server_capabilities(modern),
         "instructions": instructions,
         **cache_fields(ttl_ms=LIST_TTL_MS, scope="public"),
     }
@@ -192,24 +201,28 @@ class ToolDescription:
     title: str
     description: str
     input_schema: dict[str, Any]
-    output_schema: dict[str, Any]
+    # None: the tool's results are content blocks only (`contents.ContentResult`), no
+    # structuredContent, so it advertises no outputSchema (mcp-suite's own tools always do).
+    output_schema: dict[str, Any] | None
 
 
 def tool_entry(tool: ToolDescription) -> dict[str, Any]:
-    return {
+    entry: dict[str, Any] = {
         "name": tool.name,
         "title": tool.title,
         "description": tool.description,
         "inputSchema": tool.input_schema,
-        "outputSchema": tool.output_schema,
-        "annotations": {
-            "title": tool.title,
-            "readOnlyHint": True,
-            "destructiveHint": False,
-            "idempotentHint": True,
-            "openWorldHint": False,
-        },
     }
+    if tool.output_schema is not None:
+        entry["outputSchema"] = tool.output_schema
+    entry["annotations"] = {
+        "title": tool.title,
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
+    return entry
 
 
 class ResourceDescription:

@@ -22,7 +22,8 @@ from mcp_suite.asking import Asker, LegacyAsker, RoundsAsker, current_asker
 from mcp_suite.caller import current_caller
 from mcp_suite.problems import InternalServerError, ProblemError
 from mcp_suite.protocol import mcp, mrtr, untrusted
-from mcp_suite.protocol.catalogue import Catalogue, Ids, ServedResource, ServedTool
+from mcp_suite.protocol.catalogue import Catalogue, Ids, ServedResource, ServedTemplate, ServedTool
+from mcp_suite.protocol.contents import ContentResult, ResourceTemplate, ToolContent
 from mcp_suite.protocol.core import (
     CallInterrupted,
     CallKind,
@@ -64,6 +65,21 @@ def catalogue_of(registry: Registry) -> Catalogue:
             )
             for r in registry.resources.values()
         ],
+        templates=[
+            ServedTemplate(
+                ResourceTemplate(
+                    uri_template=t.uri_template,
+                    name=t.name,
+                    title=t.title,
+                    description=t.description,
+                    mime_type=t.mime_type,
+                ),
+                t.scope,
+            )
+            for t in registry.templates.values()
+        ],
+        prompts=registry.prompts,
+        subscriptions=registry.subscriptions,
         instructions=registry.instructions,
         instructions_for=registry.instructions_for,
     )
@@ -82,12 +98,12 @@ def _describe(registry: Registry) -> list[mcp.ToolDescription]:
     ]
 
 
-def _output_schema(tool: ToolSpec) -> dict[str, Any]:
+def _output_schema(tool: ToolSpec) -> dict[str, Any] | None:
     if tool.advertised_output is not None:
         schema = tool.advertised_output()
     else:
         schema = mcp.model_json_schema(tool.result_model)
-    return untrusted.declare(schema) if tool.untrusted else schema
+    return untrusted.declare(schema) if tool.untrusted and schema is not None else schema
 
 
 # The server's random values: a session id of 32 bytes (43 URL-safe characters), a boundary of
@@ -159,7 +175,10 @@ class CallRunner:
                             data = await self._guarded_call(tool, start.arguments, ticket, scope, talk)
                         finally:
                             current_asker.reset(asked)
-                        outcome = ToolSucceeded(data, untrusted=tool.untrusted)
+                        if isinstance(data, ContentResult):
+                            outcome = ToolContent(data)
+                        else:
+                            outcome = ToolSucceeded(data, untrusted=tool.untrusted)
                     elif start.kind is CallKind.COMPLETE:
                         assert ticket is not None
                         await self.limiter.wait(ticket)
@@ -170,7 +189,7 @@ class CallRunner:
                         outcome = Completed(tuple(values), total)
                     else:
                         scope.deadline = trio.current_time() + self.settings.call_deadline_s
-                        outcome = ResourceRead(await self.registry.resources[start.name].read())
+                        outcome = await self._read(start)
                 except ProblemError as exc:  # the core picks its channel
                     outcome = CallRaised(exc)
                 except mrtr.InputRequired as exc:  # the modern era's question: the call's result
@@ -208,6 +227,15 @@ class CallRunner:
         )
         return RoundsAsker(rounds)
 
+    async def _read(self, start: StartCall) -> ResourceRead:
+        """A resource's contents; a template's (`start.name`) for the URI in `start.arguments`."""
+        resource = self.registry.resources.get(start.name)
+        if resource is not None:
+            body = await resource.read()
+        else:
+            body = await self.registry.templates[start.name].read(start.arguments["uri"])
+        return ResourceRead("", blob=body) if isinstance(body, bytes) else ResourceRead(body)
+
     async def _guarded_call(
         self,
         tool: ToolSpec,
@@ -215,7 +243,7 @@ class CallRunner:
         ticket: Ticket,
         scope: trio.CancelScope,
         talk: talking.CallTalk | None = None,
-    ) -> bytes:
+    ) -> bytes | ContentResult:
         """The guardrails that wait: the slot (FIFO, bounded wait), the deadline, the schema.
 
         The sanitizer ran in the core and the place in line was taken by `reserve`. `scope` is the
@@ -252,6 +280,8 @@ class CallRunner:
                     result = await tool.call(valid)
             finally:
                 talking.leave(entered)
+        if isinstance(result, ContentResult):
+            return result
         with observe.stage("mcp.encode"):
             return structured_json(result)
 

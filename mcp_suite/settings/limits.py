@@ -18,6 +18,8 @@ ARG_MAX_KEY_CHARS: Final = 64
 # Caller input quoted in a problem's detail or the audit log: at most this many characters, and
 # a name the caller chose (a method, a tool, a protocol version) at most NAME_ECHO_CHARS.
 ECHO_MAX_CHARS: Final = 256
+# Resource subscriptions one legacy session may hold (only where a server offers subscriptions).
+MAX_SUBSCRIPTIONS: Final = 64
 NAME_ECHO_CHARS: Final = 64
 # A 2026-07-28 retry's `requestState` (basic/patterns/mrtr): what this server seals is far shorter;
 # a longer one is refused before it is decoded.

@@ -19,8 +19,12 @@ from mcp_suite.protocol.mcp import EncodedResult, invalid_arguments, model_json_
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from mcp_suite.protocol.contents import ContentResult
+    from mcp_suite.protocol.prompts import Prompt
+
 __all__ = [
     "ResourceSpec",
+    "ResourceTemplateSpec",
     "StartupRefusedError",
     "StartupUnavailableError",
     "ToolSpec",
@@ -63,7 +67,9 @@ class ToolSpec:
     title: str
     description: str
     models: Lazy[tuple[type[BaseModel], type[BaseModel]]]
-    call: Callable[[Any], Awaitable[BaseModel | EncodedResult]]
+    # A `ContentResult` (content blocks, no structuredContent) only from a tool whose
+    # `advertised_output` gives None: mcp-suite's tools never return one.
+    call: Callable[[Any], Awaitable[BaseModel | EncodedResult | ContentResult]]
     # The OAuth scope a caller's token must hold to see and call it (its family's, e.g. `sql:read`).
     # A tool that takes a `source` argument is also granted, one source at a time, by
     # `<scope>:<source>`. The protocol layer reads it here and names no tool.
@@ -73,8 +79,9 @@ class ToolSpec:
     # bounds and allowed values are part of the question it asks); None: the model's, as below.
     advertised: Callable[[], dict[str, Any]] | None = None
     # The advertised `outputSchema` when the tool writes its own (a curated tool's, its columns as
-    # PostgreSQL describes its statement); None: the result model's.
-    advertised_output: Callable[[], dict[str, Any]] | None = None
+    # PostgreSQL describes its statement), or None from it for a tool without one (its results
+    # are content blocks); None here: the result model's.
+    advertised_output: Callable[[], dict[str, Any] | None] | None = None
 
     @property
     def args_model(self) -> type[BaseModel]:
@@ -114,14 +121,14 @@ class ToolSpec:
 
 @dataclass(frozen=True, slots=True)
 class ResourceSpec:
-    """One MCP resource; `read` returns its text."""
+    """One MCP resource; `read` returns its text, or its bytes (sent as a base64 `blob`)."""
 
     uri: str
     name: str
     title: str
     description: str
     mime_type: str
-    read: Callable[[], Awaitable[str]]
+    read: Callable[[], Awaitable[str | bytes]]
     # The scope a caller's token must hold to read it (see `ToolSpec.scope`); `<scope>:<source>`
     # grants it when `source` names the data source it describes.
     scope: str
@@ -130,6 +137,21 @@ class ResourceSpec:
     # argument ("schema" or "table"), the typed prefix and the schema the client already chose (or
     # None); returns the first matching names (at most COMPLETION_MAX_VALUES) and how many matched.
     complete: Callable[..., Awaitable[tuple[list[str], int]]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceTemplateSpec:
+    """A family of resources (`resources/templates/list`): `read(uri)` reads the one `uri` names,
+    a URI `uri_template` matches (`protocol.contents.ResourceTemplate`), as text or bytes; its
+    `scope` grants every URI of it. mcp-suite serves none (the conformance fixtures do)."""
+
+    uri_template: str
+    name: str
+    title: str
+    description: str
+    mime_type: str
+    read: Callable[[str], Awaitable[str | bytes]]
+    scope: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,3 +212,8 @@ class Toolset:
     background: tuple[Callable[[], Awaitable[object]], ...] = field(default=())
     states: Callable[[], list[SourceState]] | None = None
     guidance_for: Callable[[Collection[str]], str] | None = None
+    # Offered only by a toolset that has them (mcp-suite's have none; the conformance fixtures
+    # do): resource templates, prompts, and subscriptions to its resources (legacy eras only).
+    templates: tuple[ResourceTemplateSpec, ...] = field(default=())
+    prompts: tuple[Prompt, ...] = field(default=())
+    subscriptions: bool = False

@@ -16,8 +16,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from mcp_suite.protocol import untrusted
+from mcp_suite.protocol.prompts import Prompt
 from mcp_suite.settings import Settings
-from mcp_suite.tools.base import ResourceSpec, SourceState, Toolset, ToolSpec
+from mcp_suite.tools.base import ResourceSpec, ResourceTemplateSpec, SourceState, Toolset, ToolSpec
 from mcp_suite.tools.files.opener import open_files
 from mcp_suite.tools.metrics.opener import open_metrics
 
@@ -77,6 +78,10 @@ class Registry:
     guidance: tuple[tuple[str, Callable[[Collection[str]], str] | None, tuple[str, ...]], ...] = field(
         default=()
     )
+    # What some toolset offers beyond tools and resources (see `Toolset`); mcp-suite's offer none.
+    templates: dict[str, ResourceTemplateSpec] = field(default_factory=dict)
+    prompts: tuple[Prompt, ...] = field(default=())
+    subscriptions: bool = False
 
     def instructions_for(self, sources_of: Callable[[str], Sequence[str]]) -> str:
         """The instructions for a caller who may read, with each tool, the sources `sources_of`
@@ -132,6 +137,9 @@ def open_registry(
         by_toolset: list[tuple[str, Callable[[Collection[str]], str] | None, tuple[str, ...]]] = []
         background: list[Callable[[], Awaitable[object]]] = []
         states: list[Callable[[], list[SourceState]]] = []
+        templates: dict[str, ResourceTemplateSpec] = {}
+        prompts: list[Prompt] = []
+        subscriptions = False
         for opener in openers:
             toolset = stack.enter_context(opener(settings))
             if toolset is None:
@@ -142,6 +150,10 @@ def open_registry(
                 tools[tool.name] = tool
             for resource in toolset.resources:
                 resources[resource.uri] = resource
+            for template in toolset.templates:
+                templates[template.uri_template] = template
+            prompts.extend(toolset.prompts)
+            subscriptions = subscriptions or toolset.subscriptions
             warm_up.extend(toolset.warm_up)
             guidance.append(toolset.guidance)
             by_toolset.append((toolset.guidance, toolset.guidance_for, tuple(t.name for t in toolset.tools)))
@@ -157,4 +169,7 @@ def open_registry(
             background=tuple(background),
             states=tuple(states),
             guidance=tuple(by_toolset),
+            templates=templates,
+            prompts=tuple(prompts),
+            subscriptions=subscriptions,
         )

@@ -13,7 +13,8 @@ Most scenarios call fixtures of the suite's own reference server (tools such as 
 prompts, subscriptions, sampling): they fail here by design. tests/e2e/conformance-expected-failures.json
 lists every scenario that does not pass, with its reason. The test fails when a scenario that is not
 listed fails, and when a listed one passes or no longer runs, so the list stays true.
-docs/operations/remote.md ("Conformance") holds the table.
+docs/operations/remote.md ("Conformance") holds the table. Those scenarios run against the fixture
+server, built on the same core, in tests/e2e/test_fixture_conformance.py.
 """
 
 from __future__ import annotations

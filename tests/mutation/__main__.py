@@ -81,6 +81,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/protocol/test_session_core.py",
         "tests/unit/protocol/test_session_core_details.py",
         "tests/unit/protocol/test_session_core_talk.py",
+        "tests/unit/protocol/test_session_core_offers.py",
         "tests/unit/protocol/test_untrusted_frame.py",
         "tests/unit/protocol/test_completion.py",
     ),

@@ -52,7 +52,11 @@ class ServerProcess:
         cwd: Path | None = None,
         *,
         new_group: bool = False,
+        content_blocks: bool = False,
     ) -> None:
+        """`content_blocks`: the server's tool results may be content blocks (`wire.check_line`),
+        for the conformance fixture server."""
+        self.content_blocks = content_blocks
         self.argv = list(argv or SERVER_ARGV)
         self.proc = subprocess.Popen(
             self.argv,
@@ -115,7 +119,7 @@ class ServerProcess:
         line = self.recv_line(timeout)
         if line is None:
             raise EOFError("server closed stdout")
-        return check_line(line)
+        return check_line(line, content_blocks=self.content_blocks)
 
     def response(self, request_id: object, timeout: float = 10.0) -> dict[str, Any]:
         """The response to `request_id`; other responses seen meanwhile are kept for later."""
@@ -154,7 +158,7 @@ class ServerProcess:
         messages = list(self._pending.values())
         self._pending.clear()
         while (line := self.recv_line(timeout)) is not None:
-            messages.append(check_line(line))
+            messages.append(check_line(line, content_blocks=self.content_blocks))
         return messages
 
     # -- inspecting ---------------------------------------------------------------------------

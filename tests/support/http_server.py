@@ -71,7 +71,8 @@ def open_http_server(
     """serve-http with `env` (tools; it may name another MCP_HTTP_RESOURCE_URI, a proxy's) and
     authorization by `issuer` (None: `MCP_HTTP_AUTH=none`, the loopback-only setting), on `port`
     (None: a free one), until the block ends. `module`: the entry point run with `python -m` (a
-    test server's, which adds its tools)."""
+    test server's, which adds its tools: the conformance fixture server's,
+    `tests.support.fixture_server`, is the same server with more tools)."""
     port = port or free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     if issuer is None:

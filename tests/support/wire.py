@@ -108,12 +108,23 @@ def _check_error(message: Mapping[str, Any]) -> None:
     assert error["message"] == problem["title"], message
 
 
-def _check_result(message: Mapping[str, Any]) -> None:
+# The content block types of a tool result (server/tools, "Tool Result").
+_BLOCK_TYPES: Final = frozenset({"text", "image", "audio", "resource", "resource_link"})
+
+
+def _check_result(message: Mapping[str, Any], *, content_blocks: bool = False) -> None:
     result = message["result"]
     assert isinstance(result, dict), message
     if "isError" not in result:
         return
     content = result["content"]
+    if content_blocks and "structuredContent" not in result:
+        # A tool result of content blocks only (the conformance fixtures': `contents.ContentResult`).
+        assert isinstance(content, list), message
+        assert content, message
+        assert all(isinstance(b, dict) and b.get("type") in _BLOCK_TYPES for b in content), message
+        assert isinstance(result["isError"], bool), message
+        return
     assert isinstance(content, list), message
     assert len(content) == 1, message
     assert content[0]["type"] == "text", message
@@ -165,8 +176,10 @@ _SERVER_SENDS: Final = frozenset(
 )
 
 
-def check_line(line: bytes) -> dict[str, Any]:
-    """Parse one line the server wrote and check it against the contract; returns the message."""
+def check_line(line: bytes, *, content_blocks: bool = False) -> dict[str, Any]:
+    """Parse one line the server wrote and check it against the contract; returns the message.
+    `content_blocks`: a tool result may also be content blocks without structuredContent (only the
+    conformance fixture server's tools answer so; mcp-suite's never do)."""
     assert line.endswith(b"\n"), f"unterminated line {line[:200]!r}"
     body = line[:-1]
     assert b"\n" not in body, "one message per line"
@@ -201,7 +214,7 @@ def check_line(line: bytes) -> dict[str, Any]:
     if "error" in message:
         _check_error(message)
     else:
-        _check_result(message)
+        _check_result(message, content_blocks=content_blocks)
     return message
 
 

@@ -9,9 +9,11 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from mcp_suite.protocol.authz import ANONYMOUS, Identity
-from mcp_suite.protocol.catalogue import Catalogue, ServedResource, ServedTool
+from mcp_suite.protocol.catalogue import Catalogue, ServedResource, ServedTemplate, ServedTool
+from mcp_suite.protocol.contents import ResourceTemplate
 from mcp_suite.protocol.core import StartCall
 from mcp_suite.protocol.mcp import ToolDescription
+from mcp_suite.protocol.prompts import Prompt
 from mcp_suite.settings import Settings
 from tests.support.session_core import SCHEMA, SCHEMA_URI, TOOLS, answer_of, counter, line
 
@@ -83,3 +85,42 @@ def test_a_core_built_over_a_view_lists_what_the_view_shows_and_calls_every_tool
     started = core.receive(line("tools/call", {"name": "query", "arguments": {"source": "a"}}, 4))
     assert isinstance(started, StartCall)
     assert (started.name, started.arguments) == ("query", {"source": "a"})
+
+
+def test_a_template_is_granted_by_its_scope_and_its_reads_and_listing_follow_the_grant() -> None:
+    template = ResourceTemplate(
+        uri_template="test://item/{id}",
+        name="item",
+        title="Item",
+        description="An item.",
+        mime_type="text/plain",
+    )
+    served = Catalogue(
+        server_name="mcp-suite",
+        server_version="9.9",
+        tools=[ServedTool("sleep", "test:call")],
+        describe=lambda: [TOOLS[1]],
+        templates=[ServedTemplate(template, "items:read")],
+        prompts=[Prompt("p", "P", "A prompt.", lambda _arguments: [])],
+        subscriptions=True,
+    )
+    assert served.served.scopes() == ("test:call", "items:read")
+    reader, other = Identity("ann", frozenset({"items:read"})), Identity("bob", frozenset({"test:call"}))
+    assert served.grants().resource("test://item/{id}").lacking(reader) is None
+    assert served.grants().resource("test://item/{id}").lacking(other) is not None
+    for identity, listed in ((reader, 1), (other, 0)):
+        core = served.core(served.view(identity), Settings(), counter())
+        capabilities = answer_of(core.receive(line("initialize", {"protocolVersion": "2025-11-25"})))[
+            "result"
+        ]["capabilities"]
+        assert capabilities["resources"]["subscribe"] is True
+        assert capabilities["prompts"] == {"listChanged": False}
+        templates = answer_of(core.receive(line("resources/templates/list", {}, 2)))["result"][
+            "resourceTemplates"
+        ]
+        assert len(templates) == listed
+        start = core.receive(line("resources/read", {"uri": "test://item/7"}, 3))
+        # Every caller's read starts as a call of the template: the transport refuses one outside
+        # the caller's grants, keyed by the template.
+        assert isinstance(start, StartCall)
+        assert start.name == "test://item/{id}"

@@ -147,7 +147,7 @@ def test_every_tool_that_returns_what_it_read_is_framed_and_declares_it_and_no_o
         declared = {
             tool.name
             for tool in catalogue_of(registry).descriptions()
-            if FIELD in tool.output_schema["properties"]
+            if tool.output_schema is not None and FIELD in tool.output_schema["properties"]
         }
         instructions = registry.instructions
     assert framed == declared == _DATA_TOOLS & set(registry.tools)

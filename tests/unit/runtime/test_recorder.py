@@ -20,6 +20,7 @@ from mcp_suite.problems import MethodNotFoundError, ProblemError
 from mcp_suite.protocol import mcp
 from mcp_suite.protocol.completion import Completions
 from mcp_suite.protocol.core import SERVED_METHODS, Answer, SessionCore
+from mcp_suite.protocol.prompts import Prompt
 from mcp_suite.runtime.recorder import Asker, Recorder
 from mcp_suite.settings import Settings
 from mcp_suite.tools.registry import open_registry
@@ -97,6 +98,9 @@ def _core() -> SessionCore:
         call_deadline_s=10.0,
         draw_boundary=counter(),
         completions=Completions({"r://x": "main"}),
+        # Everything a core may offer (mcp-suite's own offers no prompts and no subscriptions).
+        prompt_list=[Prompt("p", "P", "p", lambda _arguments: [])],
+        subscriptions=True,
     )
 
 
@@ -114,8 +118,8 @@ def _frame(method: str, request_id: int, meta: dict[str, Any] | None = None) -> 
 
 
 def _served_by_the_core() -> set[str]:
-    """The methods a core with a resource that completes answers other than with
-    method-not-found, in either era."""
+    """The methods a core offering everything (a resource that completes among it) answers other
+    than with method-not-found, in either era."""
     modern = {mcp.PROTOCOL_VERSION_KEY: mcp.MODERN_VERSION, mcp.CLIENT_CAPABILITIES_KEY: {}}
     served: set[str] = set()
     for request_id, method in enumerate(SPEC_METHODS, start=1):

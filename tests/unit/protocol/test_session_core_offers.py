@@ -92,10 +92,11 @@ def _capabilities(session: core.SessionCore, modern_era: bool) -> dict[str, Any]
 
 @pytest.mark.parametrize("modern_era", [False, True])
 def test_a_core_without_offers_advertises_what_the_product_always_did(modern_era: bool) -> None:
+    # Logging in the handshake eras only: 2026-07-28 deprecates it.
     assert _capabilities(make_core(), modern_era) == {
         "tools": {"listChanged": False},
         "resources": {"listChanged": False, "subscribe": False},
-    }
+    } | ({} if modern_era else {"logging": {}})
 
 
 @pytest.mark.parametrize(
@@ -111,6 +112,7 @@ def test_prompts_and_subscriptions_are_advertised_where_served_and_subscribe_onl
         "tools": {"listChanged": False},
         "resources": {"listChanged": False, "subscribe": True},
         "prompts": {"listChanged": False},
+        "logging": {},
     }
     # 2026-07-28 removed resources/subscribe; advertising it would promise subscriptions/listen.
     assert _capabilities(offering_core(), modern_era=True) == {

@@ -208,6 +208,7 @@ class Catalogue:
             completions=Completions(
                 {r.description.uri: r.source for r in self.resources if r.completes and r.source is not None},
                 view.listed,
+                self.prompts,
             ),
             prompt_list=self.prompts,
             templates=[served.template for served in self.templates],

@@ -11,11 +11,12 @@ Must not import trio, a tool or the registry.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from mcp_suite.problems import InvalidParamsError, echo
+from mcp_suite.protocol.prompts import Prompt
 from mcp_suite.protocol.sanitize import allowed_in_arguments
 from mcp_suite.settings import COMPLETION_MAX_VALUE_CHARS, COMPLETION_MAX_VALUES, NAME_ECHO_CHARS
 
@@ -148,22 +149,42 @@ class Completer(Protocol):
 
 
 class Completions:
-    """What one core completes: the schema resources served (URI → source) and which of them the
-    caller may list (None: all, as over stdio)."""
+    """What one core completes: the schema resources served (URI → source), which of them the
+    caller may list (None: all, as over stdio), and the arguments of the prompts served (each
+    with the values it declares; mcp-suite serves no prompt, the conformance fixtures do)."""
 
-    __slots__ = ("_listed", "_sources")
+    __slots__ = ("_listed", "_prompts", "_sources")
 
-    def __init__(self, sources: Mapping[str, str], listed: Callable[[str], bool] | None = None) -> None:
+    def __init__(
+        self,
+        sources: Mapping[str, str],
+        listed: Callable[[str], bool] | None = None,
+        prompts: Sequence[Prompt] = (),
+    ) -> None:
         self._sources = dict(sources)
         self._listed = listed
+        self._prompts = {prompt.name: prompt for prompt in prompts if prompt.arguments}
 
     def __bool__(self) -> bool:
-        return bool(self._sources)
+        return bool(self._sources) or bool(self._prompts)
+
+    def _prompt(self, ask: Ask) -> dict[str, Any]:
+        """A prompt's argument: its declared values that start with the typed prefix."""
+        prompt = self._prompts.get(ask.uri)
+        if prompt is None:
+            raise _invalid(f"There is no prompt named {echo(ask.uri, NAME_ECHO_CHARS)!r} to complete.", "ref")
+        for argument in prompt.arguments:
+            if argument.name == ask.argument:
+                matches = match_prefix(argument.values, ask.value)
+                return completion_result(matches, len(matches))
+        raise self._unknown_argument(ask, [argument.name for argument in prompt.arguments])
 
     def plan(self, ask: Ask) -> dict[str, Any] | DatabaseNames:
         """The answer itself (a `source`), or the database work it needs. Raises -32602 for a ref
         or an argument this server does not complete: a `ref/prompt` by name, as the product
         serves no prompts (completion, "Error Handling": an invalid prompt name is -32602)."""
+        if ask.prompt and self._prompts:
+            return self._prompt(ask)
         if ask.prompt:
             raise _invalid(
                 "This server serves no prompts; complete the arguments of a resource template"

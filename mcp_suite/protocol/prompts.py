@@ -21,9 +21,12 @@ __all__ = ["Prompt", "PromptArgument", "get_prompt_result", "prompts_list_result
 
 @dataclass(frozen=True, slots=True)
 class PromptArgument:
+    """One string argument; `values`: what completion/complete offers for it (by prefix)."""
+
     name: str
     description: str
     required: bool = True
+    values: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

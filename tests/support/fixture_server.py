@@ -9,10 +9,10 @@ stdio and Streamable HTTP runtimes, so the suite measures the protocol code user
 stand-in. It lives in the tests, never in the wheel. The scenario each fixture serves is named
 beside it; docs/operations/remote.md ("Conformance") has the table.
 
-Fixtures that need the server to talk to the client mid-call (progress, log messages) are written
-against `CallContext`, the small per-call interface `current_context()` gives; until the session
-core has one it gives None and they run without it (their scenarios are listed as expected
-failures, tests/e2e/conformance-fixture-expected-failures.json).
+Fixtures that talk to the client mid-call (progress, log messages, questions) do it through the
+call's context (`mcp_suite.talk.current()`), as the product's tools do. The suite's progress
+scenario reports three steps 50 ms apart; the fixture server therefore runs with
+MCP_PROGRESS_INTERVAL_S at its floor (0.1 s) and spaces its reports by that much.
 """
 
 from __future__ import annotations
@@ -20,54 +20,43 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import struct
 import sys
 import wave
 import zlib
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 import trio
 
+from mcp_suite import talk
 from mcp_suite.cli import main as cli_main
 from mcp_suite.lazy import Lazy
 from mcp_suite.protocol.contents import ContentResult
 from mcp_suite.protocol.prompts import Prompt, PromptArgument
 from mcp_suite.settings import Settings
+from mcp_suite.talk import Talk
 from mcp_suite.tools.base import ResourceSpec, ResourceTemplateSpec, Toolset, ToolSpec
 from mcp_suite.tools.models import StrictModel
 from tests.support.harness import TEST_SCOPE, NoArgs, NoResult
 
-__all__ = ["FIXTURE_TOOLS", "CallContext", "current_context", "main", "open_fixtures"]
+__all__ = ["FIXTURE_TOOLS", "current_context", "main", "open_fixtures"]
 
 
 # -- the per-call context the talking fixtures use ------------------------------------------------
 
 
-class CallContext(Protocol):
-    """What a fixture may tell or ask the client while it runs: the shape of the per-call context
-    being built for issue 56 (`log` and `ask` as that context has them), plus `report_progress`
-    with an explicit total, which the suite's progress scenario checks (0, 50, 100 of 100)."""
-
-    async def report_progress(self, progress: float, total: float | None = None) -> None:
-        """A progress notification against the request's `progressToken` (none without one)."""
-        ...
-
-    async def log(self, level: str, text: str) -> None:
-        """A log message, sent when the client asked for `level`."""
-        ...
-
-    async def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Ask the client (`elicitation/create`, `sampling/createMessage`) and wait for its result."""
-        ...
+# The fixture server's progress interval (MCP_PROGRESS_INTERVAL_S, its floor), and the spacing of the
+# progress fixture's reports: wider, so that none of the three is held back by the rate limit.
+PROGRESS_INTERVAL_S: Final = 0.1
+PROGRESS_SPACING_S: Final = 0.15
 
 
-def _no_context() -> CallContext | None:
-    return None
-
-
-# The lead wires the core's per-call context here (a function returning the running call's).
-current_context: Callable[[], CallContext | None] = _no_context
+def current_context() -> Talk:
+    """The running call's context, as every tool of the product gets it (`mcp_suite.talk`): its
+    progress, its log messages and its questions to the client go where the product's would."""
+    return talk.current()
 
 
 # -- payloads -------------------------------------------------------------------------------------
@@ -200,28 +189,23 @@ async def _json_schema_tool(args: JsonSchemaArgs) -> ContentResult:  # json-sche
 async def _with_progress(args: NoArgs) -> ContentResult:  # tools-call-with-progress
     context = current_context()
     for step in (0, 50, 100):
-        if context is not None:
-            await context.report_progress(step, 100)
+        await context.report_progress(step, 100)
         if step < 100:
-            await trio.sleep(0.05)
+            await trio.sleep(PROGRESS_SPACING_S)
     return ContentResult((_text("Progress test completed"),))
 
 
 async def _with_logging(args: NoArgs) -> ContentResult:  # tools-call-with-logging (2025-11-25)
     context = current_context()
     for text in ("Tool execution started", "Tool processing data", "Tool execution completed"):
-        if context is not None:
-            await context.log("info", text)
+        await context.log("info", text)
         await trio.sleep(0.05)
     return ContentResult((_text("Logging test completed"),))
 
 
 async def _logging_tool(args: NoArgs) -> ContentResult:  # server-stateless (2026-07-28)
-    # A modern request that sets no `_meta` log level gets no notifications/message: the context
-    # decides (none today, so nothing is sent).
-    context = current_context()
-    if context is not None:
-        await context.log("info", "test_logging_tool ran")
+    # 2026-07-28 deprecates logging: the context of a modern call sends no notifications/message.
+    await current_context().log("info", "test_logging_tool ran")
     await trio.lowlevel.checkpoint()
     return ContentResult((_text("Logging tool completed"),))
 
@@ -234,14 +218,8 @@ class ElicitationArgs(StrictModel):
     message: str
 
 
-def _cannot_ask(what: str) -> ContentResult:
-    return ContentResult((_text(f"This server cannot ask the client for {what} yet."),), is_error=True)
-
-
 async def _sampling(args: SamplingArgs) -> ContentResult:  # tools-call-sampling (2025-11-25)
     context = current_context()
-    if context is None:
-        return _cannot_ask("a completion")
     messages = [{"role": "user", "content": _text(args.prompt)}]
     answer = await context.ask("sampling/createMessage", {"messages": messages, "maxTokens": 100})
     content = answer.get("content")
@@ -251,8 +229,6 @@ async def _sampling(args: SamplingArgs) -> ContentResult:  # tools-call-sampling
 
 async def _ask(message: str, schema: dict[str, Any], lead: str) -> ContentResult:
     context = current_context()
-    if context is None:
-        return _cannot_ask("input")
     answer = await context.ask("elicitation/create", {"message": message, "requestedSchema": schema})
     action, content = answer.get("action"), answer.get("content")
     return ContentResult((_text(f"{lead}action={action}, content={json.dumps(content)}"),))
@@ -448,7 +424,12 @@ FIXTURE_PROMPTS: Final = (
         "Prompt with arguments",
         "A prompt with two required arguments.",
         _prompt_with_arguments,
-        (PromptArgument("arg1", "First test argument"), PromptArgument("arg2", "Second test argument")),
+        (
+            PromptArgument(
+                "arg1", "First test argument", values=("paris", "park", "party", "test", "testing")
+            ),
+            PromptArgument("arg2", "Second test argument"),
+        ),
     ),
     Prompt(
         "test_prompt_with_embedded_resource",
@@ -475,6 +456,7 @@ def open_fixtures(settings: Settings) -> Iterator[Toolset | None]:
 
 
 def main() -> int:
+    os.environ.setdefault("MCP_PROGRESS_INTERVAL_S", str(PROGRESS_INTERVAL_S))
     return cli_main(sys.argv[1:], extra_tools=[open_fixtures])
 
 

@@ -1,5 +1,5 @@
-"""The conformance fixtures that talk to the client mid-call, against a recording `CallContext`:
-what they send is what the suite's scenarios check, ready for the per-call context to carry."""
+"""The conformance fixtures that talk to the client mid-call, against a recording context in the
+shape of the product's (`mcp_suite.talk.Talk`): what they send is what the suite's scenarios check."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 import trio
 import trio.testing
 
+from mcp_suite.problems import ClientCannotAskError
 from mcp_suite.protocol.contents import ContentResult
 from tests.support import fixture_server
 from tests.support.fixture_server import ElicitationArgs, SamplingArgs
@@ -16,14 +17,16 @@ from tests.support.harness import NoArgs
 
 
 class Recording:
-    """A `CallContext` that keeps what it was told and answers each question as the suite does."""
+    """A call's context that keeps what it was told and answers each question as the suite does."""
 
     def __init__(self) -> None:
         self.progress: list[tuple[float, float | None]] = []
         self.logs: list[tuple[str, str]] = []
         self.asked: list[tuple[str, dict[str, Any]]] = []
 
-    async def report_progress(self, progress: float, total: float | None = None) -> None:
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
         await trio.lowlevel.checkpoint()
         self.progress.append((progress, total))
 
@@ -112,11 +115,14 @@ async def test_the_sep1034_and_sep1330_schemas_carry_what_the_suite_checks(recor
     assert len(enums["legacyEnum"]["enumNames"]) == len(enums["legacyEnum"]["enum"])
 
 
-async def test_without_a_context_the_asking_fixtures_fail_in_band_and_the_others_still_run(
+async def test_outside_a_call_the_asking_fixtures_are_refused_and_the_others_still_run(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
+    # No call's context: the product's `NO_TALK`, whose questions fail closed.
     with trio.fail_after(5):
-        assert (await fixture_server._sampling(SamplingArgs(prompt="x"))).is_error
-        assert (await fixture_server._elicitation(ElicitationArgs(message="x"))).is_error
+        with pytest.raises(ClientCannotAskError, match="sampling/createMessage"):
+            await fixture_server._sampling(SamplingArgs(prompt="x"))
+        with pytest.raises(ClientCannotAskError, match="elicitation/create"):
+            await fixture_server._elicitation(ElicitationArgs(message="x"))
         assert not (await fixture_server._with_progress(NoArgs())).is_error
         assert not (await fixture_server._logging_tool(NoArgs())).is_error

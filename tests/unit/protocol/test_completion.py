@@ -13,11 +13,13 @@ from mcp_suite.problems import (
     METHOD_NOT_FOUND,
     RESOURCE_NOT_FOUND,
     ConcurrencyLimitError,
+    InvalidParamsError,
     ProblemError,
     ResourceAccessDeniedError,
 )
 from mcp_suite.protocol import completion, core
 from mcp_suite.protocol.completion import Completions, DatabaseNames, parse_complete_params
+from mcp_suite.protocol.prompts import Prompt, PromptArgument
 from mcp_suite.settings import COMPLETION_MAX_VALUE_CHARS, COMPLETION_MAX_VALUES, ECHO_MAX_CHARS
 from tests.support.session_core import SCHEMA, TOOLS, answer_of, counter, line, make_core, modern
 
@@ -395,3 +397,32 @@ def test_a_source_whose_schema_resource_is_not_the_template_s_expansion_is_not_c
     single = Completions({"postgres://mcp_demo/schema": "default"})
     plan = single.plan(parse_complete_params(ask(completion.SOURCE_TEMPLATE, "source", "")))
     assert plan == {"completion": {"values": [], "total": 0, "hasMore": False}}
+
+
+def _prompt_ask(name: str, argument: str, value: str) -> completion.Ask:
+    return parse_complete_params(
+        {"ref": {"type": "ref/prompt", "name": name}, "argument": {"name": argument, "value": value}}
+    )
+
+
+def test_a_prompt_argument_completes_to_its_declared_values_by_prefix() -> None:
+    city = PromptArgument("city", "A city", values=("Paris", "park", "party", "Rome"))
+    served = Completions({}, prompts=[Prompt("trip", "Trip", "A trip.", lambda _a: [], (city,))])
+    assert served  # a prompt with an argument is something to complete
+    assert served.plan(_prompt_ask("trip", "city", "PAR")) == completion.completion_result(
+        ["Paris", "park", "party"], 3
+    )
+    assert served.plan(_prompt_ask("trip", "city", "x")) == completion.completion_result([], 0)
+    with pytest.raises(InvalidParamsError, match="no prompt named 'other'"):
+        served.plan(_prompt_ask("other", "city", ""))
+    with pytest.raises(
+        InvalidParamsError, match="'trip' has no argument 'day' to complete; it completes city"
+    ):
+        served.plan(_prompt_ask("trip", "day", ""))
+
+
+def test_prompts_without_arguments_give_nothing_to_complete() -> None:
+    served = Completions({}, prompts=[Prompt("hello", "Hello", "Hi.", lambda _a: [])])
+    assert not served
+    with pytest.raises(InvalidParamsError, match="This server serves no prompts"):
+        served.plan(_prompt_ask("hello", "x", ""))

@@ -208,6 +208,18 @@ async def _streaming_elicitation(args: NoArgs) -> ContentResult:  # server-state
     return _done(f"Streaming elicitation answered: ok={json.dumps(_field(answer, 'ok'))}")
 
 
+async def _missing_capability(args: NoArgs) -> ContentResult:  # server-stateless
+    # Nothing to do without the client's model: a request that does not declare sampling is
+    # refused with -32021 (HTTP 400), never run without it.
+    await trio.lowlevel.checkpoint()
+    rounds = _rounds()
+    rounds.need(mrtr.SAMPLE)
+    answer = rounds.answer("summary")
+    if answer is None:
+        rounds.require({"summary": _sample("Summarise this conversation in one line.", 50)})
+    return _done(f"Summary: {_said(answer)}")
+
+
 MRTR_TOOLS: Final = (
     _tool("test_input_required_result_elicitation", "Asks the user's name.", _elicitation),
     _tool("test_input_required_result_sampling", "Asks the client's model a question.", _sampling),
@@ -221,6 +233,7 @@ MRTR_TOOLS: Final = (
     _tool("test_input_required_result_multiple_inputs", "Asks three things at once.", _multiple_inputs),
     _tool("test_input_required_result_multi_round", "Asks two things, one round each.", _multi_round),
     _tool("test_input_required_result_capabilities", "Asks only what the client declared.", _capabilities),
+    _tool("test_missing_capability", "Needs the client's sampling; refused without it.", _missing_capability),
     _tool(
         "test_streaming_elicitation",
         "Asks a confirmation in the result, not on the stream.",

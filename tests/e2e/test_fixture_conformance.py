@@ -210,7 +210,7 @@ def test_the_fixture_scenarios_pass_over_stdio(revision: str) -> None:
 
 # -- over stdio: the input-required fixtures (tests/support/fixture_mrtr.py) ----------------------
 
-EVERY_CAPABILITY: Final = {"elicitation": {}, "sampling": {}, "roots": {}}
+EVERY_CAPABILITY: Final[dict[str, Any]] = {"elicitation": {}, "sampling": {}, "roots": {}}
 
 
 def _modern_call(

@@ -21,6 +21,7 @@ __all__ = [
     "INVALID_PARAMS",
     "INVALID_REQUEST",
     "METHOD_NOT_FOUND",
+    "MISSING_REQUIRED_CLIENT_CAPABILITY",
     "PARSE_ERROR",
     "PROBLEM_TYPES",
     "PROBLEM_URN_PREFIX",
@@ -52,6 +53,7 @@ __all__ = [
     "InvalidRequestMetaError",
     "InvalidRequestStateError",
     "MethodNotFoundError",
+    "MissingClientCapabilityError",
     "NotAcceptableError",
     "NotApprovedError",
     "NotFoundError",
@@ -89,6 +91,9 @@ INTERNAL_ERROR: Final = -32603
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 # MCP 2026-07-28, Streamable HTTP "Server Validation": a mirrored header does not match the body.
 HEADER_MISMATCH: Final = -32020
+# MCP 2026-07-28, basic/index "Error Codes": serving the request needs a client capability the
+# request's `_meta` clientCapabilities does not declare.
+MISSING_REQUIRED_CLIENT_CAPABILITY: Final = -32021
 # MCP 2024-11-05 to 2025-11-25, server/resources "Error Handling": "Resource not found: -32002".
 # 2026-07-28 answers -32602 instead (and asks clients to accept both).
 RESOURCE_NOT_FOUND: Final = -32002
@@ -563,6 +568,35 @@ class ClientCannotAskError(ProblemError):
     code = "MCP_CLIENT_CANNOT_ASK"
 
 
+class MissingClientCapabilityError(ProblemError):
+    """A 2026-07-28 request that cannot be served without a client capability its `_meta`
+    clientCapabilities does not declare (basic/index: `MissingRequiredClientCapabilityError`,
+    -32021, HTTP 400): a tool that has nothing to do without the answer, where `client-cannot-ask`
+    is for one that goes on without it. `error.data.requiredCapabilities` is a `ClientCapabilities`
+    object naming what is missing (`{"sampling": {}}`)."""
+
+    slug = "missing-client-capability"
+    title = "The request needs a client capability it did not declare"
+    status = 400
+    code = "MCP_MISSING_CLIENT_CAPABILITY"
+    channel = Channel.ERROR
+    jsonrpc_code = MISSING_REQUIRED_CLIENT_CAPABILITY
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        required: Mapping[str, Mapping[str, Any]] | None = None,
+        invalid_params: Iterable[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(detail, invalid_params=invalid_params, metadata=metadata)
+        # Members added to `error.data` beside the problem document, as the schema names them.
+        self.wire_data: dict[str, Any] = {
+            "requiredCapabilities": {name: dict(value) for name, value in (required or {}).items()}
+        }
+
+
 class ClientRequestFailedError(ProblemError):
     """The client answered a request of the server's with a JSON-RPC error."""
 
@@ -627,6 +661,7 @@ PROBLEM_TYPES: Final[tuple[type[ProblemError], ...]] = (
     RoleRefusedError,
     RoleUnauditedError,
     ClientCannotAskError,
+    MissingClientCapabilityError,
     ClientRequestFailedError,
     ShuttingDownError,
     InternalServerError,
@@ -644,6 +679,7 @@ WIRE_CODES: Final[Mapping[str, frozenset[int]]] = {
     "method-not-found": frozenset({METHOD_NOT_FOUND}),
     "unsupported-protocol-version": frozenset({UNSUPPORTED_PROTOCOL_VERSION}),
     "header-mismatch": frozenset({HEADER_MISMATCH}),
+    "missing-client-capability": frozenset({MISSING_REQUIRED_CLIENT_CAPABILITY}),
     "insufficient-scope": frozenset({INVALID_REQUEST}),
     # In-band for a tool; from a resource read, the caller's refusal (ResourceAccessDeniedError).
     "access-denied": frozenset({INVALID_REQUEST}),

@@ -22,6 +22,7 @@ from mcp_suite.problems import (
     HEADER_MISMATCH,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
     HeaderMismatchError,
@@ -235,7 +236,8 @@ def status_of(
 ) -> int:
     """The HTTP status of a JSON-RPC answer (None: a result).
 
-    2026-07-28: an unknown method is 404, an unsupported version and a header mismatch are 400,
+    2026-07-28: an unknown method is 404, an unsupported version, a header mismatch and a missing
+    client capability (basic/index, MissingRequiredClientCapabilityError) are 400,
     and so is a request whose per-request `_meta` is malformed (`malformed_meta`: the answer is an
     `InvalidRequestMetaError`; basic/index, "Per-request protocol fields").
     2025-11-25: a request without `Mcp-Session-Id` that needs a session (`outside_session`: the
@@ -247,7 +249,11 @@ def status_of(
         return 200
     if outside_session and era is HttpEra.LEGACY:
         return 400
-    if malformed_meta or jsonrpc_code in (HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION):
+    if malformed_meta or jsonrpc_code in (
+        HEADER_MISMATCH,
+        UNSUPPORTED_PROTOCOL_VERSION,
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+    ):
         return 400
     if era is HttpEra.MODERN and jsonrpc_code == METHOD_NOT_FOUND:
         return 404

@@ -15,6 +15,7 @@ from typing import Any, Final
 from mcp_suite.problems import (
     PARSE_ERROR,
     InvalidRequestError,
+    MissingClientCapabilityError,
     ProblemError,
     render_problem,
 )
@@ -294,7 +295,7 @@ def encode_error(
     allow null). `data_extra` adds members beside the problem document (`supported`, `requested`).
     """
     data = render_problem(problem)
-    if isinstance(problem, JsonRpcError):
+    if isinstance(problem, (JsonRpcError, MissingClientCapabilityError)):
         data.update(problem.wire_data)
     if data_extra:
         data.update(data_extra)

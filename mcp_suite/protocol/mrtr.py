@@ -24,6 +24,7 @@ from mcp_suite.problems import (
     ClientCannotAskError,
     InvalidInputResponsesError,
     InvalidRequestStateError,
+    MissingClientCapabilityError,
     NotApprovedError,
     echo,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "bind",
     "can_ask",
     "input_required_result",
+    "missing_capability",
     "parse_retry",
     "read_yes_no",
     "seal",
@@ -326,6 +328,19 @@ def cannot_ask(method: str, why: str) -> ClientCannotAskError:
     )
 
 
+def missing_capability(method: str) -> MissingClientCapabilityError:
+    """The refusal of a modern request that cannot be served at all without asking `method`, which
+    its client did not declare: -32021 naming the capability (basic/index, "Error Codes"). Where
+    the tool can go on without the answer, it is `cannot_ask` instead."""
+    capability = CAPABILITY_OF[method]
+    return MissingClientCapabilityError(
+        f"This request needs the client capability {capability!r} (for {method}), which its _meta"
+        " clientCapabilities does not declare; declare it to be asked, or do not call this.",
+        required={capability: {}},
+        metadata={"capability": capability, "method": method},
+    )
+
+
 # -- the questions of one call, across its rounds ---------------------------------------------------
 
 
@@ -388,6 +403,12 @@ class Rounds:
 
     def can_ask(self, method: str) -> bool:
         return can_ask(self._capabilities, method)
+
+    def need(self, method: str) -> None:
+        """Return if the client declared what asking `method` takes; else end the request with
+        `MissingClientCapabilityError` (-32021): for a call that has nothing to do without it."""
+        if not self.can_ask(method):
+            raise missing_capability(method)
 
     def answer(self, key: str) -> Mapping[str, Any] | None:
         """The retry's result for `key` when the verified state says `key` was asked; else None

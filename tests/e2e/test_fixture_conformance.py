@@ -206,3 +206,92 @@ def test_the_fixture_scenarios_pass_over_stdio(revision: str) -> None:
             assert subscribe["error"]["code"] == unsubscribe["error"]["code"] == METHOD_NOT_FOUND
         else:
             assert subscribe["result"] == unsubscribe["result"] == {}
+
+
+# -- over stdio: the input-required fixtures (tests/support/fixture_mrtr.py) ----------------------
+
+EVERY_CAPABILITY: Final[dict[str, Any]] = {"elicitation": {}, "sampling": {}, "roots": {}}
+
+
+def _modern_call(
+    process: ServerProcess, tool: str, capabilities: dict[str, Any], **retry: Any
+) -> dict[str, Any]:
+    params = {"name": tool, "arguments": {}, **retry, "_meta": {PV: "2026-07-28", CC: capabilities}}
+    return process.request("tools/call", params)
+
+
+def test_the_input_required_fixtures_ask_in_rounds_and_refuse_what_the_client_cannot_answer() -> None:
+    with ServerProcess(
+        env={**FIXTURE_ENV, "PYTHONPATH": str(REPO)}, argv=FIXTURE_ARGV, content_blocks=True
+    ) as process:
+        # basic-elicitation: asked under the suite's key, answered by the retry with the state.
+        first = _modern_call(process, "test_input_required_result_elicitation", EVERY_CAPABILITY)["result"]
+        assert first["resultType"] == "input_required"
+        assert first["inputRequests"]["user_name"]["method"] == "elicitation/create"
+        alice = {"user_name": {"action": "accept", "content": {"name": "Alice"}}}
+        done = _modern_call(
+            process,
+            "test_input_required_result_elicitation",
+            EVERY_CAPABILITY,
+            inputResponses=alice,
+            requestState=first["requestState"],
+        )["result"]
+        assert done["content"] == [{"type": "text", "text": "Hello, Alice!"}]
+        # An answer without the state that asked for it is not taken: the question comes again.
+        unasked = _modern_call(
+            process, "test_input_required_result_elicitation", EVERY_CAPABILITY, inputResponses=alice
+        )["result"]
+        assert unasked["resultType"] == "input_required"
+
+        # tampered-state: -32602 invalid-request-state, whatever the answer says.
+        asked = _modern_call(process, "test_input_required_result_tampered_state", EVERY_CAPABILITY)["result"]
+        tampered = _modern_call(
+            process,
+            "test_input_required_result_tampered_state",
+            EVERY_CAPABILITY,
+            inputResponses={"confirm": {"action": "accept", "content": {"ok": True}}},
+            requestState=asked["requestState"] + "-TAMPERED",
+        )
+        assert tampered["error"]["code"] == -32602
+        assert tampered["error"]["data"]["code"] == "MCP_INVALID_REQUEST_STATE"
+
+        # multi-round: a new question and a new state each round, then the result.
+        step1 = _modern_call(process, "test_input_required_result_multi_round", EVERY_CAPABILITY)["result"]
+        step2 = _modern_call(
+            process,
+            "test_input_required_result_multi_round",
+            EVERY_CAPABILITY,
+            inputResponses={"step1": {"action": "accept", "content": {"name": "Alice"}}},
+            requestState=step1["requestState"],
+        )["result"]
+        assert list(step2["inputRequests"]) == ["step2"]
+        assert step2["requestState"] != step1["requestState"]
+        step3 = _modern_call(
+            process,
+            "test_input_required_result_multi_round",
+            EVERY_CAPABILITY,
+            inputResponses={"step2": {"action": "accept", "content": {"color": "blue"}}},
+            requestState=step2["requestState"],
+        )["result"]
+        assert step3["content"][0]["text"] == "Alice's favorite color is blue."
+
+        # capability-check: a client that declared only sampling is asked only for sampling.
+        sampled = _modern_call(process, "test_input_required_result_capabilities", {"sampling": {}})["result"]
+        assert [request["method"] for request in sampled["inputRequests"].values()] == [
+            "sampling/createMessage"
+        ]
+
+        # server-stateless: without sampling, -32021 naming it; never run without it.
+        missing = _modern_call(process, "test_missing_capability", {"elicitation": {}})
+        assert missing["error"]["code"] == -32021
+        assert missing["error"]["data"]["requiredCapabilities"] == {"sampling": {}}
+        needed = _modern_call(process, "test_missing_capability", {"sampling": {}})["result"]
+        assert needed["inputRequests"]["summary"]["method"] == "sampling/createMessage"
+
+        # The legacy era has no input-required results: the fixture refuses in-band.
+        process.initialize("2025-11-25")
+        legacy = process.request(
+            "tools/call", {"name": "test_input_required_result_elicitation", "arguments": {}}
+        )
+        assert legacy["result"]["isError"] is True
+        assert "resultType" not in legacy["result"]

@@ -39,6 +39,7 @@ from mcp_suite.settings import Settings
 from mcp_suite.talk import Talk
 from mcp_suite.tools.base import ResourceSpec, ResourceTemplateSpec, Toolset, ToolSpec
 from mcp_suite.tools.models import StrictModel
+from tests.support.fixture_mrtr import MRTR_TOOLS
 from tests.support.harness import TEST_SCOPE, NoArgs, NoResult
 
 __all__ = ["FIXTURE_TOOLS", "current_context", "main", "open_fixtures"]
@@ -310,6 +311,7 @@ def _tool(
 
 
 FIXTURE_TOOLS: Final = (
+    *MRTR_TOOLS,
     _tool("test_simple_text", "Returns one text block.", _simple_text),
     _tool("test_image_content", "Returns a 1x1 PNG image.", _image_content),
     _tool("test_audio_content", "Returns a short WAV clip.", _audio_content),

@@ -6,26 +6,43 @@ problem documents with every member, and an error code the mapping table allows 
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
 import pytest
 import trio
 
+from mcp_suite.asking import current_rounds
+from mcp_suite.lazy import Lazy
 from mcp_suite.problems import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
     PARSE_ERROR,
     RESOURCE_NOT_FOUND,
     UNSUPPORTED_PROTOCOL_VERSION,
     WIRE_CODES,
 )
-from mcp_suite.settings import MAX_FRAME_BYTES
-from tests.support.harness import TRANSPORTS, Harness, Transport, open_session, refused_resource_opener
+from mcp_suite.protocol import mrtr
+from mcp_suite.settings import MAX_FRAME_BYTES, Settings
+from mcp_suite.tools.base import Toolset, ToolSpec
+from mcp_suite.tools.registry import ToolOpener
+from tests.support.harness import (
+    TEST_SCOPE,
+    TRANSPORTS,
+    Harness,
+    NoArgs,
+    NoResult,
+    Transport,
+    open_session,
+    refused_resource_opener,
+)
 from tests.support.wire import HTTP_REFUSALS, slug_of
 
 _DEEP = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":' + b'{"a":' * 70 + b"1" + b"}" * 70 + b"}"
@@ -182,6 +199,32 @@ async def test_a_line_of_exactly_the_limit_is_served() -> None:
             assert (await h.recv()) == {"jsonrpc": "2.0", "id": 1, "result": {}}
 
 
+def _needs_sampling_opener() -> ToolOpener:
+    """A ToolOpener serving `needs_sampling`, a tool with nothing to do without the client's model:
+    a modern call that does not declare sampling ends with -32021 (missing-client-capability)."""
+
+    async def needs_sampling(args: NoArgs) -> NoResult:
+        await trio.lowlevel.checkpoint()
+        rounds = current_rounds()
+        assert rounds is not None  # only called in the modern era here
+        rounds.need(mrtr.SAMPLE)
+        return NoResult()
+
+    @contextlib.contextmanager
+    def open_it(settings: Settings) -> Iterator[Toolset | None]:
+        tool = ToolSpec(
+            name="needs_sampling",
+            title="Needs sampling",
+            description="Refused without the client's sampling.",
+            models=Lazy(lambda: (NoArgs, NoResult)),
+            call=needs_sampling,
+            scope=TEST_SCOPE,
+        )
+        yield Toolset(tools=(tool,))
+
+    return open_it
+
+
 async def _provoke_every_error(h: Harness) -> list[dict[str, Any]]:
     """One of each kind of JSON-RPC error the server can send, in one session."""
     errors = []
@@ -212,6 +255,10 @@ async def _provoke_every_error(h: Harness) -> list[dict[str, Any]]:
         b'{"jsonrpc":"2.0","id":"answers","method":"tools/call","params":{"name":"echo","inputResponses":null,'
         b'"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
         b'"io.modelcontextprotocol/clientCapabilities":{}}}}',
+        # -32021 missing-client-capability: a modern call whose tool needs an undeclared capability
+        b'{"jsonrpc":"2.0","id":"cap","method":"tools/call","params":{"name":"needs_sampling",'
+        b'"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+        b'"io.modelcontextprotocol/clientCapabilities":{}}}}',
         # -32603 database-unavailable: a resource read (a tool's call is answered in-band)
         b'{"jsonrpc":"2.0","id":"down","method":"resources/read","params":{"uri":"test://down"}}',
         # -32603 role-refused: a resource read has no in-band channel
@@ -228,7 +275,7 @@ async def _provoke_every_error(h: Harness) -> list[dict[str, Any]]:
 
 async def test_every_entry_of_the_error_table_is_seen_on_the_wire_and_agrees_with_it() -> None:
     with trio.fail_after(10):
-        async with open_session(extra_tools=[refused_resource_opener()]) as h:
+        async with open_session(extra_tools=[refused_resource_opener(), _needs_sampling_opener()]) as h:
             errors = await _provoke_every_error(h)
     seen = {(slug_of(e["error"]["data"]), e["error"]["code"]) for e in errors}
     table = {(slug, code) for slug, codes in WIRE_CODES.items() for code in codes}
@@ -258,6 +305,7 @@ async def test_every_entry_of_the_error_table_is_seen_on_the_wire_and_agrees_wit
         INVALID_PARAMS,
         INTERNAL_ERROR,
         UNSUPPORTED_PROTOCOL_VERSION,
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
         RESOURCE_NOT_FOUND,
     }
 

@@ -56,6 +56,7 @@ SPEC_TABLE = {
     "role-refused": ("MCP_ROLE_REFUSED", 503),
     "role-unaudited": ("MCP_ROLE_UNAUDITED", 503),
     "client-cannot-ask": ("MCP_CLIENT_CANNOT_ASK", 412),
+    "missing-client-capability": ("MCP_MISSING_CLIENT_CAPABILITY", 400),
     "client-request-failed": ("MCP_CLIENT_REQUEST_FAILED", 502),
     "shutting-down": ("MCP_SHUTTING_DOWN", 503),
     "internal-error": ("MCP_INTERNAL_ERROR", 500),

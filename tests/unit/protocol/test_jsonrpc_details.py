@@ -9,7 +9,12 @@ from json.encoder import encode_basestring_ascii  # the escaper json.dumps uses
 
 import pytest
 
-from mcp_suite.problems import INVALID_REQUEST, PARSE_ERROR, UnsupportedVersionError
+from mcp_suite.problems import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    MissingClientCapabilityError,
+    UnsupportedVersionError,
+)
 from mcp_suite.protocol.jsonrpc import (
     JsonRpcError,
     Request,
@@ -190,3 +195,12 @@ def test_the_tail_sniffer_reads_an_id_only_when_it_is_the_objects_last_member(
     tail: bytes, found: object
 ) -> None:
     assert sniff_tail_id(tail) == found
+
+
+def test_a_missing_capability_error_names_the_capabilities_in_its_data_as_the_schema_does() -> None:
+    problem = MissingClientCapabilityError("Needs sampling.", required={"sampling": {}})
+    error = json.loads(encode_error(7, problem))["error"]
+    assert (error["code"], error["message"]) == (-32021, problem.title)
+    # a ClientCapabilities object, beside the problem document (never an array of names)
+    assert error["data"]["requiredCapabilities"] == {"sampling": {}}
+    assert error["data"]["type"] == "urn:mcp-suite:problem:missing-client-capability"

@@ -13,6 +13,7 @@ from mcp_suite.problems import (
     ClientCannotAskError,
     InvalidInputResponsesError,
     InvalidRequestStateError,
+    MissingClientCapabilityError,
     ProblemError,
 )
 from mcp_suite.protocol import mrtr
@@ -418,3 +419,26 @@ def test_a_yes_no_question_after_a_tool_kept_something_keeps_it() -> None:
     with pytest.raises(mrtr.InputRequired) as second:
         _rounds(mrtr.Retry({}, first.value.state)).ask_yes_no("Two?")
     assert _rounds(mrtr.Retry({}, second.value.state)).kept == {"step": 1}
+
+
+@pytest.mark.parametrize(
+    ("method", "capability"),
+    [(mrtr.ELICIT, "elicitation"), (mrtr.SAMPLE, "sampling"), (mrtr.LIST_ROOTS, "roots")],
+)
+def test_a_call_that_needs_an_undeclared_capability_ends_with_minus_32021_naming_it(
+    method: str, capability: str
+) -> None:
+    with pytest.raises(MissingClientCapabilityError) as raised:
+        _rounds(capabilities={}).need(method)
+    problem = raised.value
+    assert (problem.channel, problem.jsonrpc_code) == (Channel.ERROR, -32021)
+    assert problem.wire_data == {"requiredCapabilities": {capability: {}}}
+    assert problem.metadata == {"capability": capability, "method": method}
+    assert capability in problem.detail
+
+
+def test_a_call_whose_capability_is_declared_goes_on() -> None:
+    rounds = _rounds(capabilities={"sampling": {}, "elicitation": {"url": {}}})
+    rounds.need(mrtr.SAMPLE)  # returns
+    with pytest.raises(MissingClientCapabilityError):
+        rounds.need(mrtr.ELICIT)  # URL mode only: no form can be shown

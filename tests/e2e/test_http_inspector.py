@@ -25,7 +25,9 @@ pytestmark = pytest.mark.e2e
 
 # What the server sees of one CLI run, by era: the opening, then the method. In the modern era this
 # CLI version sends tools/list twice (the stdio runs in test_interop_inspector.py send it once).
-OPENING = {"modern": ["server/discover", "tools/list"], "legacy": ["initialize"]}
+# The Inspector's CLI sets a log level right after `initialize` when the server offers logging (the
+# handshake eras; 2026-07-28 deprecates it).
+OPENING = {"modern": ["server/discover", "tools/list"], "legacy": ["initialize", "logging/setLevel"]}
 
 
 @pytest.fixture

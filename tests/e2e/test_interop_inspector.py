@@ -1,6 +1,6 @@
 """Interop with the MCP Inspector CLI (a pinned version from npm, on the machine's Node) in both eras.
 
-The Inspector launches `python -m mcp_suite` itself. In its legacy era it opens with `initialize`;
+The Inspector launches `python -m mcp_suite` itself. In its legacy era it opens with `initialize` (then `logging/setLevel`, the server offering logging);
 in its modern era it probes `server/discover`, finds a modern server and sends every request with
 the 2026-07-28 `_meta` and no handshake. The server's audit lines (the Inspector passes the server's
 stderr through) show which methods arrived.
@@ -65,7 +65,8 @@ def _inspect_with_stderr(era: str, home: Path, *args: str) -> tuple[dict[str, An
 
 @pytest.mark.parametrize(
     ("era", "opening", "modern"),
-    [("legacy", ["initialize"], False), ("modern", ["server/discover"], True)],
+    # In the handshake eras the Inspector sets a log level once the server offers logging.
+    [("legacy", ["initialize", "logging/setLevel"], False), ("modern", ["server/discover"], True)],
 )
 def test_the_inspector_lists_and_calls_in_each_era(
     era: str, opening: list[str], modern: bool, tmp_path: Path

@@ -534,7 +534,10 @@ class SessionCore:
         elif outcome.deadline_passed and not self.stopping and is_tool:
             problem = self._timed_out()  # in-band, like every refusal caused by what was asked
         elif outcome.deadline_passed and not self.stopping:
-            what = {CallKind.COMPLETE: "resource could not be completed", CallKind.PROMPT: "prompt could not be rendered"}
+            what = {
+                CallKind.COMPLETE: "resource could not be completed",
+                CallKind.PROMPT: "prompt could not be rendered",
+            }
             problem = InternalServerError(
                 f"The {what.get(call.kind, 'resource could not be read')} within the call deadline."
             )
@@ -776,7 +779,9 @@ class SessionCore:
     def _asking_prompt(self, request: Request) -> bool:
         """Whether `request` is a prompts/get of a prompt that asks its client (a call, not inline)."""
         name = request.params.get("name")
-        prompt = self._prompts.get(name) if request.method == "prompts/get" and isinstance(name, str) else None
+        prompt = (
+            self._prompts.get(name) if request.method == "prompts/get" and isinstance(name, str) else None
+        )
         return prompt is not None and prompt.asks
 
     def _start_prompt(self, request: Request, era: Era) -> Answer | StartCall:
@@ -790,7 +795,13 @@ class SessionCore:
             return self._error(request.id, request.method, exc)
         self._calls[key] = _Call(request.id, CallKind.PROMPT, prompt.name, era, arguments)
         return StartCall(
-            key, request.id, CallKind.PROMPT, prompt.name, arguments, *self._trace_fields(request, era), asking=asking
+            key,
+            request.id,
+            CallKind.PROMPT,
+            prompt.name,
+            arguments,
+            *self._trace_fields(request, era),
+            asking=asking,
         )
 
     def _asking(self, request: Request, era: Era) -> mrtr.CallInput:

@@ -17,7 +17,14 @@ from typing import Any
 from mcp_suite.problems import InvalidParamsError, echo
 from mcp_suite.settings import NAME_ECHO_CHARS
 
-__all__ = ["Prompt", "PromptArgument", "get_prompt_result", "prompt_request", "prompt_result", "prompts_list_result"]
+__all__ = [
+    "Prompt",
+    "PromptArgument",
+    "get_prompt_result",
+    "prompt_request",
+    "prompt_result",
+    "prompts_list_result",
+]
 
 
 @dataclass(frozen=True, slots=True)

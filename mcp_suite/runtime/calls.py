@@ -144,8 +144,9 @@ class CallRunner:
 
     def reserve(self, start: StartCall, caller: str = "") -> Ticket | None:
         """A tool's or a names completion's place in `caller`'s FIFO line at the limiter (after the
-        core's checks); None for a resource read or a prompt's render. Raises the limiter's problem at once when the
-        lines are full (completion, "Security": completions are rate limited as calls are)."""
+        core's checks); None for a resource read or a prompt's render. Raises the limiter's problem
+        at once when the lines are full (completion, "Security": completions are rate limited as
+        calls are)."""
         if start.kind in (CallKind.TOOL, CallKind.COMPLETE):
             return self.limiter.reserve(caller)
         return None
@@ -208,10 +209,11 @@ class CallRunner:
         return outcome  # noqa: ASYNC910  # every path awaits the call (or is cancelled at its first await)
 
     def _asker(self, start: StartCall, talk: talking.CallTalk | None) -> Asker | None:
-        """How this call's tool (or prompt) may ask its client. In the modern era the retry's `requestState` is
-        verified here, before the call waits for a slot, whether or not the tool asks: a state that
-        fails is refused (`invalid-request-state`). It is bound to the method, the tool, the
-        arguments as sent and the caller's subject (over stdio there is one caller: "")."""
+        """How this call's tool (or prompt) may ask its client. In the modern era the retry's
+        `requestState` is verified here, before the call waits for a slot, whether or not the tool
+        asks: a state that fails is refused (`invalid-request-state`). It is bound to the method,
+        the tool or prompt, the arguments as sent and the caller's subject (over stdio there is one
+        caller: "")."""
         if start.asking is None:
             return None
         if not start.asking.modern:

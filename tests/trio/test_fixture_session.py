@@ -81,7 +81,7 @@ async def test_a_prompt_asks_through_the_same_sealed_rounds_as_a_tool() -> None:
             assert question["params"]["requestedSchema"]["required"] == ["context"]
             state = asked["requestState"]
 
-            done = (await _ask(h, "prompts/get", _prompt(inputResponses=_CONTEXT, requestState=state)))
+            done = await _ask(h, "prompts/get", _prompt(inputResponses=_CONTEXT, requestState=state))
             assert done["result"]["messages"][0]["content"]["text"] == "Use this context: the tests"
 
             # An answer without the state that asked for it is not taken: the question comes again.

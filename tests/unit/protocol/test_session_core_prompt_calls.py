@@ -164,7 +164,9 @@ def test_a_prompt_that_asks_is_refused_in_the_handshake_eras_and_never_rendered(
     before = answer_of(session.receive(line("prompts/get", {"name": "ask", "arguments": {"topic": "t"}}, 1)))
     assert slug_of(before["error"]["data"]) != "client-cannot-ask"  # not initialized comes first
     capabilities = {"elicitation": {}}
-    answer_of(session.receive(line("initialize", {"protocolVersion": "2025-11-25", "capabilities": capabilities})))
+    answer_of(
+        session.receive(line("initialize", {"protocolVersion": "2025-11-25", "capabilities": capabilities}))
+    )
     event = session.receive(line("prompts/get", {"name": "ask", "arguments": {"topic": "t"}}, 2))
     assert isinstance(event, core.Answer)
     refused = answer_of(event)["error"]
@@ -172,4 +174,3 @@ def test_a_prompt_that_asks_is_refused_in_the_handshake_eras_and_never_rendered(
     assert session.in_flight == 0
     plain = answer_of(session.receive(line("prompts/get", {"name": "plain"}, 3)))
     assert plain["result"]["messages"] == _plain({})
-

@@ -506,8 +506,8 @@ class SessionCore:
         if isinstance(outcome, mrtr.InputNeeded):
             return self._input_needed(call, outcome)
         if isinstance(outcome, PromptRendered):
-            result = prompts.prompt_result(self._prompts[call.name], outcome.messages)
-            return self._ok(call.request_id, call.method, result, era)
+            rendered = prompts.prompt_result(self._prompts[call.name], outcome.messages)
+            return self._ok(call.request_id, call.method, rendered, era)
         if isinstance(outcome, contents.ToolContent):
             failed = outcome.result.is_error
             result: dict[str, Any] = {"content": list(outcome.result.content), "isError": failed}

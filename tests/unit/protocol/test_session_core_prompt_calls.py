@@ -163,7 +163,7 @@ def test_a_prompt_that_asks_is_refused_in_the_handshake_eras_and_never_rendered(
     session = _core()
     before = answer_of(session.receive(line("prompts/get", {"name": "ask", "arguments": {"topic": "t"}}, 1)))
     assert slug_of(before["error"]["data"]) != "client-cannot-ask"  # not initialized comes first
-    capabilities = {"elicitation": {}}
+    capabilities: dict[str, Any] = {"elicitation": {}}
     answer_of(
         session.receive(line("initialize", {"protocolVersion": "2025-11-25", "capabilities": capabilities}))
     )

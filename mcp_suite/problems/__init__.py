@@ -59,6 +59,7 @@ __all__ = [
     "NotFoundError",
     "OriginNotAllowedError",
     "ProblemError",
+    "PromptCannotAskError",
     "QueryViolationError",
     "RequestTimeoutError",
     "RequestTooLargeError",
@@ -568,6 +569,15 @@ class ClientCannotAskError(ProblemError):
     code = "MCP_CLIENT_CANNOT_ASK"
 
 
+class PromptCannotAskError(ClientCannotAskError):
+    """A prompt that asks its client, got in a handshake era (where only 2026-07-28's
+    input-required results would carry its question): a request with no in-band channel, so a
+    JSON-RPC error, -32600."""
+
+    channel = Channel.ERROR
+    jsonrpc_code = INVALID_REQUEST
+
+
 class MissingClientCapabilityError(ProblemError):
     """A 2026-07-28 request that cannot be served without a client capability its `_meta`
     clientCapabilities does not declare (basic/index: `MissingRequiredClientCapabilityError`,
@@ -680,6 +690,8 @@ WIRE_CODES: Final[Mapping[str, frozenset[int]]] = {
     "unsupported-protocol-version": frozenset({UNSUPPORTED_PROTOCOL_VERSION}),
     "header-mismatch": frozenset({HEADER_MISMATCH}),
     "missing-client-capability": frozenset({MISSING_REQUIRED_CLIENT_CAPABILITY}),
+    # In-band for a tool; from prompts/get of a prompt that asks, in a handshake era.
+    "client-cannot-ask": frozenset({INVALID_REQUEST}),
     "insufficient-scope": frozenset({INVALID_REQUEST}),
     # In-band for a tool; from a resource read, the caller's refusal (ResourceAccessDeniedError).
     "access-denied": frozenset({INVALID_REQUEST}),

@@ -26,6 +26,7 @@ from mcp_suite.problems import (
     InvalidParamsError,
     InvalidRequestError,
     ProblemError,
+    PromptCannotAskError,
     ResourceNotFoundError,
     ShuttingDownError,
     UnsupportedVersionError,
@@ -63,6 +64,7 @@ __all__ = [
     "Completed",
     "Era",
     "IdKey",
+    "PromptRendered",
     "ResourceRead",
     "SessionCore",
     "Shutdown",
@@ -100,12 +102,14 @@ class Era(enum.Enum):
 
 
 class CallKind(enum.Enum):
-    """What a `StartCall` runs: a tool (through the limiter), a resource read, or the names a
-    resource's reader may read that complete an argument (`completion.DatabaseNames`)."""
+    """What a `StartCall` runs: a tool (through the limiter), a resource read, the names a
+    resource's reader may read that complete an argument (`completion.DatabaseNames`), or the
+    render of a prompt that asks its client (2026-07-28; every other prompt is answered inline)."""
 
     TOOL = "tools/call"
     RESOURCE = "resources/read"
     COMPLETE = completion.COMPLETE_METHOD
+    PROMPT = "prompts/get"
 
 
 # -- what the core asks the runtime to do ---------------------------------------------------------
@@ -149,8 +153,9 @@ class StartCall:
     # the runtime's tracer parses or ignores; and the protocol version the call is served under.
     trace_parent: str | None = None
     protocol_version: str | None = None
-    # A tool call's means of asking its client (`protocol.mrtr`): the declared capabilities and,
-    # in the modern era, the retry's `inputResponses` and `requestState`; None for a resource read.
+    # A tool call's or an asking prompt's means of asking its client (`protocol.mrtr`): the declared
+    # capabilities and, in the modern era, the retry's `inputResponses` and `requestState`; None for
+    # a resource read.
     asking: mrtr.CallInput | None = None
     # The request's `_meta.progressToken` (None: it asked for no progress): the runtime reports
     # the call's progress through the core's `talk` table, which builds each notification.
@@ -211,6 +216,13 @@ class CallInterrupted:
 
 
 @dataclass(frozen=True, slots=True)
+class PromptRendered:
+    """The prompt's messages (`PromptMessage` objects), as its render returned them."""
+
+    messages: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
 class Completed:
     """The names that complete the argument (in order, at most the cap), and how many matched."""
 
@@ -223,6 +235,7 @@ CallOutcome = (
     | contents.ToolContent
     | ResourceRead
     | Completed
+    | PromptRendered
     | CallRaised
     | CallInterrupted
     | mrtr.InputNeeded
@@ -260,7 +273,8 @@ _REMOVED_IN_MODERN: Final = frozenset(
 # A W3C traceparent is 55 characters (version 00); a longer `_meta.traceparent` is not one.
 _TRACEPARENT_CHARS: Final = 128
 _RESOURCE_METHODS: Final = frozenset({"resources/list", "resources/read", "resources/templates/list"})
-_CALL_METHODS: Final = frozenset(kind.value for kind in CallKind)
+# prompts/get is a call only for a prompt that asks (`_asking_prompt`); the others are answered inline.
+_CALL_METHODS: Final = frozenset(kind.value for kind in CallKind if kind is not CallKind.PROMPT)
 _TOOL_METHODS: Final = frozenset({"tools/list", "tools/call"})
 _LEGACY_ONLY: Final = frozenset({"initialize", "ping", "logging/setLevel"})
 _MODERN_ONLY: Final = frozenset({"server/discover"})
@@ -491,6 +505,9 @@ class SessionCore:
             )
         if isinstance(outcome, mrtr.InputNeeded):
             return self._input_needed(call, outcome)
+        if isinstance(outcome, PromptRendered):
+            rendered = prompts.prompt_result(self._prompts[call.name], outcome.messages)
+            return self._ok(call.request_id, call.method, rendered, era)
         if isinstance(outcome, contents.ToolContent):
             failed = outcome.result.is_error
             result: dict[str, Any] = {"content": list(outcome.result.content), "isError": failed}
@@ -517,8 +534,13 @@ class SessionCore:
         elif outcome.deadline_passed and not self.stopping and is_tool:
             problem = self._timed_out()  # in-band, like every refusal caused by what was asked
         elif outcome.deadline_passed and not self.stopping:
-            what = "completed" if call.kind is CallKind.COMPLETE else "read"
-            problem = InternalServerError(f"The resource could not be {what} within the call deadline.")
+            what = {
+                CallKind.COMPLETE: "resource could not be completed",
+                CallKind.PROMPT: "prompt could not be rendered",
+            }
+            problem = InternalServerError(
+                f"The {what.get(call.kind, 'resource could not be read')} within the call deadline."
+            )
         else:
             problem = ShuttingDownError(
                 "The server shut down before this call finished; it was cancelled. Send it again"
@@ -578,7 +600,7 @@ class SessionCore:
             else:
                 problem = mcp.unknown_method(method)
             return self._error(request.id, method, problem)
-        if method in _CALL_METHODS:
+        if method in _CALL_METHODS or self._asking_prompt(request):
             return self._start_call(request, Era.MODERN)
         return self._inline(request, Era.MODERN)
 
@@ -598,6 +620,14 @@ class SessionCore:
             problem = mcp.not_initialized(method)
         elif method in _CALL_METHODS:
             return self._start_call(request, Era.LEGACY)
+        elif self._asking_prompt(request):
+            # Input-required results exist only in 2026-07-28, and a prompt has no legacy context to
+            # ask through: refused, as a tool that cannot ask is (never rendered without the answer).
+            problem = PromptCannotAskError(
+                "This prompt needs the user's answer, which it can ask for only in protocol version"
+                " 2026-07-28; it was refused, not rendered without it.",
+                metadata={"capability": "elicitation", "method": mrtr.ELICIT},
+            )
         else:
             return self._inline(request, Era.LEGACY)
         return self._error(request.id, method, problem)
@@ -672,6 +702,8 @@ class SessionCore:
             return self._error(request.id, method, problem)
         if method == CallKind.COMPLETE.value:
             return self._complete(request, era)
+        if method == CallKind.PROMPT.value:
+            return self._start_prompt(request, era)
         if method == CallKind.RESOURCE.value:
             uri = request.params.get("uri")
             template = None
@@ -744,6 +776,34 @@ class SessionCore:
             progress_token=token,
         )
 
+    def _asking_prompt(self, request: Request) -> bool:
+        """Whether `request` is a prompts/get of a prompt that asks its client (a call, not inline)."""
+        name = request.params.get("name")
+        prompt = (
+            self._prompts.get(name) if request.method == "prompts/get" and isinstance(name, str) else None
+        )
+        return prompt is not None and prompt.asks
+
+    def _start_prompt(self, request: Request, era: Era) -> Answer | StartCall:
+        """prompts/get of a prompt that asks (modern era only): its arguments checked, then its
+        render started as a call with the request's means of asking (the retry's state included)."""
+        key = id_key(request.id)
+        try:
+            prompt, arguments = prompts.prompt_request(self._prompts, request.params)
+            asking = self._asking(request, era)
+        except ProblemError as exc:
+            return self._error(request.id, request.method, exc)
+        self._calls[key] = _Call(request.id, CallKind.PROMPT, prompt.name, era, arguments)
+        return StartCall(
+            key,
+            request.id,
+            CallKind.PROMPT,
+            prompt.name,
+            arguments,
+            *self._trace_fields(request, era),
+            asking=asking,
+        )
+
     def _asking(self, request: Request, era: Era) -> mrtr.CallInput:
         """What the call may ask its client: in the modern era the `_meta` capabilities (checked to
         be an object by `_modern`) and the retry's members (a malformed one is -32602); in the
@@ -755,17 +815,16 @@ class SessionCore:
 
     def _input_needed(self, call: _Call, outcome: mrtr.InputNeeded) -> Answer:
         """A call that needs the client's input: an `InputRequiredResult` (basic/patterns/mrtr), in
-        the modern era from a tool only; anywhere else the asking side has a bug."""
-        if call.era is not Era.MODERN or call.kind is not CallKind.TOOL:
+        the modern era from a tool or a prompt only; anywhere else the asking side has a bug."""
+        tool = call.name if call.kind is CallKind.TOOL else None
+        if call.era is not Era.MODERN or call.kind not in (CallKind.TOOL, CallKind.PROMPT):
             problem = InternalServerError("The call asked for input where the protocol has no way to ask.")
-            return self._error(
-                call.request_id, call.method, problem, tool=call.name, arguments=call.arguments
-            )
+            return self._error(call.request_id, call.method, problem, tool=tool, arguments=call.arguments)
         result = mrtr.input_required_result(outcome.requests, outcome.state)
         result["_meta"] = self._modern_fields["_meta"]
         frame = encode_result(call.request_id, result)
         return Answer(
-            frame, call.request_id, call.method, "input-required", tool=call.name, arguments=call.arguments
+            frame, call.request_id, call.method, "input-required", tool=tool, arguments=call.arguments
         )
 
     def _complete(self, request: Request, era: Era) -> Answer | StartCall:

@@ -814,6 +814,8 @@ class HttpRequest:
         grants = self._exchange.catalogue.grants()
         if start.kind is CallKind.TOOL:
             lacking = grants.tool(start.name).lacking(identity, start.arguments)
+        elif start.kind is CallKind.PROMPT:
+            lacking = None  # a prompt needs no scope, as prompts/get answered inline needs none
         else:
             lacking = grants.resource(start.name).lacking(identity)
         core = self.core

@@ -2,9 +2,10 @@
 
 A prompt is server-authored text (and images, embedded resources) with string arguments; `render`
 builds its messages from the arguments already checked here (every required one present, no
-unknown one, each a string). The core answers both methods inline and advertises the `prompts`
-capability only when it serves a prompt: mcp-suite itself serves none (the conformance fixture
-server in the tests does). Must not import trio.
+unknown one, each a string). The core answers both methods inline, except `prompts/get` of a prompt
+that `asks` its client (2026-07-28 only): that one runs as a call, whose render may end in an
+input-required result. The core advertises the `prompts` capability only when it serves a prompt:
+mcp-suite itself serves none (the conformance fixture server in the tests does). Must not import trio.
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from typing import Any
 from mcp_suite.problems import InvalidParamsError, echo
 from mcp_suite.settings import NAME_ECHO_CHARS
 
-__all__ = ["Prompt", "PromptArgument", "get_prompt_result", "prompts_list_result"]
+__all__ = [
+    "Prompt",
+    "PromptArgument",
+    "get_prompt_result",
+    "prompt_request",
+    "prompt_result",
+    "prompts_list_result",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,13 +40,16 @@ class PromptArgument:
 @dataclass(frozen=True, slots=True)
 class Prompt:
     """One prompt; `render(arguments)` returns its messages (`PromptMessage` objects), given
-    exactly the declared arguments the client sent (each a string)."""
+    exactly the declared arguments the client sent (each a string). `asks`: the render may ask the
+    client (through `mcp_suite.asking.current_rounds()`), so `prompts/get` of it runs as a call with
+    the call's rounds, in 2026-07-28 only (the handshake eras refuse it: `client-cannot-ask`)."""
 
     name: str
     title: str
     description: str
     render: Callable[[Mapping[str, str]], list[dict[str, Any]]]
     arguments: tuple[PromptArgument, ...] = ()
+    asks: bool = False
 
 
 def _entry(prompt: Prompt) -> dict[str, Any]:
@@ -64,6 +75,18 @@ def prompts_list_result(prompts: Sequence[Prompt], params: Mapping[str, Any]) ->
 def get_prompt_result(prompts: Mapping[str, Prompt], params: Mapping[str, Any]) -> dict[str, Any]:
     """`prompts/get`: the named prompt rendered with its arguments, or -32602 naming what is wrong
     (server/prompts, "Error Handling": an invalid prompt name or missing required arguments)."""
+    prompt, arguments = prompt_request(prompts, params)
+    return prompt_result(prompt, prompt.render(arguments))
+
+
+def prompt_result(prompt: Prompt, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """A `GetPromptResult` of `prompt` with the `messages` its render returned."""
+    return {"description": prompt.description, "messages": messages}
+
+
+def prompt_request(prompts: Mapping[str, Prompt], params: Mapping[str, Any]) -> tuple[Prompt, dict[str, str]]:
+    """The prompt a `prompts/get` names and the arguments to render it with, checked (-32602
+    naming what is wrong)."""
     name = params.get("name")
     if not isinstance(name, str) or name not in prompts:
         shown = echo(name, NAME_ECHO_CHARS) if isinstance(name, str) else None
@@ -89,4 +112,4 @@ def get_prompt_result(prompts: Mapping[str, Prompt], params: Mapping[str, Any]) 
             f"The arguments do not fit the prompt {name!r}: " + "; ".join(parts) + ".",
             invalid_params=[*unknown[:5], *missing],
         )
-    return {"description": prompt.description, "messages": prompt.render(arguments)}
+    return prompt, arguments

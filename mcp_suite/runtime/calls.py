@@ -30,6 +30,7 @@ from mcp_suite.protocol.core import (
     CallOutcome,
     CallRaised,
     Completed,
+    PromptRendered,
     ResourceRead,
     StartCall,
     ToolSucceeded,
@@ -143,9 +144,10 @@ class CallRunner:
 
     def reserve(self, start: StartCall, caller: str = "") -> Ticket | None:
         """A tool's or a names completion's place in `caller`'s FIFO line at the limiter (after the
-        core's checks); None for a resource read. Raises the limiter's problem at once when the
-        lines are full (completion, "Security": completions are rate limited as calls are)."""
-        if start.kind is not CallKind.RESOURCE:
+        core's checks); None for a resource read or a prompt's render. Raises the limiter's problem
+        at once when the lines are full (completion, "Security": completions are rate limited as
+        calls are)."""
+        if start.kind in (CallKind.TOOL, CallKind.COMPLETE):
             return self.limiter.reserve(caller)
         return None
 
@@ -187,6 +189,9 @@ class CallRunner:
                         assert complete is not None  # the core completes only such resources
                         values, total = await complete(**start.arguments)
                         outcome = Completed(tuple(values), total)
+                    elif start.kind is CallKind.PROMPT:
+                        scope.deadline = trio.current_time() + self.settings.call_deadline_s
+                        outcome = await self._render(start, talk)
                     else:
                         scope.deadline = trio.current_time() + self.settings.call_deadline_s
                         outcome = await self._read(start)
@@ -204,10 +209,11 @@ class CallRunner:
         return outcome  # noqa: ASYNC910  # every path awaits the call (or is cancelled at its first await)
 
     def _asker(self, start: StartCall, talk: talking.CallTalk | None) -> Asker | None:
-        """How this call's tool may ask its client. In the modern era the retry's `requestState` is
-        verified here, before the call waits for a slot, whether or not the tool asks: a state that
-        fails is refused (`invalid-request-state`). It is bound to the method, the tool, the
-        arguments as sent and the caller's subject (over stdio there is one caller: "")."""
+        """How this call's tool (or prompt) may ask its client. In the modern era the retry's
+        `requestState` is verified here, before the call waits for a slot, whether or not the tool
+        asks: a state that fails is refused (`invalid-request-state`). It is bound to the method,
+        the tool or prompt, the arguments as sent and the caller's subject (over stdio there is one
+        caller: "")."""
         if start.asking is None:
             return None
         if not start.asking.modern:
@@ -226,6 +232,18 @@ class CallRunner:
             ttl_s=self.settings.input_request_ttl_s,
         )
         return RoundsAsker(rounds)
+
+    async def _render(self, start: StartCall, talk: talking.CallTalk | None) -> PromptRendered:
+        """A prompt that asks, rendered with the call's asker current (as a tool's is): it ends in
+        its messages, or in `mrtr.InputRequired` (the state bound to prompts/get, the prompt, its
+        arguments and the caller), which `run` reports as `InputNeeded`."""
+        await trio.lowlevel.checkpoint()
+        prompt = next(p for p in self.registry.prompts if p.name == start.name)
+        asked = current_asker.set(self._asker(start, talk))
+        try:
+            return PromptRendered(prompt.render(start.arguments))
+        finally:
+            current_asker.reset(asked)
 
     async def _read(self, start: StartCall) -> ResourceRead:
         """A resource's contents; a template's (`start.name`) for the URI in `start.arguments`."""

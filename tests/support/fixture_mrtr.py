@@ -1,5 +1,6 @@
 """The conformance suite's 2026-07-28 input-required fixtures (basic/patterns/mrtr), for the fixture
-server (tests/support/fixture_server.py registers `MRTR_TOOLS` in its `FIXTURE_TOOLS`).
+server (tests/support/fixture_server.py registers `MRTR_TOOLS` in its `FIXTURE_TOOLS` and
+`MRTR_PROMPT` in its `FIXTURE_PROMPTS`).
 
 Each tool asks its client through the call's `mrtr.Rounds` (`mcp_suite.asking.current_rounds()`):
 `require` ends the call with an input-required result under the keys the suite names and seals the
@@ -21,10 +22,11 @@ from mcp_suite.asking import current_rounds
 from mcp_suite.lazy import Lazy
 from mcp_suite.protocol import mrtr
 from mcp_suite.protocol.contents import ContentResult
+from mcp_suite.protocol.prompts import Prompt
 from mcp_suite.tools.base import ToolSpec
 from tests.support.harness import TEST_SCOPE, NoArgs, NoResult
 
-__all__ = ["MRTR_TOOLS"]
+__all__ = ["MRTR_PROMPT", "MRTR_TOOLS"]
 
 
 def _tool(name: str, description: str, call: Callable[[NoArgs], Awaitable[ContentResult]]) -> ToolSpec:
@@ -239,4 +241,24 @@ MRTR_TOOLS: Final = (
         "Asks a confirmation in the result, not on the stream.",
         _streaming_elicitation,
     ),
+)
+
+
+def _context_prompt(arguments: Mapping[str, str]) -> list[dict[str, Any]]:  # non-tool-request
+    # A prompt asks as a tool does: prompts/get runs as a call with the same sealed rounds.
+    rounds = _rounds()
+    answer = rounds.answer("user_context")
+    if answer is None:
+        rounds.require({"user_context": _form("What context should the prompt use?", "context")})
+    context = _field(answer, "context")
+    said = context if isinstance(context, str) else f"none ({json.dumps(answer.get('action'))})"
+    return [{"role": "user", "content": _text(f"Use this context: {said}")}]
+
+
+MRTR_PROMPT: Final = Prompt(
+    "test_input_required_result_prompt",
+    "Prompt that asks",
+    "Asks the user for the context it renders.",
+    _context_prompt,
+    asks=True,
 )

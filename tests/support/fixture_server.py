@@ -39,7 +39,7 @@ from mcp_suite.settings import Settings
 from mcp_suite.talk import Talk
 from mcp_suite.tools.base import ResourceSpec, ResourceTemplateSpec, Toolset, ToolSpec
 from mcp_suite.tools.models import StrictModel
-from tests.support.fixture_mrtr import MRTR_TOOLS
+from tests.support.fixture_mrtr import MRTR_PROMPT, MRTR_TOOLS
 from tests.support.harness import TEST_SCOPE, NoArgs, NoResult
 
 __all__ = ["FIXTURE_TOOLS", "current_context", "main", "open_fixtures"]
@@ -441,6 +441,7 @@ FIXTURE_PROMPTS: Final = (
         (PromptArgument("resourceUri", "URI of the resource to embed"),),
     ),
     Prompt("test_prompt_with_image", "Prompt with an image", "A prompt with an image.", _prompt_with_image),
+    MRTR_PROMPT,
 )
 
 

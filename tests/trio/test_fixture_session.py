@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from typing import Any, Final
 
 import trio
 
 from tests.support.fixture_server import PNG, open_fixtures
 from tests.support.harness import Harness, open_session
-from tests.support.wire import check_line
+from tests.support.wire import check_line, slug_of
 
 
 async def _ask(h: Harness, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -58,3 +58,49 @@ async def test_the_fixtures_are_served_through_the_products_runtime() -> None:
             assert got["messages"][0]["role"] == "user"
 
             assert (await _ask(h, "resources/subscribe", {"uri": "test://watched-resource"}))["result"] == {}
+
+
+_MODERN_META: Final = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+}
+_CONTEXT: Final = {"user_context": {"action": "accept", "content": {"context": "the tests"}}}
+
+
+def _prompt(**retry: Any) -> dict[str, Any]:
+    return {"name": "test_input_required_result_prompt", **retry, "_meta": _MODERN_META}
+
+
+async def test_a_prompt_asks_through_the_same_sealed_rounds_as_a_tool() -> None:
+    with trio.fail_after(30):
+        async with open_session(extra_tools=[open_fixtures], test_tools=False) as h:
+            asked = (await _ask(h, "prompts/get", _prompt()))["result"]
+            assert asked["resultType"] == "input_required"
+            question = asked["inputRequests"]["user_context"]
+            assert question["method"] == "elicitation/create"
+            assert question["params"]["requestedSchema"]["required"] == ["context"]
+            state = asked["requestState"]
+
+            done = await _ask(h, "prompts/get", _prompt(inputResponses=_CONTEXT, requestState=state))
+            assert done["result"]["messages"][0]["content"]["text"] == "Use this context: the tests"
+
+            # An answer without the state that asked for it is not taken: the question comes again.
+            again = (await _ask(h, "prompts/get", _prompt(inputResponses=_CONTEXT)))["result"]
+            assert again["resultType"] == "input_required"
+
+            # A tampered state, and a tool's state sent to the prompt, are refused.
+            body, _, mac = state.partition(".")
+            tampered = body[:-1] + ("A" if body[-1] != "A" else "B") + "." + mac
+            tool = {"name": "test_input_required_result_elicitation", "arguments": {}, "_meta": _MODERN_META}
+            foreign = (await _ask(h, "tools/call", tool))["result"]["requestState"]
+            for bad in (tampered, foreign):
+                refused = await _ask(h, "prompts/get", _prompt(inputResponses=_CONTEXT, requestState=bad))
+                assert slug_of(refused["error"]["data"]) == "invalid-request-state", refused
+
+
+async def test_a_prompt_that_asks_is_refused_in_the_handshake_eras() -> None:
+    with trio.fail_after(30):
+        async with open_session(extra_tools=[open_fixtures], test_tools=False) as h:
+            await h.initialize()
+            refused = await _ask(h, "prompts/get", {"name": "test_input_required_result_prompt"})
+            assert slug_of(refused["error"]["data"]) == "client-cannot-ask", refused

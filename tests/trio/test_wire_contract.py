@@ -30,6 +30,7 @@ from mcp_suite.problems import (
     WIRE_CODES,
 )
 from mcp_suite.protocol import mrtr
+from mcp_suite.protocol.prompts import Prompt
 from mcp_suite.settings import MAX_FRAME_BYTES, Settings
 from mcp_suite.tools.base import Toolset, ToolSpec
 from mcp_suite.tools.registry import ToolOpener
@@ -201,7 +202,8 @@ async def test_a_line_of_exactly_the_limit_is_served() -> None:
 
 def _needs_sampling_opener() -> ToolOpener:
     """A ToolOpener serving `needs_sampling`, a tool with nothing to do without the client's model:
-    a modern call that does not declare sampling ends with -32021 (missing-client-capability)."""
+    a modern call that does not declare sampling ends with -32021 (missing-client-capability); and
+    `asks`, a prompt that asks its client, which a handshake era refuses (-32600 client-cannot-ask)."""
 
     async def needs_sampling(args: NoArgs) -> NoResult:
         await trio.lowlevel.checkpoint()
@@ -220,7 +222,8 @@ def _needs_sampling_opener() -> ToolOpener:
             call=needs_sampling,
             scope=TEST_SCOPE,
         )
-        yield Toolset(tools=(tool,))
+        prompt = Prompt("asks", "Asks", "Asks the user.", lambda arguments: [], asks=True)
+        yield Toolset(tools=(tool,), prompts=(prompt,))
 
     return open_it
 
@@ -265,6 +268,8 @@ async def _provoke_every_error(h: Harness) -> list[dict[str, Any]]:
         b'{"jsonrpc":"2.0","id":"refused","method":"resources/read","params":{"uri":"test://refused"}}',
         # -32603 role-unaudited: the same, while no re-audit completes
         b'{"jsonrpc":"2.0","id":"unaudited","method":"resources/read","params":{"uri":"test://unaudited"}}',
+        # -32600 client-cannot-ask: a legacy prompts/get of a prompt that asks (no in-band channel)
+        b'{"jsonrpc":"2.0","id":"asks","method":"prompts/get","params":{"name":"asks"}}',
         # -32002 not-found: a legacy read of a resource nobody serves
         b'{"jsonrpc":"2.0","id":"gone","method":"resources/read","params":{"uri":"test://nowhere"}}',
     ):

@@ -116,6 +116,7 @@ def test_a_problem_class_that_travels_as_an_error_has_a_code_its_type_allows(cls
             "not-found",
             "unsupported-content",
             "concurrency-limit",
+            "client-cannot-ask",
         )
         assert cls.slug not in WIRE_CODES or cls.slug in in_band_with_an_error_subclass
 

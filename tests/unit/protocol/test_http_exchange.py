@@ -37,6 +37,7 @@ from mcp_suite.protocol.exchange import (
     upgrade_refused,
 )
 from mcp_suite.protocol.http import HttpEra
+from mcp_suite.protocol.prompts import Prompt
 from mcp_suite.protocol.talk import ClientAnswered
 from mcp_suite.runtime.calls import SECRET_IDS
 from mcp_suite.settings import Settings
@@ -557,6 +558,22 @@ def test_a_modern_call_s_error_takes_the_modern_era_s_status() -> None:
     # 2026-07-28: an unknown method is 404 (2025-11-25 answers it in a 200).
     reply = reply_of(req.call_finished(core.CallRaised(MethodNotFoundError("no such method"))))
     assert (reply.status, slug_of(problem_of(reply))) == (404, "method-not-found")
+
+
+def test_a_prompt_that_asks_runs_as_a_call_that_needs_no_scope() -> None:
+    # Like a prompt answered inline, its render needs no scope: any caller may get it.
+    served = Catalogue(
+        server_name="mcp-suite",
+        server_version="9.9",
+        tools=(),
+        describe=lambda: (),
+        resources=(),
+        prompts=(Prompt("asks", "Asks", "Asks the user.", lambda arguments: [], asks=True),),
+    )
+    body = frame("prompts/get", {"name": "asks", "_meta": META})
+    run = post(exchange(served=served), body, modern_headers("prompts/get", "asks"), NOBODY)
+    assert isinstance(run, RunCall)
+    assert (run.start.kind, run.start.name) == (core.CallKind.PROMPT, "asks")
 
 
 def test_the_anonymous_caller_holds_every_scope() -> None:

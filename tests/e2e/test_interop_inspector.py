@@ -1,8 +1,9 @@
 """Interop with the MCP Inspector CLI (a pinned version from npm, on the machine's Node) in both eras.
 
 The Inspector launches `python -m mcp_suite` itself. In its legacy era it opens with `initialize`
-(then `logging/setLevel`, the server offering logging); in its modern era it probes `server/discover`, finds a modern server and sends every request with
-the 2026-07-28 `_meta` and no handshake. The server's audit lines (the Inspector passes the server's
+(then `logging/setLevel`, the server offering logging); in its modern era it probes
+`server/discover`, finds a modern server and sends every request with the 2026-07-28 `_meta` and no
+handshake. The server's audit lines (the Inspector passes the server's
 stderr through) show which methods arrived.
 """
 

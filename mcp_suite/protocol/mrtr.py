@@ -357,6 +357,7 @@ class Rounds:
     __slots__ = (
         "_answers",
         "_asked",
+        "_bind",
         "_binding",
         "_capabilities",
         "_expires_at",
@@ -370,13 +371,16 @@ class Rounds:
         self,
         *,
         key: bytes,
-        binding: Binding,
+        binding: Callable[[], Binding],
         call: CallInput,
         now: float,
         ttl_s: float,
     ) -> None:
+        """`binding` is called once, and only when a state is verified or sealed: hashing the
+        arguments is work in proportion to their size that a call which never asks does not do."""
         self._key = key
-        self._binding = binding
+        self._bind = binding
+        self._binding: Binding | None = None
         self._capabilities = call.capabilities
         self._expires_at = now + ttl_s
         self._responses = call.retry.responses
@@ -385,10 +389,15 @@ class Rounds:
         self._keep: dict[str, Any] = {}
         self._asked = 0
         if call.retry.state is not None:
-            data = unseal(key, call.retry.state, binding, now=now)
+            data = unseal(key, call.retry.state, self._bound(), now=now)
             self._answers = dict(data["answers"])
             self._pending = frozenset(data["pending"])
             self._keep = dict(data["keep"])
+
+    def _bound(self) -> Binding:
+        if self._binding is None:
+            self._binding = self._bind()
+        return self._binding
 
     @property
     def responses(self) -> Mapping[str, Mapping[str, Any]]:
@@ -430,7 +439,7 @@ class Rounds:
 
     def _seal(self, pending: list[str], keep: dict[str, Any]) -> str:
         data = {"answers": self._answers, "pending": pending, "keep": keep}
-        return seal(self._key, self._binding, data, expires_at=self._expires_at)
+        return seal(self._key, self._bound(), data, expires_at=self._expires_at)
 
     def ask(self, request: InputRequest, read: Callable[[str, object], Any]) -> Any:
         """The kept answer to this call's next question (`read` turns the client's result into

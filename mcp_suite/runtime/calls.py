@@ -221,12 +221,10 @@ class CallRunner:
             # call's context (None: no context, so the legacy asker refuses).
             return LegacyAsker(start.asking.capabilities, talk)
         caller = current_caller.get()
-        binding = mrtr.bind(
-            start.kind.value, start.name, start.arguments, "" if caller is None else caller.subject
-        )
+        subject = "" if caller is None else caller.subject
         rounds = mrtr.Rounds(
             key=self.state_key,
-            binding=binding,
+            binding=functools.partial(mrtr.bind, start.kind.value, start.name, start.arguments, subject),
             call=start.asking,
             now=trio.current_time(),
             ttl_s=self.settings.input_request_ttl_s,

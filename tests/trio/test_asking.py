@@ -99,7 +99,7 @@ async def test_a_legacy_answer_that_is_not_one_is_refused_and_a_failed_request_p
 async def test_a_modern_question_ends_the_call_in_input_required() -> None:
     call = mrtr.CallInput(modern=True, capabilities={"elicitation": {}})
     rounds = mrtr.Rounds(
-        key=b"k" * 32, binding=mrtr.bind("tools/call", "t", {}, ""), call=call, now=0.0, ttl_s=60.0
+        key=b"k" * 32, binding=lambda: mrtr.bind("tools/call", "t", {}, ""), call=call, now=0.0, ttl_s=60.0
     )
     with trio.fail_after(5), pytest.raises(mrtr.InputRequired):
         await RoundsAsker(rounds).ask_yes_no("Go on?")

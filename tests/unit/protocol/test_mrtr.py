@@ -38,7 +38,7 @@ def _rounds(
     call = mrtr.CallInput(
         modern=True, capabilities=CAN_ELICIT if capabilities is None else capabilities, retry=retry
     )
-    return mrtr.Rounds(key=key, binding=binding, call=call, now=now, ttl_s=600.0)
+    return mrtr.Rounds(key=key, binding=lambda: binding, call=call, now=now, ttl_s=600.0)
 
 
 def _asked(rounds: mrtr.Rounds, question: str = "Go on?") -> mrtr.InputRequired:
@@ -442,3 +442,25 @@ def test_a_call_whose_capability_is_declared_goes_on() -> None:
     rounds.need(mrtr.SAMPLE)  # returns
     with pytest.raises(MissingClientCapabilityError):
         rounds.need(mrtr.ELICIT)  # URL mode only: no form can be shown
+
+
+def test_the_arguments_are_hashed_only_when_a_state_is_verified_or_sealed_and_then_once() -> None:
+    made: list[mrtr.Binding] = []
+
+    def bind() -> mrtr.Binding:
+        made.append(BINDING)
+        return BINDING
+
+    call = mrtr.CallInput(modern=True, capabilities=CAN_ELICIT)
+    mrtr.Rounds(key=KEY, binding=bind, call=call, now=1_000.0, ttl_s=600.0)
+    assert made == []  # a call that never asks does not pay for its arguments' digest
+    first = mrtr.Rounds(key=KEY, binding=bind, call=call, now=1_000.0, ttl_s=600.0)
+    asked = _asked(first)
+    assert made == [BINDING]
+    retry = mrtr.Retry(responses={key: ACCEPT for key in asked.requests}, state=asked.state)
+    answered = mrtr.CallInput(modern=True, capabilities=CAN_ELICIT, retry=retry)
+    second = mrtr.Rounds(key=KEY, binding=bind, call=answered, now=1_001.0, ttl_s=600.0)
+    assert made == [BINDING, BINDING]  # verified at once, whether or not the tool asks again
+    assert second.ask_yes_no("Go on?").approved
+    _asked(second, "And then?")
+    assert made == [BINDING, BINDING]  # sealed again with the binding already made
